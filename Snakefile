@@ -1,0 +1,27 @@
+# modprefs: a cross-modal (text vs audio) preference study for speech alignment, end to end.
+# Stages: data -> sampling -> speech -> study design -> ratings -> statistics.
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/sampling.smk"
+include: "rules/speech.smk"
+include: "rules/study.smk"
+include: "rules/ratings.smk"
+include: "rules/stats.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        "results/data/conversations.parquet",
+        "results/sampling/prompts.csv",
+        "results/sampling/removals.csv",
+        "results/audio/manifest.csv",
+        "results/study/stimuli.csv",
+        "results/study/assignments.csv",
+        expand("results/ratings/{table}.csv", table=RATING_TABLES),
+        "results/stats/tables/icc.csv",
+        "results/stats/tables/icc.md",

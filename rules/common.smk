@@ -1,0 +1,30 @@
+import math
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+# The library lives in src/; make it importable for `script:` jobs without an install.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+validate(config, schema="../workflow/schemas/config.schema.yaml")
+
+from modprefs.config_checks import check_config  # noqa: E402
+
+check_config(config)
+
+RATING_TABLES = ["ratings", "trials", "participants"]
+
+localrules:
+    all,
+
+
+def n_clips() -> int:
+    """Clips rendered for the study: two per prompt plus the attention check's two."""
+    return 2 * config["sampling"]["n_prompts"] + 2
+
+
+def speech_shards() -> list[int]:
+    return list(range(math.ceil(n_clips() / config["tts"]["shard_size"])))

@@ -1,0 +1,11 @@
+rule conversations:
+    """PRISM conversations -> one interaction (history, prompt, two responses) per conversation."""
+    output:
+        "results/data/conversations.parquet",
+    params:
+        data=config["data"],
+        seed=config["seed"],
+    log:
+        "results/logs/data/conversations.log",
+    script:
+        "../workflow/scripts/conversations.py"

@@ -1,0 +1,32 @@
+rule render_shard:
+    """Render one shard of study clips (model loaded once per job) to results/audio/clips/."""
+    input:
+        prompts="results/sampling/prompts.csv",
+        conversations="results/data/conversations.parquet",
+        attention_check=config["attention_check"],
+    output:
+        manifest="results/audio/shards/{shard}.csv",
+    params:
+        tts=config["tts"],
+        shard_size=config["tts"]["shard_size"],
+        clip_dir="results/audio/clips",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    log:
+        "results/logs/speech/render_shard_{shard}.log",
+    script:
+        "../workflow/scripts/render_shard.py"
+
+
+rule audio_manifest:
+    """Concatenate the shard manifests into results/audio/manifest.csv."""
+    input:
+        expand("results/audio/shards/{shard}.csv", shard=speech_shards()),
+    output:
+        "results/audio/manifest.csv",
+    log:
+        "results/logs/speech/audio_manifest.log",
+    script:
+        "../workflow/scripts/audio_manifest.py"

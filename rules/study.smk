@@ -1,0 +1,27 @@
+rule stimuli:
+    """The final stimulus set (after screening and replacement) that every later stage reads."""
+    input:
+        prompts="results/sampling/prompts.csv",
+        conversations="results/data/conversations.parquet",
+        manifest="results/audio/manifest.csv",
+    output:
+        "results/study/stimuli.csv",
+    log:
+        "results/logs/study/stimuli.log",
+    script:
+        "../workflow/scripts/stimuli.py"
+
+
+rule assignments:
+    """Participants -> condition, balanced block random trial order, counterbalanced clip order."""
+    input:
+        stimuli="results/study/stimuli.csv",
+    output:
+        "results/study/assignments.csv",
+    params:
+        study=config["study"],
+        seed=config["seed"],
+    log:
+        "results/logs/study/assignments.log",
+    script:
+        "../workflow/scripts/assignments.py"
