@@ -9,13 +9,16 @@ min_version("9.0")
 # The library lives in src/; make it importable for `script:` jobs without an install.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
+from modprefs.config_checks import check_config, validate_config  # noqa: E402
+
+# Every schema problem, named by its dotted key, before any job is scheduled; then
+# snakemake's own validation fills in the schema's defaults.
+validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 validate(config, schema="../workflow/schemas/config.schema.yaml")
-
-from modprefs.config_checks import check_config  # noqa: E402
-
 check_config(config)
 
 RATING_TABLES = ["ratings", "trials", "participants"]
+
 
 localrules:
     all,

@@ -1,0 +1,108 @@
+"""Text screening of candidate interactions before they reach participants.
+
+The paper (§3.1) removed interactions whose output was empty, in another language, or content
+that could be construed as offensive, discriminatory or distressing, and replaced each from the
+same stratum. Reason codes (``removals.csv``): ``empty``, ``other_language``, ``harmful``
+(``audio_quality`` is assigned by the speech stage's QC).
+
+Rules, in the order they are applied (the first that fires is the reason):
+
+* ``empty`` — a response is PRISM's literal ``"EMPTY STRING"`` or blank after stripping.
+* ``other_language`` — a response with at least :data:`MIN_WORDS_FOR_LANGUAGE_ID` words whose most
+  likely language (lingua, all languages) is not the study language and whose confidence is at
+  least ``min_language_confidence``. Shorter texts are not judged: language identification on
+  two or three words is unreliable (lingua calls "Ok" Zulu).
+* ``harmful`` — the prompt or a response contains a term of the word list (case-insensitive,
+  whole words or whole phrases). The list is ``resources/screening/harmful_terms.txt``. A
+  moderation model can replace or complement it: any object with ``flag(text) -> str | None``
+  (see :class:`Moderator`) plugs into :func:`screen_interaction`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from modprefs.data.prism import EMPTY_STRING
+
+MIN_WORDS_FOR_LANGUAGE_ID = 4
+
+
+@dataclass(frozen=True)
+class ScreeningResult:
+    """Why an interaction was removed (``reason`` None = it passed)."""
+
+    reason: str | None
+    detail: str = ""
+
+
+class Moderator(Protocol):
+    """A content check: returns a short description of the problem, or None if the text is fine."""
+
+    def flag(self, text: str) -> str | None: ...
+
+
+class WordListModerator:
+    """Flags text containing any listed term (case-insensitive, whole word or whole phrase)."""
+
+    def __init__(self, terms: Sequence[str]):
+        self.terms = sorted({t.strip().lower() for t in terms if t.strip()})
+        if not self.terms:
+            raise ValueError("harmful-term list is empty")
+        alternatives = "|".join(re.escape(t).replace(r"\ ", r"\s+") for t in self.terms)
+        self._pattern = re.compile(rf"(?<![\w])({alternatives})(?![\w])", re.IGNORECASE)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> WordListModerator:
+        """One term or phrase per line; ``#`` starts a comment."""
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        terms = [line.split("#", 1)[0].strip() for line in lines]
+        return cls([t for t in terms if t])
+
+    def flag(self, text: str) -> str | None:
+        match = self._pattern.search(text)
+        return None if match is None else f"matches listed term {match.group(1).lower()!r}"
+
+
+@lru_cache(maxsize=1)
+def _language_detector():
+    from lingua import LanguageDetectorBuilder
+
+    return LanguageDetectorBuilder.from_all_languages().build()
+
+
+def detect_language(text: str) -> tuple[str | None, float]:
+    """Most likely ISO 639-1 code (lowercase) of ``text`` and its confidence in [0, 1] (lingua)."""
+    values = _language_detector().compute_language_confidence_values(text)
+    if not values:
+        return None, 0.0
+    top = values[0]
+    return top.language.iso_code_639_1.name.lower(), float(top.value)
+
+
+def is_empty_response(text: str | None) -> bool:
+    return text is None or not text.strip() or text.strip() == EMPTY_STRING
+
+
+def screen_interaction(interaction: Mapping[str, Any], moderator: Moderator, language: str = "en",
+                       min_language_confidence: float = 0.5) -> ScreeningResult:
+    """Apply the rules of the module docstring to one interaction (a conversations.parquet row)."""
+    responses = [interaction["text_0"], interaction["text_1"]]
+    for k, text in enumerate(responses):
+        if is_empty_response(text):
+            return ScreeningResult("empty", f"response {k} is empty ({text!r})")
+    for k, text in enumerate(responses):
+        if len(text.split()) < MIN_WORDS_FOR_LANGUAGE_ID:
+            continue
+        code, conf = detect_language(text)
+        if code is not None and code != language and conf >= min_language_confidence:
+            return ScreeningResult("other_language", f"response {k} detected as {code} (confidence {conf:.2f})")
+    for label, text in [("prompt", interaction["prompt"]), ("response 0", responses[0]), ("response 1", responses[1])]:
+        problem = moderator.flag(text)
+        if problem:
+            return ScreeningResult("harmful", f"{label} {problem}")
+    return ScreeningResult(None)

@@ -1,0 +1,109 @@
+"""The ordered list of study clips, and shards of it for parallel rendering.
+
+Order (docs/CONTRACTS.md, "Clips"): the attention check's ``attn_0`` (coherent) and ``attn_1``
+(nonsensical), then the prompts in ``prompts.csv`` row order, response 0 then 1. A clip's id is
+``f"{prompt_id}_{response}"``. Shard ``i`` holds ``clips[i * shard_size:(i + 1) * shard_size]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["CLIP_COLUMNS", "clip_id", "study_clips", "shard", "read_study_clips"]
+
+CLIP_COLUMNS = ["clip_id", "prompt_id", "response", "text"]
+
+
+def clip_id(prompt_id: str, response: int) -> str:
+    """``("p12", 1)`` -> ``"p12_1"``."""
+    return f"{prompt_id}_{int(response)}"
+
+
+def _attention_rows(attention_check: Mapping[str, Any]) -> list[dict[str, Any]]:
+    prompt_id = str(attention_check.get("prompt_id", "attn"))
+    responses = attention_check.get("responses")
+    if not isinstance(responses, list) or len(responses) != 2:
+        raise ValueError(f"attention check {prompt_id!r}: 'responses' must be a list of two "
+                         f"{{'text': ...}} objects, got {responses!r:.80}")
+    rows = []
+    for response, item in enumerate(responses):
+        if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
+            raise ValueError(f"attention check {prompt_id!r}: responses[{response}] has no 'text' string")
+        rows.append({"clip_id": clip_id(prompt_id, response), "prompt_id": prompt_id,
+                     "response": response, "text": item["text"]})
+    return rows
+
+
+def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dict[str, Any]]:
+    for table, name, cols in [(prompts, "prompts", ["prompt_id", "conversation_id"]),
+                              (conversations, "conversations", ["conversation_id", "text_0", "text_1"])]:
+        missing = [c for c in cols if c not in table.columns]
+        if missing:
+            raise KeyError(f"{name} table lacks column(s) {missing}")
+    dup = prompts["prompt_id"][prompts["prompt_id"].duplicated()].tolist()
+    if dup:
+        raise ValueError(f"prompts: duplicate prompt_id {dup[:5]}")
+    conv = conversations[["conversation_id", "text_0", "text_1"]].copy()
+    conv["conversation_id"] = conv["conversation_id"].astype(str)
+    dup = conv["conversation_id"][conv["conversation_id"].duplicated()].tolist()
+    if dup:
+        raise ValueError(f"conversations: duplicate conversation_id {dup[:5]}")
+    texts = conv.set_index("conversation_id")
+    rows = []
+    for prompt_id, conversation_id in zip(prompts["prompt_id"].astype(str), prompts["conversation_id"].astype(str)):
+        if conversation_id not in texts.index:
+            raise KeyError(f"prompt {prompt_id}: conversation_id {conversation_id!r} is not in conversations")
+        for response in (0, 1):
+            rows.append({"clip_id": clip_id(prompt_id, response), "prompt_id": prompt_id,
+                         "response": response, "text": texts.at[conversation_id, f"text_{response}"]})
+    return rows
+
+
+def study_clips(prompts: pd.DataFrame, conversations: pd.DataFrame,
+                attention_check: Mapping[str, Any]) -> pd.DataFrame:
+    """Every clip the study renders, in the contract's order.
+
+    Args:
+        prompts: ``prompts.csv`` (prompt_id, conversation_id, ...), in draw order.
+        conversations: ``conversations.parquet`` (conversation_id, text_0, text_1, ...).
+        attention_check: ``attention_check.json`` (prompt_id, responses: [{text}, {text}]).
+
+    Returns:
+        One row per clip: clip_id (str), prompt_id (str), response (int 0/1), text (str, the
+        original response text); ``2 * len(prompts) + 2`` rows, index 0..n-1.
+    """
+    rows = _attention_rows(attention_check) + _prompt_rows(prompts, conversations)
+    clips = pd.DataFrame(rows, columns=CLIP_COLUMNS)
+    dup = clips["clip_id"][clips["clip_id"].duplicated()].tolist()
+    if dup:
+        raise ValueError(f"duplicate clip_id {dup[:5]} (does a prompt_id collide with the attention check's?)")
+    return clips.astype({"response": int})
+
+
+def shard(clips: pd.DataFrame, shard_index: int, shard_size: int) -> pd.DataFrame:
+    """Rows ``shard_index * shard_size`` to ``(shard_index + 1) * shard_size - 1`` of ``clips``.
+
+    A shard past the end is empty (same columns), which the last shard can be when the shard
+    count was computed from a configured prompt count.
+    """
+    if int(shard_size) < 1:
+        raise ValueError(f"tts.shard_size must be >= 1, got {shard_size}")
+    if int(shard_index) < 0:
+        raise ValueError(f"shard index must be >= 0, got {shard_index}")
+    start = int(shard_index) * int(shard_size)
+    return clips.iloc[start:start + int(shard_size)].reset_index(drop=True)
+
+
+def read_study_clips(prompts_csv: str | os.PathLike[str], conversations_parquet: str | os.PathLike[str],
+                     attention_check_json: str | os.PathLike[str]) -> pd.DataFrame:
+    """:func:`study_clips` from the workflow's files (ids read as strings)."""
+    prompts = pd.read_csv(prompts_csv, dtype={"prompt_id": str, "conversation_id": str}, keep_default_na=False)
+    conversations = pd.read_parquet(conversations_parquet)
+    with open(attention_check_json, encoding="utf-8") as fh:
+        attention_check = json.load(fh)
+    return study_clips(prompts, conversations, attention_check)

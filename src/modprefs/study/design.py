@@ -1,0 +1,78 @@
+"""Between-subjects study design: conditions, trial orders and presentation order (paper §3.2.2).
+
+* ``2 * raters_per_condition`` participants are randomly assigned, half to ``text`` and half to
+  ``audio`` (a random permutation, so the split is exact).
+* Every participant first sees the attention check (trial 0), then ``trials_per_participant``
+  distinct prompts. Within a condition, participants are filled one after another with the
+  prompts that have the fewest raters so far (ties broken at random): after every participant the
+  per-prompt rater counts differ by at most one, so each prompt ends with ``floor`` or ``ceil`` of
+  ``raters * trials / n_prompts`` raters per condition. The participant's prompts are then put
+  in random order (block randomisation: each participant's block is a fresh random order).
+* Which response is presented first is counterbalanced across the raters of each prompt within
+  a condition: the raters of a prompt, in random order, alternate ``first_clip`` 0/1 from a
+  random start, so the two orders differ by at most one per prompt and condition. The attention
+  check is counterbalanced the same way across each condition's participants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+ASSIGNMENT_COLUMNS = ["participant_id", "condition", "trial", "prompt_id", "first_clip"]
+CONDITIONS = ("text", "audio")
+ATTENTION_PROMPT_ID = "attn"
+
+
+def participant_ids(n: int) -> list[str]:
+    width = max(4, len(str(n)))
+    return [f"P{i + 1:0{width}d}" for i in range(n)]
+
+
+def _fill_prompts(n_participants: int, prompts: list[str], trials: int, rng: np.random.Generator) -> list[list[str]]:
+    """Each participant's set of prompts, least-rated first; counts stay within one of each other."""
+    counts = np.zeros(len(prompts), dtype=int)
+    sets = []
+    for _ in range(n_participants):
+        tiebreak = rng.random(len(prompts))
+        order = np.lexsort((tiebreak, counts))  # fewest raters first, random among equals
+        picked = np.sort(order[:trials])
+        counts[picked] += 1
+        block = [prompts[i] for i in picked]
+        sets.append([block[i] for i in rng.permutation(trials)])
+    return sets
+
+
+def _alternate(n: int, rng: np.random.Generator) -> np.ndarray:
+    start = int(rng.integers(2))
+    return (start + np.arange(n)) % 2
+
+
+def make_assignments(prompt_ids: list[str], raters_per_condition: int, trials_per_participant: int,
+                     seed: int) -> pd.DataFrame:
+    """The assignments table (:data:`ASSIGNMENT_COLUMNS`), one row per participant × trial."""
+    if trials_per_participant > len(prompt_ids):
+        raise ValueError(
+            f"study.trials_per_participant ({trials_per_participant}) exceeds the number of prompts "
+            f"({len(prompt_ids)})"
+        )
+    if len(set(prompt_ids)) != len(prompt_ids):
+        raise ValueError("duplicate prompt ids in the stimulus set")
+    rng = np.random.default_rng([seed, 0xD351])
+    ids = participant_ids(2 * raters_per_condition)
+    conditions = np.array(CONDITIONS).repeat(raters_per_condition)[rng.permutation(2 * raters_per_condition)]
+    rows = []
+    for condition in CONDITIONS:
+        members = [pid for pid, c in zip(ids, conditions) if c == condition]
+        attn_first = _alternate(len(members), rng)[rng.permutation(len(members))]
+        for pid, first in zip(members, attn_first):
+            rows.append((pid, condition, 0, ATTENTION_PROMPT_ID, int(first)))
+        for pid, block in zip(members, _fill_prompts(len(members), list(prompt_ids), trials_per_participant, rng)):
+            rows.extend((pid, condition, t + 1, prompt, -1) for t, prompt in enumerate(block))
+    table = pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS)
+    # Counterbalance presentation order within each prompt and condition.
+    rated = table["trial"] > 0
+    for (_, _), idx in table[rated].groupby(["condition", "prompt_id"]).groups.items():
+        idx = np.asarray(idx)
+        table.loc[idx[rng.permutation(len(idx))], "first_clip"] = _alternate(len(idx), rng)
+    return table.sort_values(["participant_id", "trial"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,116 @@
+"""Stratified draw, screening rules and same-stratum replacement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modprefs.sampling.draw import SamplingError, assign_strata, draw_prompts, stratum_quotas
+from modprefs.sampling.screening import (ScreeningResult, WordListModerator, detect_language,
+                                         screen_interaction)
+
+
+def _interactions(n: int = 100, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    c0 = rng.integers(50, 400, n)
+    c1 = rng.integers(50, 400, n)
+    c1[: n // 10] += 600  # a clear long-difference tail
+    return pd.DataFrame({
+        "conversation_id": [f"c{i:04d}" for i in range(n)], "prompt": "q", "text_0": "a", "text_1": "b",
+        "chars_0": c0, "chars_1": c1, "abs_char_diff": np.abs(c0 - c1),
+        "history_chars": rng.integers(0, 500, n), "history_turns": rng.integers(0, 3, n),
+    })
+
+
+def _passes(_row) -> ScreeningResult:
+    return ScreeningResult(None)
+
+
+def test_strata_threshold_is_percentile():
+    diffs = pd.Series(np.arange(100))
+    labels, thr = assign_strata(diffs, 90)
+    assert thr == pytest.approx(89.1)
+    assert (labels == "long_diff").sum() == 10
+
+
+@pytest.mark.parametrize("n,frac", [(12, 0.25), (100, 0.25), (10, 0.0), (8, 0.5)])
+def test_quotas_and_fractions(n, frac):
+    inter = _interactions(400)
+    prompts, removals, info = draw_prompts(inter, n, frac, 90, seed=1, screen=_passes)
+    q = stratum_quotas(n, frac)
+    assert len(prompts) == n and removals.empty
+    assert (prompts.stratum == "long_diff").sum() == q["long_diff"]
+    long_ids = set(prompts[prompts.stratum == "long_diff"].conversation_id)
+    thr = info["threshold_chars"]
+    assert all(inter.set_index("conversation_id").loc[list(long_ids), "abs_char_diff"] >= thr)
+    other = prompts[prompts.stratum == "other"]
+    assert (other.abs_char_diff < thr).all()
+    assert prompts.prompt_id.is_unique
+
+
+def test_replacement_from_same_stratum_is_logged():
+    inter = _interactions(200)
+    bad = {"c0003": "empty", "c0150": "harmful", "c0101": "other_language"}
+
+    def screen(row):
+        r = bad.get(row["conversation_id"])
+        return ScreeningResult(r, "test") if r else ScreeningResult(None)
+
+    baseline, _, _ = draw_prompts(inter, 60, 0.25, 90, seed=4, screen=_passes)
+    prompts, removals, _ = draw_prompts(inter, 60, 0.25, 90, seed=4, screen=screen)
+    assert not set(bad) & set(prompts.conversation_id)
+    removed_drawn = [c for c in bad if c in set(baseline.conversation_id)] + list(removals.conversation_id)
+    assert set(removals.conversation_id) <= set(bad)
+    for rem in removals.itertuples():
+        assert rem.reason == bad[rem.conversation_id]
+        rep = prompts.set_index("conversation_id").loc[rem.replaced_by]
+        assert rep.stratum == rem.stratum
+    assert len(removed_drawn) >= 1
+
+
+def test_exhausted_stratum_is_an_error():
+    inter = _interactions(40)
+    with pytest.raises(SamplingError, match="stratum 'long_diff'"):
+        draw_prompts(inter, 30, 0.5, 90, seed=1, screen=_passes)
+    with pytest.raises(SamplingError, match="n_prompts"):
+        draw_prompts(inter, 41, 0.25, 90, seed=1, screen=_passes)
+
+
+def test_seed_determinism():
+    inter = _interactions(200)
+    a = draw_prompts(inter, 20, 0.25, 90, seed=9, screen=_passes)[0]
+    assert a.equals(draw_prompts(inter, 20, 0.25, 90, seed=9, screen=_passes)[0])
+    assert not a.equals(draw_prompts(inter, 20, 0.25, 90, seed=10, screen=_passes)[0])
+
+
+def test_word_list_whole_words():
+    mod = WordListModerator(["kill", "stab wound"])
+    assert mod.flag("This will kill the weeds") is not None
+    assert mod.flag("Mind the skillet") is None
+    assert mod.flag("a STAB   wound") is not None
+    with pytest.raises(ValueError):
+        WordListModerator(["  "])
+
+
+def _inter(t0, t1, prompt="How do I bake bread?"):
+    return {"prompt": prompt, "text_0": t0, "text_1": t1}
+
+
+def test_screen_rules():
+    mod = WordListModerator(["idiot"])
+    ok = "Mix flour, water, salt and yeast, knead for ten minutes, and let it rise."
+    assert screen_interaction(_inter(ok, ok), mod).reason is None
+    assert screen_interaction(_inter(ok, "EMPTY STRING"), mod).reason == "empty"
+    assert screen_interaction(_inter("   ", ok), mod).reason == "empty"
+    es = "Mezcla la harina con el agua y la sal, amasa durante diez minutos y deja reposar la masa."
+    res = screen_interaction(_inter(ok, es), mod)
+    assert res.reason == "other_language" and "es" in res.detail
+    res = screen_interaction(_inter(ok, "Only an idiot would ask that."), mod)
+    assert res.reason == "harmful" and "response 1" in res.detail
+    assert screen_interaction(_inter(ok, "Sure!"), mod).reason is None  # too short to judge language
+
+
+def test_detect_language_real_model():
+    assert detect_language("The quick brown fox jumps over the lazy dog near the river bank.")[0] == "en"
+    assert detect_language("Ich möchte heute Abend mit meinen Freunden ins Kino gehen.")[0] == "de"
