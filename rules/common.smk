@@ -1,10 +1,14 @@
 import math
+import os
 import sys
 from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
+
+# Small-matrix numerics run 2-8x slower and erratically with several BLAS threads (DESIGN.md).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # The library lives in src/; make it importable for `script:` jobs without an install.
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))

@@ -5,6 +5,8 @@ rule conversations:
     params:
         data=config["data"],
         seed=config["seed"],
+    conda:
+        "../envs/data.yaml"
     log:
         "results/logs/data/conversations.log",
     script:

@@ -11,6 +11,8 @@ if config["ratings"]["source"] == "simulate":
         params:
             simulation=config["ratings"].get("simulation", {}),
             seed=config["seed"],
+        conda:
+            "../envs/stats.yaml"
         log:
             "results/logs/ratings/simulate_ratings.log",
         script:
@@ -27,6 +29,8 @@ else:
             stimuli="results/study/stimuli.csv",
         output:
             expand("results/ratings/{table}.csv", table=RATING_TABLES),
+        conda:
+            "../envs/stats.yaml"
         log:
             "results/logs/ratings/ingest_ratings.log",
         script:

@@ -9,6 +9,8 @@ rule sample_prompts:
     params:
         sampling=config["sampling"],
         seed=config["seed"],
+    conda:
+        "../envs/data.yaml"
     log:
         "results/logs/sampling/sample_prompts.log",
     script:

@@ -10,10 +10,12 @@ rule render_shard:
         tts=config["tts"],
         shard_size=config["tts"]["shard_size"],
         clip_dir="results/audio/clips",
-    threads: 1
+    threads: 2
     resources:
         mem_mb=2000,
         runtime=60,
+    conda:
+        "../envs/tts.yaml"
     log:
         "results/logs/speech/render_shard_{shard}.log",
     script:
@@ -26,6 +28,8 @@ rule audio_manifest:
         expand("results/audio/shards/{shard}.csv", shard=speech_shards()),
     output:
         "results/audio/manifest.csv",
+    conda:
+        "../envs/tts.yaml"
     log:
         "results/logs/speech/audio_manifest.log",
     script:

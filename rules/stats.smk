@@ -15,6 +15,8 @@ rule icc_table:
         n_boot=config["stats"]["n_boot"],
         ci_level=config["stats"]["ci_level"],
         seed=config["seed"],
+    conda:
+        "../envs/stats.yaml"
     log:
         "results/logs/stats/icc_table.log",
     script:

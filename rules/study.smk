@@ -6,6 +6,8 @@ rule stimuli:
         manifest="results/audio/manifest.csv",
     output:
         "results/study/stimuli.csv",
+    conda:
+        "../envs/stats.yaml"
     log:
         "results/logs/study/stimuli.log",
     script:
@@ -21,6 +23,8 @@ rule assignments:
     params:
         study=config["study"],
         seed=config["seed"],
+    conda:
+        "../envs/stats.yaml"
     log:
         "results/logs/study/assignments.log",
     script:

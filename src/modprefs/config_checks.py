@@ -96,8 +96,6 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".") -> None:
     ratings_source = config["ratings"]["source"]
     if ratings_source != "simulate":
         exists("ratings.source", ratings_source, kind="directory")
-        if "simulation" in config["ratings"]:
-            problems.append("ratings.simulation: only used when ratings.source is 'simulate'")
 
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

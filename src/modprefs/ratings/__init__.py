@@ -1,0 +1,11 @@
+"""Ratings stage: the three rating tables, simulated (a calibrated rater panel) or collected.
+
+* :mod:`modprefs.ratings.schema` — column specs read from workflow/schemas/*.schema.yaml.
+* :mod:`modprefs.ratings.ingest` — :func:`validate_ratings_dir`, every problem with file/row/column.
+* :mod:`modprefs.ratings.simulate` — :func:`simulate_ratings` and :class:`SimulationParams`.
+"""
+
+from modprefs.ratings.ingest import RatingsValidationError, validate_ratings_dir
+from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+
+__all__ = ["RatingsValidationError", "SimulationParams", "simulate_ratings", "validate_ratings_dir"]

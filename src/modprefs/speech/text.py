@@ -30,10 +30,10 @@ EMPTY_MARKER = "EMPTY STRING"
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)(\s+#+)?\s*$")
-_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
+_RULE = re.compile(r"^\s{0,3}(?:([-*_])(\s*\1){2,}|=+)\s*$")  # also a setext header's underline
 _QUOTE = re.compile(r"^\s{0,3}(>\s?)+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•◦▪‣]|\d{1,3}[.)]|[a-z][.)](?=\s))\s+(?:\[[ xX]\]\s+)?")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
@@ -110,48 +110,57 @@ def _table_row(line: str) -> str:
     return _terminate(", ".join(c for c in cells if c))
 
 
-def _blocks(text: str) -> list[tuple[str, bool]]:
-    """Split ``text`` into (inline-cleaned line, ends_a_block) pairs.
+def _classify(raw: str) -> tuple[str, bool] | None:
+    """One Markdown line outside a code fence -> (cleaned line, is_a_block_of_its_own).
 
-    ``ends_a_block`` is True for headers, list items, table rows, code lines and the last line
-    of a paragraph: those must end in punctuation. Wrapped paragraph lines are joined as-is.
+    None for lines that carry no words (blank lines, rules, table separator rows).
+    """
+    if not raw.strip() or _RULE.match(raw) or (_TABLE_SEP.match(raw) and "-" in raw and "|" in raw):
+        return None
+    if _TABLE_ROW.match(raw):
+        return _table_row(raw), True
+    line = _QUOTE.sub("", raw)
+    header = _HEADER.match(line)
+    if header:
+        return _inline(header.group(1)), True
+    item = _LIST_ITEM.match(line)
+    if item:
+        return _inline(line[item.end():]), True
+    return _inline(line), False
+
+
+def _blocks(text: str) -> list[tuple[str, bool]]:
+    """Split ``text`` into (inline-cleaned line, ends_a_sentence) pairs.
+
+    Headers, list items, table rows and code lines stand alone: they, the line before them and
+    the last line of a paragraph must end in punctuation. Wrapped paragraph lines are joined as-is.
     """
     out: list[tuple[str, bool]] = []
+
+    def end_previous() -> None:
+        if out:
+            out[-1] = (out[-1][0], True)
+
     in_fence = False
     for raw in _HTML_BREAK.sub("\n\n", text).split("\n"):
         if _FENCE.match(raw):
             in_fence = not in_fence
+            end_previous()
             continue
         if in_fence:
             code = " ".join(_EMOJI.sub("", raw).split())
             if code:
                 out.append((code, True))
             continue
-        if not raw.strip():
-            if out:
-                out[-1] = (out[-1][0], True)
+        classified = _classify(raw)
+        if classified is None:
+            end_previous()
             continue
-        if _RULE.match(raw) or _TABLE_SEP.match(raw) and "-" in raw and "|" in raw:
-            if out:
-                out[-1] = (out[-1][0], True)
-            continue
-        if _TABLE_ROW.match(raw):
-            out.append((_table_row(raw), True))
-            continue
-        line = _QUOTE.sub("", raw)
-        header = _HEADER.match(line)
-        if header:
-            out.append((_inline(header.group(1)), True))
-            continue
-        item = _LIST_ITEM.match(line)
-        if item:
-            if out:
-                out[-1] = (out[-1][0], True)
-            out.append((_inline(line[item.end():]), True))
-            continue
-        out.append((_inline(line), False))
-    if out:
-        out[-1] = (out[-1][0], True)
+        line, standalone = classified
+        if standalone:
+            end_previous()
+        out.append((line, standalone))
+    end_previous()
     return [(line, end) for line, end in out if line]
 
 

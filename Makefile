@@ -1,0 +1,23 @@
+# Two commands for a new user:
+#   make run    install into .venv and run the whole workflow on the embedded default (offline)
+#   make test   install into .venv and run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+CORES ?= 2
+export OPENBLAS_NUM_THREADS ?= 1
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: $(VENV)/.installed
+	$(VENV)/bin/snakemake --cores $(CORES)
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q
+
+.PHONY: install run test

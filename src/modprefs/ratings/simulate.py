@@ -1,0 +1,753 @@
+"""A simulated rater panel: crossed random effects calibrated to the paper (§3.3, §4.1–§4.3, Tables 1–4).
+
+Everything random comes from ``np.random.SeedSequence(seed)``: one child stream per component
+(clips, participants, ratings, trial behaviour, demographics, justifications), so the same seed
+gives identical tables, and changing e.g. the justification parameters leaves the ratings alone.
+
+Response ratings (trials >= 1)
+------------------------------
+For participant p in condition c (``is_text`` = 1 for text), clip i, trial t::
+
+    latent = intercept + b_first*first + b_text*is_text
+             + (b_len + b_len_text*is_text) * len_z_i
+             + (b_trial + b_trial_text*is_text) * trial_z_t
+             + b_first_text * first * is_text
+             + u_i[c] + v_p + e
+    rating = clip(round(latent), 1, 100)            (clipping can be switched off: clip_ratings)
+
+* ``first`` = the clip was presented first; ``len_z`` = z-score of the stimuli's ``n_chars`` over
+  the stimulus set (sample SD, as R's ``scale``); ``trial_z`` = (t - mean)/sd over trials 1..T.
+* ``(u_i[audio], u_i[text])`` ~ bivariate normal, variances ``var_clip_audio``/``var_clip_text``,
+  correlation ``rho_clip_modality`` (low: the paper's cross-modality winner agreement is 53 %).
+* ``v_p`` ~ N(0, var_participant_c); ``e`` = sqrt(var_resid_c) x a unit-variance Student t with
+  ``resid_df`` degrees of freedom (``inf`` = normal; heavier tails give the paper's skewed gaps).
+* The length effect is a clip property: in ``rating ~ first + trial_z + (1|clip) + (1|participant)``
+  (the ICC model, Table 4) it adds about (b_len + b_len_text*is_text)^2 to the clip variance.
+  The ceiling at 100 (intercept ~75) shrinks every variance; the defaults are tuned *through*
+  the clipping (benchmarks/ratings_calibration.py) so the fitted ICC(2,1) is ~.333 audio / .295 text.
+
+Preferences and ties (``tie_mode``)
+-----------------------------------
+Each rater has a tie threshold tau_p (lognormal, mean ``tie_threshold_mean_c``, CV
+``tie_threshold_cv``). With ``tie_mode="snap"`` (default) the rater compares the perceived
+(clipped, unrounded) gap |latent_0 - latent_1|; below tau_p they call a tie and set the two sliders
+close together: the ratings become the pair's midpoint -/+ g/2 with g ~ geometric (mean
+``tie_gap_mean_c``), the better clip keeping the higher slider. This is what gives the paper's
+small tie gaps (3.3 text / 3.9 audio) at a tie rate of ~28 % (the rate the paper's Mann–Whitney
+U statistics imply: n_ties(audio) x n_ties(text) ~ 61,000 of ~920 / ~890 trials). With
+``tie_mode="threshold"`` ratings are never modified and a tie is called when the observed gap is
+below tau_p (a pure LMM, for parameter-recovery tests). In both modes equal ratings are a tie;
+otherwise the preference is the higher-rated response index. Note that snapping pulls tie trials'
+ratings together, which slightly attenuates within-trial effects (order, length) relative to the
+parameters.
+
+Attention check (trial 0, prompt ``attn``)
+------------------------------------------
+A participant fails with probability ``p_fail_attention_c`` (§3.3: 7/53 audio, 5/53 text): they
+rate the nonsensical ``attn_1`` above the coherent ``attn_0`` and prefer it (preference 1); their
+data stop there (only trial-0 rows; passed_attention False, completed False, difficulty empty).
+Passers rate attn_0 high and attn_1 low and prefer 0.
+
+Dropout
+-------
+A participant who passed stops early with probability ``p_incomplete_c`` after K ~ Poisson
+(``incomplete_trials_mean``) trials, truncated to 0..T-1 (completed False, difficulty empty).
+Defaults match Table 3's "Completed" (92.5 % text = 49/53, 96.2 % audio = 51/53, i.e. 4 and 2
+non-completers among those who passed): p = 4/48 text, 2/46 audio. §3.3 mentions the 4 text
+dropouts only; we match Table 3, which implies 2 in audio too. The paper's text condition has
+8.9 raters per stimulus = 890 trials: the 4 dropouts did ~2.5 trials on average.
+
+Behaviour per trial
+-------------------
+* decision_time_s: log T = mu_c + a_p + slope_c * trial_z + eps; mu_c and the total log variance
+  are set from the paper's M/SD (78.8/41.6 text, 136.4/35.9 audio, Table 3) and the practice
+  slopes (-0.17 text, -0.09 audio, §4.1); ``time_participant_share`` of the non-practice log
+  variance is between participants (Table 3's session SD needs most of it there). The attention
+  check uses trial 1's trial_z. Audio trials last at least the two first listens plus replays plus
+  deliberation.
+* replays (audio only): Poisson with a gamma-distributed rater propensity; the first-presented
+  clip's rate is set so that P(replays >= 1) = ``p_relisten_first`` (23.3 % = 214/920, §4.2);
+  relistened_first = that clip was replayed. Text: empty.
+* deliberation_time_s (audio only): time from the end of the last listen to submission, lognormal
+  (median ``deliberation_median_s``), at most the trial's time left after listening. Text: empty.
+* rating_changes: Poisson, gamma rater propensity, mean ``rating_changes_mean_c``.
+* justification: written with probability ``p_justification_c`` (347/920 audio, 311/890 text,
+  §4.3); a short template sentence. Clause pools carry a modality tilt: "user"/"help" clauses lean
+  audio, "detail"/"response"/"give" clauses lean text, and listening/reading clauses are
+  modality-specific; ``justification_modality_strength`` scales every tilt (0 = identical word
+  distributions in both conditions, a null).
+* audio_quality (audio only): per-clip true quality q_i ~ N(aq_mean, var_aq_clip) + rater offset
+  + b_aq_rating * (latent - condition mean) + noise, rounded and clipped to 1..100.
+
+Participants
+------------
+Demographics by condition match Table 1 (age M/SD, woman %, White %, Hispanic/Latino %, native
+English %, bachelor's or above %); the other §3.2.1 fields are drawn from fixed lists.
+session_minutes = sum of the participant's trial times (attention check included)/60 + a
+lognormal overhead (mean ``session_overhead_min``). difficulty (1–5, completers only) from
+``difficulty_probs_c`` (Table 3: 2.45/0.90 text, 2.50/0.96 audio).
+
+Truth table (one long frame, written as ``simulation_truth.csv``)
+-----------------------------------------------------------------
+``kind="clip"``: one row per clip and condition: clip_id, prompt_id, condition, effect (u_i[c]),
+len_z, expected_rating (intercept + b_text*is_text + (b_len + b_len_text*is_text)*len_z + u_i[c]
++ (b_first + b_first_text*is_text)/2, i.e. the latent mean over the two presentation orders at
+trial_z 0 for an average rater, before rounding/clipping) and audio_quality_true (q_i).
+``kind="participant"``: one row per participant: participant_id, condition, effect (v_p),
+tie_threshold (tau_p), time_effect (a_p). Unused columns are empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+CONDITIONS = ("audio", "text")
+ATTENTION_PROMPT = "attn"
+ATTENTION_CLIPS = ("attn_0", "attn_1")  # attn_0 coherent, attn_1 nonsensical
+
+RATINGS_COLUMNS = ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first",
+                   "rating", "audio_quality", "source"]
+TRIALS_COLUMNS = ["participant_id", "prompt_id", "trial", "preference", "justification", "decision_time_s",
+                  "deliberation_time_s", "rating_changes", "replays_0", "replays_1", "relistened_first", "source"]
+PARTICIPANTS_COLUMNS = ["participant_id", "condition", "age", "gender", "race", "hispanic_latino", "birthplace",
+                        "education", "employment", "country", "primary_language", "native_english",
+                        "english_proficiency", "other_languages", "timezone", "passed_attention", "completed",
+                        "session_minutes", "difficulty", "source"]
+TRUTH_COLUMNS = ["kind", "condition", "clip_id", "prompt_id", "participant_id", "effect", "len_z",
+                 "expected_rating", "audio_quality_true", "tie_threshold", "time_effect"]
+
+EDUCATION_LEVELS = ["Less than high school", "High school diploma or GED", "Some college, no degree",
+                    "Associate degree", "Bachelor's degree", "Master's degree", "Doctoral or professional degree"]
+BACHELOR_PLUS = EDUCATION_LEVELS[4:]
+GENDERS = ["Woman", "Man", "Non-binary", "Prefer not to say"]
+RACES = ["White", "Black or African American", "Asian", "American Indian or Alaska Native",
+         "Native Hawaiian or Other Pacific Islander", "Multiracial", "Other"]
+EMPLOYMENT = ["Full-time", "Part-time", "Self-employed", "Unemployed", "Student", "Retired", "Homemaker", "Other"]
+ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
+TIMEZONES = ["America/New_York", "America/Chicago", "America/Denver", "America/Phoenix", "America/Los_Angeles",
+             "America/Anchorage", "Pacific/Honolulu"]
+OTHER_PRIMARY = ["Spanish", "Chinese", "Tagalog", "Vietnamese", "Arabic", "Korean", "Russian", "Hindi"]
+OTHER_LANGUAGES = ["Spanish", "French", "German", "Chinese", "Japanese", "Italian", "Portuguese", "ASL"]
+BIRTHPLACES_ABROAD = ["Mexico", "India", "Philippines", "China", "Vietnam", "Canada", "United Kingdom", "Nigeria"]
+
+
+@dataclass
+class SimulationParams:
+    """All simulation parameters; the defaults are the paper calibration (see config.yaml comments).
+
+    Per-condition parameters carry an ``_audio``/``_text`` suffix.
+    """
+
+    # --- fixed effects (Table 2; reference level audio) ---------------------------------------
+    intercept: float = 74.80
+    b_first: float = -2.61
+    b_text: float = -6.21
+    b_len: float = 3.35
+    # Table 2's omnibus Modality x Char. length interaction. The paper's modality-specific simple
+    # effects (text 4.92, audio 3.52) differ by 1.40, not 1.53, because they come from separate
+    # models; we match the omnibus 1.53.
+    b_len_text: float = 1.53
+    b_trial: float = 0.03
+    b_trial_text: float = 0.90
+    b_first_text: float = -0.51
+    # --- random effects (tuned so the fitted ICC(2,1) is ~.333 audio / .295 text, Table 4) -------
+    var_clip_audio: float = 850.0
+    var_clip_text: float = 1550.0
+    rho_clip_modality: float = 0.10
+    rho_clip_within_prompt_audio: float = 0.55
+    rho_clip_within_prompt_text: float = 0.0
+    clip_df: float = 2.5
+    var_participant_audio: float = 300.0
+    var_participant_text: float = 150.0
+    var_resid_audio: float = 800.0
+    var_resid_text: float = 3200.0
+    resid_df: float = 3.0
+    resid_scale_cv: float = 0.6
+    clip_ratings: bool = True
+    # --- ties (§4.1) ----------------------------------------------------------------------------
+    tie_mode: str = "snap"
+    tie_threshold_mean_audio: float = 9.0
+    tie_threshold_mean_text: float = 16.0
+    tie_threshold_cv: float = 0.8
+    tie_threshold_shape: float = 0.6
+    tie_gap_mean_audio: float = 3.9
+    tie_gap_mean_text: float = 3.3
+    # --- attention check and dropout (§3.3, Table 3) -------------------------------------------
+    p_fail_attention_audio: float = 7 / 53
+    p_fail_attention_text: float = 5 / 53
+    p_incomplete_audio: float = 2 / 46
+    p_incomplete_text: float = 4 / 48
+    incomplete_trials_mean: float = 2.5
+    attention_coherent_mean: float = 85.0
+    attention_nonsense_mean: float = 10.0
+    attention_sd: float = 10.0
+    # --- timing (Table 3, §4.1 practice effects) ------------------------------------------------
+    trial_time_mean_audio: float = 136.4
+    trial_time_sd_audio: float = 35.9
+    trial_time_mean_text: float = 78.8
+    trial_time_sd_text: float = 41.6
+    log_time_trial_slope_audio: float = -0.09
+    log_time_trial_slope_text: float = -0.17
+    log_time_resid_sd: float = 0.30
+    session_overhead_min: float = 1.0
+    chars_per_second: float = 15.0
+    attention_clip_duration_s: float = 8.0
+    deliberation_median_s: float = 8.0
+    # --- audio behaviour (§4.2) -----------------------------------------------------------------
+    p_relisten_first: float = 214 / 920
+    replays_second_mean: float = 0.15
+    replay_propensity_shape: float = 2.0
+    # --- other behaviour ------------------------------------------------------------------------
+    rating_changes_mean_audio: float = 0.35
+    rating_changes_mean_text: float = 0.30
+    difficulty_probs_audio: tuple[float, ...] = (0.16, 0.33, 0.38, 0.11, 0.02)
+    difficulty_probs_text: tuple[float, ...] = (0.15, 0.35, 0.40, 0.08, 0.02)
+    p_justification_audio: float = 347 / 920
+    p_justification_text: float = 311 / 890
+    justification_modality_strength: float = 1.0
+    # --- audio quality ratings ------------------------------------------------------------------
+    aq_mean: float = 78.0
+    var_aq_clip: float = 60.0
+    var_aq_participant: float = 80.0
+    var_aq_resid: float = 90.0
+    b_aq_rating: float = 0.10
+    # --- demographics (Table 1) -----------------------------------------------------------------
+    age_mean_audio: float = 40.2
+    age_sd_audio: float = 11.7
+    age_mean_text: float = 45.0
+    age_sd_text: float = 13.8
+    p_woman_audio: float = 0.543
+    p_woman_text: float = 0.646
+    p_white_audio: float = 0.652
+    p_white_text: float = 0.604
+    p_hispanic_audio: float = 0.152
+    p_hispanic_text: float = 0.062
+    p_native_english_audio: float = 0.913
+    p_native_english_text: float = 0.854
+    p_bachelor_plus_audio: float = 0.435
+    p_bachelor_plus_text: float = 0.604
+
+    def __post_init__(self) -> None:
+        for name in ("difficulty_probs_audio", "difficulty_probs_text"):
+            probs = tuple(float(x) for x in getattr(self, name))
+            if len(probs) != 5 or min(probs) < 0 or not math.isclose(sum(probs), 1.0, abs_tol=1e-6):
+                raise ValueError(f"ratings.simulation.{name}: need 5 non-negative probabilities summing to 1")
+            setattr(self, name, probs)
+        if self.tie_mode not in ("snap", "threshold"):
+            raise ValueError(f"ratings.simulation.tie_mode: {self.tie_mode!r} is not 'snap' or 'threshold'")
+        for name in ("resid_df", "clip_df"):
+            if not getattr(self, name) > 2:
+                raise ValueError(f"ratings.simulation.{name} must exceed 2 (finite variance); use .inf for normal")
+        for name in ("rho_clip_modality", "rho_clip_within_prompt_audio", "rho_clip_within_prompt_text"):
+            if not -1 < getattr(self, name) < 1:
+                raise ValueError(f"ratings.simulation.{name} must lie in (-1, 1)")
+        for c in CONDITIONS:
+            if not (self.by_condition("trial_time_mean", c) > 0 and self.by_condition("trial_time_sd", c) > 0):
+                raise ValueError(f"ratings.simulation: trial_time_mean_{c} and trial_time_sd_{c} must be positive")
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any] | None) -> SimulationParams:
+        """Build from the ``ratings.simulation`` config block; unknown keys are an error."""
+        config = dict(config or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(config) - names)
+        if unknown:
+            raise ValueError(
+                "unknown key(s) in ratings.simulation: " + ", ".join(repr(k) for k in unknown)
+                + f" (known keys: {', '.join(sorted(names))})"
+            )
+        if "resid_df" in config and config["resid_df"] in (None, "inf", ".inf"):
+            config["resid_df"] = math.inf
+        return cls(**config)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        for k, v in out.items():
+            if isinstance(v, tuple):
+                out[k] = list(v)
+        return out
+
+    def by_condition(self, name: str, condition: str) -> Any:
+        return getattr(self, f"{name}_{condition}")
+
+
+def _other_time_params(p: SimulationParams, condition: str, listen: np.ndarray, who: np.ndarray,
+                       trial_z: np.ndarray) -> tuple[float, float, float, float]:
+    """(mu, participant log-variance, residual log-variance, practice slope) of the non-listening time.
+
+    Table 3's trial-duration M (SD) are over participants (its Mann–Whitney U = 255 compares 46 x 48
+    participant means), so the SD is the between-participant SD of participants' mean trial time.
+    Text: no listening; log other = mu + a_p + slope * trial_z + eps with Var(a_p) = ln(1 + (SD/M)^2)
+    and eps ~ N(0, log_time_resid_sd^2); mu makes the mean M. Audio: listening is subtracted
+    first: other mean = M - mean(listen) (at least M/4), other SD = sqrt(SD^2 - var of participants'
+    mean listening) (at least 10 % of the mean), slope scaled by M / other mean (d log total ~
+    (other/total) d log other).
+    """
+    m = p.by_condition("trial_time_mean", condition)
+    sd = p.by_condition("trial_time_sd", condition)
+    slope = p.by_condition("log_time_trial_slope", condition)
+    if condition == "audio" and len(listen):
+        lm = float(np.mean(listen))
+        pm = pd.Series(listen).groupby(who).mean()
+        lv = float(pm.var(ddof=0)) if len(pm) > 1 else 0.0
+        om = max(m - lm, m / 4)
+        osd = math.sqrt(max(sd ** 2 - lv, (0.1 * om) ** 2))
+        slope = slope * m / om
+        m, sd = om, osd
+    var_a = math.log1p((sd / m) ** 2)
+    var_e = p.log_time_resid_sd ** 2
+    practice = float(np.mean(np.exp(slope * trial_z))) if len(trial_z) else 1.0
+    mu = math.log(m) - var_a / 2 - var_e / 2 - math.log(practice)
+    return mu, var_a, var_e, slope
+
+
+# --------------------------------------------------------------------------------------------------
+# justification templates
+# --------------------------------------------------------------------------------------------------
+#: clause pools: (base weight, tilt towards audio (+) / text (-), clauses)
+_CLAUSE_POOLS: dict[str, tuple[float, float, tuple[str, ...]]] = {
+    "neutral": (0.50, 0.0, (
+        "it was clearer", "it was more accurate", "it answered the question directly", "it was more concise",
+        "it was easier to follow", "it seemed more correct", "it was friendlier", "it stayed on topic",
+        "the other one missed the point", "it made more sense",
+    )),
+    "user_help": (0.18, 0.9, (
+        "it would help the user more", "it actually helps the user with the question",
+        "it was more helpful to the user", "it addressed what the user needed",
+        "the user asked for help and it helped", "it seemed more useful for the user",
+    )),
+    "detail_response": (0.22, -0.9, (
+        "the response gives more detail", "it gave a more detailed response", "the response was more detailed",
+        "it gives specific details", "the other response did not give enough detail",
+        "the response gave more useful detail",
+    )),
+    "listening": (0.05, 2.0, (
+        "it sounded more natural", "it was easier to listen to", "it flowed better when spoken",
+    )),
+    "reading": (0.05, -2.0, (
+        "it was easier to read", "it was better organized on the page", "it read more smoothly",
+    )),
+}
+_OPENERS_PREF = ("I preferred the {which} one because", "The {which} one was better because",
+                 "I chose the {which} since", "The {which} answer won:")
+_OPENERS_TIE = ("Both were about the same, though", "Hard to choose; both were fine but",
+                "They were equally good, maybe")
+
+
+def justification_pool_weights(condition: str, strength: float) -> dict[str, float]:
+    """Probability of each clause pool in ``condition`` for a given modality strength."""
+    sign = 1.0 if condition == "audio" else -1.0
+    w = {k: base * math.exp(strength * tilt * sign) for k, (base, tilt, _) in _CLAUSE_POOLS.items()}
+    total = sum(w.values())
+    return {k: v / total for k, v in w.items()}
+
+
+def _justifications(conditions: np.ndarray, prefs: np.ndarray, first_clips: np.ndarray, strength: float,
+                    rng: np.random.Generator) -> list[str]:
+    pools = list(_CLAUSE_POOLS)
+    weights = {c: np.array(list(justification_pool_weights(c, strength).values())) for c in CONDITIONS}
+    out = []
+    for cond, pref, first in zip(conditions, prefs, first_clips):
+        pool = pools[rng.choice(len(pools), p=weights[cond])]
+        clauses = _CLAUSE_POOLS[pool][2]
+        clause = clauses[rng.integers(len(clauses))]
+        if pref == "tie":
+            opener = _OPENERS_TIE[rng.integers(len(_OPENERS_TIE))]
+        else:
+            which = "first" if int(pref) == int(first) else "second"
+            opener = _OPENERS_PREF[rng.integers(len(_OPENERS_PREF))].format(which=which)
+        out.append(f"{opener} {clause}.")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+def _lognormal(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
+    if cv <= 0:
+        return np.full(size, float(mean))
+    s2 = math.log1p(cv ** 2)
+    return rng.lognormal(math.log(mean) - s2 / 2, math.sqrt(s2), size)
+
+
+def _gamma_unit(rng: np.random.Generator, shape: float, size: int) -> np.ndarray:
+    return rng.gamma(shape, 1.0 / shape, size)
+
+
+def _unit_t(rng: np.random.Generator, df: float, size: int) -> np.ndarray:
+    if math.isinf(df):
+        return rng.standard_normal(size)
+    return rng.standard_t(df, size) * math.sqrt((df - 2) / df)
+
+
+def _bool_or_empty(values: np.ndarray, mask: np.ndarray) -> pd.Series:
+    s = pd.Series(values, dtype="boolean")
+    s[~mask] = pd.NA
+    return s
+
+
+def _clip_effects(stim: pd.DataFrame, p: SimulationParams, rng: np.random.Generator) -> np.ndarray:
+    """(n_clips, 2) clip effects [audio, text].
+
+    Per prompt, (u_0 audio, u_0 text, u_1 audio, u_1 text) is normal with covariance
+    normal: the two responses of a prompt correlate by rho_clip_within_prompt_c within modality c
+    (a shared prompt effect, which adds to the ICC's clip variance but cancels in the gap), the same
+    clip correlates by rho_clip_modality across modalities, and the other response of the prompt by
+    rho_clip_modality * sqrt(rho_w_audio * rho_w_text). Clips whose prompt lacks a partner
+    get the marginal distribution.
+    """
+    va, vt, rm = p.var_clip_audio, p.var_clip_text, p.rho_clip_modality
+    rwa, rwt = p.rho_clip_within_prompt_audio, p.rho_clip_within_prompt_text
+    # order (u0a, u0t, u1a, u1t); within-prompt correlation per modality, cross-clip-cross-modality
+    # correlation rho_m * sqrt(rw_a * rw_t) (a Kronecker product when rw_a = rw_t)
+    sa, st = math.sqrt(va), math.sqrt(vt)
+    cross = rm * math.sqrt(max(rwa * rwt, 0.0)) * (1 if rwa * rwt >= 0 else 0)
+    cov = np.array([[va, rm * sa * st, rwa * va, cross * sa * st],
+                    [rm * sa * st, vt, cross * sa * st, rwt * vt],
+                    [rwa * va, cross * sa * st, va, rm * sa * st],
+                    [cross * sa * st, rwt * vt, rm * sa * st, vt]])
+    if np.linalg.eigvalsh(cov).min() < -1e-9:
+        raise ValueError("ratings.simulation: the clip-effect correlations give a non-positive-definite covariance")
+    chol = np.linalg.cholesky(cov + 1e-12 * np.eye(4))
+    prompts = list(dict.fromkeys(stim["prompt_id"]))
+    z = rng.standard_normal((len(prompts), 4)) @ chol.T
+    if math.isfinite(p.clip_df):  # multivariate t per prompt (one chi-square scale for its 4 effects)
+        w = rng.chisquare(p.clip_df, len(prompts)) / p.clip_df
+        z *= math.sqrt((p.clip_df - 2) / p.clip_df) / np.sqrt(w)[:, None]
+    row = {pid: i for i, pid in enumerate(prompts)}
+    u = np.zeros((len(stim), 2))
+    for i, (pid, resp) in enumerate(zip(stim["prompt_id"], stim["response"].astype(int))):
+        u[i] = z[row[pid], 2 * resp: 2 * resp + 2]
+    return u
+
+
+def _check_inputs(stimuli: pd.DataFrame, assignments: pd.DataFrame) -> None:
+    need_s = {"prompt_id", "clip_id", "response", "n_chars"}
+    need_a = {"participant_id", "condition", "trial", "prompt_id", "first_clip"}
+    if missing := need_s - set(stimuli.columns):
+        raise ValueError(f"stimuli is missing column(s): {sorted(missing)}")
+    if missing := need_a - set(assignments.columns):
+        raise ValueError(f"assignments is missing column(s): {sorted(missing)}")
+    if stimuli["clip_id"].duplicated().any():
+        raise ValueError("stimuli has duplicate clip_id values")
+    bad = ~assignments["condition"].isin(CONDITIONS)
+    if bad.any():
+        raise ValueError(f"assignments has unknown condition(s): {sorted(assignments.loc[bad, 'condition'].unique())}")
+    if (assignments.groupby("participant_id")["condition"].nunique() > 1).any():
+        raise ValueError("a participant appears in both conditions in assignments")
+    known = set(stimuli["prompt_id"]) | {ATTENTION_PROMPT}
+    unknown = set(assignments["prompt_id"]) - known
+    if unknown:
+        raise ValueError(f"assignments name prompts missing from stimuli: {sorted(unknown)[:10]}")
+    if assignments.duplicated(["participant_id", "trial"]).any():
+        raise ValueError("assignments has duplicate participant x trial rows")
+
+
+# --------------------------------------------------------------------------------------------------
+# the simulator
+# --------------------------------------------------------------------------------------------------
+def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: SimulationParams | None = None,
+                     seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Simulate ``(ratings, trials, participants, truth)`` for the given design (see module docstring)."""
+    p = params if params is not None else SimulationParams()
+    _check_inputs(stimuli, assignments)
+    streams = np.random.SeedSequence(seed).spawn(6)
+    rng_clip, rng_part, rng_rate, rng_trial, rng_demo, rng_just = (np.random.default_rng(s) for s in streams)
+
+    # ---- clips ---------------------------------------------------------------------------------
+    stim = stimuli.reset_index(drop=True).copy()
+    stim["prompt_id"] = stim["prompt_id"].astype(str)
+    stim["clip_id"] = stim["clip_id"].astype(str)
+    n_chars = stim["n_chars"].to_numpy(float)
+    sd_chars = n_chars.std(ddof=1) if len(n_chars) > 1 else 0.0
+    len_z = (n_chars - n_chars.mean()) / sd_chars if sd_chars > 0 else np.zeros(len(n_chars))
+    n_clip = len(stim)
+    u = _clip_effects(stim, p, rng_clip)
+    aq_true = p.aq_mean + math.sqrt(p.var_aq_clip) * rng_clip.standard_normal(n_clip)
+    aq_attn = p.aq_mean + math.sqrt(p.var_aq_clip) * rng_clip.standard_normal(2)
+    if "duration_s" in stim.columns:
+        duration = pd.to_numeric(stim["duration_s"], errors="coerce").to_numpy(float)
+        duration = np.where(np.isfinite(duration), duration, n_chars / p.chars_per_second)
+    else:
+        duration = n_chars / p.chars_per_second
+    clip_index = {c: i for i, c in enumerate(stim["clip_id"])}
+    prompt_clips: dict[str, dict[int, int]] = {}
+    for i, (pid, resp) in enumerate(zip(stim["prompt_id"], stim["response"].astype(int))):
+        prompt_clips.setdefault(pid, {})[resp] = i
+    for pid, d in prompt_clips.items():
+        if set(d) != {0, 1}:
+            raise ValueError(f"stimuli: prompt {pid} does not have exactly the responses 0 and 1")
+
+    # ---- participants --------------------------------------------------------------------------
+    asg = assignments.copy()
+    asg["participant_id"] = asg["participant_id"].astype(str)
+    asg["prompt_id"] = asg["prompt_id"].astype(str)
+    asg["trial"] = asg["trial"].astype(int)
+    asg["first_clip"] = asg["first_clip"].astype(int)
+    asg = asg.sort_values(["participant_id", "trial"], kind="stable").reset_index(drop=True)
+    part = asg.groupby("participant_id", sort=False)["condition"].first().reset_index()
+    n_part = len(part)
+    cond = part["condition"].to_numpy()
+    is_text_p = (cond == "text").astype(float)
+    max_trial = int(asg["trial"].max()) if len(asg) else 0
+    n_trials_assigned = asg[asg["trial"] > 0].groupby("participant_id").size().reindex(part["participant_id"]).fillna(0)
+    n_trials_assigned = n_trials_assigned.to_numpy(int)
+
+    def per_cond(name: str) -> np.ndarray:
+        return np.where(cond == "text", getattr(p, f"{name}_text"), getattr(p, f"{name}_audio")).astype(float)
+
+    v = np.sqrt(per_cond("var_participant")) * rng_part.standard_normal(n_part)
+    tau_mean = per_cond("tie_threshold_mean")
+    tau = np.array([_lognormal(rng_part, m, p.tie_threshold_cv, 1)[0] for m in tau_mean]) if n_part else np.zeros(0)
+    failed = rng_part.random(n_part) < per_cond("p_fail_attention")
+    drop = (~failed) & (rng_part.random(n_part) < per_cond("p_incomplete"))
+    k_drop = rng_part.poisson(p.incomplete_trials_mean, n_part)
+    n_done = np.where(failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(n_trials_assigned - 1, 0)),
+                                          n_trials_assigned))
+    completed = (~failed) & (n_done == n_trials_assigned)
+    # rater-specific residual scale: lognormal with E[scale^2] = 1, so var_resid_c is the mean variance
+    s2 = math.log1p(p.resid_scale_cv ** 2)
+    resid_scale = np.exp(math.sqrt(s2) * rng_part.standard_normal(n_part) - s2)
+    a_time = rng_part.standard_normal(n_part)  # participant speed (standard normal; scaled per condition)
+    replay_prop = _gamma_unit(rng_part, p.replay_propensity_shape, n_part)
+    change_prop = _gamma_unit(rng_part, 2.0, n_part)
+    aq_offset = math.sqrt(p.var_aq_participant) * rng_part.standard_normal(n_part)
+    overhead = _lognormal(rng_part, p.session_overhead_min, 0.5, n_part) if n_part else np.zeros(0)
+    pidx = {pid: i for i, pid in enumerate(part["participant_id"])}
+
+    # ---- which trials happen -------------------------------------------------------------------
+    asg["_p"] = asg["participant_id"].map(pidx)
+    done = asg["trial"].to_numpy() <= n_done[asg["_p"].to_numpy()]
+    tr = asg[done].reset_index(drop=True)
+    n_tr = len(tr)
+    tp = tr["_p"].to_numpy()
+    t_cond = cond[tp]
+    t_text = is_text_p[tp]
+    trial = tr["trial"].to_numpy()
+    first_clip = tr["first_clip"].to_numpy()
+    attn = trial == 0
+    if (tr.loc[attn, "prompt_id"] != ATTENTION_PROMPT).any() or (tr.loc[~attn, "prompt_id"] == ATTENTION_PROMPT).any():
+        raise ValueError("assignments: trial 0 must be the attention check 'attn' and only trial 0")
+    tvals = np.arange(1, max(max_trial, 1) + 1, dtype=float)
+    t_mean, t_sd = tvals.mean(), (tvals.std(ddof=1) if len(tvals) > 1 else 1.0)
+    trial_z = (np.where(attn, 1, trial) - t_mean) / t_sd
+
+    # ---- latent ratings: columns = response 0, response 1 ---------------------------------------
+    ci = np.full((n_tr, 2), -1)
+    for r in (0, 1):
+        ci[~attn, r] = [prompt_clips[pid][r] for pid in tr.loc[~attn, "prompt_id"]]
+    latent = np.zeros((n_tr, 2))
+    sd_res = np.sqrt(np.where(t_cond == "text", p.var_resid_text, p.var_resid_audio)) * resid_scale[tp]
+    for r in (0, 1):
+        first = (first_clip == r).astype(float)
+        lz = np.where(attn, 0.0, len_z[ci[:, r]] if n_clip else 0.0)
+        uc = np.where(attn, 0.0, np.where(t_text == 1, u[ci[:, r], 1], u[ci[:, r], 0]) if n_clip else 0.0)
+        latent[:, r] = (p.intercept + p.b_first * first + p.b_text * t_text + (p.b_len + p.b_len_text * t_text) * lz
+                        + (p.b_trial + p.b_trial_text * t_text) * trial_z + p.b_first_text * first * t_text
+                        + uc + v[tp] + sd_res * _unit_t(rng_rate, p.resid_df, n_tr))
+    # attention check: coherent high, nonsense low (reversed for failers)
+    att_noise = p.attention_sd * rng_rate.standard_normal((n_tr, 2))
+    hi = p.attention_coherent_mean + att_noise[:, 0]
+    lo = p.attention_nonsense_mean + att_noise[:, 1]
+    f_t = failed[tp]
+    a0 = np.where(f_t, np.minimum(hi, lo), np.maximum(hi, lo))
+    a1 = np.where(f_t, np.maximum(hi, lo), np.minimum(hi, lo))
+    latent[attn, 0] = a0[attn]
+    latent[attn, 1] = a1[attn]
+
+    lo_b, hi_b = (1.0, 100.0) if p.clip_ratings else (-np.inf, np.inf)
+    perceived = np.clip(latent, lo_b, hi_b)
+    rating = np.rint(perceived)
+    gap_perceived = np.abs(perceived[:, 0] - perceived[:, 1])
+    # per-trial threshold: the rater's tau_p times a unit-scale Weibull(shape) draw
+    k_w = p.tie_threshold_shape
+    thr = tau[tp] * (rng_rate.weibull(k_w, n_tr) / math.gamma(1 + 1 / k_w) if math.isfinite(k_w) else 1.0)
+    if p.tie_mode == "snap":
+        tie = (~attn) & (gap_perceived < thr)
+        gm = np.where(t_cond == "text", p.tie_gap_mean_text, p.tie_gap_mean_audio)
+        g = (rng_rate.geometric(1.0 / (1.0 + gm)) - 1).astype(float)
+        g = np.minimum(g, 20.0)
+        mid = perceived.mean(axis=1)
+        low = np.rint(mid - g / 2)
+        high = low + g
+        if p.clip_ratings:
+            shift_down = np.maximum(high - 100, 0)
+            low, high = low - shift_down, high - shift_down
+            shift_up = np.maximum(1 - low, 0)
+            low, high = low + shift_up, high + shift_up
+        better0 = perceived[:, 0] >= perceived[:, 1]
+        rating[tie, 0] = np.where(better0, high, low)[tie]
+        rating[tie, 1] = np.where(better0, low, high)[tie]
+        tie = tie | (rating[:, 0] == rating[:, 1])
+    else:
+        tie = (~attn) & ((np.abs(rating[:, 0] - rating[:, 1]) < thr) | (rating[:, 0] == rating[:, 1]))
+    tie = tie & ~attn
+    pref = np.where(tie, "tie", np.where(rating[:, 0] > rating[:, 1], "0", "1"))
+    pref = np.where(attn, np.where(f_t, "1", "0"), pref)
+    rating = rating.astype(int) if p.clip_ratings else rating.astype(np.int64)
+
+    # ---- audio quality ---------------------------------------------------------------------------
+    is_audio_t = t_cond == "audio"
+    cond_mean = p.intercept + p.b_text * t_text
+    aq = np.zeros((n_tr, 2))
+    for r in (0, 1):
+        q = np.where(attn, aq_attn[r], aq_true[ci[:, r]] if n_clip else aq_attn[r])
+        aq[:, r] = np.clip(np.rint(q + aq_offset[tp] + p.b_aq_rating * (latent[:, r] - cond_mean)
+                                   + math.sqrt(p.var_aq_resid) * rng_rate.standard_normal(n_tr)), 1, 100)
+
+    # ---- trial behaviour -------------------------------------------------------------------------
+    dur = np.zeros((n_tr, 2))
+    for r in (0, 1):
+        dur[:, r] = np.where(attn, p.attention_clip_duration_s, duration[ci[:, r]] if n_clip else 0.0)
+    k = p.replay_propensity_shape
+    lam_first = k * ((1 - p.p_relisten_first) ** (-1 / k) - 1) if p.p_relisten_first < 1 else 50.0
+    rep_first = rng_trial.poisson(lam_first * replay_prop[tp])
+    rep_second = rng_trial.poisson(p.replays_second_mean * replay_prop[tp])
+    rep = np.zeros((n_tr, 2), dtype=int)
+    rep[:, 0] = np.where(first_clip == 0, rep_first, rep_second)
+    rep[:, 1] = np.where(first_clip == 0, rep_second, rep_first)
+    listen = np.where(is_audio_t, dur[:, 0] * (1 + rep[:, 0]) + dur[:, 1] * (1 + rep[:, 1]), 0.0)
+    # decision time = listening (audio) + a lognormal "other" time (reading, rating, deliberating)
+    # whose mean/SD/practice slope are set so the *total* matches the paper's M/SD/slope for
+    # this design's clip durations (see _other_time_params).
+    z_eps = rng_trial.standard_normal(n_tr)
+    other = np.zeros(n_tr)
+    for c in CONDITIONS:
+        m = t_cond == c
+        if not m.any():
+            continue
+        ref = m & ~attn
+        mu, var_a, var_e, s_other = _other_time_params(p, c, listen[ref], tp[ref], trial_z[ref])
+        # a_time is a standard normal per participant; scale it by this condition's SD
+        other[m] = np.exp(mu + math.sqrt(var_a) * a_time[tp[m]] + s_other * trial_z[m]
+                          + math.sqrt(var_e) * z_eps[m])
+    dtime = listen + other
+    delib = _lognormal(rng_trial, p.deliberation_median_s * math.exp(0.65 ** 2 / 2), 0.65, n_tr)
+    delib = np.where(is_audio_t, np.minimum(delib, 0.8 * other), np.nan)
+    changes = rng_trial.poisson(np.where(t_cond == "text", p.rating_changes_mean_text,
+                                         p.rating_changes_mean_audio) * change_prop[tp])
+    write = rng_just.random(n_tr) < np.where(t_cond == "text", p.p_justification_text, p.p_justification_audio)
+    write &= ~attn
+    texts = _justifications(t_cond[write], pref[write], first_clip[write], p.justification_modality_strength,
+                            rng_just)
+    justification = np.full(n_tr, None, dtype=object)
+    justification[write] = texts
+
+    trials = pd.DataFrame({
+        "participant_id": tr["participant_id"].to_numpy(),
+        "prompt_id": tr["prompt_id"].to_numpy(),
+        "trial": trial.astype(int),
+        "preference": pref,
+        "justification": justification,
+        "decision_time_s": np.round(dtime, 2),
+        "deliberation_time_s": pd.array(np.round(delib, 2), dtype="Float64"),
+        "rating_changes": changes.astype(int),
+        "replays_0": pd.array(np.where(is_audio_t, rep[:, 0], 0), dtype="Int64"),
+        "replays_1": pd.array(np.where(is_audio_t, rep[:, 1], 0), dtype="Int64"),
+        "relistened_first": _bool_or_empty(rep_first > 0, is_audio_t),
+        "source": "simulated",
+    })
+    for c in ("replays_0", "replays_1"):
+        trials.loc[~is_audio_t, c] = pd.NA
+    trials.loc[~is_audio_t, "deliberation_time_s"] = pd.NA
+
+    # ---- ratings rows ----------------------------------------------------------------------------
+    rows = []
+    for r in (0, 1):
+        clip_ids = np.where(attn, ATTENTION_CLIPS[r], stim["clip_id"].to_numpy()[ci[:, r]] if n_clip else "")
+        aq_col = pd.array(np.where(is_audio_t, aq[:, r], 0).astype(int), dtype="Int64")
+        aq_col[~is_audio_t] = pd.NA
+        rows.append(pd.DataFrame({
+            "participant_id": tr["participant_id"].to_numpy(),
+            "condition": t_cond,
+            "prompt_id": tr["prompt_id"].to_numpy(),
+            "clip_id": clip_ids,
+            "trial": trial.astype(int),
+            "presented_first": first_clip == r,
+            "rating": rating[:, r],
+            "audio_quality": aq_col,
+            "source": "simulated",
+            "_order": np.arange(n_tr) * 2 + r,
+        }))
+    ratings = pd.concat(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+
+    # ---- participants ----------------------------------------------------------------------------
+    session = overhead + (pd.Series(dtime).groupby(tp).sum().reindex(range(n_part)).fillna(0).to_numpy()) / 60.0
+    difficulty = np.array([rng_part.choice(5, p=np.array(p.by_condition("difficulty_probs", c))) + 1 for c in cond],
+                          dtype=int) if n_part else np.zeros(0, dtype=int)
+    diff_col = pd.array(difficulty, dtype="Int64")
+    diff_col[~completed] = pd.NA
+    participants = pd.concat([
+        part[["participant_id", "condition"]].reset_index(drop=True),
+        _demographics(cond, p, rng_demo),
+    ], axis=1)
+    participants["passed_attention"] = ~failed
+    participants["completed"] = completed
+    participants["session_minutes"] = np.round(session, 2)
+    participants["difficulty"] = diff_col
+    participants["source"] = "simulated"
+    participants = participants[PARTICIPANTS_COLUMNS]
+
+    # ---- truth -----------------------------------------------------------------------------------
+    truth_rows = []
+    for ci_c, c in enumerate(CONDITIONS):
+        it = 1.0 if c == "text" else 0.0
+        exp = (p.intercept + p.b_text * it + (p.b_len + p.b_len_text * it) * len_z + u[:, ci_c]
+               + (p.b_first + p.b_first_text * it) / 2)
+        truth_rows.append(pd.DataFrame({
+            "kind": "clip", "condition": c, "clip_id": stim["clip_id"], "prompt_id": stim["prompt_id"],
+            "participant_id": pd.NA, "effect": u[:, ci_c], "len_z": len_z, "expected_rating": exp,
+            "audio_quality_true": aq_true, "tie_threshold": np.nan, "time_effect": np.nan,
+        }))
+    truth_rows.append(pd.DataFrame({
+        "kind": "participant", "condition": cond, "clip_id": pd.NA, "prompt_id": pd.NA,
+        "participant_id": part["participant_id"], "effect": v, "len_z": np.nan, "expected_rating": np.nan,
+        "audio_quality_true": np.nan, "tie_threshold": tau, "time_effect": a_time,
+    }))
+    truth = pd.concat(truth_rows, ignore_index=True)[TRUTH_COLUMNS]
+    return ratings[RATINGS_COLUMNS], trials[TRIALS_COLUMNS], participants, truth
+
+
+def _demographics(cond: np.ndarray, p: SimulationParams, rng: np.random.Generator) -> pd.DataFrame:
+    n = len(cond)
+
+    def pc(name: str) -> np.ndarray:
+        return np.where(cond == "text", getattr(p, f"{name}_text"), getattr(p, f"{name}_audio")).astype(float)
+
+    age = np.clip(np.rint(pc("age_mean") + pc("age_sd") * rng.standard_normal(n)), 18, 90).astype(int)
+    woman = rng.random(n) < pc("p_woman")
+    other_gender = rng.choice(GENDERS[1:], size=n, p=[0.93, 0.05, 0.02])
+    gender = np.where(woman, "Woman", other_gender)
+    white = rng.random(n) < pc("p_white")
+    race = np.where(white, "White", rng.choice(RACES[1:], size=n, p=[0.40, 0.25, 0.03, 0.02, 0.20, 0.10]))
+    hispanic = rng.random(n) < pc("p_hispanic")
+    native = rng.random(n) < pc("p_native_english")
+    bach = rng.random(n) < pc("p_bachelor_plus")
+    edu = np.where(bach, rng.choice(BACHELOR_PLUS, size=n, p=[0.65, 0.27, 0.08]),
+                   rng.choice(EDUCATION_LEVELS[:4], size=n, p=[0.04, 0.36, 0.40, 0.20]))
+    employment = rng.choice(EMPLOYMENT, size=n, p=[0.45, 0.15, 0.10, 0.10, 0.06, 0.06, 0.05, 0.03])
+    born_abroad = rng.random(n) < np.where(native, 0.04, 0.75)
+    birthplace = np.where(born_abroad, rng.choice(BIRTHPLACES_ABROAD, size=n), "United States")
+    primary = np.where(native, "English", rng.choice(OTHER_PRIMARY, size=n))
+    proficiency = np.where(native, None, rng.choice(ENGLISH_PROFICIENCY, size=n, p=[0.05, 0.20, 0.40, 0.35]))
+    other = []
+    for is_native, prim in zip(native, primary):
+        if not is_native:
+            other.append("English")
+        elif rng.random() < 0.3:
+            k = 1 + int(rng.random() < 0.25)
+            other.append(";".join(sorted(rng.choice(OTHER_LANGUAGES, size=k, replace=False))))
+        else:
+            other.append(None)
+    tz = rng.choice(TIMEZONES, size=n, p=[0.46, 0.29, 0.06, 0.03, 0.14, 0.01, 0.01])
+    return pd.DataFrame({
+        "age": age, "gender": gender, "race": race, "hispanic_latino": hispanic, "birthplace": birthplace,
+        "education": edu, "employment": employment, "country": "United States", "primary_language": primary,
+        "native_english": native, "english_proficiency": proficiency, "other_languages": other, "timezone": tz,
+    })

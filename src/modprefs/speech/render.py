@@ -1,0 +1,133 @@
+"""Render clips to WAV files and describe each in a manifest row.
+
+Each clip's text goes through :func:`modprefs.speech.text.speakable_text`, then the backend;
+the audio is written as 16-bit PCM mono WAV to ``{clip_dir}/{clip_id}.wav`` atomically (a
+failure leaves no partial file). QC metrics are computed on the float audio the engine
+returned, before quantisation:
+
+- ``rms_dbfs``: 20·log10(RMS) relative to full scale 1.0 (floored at -200 dBFS for silence);
+- ``peak``: max |x| (above 1.0 means the engine overshot and the WAV is clipped);
+- ``clipping_ratio``: fraction of samples with |x| >= 0.999.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import soundfile as sf
+
+from modprefs.io import atomic_path
+from modprefs.speech.backends import TTSBackend
+from modprefs.speech.text import speakable_text
+
+__all__ = ["MANIFEST_COLUMNS", "ClipRenderError", "audio_qc", "render_clip", "render_clips",
+           "combine_manifests", "empty_manifest"]
+
+log = logging.getLogger(__name__)
+
+MANIFEST_COLUMNS = ["clip_id", "prompt_id", "response", "path", "sample_rate", "duration_s", "backend", "model",
+                    "voice", "lang", "speed", "spoken_text", "n_chars_spoken", "rms_dbfs", "peak",
+                    "clipping_ratio", "render_seconds"]
+CLIP_LEVEL = 0.999
+SILENCE_FLOOR_DBFS = -200.0
+
+
+class ClipRenderError(RuntimeError):
+    """Rendering one clip failed; the message names the clip."""
+
+
+def audio_qc(audio: np.ndarray) -> dict[str, float]:
+    """QC metrics of float audio, shape ``(n_samples,)``, full scale 1.0: rms_dbfs, peak, clipping_ratio."""
+    x = np.asarray(audio, dtype=np.float64)
+    rms = float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+    rms_dbfs = 20.0 * np.log10(rms) if rms > 0 else SILENCE_FLOOR_DBFS
+    return {"rms_dbfs": max(float(rms_dbfs), SILENCE_FLOOR_DBFS),
+            "peak": float(np.max(np.abs(x))) if x.size else 0.0,
+            "clipping_ratio": float(np.mean(np.abs(x) >= CLIP_LEVEL)) if x.size else 0.0}
+
+
+def _checked_audio(audio: object, clip: str, backend: TTSBackend) -> np.ndarray:
+    """The backend's output as float32 ``(n,)``; error naming the clip if empty or not finite."""
+    x = np.asarray(audio, dtype=np.float32)
+    if x.ndim != 1:
+        x = np.squeeze(x)
+    if x.ndim != 1:
+        raise ClipRenderError(f"clip {clip}: {backend.name} returned audio of shape {np.shape(audio)}, expected mono")
+    if x.size == 0:
+        raise ClipRenderError(f"clip {clip}: {backend.name} returned zero-length audio")
+    if not np.all(np.isfinite(x)):
+        raise ClipRenderError(f"clip {clip}: {backend.name} returned NaN or infinite samples")
+    return x
+
+
+def write_wav(audio: np.ndarray, sample_rate: int, path: Path) -> None:
+    """Write float audio (full scale 1.0) as 16-bit PCM mono WAV, atomically."""
+    with atomic_path(path) as tmp:
+        sf.write(tmp, np.clip(audio, -1.0, 1.0), int(sample_rate), subtype="PCM_16", format="WAV")
+
+
+def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend: TTSBackend,
+                clip_dir: Path) -> dict[str, object]:
+    """Render one clip to ``{clip_dir}/{clip_id}.wav``; return its manifest row.
+
+    Raises:
+        ValueError: nothing speakable in ``text`` (names the clip).
+        ClipRenderError: synthesis failed or produced no audio (names the clip; no WAV written).
+    """
+    spoken = speakable_text(text, clip_id=clip_id)
+    start = time.perf_counter()
+    try:
+        raw = backend.synthesize(spoken)
+    except Exception as err:
+        raise ClipRenderError(f"clip {clip_id}: {backend.name} synthesis failed: {err}") from err
+    render_seconds = time.perf_counter() - start
+    audio = _checked_audio(raw, clip_id, backend)
+    path = Path(clip_dir) / f"{clip_id}.wav"
+    write_wav(audio, backend.sample_rate, path)
+    duration = audio.size / backend.sample_rate
+    log.info("clip %s: %d chars -> %.2f s audio in %.2f s (RTF %.2f) -> %s", clip_id, len(spoken), duration,
+             render_seconds, render_seconds / duration, path)
+    return {"clip_id": clip_id, "prompt_id": prompt_id, "response": int(response), "path": str(path),
+            "sample_rate": int(backend.sample_rate), "duration_s": duration, "backend": backend.name,
+            "model": backend.model, "voice": backend.voice, "lang": backend.lang, "speed": float(backend.speed),
+            "spoken_text": spoken, "n_chars_spoken": len(spoken), **audio_qc(audio),
+            "render_seconds": render_seconds}
+
+
+def empty_manifest() -> pd.DataFrame:
+    """A manifest with the columns and no rows (an empty shard)."""
+    return pd.DataFrame(columns=MANIFEST_COLUMNS)
+
+
+def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path) -> pd.DataFrame:
+    """Render every row of ``clips`` (clip_id, prompt_id, response, text) in order.
+
+    Returns:
+        The manifest, one row per clip, columns :data:`MANIFEST_COLUMNS`. Stops at the first
+        failing clip (its error names it); WAVs of earlier clips stay, as complete files.
+    """
+    rows = [render_clip(str(c.clip_id), str(c.prompt_id), int(c.response), c.text, backend, Path(clip_dir))
+            for c in clips.itertuples(index=False)]
+    return pd.DataFrame(rows, columns=MANIFEST_COLUMNS) if rows else empty_manifest()
+
+
+def combine_manifests(shards: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate shard manifests in order; error on a duplicate clip_id or a missing column."""
+    frames = list(shards)
+    for i, frame in enumerate(frames):
+        missing = [c for c in MANIFEST_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ValueError(f"shard manifest {i} lacks column(s) {missing}")
+    non_empty = [f for f in frames if len(f)]
+    if not non_empty:
+        return empty_manifest()
+    manifest = pd.concat(non_empty, ignore_index=True)
+    dup = manifest["clip_id"][manifest["clip_id"].duplicated()].unique().tolist()
+    if dup:
+        raise ValueError(f"audio manifest: clip_id appears in more than one row: {dup[:10]}")
+    return manifest

@@ -1,0 +1,206 @@
+"""The simulated rater panel: determinism, invariants, config handling, schema consistency."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from _ratings_helpers import make_assignments, make_stimuli, write_tables
+from modprefs.ratings.ingest import validate_ratings_dir
+from modprefs.ratings.schema import load_table_schema
+from modprefs.ratings.simulate import SimulationParams, justification_pool_weights, simulate_ratings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def design():
+    stim = make_stimuli(16)
+    asg = make_assignments(stim, raters_per_condition=12, trials=8)
+    return stim, asg
+
+
+@pytest.fixture(scope="module")
+def sim(design):
+    stim, asg = design
+    # raise failure/dropout rates so every branch appears
+    params = SimulationParams(p_fail_attention_audio=0.3, p_fail_attention_text=0.3,
+                              p_incomplete_audio=0.3, p_incomplete_text=0.3)
+    return simulate_ratings(stim, asg, params, seed=11)
+
+
+def test_same_seed_identical_different_seed_differs(design):
+    stim, asg = design
+    a = simulate_ratings(stim, asg, SimulationParams(), seed=5)
+    b = simulate_ratings(stim, asg, SimulationParams(), seed=5)
+    c = simulate_ratings(stim, asg, SimulationParams(), seed=6)
+    for x, y in zip(a, b):
+        pd.testing.assert_frame_equal(x, y)
+    assert not a[0]["rating"].equals(c[0]["rating"]) or not a[0].shape == c[0].shape
+
+
+def test_round_trip_through_ingest(sim, design, tmp_path):
+    stim, _ = design
+    ratings, trials, parts, _ = sim
+    write_tables(tmp_path, ratings, trials, parts)
+    tables = validate_ratings_dir(tmp_path, stim)
+    assert len(tables["ratings"]) == len(ratings)
+
+
+def test_ratings_are_integers_in_range_and_audio_quality_audio_only(sim):
+    ratings = sim[0]
+    assert pd.api.types.is_integer_dtype(ratings["rating"])
+    assert ratings["rating"].between(1, 100).all()
+    audio = ratings["condition"] == "audio"
+    assert ratings.loc[audio, "audio_quality"].notna().all()
+    assert ratings.loc[audio, "audio_quality"].between(1, 100).all()
+    assert ratings.loc[~audio, "audio_quality"].isna().all()
+    assert (ratings["source"] == "simulated").all()
+
+
+def test_failed_attention_only_trial_zero(sim):
+    ratings, trials, parts, _ = sim
+    failed = set(parts.loc[~parts["passed_attention"], "participant_id"])
+    assert failed, "the fixture should produce failures"
+    assert (ratings.loc[ratings["participant_id"].isin(failed), "trial"] == 0).all()
+    ft = trials[trials["participant_id"].isin(failed)]
+    assert (ft["trial"] == 0).all() and (ft["preference"] == "1").all()
+    assert not parts.loc[~parts["passed_attention"], "completed"].any()
+    passed = trials[~trials["participant_id"].isin(failed) & (trials["trial"] == 0)]
+    assert (passed["preference"] == "0").all()
+
+
+def test_incomplete_participants_stop_early(sim, design):
+    _, asg = design
+    ratings, trials, parts, _ = sim
+    n_assigned = asg[asg["trial"] > 0].groupby("participant_id").size()
+    done = trials[trials["trial"] > 0].groupby("participant_id").size().reindex(parts["participant_id"]).fillna(0)
+    comp = parts.set_index("participant_id")["completed"]
+    for pid, n in done.items():
+        assert (n == n_assigned[pid]) == bool(comp[pid])
+    assert parts.loc[~parts["completed"], "difficulty"].isna().all()
+    assert parts.loc[parts["completed"], "difficulty"].between(1, 5).all()
+
+
+def test_each_trial_has_two_ratings_and_order_matches_assignments(sim, design):
+    _, asg = design
+    ratings, trials, _, _ = sim
+    counts = ratings.groupby(["participant_id", "trial"]).size()
+    assert (counts == 2).all() and len(counts) == len(trials)
+    first = ratings[ratings["presented_first"]].copy()
+    first["resp"] = first["clip_id"].str.rsplit("_", n=1).str[1].astype(int)
+    merged = first.merge(asg, on=["participant_id", "trial"])
+    assert len(merged) == len(first)
+    assert (merged["resp"] == merged["first_clip"]).all()
+    assert (merged["prompt_id_x"] == merged["prompt_id_y"]).all()
+
+
+def test_preference_consistent_with_ratings(sim):
+    ratings, trials, _, _ = sim
+    w = ratings[ratings["trial"] > 0].assign(resp=lambda d: d["clip_id"].str[-1]).pivot_table(
+        index=["participant_id", "trial"], columns="resp", values="rating").reset_index()
+    m = trials[trials["trial"] > 0].merge(w, on=["participant_id", "trial"])
+    dec = m[m["preference"] != "tie"]
+    assert ((dec["preference"] == "0") == (dec["0"] > dec["1"])).all()
+    assert (dec["0"] != dec["1"]).all()
+    ties = m[m["preference"] == "tie"]
+    assert (ties["0"] - ties["1"]).abs().mean() < 10
+
+
+def test_audio_only_trial_measures(sim):
+    _, trials, parts, _ = sim
+    cond = trials["participant_id"].map(parts.set_index("participant_id")["condition"])
+    text = cond == "text"
+    for col in ("deliberation_time_s", "replays_0", "replays_1", "relistened_first"):
+        assert trials.loc[text, col].isna().all(), col
+        assert trials.loc[~text, col].notna().all(), col
+    assert (trials["decision_time_s"] > 0).all()
+
+
+def test_truth_table(sim, design):
+    stim, _ = design
+    _, _, parts, truth = sim
+    clips = truth[truth["kind"] == "clip"]
+    assert len(clips) == 2 * len(stim) and set(clips["condition"]) == {"audio", "text"}
+    assert clips["expected_rating"].notna().all()
+    assert set(truth.loc[truth["kind"] == "participant", "participant_id"]) == set(parts["participant_id"])
+
+
+def test_unclipped_mode_and_recovery_of_fixed_effects(design):
+    stim, _ = design
+    asg = make_assignments(stim, raters_per_condition=40, trials=16, seed=1)
+    p = SimulationParams(clip_ratings=False, tie_mode="threshold", p_fail_attention_audio=0, p_fail_attention_text=0,
+                         p_incomplete_audio=0, p_incomplete_text=0, resid_df=math.inf, resid_scale_cv=0.0)
+    r = simulate_ratings(stim, asg, p, seed=2)[0]
+    r = r[r["trial"] > 0]
+    assert r["rating"].max() > 100 or r["rating"].min() < 1
+    # within-trial contrast: first minus second, averaged, recovers b_first (+ b_first_text in text)
+    w = r.pivot_table(index=["participant_id", "trial", "condition"], columns="presented_first",
+                      values="rating").reset_index()
+    # length is balanced across positions only on average; allow a generous band
+    d = (w[True] - w[False]).groupby(w["condition"]).mean()
+    assert abs(d["audio"] - p.b_first) < 6 and abs(d["text"] - (p.b_first + p.b_first_text)) < 8
+
+
+def test_from_config_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="'not_a_param'"):
+        SimulationParams.from_config({"intercept": 70, "not_a_param": 1})
+    p = SimulationParams.from_config({"intercept": 70, "resid_df": "inf"})
+    assert p.intercept == 70 and math.isinf(p.resid_df)
+
+
+def test_simulation_schema_matches_params():
+    schema = yaml.safe_load((ROOT / "workflow/schemas/simulation.schema.yaml").read_text())
+    defaults = SimulationParams().to_dict()
+    assert set(schema["properties"]) == set(defaults)
+    jsonschema.validate(defaults, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"bogus": 1}, schema)
+
+
+def test_config_yaml_simulation_block_is_valid():
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
+    block = cfg["ratings"].get("simulation", {})
+    schema = yaml.safe_load((ROOT / "workflow/schemas/simulation.schema.yaml").read_text())
+    jsonschema.validate(block, schema)
+    got, want = SimulationParams.from_config(block).to_dict(), SimulationParams().to_dict()
+    assert set(block) == set(want), "config.yaml should list every simulation parameter"
+    for k, v in want.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            assert math.isclose(got[k], v, rel_tol=1e-4), k
+        else:
+            assert got[k] == v or np.allclose(got[k], v), k
+
+
+def test_table_schemas_accept_simulated_rows(sim):
+    for frame, table in zip(sim[:3], ("ratings", "trials", "participants")):
+        schema = load_table_schema(table)
+        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        for row in rows[:200]:
+            row = {k: (bool(v) if isinstance(v, (np.bool_,)) else v.item() if isinstance(v, np.generic) else v)
+                   for k, v in row.items()}
+            jsonschema.validate(row, schema)
+
+
+def test_justification_strength_zero_is_a_null():
+    assert justification_pool_weights("audio", 0.0) == justification_pool_weights("text", 0.0)
+    wa, wt = justification_pool_weights("audio", 1.0), justification_pool_weights("text", 1.0)
+    assert wa["user_help"] > wt["user_help"] and wa["detail_response"] < wt["detail_response"]
+
+
+def test_justification_words_differ_by_condition(design):
+    stim, _ = design
+    asg = make_assignments(stim, raters_per_condition=40, trials=16, seed=3)
+    t, parts = simulate_ratings(stim, asg, SimulationParams(), seed=4)[1:3]
+    t = t[t["justification"].fillna("") != ""]
+    cond = t["participant_id"].map(parts.set_index("participant_id")["condition"])
+    user = t["justification"].str.contains("user")
+    detail = t["justification"].str.contains("detail")
+    assert user[cond == "audio"].mean() > user[cond == "text"].mean()
+    assert detail[cond == "text"].mean() > detail[cond == "audio"].mean()

@@ -1,0 +1,24 @@
+"""Snakemake adapter (rule audio_manifest): shard manifests -> results/audio/manifest.csv."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+import pandas as pd  # noqa: E402
+
+from modprefs.io import write_csv  # noqa: E402
+from modprefs.speech.render import combine_manifests  # noqa: E402
+
+smk = snakemake  # noqa: F821
+logging.basicConfig(filename=smk.log[0], level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+try:
+    shards = [pd.read_csv(path, dtype={"clip_id": str, "prompt_id": str}, keep_default_na=False)
+              for path in smk.input]
+    manifest = combine_manifests(shards)
+    write_csv(manifest, smk.output[0])
+    logging.info("%d clips from %d shards -> %s", len(manifest), len(shards), smk.output[0])
+except Exception:
+    logging.exception("audio manifest failed")
+    raise

@@ -1,0 +1,28 @@
+"""Snakemake adapter: ratings + participants + stimuli -> stats/tables/icc.csv and icc.md."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+import pandas as pd  # noqa: E402
+
+from modprefs.io import write_csv, write_markdown_table  # noqa: E402
+from modprefs.stats.icc import icc_by_condition  # noqa: E402
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
+                    format="%(asctime)s %(name)s %(message)s", force=True)
+ids = {"participant_id": str, "prompt_id": str, "clip_id": str}
+ratings = pd.read_csv(snakemake.input.ratings, dtype=ids)  # noqa: F821
+participants = pd.read_csv(snakemake.input.participants, dtype={"participant_id": str})  # noqa: F821
+stimuli = pd.read_csv(snakemake.input.stimuli, dtype={"prompt_id": str, "clip_id": str})  # noqa: F821
+params = snakemake.params  # noqa: F821
+logging.info("ICC: %d ratings, %d participants, %d stimuli, n_boot=%s, ci_level=%s, seed=%s", len(ratings),
+             len(participants), len(stimuli), params.n_boot, params.ci_level, params.seed)
+table = icc_by_condition(ratings, participants, n_boot=int(params.n_boot), seed=int(params.seed),
+                         ci_level=float(params.ci_level), stimuli=stimuli)
+write_csv(table, snakemake.output.csv)  # noqa: F821
+title = f"ICC per condition ({float(params.ci_level):.0%} CI, {int(params.n_boot)} stimulus resamples)"
+write_markdown_table(table, snakemake.output.md, title=title, floatfmt=".3f")  # noqa: F821
+logging.info("wrote %s\n%s", snakemake.output.csv, table.to_string())  # noqa: F821
