@@ -144,7 +144,8 @@ def benchmark_size(label: str, df: pd.DataFrame, reps: int, sm_reps: int) -> dic
         out["agreement_with_lme4_tight"] = {
             "max_rel_diff_variance_components": float(np.max(np.abs(ours - theirs) / np.abs(theirs))),
             "max_rel_diff_fixed_effects": float(np.max(np.abs(fit.beta - ref["beta"]) / np.abs(ref["beta"]))),
-            "max_rel_diff_fixed_effect_se": float(np.max(np.abs(fit.beta_se - ref["beta_se"]) / np.array(ref["beta_se"]))),
+            "max_rel_diff_fixed_effect_se": float(np.max(np.abs(fit.beta_se - ref["beta_se"])
+                                                         / np.array(ref["beta_se"]))),
             "abs_diff_remlcrit": float(abs(fit.objective - ref["remlcrit"])),
         }
         print(f"[{label}] lme4 {ref['default_median_ms']:.1f} ms/fit (default), {ref['tight_median_ms']:.1f} (tight)",

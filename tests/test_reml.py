@@ -126,6 +126,16 @@ def test_boundary_fit_is_flagged_and_exactly_zero():
     assert trapped.var_g2 == pytest.approx(free.var_g2, rel=1e-6)
 
 
+def test_pooled_and_per_level_cross_products_agree(small, monkeypatch):
+    y, X, g1, g2 = small
+    pooled = fit_crossed_intercepts(y, X, g1, g2)
+    monkeypatch.setattr(R, "_MAX_STACK", 0)  # forces H' diag(w) H level by level
+    per_level = fit_crossed_intercepts(y, X, g1, g2)
+    np.testing.assert_allclose([per_level.var_g1, per_level.var_g2, per_level.var_resid],
+                               [pooled.var_g1, pooled.var_g2, pooled.var_resid], rtol=1e-7)
+    assert per_level.objective == pytest.approx(pooled.objective, abs=1e-8)
+
+
 def test_scale_and_shift_equivariance():
     y, X, clip, rater = simulate_study(4, n_prompts=30, n_raters=20, per_rater=10)
     a = fit_crossed_intercepts(y, X, clip, rater)

@@ -20,7 +20,7 @@ from modprefs.ratings.ingest import RatingsValidationError, validate_ratings_dir
 
 def main(snakemake) -> None:  # noqa: ANN001
     logging.basicConfig(filename=str(snakemake.log[0]), level=logging.INFO, filemode="w",
-                        format="%(asctime)s %(levelname)s %(message)s")
+                        format="%(asctime)s %(levelname)s %(message)s", force=True)
     log = logging.getLogger("ingest_ratings")
     paths = {"ratings": snakemake.input.ratings, "trials": snakemake.input.trials,
              "participants": snakemake.input.participants}

@@ -22,7 +22,7 @@ from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa
 
 def main(snakemake) -> None:  # noqa: ANN001
     logging.basicConfig(filename=str(snakemake.log[0]), level=logging.INFO, filemode="w",
-                        format="%(asctime)s %(levelname)s %(message)s")
+                        format="%(asctime)s %(levelname)s %(message)s", force=True)
     log = logging.getLogger("simulate_ratings")
     try:
         stimuli = pd.read_csv(snakemake.input.stimuli)

@@ -17,10 +17,15 @@ For participant p in condition c (``is_text`` = 1 for text), clip i, trial t::
 
 * ``first`` = the clip was presented first; ``len_z`` = z-score of the stimuli's ``n_chars`` over
   the stimulus set (sample SD, as R's ``scale``); ``trial_z`` = (t - mean)/sd over trials 1..T.
-* ``(u_i[audio], u_i[text])`` ~ bivariate normal, variances ``var_clip_audio``/``var_clip_text``,
-  correlation ``rho_clip_modality`` (low: the paper's cross-modality winner agreement is 53 %).
-* ``v_p`` ~ N(0, var_participant_c); ``e`` = sqrt(var_resid_c) x a unit-variance Student t with
-  ``resid_df`` degrees of freedom (``inf`` = normal; heavier tails give the paper's skewed gaps).
+* Clip effects: per prompt, (u_0[audio], u_0[text], u_1[audio], u_1[text]) is a multivariate t
+  (``clip_df``; scaled to the stated variances) with variances ``var_clip_audio``/``var_clip_text``,
+  cross-modality correlation ``rho_clip_modality`` (low: the paper's cross-modality winner agreement
+  is 53 %) and within-prompt correlation ``rho_clip_within_prompt_c`` (a shared prompt effect: it
+  counts as clip variance in the ICC but cancels in the within-trial gap). See ``_clip_effects``.
+* ``v_p`` ~ N(0, var_participant_c); ``e`` = sqrt(var_resid_c) x s_p x a unit-variance Student t
+  with ``resid_df`` degrees of freedom (``inf`` = normal), s_p a rater's lognormal scale with
+  E[s_p^2] = 1 and CV ``resid_scale_cv``. Heavy tails and rater scale heterogeneity give the
+  paper's skewed gaps (decisive Mdn/M = 20/27.9 audio, 34/41.7 text).
 * The length effect is a clip property: in ``rating ~ first + trial_z + (1|clip) + (1|participant)``
   (the ICC model, Table 4) it adds about (b_len + b_len_text*is_text)^2 to the clip variance.
   The ceiling at 100 (intercept ~75) shrinks every variance; the defaults are tuned *through*
@@ -29,8 +34,10 @@ For participant p in condition c (``is_text`` = 1 for text), clip i, trial t::
 Preferences and ties (``tie_mode``)
 -----------------------------------
 Each rater has a tie threshold tau_p (lognormal, mean ``tie_threshold_mean_c``, CV
-``tie_threshold_cv``). With ``tie_mode="snap"`` (default) the rater compares the perceived
-(clipped, unrounded) gap |latent_0 - latent_1|; below tau_p they call a tie and set the two sliders
+``tie_threshold_cv``); on each trial the threshold is tau_p x a mean-one Weibull draw (shape
+``tie_threshold_shape``; ``inf`` = always tau_p), which keeps some small gaps decisive. With
+``tie_mode="snap"`` (default) the rater compares the perceived (clipped, unrounded) gap
+|latent_0 - latent_1|; below the trial's threshold they call a tie and set the two sliders
 close together: the ratings become the pair's midpoint -/+ g/2 with g ~ geometric (mean
 ``tie_gap_mean_c``), the better clip keeping the higher slider. This is what gives the paper's
 small tie gaps (3.3 text / 3.9 audio) at a tie rate of ~28 % (the rate the paper's Mann–Whitney
@@ -59,12 +66,12 @@ dropouts only; we match Table 3, which implies 2 in audio too. The paper's text 
 
 Behaviour per trial
 -------------------
-* decision_time_s: log T = mu_c + a_p + slope_c * trial_z + eps; mu_c and the total log variance
-  are set from the paper's M/SD (78.8/41.6 text, 136.4/35.9 audio, Table 3) and the practice
-  slopes (-0.17 text, -0.09 audio, §4.1); ``time_participant_share`` of the non-practice log
-  variance is between participants (Table 3's session SD needs most of it there). The attention
-  check uses trial 1's trial_z. Audio trials last at least the two first listens plus replays plus
-  deliberation.
+* decision_time_s = listening time (audio: each clip's duration x (1 + replays); 0 in text) +
+  a lognormal "other" time, log other = mu + a_p + slope * trial_z + eps. Its parameters are
+  solved so the total matches Table 3's trial duration M (SD) — the SD is over participants'
+  mean trial times (the table's U = 255 compares 46 x 48 people) — and §4.1's practice slopes
+  (-0.17 text, -0.09 audio) for this design's clip durations (``_other_time_params``); eps has SD
+  ``log_time_resid_sd``. The attention check uses trial 1's trial_z.
 * replays (audio only): Poisson with a gamma-distributed rater propensity; the first-presented
   clip's rate is set so that P(replays >= 1) = ``p_relisten_first`` (23.3 % = 214/920, §4.2);
   relistened_first = that clip was replayed. Text: empty.
@@ -94,7 +101,8 @@ len_z, expected_rating (intercept + b_text*is_text + (b_len + b_len_text*is_text
 + (b_first + b_first_text*is_text)/2, i.e. the latent mean over the two presentation orders at
 trial_z 0 for an average rater, before rounding/clipping) and audio_quality_true (q_i).
 ``kind="participant"``: one row per participant: participant_id, condition, effect (v_p),
-tie_threshold (tau_p), time_effect (a_p). Unused columns are empty.
+tie_threshold (tau_p), time_effect (the participant's standard-normal speed, scaled per condition
+in the time model). Unused columns are empty.
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ eliminated exactly and only the dense (q2+p) Schur complement is factorised. The
 gradient in theta is analytic (trace identities on the eliminated system plus the envelope
 theorem for r2), the optimiser is L-BFGS-B with theta >= 0, and a few Newton steps on a
 finite-difference Hessian of the analytic gradient polish the optimum to the precision of lme4 run
-with tight tolerances. All work after the O(n) cross-tabulation is O(q1 (q2+p)^2), independent of n.
+with tight tolerances. After the O(n) cross-tabulation, g1 levels with equal counts are pooled, so
+an evaluation costs O(V (q2+p)^2 + (q2+p)^3) with V <= sqrt(2n) distinct counts, independent of n and q1.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.linalg.lapack
 import scipy.optimize
 

@@ -1,0 +1,179 @@
+"""Integration: the workflow end to end on the embedded default and on tiny configs.
+
+One run of the default config is shared by every check here (session fixture); determinism and
+rerun checks use a tiny config and dry runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+
+from workflow_runner import planned_jobs, run_workflow, tiny_overrides, write_config
+
+pytestmark = pytest.mark.slow
+
+ARTIFACTS = [
+    "results/data/conversations.parquet", "results/sampling/prompts.csv", "results/sampling/removals.csv",
+    "results/audio/manifest.csv", "results/study/stimuli.csv", "results/study/assignments.csv",
+    "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
+    "results/stats/tables/icc.csv", "results/stats/tables/icc.md",
+]
+
+COLUMNS = {
+    "results/sampling/prompts.csv": ["prompt_id", "conversation_id", "stratum", "chars_0", "chars_1", "abs_char_diff",
+                                     "history_chars", "history_turns"],
+    "results/sampling/removals.csv": ["conversation_id", "reason", "detail", "replaced_by"],
+    "results/audio/manifest.csv": ["clip_id", "path", "sample_rate", "duration_s", "backend", "model", "voice",
+                                   "spoken_text"],
+    "results/study/stimuli.csv": ["prompt_id", "clip_id", "response", "stratum", "n_chars", "n_chars_spoken",
+                                  "model_name", "prism_score", "history_chars", "history_turns"],
+    "results/study/assignments.csv": ["participant_id", "condition", "trial", "prompt_id", "first_clip"],
+    "results/ratings/ratings.csv": ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first",
+                                    "rating", "audio_quality", "source"],
+    "results/ratings/trials.csv": ["participant_id", "prompt_id", "trial", "preference", "justification",
+                                   "decision_time_s", "deliberation_time_s", "rating_changes", "replays_0",
+                                   "replays_1", "relistened_first", "source"],
+    "results/ratings/participants.csv": ["participant_id", "condition", "passed_attention", "completed",
+                                         "session_minutes", "difficulty", "source"],
+    "results/stats/tables/icc.csv": ["condition", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo",
+                                     "icc_2_k_hi", "k_mean_raters"],
+}
+
+
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory) -> Path:
+    """The embedded default config, run once in a scratch directory."""
+    workdir = tmp_path_factory.mktemp("default_run")
+    write_config(workdir)
+    proc = run_workflow(workdir, timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return workdir
+
+
+def _read(workdir: Path, rel: str) -> pd.DataFrame:
+    return pd.read_csv(workdir / rel, dtype={"prompt_id": str, "clip_id": str, "conversation_id": str,
+                                             "participant_id": str, "preference": str})
+
+
+def test_every_artifact_with_its_columns(default_run):
+    for rel in ARTIFACTS:
+        assert (default_run / rel).is_file(), rel
+    for rel, cols in COLUMNS.items():
+        missing = set(cols) - set(_read(default_run, rel).columns)
+        assert not missing, f"{rel} lacks {missing}"
+    conv = pd.read_parquet(default_run / "results/data/conversations.parquet")
+    assert (conv["conversation_type"] == "unguided").all()
+    assert {"history", "prompt", "text_0", "text_1", "score_0", "score_1", "model_name_0"} <= set(conv.columns)
+    leftovers = list((default_run / "results").rglob("*.tmp*"))
+    assert not leftovers, leftovers
+
+
+def test_strata_and_screening(default_run):
+    prompts = _read(default_run, "results/sampling/prompts.csv")
+    removals = _read(default_run, "results/sampling/removals.csv")
+    conv = pd.read_parquet(default_run / "results/data/conversations.parquet")
+    n = len(prompts)
+    assert n == 12 and prompts["prompt_id"].is_unique
+    assert (prompts["stratum"] == "long_diff").sum() == int(np.floor(0.25 * n + 0.5))
+    threshold = np.percentile(conv["abs_char_diff"], 90)
+    long_ = prompts[prompts.stratum == "long_diff"]
+    assert (long_.abs_char_diff >= threshold).all() and (prompts[prompts.stratum == "other"].abs_char_diff < threshold).all()
+    assert set(removals["reason"]) <= {"empty", "other_language", "harmful", "audio_quality"}
+    assert not set(removals["conversation_id"]) & set(prompts["conversation_id"])
+    for rem in removals.itertuples():
+        rep = prompts.set_index("conversation_id").loc[rem.replaced_by]
+        assert rep.stratum == rem.stratum
+    # the bundled sample's EMPTY STRING / non-English responses never reach the stimuli
+    chosen = conv.set_index("conversation_id").loc[prompts.conversation_id]
+    assert not (chosen[["text_0", "text_1"]] == "EMPTY STRING").any().any()
+
+
+def test_every_prompt_has_two_real_wavs(default_run):
+    stimuli = _read(default_run, "results/study/stimuli.csv")
+    manifest = _read(default_run, "results/audio/manifest.csv").set_index("clip_id")
+    assert len(stimuli) == 2 * stimuli.prompt_id.nunique()
+    assert (stimuli.groupby("prompt_id")["response"].apply(sorted).apply(tuple) == (0, 1)).all()
+    for clip in list(stimuli.clip_id) + ["attn_0", "attn_1"]:
+        wav = default_run / "results/audio/clips" / f"{clip}.wav"
+        audio, rate = sf.read(wav)
+        assert rate == manifest.loc[clip, "sample_rate"] == 24000
+        assert len(audio) / rate == pytest.approx(manifest.loc[clip, "duration_s"], abs=1e-3)
+        assert len(audio) > 0.5 * rate and np.sqrt(np.mean(audio ** 2)) > 0.01, clip
+    # longer texts give longer audio (speech, not noise of a fixed length)
+    assert np.corrcoef(stimuli.n_chars_spoken, stimuli.duration_s)[0, 1] > 0.95
+
+
+def test_design_balance(default_run):
+    a = _read(default_run, "results/study/assignments.csv")
+    rated = a[a.trial > 0]
+    counts = rated.groupby(["condition", "prompt_id"]).size().unstack(0)
+    assert (counts.max() - counts.min()).max() <= 1
+    first = rated.groupby(["condition", "prompt_id"])["first_clip"].agg(["sum", "count"])
+    assert ((first["count"] - 2 * first["sum"]).abs() <= 1).all()
+    assert (a[a.trial == 0].prompt_id == "attn").all()
+
+
+def test_ratings_follow_the_design(default_run):
+    a = _read(default_run, "results/study/assignments.csv")
+    r = _read(default_run, "results/ratings/ratings.csv")
+    p = _read(default_run, "results/ratings/participants.csv")
+    assert r.rating.between(1, 100).all() and (r.source == "simulated").all()
+    merged = r.merge(a, on=["participant_id", "trial", "prompt_id"], suffixes=("", "_a"))
+    assert len(merged) == len(r) and (merged.condition == merged.condition_a).all()
+    first_clip = merged.prompt_id + "_" + merged.first_clip.astype(str)
+    first_clip = first_clip.where(merged.prompt_id != "attn", "attn_" + merged.first_clip.astype(str))
+    assert (merged.presented_first.astype(str).str.lower().eq("true") == (merged.clip_id == first_clip)).all()
+    failed = set(p[~p.passed_attention.astype(str).str.lower().eq("true")].participant_id)
+    assert (r[r.participant_id.isin(failed)].trial == 0).all()
+
+
+def test_icc_table(default_run):
+    icc = _read(default_run, "results/stats/tables/icc.csv").set_index("condition")
+    assert set(icc.index) == {"audio", "text"}
+    for c in ("audio", "text"):
+        row = icc.loc[c]
+        assert 0 <= row.icc_2_1_lo <= row.icc_2_1 <= row.icc_2_1_hi <= 1
+        assert row.icc_2_1 < row.icc_2_k and 0 <= row.icc_2_k_lo <= row.icc_2_k <= row.icc_2_k_hi <= 1
+        assert row.k_mean_raters > 1
+    assert "ICC" in (default_run / "results/stats/tables/icc.md").read_text()
+
+
+def test_nothing_to_do_after_a_run(default_run):
+    assert planned_jobs(run_workflow(default_run, "-n")) == {}
+
+
+def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dict[str, int]:
+    cfg = write_config(tmp_path / "changed", overrides)
+    return planned_jobs(run_workflow(workdir, "-n", configfile=cfg))
+
+
+def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
+    jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
+    assert "render_shard" in jobs and "audio_manifest" in jobs and "icc_table" in jobs
+    assert not {"conversations", "sample_prompts"} & set(jobs), jobs
+
+
+def test_n_boot_change_reruns_statistics_only(default_run, tmp_path):
+    jobs = _dry_run_after_change(default_run, tmp_path, {"stats": {"n_boot": 99}})
+    assert set(jobs) == {"icc_table", "all"} or set(jobs) == {"icc_table"}, jobs
+
+
+def test_same_config_twice_gives_identical_tables(tmp_path):
+    outputs = []
+    for name in ("a", "b"):
+        workdir = tmp_path / name
+        write_config(workdir, tiny_overrides())
+        proc = run_workflow(workdir, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        outputs.append(workdir)
+    for rel in ["results/sampling/prompts.csv", "results/sampling/removals.csv", "results/study/assignments.csv",
+                "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
+                "results/stats/tables/icc.csv"]:
+        assert (outputs[0] / rel).read_bytes() == (outputs[1] / rel).read_bytes(), rel
+    shutil.rmtree(tmp_path / "b")
