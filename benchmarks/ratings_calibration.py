@@ -46,11 +46,20 @@ PAPER = {
     "raters_per_stimulus": {"text": 8.9, "audio": 9.2},
     "icc21": {"text": 0.295, "audio": 0.333},
     "icc2k": {"text": 0.788, "audio": 0.821},
+    # §4.1 modality-specific simple effect of character length (z), separate per-condition models
+    "simple_len_z": {"text": 4.92, "audio": 3.52},
     "cross_modality_winner_agreement": 0.53,
     "age_mean": {"text": 45.0, "audio": 40.2},
     "woman": {"text": 0.646, "audio": 0.543},
     "native_english": {"text": 0.854, "audio": 0.913},
     "bachelor_plus": {"text": 0.604, "audio": 0.435},
+}
+
+#: Table 2: the omnibus LMM rating ~ presented_first * modality + len_z * modality + trial_z * modality
+#: + (1|participant) + (1|clip); modality coded text = 1 (reference audio).
+TABLE2 = {
+    "intercept": 74.80, "presented_first": -2.61, "modality_text": -6.21, "len_z": 3.35, "trial_z": 0.03,
+    "first_x_modality": -0.51, "modality_x_len_z": 1.53, "modality_x_trial_z": 0.90,
 }
 
 
@@ -119,11 +128,53 @@ def fit_icc(r: pd.DataFrame, trial_max: int) -> tuple[float, float, dict]:
     return icc1, icck, {"var_clip": s_clip, "var_participant": s_part, "var_resid": s_res, "k": k}
 
 
+def _std_predictors(r: pd.DataFrame, stim: pd.DataFrame, trial_max: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """presented_first (0/1), len_z and trial_z of rating rows, standardised as the simulator does.
+
+    len_z: z-score of ``n_chars`` over the stimulus set (sample SD, R's ``scale``); trial_z: the
+    trial position standardised over positions 1..trial_max (sample SD), i.e. the simulator's own
+    definition (not over the analysed rows, which differ only through the few dropouts' trials).
+    """
+    n_chars = stim.set_index("clip_id")["n_chars"].astype(float)
+    len_z = ((n_chars - n_chars.mean()) / n_chars.std(ddof=1)).reindex(r["clip_id"]).to_numpy()
+    tvals = np.arange(1, trial_max + 1, dtype=float)
+    trial_z = (r["trial"].to_numpy(float) - tvals.mean()) / tvals.std(ddof=1)
+    first = r["presented_first"].astype(float).to_numpy()
+    return first, len_z, trial_z
+
+
+def fit_table2(r: pd.DataFrame, stim: pd.DataFrame, trial_max: int) -> dict[str, float]:
+    """Table 2's omnibus LMM on the observed ratings, plus §4.1's per-condition simple length effects.
+
+    ``r``: rated trials (trial >= 1) of participants who passed the attention check, both conditions.
+    Omnibus: rating ~ first * text + len_z * text + trial_z * text + (1|participant) + (1|clip), with
+    ``text`` = 1 for the text condition (reference audio) and the clip factor shared across
+    modalities (clip_id names the same response in both). Simple effects: per condition,
+    rating ~ first + len_z + trial_z + (1|participant) + (1|clip). REML (equal to lme4).
+    """
+    from modprefs.stats.reml import fit_crossed_intercepts
+    first, len_z, trial_z = _std_predictors(r, stim, trial_max)
+    text = (r["condition"] == "text").to_numpy(float)
+    X = np.column_stack([np.ones(len(r)), first, text, len_z, trial_z, first * text, text * len_z, text * trial_z])
+    y = r["rating"].to_numpy(float)
+    fit = fit_crossed_intercepts(y, X, r["clip_id"].to_numpy(), r["participant_id"].to_numpy())
+    out = dict(zip(TABLE2, map(float, fit.beta)))
+    out.update({f"se_{k}": float(se) for k, se in zip(TABLE2, fit.beta_se)})
+    for c in ("audio", "text"):
+        m = (r["condition"] == c).to_numpy()
+        Xc = np.column_stack([np.ones(m.sum()), first[m], len_z[m], trial_z[m]])
+        fc = fit_crossed_intercepts(y[m], Xc, r["clip_id"].to_numpy()[m], r["participant_id"].to_numpy()[m])
+        out[f"simple_len_z_{c}"] = float(fc.beta[2])
+    return out
+
+
 def one_seed(seed: int, params: SimulationParams, n_raters: int = 53, n_trials: int = 20) -> dict:
     stim = paper_stimuli(seed)
     asg = assignments_for(sorted(stim["prompt_id"].unique()), n_raters, n_trials, seed)
     ratings, trials, parts, truth = simulate_ratings(stim, asg, params, seed)
     out: dict = {}
+    rated = ratings[ratings["trial"] > 0]
+    out["share_on_bound"] = float(((rated["rating"] <= 1) | (rated["rating"] >= 100)).mean())
     passed = parts.loc[parts["passed_attention"], "participant_id"]
     cond_of = parts.set_index("participant_id")["condition"]
     tr = trials[(trials["trial"] > 0) & trials["participant_id"].isin(passed)].copy()
@@ -176,6 +227,10 @@ def one_seed(seed: int, params: SimulationParams, n_raters: int = 53, n_trials: 
         if np.all(np.isfinite(d)) and d[0] != 0 and d[1] != 0:
             agree.append(np.sign(d[0]) == np.sign(d[1]))
     out["cross_modality_winner_agreement"] = float(np.mean(agree))
+    t2 = fit_table2(rr, stim, n_trials)
+    out["table2"] = {k: v for k, v in t2.items() if k in TABLE2 or k.startswith("se_")}
+    for c in ("text", "audio"):
+        out[c]["simple_len_z"] = t2[f"simple_len_z_{c}"]
     return out
 
 
@@ -195,6 +250,18 @@ def summarise(results: list[dict]) -> dict:
         else:
             vals = [r[key] for r in results]
             summary[key] = {"paper": paper, "sim_mean": float(np.mean(vals)), "sim_sd": float(np.std(vals, ddof=1))}
+    summary["table2_omnibus"] = {}
+    for k, pv in TABLE2.items():
+        vals = np.array([r["table2"][k] for r in results])
+        ses = np.array([r["table2"][f"se_{k}"] for r in results])
+        summary["table2_omnibus"][k] = {
+            "paper": pv, "sim_mean": float(vals.mean()), "sim_sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0,
+            # Monte-Carlo SE of the mean over seeds, and the mean model SE of one paper-size study
+            "mc_se": float(vals.std(ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else 0.0,
+            "model_se": float(ses.mean())}
+    vals = [r["share_on_bound"] for r in results]
+    summary["share_of_ratings_on_1_or_100"] = {"paper": None, "sim_mean": float(np.mean(vals)),
+                                               "sim_sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0}
     return summary
 
 
@@ -211,8 +278,13 @@ def main(argv: list[str] | None = None) -> None:
     results = [one_seed(1000 + s, params) for s in range(args.seeds)]
     summary = summarise(results)
     for key, v in summary.items():
-        if "paper" in v:
-            print(f"{key:36s} paper {v['paper']:8.3f}  sim {v['sim_mean']:8.3f} ± {v['sim_sd']:.3f}")
+        if key == "table2_omnibus":
+            for k, w in v.items():
+                print(f"{'table2 ' + k:36s} paper {w['paper']:8.3f}  sim {w['sim_mean']:8.3f} ± {w['sim_sd']:.3f}"
+                      f"  (MC SE {w['mc_se']:.3f}, model SE {w['model_se']:.3f})")
+        elif "paper" in v:
+            pv = "    n/a " if v["paper"] is None else f"{v['paper']:8.3f}"
+            print(f"{key:36s} paper {pv}  sim {v['sim_mean']:8.3f} ± {v['sim_sd']:.3f}")
         else:
             for c, w in v.items():
                 print(f"{key + ' ' + c:36s} paper {w['paper']:8.3f}  sim {w['sim_mean']:8.3f} ± {w['sim_sd']:.3f}")

@@ -49,6 +49,20 @@ writeLines(toJSON(out, auto_unbox = TRUE), args[4])
 """
 
 
+def require_lme4() -> None:
+    """Skip the calling test when lme4 is unavailable, or fail when MODPREFS_REQUIRE_R is set (CI)."""
+    import os
+
+    import pytest
+
+    ok, why = lme4_available()
+    if ok:
+        return
+    if os.environ.get("MODPREFS_REQUIRE_R"):
+        pytest.fail(f"lme4 reference required (MODPREFS_REQUIRE_R is set) but unavailable: {why}")
+    pytest.skip(f"lme4 reference unavailable: {why}")
+
+
 def lme4_available() -> tuple[bool, str]:
     """(True, "") when Rscript runs and loads lme4 and jsonlite; else (False, reason)."""
     if shutil.which("Rscript") is None:

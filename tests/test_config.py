@@ -54,6 +54,8 @@ SCHEMA_CASES = [
     ("sampling.screening.language", "english", "sampling.screening.language"),
     ("tts.voice", _DELETE, "'voice' is a required property"),
     ("colour", "blue", "colour: unknown key"),
+    ("ratings.simulation.b_frist", -2.6, "ratings.simulation.b_frist: unknown key"),
+    ("ratings.simulation.var_clip_audio", -1, "ratings.simulation.var_clip_audio"),
 ]
 
 

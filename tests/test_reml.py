@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lme4_reference import lme4_available, lme4_fit
+from lme4_reference import require_lme4, lme4_available, lme4_fit
 from modprefs.stats import reml as R
 from modprefs.stats.reml import fit_crossed_intercepts
 
@@ -164,9 +164,7 @@ def test_degenerate_inputs_raise_value_error(small, mutate, match):
 
 @pytest.fixture(scope="module")
 def lme4():
-    ok, why = lme4_available()
-    if not ok:
-        pytest.skip(f"lme4 reference unavailable: {why}")
+    require_lme4()
 
 
 def _close(ours: float, ref: float) -> bool:

@@ -177,3 +177,48 @@ def test_same_config_twice_gives_identical_tables(tmp_path):
                 "results/stats/tables/icc.csv"]:
         assert (outputs[0] / rel).read_bytes() == (outputs[1] / rel).read_bytes(), rel
     shutil.rmtree(tmp_path / "b")
+
+
+def _copy_without(default_run: Path, dest: Path, drop: tuple[str, ...]) -> Path:
+    """A copy of the default run (mtimes and Snakemake metadata kept) without some result folders."""
+    shutil.copytree(default_run, dest, symlinks=True)
+    for rel in drop:
+        shutil.rmtree(dest / rel, ignore_errors=True)
+    return dest
+
+
+def test_ingesting_collected_ratings_runs_the_statistics(default_run, tmp_path):
+    collected = tmp_path / "collected"
+    collected.mkdir()
+    for table in ("ratings", "trials", "participants"):
+        df = _read(default_run, f"results/ratings/{table}.csv")
+        df["source"] = "collected"
+        df.to_csv(collected / f"{table}.csv", index=False)
+    work = _copy_without(default_run, tmp_path / "run", ("results/ratings", "results/stats"))
+    cfg = write_config(tmp_path / "cfg", {"ratings": {"source": str(collected)}})
+    proc = run_workflow(work, configfile=cfg)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs_ran = proc.stdout + proc.stderr
+    assert "ingest_ratings" in jobs_ran and "render_shard" not in jobs_ran
+    assert (_read(work, "results/ratings/ratings.csv").source == "collected").all()
+    icc = _read(work, "results/stats/tables/icc.csv").set_index("condition")
+    # ingest copies the same ratings: the statistics agree with the simulated run's exactly
+    pd.testing.assert_frame_equal(icc, _read(default_run, "results/stats/tables/icc.csv").set_index("condition"))
+
+
+def test_bad_collected_ratings_stop_with_file_row_column(default_run, tmp_path):
+    collected = tmp_path / "collected"
+    collected.mkdir()
+    for table in ("ratings", "trials", "participants"):
+        _read(default_run, f"results/ratings/{table}.csv").to_csv(collected / f"{table}.csv", index=False)
+    ratings = pd.read_csv(collected / "ratings.csv")
+    ratings.loc[4, "rating"] = 101
+    ratings.to_csv(collected / "ratings.csv", index=False)
+    work = _copy_without(default_run, tmp_path / "run", ("results/ratings", "results/stats"))
+    cfg = write_config(tmp_path / "cfg", {"ratings": {"source": str(collected)}})
+    proc = run_workflow(work, configfile=cfg)
+    assert proc.returncode != 0
+    log = (work / "results/logs/ratings/ingest_ratings.log").read_text() + proc.stdout + proc.stderr
+    assert "ratings.csv" in log and "row 6" in log and "rating" in log
+    assert not (work / "results/ratings").exists() or not any((work / "results/ratings").iterdir())
+    assert not (work / "results/stats/tables/icc.csv").exists()
