@@ -24,5 +24,7 @@ table = icc_by_condition(ratings, participants, n_boot=int(params.n_boot), seed=
                          ci_level=float(params.ci_level), stimuli=stimuli)
 write_csv(table, snakemake.output.csv)  # noqa: F821
 title = f"ICC per condition ({float(params.ci_level):.0%} CI, {int(params.n_boot)} stimulus resamples)"
-write_markdown_table(table, snakemake.output.md, title=title, floatfmt=".3f")  # noqa: F821
+shown = ["condition", "n_ratings", "n_clips", "n_participants", "k_mean_raters", "var_clip", "var_participant",
+         "var_resid", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo", "icc_2_k_hi", "note"]
+write_markdown_table(table[shown], snakemake.output.md, title=title, floatfmt=".3f")  # noqa: F821
 logging.info("wrote %s\n%s", snakemake.output.csv, table.to_string())  # noqa: F821

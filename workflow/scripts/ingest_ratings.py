@@ -24,7 +24,7 @@ def main(snakemake) -> None:  # noqa: ANN001
     log = logging.getLogger("ingest_ratings")
     paths = {"ratings": snakemake.input.ratings, "trials": snakemake.input.trials,
              "participants": snakemake.input.participants}
-    stimuli = pd.read_csv(snakemake.input.stimuli)
+    stimuli = pd.read_csv(snakemake.input.stimuli, dtype={"prompt_id": str, "clip_id": str})
     try:
         tables = validate_ratings_dir(Path(paths["ratings"]).parent, stimuli, paths=paths)
     except RatingsValidationError as exc:
