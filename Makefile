@@ -9,6 +9,8 @@ export OPENBLAS_NUM_THREADS ?= 1
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
+	# torch's CPU wheel first (the project's range admits it, so pip fetches no CUDA build)
+	$(VENV)/bin/pip install --quiet torch==2.13.0
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	touch $@
 

@@ -11,6 +11,7 @@ include: "rules/speech.smk"
 include: "rules/study.smk"
 include: "rules/ratings.smk"
 include: "rules/stats.smk"
+include: "rules/report.smk"
 
 
 rule all:
@@ -25,3 +26,5 @@ rule all:
         expand("results/ratings/{table}.csv", table=RATING_TABLES),
         "results/stats/tables/icc.csv",
         "results/stats/tables/icc.md",
+        stats_outputs(),
+        "results/report/report.html",

@@ -21,3 +21,168 @@ rule icc_table:
         "results/logs/stats/icc_table.log",
     script:
         "../workflow/scripts/icc_table.py"
+
+
+def _tables(*names):
+    """Named outputs <name>_csv / <name>_md under results/stats/tables/."""
+    out = {}
+    for name in names:
+        out[f"{name}_csv"] = f"results/stats/tables/{name}.csv"
+        out[f"{name}_md"] = f"results/stats/tables/{name}.md"
+    return out
+
+
+STUDY_TABLES = dict(
+    ratings="results/ratings/ratings.csv",
+    trials="results/ratings/trials.csv",
+    participants="results/ratings/participants.csv",
+    stimuli="results/study/stimuli.csv",
+    assignments="results/study/assignments.csv",
+)
+
+STATS_OUTPUTS = {
+    "table1": _tables("table1_demographics"),
+    "table3": _tables("table3_session", "behaviour"),
+    "decision_thresholds": {**_tables("thresholds_gaps", "thresholds_recommendations"),
+                            "figure2_gap_cdf": "results/stats/figures/figure2_gap_cdf.png"},
+    "table4": _tables("table4_reliability"),
+    "raters_needed": {**_tables("raters_needed"), "figure4_icc_by_k": "results/stats/figures/figure4_icc_by_k.png"},
+    "cross_modality": {**_tables("cross_modality_agreement", "cross_modality_binomial"),
+                       "figure3_agreement": "results/stats/figures/figure3_agreement.png"},
+    "justifications": _tables("justifications", "justifications_counts"),
+}
+
+
+def stats_outputs():
+    return [path for outputs in STATS_OUTPUTS.values() for path in outputs.values()]
+
+
+localrules:
+    table1,
+    table3,
+    decision_thresholds,
+    table4,
+    raters_needed,
+    cross_modality,
+    justifications,
+
+
+rule table1:
+    """Table 1: participant demographics by condition."""
+    input:
+        **STUDY_TABLES,
+    output:
+        **STATS_OUTPUTS["table1"],
+    params:
+        analysis="table1",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/table1.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule table3:
+    """Table 3 session characteristics (Fisher's exact, Mann-Whitney) and rater behaviour."""
+    input:
+        **STUDY_TABLES,
+    output:
+        **STATS_OUTPUTS["table3"],
+    params:
+        analysis="table3",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/table3.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule decision_thresholds:
+    """Rating gaps on decisive vs tie trials (Mann-Whitney, rank-biserial r), Figure 2, binarisation thresholds."""
+    input:
+        **STUDY_TABLES,
+    output:
+        **STATS_OUTPUTS["decision_thresholds"],
+    params:
+        analysis="decision_thresholds",
+        seed=config["seed"],
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/decision_thresholds.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule table4:
+    """Table 4: ICC(2,1), ICC(2,k), Krippendorff's alpha by modality, bootstrap CIs, permutation tests."""
+    input:
+        **STUDY_TABLES,
+        icc="results/stats/tables/icc.csv",
+    output:
+        **STATS_OUTPUTS["table4"],
+    params:
+        analysis="table4",
+        seed=config["seed"],
+        n_perm=config["stats"]["n_perm"],
+        n_boot_alpha=config["stats"]["n_boot_alpha"],
+        n_perm_alpha=config["stats"]["n_perm_alpha"],
+        ci_level=config["stats"]["ci_level"],
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/table4.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule raters_needed:
+    """Figure 4: ICC(2,k) by number of raters with Koo & Li bands; raters needed for .5/.75/.9."""
+    input:
+        icc="results/stats/tables/icc.csv",
+    output:
+        **STATS_OUTPUTS["raters_needed"],
+    params:
+        analysis="raters_needed",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/raters_needed.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule cross_modality:
+    """Figure 3: agreement of per-prompt winners between modalities by threshold; binomial test."""
+    input:
+        **STUDY_TABLES,
+    output:
+        **STATS_OUTPUTS["cross_modality"],
+    params:
+        analysis="cross_modality",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/cross_modality.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule justifications:
+    """Justification terms: TF-IDF + Porter stems, chi-square by modality, Benjamini-Hochberg (§4.3)."""
+    input:
+        **STUDY_TABLES,
+        modality_terms=config["stats"]["modality_terms"],
+    output:
+        **STATS_OUTPUTS["justifications"],
+    params:
+        analysis="justifications",
+        modality_terms=config["stats"]["modality_terms"],
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/justifications.log",
+    script:
+        "../workflow/scripts/analysis.py"

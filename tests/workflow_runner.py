@@ -15,7 +15,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 # Config keys holding paths relative to the repository (made absolute for a scratch workdir).
-PATH_KEYS = [("data", "source"), ("attention_check",), ("sampling", "screening", "harmful_terms")]
+PATH_KEYS = [("data", "source"), ("attention_check",), ("sampling", "screening", "harmful_terms"),
+             ("stats", "modality_terms")]
 
 
 def deep_update(base: dict, overrides: dict) -> dict:
@@ -31,7 +32,8 @@ def deep_update(base: dict, overrides: dict) -> dict:
 def tiny_overrides() -> dict[str, Any]:
     """The smallest config that still exercises every stage (a few short clips)."""
     return {"sampling": {"n_prompts": 4}, "study": {"raters_per_condition": 6, "trials_per_participant": 3},
-            "tts": {"shard_size": 5}, "stats": {"n_boot": 50}}
+            "tts": {"shard_size": 5},
+            "stats": {"n_boot": 50, "n_perm": 50, "n_boot_alpha": 100, "n_perm_alpha": 100}}
 
 
 def write_config(workdir: Path, overrides: dict[str, Any] | None = None) -> Path:

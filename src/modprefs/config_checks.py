@@ -85,6 +85,9 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".") -> None:
     if "harmful_terms" in screening:
         exists("sampling.screening.harmful_terms", screening["harmful_terms"])
 
+    if "modality_terms" in config["stats"]:
+        exists("stats.modality_terms", config["stats"]["modality_terms"])
+
     n_prompts = config["sampling"]["n_prompts"]
     trials = config["study"]["trials_per_participant"]
     if trials > n_prompts:

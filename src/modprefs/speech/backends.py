@@ -56,6 +56,9 @@ BackendFactory = Callable[[Mapping[str, Any], int], TTSBackend]
 # name -> (module, attribute of a BackendFactory); imported only when the backend is asked for.
 _BUILTIN: dict[str, tuple[str, str]] = {
     "kokoro-onnx": ("modprefs.speech.kokoro_onnx", "from_config"),
+    "kokoro": ("modprefs.speech.kokoro_torch", "from_config"),
+    "piper": ("modprefs.speech.piper_backend", "from_config"),
+    "espeak-ng": ("modprefs.speech.espeak_backend", "from_config"),
 }
 _REGISTERED: dict[str, BackendFactory] = {}
 

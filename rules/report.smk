@@ -1,0 +1,18 @@
+localrules:
+    report,
+
+
+rule report:
+    """results/report/report.html: every table and figure, the run's config and package versions."""
+    input:
+        ratings="results/ratings/ratings.csv",
+        tables=["results/stats/tables/icc.csv"] + [p for p in stats_outputs() if p.endswith(".csv")],
+        figures=[p for p in stats_outputs() if p.endswith(".png")],
+    output:
+        "results/report/report.html",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/report/report.log",
+    script:
+        "../workflow/scripts/report.py"

@@ -1,0 +1,77 @@
+"""A self-contained HTML report: every table and figure of a run, its config and package versions.
+
+Figures are embedded as base64 PNG so the file can be mailed or archived alone. All text from
+tables and config is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib.metadata
+import platform
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+PACKAGES = ("modprefs", "snakemake", "numpy", "scipy", "pandas", "statsmodels", "krippendorff", "kokoro-onnx",
+            "onnxruntime", "datasets", "lingua-language-detector", "scikit-learn", "nltk", "matplotlib")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.note{background:#fff4e0;border-left:4px solid #f0a030;padding:.5em 1em}
+pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:.8em}img{max-width:100%}nav a{margin-right:1em}
+"""
+
+
+def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _table_html(df: pd.DataFrame) -> str:
+    return df.to_html(index=False, na_rep="", float_format=lambda x: f"{x:.4g}", escape=True, border=0)
+
+
+def _figure_html(path: Path, title: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}"></figure>'
+
+
+def build_report(sections: Sequence[tuple[str, Sequence[tuple[str, pd.DataFrame | Path]]]], config: dict,
+                 notes: Sequence[str] = (), title: str = "modprefs report") -> str:
+    """The report's HTML. ``sections``: (heading, [(caption, DataFrame or PNG path), ...])."""
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+             f"<p>Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}.</p>"]
+    for note in notes:
+        parts.append(f'<p class="note">{html.escape(note)}</p>')
+    parts.append("<nav>" + "".join(f'<a href="#s{i}">{html.escape(h)}</a>' for i, (h, _) in enumerate(sections)) + "</nav>")
+    for i, (heading, items) in enumerate(sections):
+        parts.append(f'<h2 id="s{i}">{html.escape(heading)}</h2>')
+        for caption, item in items:
+            parts.append(f"<h3>{html.escape(caption)}</h3>")
+            parts.append(_figure_html(item, caption) if isinstance(item, Path) else _table_html(item))
+    parts.append("<h2>Configuration</h2><pre>" + html.escape(yaml.safe_dump(config, sort_keys=False)) + "</pre>")
+    versions = pd.DataFrame(sorted(package_versions().items()), columns=["package", "version"])
+    parts.append("<h2>Software versions</h2>" + _table_html(versions))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def markdown_title(md_path: Path) -> str | None:
+    """The ``# title`` line of a table's Markdown twin, if any."""
+    if not md_path.is_file():
+        return None
+    first = md_path.read_text(encoding="utf-8").splitlines()[:1]
+    return first[0][2:].strip() if first and first[0].startswith("# ") else None

@@ -1,0 +1,96 @@
+"""Table 4: reliability by modality — ICC(2,1), ICC(2,k) and Krippendorff's alpha, with the
+paper's stimulus-bootstrap CIs and participant-permutation tests of the audio–text difference.
+
+ICC permutation test (§4.2): the analysable participants of both conditions are pooled and
+reassigned at random to pseudo-audio and pseudo-text groups of the original sizes, ``n_perm``
+times; each pseudo-group's ICCs are refitted with the same model as the observed ones
+(:func:`modprefs.stats.icc.condition_design`: ``trial_z`` standardised within the group's rows).
+Two-sided p = (1 + #{|d*| >= |d|}) / (1 + n_valid) (:func:`modprefs.stats.resampling.permutation_p_value`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+from modprefs.stats.alpha import alpha_table
+from modprefs.stats.icc import analysable_ratings, condition_design, icc_from_components
+from modprefs.stats.reml import fit_crossed_intercepts
+from modprefs.stats.resampling import permutation_masks, permutation_p_value
+
+log = logging.getLogger(__name__)
+
+
+def _group_iccs(pooled: pd.DataFrame, members: set[str], theta0: np.ndarray | None = None) -> tuple[float, float]:
+    df = pooled[pooled["participant_id"].isin(members)]
+    design = condition_design(df)
+    fit = fit_crossed_intercepts(design.y, design.X, design.clip, design.participant, theta0=theta0)
+    if not fit.converged:
+        return float("nan"), float("nan")
+    return icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid, design.y.size / fit.n_levels[0])
+
+
+def icc_permutation_test(ratings: pd.DataFrame, participants: pd.DataFrame, n_perm: int, seed: int,
+                         stimuli: pd.DataFrame | None = None) -> dict[str, dict[str, float]]:
+    """Permutation p-values of ICC(2,1) and ICC(2,k) differences (audio − text).
+
+    Returns ``{"icc_2_1": {...}, "icc_2_k": {...}}``, each with observed, p_value, n_perm, n_valid.
+    """
+    frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+    pooled = pd.concat(frames.values(), ignore_index=True)
+    pooled["participant_id"] = pooled["participant_id"].astype(str)
+    people = np.array(sorted(pooled["participant_id"].unique()))
+    is_audio = np.isin(people, frames["audio"]["participant_id"].astype(str).unique())
+    observed = np.subtract(_group_iccs(pooled, set(people[is_audio])), _group_iccs(pooled, set(people[~is_audio])))
+    masks = permutation_masks(is_audio, n_perm, np.random.default_rng(np.random.SeedSequence([seed, 0x1CC])))
+    null = np.full((n_perm, 2), np.nan)
+    for i, mask in enumerate(masks):
+        try:
+            null[i] = np.subtract(_group_iccs(pooled, set(people[mask])), _group_iccs(pooled, set(people[~mask])))
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+    out = {}
+    for j, name in enumerate(("icc_2_1", "icc_2_k")):
+        finite = np.isfinite(null[:, j])
+        out[name] = {"observed": float(observed[j]), "p_value": permutation_p_value(observed[j], null[:, j]),
+                     "n_perm": n_perm, "n_valid": int(finite.sum())}
+    return out
+
+
+def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.DataFrame,
+           participants: pd.DataFrame, stimuli: pd.DataFrame, n_perm: int, n_boot_alpha: int, n_perm_alpha: int,
+           seed: int, ci_level: float = 0.95) -> pd.DataFrame:
+    """Table 4 as one tidy frame: metric, audio, audio_lo, audio_hi, text, text_lo, text_hi, diff, p_value,
+    n_boot, n_perm, note.
+
+    ``icc`` is the ICC table (:func:`modprefs.stats.icc.icc_by_condition`, with its bootstrap CIs);
+    this adds the permutation tests and the alpha rows.
+    """
+    icc = icc.set_index("condition")
+    n_boot = int(icc["n_boot"].max())
+    perm = icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
+    rows = [{"metric": "Avg. raters per stimulus", "audio": icc.loc["audio", "k_mean_raters"],
+             "text": icc.loc["text", "k_mean_raters"]}]
+    for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
+        row = {"metric": label, "n_boot": n_boot, "n_perm": n_perm}
+        for c in ("audio", "text"):
+            row[c], row[f"{c}_lo"], row[f"{c}_hi"] = (icc.loc[c, name], icc.loc[c, f"{name}_lo"],
+                                                      icc.loc[c, f"{name}_hi"])
+        row["diff"] = row["audio"] - row["text"]
+        row["p_value"] = perm.get(name, {}).get("p_value", np.nan)
+        row["note"] = "; ".join(n for n in (icc.loc["audio", "note"], icc.loc["text", "note"]) if isinstance(n, str) and n)
+        rows.append(row)
+    alphas = alpha_table(ratings, trials, assignments, participants, n_boot=n_boot_alpha, n_perm=n_perm_alpha,
+                         seed=seed, ci_level=ci_level, stimuli=stimuli)
+    labels = {"continuous": "Krippendorff's alpha (cont.)", "ordinal": "Krippendorff's alpha (ord.)",
+              "nominal": "Krippendorff's alpha (nom.)"}
+    for a in alphas.to_dict("records"):
+        rows.append({"metric": labels.get(a["metric"], a["metric"]), "audio": a["alpha_audio"],
+                     "audio_lo": a["lo_audio"], "audio_hi": a["hi_audio"], "text": a["alpha_text"],
+                     "text_lo": a["lo_text"], "text_hi": a["hi_text"], "diff": a["diff"], "p_value": a["p_value"],
+                     "n_boot": n_boot_alpha, "n_perm": n_perm_alpha, "note": a.get("note", "")})
+    cols = ["metric", "audio", "audio_lo", "audio_hi", "text", "text_lo", "text_hi", "diff", "p_value", "n_boot",
+            "n_perm", "note"]
+    return pd.DataFrame(rows).reindex(columns=cols)

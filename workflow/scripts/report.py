@@ -1,0 +1,27 @@
+"""Snakemake adapter: every table (CSV, titled by its Markdown twin) and figure -> report.html."""
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+import pandas as pd  # noqa: E402
+
+from modprefs.io import write_text  # noqa: E402
+from modprefs.report.html import build_report, markdown_title  # noqa: E402
+
+sm = snakemake  # noqa: F821
+logging.basicConfig(filename=sm.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
+tables = [Path(p) for p in sm.input.tables]
+figures = [Path(p) for p in sm.input.figures]
+ratings = pd.read_csv(sm.input.ratings, usecols=["source"])
+notes = []
+if (ratings["source"] == "simulated").any():
+    notes.append("The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
+                 "crossed random-effects model calibrated to the paper, not human judgments. Point "
+                 "ratings.source at collected ratings to analyse a real study.")
+study = [(markdown_title(p.with_suffix(".md")) or p.stem, pd.read_csv(p)) for p in tables]
+sections = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
+write_text(build_report(sections, dict(sm.config), notes), sm.output[0])
+logging.info("report with %d tables and %d figures", len(study), len(figures))
