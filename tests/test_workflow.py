@@ -223,3 +223,26 @@ def test_bad_collected_ratings_stop_with_file_row_column(default_run, tmp_path):
     assert "ratings.csv" in log and "row 6" in log and "rating" in log
     assert not (work / "results/ratings").exists() or not any((work / "results/ratings").iterdir())
     assert not (work / "results/stats/tables/icc.csv").exists()
+
+
+def test_every_analysis_is_in_the_report(default_run):
+    tables = sorted((default_run / "results/stats/tables").glob("*.csv"))
+    figures = sorted((default_run / "results/stats/figures").glob("*.png"))
+    expected = {"icc", "table1_demographics", "table3_session", "behaviour", "thresholds_gaps",
+                "thresholds_recommendations", "table4_reliability", "raters_needed", "cross_modality_agreement",
+                "cross_modality_binomial", "justifications", "justifications_counts"}
+    assert expected <= {p.stem for p in tables}
+    assert {"figure2_gap_cdf", "figure3_agreement", "figure4_icc_by_k"} <= {p.stem for p in figures}
+    html = (default_run / "results/report/report.html").read_text()
+    for p in tables:
+        md = p.with_suffix(".md").read_text().splitlines()[0]
+        title = md[2:].strip() if md.startswith("# ") else p.stem
+        import html as html_mod
+
+        assert html_mod.escape(title) in html, title
+    assert html.count("data:image/png;base64,") == len(figures)
+    assert "SIMULATED" in html and "Software versions" in html
+    t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
+    assert {"ICC(2,1)", "ICC(2,k)", "Krippendorff's alpha (cont.)", "Krippendorff's alpha (ord.)",
+            "Krippendorff's alpha (nom.)"} <= set(t4.index)
+    assert t4.loc[["ICC(2,1)", "ICC(2,k)"], "p_value"].between(0, 1).all()
