@@ -6,6 +6,7 @@ rerun checks use a tiny config and dry runs.
 
 from __future__ import annotations
 
+import html as html_module
 import shutil
 from pathlib import Path
 
@@ -237,9 +238,7 @@ def test_every_analysis_is_in_the_report(default_run):
     for p in tables:
         md = p.with_suffix(".md").read_text().splitlines()[0]
         title = md[2:].strip() if md.startswith("# ") else p.stem
-        import html as html_mod
-
-        assert html_mod.escape(title) in html, title
+        assert html_module.escape(title) in html, title
     assert html.count("data:image/png;base64,") == len(figures)
     assert "SIMULATED" in html and "Software versions" in html
     t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
