@@ -50,6 +50,8 @@ STATS_OUTPUTS = {
     "cross_modality": {**_tables("cross_modality_agreement", "cross_modality_binomial"),
                        "figure3_agreement": "results/stats/figures/figure3_agreement.png"},
     "justifications": _tables("justifications", "justifications_counts"),
+    "table2": _tables("table2_lmm", "practice_effects"),
+    "modality_effects": _tables("random_slope", "audio_quality", "per_prompt_icc"),
 }
 
 
@@ -65,6 +67,8 @@ localrules:
     raters_needed,
     cross_modality,
     justifications,
+    table2,
+    modality_effects,
 
 
 rule table1:
@@ -184,5 +188,37 @@ rule justifications:
         "../envs/stats.yaml"
     log:
         "results/logs/stats/justifications.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule table2:
+    """Table 2 omnibus LMM, per-modality simple effects, practice effects on log trial duration."""
+    input:
+        **STUDY_TABLES,
+    output:
+        **STATS_OUTPUTS["table2"],
+    params:
+        analysis="table2",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/table2.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule modality_effects:
+    """By-prompt modality slope (LRT), audio quality as a covariate, per-prompt ICC."""
+    input:
+        **STUDY_TABLES,
+    output:
+        **STATS_OUTPUTS["modality_effects"],
+    params:
+        analysis="modality_effects",
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/modality_effects.log",
     script:
         "../workflow/scripts/analysis.py"

@@ -231,7 +231,8 @@ def test_every_analysis_is_in_the_report(default_run):
     figures = sorted((default_run / "results/stats/figures").glob("*.png"))
     expected = {"icc", "table1_demographics", "table3_session", "behaviour", "thresholds_gaps",
                 "thresholds_recommendations", "table4_reliability", "raters_needed", "cross_modality_agreement",
-                "cross_modality_binomial", "justifications", "justifications_counts"}
+                "cross_modality_binomial", "justifications", "justifications_counts", "table2_lmm", "practice_effects",
+                "random_slope", "audio_quality", "per_prompt_icc"}
     assert expected <= {p.stem for p in tables}
     assert {"figure2_gap_cdf", "figure3_agreement", "figure4_icc_by_k"} <= {p.stem for p in figures}
     html = (default_run / "results/report/report.html").read_text()

@@ -24,8 +24,8 @@ from modprefs.io import write_csv, write_markdown_table, write_text
 
 log = logging.getLogger("modprefs")
 
-TABLE_ANALYSES = ("table1", "table3", "decision_thresholds", "table4", "raters_needed", "cross_modality",
-                  "justifications")
+TABLE_ANALYSES = ("table1", "table2", "table3", "decision_thresholds", "table4", "raters_needed",
+                  "cross_modality", "modality_effects", "justifications")
 
 
 def read_clips(path: Path) -> pd.DataFrame:

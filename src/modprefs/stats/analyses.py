@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from modprefs.stats import agreement, descriptive, rater_scaling, reliability, thresholds
+from modprefs.stats import agreement, descriptive, modality, rater_scaling, reliability, thresholds
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.justifications import justification_terms
 
@@ -90,7 +90,28 @@ def justifications(t: Tables, p: dict[str, Any]) -> AnalysisResult:
                                   "justifications_counts": "Justification corpus"})
 
 
+def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
+    return AnalysisResult(
+        {"table2_lmm": modality.table2(frame), "practice_effects": modality.practice_effects(t["trials"], t["participants"])},
+        titles={"table2_lmm": "Table 2: fixed effects of the omnibus LMM (reference audio) and per-modality simple "
+                "effects (Satterthwaite df, t-based 95 % CI)",
+                "practice_effects": "Practice effects: log trial duration over standardised trial number"})
+
+
+def modality_effects(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
+    return AnalysisResult(
+        {"random_slope": modality.random_slope_test(frame), "audio_quality": modality.audio_quality_analysis(frame),
+         "per_prompt_icc": modality.per_prompt_icc(frame)},
+        titles={"random_slope": "Prompt-specific modality effects (§4.3): preference score ~ modality, LRT for "
+                "(1 + modality | prompt)",
+                "audio_quality": "Audio quality as a fidelity control",
+                "per_prompt_icc": "Per-prompt ICC(2,1) by modality (2 clips x raters, Shrout & Fleiss two-way random)"})
+
+
 ANALYSES: dict[str, Callable[[Tables, dict[str, Any]], AnalysisResult]] = {
     "table1": table1, "table3": table3, "decision_thresholds": decision_thresholds, "table4": table4,
     "raters_needed": raters_needed, "cross_modality": cross_modality, "justifications": justifications,
+    "table2": table2, "modality_effects": modality_effects,
 }
