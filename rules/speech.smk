@@ -14,6 +14,8 @@ rule render_shard:
     resources:
         mem_mb=2000,
         runtime=60,
+        # one GPU for the torch Kokoro pipeline unless tts.device is cpu (SLURM: --gpus=1; docs/cluster.md)
+        gpu=int(config["tts"]["backend"] == "kokoro" and str(config["tts"].get("device", "auto")) != "cpu"),
     conda:
         "../envs/tts.yaml"
     log:

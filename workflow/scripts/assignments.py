@@ -10,8 +10,9 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")  # noqa: F821
+setup_logging(snakemake)  # noqa: F821
 stimuli = pd.read_csv(snakemake.input.stimuli, dtype={"prompt_id": str, "clip_id": str})  # noqa: F821
 study = snakemake.params.study  # noqa: F821
 prompt_ids = list(dict.fromkeys(stimuli["prompt_id"]))

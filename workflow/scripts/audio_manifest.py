@@ -10,9 +10,10 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.speech.render import combine_manifests  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
 smk = snakemake  # noqa: F821
-logging.basicConfig(filename=smk.log[0], level=logging.INFO, format="%(asctime)s %(message)s", force=True)
+setup_logging(smk)
 try:
     shards = [pd.read_csv(path, dtype={"clip_id": str, "prompt_id": str}, keep_default_na=False)
               for path in smk.input]

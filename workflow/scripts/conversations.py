@@ -8,8 +8,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.data.prism import build_interactions, load_prism_rows  # noqa: E402
 from modprefs.io import write_parquet  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")  # noqa: F821
+setup_logging(snakemake)  # noqa: F821
 data = snakemake.params.data  # noqa: F821
 rows = load_prism_rows(data["source"], data.get("hf_dataset", "HannahRoseKirk/prism-alignment"),
                        data.get("hf_config", "conversations"), data.get("hf_split", "train"))

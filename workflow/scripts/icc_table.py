@@ -10,9 +10,9 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv, write_markdown_table  # noqa: E402
 from modprefs.stats.icc import icc_by_condition  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO,  # noqa: F821
-                    format="%(asctime)s %(name)s %(message)s", force=True)
+setup_logging(snakemake, fmt="%(asctime)s %(name)s %(message)s")  # noqa: F821
 ids = {"participant_id": str, "prompt_id": str, "clip_id": str}
 ratings = pd.read_csv(snakemake.input.ratings, dtype=ids)  # noqa: F821
 participants = pd.read_csv(snakemake.input.participants, dtype={"participant_id": str})  # noqa: F821

@@ -15,9 +15,10 @@ from modprefs.io import write_csv  # noqa: E402
 from modprefs.speech.backends import get_backend  # noqa: E402
 from modprefs.speech.clips import read_study_clips, shard  # noqa: E402
 from modprefs.speech.render import empty_manifest, render_clips  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
 smk = snakemake  # noqa: F821
-logging.basicConfig(filename=smk.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
+setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
 logging.captureWarnings(True)
 shard_index = int(smk.wildcards.shard)
 try:

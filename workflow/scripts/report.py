@@ -10,9 +10,10 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_text  # noqa: E402
 from modprefs.report.html import build_report, markdown_title  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
 sm = snakemake  # noqa: F821
-logging.basicConfig(filename=sm.log[0], level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
+setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
 tables = [Path(p) for p in sm.input.tables]
 figures = [Path(p) for p in sm.input.figures]
 ratings = pd.read_csv(sm.input.ratings, usecols=["source"])

@@ -12,8 +12,9 @@ import pandas as pd  # noqa: E402
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.sampling.draw import draw_prompts  # noqa: E402
 from modprefs.sampling.screening import WordListModerator, screen_interaction  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")  # noqa: F821
+setup_logging(snakemake)  # noqa: F821
 sampling = snakemake.params.sampling  # noqa: F821
 screening = sampling.get("screening", {})
 interactions = pd.read_parquet(snakemake.input.conversations)  # noqa: F821

@@ -18,11 +18,11 @@ import pandas as pd  # noqa: E402
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
 
 def main(snakemake) -> None:  # noqa: ANN001
-    logging.basicConfig(filename=str(snakemake.log[0]), level=logging.INFO, filemode="w",
-                        format="%(asctime)s %(levelname)s %(message)s", force=True)
+    setup_logging(snakemake, fmt="%(asctime)s %(levelname)s %(message)s", filemode="w")
     log = logging.getLogger("simulate_ratings")
     try:
         stimuli = pd.read_csv(snakemake.input.stimuli)

@@ -10,8 +10,9 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.study.stimuli import build_stimuli  # noqa: E402
+from modprefs.workflow_log import setup_logging  # noqa: E402
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(asctime)s %(message)s")  # noqa: F821
+setup_logging(snakemake)  # noqa: F821
 stimuli = build_stimuli(pd.read_csv(snakemake.input.prompts, dtype={"prompt_id": str, "conversation_id": str}),  # noqa: F821
                         pd.read_parquet(snakemake.input.conversations),  # noqa: F821
                         pd.read_csv(snakemake.input.manifest, dtype={"clip_id": str, "prompt_id": str}))  # noqa: F821
