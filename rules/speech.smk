@@ -24,12 +24,34 @@ rule render_shard:
         "../workflow/scripts/render_shard.py"
 
 
-rule audio_manifest:
-    """Concatenate the shard manifests into results/audio/manifest.csv."""
+rule audio_qc:
+    """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate."""
     input:
-        expand("results/audio/shards/{shard}.csv", shard=speech_shards()),
+        manifest="results/audio/shards/{shard}.csv",
     output:
-        "results/audio/manifest.csv",
+        "results/audio/qc/{shard}.csv",
+    params:
+        qc=config["audio_qc"],
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/tts.yaml"
+    log:
+        "results/logs/speech/audio_qc_{shard}.log",
+    script:
+        "../workflow/scripts/audio_qc.py"
+
+
+rule audio_manifest:
+    """Concatenate the shard manifests and their QC into results/audio/manifest.csv and qc.csv."""
+    input:
+        shards=expand("results/audio/shards/{shard}.csv", shard=speech_shards()),
+        qc=expand("results/audio/qc/{shard}.csv", shard=speech_shards()),
+    output:
+        manifest="results/audio/manifest.csv",
+        qc="results/audio/qc.csv",
     conda:
         "../envs/tts.yaml"
     log:

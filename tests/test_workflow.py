@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 ARTIFACTS = [
     "results/data/conversations.parquet", "results/sampling/prompts.csv", "results/sampling/removals.csv",
-    "results/audio/manifest.csv", "results/study/stimuli.csv", "results/study/assignments.csv",
+    "results/audio/manifest.csv", "results/audio/qc.csv", "results/study/stimuli.csv", "results/study/assignments.csv",
     "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
     "results/stats/tables/icc.csv", "results/stats/tables/icc.md",
 ]
@@ -31,7 +31,7 @@ COLUMNS = {
                                      "history_chars", "history_turns"],
     "results/sampling/removals.csv": ["conversation_id", "reason", "detail", "replaced_by"],
     "results/audio/manifest.csv": ["clip_id", "path", "sample_rate", "duration_s", "backend", "model", "voice",
-                                   "spoken_text"],
+                                   "spoken_text", "wer", "dnsmos_ovrl", "qc_pass", "qc_reasons"],
     "results/study/stimuli.csv": ["prompt_id", "clip_id", "response", "stratum", "n_chars", "n_chars_spoken",
                                   "model_name", "prism_score", "history_chars", "history_turns"],
     "results/study/assignments.csv": ["participant_id", "condition", "trial", "prompt_id", "first_clip"],
@@ -106,6 +106,8 @@ def test_every_prompt_has_two_real_wavs(default_run):
         assert rate == manifest.loc[clip, "sample_rate"] == 24000
         assert len(audio) / rate == pytest.approx(manifest.loc[clip, "duration_s"], abs=1e-3)
         assert len(audio) > 0.5 * rate and np.sqrt(np.mean(audio ** 2)) > 0.01, clip
+    # the round trip through ASR hears the words: most clips pass the WER check
+    assert (manifest.loc[stimuli.clip_id, "wer"] <= 0.15).mean() >= 0.75
     # longer texts give longer audio (speech, not noise of a fixed length)
     assert np.corrcoef(stimuli.n_chars_spoken, stimuli.duration_s)[0, 1] > 0.95
 
@@ -156,7 +158,7 @@ def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dic
 
 def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
-    assert "render_shard" in jobs and "audio_manifest" in jobs and "icc_table" in jobs
+    assert {"render_shard", "audio_qc", "audio_manifest", "stimuli", "icc_table", "report"} <= set(jobs), jobs
     assert not {"conversations", "sample_prompts"} & set(jobs), jobs
 
 
