@@ -21,6 +21,7 @@ rule all:
         "results/sampling/prompts.csv",
         "results/sampling/removals.csv",
         "results/audio/manifest.csv",
+        engine_manifests(),
         "results/study/stimuli.csv",
         "results/study/assignments.csv",
         expand("results/ratings/{table}.csv", table=RATING_TABLES),

@@ -35,3 +35,20 @@ def n_clips() -> int:
 
 def speech_shards() -> list[int]:
     return list(range(math.ceil(n_clips() / config["tts"]["shard_size"])))
+
+
+def study_tts_config() -> dict:
+    """The study rendition's tts settings (without the other engines, so adding one reruns nothing here)."""
+    return {k: v for k, v in config["tts"].items() if k != "engines"}
+
+
+def engine_config(engine: str) -> dict:
+    """The tts config of another engine: its entry in tts.engines (backend = the engine's name)."""
+    for entry in config["tts"].get("engines", []):
+        if entry["backend"] == engine:
+            return {**entry}
+    raise ValueError(f"tts.engines has no engine {engine!r}")
+
+
+def engine_manifests() -> list[str]:
+    return [f"results/audio/engines/{e['backend']}/manifest.csv" for e in config["tts"].get("engines", [])]

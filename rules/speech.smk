@@ -7,7 +7,7 @@ rule render_shard:
     output:
         manifest="results/audio/shards/{shard}.csv",
     params:
-        tts=config["tts"],
+        tts=study_tts_config(),
         shard_size=config["tts"]["shard_size"],
         clip_dir="results/audio/clips",
     threads: 2
@@ -58,3 +58,42 @@ rule audio_manifest:
         "results/logs/speech/audio_manifest.log",
     script:
         "../workflow/scripts/audio_manifest.py"
+
+
+rule render_engine_shard:
+    """The same clips rendered by another TTS engine (out-of-distribution evaluation of reward models)."""
+    input:
+        prompts="results/sampling/prompts.csv",
+        conversations="results/data/conversations.parquet",
+        attention_check=config["attention_check"],
+    output:
+        manifest="results/audio/engines/{engine}/shards/{shard}.csv",
+    params:
+        tts=lambda wildcards: engine_config(wildcards.engine),
+        shard_size=config["tts"]["shard_size"],
+        clip_dir=lambda wildcards: f"results/audio/engines/{wildcards.engine}",
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/tts.yaml"
+    log:
+        "results/logs/speech/render_{engine}_shard_{shard}.log",
+    script:
+        "../workflow/scripts/render_shard.py"
+
+
+rule engine_manifest:
+    """One manifest per other engine: results/audio/engines/{engine}/manifest.csv."""
+    input:
+        lambda wildcards: expand("results/audio/engines/{engine}/shards/{shard}.csv", engine=wildcards.engine,
+                                 shard=speech_shards()),
+    output:
+        "results/audio/engines/{engine}/manifest.csv",
+    conda:
+        "../envs/tts.yaml"
+    log:
+        "results/logs/speech/engine_manifest_{engine}.log",
+    script:
+        "../workflow/scripts/engine_manifest.py"

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 ARTIFACTS = [
     "results/data/conversations.parquet", "results/sampling/prompts.csv", "results/sampling/removals.csv",
-    "results/audio/manifest.csv", "results/audio/qc.csv", "results/study/stimuli.csv", "results/study/assignments.csv",
+    "results/audio/manifest.csv", "results/audio/qc.csv", "results/study/stimuli.csv",
+    "results/audio/engines/piper/manifest.csv", "results/audio/engines/espeak-ng/manifest.csv", "results/study/assignments.csv",
     "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
     "results/stats/tables/icc.csv", "results/stats/tables/icc.md",
 ]
@@ -112,6 +113,17 @@ def test_every_prompt_has_two_real_wavs(default_run):
     assert np.corrcoef(stimuli.n_chars_spoken, stimuli.duration_s)[0, 1] > 0.95
 
 
+def test_other_engines_render_the_same_clips(default_run):
+    study = _read(default_run, "results/audio/manifest.csv").set_index("clip_id")
+    for engine, rate in (("piper", 22050), ("espeak-ng", 22050)):
+        m = _read(default_run, f"results/audio/engines/{engine}/manifest.csv").set_index("clip_id")
+        assert set(m.index) == set(study.index) and (m.backend == engine).all()
+        assert (m.spoken_text == study.loc[m.index, "spoken_text"]).all()
+        for clip in m.index[:3]:
+            audio, sr = sf.read(default_run / m.loc[clip, "path"])
+            assert sr == m.loc[clip, "sample_rate"] and len(audio) > 0.5 * sr
+
+
 def test_design_balance(default_run):
     a = _read(default_run, "results/study/assignments.csv")
     rated = a[a.trial > 0]
@@ -159,7 +171,7 @@ def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dic
 def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
     assert {"render_shard", "audio_qc", "audio_manifest", "stimuli", "icc_table", "report"} <= set(jobs), jobs
-    assert not {"conversations", "sample_prompts"} & set(jobs), jobs
+    assert not {"conversations", "sample_prompts", "render_engine_shard", "engine_manifest"} & set(jobs), jobs
 
 
 def test_n_boot_change_reruns_statistics_only(default_run, tmp_path):
