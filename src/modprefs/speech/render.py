@@ -71,15 +71,36 @@ def write_wav(audio: np.ndarray, sample_rate: int, path: Path) -> None:
         sf.write(tmp, np.clip(audio, -1.0, 1.0), int(sample_rate), subtype="PCM_16", format="WAV")
 
 
+#: Longest spoken text accepted per clip (characters): about 20 minutes of speech. Longer input is
+#: almost certainly a data error (a pasted document), and would tie up a rendering job for hours.
+MAX_SPOKEN_CHARS = 20_000
+
+
+def check_output_dir(clip_dir: str | Path) -> Path:
+    """Create ``clip_dir`` if needed and prove it is writable; ClipRenderError naming it otherwise."""
+    path = Path(clip_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path / ".write-test") as tmp:
+            tmp.write_bytes(b"")
+        (path / ".write-test").unlink()
+    except OSError as err:
+        raise ClipRenderError(f"output directory {str(path)!r} is not writable: {err}") from err
+    return path
+
+
 def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend: TTSBackend,
-                clip_dir: Path) -> dict[str, object]:
+                clip_dir: Path, max_chars: int = MAX_SPOKEN_CHARS) -> dict[str, object]:
     """Render one clip to ``{clip_dir}/{clip_id}.wav``; return its manifest row.
 
     Raises:
-        ValueError: nothing speakable in ``text`` (names the clip).
+        ValueError: nothing speakable in ``text``, or more than ``max_chars`` characters (names the clip).
         ClipRenderError: synthesis failed or produced no audio (names the clip; no WAV written).
     """
     spoken = speakable_text(text, clip_id=clip_id)
+    if len(spoken) > max_chars:
+        raise ValueError(f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
+                         "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?")
     start = time.perf_counter()
     try:
         raw = backend.synthesize(spoken)
@@ -111,7 +132,8 @@ def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path)
         The manifest, one row per clip, columns :data:`MANIFEST_COLUMNS`. Stops at the first
         failing clip (its error names it); WAVs of earlier clips stay, as complete files.
     """
-    rows = [render_clip(str(c.clip_id), str(c.prompt_id), int(c.response), c.text, backend, Path(clip_dir))
+    clip_dir = check_output_dir(clip_dir)
+    rows = [render_clip(str(c.clip_id), str(c.prompt_id), int(c.response), c.text, backend, clip_dir)
             for c in clips.itertuples(index=False)]
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS) if rows else empty_manifest()
 
