@@ -177,7 +177,7 @@ def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
 def test_n_boot_change_reruns_statistics_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"stats": {"n_boot": 99}})
     assert {"icc_table", "table4", "raters_needed"} <= set(jobs), jobs
-    assert set(jobs) <= {"icc_table", "table4", "raters_needed", "all"}, jobs
+    assert set(jobs) <= {"icc_table", "table4", "raters_needed", "report", "all"}, jobs
 
 
 def test_same_config_twice_gives_identical_tables(tmp_path):
