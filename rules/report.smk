@@ -10,6 +10,9 @@ rule report:
         figures=[p for p in stats_outputs() if p.endswith(".png")],
     output:
         "results/report/report.html",
+    params:
+        icc_ci_method=config["stats"]["icc_ci_method"],
+        coverage=str(Path(workflow.basedir) / "benchmarks/out/icc_coverage.json"),
     conda:
         "../envs/stats.yaml"
     log:

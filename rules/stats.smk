@@ -14,6 +14,7 @@ rule icc_table:
     params:
         n_boot=config["stats"]["n_boot"],
         ci_level=config["stats"]["ci_level"],
+        ci_method=config["stats"]["icc_ci_method"],
         seed=config["seed"],
     conda:
         "../envs/stats.yaml"

@@ -153,8 +153,9 @@ def test_icc_table(default_run):
     assert set(icc.index) == {"audio", "text"}
     for c in ("audio", "text"):
         row = icc.loc[c]
-        assert 0 <= row.icc_2_1_lo <= row.icc_2_1 <= row.icc_2_1_hi <= 1
-        assert row.icc_2_1 < row.icc_2_k and 0 <= row.icc_2_k_lo <= row.icc_2_k <= row.icc_2_k_hi <= 1
+        # two_way percentile intervals are not centred on the estimate (benchmarks/out/icc_coverage.json)
+        assert 0 <= row.icc_2_1_lo < row.icc_2_1_hi <= 1 and 0 < row.icc_2_1 < 1
+        assert row.icc_2_1 < row.icc_2_k and 0 <= row.icc_2_k_lo < row.icc_2_k_hi <= 1
         assert row.k_mean_raters > 1
     assert "ICC" in (default_run / "results/stats/tables/icc.md").read_text()
 

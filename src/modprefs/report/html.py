@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import importlib.metadata
+import json
 import platform
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -75,3 +76,20 @@ def markdown_title(md_path: Path) -> str | None:
         return None
     first = md_path.read_text(encoding="utf-8").splitlines()[:1]
     return first[0][2:].strip() if first and first[0].startswith("# ") else None
+
+
+def coverage_note(method: str, coverage_json: Path) -> str:
+    """Which ICC CI method the run used and its coverage measured by benchmarks/icc_coverage.py."""
+    text = f"ICC confidence intervals: {method} bootstrap, percentile intervals."
+    if not coverage_json.is_file():
+        return text + " Its coverage has not been measured on this installation (benchmarks/icc_coverage.py)."
+    summary = json.loads(coverage_json.read_text()).get("summary", {})
+    parts = []
+    for setting, label in (("default", "the default (clipped, heavy-tailed) simulator"), ("gaussian", "a Gaussian LMM")):
+        m = summary.get(setting, {}).get("methods", {}).get(method, {}).get("percentile")
+        if m:
+            lo, hi = m["coverage_ci95_clopper_pearson"]
+            parts.append(f"{m['coverage']:.3f} [{lo:.3f}, {hi:.3f}] over {m['n']} simulated studies of {label}")
+    if parts:
+        text += " Measured coverage of the nominal 95 % interval: " + "; ".join(parts) + " (benchmarks/out/icc_coverage.json)."
+    return text
