@@ -192,7 +192,7 @@ def test_snakemake_adapter_writes_csv_md_and_log(tables, tmp_path):
     out_csv, out_md, log = tmp_path / "out" / "icc.csv", tmp_path / "out" / "icc.md", tmp_path / "icc.log"
     snakemake = SimpleNamespace(
         input=SimpleNamespace(**{k: str(v) for k, v in paths.items()}),
-        params=SimpleNamespace(n_boot=20, ci_level=0.9, seed=5),
+        params=SimpleNamespace(n_boot=20, ci_level=0.9, seed=5, ci_method="two_way"),
         output=SimpleNamespace(csv=str(out_csv), md=str(out_md)), log=[str(log)])
     runpy.run_path(str(ROOT / "workflow" / "scripts" / "icc_table.py"), init_globals={"snakemake": snakemake})
     written = pd.read_csv(out_csv, keep_default_na=True)
