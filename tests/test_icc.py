@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from modprefs.stats.icc_ci import icc_with_ci
 from modprefs.stats.icc import (
     CI_METHOD,
     ICC_COLUMNS,
@@ -196,7 +197,7 @@ def test_snakemake_adapter_writes_csv_md_and_log(tables, tmp_path):
         output=SimpleNamespace(csv=str(out_csv), md=str(out_md)), log=[str(log)])
     runpy.run_path(str(ROOT / "workflow" / "scripts" / "icc_table.py"), init_globals={"snakemake": snakemake})
     written = pd.read_csv(out_csv, keep_default_na=True)
-    direct = icc_by_condition(ratings, participants, n_boot=20, seed=5, ci_level=0.9, stimuli=stimuli)
+    direct = icc_with_ci(ratings, participants, method="two_way", n_boot=20, seed=5, ci_level=0.9, stimuli=stimuli)
     np.testing.assert_array_equal(written["icc_2_1_hi"].to_numpy(), direct["icc_2_1_hi"].to_numpy())
     assert "| audio" in out_md.read_text() and "icc_2_k" in out_md.read_text()
     assert "ICC" in log.read_text()
