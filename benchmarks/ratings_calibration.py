@@ -22,7 +22,6 @@ Writes benchmarks/out/ratings_calibration.json.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path

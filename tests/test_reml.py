@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lme4_reference import require_lme4, lme4_available, lme4_fit
+from lme4_reference import lme4_fit, require_lme4
 from modprefs.stats import reml as R
 from modprefs.stats.reml import fit_crossed_intercepts
 

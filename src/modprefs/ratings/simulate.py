@@ -126,7 +126,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -504,7 +504,6 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
         duration = np.where(np.isfinite(duration), duration, n_chars / p.chars_per_second)
     else:
         duration = n_chars / p.chars_per_second
-    clip_index = {c: i for i, c in enumerate(stim["clip_id"])}
     prompt_clips: dict[str, dict[int, int]] = {}
     for i, (pid, resp) in enumerate(zip(stim["prompt_id"], stim["response"].astype(int))):
         prompt_clips.setdefault(pid, {})[resp] = i
