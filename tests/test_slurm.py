@@ -49,11 +49,12 @@ TARGETS = ["results/stats/tables/icc.csv", "results/stats/tables/icc.md"]
 TINY = {"sampling": {"n_prompts": 2}, "study": {"raters_per_condition": 6, "trials_per_participant": 2},
         "tts": {"shard_size": 3}, "stats": {"n_boot": 20}}
 # The rules' logs: statistics are `localrules` (results/logs/stats/), everything else is a SLURM job.
-LOCAL_LOG_DIRS = ("results/logs/stats",)
+LOCAL_LOG_DIRS = ("results/logs/stats", "results/logs/report")
 SLURM_RULE_LOGS = {
     "conversations": "results/logs/data/conversations.log",
     "sample_prompts": "results/logs/sampling/sample_prompts.log",
     "render_shard": "results/logs/speech/render_shard_*.log",
+    "audio_qc": "results/logs/speech/audio_qc_*.log",
     "audio_manifest": "results/logs/speech/audio_manifest.log",
     "stimuli": "results/logs/study/stimuli.log",
     "assignments": "results/logs/study/assignments.log",
@@ -157,6 +158,7 @@ def test_every_non_local_job_ran_in_slurm(slurm_run):
     # the profile's groups: one SLURM job for data+sampling, one for both shards, one for the study
     job_of = {rule: {o["slurm_job_id"] for o in origins[rule]} for rule in SLURM_RULE_LOGS}
     assert len(job_of["render_shard"]) == 1 and len(list(workdir.glob("results/logs/speech/render_shard_*.log"))) == 2
+    assert job_of["audio_qc"] == job_of["render_shard"]  # each shard's QC runs in the rendering job
     assert job_of["conversations"] == job_of["sample_prompts"]
     assert job_of["audio_manifest"] == job_of["stimuli"] == job_of["assignments"] == job_of["simulate_ratings"]
     assert len(job_of["render_shard"] | job_of["conversations"] | job_of["stimuli"]) == 3, job_of
