@@ -231,22 +231,10 @@ def icc_by_condition(ratings: pd.DataFrame, participants: pd.DataFrame, n_boot: 
         ``k_mean_raters`` = ratings per clip. A condition whose model cannot be estimated (no
         ratings, one participant, constant ratings, ...) gets NaN estimates and a ``note``.
     """
-    if n_boot < 0:
-        raise ValueError(f"n_boot must be >= 0, got {n_boot}")
-    if not 0 < ci_level < 1:
-        raise ValueError(f"ci_level must be in (0, 1), got {ci_level}")
-    streams = np.random.SeedSequence(seed).spawn(len(conditions))
-    out = []
-    for condition, stream in zip(conditions, streams):
-        df = analysable_ratings(ratings, participants, condition, stimuli)
-        if df.empty:
-            out.append(_empty_row(condition, 0, 0, 0, model_formula(("presented_first", "trial_z")),
-                                  "no analysable ratings (passed attention check, trial >= 1)"))
-            continue
-        design = condition_design(df)
-        out.append(icc_for_design(condition, design, n_boot, np.random.default_rng(stream), ci_level))
-        log.info("%s: %s", condition, {k: out[-1][k] for k in ("n_ratings", "icc_2_1", "icc_2_k", "note")})
-    return pd.DataFrame(out, columns=ICC_COLUMNS)
+    from modprefs.stats.icc_ci import icc_with_ci  # icc_ci builds on this module
+
+    return icc_with_ci(ratings, participants, method="stimulus", n_boot=n_boot, seed=seed, ci_level=ci_level,
+                       stimuli=stimuli, conditions=conditions)
 
 
 def fit_crossed_intercepts_statsmodels(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray,
