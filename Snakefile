@@ -4,6 +4,9 @@
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/sampling.smk"

@@ -52,3 +52,59 @@ def engine_config(engine: str) -> dict:
 
 def engine_manifests() -> list[str]:
     return [f"results/audio/engines/{e['backend']}/manifest.csv" for e in config["tts"].get("engines", [])]
+
+
+# --- audio-QC review rounds (rules/speech.smk; modprefs.sampling.audio_review) -----------------
+# Round 0 renders the first draw; the checkpoint `audio_review` of round r writes the prompts that
+# replace round r's failures, which round r + 1 renders. The walk below asks each round's checkpoint
+# in turn, so Snakemake re-evaluates the DAG after every review.
+
+
+def _csv_rows(path) -> int:
+    import pandas as pd
+
+    return len(pd.read_csv(path))
+
+
+def round_prompts(round_) -> str:
+    """The prompts a round renders: the first draw, or the previous review's replacements."""
+    r = int(round_)
+    return "results/sampling/prompts.csv" if r == 0 else f"results/audio/review/round{r - 1}/replacements.csv"
+
+
+def round_shards(round_) -> list[int]:
+    """Shard indices of one round (round 0: known from the config; later: after the previous review)."""
+    r = int(round_)
+    if r == 0:
+        return speech_shards()
+    replacements = checkpoints.audio_review.get(round=r - 1).output.replacements
+    return list(range(math.ceil(2 * _csv_rows(replacements) / config["tts"]["shard_size"])))
+
+
+def round_files(round_, kind: str) -> list[str]:
+    """A round's shard manifests (kind "shards") or shard QC tables (kind "qc")."""
+    return [f"results/audio/rounds/{int(round_)}/{kind}/{s}.csv" for s in round_shards(round_)]
+
+
+def used_before(round_) -> list[str]:
+    """Files naming every conversation drawn or removed before this round (never drawn again)."""
+    files = ["results/sampling/prompts.csv", "results/sampling/screening_removals.csv"]
+    for r in range(int(round_)):
+        files += [f"results/audio/review/round{r}/replacements.csv", f"results/audio/review/round{r}/removals.csv"]
+    return files
+
+
+def review_rounds() -> int:
+    """How many rounds were reviewed: walk the checkpoints until a review replaces nothing."""
+    r = 0
+    while _csv_rows(checkpoints.audio_review.get(round=r).output.replacements):
+        r += 1
+    return r + 1
+
+
+def review_files(kind: str) -> list[str]:
+    return [f"results/audio/review/round{r}/{kind}.csv" for r in range(review_rounds())]
+
+
+def all_round_files(kind: str) -> list[str]:
+    return [f for r in range(review_rounds()) for f in round_files(r, kind)]

@@ -1,11 +1,15 @@
+localrules:
+    final_sample,
+
+
 rule sample_prompts:
-    """Stratified draw of prompts (long-difference vs other) with text screening and replacement."""
+    """First stratified draw of prompts (long-difference vs other) with text screening and replacement."""
     input:
         conversations="results/data/conversations.parquet",
         harmful_terms=config["sampling"]["screening"]["harmful_terms"],
     output:
         prompts="results/sampling/prompts.csv",
-        removals="results/sampling/removals.csv",
+        removals="results/sampling/screening_removals.csv",
     params:
         sampling=config["sampling"],
         seed=config["seed"],
@@ -15,3 +19,23 @@ rule sample_prompts:
         "results/logs/sampling/sample_prompts.log",
     script:
         "../workflow/scripts/sample_prompts.py"
+
+
+rule final_sample:
+    """The final prompt set after audio-QC review rounds, and every removal of the draw and the reviews."""
+    input:
+        first_draw="results/sampling/prompts.csv",
+        screening_removals="results/sampling/screening_removals.csv",
+        decisions=lambda wildcards: review_files("decisions"),
+        replacements=lambda wildcards: review_files("replacements"),
+        removals=lambda wildcards: review_files("removals"),
+    output:
+        prompts="results/sampling/final_prompts.csv",
+        removals="results/sampling/removals.csv",
+        review="results/audio/review.csv",
+    conda:
+        "../envs/data.yaml"
+    log:
+        "results/logs/sampling/final_sample.log",
+    script:
+        "../workflow/scripts/final_sample.py"

@@ -1,15 +1,30 @@
+wildcard_constraints:
+    round=r"\d+",
+    shard=r"\d+",
+
+
+localrules:
+    audio_review,
+
+
 rule render_shard:
-    """Render one shard of study clips (model loaded once per job) to results/audio/clips/."""
+    """Render one shard of one round's clips (model loaded once per job) to results/audio/clips/.
+
+    Round 0 renders the first draw and the attention check; round r > 0 renders the prompts that
+    replaced those whose audio failed QC in round r - 1.
+    """
     input:
-        prompts="results/sampling/prompts.csv",
+        prompts=lambda wildcards: round_prompts(wildcards.round),
         conversations="results/data/conversations.parquet",
         attention_check=config["attention_check"],
     output:
-        manifest="results/audio/shards/{shard}.csv",
+        manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     params:
         tts=study_tts_config(),
         shard_size=config["tts"]["shard_size"],
         clip_dir="results/audio/clips",
+        with_attention_check=lambda wildcards: int(wildcards.round) == 0,
+        inject_silence=config["audio_qc"].get("inject_silence", []),
     threads: 2
     resources:
         mem_mb=2000,
@@ -19,7 +34,7 @@ rule render_shard:
     conda:
         "../envs/tts.yaml"
     log:
-        "results/logs/speech/render_shard_{shard}.log",
+        "results/logs/speech/render_round{round}_shard{shard}.log",
     script:
         "../workflow/scripts/render_shard.py"
 
@@ -27,11 +42,11 @@ rule render_shard:
 rule audio_qc:
     """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate."""
     input:
-        manifest="results/audio/shards/{shard}.csv",
+        manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     output:
-        "results/audio/qc/{shard}.csv",
+        "results/audio/rounds/{round}/qc/{shard}.csv",
     params:
-        qc=config["audio_qc"],
+        qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
     threads: 2
     resources:
         mem_mb=2000,
@@ -39,16 +54,44 @@ rule audio_qc:
     conda:
         "../envs/tts.yaml"
     log:
-        "results/logs/speech/audio_qc_{shard}.log",
+        "results/logs/speech/audio_qc_round{round}_shard{shard}.log",
     script:
         "../workflow/scripts/audio_qc.py"
 
 
-rule audio_manifest:
-    """Concatenate the shard manifests and their QC into results/audio/manifest.csv and qc.csv."""
+checkpoint audio_review:
+    """Review one round's QC: prompts with a failing clip are replaced from their stratum (bounded rounds)."""
     input:
-        shards=expand("results/audio/shards/{shard}.csv", shard=speech_shards()),
-        qc=expand("results/audio/qc/{shard}.csv", shard=speech_shards()),
+        prompts=lambda wildcards: round_prompts(wildcards.round),
+        shards=lambda wildcards: round_files(wildcards.round, "shards"),
+        qc=lambda wildcards: round_files(wildcards.round, "qc"),
+        conversations="results/data/conversations.parquet",
+        harmful_terms=config["sampling"]["screening"]["harmful_terms"],
+        used=lambda wildcards: used_before(wildcards.round),
+    output:
+        decisions="results/audio/review/round{round}/decisions.csv",
+        replacements="results/audio/review/round{round}/replacements.csv",
+        removals="results/audio/review/round{round}/removals.csv",
+    params:
+        sampling=config["sampling"],
+        seed=config["seed"],
+        max_rounds=config["audio_qc"]["max_rounds"],
+        on_exhausted=config["audio_qc"]["on_exhausted"],
+    conda:
+        "../envs/data.yaml"
+    log:
+        "results/logs/speech/audio_review_round{round}.log",
+    script:
+        "../workflow/scripts/audio_review.py"
+
+
+rule audio_manifest:
+    """The final clips (every review round joined) -> results/audio/manifest.csv; all QC -> qc.csv."""
+    input:
+        prompts="results/sampling/final_prompts.csv",
+        attention_check=config["attention_check"],
+        shards=lambda wildcards: all_round_files("shards"),
+        qc=lambda wildcards: all_round_files("qc"),
     output:
         manifest="results/audio/manifest.csv",
         qc="results/audio/qc.csv",
@@ -61,9 +104,9 @@ rule audio_manifest:
 
 
 rule render_engine_shard:
-    """The same clips rendered by another TTS engine (out-of-distribution evaluation of reward models)."""
+    """The final clips rendered by another TTS engine (out-of-distribution evaluation of reward models)."""
     input:
-        prompts="results/sampling/prompts.csv",
+        prompts="results/sampling/final_prompts.csv",
         conversations="results/data/conversations.parquet",
         attention_check=config["attention_check"],
     output:
@@ -72,6 +115,8 @@ rule render_engine_shard:
         tts=lambda wildcards: engine_config(wildcards.engine),
         shard_size=config["tts"]["shard_size"],
         clip_dir=lambda wildcards: f"results/audio/engines/{wildcards.engine}",
+        with_attention_check=True,
+        inject_silence=[],
     threads: 2
     resources:
         mem_mb=2000,

@@ -9,7 +9,8 @@ rule icc_table:
         participants="results/ratings/participants.csv",
         stimuli="results/study/stimuli.csv",
     output:
-        csv="results/stats/tables/icc.csv",
+        csv=report("results/stats/tables/icc.csv", caption="../workflow/report/table.rst", category="Tables",
+                   labels={"table": "icc"}),
         md="results/stats/tables/icc.md",
     params:
         n_boot=config["stats"]["n_boot"],
@@ -60,6 +61,22 @@ def stats_outputs():
     return [path for outputs in STATS_OUTPUTS.values() for path in outputs.values()]
 
 
+def reported(outputs: dict) -> dict:
+    """Outputs for `snakemake --report`: figures and CSV tables flagged with report(), captioned."""
+    flagged = {}
+    for key, path in outputs.items():
+        name = Path(path).stem
+        if path.endswith(".png"):
+            flagged[key] = report(path, caption=f"../workflow/report/{name}.rst", category="Figures",
+                                  labels={"figure": name})
+        elif path.endswith(".csv"):
+            flagged[key] = report(path, caption="../workflow/report/table.rst", category="Tables",
+                                  labels={"table": name})
+        else:
+            flagged[key] = path
+    return flagged
+
+
 localrules:
     table1,
     table3,
@@ -77,7 +94,7 @@ rule table1:
     input:
         **STUDY_TABLES,
     output:
-        **STATS_OUTPUTS["table1"],
+        **reported(STATS_OUTPUTS["table1"]),
     params:
         analysis="table1",
     conda:
@@ -93,7 +110,7 @@ rule table3:
     input:
         **STUDY_TABLES,
     output:
-        **STATS_OUTPUTS["table3"],
+        **reported(STATS_OUTPUTS["table3"]),
     params:
         analysis="table3",
     conda:
@@ -109,7 +126,7 @@ rule decision_thresholds:
     input:
         **STUDY_TABLES,
     output:
-        **STATS_OUTPUTS["decision_thresholds"],
+        **reported(STATS_OUTPUTS["decision_thresholds"]),
     params:
         analysis="decision_thresholds",
         seed=config["seed"],
@@ -127,7 +144,7 @@ rule table4:
         **STUDY_TABLES,
         icc="results/stats/tables/icc.csv",
     output:
-        **STATS_OUTPUTS["table4"],
+        **reported(STATS_OUTPUTS["table4"]),
     params:
         analysis="table4",
         seed=config["seed"],
@@ -148,7 +165,7 @@ rule raters_needed:
     input:
         icc="results/stats/tables/icc.csv",
     output:
-        **STATS_OUTPUTS["raters_needed"],
+        **reported(STATS_OUTPUTS["raters_needed"]),
     params:
         analysis="raters_needed",
     conda:
@@ -164,7 +181,7 @@ rule cross_modality:
     input:
         **STUDY_TABLES,
     output:
-        **STATS_OUTPUTS["cross_modality"],
+        **reported(STATS_OUTPUTS["cross_modality"]),
     params:
         analysis="cross_modality",
     conda:
@@ -181,7 +198,7 @@ rule justifications:
         **STUDY_TABLES,
         modality_terms=config["stats"]["modality_terms"],
     output:
-        **STATS_OUTPUTS["justifications"],
+        **reported(STATS_OUTPUTS["justifications"]),
     params:
         analysis="justifications",
         modality_terms=config["stats"]["modality_terms"],
@@ -198,7 +215,7 @@ rule table2:
     input:
         **STUDY_TABLES,
     output:
-        **STATS_OUTPUTS["table2"],
+        **reported(STATS_OUTPUTS["table2"]),
     params:
         analysis="table2",
     conda:
@@ -214,7 +231,7 @@ rule modality_effects:
     input:
         **STUDY_TABLES,
     output:
-        **STATS_OUTPUTS["modality_effects"],
+        **reported(STATS_OUTPUTS["modality_effects"]),
     params:
         analysis="modality_effects",
     conda:

@@ -1,7 +1,7 @@
 rule stimuli:
     """The final stimulus set (after screening and replacement) that every later stage reads."""
     input:
-        prompts="results/sampling/prompts.csv",
+        prompts="results/sampling/final_prompts.csv",
         conversations="results/data/conversations.parquet",
         manifest="results/audio/manifest.csv",
     output:

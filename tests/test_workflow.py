@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 ARTIFACTS = [
     "results/data/conversations.parquet", "results/sampling/prompts.csv", "results/sampling/removals.csv",
-    "results/audio/manifest.csv", "results/audio/qc.csv", "results/study/stimuli.csv",
+    "results/sampling/final_prompts.csv", "results/audio/review.csv", "results/audio/manifest.csv", "results/audio/qc.csv", "results/study/stimuli.csv",
     "results/audio/engines/piper/manifest.csv", "results/audio/engines/espeak-ng/manifest.csv", "results/study/assignments.csv",
     "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
     "results/stats/tables/icc.csv", "results/stats/tables/icc.md",
@@ -30,7 +30,10 @@ ARTIFACTS = [
 COLUMNS = {
     "results/sampling/prompts.csv": ["prompt_id", "conversation_id", "stratum", "chars_0", "chars_1", "abs_char_diff",
                                      "history_chars", "history_turns"],
-    "results/sampling/removals.csv": ["conversation_id", "reason", "detail", "replaced_by"],
+    "results/sampling/removals.csv": ["conversation_id", "stratum", "reason", "detail", "replaced_by"],
+    "results/audio/review.csv": ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action",
+                                 "replaced_by"],
+    "results/audio/qc.csv": ["clip_id", "wer", "dnsmos_ovrl", "qc_pass", "qc_reasons", "round", "in_study"],
     "results/audio/manifest.csv": ["clip_id", "path", "sample_rate", "duration_s", "backend", "model", "voice",
                                    "spoken_text", "wer", "dnsmos_ovrl", "qc_pass", "qc_reasons"],
     "results/study/stimuli.csv": ["prompt_id", "clip_id", "response", "stratum", "n_chars", "n_chars_spoken",
@@ -87,12 +90,19 @@ def test_strata_and_screening(default_run):
     long_ = prompts[prompts.stratum == "long_diff"]
     assert (long_.abs_char_diff >= threshold).all() and (prompts[prompts.stratum == "other"].abs_char_diff < threshold).all()
     assert set(removals["reason"]) <= {"empty", "other_language", "harmful", "audio_quality"}
-    assert not set(removals["conversation_id"]) & set(prompts["conversation_id"])
+    final = _read(default_run, "results/sampling/final_prompts.csv")
+    review = _read(default_run, "results/audio/review.csv")
+    assert len(final) == n and not set(removals["conversation_id"]) & set(final["conversation_id"])
+    # every removal names a same-stratum replacement that was drawn (and reviewed) after it
+    reviewed = review.drop_duplicates("conversation_id").set_index("conversation_id")
     for rem in removals.itertuples():
-        rep = prompts.set_index("conversation_id").loc[rem.replaced_by]
-        assert rep.stratum == rem.stratum
+        assert reviewed.loc[rem.replaced_by, "stratum"] == rem.stratum
+    # every prompt replaced for audio quality failed QC in its round, every final prompt passed
+    replaced = review[review["action"] == "replace"]
+    assert set(replaced["conversation_id"]) == set(removals.loc[removals["reason"] == "audio_quality", "conversation_id"])
+    assert set(final["prompt_id"]) == set(review.loc[review["action"] == "keep", "prompt_id"])
     # the bundled sample's EMPTY STRING / non-English responses never reach the stimuli
-    chosen = conv.set_index("conversation_id").loc[prompts.conversation_id]
+    chosen = conv.set_index("conversation_id").loc[final.conversation_id]
     assert not (chosen[["text_0", "text_1"]] == "EMPTY STRING").any().any()
 
 
@@ -107,8 +117,9 @@ def test_every_prompt_has_two_real_wavs(default_run):
         assert rate == manifest.loc[clip, "sample_rate"] == 24000
         assert len(audio) / rate == pytest.approx(manifest.loc[clip, "duration_s"], abs=1e-3)
         assert len(audio) > 0.5 * rate and np.sqrt(np.mean(audio ** 2)) > 0.01, clip
-    # the round trip through ASR hears the words: most clips pass the WER check
+    # the round trip through ASR hears the words, and every clip of the final study passed QC
     assert (manifest.loc[stimuli.clip_id, "wer"] <= 0.15).mean() >= 0.75
+    assert manifest.loc[list(stimuli.clip_id) + ["attn_0", "attn_1"], "qc_pass"].astype(str).eq("True").all()
     # longer texts give longer audio (speech, not noise of a fixed length)
     assert np.corrcoef(stimuli.n_chars_spoken, stimuli.duration_s)[0, 1] > 0.95
 
@@ -261,3 +272,17 @@ def test_every_analysis_is_in_the_report(default_run):
     assert {"ICC(2,1)", "ICC(2,k)", "Krippendorff's alpha (cont.)", "Krippendorff's alpha (ord.)",
             "Krippendorff's alpha (nom.)"} <= set(t4.index)
     assert t4.loc[["ICC(2,1)", "ICC(2,k)"], "p_value"].between(0, 1).all()
+
+
+def test_snakemake_report_holds_every_figure_and_table(default_run, tmp_path):
+    out = tmp_path / "snakemake_report.zip"
+    proc = run_workflow(default_run, "--report", str(out), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import zipfile
+
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+    for fig in ("figure2_gap_cdf.png", "figure3_agreement.png", "figure4_icc_by_k.png"):
+        assert any(n.endswith(fig) for n in names), fig
+    for table in ("icc.csv", "table2_lmm.csv", "table4_reliability.csv"):
+        assert any(n.endswith(table) for n in names), table

@@ -21,8 +21,11 @@ smk = snakemake  # noqa: F821
 setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
 logging.captureWarnings(True)
 shard_index = int(smk.wildcards.shard)
+if smk.params.inject_silence:
+    logging.warning("FAULT INJECTION: audio_qc.inject_silence = %s", list(smk.params.inject_silence))
 try:
-    clips = read_study_clips(smk.input.prompts, smk.input.conversations, smk.input.attention_check)
+    clips = read_study_clips(smk.input.prompts, smk.input.conversations,
+                             smk.input.attention_check if smk.params.with_attention_check else None)
     part = shard(clips, shard_index, int(smk.params.shard_size))
     logging.info("shard %d: %d of %d clips (%s)", shard_index, len(part), len(clips), ", ".join(part["clip_id"]))
     if part.empty:
@@ -31,7 +34,7 @@ try:
         start = time.perf_counter()
         backend = get_backend(smk.params.tts, threads=smk.threads)
         logging.info("backend %r ready in %.1f s", backend, time.perf_counter() - start)
-        manifest = render_clips(part, backend, Path(smk.params.clip_dir))
+        manifest = render_clips(part, backend, Path(smk.params.clip_dir), inject_silence=smk.params.inject_silence)
         logging.info("shard %d: %.1f s of audio in %.1f s of synthesis", shard_index,
                      manifest["duration_s"].sum(), manifest["render_seconds"].sum())
     write_csv(manifest, smk.output.manifest)

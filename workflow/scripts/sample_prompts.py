@@ -1,8 +1,7 @@
-"""Snakemake adapter: conversations.parquet -> sampling/prompts.csv and sampling/removals.csv."""
+"""Snakemake adapter: conversations.parquet -> sampling/prompts.csv (the first draw) and its screening removals."""
 
 import logging
 import sys
-from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
@@ -11,16 +10,13 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.sampling.draw import draw_prompts  # noqa: E402
-from modprefs.sampling.screening import WordListModerator, screen_interaction  # noqa: E402
+from modprefs.sampling.screening import screen_from_config  # noqa: E402
 from modprefs.workflow_log import setup_logging  # noqa: E402
 
 setup_logging(snakemake)  # noqa: F821
 sampling = snakemake.params.sampling  # noqa: F821
-screening = sampling.get("screening", {})
 interactions = pd.read_parquet(snakemake.input.conversations)  # noqa: F821
-screen = partial(screen_interaction, moderator=WordListModerator.from_file(snakemake.input.harmful_terms),  # noqa: F821
-                 language=screening.get("language", "en"),
-                 min_language_confidence=screening.get("min_language_confidence", 0.5))
+screen = screen_from_config(sampling.get("screening", {}), snakemake.input.harmful_terms)  # noqa: F821
 prompts, removals, info = draw_prompts(interactions, sampling["n_prompts"], sampling["long_fraction"],
                                        sampling["long_percentile"], snakemake.params.seed, screen)  # noqa: F821
 logging.info("strata: %s", info)

@@ -11,6 +11,10 @@ from the start. Each candidate is screened (:mod:`modprefs.sampling.screening`);
 fails is logged in ``removals`` with its reason, and the next candidate that passes in the same
 stratum is its replacement (``replaced_by``). This is the paper's "draw, review, replace from the
 same stratum, re-review" procedure made deterministic.
+
+Audio replacement: a prompt whose clips fail audio QC is replaced by :func:`replace_prompts`, which
+walks the same seeded order of its stratum past every conversation already drawn or removed (the
+review rounds live in :mod:`modprefs.sampling.audio_review`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,54 @@ def stratum_quotas(n_prompts: int, long_fraction: float) -> dict[str, int]:
     return {"long_diff": n_long, "other": n_prompts - n_long}
 
 
+def _ordered_pools(interactions: pd.DataFrame, long_percentile: float, seed: int
+                   ) -> tuple[dict[str, pd.DataFrame], float, pd.DataFrame]:
+    """Each stratum's candidates in their seeded draw order, the stratum threshold, and the table.
+
+    The order is a pure function of (interactions, long_percentile, seed), so the first draw and
+    every later replacement round walk the same sequence.
+    """
+    table = interactions.sort_values("conversation_id", kind="stable").reset_index(drop=True)
+    strata, threshold = assign_strata(table["abs_char_diff"], long_percentile)
+    table = table.assign(stratum=strata.to_numpy())
+    rng = np.random.default_rng([seed, 0x5A3D])
+    pools = {}
+    for stratum in STRATA:
+        pool = table[table["stratum"] == stratum]
+        pools[stratum] = pool.iloc[rng.permutation(len(pool))]
+    return pools, threshold, table
+
+
+def _walk(pool: pd.DataFrame, stratum: str, needed: int, skip: set[str],
+          screen: Callable[[Mapping[str, Any]], ScreeningResult], removals: list[dict[str, Any]],
+          pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Take ``needed`` passing candidates from ``pool`` in order, skipping ``skip`` conversation ids.
+
+    Candidates that fail screening are appended to ``removals``; every entry of ``pending`` (removals
+    awaiting a replacement, this list included) gets the next passing candidate as ``replaced_by``.
+    """
+    taken: list[dict[str, Any]] = []
+    for _, row in pool.iterrows():
+        if len(taken) == needed:
+            break
+        if str(row["conversation_id"]) in skip:
+            continue
+        result = screen(row)
+        if result.reason is None:
+            for rem in pending:
+                rem["replaced_by"] = row["conversation_id"]
+            pending.clear()
+            taken.append(row.to_dict())
+        else:
+            if result.reason not in REMOVAL_REASONS:
+                raise ValueError(f"unknown removal reason {result.reason!r}")
+            rem = {"conversation_id": row["conversation_id"], "stratum": stratum, "reason": result.reason,
+                   "detail": result.detail, "replaced_by": ""}
+            removals.append(rem)
+            pending.append(rem)
+    return taken
+
+
 def draw_prompts(interactions: pd.DataFrame, n_prompts: int, long_fraction: float, long_percentile: float,
                  seed: int, screen: Callable[[Mapping[str, Any]], ScreeningResult]
                  ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
@@ -69,46 +121,74 @@ def draw_prompts(interactions: pd.DataFrame, n_prompts: int, long_fraction: floa
         raise SamplingError(
             f"sampling.n_prompts = {n_prompts} but only {len(interactions)} eligible interactions exist"
         )
-    table = interactions.sort_values("conversation_id", kind="stable").reset_index(drop=True)
-    strata, threshold = assign_strata(table["abs_char_diff"], long_percentile)
-    table = table.assign(stratum=strata.to_numpy())
+    pools, threshold, table = _ordered_pools(interactions, long_percentile, seed)
     quotas = stratum_quotas(n_prompts, long_fraction)
-    rng = np.random.default_rng([seed, 0x5A3D])
     chosen: list[dict[str, Any]] = []
     removals: list[dict[str, Any]] = []
     for stratum in STRATA:
-        pool = table[table["stratum"] == stratum]
-        order = rng.permutation(len(pool))
-        pending: list[dict[str, Any]] = []  # removals waiting for their replacement
-        taken = 0
-        for pos in order:
-            if taken == quotas[stratum]:
-                break
-            row = pool.iloc[int(pos)]
-            result = screen(row)
-            if result.reason is None:
-                for rem in pending:
-                    rem["replaced_by"] = row["conversation_id"]
-                pending = []
-                chosen.append({**row.to_dict(), "draw_order": len(chosen)})
-                taken += 1
-            else:
-                if result.reason not in REMOVAL_REASONS:
-                    raise ValueError(f"unknown removal reason {result.reason!r}")
-                rem = {"conversation_id": row["conversation_id"], "stratum": stratum, "reason": result.reason,
-                       "detail": result.detail, "replaced_by": ""}
-                removals.append(rem)
-                pending.append(rem)
-        if taken < quotas[stratum]:
+        taken = _walk(pools[stratum], stratum, quotas[stratum], set(), screen, removals, [])
+        if len(taken) < quotas[stratum]:
             raise SamplingError(
-                f"stratum {stratum!r}: needed {quotas[stratum]} prompts but only {taken} of {len(pool)} "
-                f"candidates passed screening ({len(removals)} removed so far); lower sampling.n_prompts "
-                "or sampling.long_fraction, or add data"
+                f"stratum {stratum!r}: needed {quotas[stratum]} prompts but only {len(taken)} of "
+                f"{len(pools[stratum])} candidates passed screening ({len(removals)} removed so far); lower "
+                "sampling.n_prompts or sampling.long_fraction, or add data"
             )
-    prompts = pd.DataFrame.from_records(chosen)
+        chosen.extend({**row, "draw_order": len(chosen) + i} for i, row in enumerate(taken))
+    prompts = _prompt_table(chosen)
+    info = {"threshold_chars": threshold, "quotas": quotas,
+            "pool_sizes": table["stratum"].value_counts().to_dict(), "n_removed": len(removals)}
+    return prompts, pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS), info
+
+
+def _prompt_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    prompts = pd.DataFrame.from_records(rows, columns=[c for c in PROMPT_COLUMNS if c != "prompt_id"])
     prompts.insert(0, "prompt_id", prompts["conversation_id"].map(prompt_id_for))
     if prompts["prompt_id"].duplicated().any():
         raise SamplingError("two conversation ids map to the same prompt id after sanitising")
-    info = {"threshold_chars": threshold, "quotas": quotas,
-            "pool_sizes": table["stratum"].value_counts().to_dict(), "n_removed": len(removals)}
-    return prompts[PROMPT_COLUMNS], pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS), info
+    return prompts[PROMPT_COLUMNS]
+
+
+def replace_prompts(interactions: pd.DataFrame, failed: Mapping[str, str], used: set[str],
+                    current: pd.DataFrame, long_percentile: float, seed: int,
+                    screen: Callable[[Mapping[str, Any]], ScreeningResult], first_draw_order: int
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Replace prompts whose audio failed QC, each from its own stratum (paper §3.1, "replace").
+
+    Args:
+        interactions: conversations.parquet, as given to :func:`draw_prompts`.
+        failed: prompt_id -> QC detail (why its clips failed) for prompts in ``current``.
+        used: every conversation id already drawn or removed in any earlier round; never redrawn.
+        current: the prompts (PROMPT_COLUMNS) of the round under review.
+        long_percentile, seed: as for :func:`draw_prompts` (same values -> same candidate order).
+        screen: the text screen, applied to replacement candidates as in the first draw.
+        first_draw_order: ``draw_order`` of the first replacement (continues the numbering).
+
+    Returns:
+        ``(replacements, removals)``: the new prompts (PROMPT_COLUMNS) in the order of the prompts
+        they replace, and the removals of this round (REMOVAL_COLUMNS): one ``audio_quality`` row
+        per failed prompt with its ``replaced_by``, plus any text-screened candidates passed over.
+    Raises:
+        SamplingError: a stratum has no passing candidate left.
+    """
+    unknown = sorted(set(failed) - set(current["prompt_id"]))
+    if unknown:
+        raise ValueError(f"failed prompt(s) {unknown} are not in the round's prompts")
+    pools, _, _ = _ordered_pools(interactions, long_percentile, seed)
+    skip = {str(c) for c in used} | {str(c) for c in current["conversation_id"]}
+    removals: list[dict[str, Any]] = []
+    chosen: list[dict[str, Any]] = []
+    for p in current[current["prompt_id"].isin(list(failed))].itertuples(index=False):
+        rem = {"conversation_id": p.conversation_id, "stratum": p.stratum, "reason": "audio_quality",
+               "detail": failed[p.prompt_id], "replaced_by": ""}
+        removals.append(rem)
+        taken = _walk(pools[p.stratum], p.stratum, 1, skip, screen, removals, [rem])
+        skip |= {str(r["conversation_id"]) for r in removals}
+        if not taken:
+            raise SamplingError(
+                f"stratum {p.stratum!r}: no candidate left to replace prompt {p.prompt_id!r} whose audio "
+                f"failed QC ({failed[p.prompt_id]}); add data, loosen audio_qc.thresholds, or set "
+                "audio_qc.on_exhausted: drop"
+            )
+        skip.add(str(taken[0]["conversation_id"]))
+        chosen.append({**taken[0], "draw_order": first_draw_order + len(chosen)})
+    return _prompt_table(chosen), pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS)

@@ -21,9 +21,9 @@ Rules, in the order they are applied (the first that fires is the reason):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -106,3 +106,11 @@ def screen_interaction(interaction: Mapping[str, Any], moderator: Moderator, lan
         if problem:
             return ScreeningResult("harmful", f"{label} {problem}")
     return ScreeningResult(None)
+
+
+def screen_from_config(screening: Mapping[str, Any], harmful_terms: str | Path
+                       ) -> Callable[[Mapping[str, Any]], ScreeningResult]:
+    """The text screen configured by ``sampling.screening`` with the word list at ``harmful_terms``."""
+    return partial(screen_interaction, moderator=WordListModerator.from_file(harmful_terms),
+                   language=screening.get("language", "en"),
+                   min_language_confidence=screening.get("min_language_confidence", 0.5))

@@ -65,19 +65,22 @@ def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dic
 
 
 def study_clips(prompts: pd.DataFrame, conversations: pd.DataFrame,
-                attention_check: Mapping[str, Any]) -> pd.DataFrame:
+                attention_check: Mapping[str, Any] | None) -> pd.DataFrame:
     """Every clip the study renders, in the contract's order.
 
     Args:
         prompts: ``prompts.csv`` (prompt_id, conversation_id, ...), in draw order.
         conversations: ``conversations.parquet`` (conversation_id, text_0, text_1, ...).
-        attention_check: ``attention_check.json`` (prompt_id, responses: [{text}, {text}]).
+        attention_check: ``attention_check.json`` (prompt_id, responses: [{text}, {text}]), or
+            None for a replacement round (its prompts only).
 
     Returns:
         One row per clip: clip_id (str), prompt_id (str), response (int 0/1), text (str, the
-        original response text); ``2 * len(prompts) + 2`` rows, index 0..n-1.
+        original response text); ``2 * len(prompts) + 2`` rows (``+ 0`` without the attention
+        check), index 0..n-1.
     """
-    rows = _attention_rows(attention_check) + _prompt_rows(prompts, conversations)
+    attention = _attention_rows(attention_check) if attention_check is not None else []
+    rows = attention + _prompt_rows(prompts, conversations)
     clips = pd.DataFrame(rows, columns=CLIP_COLUMNS)
     dup = clips["clip_id"][clips["clip_id"].duplicated()].tolist()
     if dup:
@@ -100,10 +103,12 @@ def shard(clips: pd.DataFrame, shard_index: int, shard_size: int) -> pd.DataFram
 
 
 def read_study_clips(prompts_csv: str | os.PathLike[str], conversations_parquet: str | os.PathLike[str],
-                     attention_check_json: str | os.PathLike[str]) -> pd.DataFrame:
-    """:func:`study_clips` from the workflow's files (ids read as strings)."""
+                     attention_check_json: str | os.PathLike[str] | None) -> pd.DataFrame:
+    """:func:`study_clips` from the workflow's files (ids read as strings); no attention check if None."""
     prompts = pd.read_csv(prompts_csv, dtype={"prompt_id": str, "conversation_id": str}, keep_default_na=False)
     conversations = pd.read_parquet(conversations_parquet)
-    with open(attention_check_json, encoding="utf-8") as fh:
-        attention_check = json.load(fh)
+    attention_check = None
+    if attention_check_json is not None:
+        with open(attention_check_json, encoding="utf-8") as fh:
+            attention_check = json.load(fh)
     return study_clips(prompts, conversations, attention_check)

@@ -90,8 +90,12 @@ def check_output_dir(clip_dir: str | Path) -> Path:
 
 
 def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend: TTSBackend,
-                clip_dir: Path, max_chars: int = MAX_SPOKEN_CHARS) -> dict[str, object]:
+                clip_dir: Path, max_chars: int = MAX_SPOKEN_CHARS, inject_silence: bool = False) -> dict[str, object]:
     """Render one clip to ``{clip_dir}/{clip_id}.wav``; return its manifest row.
+
+    ``inject_silence`` is a fault-injection hook (config ``audio_qc.inject_silence``): the engine's
+    output is replaced by digital silence of the same length, so audio QC must catch the clip and
+    the replacement loop must run. It is logged loudly and never set by default.
 
     Raises:
         ValueError: nothing speakable in ``text``, or more than ``max_chars`` characters (names the clip).
@@ -108,6 +112,9 @@ def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend:
         raise ClipRenderError(f"clip {clip_id}: {backend.name} synthesis failed: {err}") from err
     render_seconds = time.perf_counter() - start
     audio = _checked_audio(raw, clip_id, backend)
+    if inject_silence:
+        log.warning("clip %s: FAULT INJECTION (audio_qc.inject_silence): writing silence instead of speech", clip_id)
+        audio = np.zeros_like(audio)
     path = Path(clip_dir) / f"{clip_id}.wav"
     write_wav(audio, backend.sample_rate, path)
     duration = audio.size / backend.sample_rate
@@ -125,15 +132,20 @@ def empty_manifest() -> pd.DataFrame:
     return pd.DataFrame(columns=MANIFEST_COLUMNS)
 
 
-def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path) -> pd.DataFrame:
+def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path,
+                 inject_silence: Iterable[str] = ()) -> pd.DataFrame:
     """Render every row of ``clips`` (clip_id, prompt_id, response, text) in order.
+
+    ``inject_silence``: clip ids rendered as silence (fault injection; see :func:`render_clip`).
 
     Returns:
         The manifest, one row per clip, columns :data:`MANIFEST_COLUMNS`. Stops at the first
         failing clip (its error names it); WAVs of earlier clips stay, as complete files.
     """
     clip_dir = check_output_dir(clip_dir)
-    rows = [render_clip(str(c.clip_id), str(c.prompt_id), int(c.response), c.text, backend, clip_dir)
+    silent = set(inject_silence)
+    rows = [render_clip(str(c.clip_id), str(c.prompt_id), int(c.response), c.text, backend, clip_dir,
+                        inject_silence=str(c.clip_id) in silent)
             for c in clips.itertuples(index=False)]
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS) if rows else empty_manifest()
 

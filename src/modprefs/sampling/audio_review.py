@@ -1,0 +1,149 @@
+"""Audio-QC review of one rendering round: keep, replace or drop each prompt (paper §3.1, automated).
+
+The paper listened to every clip and replaced prompts whose audio had artifacts,
+mispronunciations, another language or no output. Here a round's clips go through automatic QC
+(:mod:`modprefs.speech.qc`); a prompt with any failing clip is removed with reason
+``audio_quality`` and replaced from its own stratum (:func:`modprefs.sampling.draw.replace_prompts`),
+and the replacements are rendered and reviewed in the next round. The loop is bounded by
+``audio_qc.max_rounds`` replacement rounds; prompts still failing in the last round either stop the
+workflow (``on_exhausted: error``, the default) or are dropped without replacement and logged
+(``on_exhausted: drop``).
+
+The attention check cannot be replaced: if its clips fail QC the review stops with an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
+from modprefs.sampling.screening import ScreeningResult
+
+DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action",
+                    "replaced_by"]
+ON_EXHAUSTED = ("error", "drop")
+
+
+class AudioReviewError(RuntimeError):
+    """The review cannot produce a study whose every clip passes QC (the message says why and what to do)."""
+
+
+def _is_true(values: pd.Series) -> pd.Series:
+    return values.astype(str).str.strip().str.lower().isin(["true", "1"])
+
+
+def failed_prompts(qc: pd.DataFrame, clips: pd.DataFrame) -> dict[str, str]:
+    """``prompt_id -> "clip_id: reasons | clip_id: reasons"`` for every prompt with a failing clip.
+
+    Args:
+        qc: QC rows (clip_id, qc_pass, qc_reasons) of the round's clips.
+        clips: the round's manifest (clip_id, prompt_id).
+    Raises:
+        ValueError: a clip of the manifest has no QC row.
+    """
+    missing = sorted(set(clips["clip_id"]) - set(qc["clip_id"]))
+    if missing:
+        raise ValueError(f"audio QC has no row for clip(s) {missing}")
+    table = clips[["clip_id", "prompt_id"]].merge(qc[["clip_id", "qc_pass", "qc_reasons"]], on="clip_id",
+                                                  how="left", validate="one_to_one")
+    failing = table[~_is_true(table["qc_pass"])]
+    detail: dict[str, list[str]] = {}
+    for row in failing.itertuples(index=False):
+        detail.setdefault(str(row.prompt_id), []).append(f"{row.clip_id}: {row.qc_reasons}")
+    return {pid: " | ".join(parts) for pid, parts in detail.items()}
+
+
+def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, qc: pd.DataFrame,
+                 interactions: pd.DataFrame, used: set[str], sampling: Mapping[str, Any], seed: int,
+                 screen: Callable[[Mapping[str, Any]], ScreeningResult], max_rounds: int,
+                 on_exhausted: str = "error", first_draw_order: int = 0
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Review one round.
+
+    Args:
+        round_index: 0 for the first draw, ``r`` for the r-th replacement round.
+        prompts: the round's prompts (``PROMPT_COLUMNS``): the first draw, or the previous round's
+            replacements.
+        clips: the round's audio manifest (clip_id, prompt_id); round 0 includes the attention check.
+        qc: the round's QC table (clip_id, qc_pass, qc_reasons).
+        interactions: conversations.parquet (the candidate pool).
+        used: conversation ids drawn or removed in any earlier round (never drawn again).
+        sampling: config ``sampling`` (long_percentile is read).
+        seed: config ``seed`` (the draw order).
+        screen: the text screen for replacement candidates.
+        max_rounds: replacement rounds allowed (config ``audio_qc.max_rounds``); a failure in round
+            ``max_rounds`` cannot be replaced.
+        on_exhausted: ``error`` or ``drop`` (see the module docstring).
+        first_draw_order: ``draw_order`` for the first replacement.
+
+    Returns:
+        ``(decisions, replacements, removals)``: one row per prompt of the round
+        (:data:`DECISION_COLUMNS`; action ``keep``/``replace``/``drop``), the prompts to render in
+        the next round (empty when every clip passed), and this round's removals (``REMOVAL_COLUMNS``).
+    """
+    if on_exhausted not in ON_EXHAUSTED:
+        raise ValueError(f"audio_qc.on_exhausted must be one of {ON_EXHAUSTED}, got {on_exhausted!r}")
+    failed = failed_prompts(qc, clips)
+    round_ids = set(prompts["prompt_id"].astype(str))
+    outside = sorted(pid for pid in failed if pid not in round_ids)
+    if outside:
+        raise AudioReviewError(
+            "attention-check clip(s) failed audio QC and cannot be replaced: "
+            + "; ".join(failed[pid] for pid in outside)
+            + ". Reword the attention check (config attention_check) or adjust audio_qc.thresholds."
+        )
+    empty_prompts = prompts.iloc[0:0]
+    removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
+    if not failed:
+        replacements = empty_prompts
+    elif round_index < max_rounds:
+        replacements, removals = replace_prompts(interactions, failed, used, prompts,
+                                                 float(sampling["long_percentile"]), seed, screen,
+                                                 first_draw_order)
+    elif on_exhausted == "error":
+        raise AudioReviewError(
+            f"after {max_rounds} replacement round(s), {len(failed)} prompt(s) still fail audio QC: "
+            + "; ".join(f"{pid} ({d})" for pid, d in sorted(failed.items()))
+            + ". Raise audio_qc.max_rounds, adjust audio_qc.thresholds, or set audio_qc.on_exhausted: drop "
+            "to run the study with fewer prompts."
+        )
+    else:
+        replacements = empty_prompts
+        removals = pd.DataFrame.from_records(
+            [{"conversation_id": p.conversation_id, "stratum": p.stratum, "reason": "audio_quality",
+              "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
+              "replaced_by": ""}
+             for p in prompts.itertuples(index=False) if p.prompt_id in failed],
+            columns=REMOVAL_COLUMNS)
+    replaced_by = dict(zip(removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
+                           removals.loc[removals["reason"] == "audio_quality", "replaced_by"].astype(str)))
+    decisions = []
+    for p in prompts.itertuples(index=False):
+        ok = p.prompt_id not in failed
+        action = "keep" if ok else ("replace" if replaced_by.get(str(p.conversation_id)) else "drop")
+        decisions.append({"round": round_index, "prompt_id": p.prompt_id, "conversation_id": p.conversation_id,
+                          "stratum": p.stratum, "qc_pass": ok, "detail": failed.get(p.prompt_id, ""),
+                          "action": action, "replaced_by": replaced_by.get(str(p.conversation_id), "")})
+    return pd.DataFrame(decisions, columns=DECISION_COLUMNS), replacements, removals
+
+
+def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
+    """The study's final prompt set after every review round.
+
+    Args:
+        first_draw: prompts.csv (round 0's prompts).
+        rounds: per round, ``(decisions, replacements)`` as returned by :func:`review_round`.
+    Returns:
+        The prompts whose clips all passed, in draw order (first draw, then replacements by round).
+    """
+    frames = [first_draw] + [rep for _, rep in rounds]
+    candidates = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    decisions = pd.concat([d for d, _ in rounds], ignore_index=True)
+    kept = set(decisions.loc[decisions["action"] == "keep", "prompt_id"].astype(str))
+    undecided = sorted(set(candidates["prompt_id"].astype(str)) - set(decisions["prompt_id"].astype(str)))
+    if undecided:
+        raise ValueError(f"prompt(s) {undecided} were drawn but never reviewed (is a round missing?)")
+    return candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)

@@ -1,0 +1,132 @@
+"""Audio-QC review rounds: failing prompts replaced from their stratum, bounded, every decision logged."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from modprefs.sampling.audio_review import AudioReviewError, failed_prompts, final_prompts, review_round
+from modprefs.sampling.draw import SamplingError, draw_prompts, replace_prompts
+from modprefs.sampling.screening import ScreeningResult
+from test_sampling import _interactions, _passes
+
+SAMPLING = {"n_prompts": 12, "long_fraction": 0.25, "long_percentile": 90}
+
+
+def _clips(prompts: pd.DataFrame, attention: bool = False) -> pd.DataFrame:
+    ids = (["attn"] if attention else []) + list(prompts["prompt_id"])
+    return pd.DataFrame([{"clip_id": f"{p}_{r}", "prompt_id": p} for p in ids for r in (0, 1)])
+
+
+def _qc(clips: pd.DataFrame, failing: set[str]) -> pd.DataFrame:
+    return pd.DataFrame({"clip_id": clips["clip_id"], "qc_pass": [c not in failing for c in clips["clip_id"]],
+                         "qc_reasons": ["wer 0.9 > 0.35" if c in failing else "" for c in clips["clip_id"]]})
+
+
+def _draw(inter: pd.DataFrame, seed: int = 3) -> pd.DataFrame:
+    return draw_prompts(inter, 12, 0.25, 90, seed=seed, screen=_passes)[0]
+
+
+def test_failed_prompts_groups_clips_by_prompt():
+    prompts = _draw(_interactions(200))
+    clips = _clips(prompts, attention=True)
+    p0, p5 = prompts["prompt_id"].iloc[0], prompts["prompt_id"].iloc[5]
+    failed = failed_prompts(_qc(clips, {f"{p0}_1", f"{p5}_0", f"{p5}_1"}), clips)
+    assert set(failed) == {p0, p5}
+    assert failed[p5].count("wer") == 2 and f"{p5}_0" in failed[p5]
+    with pytest.raises(ValueError, match="no row for clip"):
+        failed_prompts(_qc(clips, set()).iloc[1:], clips)
+
+
+def test_replacement_is_next_unused_candidate_of_the_same_stratum():
+    inter = _interactions(200)
+    first = _draw(inter)
+    # the replacement is what a larger first draw would have taken next in that stratum
+    bigger = draw_prompts(inter, 16, 0.25, 90, seed=3, screen=_passes)[0]  # 4 long_diff instead of 3
+    long_first = first[first["stratum"] == "long_diff"]
+    victim = long_first["prompt_id"].iloc[0]
+    reps, rems = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
+    assert len(reps) == 1 and reps["stratum"].iloc[0] == "long_diff"
+    assert reps["conversation_id"].iloc[0] == bigger[bigger["stratum"] == "long_diff"]["conversation_id"].iloc[3]
+    assert reps["conversation_id"].iloc[0] not in set(first["conversation_id"])
+    assert reps["draw_order"].iloc[0] == 12
+    assert rems.to_dict("records") == [{"conversation_id": long_first["conversation_id"].iloc[0], "stratum": "long_diff",
+                                        "reason": "audio_quality", "detail": "x",
+                                        "replaced_by": reps["conversation_id"].iloc[0]}]
+    again, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
+    assert again.equals(reps)
+
+
+def test_replacement_skips_used_and_logs_text_screened_candidates():
+    inter = _interactions(200)
+    first = _draw(inter)
+    victim = first[first["stratum"] == "other"]["prompt_id"].iloc[0]
+    plain, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, 12)
+    skipped = plain["conversation_id"].iloc[0]
+    used_skip, _ = replace_prompts(inter, {victim: "x"}, {skipped}, first, 90, 3, _passes, 12)
+    assert used_skip["conversation_id"].iloc[0] != skipped
+
+    def screen(row):
+        return ScreeningResult("empty", "response 1 is empty") if row["conversation_id"] == skipped else ScreeningResult(None)
+
+    screened, rems = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, screen, 12)
+    assert screened["conversation_id"].iloc[0] == used_skip["conversation_id"].iloc[0]
+    assert list(rems["reason"]) == ["audio_quality", "empty"]
+    assert set(rems["replaced_by"]) == {screened["conversation_id"].iloc[0]}
+
+
+def test_exhausted_stratum_is_a_clear_error():
+    inter = _interactions(40)
+    first = draw_prompts(inter, 4, 0.25, 90, seed=1, screen=_passes)[0]
+    long_ids = first[first["stratum"] == "long_diff"]["prompt_id"]
+    used = set(inter["conversation_id"])  # everything already used
+    with pytest.raises(SamplingError, match="no candidate left to replace prompt"):
+        replace_prompts(inter, {long_ids.iloc[0]: "x"}, used, first, 90, 1, _passes, 4)
+
+
+def test_review_rounds_converge_and_final_set_is_all_passing():
+    inter = _interactions(200)
+    first = _draw(inter)
+    clips0 = _clips(first, attention=True)
+    bad = {f"{first['prompt_id'].iloc[1]}_0", f"{first['prompt_id'].iloc[7]}_1"}
+    dec0, rep0, rem0 = review_round(0, first, clips0, _qc(clips0, bad), inter, set(), SAMPLING, 3, _passes,
+                                    max_rounds=2)
+    assert list(dec0["action"]).count("replace") == 2 and len(rep0) == 2
+    assert set(rem0["reason"]) == {"audio_quality"}
+    # round 1: one replacement fails again
+    clips1 = _clips(rep0)
+    used = set(first["conversation_id"]) | set(rem0["conversation_id"])
+    dec1, rep1, rem1 = review_round(1, rep0, clips1, _qc(clips1, {clips1["clip_id"].iloc[0]}), inter, used, SAMPLING,
+                                    3, _passes, max_rounds=2, first_draw_order=14)
+    assert len(rep1) == 1 and rep1["stratum"].iloc[0] == rep0["stratum"].iloc[0]
+    clips2 = _clips(rep1)
+    dec2, rep2, rem2 = review_round(2, rep1, clips2, _qc(clips2, set()), inter, used | set(rep0["conversation_id"]),
+                                    SAMPLING, 3, _passes, max_rounds=2)
+    assert rep2.empty and rem2.empty and set(dec2["action"]) == {"keep"}
+    final = final_prompts(first, [(dec0, rep0), (dec1, rep1), (dec2, rep2)])
+    assert len(final) == 12 and final["prompt_id"].is_unique
+    assert (final["stratum"] == "long_diff").sum() == 3
+    failed_ids = set(dec0.loc[dec0["action"] != "keep", "prompt_id"]) | set(dec1.loc[dec1["action"] != "keep", "prompt_id"])
+    assert not failed_ids & set(final["prompt_id"])
+
+
+def test_bound_reached_errors_or_drops():
+    inter = _interactions(200)
+    first = _draw(inter)
+    clips = _clips(first)
+    bad = {f"{first['prompt_id'].iloc[2]}_1"}
+    with pytest.raises(AudioReviewError, match="after 0 replacement round"):
+        review_round(0, first, clips, _qc(clips, bad), inter, set(), SAMPLING, 3, _passes, max_rounds=0)
+    dec, rep, rem = review_round(0, first, clips, _qc(clips, bad), inter, set(), SAMPLING, 3, _passes,
+                                 max_rounds=0, on_exhausted="drop")
+    assert rep.empty and list(dec["action"]).count("drop") == 1
+    assert rem["replaced_by"].iloc[0] == "" and "max_rounds" in rem["detail"].iloc[0]
+    assert len(final_prompts(first, [(dec, rep)])) == 11
+
+
+def test_failing_attention_check_cannot_be_replaced():
+    inter = _interactions(200)
+    first = _draw(inter)
+    clips = _clips(first, attention=True)
+    with pytest.raises(AudioReviewError, match="attention-check clip"):
+        review_round(0, first, clips, _qc(clips, {"attn_1"}), inter, set(), SAMPLING, 3, _passes, max_rounds=3)
