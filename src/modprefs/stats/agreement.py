@@ -57,7 +57,8 @@ def agreement_curve(gaps: pd.DataFrame, taus: np.ndarray | None = None) -> pd.Da
         rows.append({"tau": float(tau), "n_prompts": len(gaps), "n_both_decisive": n_both,
                      "n_agree_decisive": int((a[both] == t[both]).sum()),
                      "agree_decisive": float((a[both] == t[both]).mean()) if n_both else np.nan,
-                     "agree_all": float((a == t).mean()) if len(gaps) else np.nan})
+                     "agree_all": float((a == t).mean()) if len(gaps) else np.nan,
+                     "note": "" if n_both else "no prompt decisive in both modalities at this threshold"})
     return pd.DataFrame(rows)
 
 

@@ -621,5 +621,21 @@ def alpha_table(ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.Dat
                         "null_sd": perm.null_sd})
         else:
             row.update({"diff": np.nan, "p_value": np.nan, "n_perm_valid": 0, "null_sd": np.nan})
+        row["note"] = _alpha_note(row, conditions)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _alpha_note(row: dict, conditions: tuple[str, ...]) -> str:
+    """Why a row of :func:`alpha_table` holds NaN ("" when it does not)."""
+    notes = []
+    for c in conditions:
+        if row[f"n_pairable_units_{c}"] == 0:
+            notes.append(f"{c}: no unit has two or more values, alpha undefined")
+        elif not np.isfinite(row[f"alpha_{c}"]):
+            notes.append(f"{c}: every pairable value is the same (expected disagreement 0), alpha undefined")
+        elif row["n_boot"] and not (np.isfinite(row[f"lo_{c}"]) and np.isfinite(row[f"hi_{c}"])):
+            notes.append(f"{c}: alpha undefined in too many bootstrap resamples for a CI")
+    if not np.isfinite(row["p_value"]) and row["n_perm"]:
+        notes.append("permutation test undefined (alpha undefined in a condition or in every permutation)")
+    return "; ".join(notes)

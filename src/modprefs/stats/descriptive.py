@@ -436,6 +436,9 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
     * ``rating_changes`` — intermediate rating reversals per trial; Mann–Whitney text vs audio on
       participants' mean reversals. ``rating_changes_any_pct`` — % of trials with >= 1 reversal
       (pooled count/n; no test).
+
+    In the mean rows ``*_count`` is the number of trials that contribute; in the pooled rows it is
+    the numerator of the rate.
     * ``deliberation_s`` — audio only: end of the last listen to submission (s), M (SD) over
       participants' means and the median over trials.
     """
@@ -487,6 +490,7 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
         if col == "_relisten" and "audio" in conds and not np.isfinite(t.loc[is_audio, "_rep_first"]).any() \
                 and not rel[is_audio].notna().any():
             reasons.append("audio: neither relistened_first nor first-clip replays available")
+        reasons.append("pooled rate: no SD, median or test")
         row["reason"] = _join(*reasons)
         return row
 
@@ -502,7 +506,8 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
             means[c] = per_participant(col, c)
             m, sd, n = mean_sd(means[c])
             v = trial_values(col, c)
-            row.update({c: m, f"{c}_sd": sd, f"n_{c}": n, f"{c}_median": float(np.median(v)) if len(v) else math.nan})
+            row.update({c: m, f"{c}_sd": sd, f"n_{c}": n, f"{c}_median": float(np.median(v)) if len(v) else math.nan,
+                        f"{c}_count": float(len(v))})
             if n == 0:
                 reasons.append(f"{c}: no participants with this measure")
             elif n == 1:

@@ -72,7 +72,7 @@ def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assig
     n_boot = int(icc["n_boot"].max())
     perm = icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
     rows = [{"metric": "Avg. raters per stimulus", "audio": icc.loc["audio", "k_mean_raters"],
-             "text": icc.loc["text", "k_mean_raters"]}]
+             "text": icc.loc["text", "k_mean_raters"], "note": "descriptive: no interval or test"}]
     for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
         row = {"metric": label, "n_boot": n_boot, "n_perm": n_perm}
         for c in ("audio", "text"):

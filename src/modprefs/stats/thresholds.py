@@ -250,6 +250,13 @@ def threshold_recommendations(gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0
             at_o = cv[cv["tau"] == tau_o]
             b = np.asarray(boot[rule], dtype=float)
             b = b[np.isfinite(b)]
+            notes = [reason] if reason else []
+            if target is None or not math.isfinite(float(target)):
+                notes.append("max_agreement has no precision target")
+            if not len(b):
+                notes.append("no bootstrap interval (n_boot_threshold = 0)" if not boot[rule]
+                             else "threshold undefined in every bootstrap resample")
+            reason = "; ".join(notes)
             rows.append(dict(
                 condition=c, rule=rule, target=target, threshold=tau,
                 threshold_lo=float(np.percentile(b, 2.5)) if len(b) else math.nan,
