@@ -5,7 +5,10 @@ name to a DataFrame (written as ``results/stats/tables/<name>.csv`` and ``.md``)
 an output name to a function that draws the PNG at a given path. The Snakemake rules of
 ``rules/stats.smk`` are one per analysis; ``workflow/scripts/analysis.py`` does the I/O.
 Inputs (``tables``): ratings, trials, participants, stimuli, assignments (as read from CSV) and,
-for ``raters_needed``, the ICC table.
+for ``raters_needed``, the ICC table; ``table5`` / ``table6`` (§4.4) also take ``judges`` (the AI
+judge table, results/judges/ratings.csv). Without it (judges stage disabled) or without any usable
+judge rating they are *skipped*: every declared table is one row (status ``skipped``, reason) and
+every figure a PNG stating the reason, so the rule's outputs exist and say why.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from modprefs.stats import agreement, descriptive, modality, rater_scaling, reliability, thresholds
+from modprefs.stats import agreement, ai_alignment, descriptive, modality, rater_scaling, reliability, thresholds
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.justifications import justification_terms
 
@@ -110,8 +113,48 @@ def modality_effects(t: Tables, p: dict[str, Any]) -> AnalysisResult:
                 "per_prompt_icc": "Per-prompt ICC(2,1) by modality (2 clips x raters, Shrout & Fleiss two-way random)"})
 
 
+def _skipped(reason: str, tables: tuple[str, ...], figures: tuple[str, ...], titles: dict[str, str]) -> AnalysisResult:
+    """Every declared output, each saying why the analysis did not run."""
+    row = pd.DataFrame([{"status": "skipped", "reason": reason}])
+    return AnalysisResult({n: row.copy() for n in tables},
+                          {n: (lambda path, r=reason: ai_alignment.figure_placeholder(r, path)) for n in figures},
+                          {n: f"{titles[n]} (skipped)" for n in tables})
+
+
+TABLE5_TITLES = {"table5_ai_human": "Table 5: AI-human absolute error (MAE per modality; LMM abs_error ~ modality + "
+                 "(1|clip), Satterthwaite) and PRISM - external annotators (paired t over clips)",
+                 "table5_clips": "Clip-level mean ratings: PRISM, AI and human by modality"}
+TABLE6_TITLES = {"table6_ai_diff_icc": "Table 6: human per-prompt ICC(2,1) ~ AI differentiation x modality (OLS, "
+                 "reference audio), Spearman per modality, robustness without Cook's D > 4/n",
+                 "table6_per_prompt": "Per prompt and modality: AI differentiation, human ICC(2,1), Cook's D"}
+
+
+def table5(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 5 (§4.4); params: optional ``judge_by_modality`` ({modality: judge[@prompt_version]})."""
+    reason = ai_alignment.judges_skip_reason(t.get("judges"))
+    if reason:
+        return _skipped(reason, tuple(TABLE5_TITLES), ("figure_ai_human",), TABLE5_TITLES)
+    table, clips = ai_alignment.table5(t["judges"], t["ratings"], t["participants"], t["stimuli"],
+                                       p.get("judge_by_modality") or None)
+    return AnalysisResult({"table5_ai_human": table, "table5_clips": clips},
+                          {"figure_ai_human": lambda path: ai_alignment.figure_ai_human(clips, path)},
+                          dict(TABLE5_TITLES))
+
+
+def table6(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 6 (§4.4); params: optional ``judge_by_modality``."""
+    reason = ai_alignment.judges_skip_reason(t.get("judges"))
+    if reason:
+        return _skipped(reason, tuple(TABLE6_TITLES), ("figure_ai_diff_icc",), TABLE6_TITLES)
+    table, per_prompt = ai_alignment.table6_from_inputs(t["judges"], t["ratings"], t["participants"], t["stimuli"],
+                                                        p.get("judge_by_modality") or None)
+    return AnalysisResult({"table6_ai_diff_icc": table, "table6_per_prompt": per_prompt},
+                          {"figure_ai_diff_icc": lambda path: ai_alignment.figure_ai_diff_icc(per_prompt, path)},
+                          dict(TABLE6_TITLES))
+
+
 ANALYSES: dict[str, Callable[[Tables, dict[str, Any]], AnalysisResult]] = {
     "table1": table1, "table3": table3, "decision_thresholds": decision_thresholds, "table4": table4,
     "raters_needed": raters_needed, "cross_modality": cross_modality, "justifications": justifications,
-    "table2": table2, "modality_effects": modality_effects,
+    "table2": table2, "modality_effects": modality_effects, "table5": table5, "table6": table6,
 }
