@@ -9,6 +9,9 @@ index 0/1, is read from the clip id's ``_0``/``_1`` suffix when absent). The inp
 first (every problem with file, row and column); then the same tables, figures and report as the
 workflow's statistics stage are written under ``--out`` (tables/, figures/, report.html).
 Analyses whose inputs are absent are skipped with the reason printed and logged.
+
+``modprefs app ...`` (load, serve, invite, export, status) runs the annotation web app that collects
+such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
 """
 
 from __future__ import annotations
@@ -119,8 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--ci-level", type=float, default=0.95)
     st.add_argument("--modality-terms", type=Path,
                     default=Path(__file__).resolve().parents[2] / "resources/analysis/modality_terms.txt")
+    from modprefs.app.cli import add_parser as add_app_parser  # `modprefs app ...` (docs/app.md)
+
+    add_app_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.command == "app":
+        from modprefs.app.cli import run as run_app
+
+        return run_app(args)
     from modprefs.ratings.ingest import RatingsValidationError
 
     params = {"seed": args.seed, "n_boot": args.n_boot, "n_perm": args.n_perm, "n_boot_alpha": args.n_boot_alpha,

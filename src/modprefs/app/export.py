@@ -1,0 +1,156 @@
+"""Export the collected data in the workflow's schemas (workflow/schemas/*.schema.yaml).
+
+* ``ratings.csv``: two rows per submitted trial (one per clip), attention check included.
+* ``trials.csv``: one row per submitted trial; audio-only measures empty in the text condition.
+* ``participants.csv``: one row per participant who held a slot and answered the attention check
+  (those who failed it included, ``passed_attention`` false); ``completed`` = every assigned trial
+  submitted; ``session_minutes`` = entry to the end (or the last request, for dropouts).
+
+Beside them, for audit and further analyses (extra files the ingest ignores):
+
+* ``sessions.csv``: every session, screened-out, declined and pre-attention dropouts included, with
+  the Prolific ids (personal data: keep it with the study's records, not with the ratings).
+* ``events.csv``: the raw event log.
+
+``source`` is ``collected`` everywhere. The three tables pass
+:func:`modprefs.ratings.ingest.validate_ratings_dir` against the loaded stimuli.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from modprefs.app.db import Database
+from modprefs.app.models import Event, Participant, TrialResult
+
+RATINGS_COLUMNS = ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first", "rating",
+                   "audio_quality", "source"]
+TRIALS_COLUMNS = ["participant_id", "prompt_id", "trial", "preference", "justification", "decision_time_s",
+                  "deliberation_time_s", "rating_changes", "replays_0", "replays_1", "relistened_first", "source"]
+PARTICIPANTS_COLUMNS = ["participant_id", "condition", "age", "gender", "race", "hispanic_latino", "birthplace",
+                        "education", "employment", "country", "primary_language", "native_english",
+                        "english_proficiency", "other_languages", "timezone", "passed_attention", "completed",
+                        "session_minutes", "difficulty", "source"]
+SESSIONS_COLUMNS = ["participant_id", "slot_id", "condition", "entry", "prolific_pid", "study_id", "session_id",
+                    "state", "screen_reason", "current_trial", "n_trials", "passed_attention", "completed",
+                    "created_utc", "finished_utc", "session_minutes"]
+EVENTS_COLUMNS = ["participant_id", "trial", "seq", "kind", "response", "field", "value", "client_ms", "server_ts"]
+DEMOGRAPHICS = ["age", "gender", "race", "hispanic_latino", "birthplace", "education", "employment", "country",
+                "primary_language", "native_english", "english_proficiency", "other_languages", "timezone"]
+TABLES = ("ratings", "trials", "participants", "sessions", "events")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(round(v, 4)) if v == v else ""
+    return str(v)
+
+
+def to_csv(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([_cell(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def _iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _minutes(p: Participant) -> float:
+    end = p.finished_at if p.finished_at is not None else p.last_seen
+    return round(max(0.0, end - p.created_at) / 60.0, 2)
+
+
+def collect(db: Database) -> dict[str, list[dict[str, Any]]]:
+    """Every export table as a list of row dicts (column order: the *_COLUMNS lists)."""
+    with db.transaction() as s:
+        people = s.scalars(select(Participant).order_by(Participant.id)).all()
+        results = s.scalars(select(TrialResult).order_by(TrialResult.participant, TrialResult.trial)).all()
+        events = s.execute(select(Event, Participant.participant_id).join(Participant, Event.participant == Participant.id)
+                           .order_by(Event.participant, Event.trial, Event.seq)).all()
+    by_id = {p.id: p for p in people}
+    exported = {p.id for p in people if p.participant_id is not None and p.passed_attention is not None}
+    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+    for p in people:
+        tables["sessions"].append({
+            "participant_id": p.participant_id, "slot_id": p.slot_id, "condition": p.condition, "entry": p.entry,
+            "prolific_pid": p.prolific_pid, "study_id": p.study_id, "session_id": p.session_id, "state": p.state,
+            "screen_reason": p.screen_reason, "current_trial": p.current_trial, "n_trials": p.n_trials,
+            "passed_attention": p.passed_attention, "completed": bool(p.completed), "created_utc": _iso(p.created_at),
+            "finished_utc": _iso(p.finished_at), "session_minutes": _minutes(p)})
+        if p.id not in exported:
+            continue
+        row = {"participant_id": p.participant_id, "condition": p.condition,
+               **{k: getattr(p, k) for k in DEMOGRAPHICS}, "passed_attention": bool(p.passed_attention),
+               "completed": bool(p.completed), "session_minutes": _minutes(p), "difficulty": p.difficulty,
+               "source": "collected"}
+        tables["participants"].append(row)
+    for r in results:
+        p = by_id[r.participant]
+        if p.id not in exported:
+            continue
+        audio = p.condition == "audio"
+        tables["trials"].append({
+            "participant_id": p.participant_id, "prompt_id": r.prompt_id, "trial": r.trial,
+            "preference": r.preference, "justification": r.justification, "decision_time_s": r.decision_time_s,
+            "deliberation_time_s": r.deliberation_time_s if audio else None, "rating_changes": r.rating_changes,
+            "replays_0": r.replays_0 if audio else None, "replays_1": r.replays_1 if audio else None,
+            "relistened_first": r.relistened_first if audio else None, "source": "collected"})
+        for resp in (0, 1):
+            tables["ratings"].append({
+                "participant_id": p.participant_id, "condition": p.condition, "prompt_id": r.prompt_id,
+                "clip_id": f"{r.prompt_id}_{resp}", "trial": r.trial, "presented_first": resp == r.first_clip,
+                "rating": r.rating_0 if resp == 0 else r.rating_1,
+                "audio_quality": (r.audio_quality_0 if resp == 0 else r.audio_quality_1) if audio else None,
+                "source": "collected"})
+    for e, pid in events:
+        tables["events"].append({"participant_id": pid or f"session{e.participant}", "trial": e.trial, "seq": e.seq,
+                                 "kind": e.kind, "response": e.response, "field": e.field, "value": e.value,
+                                 "client_ms": e.client_ms, "server_ts": round(e.server_ts, 3)})
+    return tables
+
+
+COLUMNS = {"ratings": RATINGS_COLUMNS, "trials": TRIALS_COLUMNS, "participants": PARTICIPANTS_COLUMNS,
+           "sessions": SESSIONS_COLUMNS, "events": EVENTS_COLUMNS}
+
+
+def export_csv_texts(db: Database) -> dict[str, str]:
+    tables = collect(db)
+    return {name: to_csv(rows, COLUMNS[name]) for name, rows in tables.items()}
+
+
+def export_dir(db: Database, out: str | Path) -> dict[str, int]:
+    """Write every table to ``out/<table>.csv`` (atomically); returns row counts."""
+    from modprefs.io import atomic_path
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tables = collect(db)
+    for name, rows in tables.items():
+        with atomic_path(out / f"{name}.csv") as tmp:
+            tmp.write_text(to_csv(rows, COLUMNS[name]), encoding="utf-8")
+    return {name: len(rows) for name, rows in tables.items()}
+
+
+def export_zip(db: Database) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, text in export_csv_texts(db).items():
+            zf.writestr(f"{name}.csv", text)
+    return buf.getvalue()

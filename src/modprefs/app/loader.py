@@ -1,0 +1,258 @@
+"""Load a study into the app's database: assignments + stimuli + conversations + audio manifest.
+
+Inputs (the workflow's artifacts; docs/CONTRACTS.md):
+
+* ``assignments.csv``: participant_id, condition, trial (0 = attention check), prompt_id, first_clip.
+  Each assigned participant id becomes a *slot*.
+* ``stimuli.csv``: prompt_id, clip_id, response (the prompts and clips that may be assigned).
+* the conversations: ``prompts.csv`` (prompt_id -> conversation_id) with ``conversations.parquet``
+  (history, prompt, text_0, text_1), or one ``conversations`` table already keyed by prompt_id.
+* ``attention_check.json`` (prompt ``attn``; response 0 coherent, 1 nonsensical).
+* ``manifest.csv`` (clip_id, path): the audio of every clip, the attention check's included.
+  Needed when any slot is in the audio condition; relative paths are resolved against
+  ``base_dir`` (the workflow's root), then beside the manifest.
+
+Slots are ordered so that arriving participants fill the two conditions alternately, and within a
+condition in the design's participant order (which keeps per-prompt rater counts within one of each
+other after every participant; modprefs.study.design).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import delete, func, select
+
+from modprefs.app.db import Database
+from modprefs.app.models import Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
+
+ATTENTION = "attn"
+DEFAULT_META = {
+    "abandon_minutes": "30",
+    "entry": "any",  # any | prolific | invite
+    "screenout_code": "",
+    "attention_fail_code": "",
+    "prolific_complete_url": "https://app.prolific.com/submissions/complete?cc={code}",
+    "study_title": "Rating AI assistant responses",
+}
+
+
+class StudyLoadError(ValueError):
+    pass
+
+
+@dataclass
+class StudyFiles:
+    assignments: Path
+    stimuli: Path
+    conversations: Path
+    attention_check: Path
+    prompts: Path | None = None
+    manifest: Path | None = None
+    base_dir: Path | None = None
+
+    @classmethod
+    def from_results(cls, results: Path, attention_check: Path, base_dir: Path | None = None) -> StudyFiles:
+        """The workflow's default locations under ``results``."""
+        return cls(assignments=results / "study/assignments.csv", stimuli=results / "study/stimuli.csv",
+                   conversations=results / "data/conversations.parquet", prompts=results / "sampling/final_prompts.csv",
+                   manifest=results / "audio/manifest.csv", attention_check=attention_check,
+                   base_dir=base_dir or results.resolve().parent)
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise StudyLoadError(f"{path}: file not found")
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def _history(value: Any) -> list[dict[str, str]]:
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else []
+    out = []
+    for turn in list(value if value is not None else []):
+        turn = dict(turn)
+        out.append({"role": str(turn["role"]), "content": str(turn["content"])})
+    return out
+
+
+def read_prompts(files: StudyFiles) -> dict[str, dict[str, Any]]:
+    """prompt_id -> {history, prompt, text_0, text_1}, the attention check included."""
+    conv = _read_table(files.conversations)
+    need = {"prompt", "text_0", "text_1", "history"}
+    missing = need - set(conv.columns)
+    if missing:
+        raise StudyLoadError(f"{files.conversations}: missing column(s) {sorted(missing)}")
+    if "prompt_id" not in conv.columns:
+        if files.prompts is None:
+            raise StudyLoadError(f"{files.conversations} has no prompt_id column: give the prompts table "
+                                 "(prompt_id, conversation_id)")
+        prompts = _read_table(files.prompts)
+        conv = conv.assign(conversation_id=conv["conversation_id"].astype(str))
+        conv = prompts[["prompt_id", "conversation_id"]].merge(conv, on="conversation_id", how="left")
+    out: dict[str, dict[str, Any]] = {}
+    for row in conv.itertuples(index=False):
+        if not isinstance(row.prompt, str):
+            continue
+        out[str(row.prompt_id)] = {"history": _history(row.history), "prompt": row.prompt,
+                                   "text_0": str(row.text_0), "text_1": str(row.text_1)}
+    attn = json.loads(Path(files.attention_check).read_text(encoding="utf-8"))
+    out[ATTENTION] = {"history": _history(attn.get("history", [])), "prompt": attn["prompt"],
+                      "text_0": attn["responses"][0]["text"], "text_1": attn["responses"][1]["text"]}
+    return out
+
+
+def _resolve_audio(path: str, files: StudyFiles, clip_id: str) -> Path | None:
+    candidates = [Path(path)]
+    if not Path(path).is_absolute():
+        candidates = [(files.base_dir or Path.cwd()) / path]
+        if files.manifest is not None:
+            candidates += [files.manifest.parent / path, files.manifest.parent / "clips" / f"{clip_id}.wav"]
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    return None
+
+
+def read_study(files: StudyFiles) -> dict[str, Any]:
+    """Read and cross-check every input; every problem is listed before giving up."""
+    problems: list[str] = []
+    asg = _read_table(files.assignments)
+    for col in ("participant_id", "condition", "trial", "prompt_id", "first_clip"):
+        if col not in asg.columns:
+            raise StudyLoadError(f"{files.assignments}: missing column {col!r}")
+    asg["trial"] = asg["trial"].astype(int)
+    asg["first_clip"] = asg["first_clip"].astype(int)
+    stim = _read_table(files.stimuli)
+    prompts = read_prompts(files)
+    known = set(stim["prompt_id"]) | {ATTENTION}
+    for row in asg.itertuples(index=False):
+        if row.condition not in ("text", "audio"):
+            problems.append(f"assignments: {row.participant_id} trial {row.trial}: condition {row.condition!r}")
+        if row.prompt_id not in known:
+            problems.append(f"assignments: {row.participant_id} trial {row.trial}: prompt {row.prompt_id!r} "
+                            "is not in stimuli.csv")
+        elif row.prompt_id not in prompts:
+            problems.append(f"prompt {row.prompt_id!r}: no conversation (history, prompt, responses)")
+        if (row.trial == 0) != (row.prompt_id == ATTENTION):
+            problems.append(f"assignments: {row.participant_id}: the attention check must be trial 0")
+        if row.first_clip not in (0, 1):
+            problems.append(f"assignments: {row.participant_id} trial {row.trial}: first_clip {row.first_clip}")
+    for pid, grp in asg.groupby("participant_id"):
+        if grp["condition"].nunique() != 1:
+            problems.append(f"assignments: participant {pid} has more than one condition")
+        trials = sorted(grp["trial"])
+        if trials != list(range(len(trials))):
+            problems.append(f"assignments: participant {pid}: trials {trials} are not 0..n")
+    used_prompts = set(asg["prompt_id"])
+    clips: dict[str, dict[str, Any]] = {}
+    for p in used_prompts:
+        for r in (0, 1):
+            clips[f"{p}_{r}"] = {"clip_id": f"{p}_{r}", "prompt_id": p, "response": r, "path": None, "duration_s": None}
+    if (asg["condition"] == "audio").any():
+        if files.manifest is None or not Path(files.manifest).is_file():
+            problems.append("the audio condition needs the audio manifest (manifest.csv)")
+        else:
+            man = _read_table(files.manifest)
+            by_clip = {str(r.clip_id): r for r in man.itertuples(index=False)}
+            audio_prompts = set(asg.loc[asg["condition"] == "audio", "prompt_id"])
+            for cid, c in clips.items():
+                row = by_clip.get(cid)
+                if row is None:
+                    if c["prompt_id"] in audio_prompts:
+                        problems.append(f"clip {cid}: not in the audio manifest")
+                    continue
+                path = _resolve_audio(str(row.path), files, cid)
+                if path is None:
+                    if c["prompt_id"] in audio_prompts:
+                        problems.append(f"clip {cid}: audio file {row.path!r} not found")
+                    continue
+                c["path"] = str(path)
+                dur = getattr(row, "duration_s", "")
+                c["duration_s"] = float(dur) if str(dur).strip() else None
+    if problems:
+        shown = "\n".join(f"  - {p}" for p in problems[:50])
+        raise StudyLoadError(f"{len(problems)} problem(s) with the study:\n{shown}")
+    return {"assignments": asg, "prompts": {p: prompts[p] for p in used_prompts}, "clips": clips}
+
+
+def slot_order(asg: pd.DataFrame) -> list[tuple[str, str]]:
+    """(participant_id, condition) in the order arriving participants take them: conditions alternate."""
+    first = asg.drop_duplicates("participant_id")[["participant_id", "condition"]]
+    cond_rank = {c: i for i, c in enumerate(dict.fromkeys(first["condition"]))}
+    ranked = []
+    for cond, grp in first.groupby("condition", sort=False):
+        for k, pid in enumerate(grp["participant_id"]):
+            ranked.append((k, cond_rank[cond], pid, cond))
+    return [(pid, cond) for _, _, pid, cond in sorted(ranked)]
+
+
+def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force: bool = False,
+               meta: dict[str, str] | None = None) -> dict[str, int]:
+    """Create the tables and load the study (see the module docstring); returns counts.
+
+    A database that already holds a study is refused unless ``replace``; one that already holds
+    participants' data is refused unless ``force`` too (their data would be deleted).
+    """
+    study = read_study(files)
+    Base.metadata.create_all(db.engine)
+    with db.transaction() as s:
+        n_slots = s.scalar(select(func.count()).select_from(Slot))
+        n_people = s.scalar(select(func.count()).select_from(Participant))
+        if n_slots and not replace:
+            raise StudyLoadError(f"the database already holds a study ({n_slots} slots); pass --replace to load anew")
+        if n_people and not force:
+            raise StudyLoadError(f"the database holds {n_people} participant session(s); --replace --force deletes "
+                                 "them (export first)")
+    if replace:
+        Base.metadata.drop_all(db.engine)
+        Base.metadata.create_all(db.engine)
+    asg = study["assignments"]
+    with db.transaction() as s:
+        values = {**DEFAULT_META, "completion_code": secrets.token_hex(4).upper(), **(meta or {})}
+        for k, v in values.items():
+            s.merge(Meta(key=k, value=str(v)))
+        for pid, p in sorted(study["prompts"].items()):
+            s.add(Prompt(prompt_id=pid, history_json=json.dumps(p["history"]), prompt=p["prompt"],
+                         text_0=p["text_0"], text_1=p["text_1"]))
+        s.flush()
+        for c in study["clips"].values():
+            s.add(Clip(**c))
+        for pos, (pid, cond) in enumerate(slot_order(asg)):
+            s.add(Slot(slot_id=pid, condition=cond, position=pos, status="open", issues=0))
+        s.flush()
+        for row in asg.itertuples(index=False):
+            s.add(SlotTrial(slot_id=row.participant_id, trial=int(row.trial), prompt_id=row.prompt_id,
+                            first_clip=int(row.first_clip)))
+    return {"slots": int(asg["participant_id"].nunique()), "trials": int(len(asg)),
+            "prompts": len(study["prompts"]), "clips": len(study["clips"])}
+
+
+def set_meta(db: Database, values: dict[str, str]) -> None:
+    with db.transaction() as s:
+        for k, v in values.items():
+            s.merge(Meta(key=k, value=str(v)))
+
+
+def get_meta(db: Database) -> dict[str, str]:
+    with db.transaction() as s:
+        return {m.key: m.value for m in s.scalars(select(Meta))}
+
+
+def clear_participants(db: Database) -> None:
+    """Delete every participant's data and reopen every slot (tests, dry runs)."""
+    from modprefs.app.models import Event, TrialResult
+
+    with db.transaction() as s:
+        s.execute(delete(Event))
+        s.execute(delete(TrialResult))
+        s.execute(delete(Participant))
+        for slot in s.scalars(select(Slot)):
+            slot.status, slot.holder, slot.issues = "open", None, 0

@@ -1,0 +1,151 @@
+"""The app's tables (SQLAlchemy 2 declarative; every name prefixed ``app_``).
+
+* ``app_meta``: study settings (key/value): completion codes, trials per participant, timeouts.
+* ``app_prompts`` / ``app_clips``: the stimuli, with conversation history, prompt, response texts
+  and the audio file of each clip (absolute path; text-only studies leave it empty).
+* ``app_slots`` / ``app_slot_trials``: assignments.csv, one slot per assigned participant id, in the
+  balanced order arriving participants take them (``position``).
+* ``app_participants``: one row per person who entered (a session): token, Prolific ids, state,
+  demographics (§3.2.1), outcomes.
+* ``app_trials``: one row per submitted trial (unique per participant and trial: a double
+  submission cannot create a second row), with the measures derived from the event log.
+* ``app_events``: the event log (prompt onset, play/pause/end per clip, slider changes,
+  submission), unique per participant, trial and client sequence number (re-sent events are
+  stored once).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text,
+                        UniqueConstraint)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ID_LEN = 64
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Meta(Base):
+    __tablename__ = "app_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class Prompt(Base):
+    __tablename__ = "app_prompts"
+    prompt_id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True)
+    history_json: Mapped[str] = mapped_column(Text, default="[]")
+    prompt: Mapped[str] = mapped_column(Text)
+    text_0: Mapped[str] = mapped_column(Text)
+    text_1: Mapped[str] = mapped_column(Text)
+
+
+class Clip(Base):
+    __tablename__ = "app_clips"
+    clip_id: Mapped[str] = mapped_column(String(ID_LEN + 2), primary_key=True)
+    prompt_id: Mapped[str] = mapped_column(ForeignKey("app_prompts.prompt_id"), index=True)
+    response: Mapped[int] = mapped_column(Integer)
+    path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    duration_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Slot(Base):
+    __tablename__ = "app_slots"
+    slot_id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True)
+    condition: Mapped[str] = mapped_column(String(8))
+    position: Mapped[int] = mapped_column(Integer, unique=True)
+    status: Mapped[str] = mapped_column(String(12), default="open", index=True)  # open | taken | done
+    holder: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    issues: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class SlotTrial(Base):
+    __tablename__ = "app_slot_trials"
+    slot_id: Mapped[str] = mapped_column(ForeignKey("app_slots.slot_id"), primary_key=True)
+    trial: Mapped[int] = mapped_column(Integer, primary_key=True)
+    prompt_id: Mapped[str] = mapped_column(ForeignKey("app_prompts.prompt_id"))
+    first_clip: Mapped[int] = mapped_column(Integer)
+
+
+class Participant(Base):
+    __tablename__ = "app_participants"
+    __table_args__ = (UniqueConstraint("prolific_pid", "study_id", name="uq_app_participants_prolific"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    token: Mapped[str] = mapped_column(String(64), unique=True, index=True)
+    csrf: Mapped[str] = mapped_column(String(64))
+    participant_id: Mapped[str | None] = mapped_column(String(ID_LEN + 8), unique=True, nullable=True)
+    slot_id: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True, index=True)
+    condition: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    entry: Mapped[str] = mapped_column(String(16), default="link")  # prolific | invite | link
+    prolific_pid: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True)
+    study_id: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True)
+    session_id: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True)
+    # consent | demographics | trials | difficulty | done | screened_out | declined |
+    # failed_attention | abandoned | full
+    state: Mapped[str] = mapped_column(String(20), default="consent", index=True)
+    current_trial: Mapped[int] = mapped_column(Integer, default=0)
+    n_trials: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    last_seen: Mapped[float] = mapped_column(Float, index=True)
+    consent_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    screen_reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    user_agent: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    age: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    gender: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    race: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    hispanic_latino: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    birthplace: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    education: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    employment: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    country: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    primary_language: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    native_english: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    english_proficiency: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    other_languages: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    timezone: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    passed_attention: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    completed: Mapped[bool] = mapped_column(Boolean, default=False)
+    difficulty: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class TrialResult(Base):
+    __tablename__ = "app_trials"
+    __table_args__ = (UniqueConstraint("participant", "trial", name="uq_app_trials_participant_trial"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"), index=True)
+    trial: Mapped[int] = mapped_column(Integer)
+    prompt_id: Mapped[str] = mapped_column(String(ID_LEN))
+    first_clip: Mapped[int] = mapped_column(Integer)
+    preference: Mapped[str] = mapped_column(String(3))  # "0" | "1" | "tie" (response index)
+    justification: Mapped[str | None] = mapped_column(Text, nullable=True)
+    rating_0: Mapped[int] = mapped_column(Integer)
+    rating_1: Mapped[int] = mapped_column(Integer)
+    audio_quality_0: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    audio_quality_1: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    decision_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    deliberation_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    rating_changes: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    slider_moves: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    replays_0: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    replays_1: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    relistened_first: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    submitted_at: Mapped[float] = mapped_column(Float)
+
+
+class Event(Base):
+    __tablename__ = "app_events"
+    __table_args__ = (UniqueConstraint("participant", "trial", "seq", name="uq_app_events_seq"),
+                      Index("ix_app_events_participant_trial", "participant", "trial"))
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"))
+    trial: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    response: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the clip's response index
+    field: Mapped[str | None] = mapped_column(String(16), nullable=True)  # rating | audio_quality
+    value: Mapped[float | None] = mapped_column(Float, nullable=True)  # slider value / audio position
+    client_ms: Mapped[int] = mapped_column(BigInteger)
+    server_ts: Mapped[float] = mapped_column(Float)

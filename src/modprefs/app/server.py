@@ -1,0 +1,352 @@
+"""The ASGI app (FastAPI): participant pages, event log, audio, admin export.
+
+Routes (``{token}`` is the participant's personal, unguessable link):
+
+=========================================  ========================================================
+``GET /start?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=``  entry: a new session (or the Prolific id's own) -> 303
+``GET /p/{token}``                         the current step: consent, demographics, trial, difficulty, end
+``POST /p/{token}/consent``                form: csrf, agree
+``POST /p/{token}/demographics``           form: csrf + the §3.2.1 questionnaire
+``POST /p/{token}/events``                 JSON {trial, events: [...]}, header X-CSRF-Token
+``POST /p/{token}/trial/{n}``              form: csrf, rating_A/B, audio_quality_A/B, preference, ...
+``POST /p/{token}/difficulty``             form: csrf, difficulty 1..5
+``GET /p/{token}/audio/{clip}.wav``        the current trial's clips only; HTTP Range (206/416)
+``GET /admin/export.zip``, ``/admin/export/{table}.csv``, ``/admin/status.json``, ``/admin/responses``
+                                           need the admin secret (env var): ``Authorization: Bearer S``
+                                           or HTTP Basic with password S
+=========================================  ========================================================
+
+Security: state-changing requests carry the participant's CSRF token (a secret that is only in the
+participant's pages, never in a URL) and are refused (403) without it; request bodies are limited to
+:data:`MAX_BODY` bytes (413), text fields to fixed lengths; templates escape every value
+(Jinja autoescape) and the Content-Security-Policy allows scripts from this site only (no inline
+script), so submitted text is never executed; ``Referrer-Policy: no-referrer`` keeps tokens out of
+other sites' logs; participant pages are ``no-store``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import (FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse,
+                                 Response)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from modprefs.app import service
+from modprefs.app.db import Database
+from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarge
+
+HERE = Path(__file__).resolve().parent
+MAX_BODY = 64 * 1024
+ADMIN_SECRET_ENV = "MODPREFS_ADMIN_SECRET"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; media-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'")
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class LimitsMiddleware:
+    """Refuse bodies over ``max_body`` bytes (413) and add the security headers to every response."""
+
+    def __init__(self, app: Any, max_body: int = MAX_BODY):
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            await PlainTextResponse("Request too large.", status_code=413)(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise _BodyTooLarge()
+            return message
+
+        async def send_with_headers(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+                path = scope.get("path", "")
+                if path.startswith("/p/") or path.startswith("/admin") or path.startswith("/start"):
+                    if not path.endswith(".wav"):
+                        extra.append((b"cache-control", b"no-store"))
+                message = {**message, "headers": list(message.get("headers", [])) + extra}
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, send_with_headers)
+        except _BodyTooLarge:
+            if not started:
+                await PlainTextResponse("Request too large.", status_code=413)(scope, receive, send)
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    return env
+
+
+def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRET_ENV,
+               settings_overrides: dict[str, Any] | None = None, max_body: int = MAX_BODY) -> Any:
+    """The ASGI application for the study in ``db_url`` (loaded with ``modprefs app load``)."""
+    db = Database(db_url)
+    db.create_all()
+    overrides = dict(settings_overrides or {})
+    templates = _env()
+    state: dict[str, Any] = {}
+
+    def settings() -> Settings:
+        if "settings" not in state:
+            state["settings"] = service.read_settings(db, **overrides)
+        return state["settings"]
+
+    def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        ctx.setdefault("study_title", settings().study_title)
+        return HTMLResponse(templates.get_template(name).render(**ctx), status_code=status)
+
+    def error_page(exc: AppError, request: Request) -> Response:
+        if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
+            return JSONResponse({"error": exc.message}, status_code=exc.status)
+        return render("message.html", status=exc.status, title="Something went wrong", message=exc.message)
+
+    async def read_form(request: Request) -> FormData:
+        try:
+            return await request.form(max_files=0, max_fields=60, max_part_size=MAX_BODY)
+        except _BodyTooLarge:
+            raise
+        except Exception as exc:  # malformed body
+            raise Invalid(f"Malformed form data ({type(exc).__name__}).") from None
+
+    def check_fetch_site(request: Request) -> None:
+        if request.headers.get("sec-fetch-site") == "cross-site":
+            raise Forbidden("Cross-site requests are not accepted.")
+
+    # ---- participant routes ------------------------------------------------------------------------
+    async def index(request: Request) -> Response:
+        return render("message.html", title=settings().study_title,
+                      message="This is a research study. Please open the personal link you were given.")
+
+    async def start(request: Request) -> Response:
+        q = request.query_params
+        try:
+            token = await run_in_threadpool(service.enter, db, settings(), prolific_pid=q.get("PROLIFIC_PID"),
+                                            study_id=q.get("STUDY_ID"), session_id=q.get("SESSION_ID"),
+                                            user_agent=request.headers.get("user-agent"))
+        except AppError as exc:
+            return error_page(exc, request)
+        return RedirectResponse(f"/p/{token}", status_code=303)
+
+    async def page(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            view = await run_in_threadpool(service.page_state, db, settings(), token)
+        except AppError as exc:
+            return error_page(exc, request)
+        return render_view(view)
+
+    def render_view(view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
+        name = {"consent": "consent.html", "demographics": "demographics.html", "trial": "trial.html",
+                "difficulty": "difficulty.html", "done": "done.html", "ended": "ended.html"}[view["page"]]
+        data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
+        if view["page"] == "trial":
+            data.update(trial=view["trial"], condition=view["condition"], next_seq=view["next_seq"],
+                        heard=view["heard"], events_url=f"/p/{view['token']}/events")
+        return render(name, status=status, v=view, data=data, options=_OPTIONS, **extra)
+
+    def redirect_home(token: str) -> Response:
+        return RedirectResponse(f"/p/{token}", status_code=303)
+
+    async def consent(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            check_fetch_site(request)
+            form = await read_form(request)
+            await run_in_threadpool(service.give_consent, db, token, form.get("csrf"), form.get("agree") == "yes")
+        except AppError as exc:
+            return error_page(exc, request)
+        return redirect_home(token)
+
+    async def demographics(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            check_fetch_site(request)
+            form = await read_form(request)
+            fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+            errors = await run_in_threadpool(service.submit_demographics, db, settings(), token, form.get("csrf"),
+                                             fields)
+            if errors:
+                view = await run_in_threadpool(service.page_state, db, settings(), token)
+                return render_view(view, status=422, errors=errors, values=fields)
+        except AppError as exc:
+            return error_page(exc, request)
+        return redirect_home(token)
+
+    async def events(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            check_fetch_site(request)
+            try:
+                body = json.loads(await request.body() or b"null")
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise Invalid("The body is not JSON.") from None
+            if not isinstance(body, dict) or not isinstance(body.get("trial"), int):
+                raise Invalid("Expected {trial, events}.")
+            evs = service.parse_events(body.get("events", []))
+            csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
+            result = await run_in_threadpool(service.record_events, db, token, csrf, body["trial"], evs)
+        except AppError as exc:
+            return JSONResponse({"error": exc.message}, status_code=exc.status)
+        return JSONResponse(result)
+
+    async def trial(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            n = int(request.path_params["n"])
+            check_fetch_site(request)
+            form = await read_form(request)
+            fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+            outcome = await run_in_threadpool(service.submit_trial, db, token, form.get("csrf"), n, fields)
+        except AppError as exc:
+            return error_page(exc, request)
+        if request.headers.get("accept", "").startswith("application/json"):
+            return JSONResponse({"outcome": outcome, "next": f"/p/{token}"})
+        return redirect_home(token)
+
+    async def difficulty(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            check_fetch_site(request)
+            form = await read_form(request)
+            await run_in_threadpool(service.submit_difficulty, db, token, form.get("csrf"), form.get("difficulty"))
+        except AppError as exc:
+            return error_page(exc, request)
+        return redirect_home(token)
+
+    async def audio(request: Request) -> Response:
+        token, clip = request.path_params["token"], request.path_params["clip"]
+        try:
+            path = await run_in_threadpool(service.audio_file, db, token, clip)
+        except AppError as exc:
+            return PlainTextResponse(exc.message, status_code=exc.status)
+        if not os.path.isfile(path):
+            return PlainTextResponse("Audio not found.", status_code=404)
+        # Starlette's FileResponse answers Range requests: 206 + Content-Range, 416 when unsatisfiable.
+        return FileResponse(path, media_type="audio/wav", headers={"Cache-Control": "private, max-age=3600"})
+
+    # ---- admin ----------------------------------------------------------------------------------------
+    def admin_ok(request: Request) -> Response | None:
+        secret = os.environ.get(admin_secret_env, "")
+        if not secret:
+            return PlainTextResponse(f"Admin access is disabled: set {admin_secret_env}.", status_code=403)
+        auth = request.headers.get("authorization", "")
+        supplied = ""
+        if auth.lower().startswith("bearer "):
+            supplied = auth[7:].strip()
+        elif auth.lower().startswith("basic "):
+            try:
+                supplied = base64.b64decode(auth[6:].strip()).decode().split(":", 1)[1]
+            except (ValueError, IndexError, UnicodeDecodeError):
+                supplied = ""
+        if not supplied or not hmac.compare_digest(supplied.encode(), secret.encode()):
+            return PlainTextResponse("Admin secret required.", status_code=401,
+                                     headers={"WWW-Authenticate": 'Basic realm="modprefs admin"'})
+        return None
+
+    async def admin_export_zip(request: Request) -> Response:
+        if (denied := admin_ok(request)) is not None:
+            return denied
+        from modprefs.app.export import export_zip
+
+        data = await run_in_threadpool(export_zip, db)
+        return Response(data, media_type="application/zip",
+                        headers={"Content-Disposition": 'attachment; filename="modprefs-export.zip"'})
+
+    async def admin_export_table(request: Request) -> Response:
+        if (denied := admin_ok(request)) is not None:
+            return denied
+        from modprefs.app.export import COLUMNS, export_csv_texts
+
+        table = request.path_params["table"]
+        if table not in COLUMNS:
+            return PlainTextResponse("Unknown table.", status_code=404)
+        texts = await run_in_threadpool(export_csv_texts, db)
+        return Response(texts[table], media_type="text/csv; charset=utf-8")
+
+    async def admin_status(request: Request) -> Response:
+        if (denied := admin_ok(request)) is not None:
+            return denied
+        return JSONResponse(await run_in_threadpool(service.status_counts, db, settings()))
+
+    async def admin_responses(request: Request) -> Response:
+        if (denied := admin_ok(request)) is not None:
+            return denied
+        from modprefs.app.export import collect
+
+        tables = await run_in_threadpool(collect, db)
+        counts = await run_in_threadpool(service.status_counts, db)
+        return render("admin.html", trials=tables["trials"][-500:], counts=counts)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    routes = [
+        Route("/", index),
+        Route("/healthz", health),
+        Route("/start", start),
+        Route("/p/{token}", page),
+        Route("/p/{token}/consent", consent, methods=["POST"]),
+        Route("/p/{token}/demographics", demographics, methods=["POST"]),
+        Route("/p/{token}/events", events, methods=["POST"]),
+        Route("/p/{token}/trial/{n:int}", trial, methods=["POST"]),
+        Route("/p/{token}/difficulty", difficulty, methods=["POST"]),
+        Route("/p/{token}/audio/{clip}.wav", audio),
+        Route("/admin/export.zip", admin_export_zip),
+        Route("/admin/export/{table}.csv", admin_export_table),
+        Route("/admin/status.json", admin_status),
+        Route("/admin/responses", admin_responses),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+
+    async def too_large(request: Request, exc: Exception) -> Response:
+        return PlainTextResponse("Request too large.", status_code=413)
+
+    app = Starlette(routes=routes, exception_handlers={TooLarge: too_large, _BodyTooLarge: too_large})
+    app.state.db = db
+    return LimitsMiddleware(app, max_body=max_body)
+
+
+_OPTIONS = {"genders": service.GENDERS, "races": service.RACES, "education": service.EDUCATION_LEVELS,
+            "employment": service.EMPLOYMENT, "proficiency": service.ENGLISH_PROFICIENCY}
+
+
+def app_from_env() -> Any:
+    """Factory for ``uvicorn --factory modprefs.app.server:app_from_env`` (several workers on PostgreSQL)."""
+    overrides = json.loads(os.environ.get("MODPREFS_APP_SETTINGS", "{}"))
+    return create_app(os.environ.get("MODPREFS_APP_DB"), settings_overrides=overrides,
+                      admin_secret_env=os.environ.get("MODPREFS_ADMIN_SECRET_ENV", ADMIN_SECRET_ENV))

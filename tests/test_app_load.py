@@ -1,0 +1,112 @@
+"""50 concurrent simulated participants over HTTP (loopback) against SQLite and a real PostgreSQL.
+
+The PostgreSQL case starts a throwaway cluster (Debian's initdb/pg_ctl, run as the `postgres` user when
+the tests run as root). Without PostgreSQL it is skipped, unless MODPREFS_REQUIRE_POSTGRES=1 (CI),
+which makes its absence a failure. Every request loop is bounded (one session per simulated
+participant, fixed trials) and runs against 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
+
+from app_services import app_server, pg_bindir, postgres_cluster  # noqa: E402
+from app_sim import run_participant  # noqa: E402
+from app_study import load, make_study  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
+
+from modprefs.app.export import export_dir  # noqa: E402
+from modprefs.app.models import Event, Participant, Slot, TrialResult  # noqa: E402
+from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
+
+N = 50
+TRIALS = 4
+FAIL = {5, 17, 30, 44}  # these fail the attention check: their slots are reissued
+DOUBLE = {2, 11, 23, 38, 49}  # these submit every trial twice at once
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    problems = []
+    if pg_bindir() is None:
+        problems.append("PostgreSQL server binaries (initdb, pg_ctl) are not installed (tests/app/install_deps.sh)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        problems.append("the psycopg driver is not installed (pip install -e '.[test]')")
+    if problems:
+        if os.environ.get("MODPREFS_REQUIRE_POSTGRES") == "1":
+            pytest.fail("MODPREFS_REQUIRE_POSTGRES=1 but " + "; ".join(problems))
+        pytest.skip("; ".join(problems))
+    with postgres_cluster() as url:
+        yield url
+
+
+async def _wave(base: str, specs: list[dict], durations: dict[str, float]) -> list:
+    limits = httpx.Limits(max_connections=len(specs) + 10, max_keepalive_connections=len(specs) + 10)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=120) as client:
+        return await asyncio.gather(*[run_participant(client, durations=durations, **spec) for spec in specs])
+
+
+def _run_study(url: str, tmp_path: Path) -> dict:
+    study = make_study(tmp_path / "study", n_prompts=10, raters_per_condition=N // 2, trials=TRIALS, seed=3)
+    db = load(study, url)
+    t0 = time.monotonic()
+    with app_server(url) as base:
+        specs = [{"seed": i, "fail_attention": i in FAIL, "double_submit": i in DOUBLE,
+                  "prolific": {"PROLIFIC_PID": f"pid{i:03d}", "STUDY_ID": "load", "SESSION_ID": f"s{i}"}}
+                 for i in range(N)]
+        specs += [{"seed": 100 + i, "age": 16} for i in range(2)]  # screened out: take no slot
+        first = asyncio.run(_wave(base, specs, study.durations))
+        t1 = time.monotonic()
+        # the reissued slots go to the next arrivals; then the study is full
+        second = asyncio.run(_wave(base, [{"seed": 200 + i} for i in range(len(FAIL) + 1)], study.durations))
+        elapsed = time.monotonic() - t0
+    outcomes = first + second
+    finals = [o.final for o in outcomes]
+    assert finals.count("done") == N, finals
+    assert finals.count("failed_attention") == len(FAIL)
+    assert finals.count("screened_out") == 2 and finals.count("full") == 1
+    assert sum(o.duplicates for o in outcomes) == len(DOUBLE) * (TRIALS + 1)
+    submitted = sum(len(o.submitted) for o in outcomes)
+    assert submitted == N * (TRIALS + 1) + len(FAIL)
+    with db.transaction() as s:
+        n_rows = s.scalar(select(func.count()).select_from(TrialResult))
+        n_distinct = s.scalar(select(func.count()).select_from(
+            select(TrialResult.participant, TrialResult.trial).distinct().subquery()))
+        n_events = s.scalar(select(func.count()).select_from(Event))
+        slots = s.execute(select(Slot.status, func.count()).group_by(Slot.status)).all()
+        done_people = s.scalar(select(func.count()).select_from(Participant).where(Participant.completed.is_(True)))
+    # 0 lost, 0 duplicated: every accepted submission is exactly one row
+    assert n_rows == submitted and n_distinct == n_rows
+    assert dict(slots) == {"done": N} and done_people == N
+    assert n_events > submitted * 5
+    counts = export_dir(db, tmp_path / "export")
+    assert counts["ratings"] == 2 * submitted and counts["trials"] == submitted
+    assert counts["participants"] == N + len(FAIL)
+    tables = validate_ratings_dir(tmp_path / "export", study.stimuli)
+    per_clip = tables["ratings"].query("trial > 0").groupby("clip_id").size()
+    assert per_clip.max() - per_clip.min() <= 4  # the design's balance survives reissued slots
+    db.dispose()
+    return {"first_wave_s": round(t1 - t0, 1), "total_s": round(elapsed, 1), "rows": n_rows,
+            "connection_retries": sum(o.retries for o in outcomes)}
+
+
+def test_concurrent_participants_sqlite(tmp_path):
+    stats = _run_study(f"sqlite:///{tmp_path}/load.db", tmp_path)
+    print("sqlite:", stats)
+
+
+def test_concurrent_participants_postgres(pg_url, tmp_path):
+    stats = _run_study(pg_url, tmp_path)
+    print("postgresql:", stats)
