@@ -12,9 +12,11 @@ include: "rules/data.smk"
 include: "rules/sampling.smk"
 include: "rules/speech.smk"
 include: "rules/study.smk"
+include: "rules/judges.smk"
 include: "rules/ratings.smk"
 include: "rules/stats.smk"
 include: "rules/report.smk"
+include: "rules/app.smk"
 
 
 rule all:
@@ -27,6 +29,8 @@ rule all:
         engine_manifests(),
         "results/study/stimuli.csv",
         "results/study/assignments.csv",
+        "results/judges/ratings.csv",
+        "results/judges/rater_plan.csv",
         expand("results/ratings/{table}.csv", table=RATING_TABLES),
         "results/stats/tables/icc.csv",
         "results/stats/tables/icc.md",

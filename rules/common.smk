@@ -21,6 +21,11 @@ validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema
 validate(config, schema="../workflow/schemas/config.schema.yaml")
 check_config(config)
 
+from modprefs.judges.startup import check_judges_at_start  # noqa: E402
+
+# API judges: key, endpoint and models are checked now, not when the judge job runs.
+check_judges_at_start(config["judges"])
+
 RATING_TABLES = ["ratings", "trials", "participants"]
 
 
@@ -108,3 +113,20 @@ def review_files(kind: str) -> list[str]:
 
 def all_round_files(kind: str) -> list[str]:
     return [f for r in range(review_rounds()) for f in round_files(r, kind)]
+
+
+# --- synthetic judges (rules/judges.smk) ---------------------------------------------------------
+JUDGE_MODALITIES = ["text", "audio"]
+
+
+wildcard_constraints:
+    modality="text|audio",
+
+
+def judge_inputs(wildcards) -> dict:
+    """A modality's judge inputs: the audio judge also reads the clips (so a voice change reruns it)."""
+    inputs = {"conversations": "results/data/conversations.parquet",
+              "prompts": "results/sampling/final_prompts.csv", "attention_check": config["attention_check"]}
+    if wildcards.modality == "audio":
+        inputs["manifest"] = "results/audio/manifest.csv"
+    return inputs

@@ -6,8 +6,10 @@ rule report:
     """results/report/report.html: every table and figure, the run's config and package versions."""
     input:
         ratings="results/ratings/ratings.csv",
-        tables=["results/stats/tables/icc.csv"] + [p for p in stats_outputs() if p.endswith(".csv")],
-        figures=[p for p in stats_outputs() if p.endswith(".png")],
+        judges="results/judges/ratings.csv",
+        tables=["results/stats/tables/icc.csv"] + [p for p in stats_outputs() if p.endswith(".csv")]
+        + ["results/judges/rater_plan.csv"],
+        figures=[p for p in stats_outputs() if p.endswith(".png")] + ["results/judges/rater_plan.png"],
     output:
         "results/report/report.html",
     params:

@@ -54,6 +54,10 @@ STATS_OUTPUTS = {
     "justifications": _tables("justifications", "justifications_counts"),
     "table2": _tables("table2_lmm", "practice_effects"),
     "modality_effects": _tables("random_slope", "audio_quality", "per_prompt_icc"),
+    "table5": {**_tables("table5_ai_human", "table5_clips"),
+               "figure_ai_human": "results/stats/figures/figure_ai_human.png"},
+    "table6": {**_tables("table6_ai_diff_icc", "table6_per_prompt"),
+               "figure_ai_diff_icc": "results/stats/figures/figure_ai_diff_icc.png"},
 }
 
 
@@ -87,6 +91,8 @@ localrules:
     justifications,
     table2,
     modality_effects,
+    table5,
+    table6,
 
 
 rule table1:
@@ -238,5 +244,41 @@ rule modality_effects:
         "../envs/stats.yaml"
     log:
         "results/logs/stats/modality_effects.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule table5:
+    """Table 5: AI-human absolute error by modality (LMM), PRISM vs external annotators (paired t)."""
+    input:
+        **STUDY_TABLES,
+        judges="results/judges/ratings.csv",
+    output:
+        **reported(STATS_OUTPUTS["table5"]),
+    params:
+        analysis="table5",
+        judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/table5.log",
+    script:
+        "../workflow/scripts/analysis.py"
+
+
+rule table6:
+    """Table 6: AI rating gap predicts per-prompt human ICC(2,1) (OLS with modality interaction, Spearman)."""
+    input:
+        **STUDY_TABLES,
+        judges="results/judges/ratings.csv",
+    output:
+        **reported(STATS_OUTPUTS["table6"]),
+    params:
+        analysis="table6",
+        judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/stats/table6.log",
     script:
         "../workflow/scripts/analysis.py"

@@ -183,7 +183,7 @@ def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dic
 def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
     assert {"render_shard", "audio_qc", "audio_review", "final_sample", "audio_manifest", "stimuli", "icc_table",
-            "report"} <= set(jobs), jobs
+            "judge_modality", "report"} <= set(jobs), jobs
     # the other engines render the final prompt set, which the new voice's QC may change: they rerun too
     assert not {"conversations", "sample_prompts"} & set(jobs), jobs
 
@@ -260,16 +260,19 @@ def test_every_analysis_is_in_the_report(default_run):
     expected = {"icc", "table1_demographics", "table3_session", "behaviour", "thresholds_gaps",
                 "thresholds_recommendations", "table4_reliability", "raters_needed", "cross_modality_agreement",
                 "cross_modality_binomial", "justifications", "justifications_counts", "table2_lmm", "practice_effects",
-                "random_slope", "audio_quality", "per_prompt_icc"}
+                "random_slope", "audio_quality", "per_prompt_icc", "table5_ai_human", "table5_clips",
+                "table6_ai_diff_icc", "table6_per_prompt"}
     assert expected <= {p.stem for p in tables}
-    assert {"figure2_gap_cdf", "figure3_agreement", "figure4_icc_by_k"} <= {p.stem for p in figures}
+    assert {"figure2_gap_cdf", "figure3_agreement", "figure4_icc_by_k", "figure_ai_human",
+            "figure_ai_diff_icc"} <= {p.stem for p in figures}
     html = (default_run / "results/report/report.html").read_text()
     for p in tables:
         md = p.with_suffix(".md").read_text().splitlines()[0]
         title = md[2:].strip() if md.startswith("# ") else p.stem
         assert html_module.escape(title) in html, title
-    assert html.count("data:image/png;base64,") == len(figures)
+    assert html.count("data:image/png;base64,") == len(figures) + 1  # + the rater plan's
     assert "SIMULATED" in html and "Software versions" in html
+    assert "CASCADE" in html and "gpt-4o-audio-preview" in html  # the offline AI-audio rows say what they are
     t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
     assert {"ICC(2,1)", "ICC(2,k)", "Krippendorff's alpha (cont.)", "Krippendorff's alpha (ord.)",
             "Krippendorff's alpha (nom.)"} <= set(t4.index)
@@ -288,3 +291,29 @@ def test_snakemake_report_holds_every_figure_and_table(default_run, tmp_path):
         assert any(n.endswith(fig) for n in names), fig
     for table in ("icc.csv", "table2_lmm.csv", "table4_reliability.csv"):
         assert any(n.endswith(table) for n in names), table
+
+
+def test_offline_judges_rate_both_modalities_and_see_the_attention_check(default_run):
+    judges = _read(default_run, "results/judges/ratings.csv")
+    cols = ["judge", "backend", "model", "prompt_version", "modality", "kind", "prompt_id", "clip_id", "sample",
+            "rating", "status", "reason"]
+    assert list(judges.columns) == cols
+    stimuli = _read(default_run, "results/study/stimuli.csv")
+    ok = judges[judges.status == "ok"]
+    assert ok.rating.between(1, 100).all()
+    for modality, kinds in (("text", {"response_quality"}), ("audio", {"response_quality", "audio_quality"})):
+        sub = ok[ok.modality == modality]
+        assert set(sub.kind) == kinds
+        rated = set(sub[sub.kind == "response_quality"].clip_id)
+        assert set(stimuli.clip_id) | {"attn_0", "attn_1"} <= rated, modality
+    # what each row is: a small text model, a Whisper cascade for "audio" responses, DNSMOS for audio quality
+    by = ok.groupby(["modality", "kind"])["backend"].agg(set)
+    assert by[("text", "response_quality")] == {"local"}
+    assert by[("audio", "response_quality")] == {"local-cascade"}
+    assert by[("audio", "audio_quality")] == {"dnsmos"}
+    # a real judge: the coherent attention-check response beats the nonsensical one (mean over samples)
+    for modality in ("text", "audio"):
+        rq = ok[(ok.modality == modality) & (ok.kind == "response_quality")].groupby("clip_id")["rating"].mean()
+        assert rq["attn_0"] > rq["attn_1"], (modality, rq["attn_0"], rq["attn_1"])
+    plan = _read(default_run, "results/judges/rater_plan.csv")
+    assert set(plan.prompt_id) == set(stimuli.prompt_id) and (plan.raters_planned >= 2).all()

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_text  # noqa: E402
-from modprefs.report.html import build_report, coverage_note, markdown_title  # noqa: E402
+from modprefs.report.html import build_report, coverage_note, judges_note, markdown_title  # noqa: E402
 from modprefs.workflow_log import setup_logging  # noqa: E402
 
 sm = snakemake  # noqa: F821
@@ -23,6 +23,10 @@ if (ratings["source"] == "simulated").any():
                  "crossed random-effects model calibrated to the paper, not human judgments. Point "
                  "ratings.source at collected ratings to analyse a real study.")
 notes.append(coverage_note(sm.params.icc_ci_method, Path(sm.params.coverage)))
+if "judges" in sm.input.keys():
+    note = judges_note(pd.read_csv(sm.input.judges, usecols=["modality", "kind", "backend", "model"]))
+    if note:
+        notes.append(note)
 study = [(markdown_title(p.with_suffix(".md")) or p.stem, pd.read_csv(p)) for p in tables]
 sections = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
 write_text(build_report(sections, dict(sm.config), notes), sm.output[0])

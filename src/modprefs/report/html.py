@@ -93,3 +93,30 @@ def coverage_note(method: str, coverage_json: Path) -> str:
     if parts:
         text += " Measured coverage of the nominal 95 % interval: " + "; ".join(parts) + " (benchmarks/out/icc_coverage.json)."
     return text
+
+
+def judges_note(judges: pd.DataFrame) -> str | None:
+    """What the AI ratings are, from results/judges/ratings.csv's ``backend`` and ``model`` columns.
+
+    The offline backends are named for what they are: ``local`` (a small text model), ``local-cascade``
+    (Whisper transcript -> that text model: it judges the words, not the voice) and ``dnsmos`` (a
+    predicted-MOS model for audio quality). The paper's audio judge is end to end (GPT-4o-Audio-Preview).
+    """
+    if judges is None or judges.empty:
+        return None
+    parts = []
+    for (modality, kind), g in judges.groupby(["modality", "kind"], sort=True):
+        labels = ", ".join(sorted({f"{b} ({m})" for b, m in zip(g["backend"], g["model"])}))
+        parts.append(f"{modality}/{kind}: {labels}")
+    note = "AI ratings (Tables 5-6, rater plan) come from: " + "; ".join(parts) + "."
+    backends = set(judges["backend"])
+    if "local-cascade" in backends:
+        note += (" The offline 'AI-audio' response ratings come from a CASCADE: a Whisper transcript of each clip "
+                 "rated by a small text model. A cascade judges transcripts, not speech, which is exactly why the "
+                 "paper used an end-to-end audio model; the paper's judge needs judges.backend: openai with "
+                 "gpt-4o-audio-preview, or an OpenAI-compatible server running an end-to-end audio LLM (e.g. vLLM "
+                 "serving Qwen2.5-Omni).")
+    if backends & {"local", "local-cascade"}:
+        note += (" The offline text model (SmolLM2-135M-Instruct) is far weaker than GPT-4o: treat these AI ratings "
+                 "as a pipeline check, not as the paper's synthetic raters (README, 'Synthetic judges').")
+    return note

@@ -1,0 +1,63 @@
+localrules:
+    judges_table,
+
+
+rule judge_modality:
+    """Synthetic ratings (paper §3.2.3) of every final clip and the attention check in one modality.
+
+    Records go to results/judges/raw/ (one JSON per call, cached by request hash: a rerun buys
+    nothing twice); the modality's tidy table to results/judges/{modality}.csv.
+    """
+    input:
+        unpack(judge_inputs),
+    output:
+        "results/judges/{modality}.csv",
+    params:
+        judges={k: v for k, v in config["judges"].items() if k != "allocation"},
+        out_dir="results/judges",
+    threads: 2
+    resources:
+        mem_mb=3000,
+        runtime=120,
+    conda:
+        "../envs/judges.yaml"
+    log:
+        "results/logs/judges/judge_{modality}.log",
+    script:
+        "../workflow/scripts/judge_modality.py"
+
+
+rule judges_table:
+    """results/judges/ratings.csv: both modalities' synthetic ratings (columns in DESIGN.md)."""
+    input:
+        expand("results/judges/{modality}.csv", modality=JUDGE_MODALITIES),
+    output:
+        "results/judges/ratings.csv",
+    conda:
+        "../envs/judges.yaml"
+    log:
+        "results/logs/judges/judges_table.log",
+    script:
+        "../workflow/scripts/judges_table.py"
+
+
+rule rater_plan:
+    """AI-guided rater allocation: per-prompt AI gap -> predicted ICC -> raters to reach the target ICC(2,k)."""
+    input:
+        judges="results/judges/ratings.csv",
+        stimuli="results/study/stimuli.csv",
+        per_prompt_icc="results/stats/tables/per_prompt_icc.csv",
+    output:
+        plan="results/judges/rater_plan.csv",
+        figure=report("results/judges/rater_plan.png", caption="../workflow/report/rater_plan.rst",
+                      category="Figures", labels={"figure": "rater_plan"}),
+        summary="results/judges/rater_plan_summary.csv",
+    params:
+        allocation=config["judges"]["allocation"],
+        judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
+    conda:
+        "../envs/stats.yaml"
+    log:
+        "results/logs/judges/rater_plan.log",
+    script:
+        "../workflow/scripts/rater_plan.py"
