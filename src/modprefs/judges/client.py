@@ -545,8 +545,16 @@ async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_di
 
 def run_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path,
                table_path: str | Path | None = None) -> RunResult:
-    """Synchronous entry point; optionally writes the tidy table (CSV) to ``table_path``."""
-    result = asyncio.run(arun_judges(items, config, out_dir))
+    """Synchronous entry point; optionally writes the tidy table (CSV) to ``table_path``.
+
+    ``config['backend'] == 'local'`` (a ``judges`` mapping) runs the offline judges instead
+    (:func:`modprefs.judges.local.run_local_judges`); anything else is the API judge.
+    """
+    if isinstance(config, dict) and config.get("backend") == "local":
+        from modprefs.judges.local import run_local_judges
+        result = run_local_judges(items, config, out_dir)
+    else:
+        result = asyncio.run(arun_judges(items, config, out_dir))
     if table_path is not None:
         from modprefs.io import write_csv
         write_csv(result.table, table_path)

