@@ -1,5 +1,6 @@
 # modprefs: a cross-modal (text vs audio) preference study for speech alignment, end to end.
-# Stages: data -> sampling -> speech -> study design -> ratings -> statistics.
+# Stages: data -> sampling -> speech (QC, replacement) -> study design -> ratings, judges -> statistics,
+# reward models -> report.
 
 configfile: "config.yaml"
 
@@ -15,6 +16,7 @@ include: "rules/study.smk"
 include: "rules/judges.smk"
 include: "rules/ratings.smk"
 include: "rules/stats.smk"
+include: "rules/reward.smk"
 include: "rules/report.smk"
 include: "rules/app.smk"
 
@@ -31,6 +33,8 @@ rule all:
         "results/study/assignments.csv",
         "results/judges/ratings.csv",
         "results/judges/rater_plan.csv",
+        expand("results/reward/{run}/eval/eval.json", run=REWARD_RUNS),
+        "results/reward/summary/runs.csv",
         expand("results/ratings/{table}.csv", table=RATING_TABLES),
         "results/stats/tables/icc.csv",
         "results/stats/tables/icc.md",

@@ -183,7 +183,7 @@ def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dic
 def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
     assert {"render_shard", "audio_qc", "audio_review", "final_sample", "audio_manifest", "stimuli", "icc_table",
-            "judge_modality", "report"} <= set(jobs), jobs
+            "judge_modality", "reward_pairs", "reward_train", "report"} <= set(jobs), jobs
     # the other engines render the final prompt set, which the new voice's QC may change: they rerun too
     assert not {"conversations", "sample_prompts"} & set(jobs), jobs
 
@@ -270,7 +270,8 @@ def test_every_analysis_is_in_the_report(default_run):
         md = p.with_suffix(".md").read_text().splitlines()[0]
         title = md[2:].strip() if md.startswith("# ") else p.stem
         assert html_module.escape(title) in html, title
-    assert html.count("data:image/png;base64,") == len(figures) + 1  # + the rater plan's
+    assert html.count("data:image/png;base64,") == len(figures) + 2  # + the rater plan, a reward training curve
+    assert "Reward models: " in html and "Reward model main: accuracy" in html
     assert "SIMULATED" in html and "Software versions" in html
     assert "CASCADE" in html and "gpt-4o-audio-preview" in html  # the offline AI-audio rows say what they are
     t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
@@ -317,3 +318,23 @@ def test_offline_judges_rate_both_modalities_and_see_the_attention_check(default
         assert rq["attn_0"] > rq["attn_1"], (modality, rq["attn_0"], rq["attn_1"])
     plan = _read(default_run, "results/judges/rater_plan.csv")
     assert set(plan.prompt_id) == set(stimuli.prompt_id) and (plan.raters_planned >= 2).all()
+
+
+def test_reward_models_trained_and_evaluated(default_run):
+    import json
+
+    summary = json.loads((default_run / "results/reward/pairs/summary.json").read_text())
+    assert summary, "pair summary is empty"
+    runs = _read(default_run, "results/reward/summary/runs.csv")
+    assert {"main", "no_centering", "text_labels", "audio_labels"} <= set(runs.iloc[:, 0].astype(str))
+    transfer = _read(default_run, "results/reward/summary/transfer.csv")
+    assert len(transfer) >= 2
+    main = json.loads((default_run / "results/reward/main/metrics.json").read_text())
+    flat = json.dumps(main)
+    assert "accuracy" in flat and "mean_reward" in flat
+    for table in ("accuracy", "ood", "drift", "length_bias"):
+        assert len(_read(default_run, f"results/reward/main/eval/{table}.csv")) > 0, table
+    ood = _read(default_run, "results/reward/main/eval/ood.csv")
+    assert {"piper", "espeak-ng"} <= set(ood.astype(str).stack())
+    cfg = json.loads((default_run / "results/reward/main/config.json").read_text())
+    assert cfg["backbone"]["name"] == "minilm-logmel" and cfg["pooling"] == "mean"

@@ -29,5 +29,19 @@ if "judges" in sm.input.keys():
         notes.append(note)
 study = [(markdown_title(p.with_suffix(".md")) or p.stem, pd.read_csv(p)) for p in tables]
 sections = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
+
+
+def reward_title(path: Path) -> str:
+    """'Reward models: <md title>' for the summary tables; 'Reward model <run>: <table>' for one run's."""
+    title = markdown_title(path.with_suffix(".md"))
+    if path.parent.name == "summary":
+        return f"Reward models: {title or path.stem.replace('_', ' ')}"
+    return f"Reward model {path.parents[1].name}: {path.stem.replace('_', ' ')}"
+
+
+if "reward_tables" in sm.input.keys():
+    reward = [(reward_title(Path(p)), pd.read_csv(p)) for p in sm.input.reward_tables]
+    curves = [(f"Reward model {Path(p).parent.name}: training curve", Path(p)) for p in sm.input.reward_curves]
+    sections.append(("Reward models", reward + curves))
 write_text(build_report(sections, dict(sm.config), notes), sm.output[0])
 logging.info("report with %d tables and %d figures", len(study), len(figures))

@@ -1,0 +1,132 @@
+# Speech reward models (SDiaReward-style Bradley-Terry): pairs -> one run per reward.runs entry ->
+# evaluation per run -> a summary across runs. Logic: src/modprefs/reward; settings: the `reward:`
+# section (defaults in modprefs.reward.config.DEFAULTS, so the section may be absent).
+
+from modprefs.reward.config import (PAIR_SETS, judge_ratings_path, needs_gpu, reward_config, run_settings,
+                                   train_threads)
+
+REWARD = reward_config(config)
+REWARD_RUNS = list(REWARD["runs"])
+REWARD_PAIRS = expand("results/reward/pairs/{name}.parquet", name=PAIR_SETS)
+REWARD_CACHE = "results/reward/cache"
+
+
+localrules:
+    reward_summary,
+
+
+def reward_run_model(wildcards):
+    return run_settings(REWARD, wildcards.run, config["seed"])[0]
+
+
+def reward_run_train(wildcards):
+    return run_settings(REWARD, wildcards.run, config["seed"])[1]
+
+
+rule reward_pairs:
+    """Preference pairs: study ratings (human and judge, text and audio), clean-vs-degraded clips, and a user
+    corpus (natural vs TTS) and colloquial rewrites where configured."""
+    input:
+        ratings="results/ratings/ratings.csv",
+        stimuli="results/study/stimuli.csv",
+        manifest="results/audio/manifest.csv",
+        conversations="results/data/conversations.parquet",
+        judges=[p for p in [judge_ratings_path(config)] if p],
+    output:
+        **{name: f"results/reward/pairs/{name}.parquet" for name in PAIR_SETS},
+        summary="results/reward/pairs/summary.json",
+    params:
+        pairs=REWARD["pairs"],
+        judge_ratings=judge_ratings_path(config),
+        tts=study_tts_config(),
+        audio_dir="results/reward/audio",
+        seed=config["seed"],
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../envs/reward.yaml"
+    log:
+        "results/logs/reward/pairs.log",
+    script:
+        "../workflow/scripts/reward_pairs.py"
+
+
+rule reward_train:
+    """Train one reward model (reward.runs.{run} over reward.model / reward.train) into results/reward/{run}/."""
+    input:
+        pairs=REWARD_PAIRS,
+    output:
+        checkpoint="results/reward/{run}/model.safetensors",
+        config="results/reward/{run}/config.json",
+        metrics="results/reward/{run}/metrics.json",
+        scores="results/reward/{run}/scores.csv",
+        curve="results/reward/{run}/curve.png",
+    wildcard_constraints:
+        run="|".join(REWARD_RUNS),
+    params:
+        model=reward_run_model,
+        train=reward_run_train,
+        cache_dir=REWARD_CACHE,
+    # 1 for the default backbone (benchmarks/out/reward_train.json), 4 for qwen2.5-omni
+    threads: lambda wildcards: train_threads(REWARD, wildcards.run)
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        # one GPU for a large backbone (qwen2.5-omni) unless reward.train.device is cpu (SLURM: --gpus=1)
+        gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
+    conda:
+        "../envs/reward.yaml"
+    log:
+        "results/logs/reward/train_{run}.log",
+    script:
+        "../workflow/scripts/reward_train.py"
+
+
+rule reward_eval:
+    """Accuracy (micro, by category and source, macro; ties apart), OOD by TTS engine, drift, length bias."""
+    input:
+        checkpoint="results/reward/{run}/model.safetensors",
+        pairs=REWARD_PAIRS,
+        engines=engine_manifests(),
+    output:
+        summary="results/reward/{run}/eval/eval.json",
+        accuracy="results/reward/{run}/eval/accuracy.csv",
+        ood="results/reward/{run}/eval/ood.csv",
+        drift="results/reward/{run}/eval/drift.csv",
+        length_bias="results/reward/{run}/eval/length_bias.csv",
+        scores="results/reward/{run}/eval/scores.csv",
+    wildcard_constraints:
+        run="|".join(REWARD_RUNS),
+    params:
+        engines_dir="results/audio/engines",
+        engines=[e["backend"] for e in config["tts"].get("engines", [])],
+        cache_dir=REWARD_CACHE,
+    threads: lambda wildcards: train_threads(REWARD, wildcards.run)
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../envs/reward.yaml"
+    log:
+        "results/logs/reward/eval_{run}.log",
+    script:
+        "../workflow/scripts/reward_eval.py"
+
+
+rule reward_summary:
+    """Across runs: cross-modal transfer (text labels -> audio labels and back), drift with/without centering."""
+    input:
+        evals=expand("results/reward/{run}/eval/eval.json", run=REWARD_RUNS),
+    output:
+        **{f"{name}_{ext}": f"results/reward/summary/{name}.{ext}" for name in ("transfer", "drift", "runs")
+           for ext in ("csv", "md")},
+    params:
+        runs=REWARD_RUNS,
+    conda:
+        "../envs/reward.yaml"
+    log:
+        "results/logs/reward/summary.log",
+    script:
+        "../workflow/scripts/reward_eval.py"

@@ -1,0 +1,14 @@
+"""Speech reward models (SDiaReward-style Bradley–Terry): pairs, backbones, training, evaluation.
+
+- :mod:`.pairs` — pair tables from study ratings, corpora, rewrites and degradations;
+- :mod:`.backbones` — ``minilm-logmel`` (CPU default), ``qwen2.5-omni``, ``features``;
+- :mod:`.pooling`, :mod:`.loss`, :mod:`.model` — pooling, BT loss with centering, the scorer;
+- :mod:`.train` — training a run folder; :mod:`.evaluate` — accuracy, OOD, drift, length, transfer.
+
+No Snakemake imports here; workflow/scripts/reward_*.py are the adapters.
+"""
+
+from modprefs.reward.loss import bradley_terry_loss
+from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, load_reward_model
+
+__all__ = ["DEFAULT_CRITERIA", "RewardModel", "bradley_terry_loss", "load_reward_model"]

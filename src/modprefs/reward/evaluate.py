@@ -1,0 +1,239 @@
+"""Evaluation of a trained reward model on pair tables.
+
+- :func:`accuracy_table`: pairwise accuracy, micro (all pairs) and by ``category`` and ``source``,
+  plus macro (the mean of the category accuracies, as ESDR-Bench's Macro); ties (|r_c − r_r| ≤ tol)
+  are counted separately and left out of ``accuracy`` (``accuracy_ties_half`` counts them as ½).
+- :func:`ood_table`: the same pairs with each clip's audio swapped for another TTS engine's
+  rendition (``results/audio/engines/{backend}/{clip_id}.wav``; degradations re-applied), next to
+  the study rendition: out-of-distribution accuracy by engine.
+- :func:`drift_table`: mean chosen / rejected / overall reward, raw and after post-hoc centering
+  (subtracting the mean of all scored sides, and per source): the scale drift that the centering
+  loss controls (compare runs trained with λ = 0.01 and λ = 0 in :func:`summary_tables`).
+- :func:`length_bias`: correlation of reward with response length (characters of the original
+  response), accuracy on pairs whose longer response was rejected vs chosen.
+- :func:`transfer_table`: runs trained on one label set (e.g. human text labels) scored on
+  another's held-out pairs (e.g. human audio labels): the cross-modal transfer table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from modprefs.reward.model import RewardModel, load_reward_model, pair_examples
+from modprefs.reward.pairs import assign_split
+from modprefs.reward.train import pair_accuracy, scores_table
+
+log = logging.getLogger(__name__)
+
+ACC_COLUMNS = ["split", "level", "key", "n", "correct", "wrong", "ties", "accuracy", "accuracy_ties_half"]
+
+
+def score_pairs(model: RewardModel, pairs: pd.DataFrame, split: Sequence[str] | None = None,
+                batch_size: int = 16) -> pd.DataFrame:
+    """Per-pair rewards (r_chosen, r_rejected) with the pair's metadata and split."""
+    pairs = pairs.reset_index(drop=True)
+    ex_c, ex_r = pair_examples(pairs, model.criteria)
+    scores = model.score(ex_c + ex_r, batch_size)
+    n = len(pairs)
+    return scores_table(pairs, split if split is not None else ["all"] * n, scores[:n], scores[n:])
+
+
+def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float) -> list[dict[str, Any]]:
+    rows = [{"split": split, "level": "micro", "key": "all",
+             **pair_accuracy(scores["r_chosen"], scores["r_rejected"], tie_tol)}]
+    for level in ("category", "source", "criterion"):
+        if level not in scores:
+            continue
+        for key, g in scores.groupby(scores[level].astype(str), sort=True):
+            rows.append({"split": split, "level": level, "key": key,
+                         **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)})
+    cats = [r for r in rows if r["level"] == "category" and not np.isnan(r["accuracy"])]
+    if cats:
+        rows.append({"split": split, "level": "macro", "key": "category", "n": sum(r["n"] for r in cats),
+                     "correct": sum(r["correct"] for r in cats), "wrong": sum(r["wrong"] for r in cats),
+                     "ties": sum(r["ties"] for r in cats),
+                     "accuracy": float(np.mean([r["accuracy"] for r in cats])),
+                     "accuracy_ties_half": float(np.mean([r["accuracy_ties_half"] for r in cats]))})
+    return rows
+
+
+def accuracy_table(scores: pd.DataFrame, tie_tol: float = 1e-6) -> pd.DataFrame:
+    """Micro / by category / by source / by criterion / macro accuracy, per split and for all pairs."""
+    rows = []
+    if "split" in scores and scores["split"].nunique() > 1:
+        for split, g in scores.groupby("split", sort=True):
+            rows += _acc_rows(g, str(split), tie_tol)
+    rows += _acc_rows(scores, "all", tie_tol)
+    return pd.DataFrame(rows, columns=ACC_COLUMNS)
+
+
+def engine_pairs(pairs: pd.DataFrame, engines_dir: str | os.PathLike[str], backend: str) -> pd.DataFrame:
+    """The pairs whose two clips have ``engines_dir/backend/{clip_id}.wav``, with those paths swapped in
+    (a degradation spec stays, so the rejected side is the engine's clip degraded the same way)."""
+    root = Path(engines_dir) / backend
+    keep, chosen, rejected = [], [], []
+    for i, r in enumerate(pairs.itertuples(index=False)):
+        cid, rid = getattr(r, "chosen_clip_id", None), getattr(r, "rejected_clip_id", None)
+        if not cid or not rid or (isinstance(cid, float) and np.isnan(cid)):
+            continue
+        pc, pr = root / f"{cid}.wav", root / f"{rid}.wav"
+        if pc.is_file() and pr.is_file():
+            keep.append(i)
+            chosen.append(str(pc))
+            rejected.append(str(pr))
+    out = pairs.iloc[keep].copy()
+    out["chosen_audio"], out["rejected_audio"] = chosen, rejected
+    return out
+
+
+def ood_table(model: RewardModel, pairs: pd.DataFrame, engines_dir: str | os.PathLike[str] | None,
+              backends: Iterable[str], split: Sequence[str] | None = None, study_engine: str = "study",
+              tie_tol: float = 1e-6, batch_size: int = 16) -> pd.DataFrame:
+    """Accuracy by TTS engine (micro and by source) on the pairs that have clip ids."""
+    pairs = pairs.reset_index(drop=True)
+    split = pd.Series(list(split) if split is not None else ["all"] * len(pairs))
+    has_clip = pairs["chosen_clip_id"].notna() & pairs["rejected_clip_id"].notna()
+    base = pairs[has_clip]
+    variants = {study_engine: base}
+    for b in backends:
+        if engines_dir is None:
+            break
+        v = engine_pairs(base, engines_dir, b)
+        if len(v) < len(base):
+            log.warning("engine %s: %d of %d pairs lack a rendition; left out", b, len(base) - len(v), len(base))
+        variants[b] = v
+    rows = []
+    for engine, v in variants.items():
+        if v.empty:
+            continue
+        s = score_pairs(model, v, split.loc[v.index].tolist(), batch_size)
+        for sp in sorted(set(s["split"])) + (["all"] if s["split"].nunique() > 1 else []):
+            g = s if sp == "all" else s[s["split"] == sp]
+            rows.append({"engine": engine, "split": sp, "level": "micro", "key": "all",
+                         **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)})
+            for key, h in g.groupby(g["source"].astype(str)):
+                rows.append({"engine": engine, "split": sp, "level": "source", "key": key,
+                             **pair_accuracy(h["r_chosen"], h["r_rejected"], tie_tol)})
+    return pd.DataFrame(rows, columns=["engine"] + ACC_COLUMNS)
+
+
+def drift_table(scores: pd.DataFrame, center_coef: float | None = None) -> pd.DataFrame:
+    """Mean rewards (chosen, rejected, all, pair sum) raw and post-hoc centred, overall and per source."""
+    rows = []
+    all_mean = float(np.mean(np.concatenate([scores["r_chosen"], scores["r_rejected"]]))) if len(scores) else np.nan
+    groups = [("all", scores)] + [(str(k), g) for k, g in scores.groupby(scores["source"].astype(str))]
+    for key, g in groups:
+        rc, rr = g["r_chosen"].to_numpy(float), g["r_rejected"].to_numpy(float)
+        own = float(np.mean(np.concatenate([rc, rr])))
+        rows.append({"source": key, "n": len(g), "center_coef": center_coef,
+                     "mean_chosen": rc.mean(), "mean_rejected": rr.mean(), "mean_reward": own,
+                     "mean_pair_sum": float(np.mean(rc + rr)), "sd_reward": float(np.std(np.concatenate([rc, rr]))),
+                     "mean_chosen_centered": rc.mean() - all_mean, "mean_rejected_centered": rr.mean() - all_mean,
+                     "mean_chosen_source_centered": rc.mean() - own, "mean_rejected_source_centered": rr.mean() - own})
+    return pd.DataFrame(rows)
+
+
+def length_bias(scores: pd.DataFrame, tie_tol: float = 1e-6) -> pd.DataFrame:
+    """Reward vs response length (pairs with lengths), overall and per source."""
+    from scipy.stats import pearsonr, spearmanr
+    rows = []
+    s = scores.dropna(subset=["chosen_chars", "rejected_chars"])
+    s = s[(s["chosen_chars"].astype(float) > 0) & (s["rejected_chars"].astype(float) > 0)]
+    groups = [("all", s)] + [(str(k), g) for k, g in s.groupby(s["source"].astype(str))]
+    for key, g in groups:
+        chars = np.concatenate([g["chosen_chars"], g["rejected_chars"]]).astype(float)
+        reward = np.concatenate([g["r_chosen"], g["r_rejected"]]).astype(float)
+        varies = len(g) >= 3 and np.std(chars) > 0 and np.std(reward) > 0
+        longer_rej = g[g["rejected_chars"].astype(float) > g["chosen_chars"].astype(float)]
+        longer_cho = g[g["chosen_chars"].astype(float) > g["rejected_chars"].astype(float)]
+        rows.append({
+            "source": key, "n_pairs": len(g),
+            "pearson_r": float(pearsonr(chars, reward)[0]) if varies else np.nan,
+            "spearman_rho": float(spearmanr(chars, reward)[0]) if varies else np.nan,
+            "share_longer_chosen": len(longer_cho) / len(g) if len(g) else np.nan,
+            "n_longer_rejected": len(longer_rej),
+            "accuracy_longer_rejected": pair_accuracy(longer_rej["r_chosen"], longer_rej["r_rejected"],
+                                                      tie_tol)["accuracy"] if len(longer_rej) else np.nan,
+            "n_longer_chosen": len(longer_cho),
+            "accuracy_longer_chosen": pair_accuracy(longer_cho["r_chosen"], longer_cho["r_rejected"],
+                                                    tie_tol)["accuracy"] if len(longer_cho) else np.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+def transfer_table(runs: Mapping[str, tuple[Any, pd.DataFrame]], split: str = "val",
+                   categories: Sequence[str] = ("human_text", "human_audio", "judge_text", "judge_audio"),
+                   tie_tol: float = 1e-6) -> pd.DataFrame:
+    """Rows: runs (what they trained on); columns: held-out accuracy on each label category."""
+    rows = []
+    for run, (train_on, scores) in runs.items():
+        s = scores[scores["split"] == split] if split != "all" else scores
+        row: dict[str, Any] = {"run": run, "trained_on": "+".join(train_on) if train_on else "all"}
+        for c in categories:
+            g = s[s["category"].astype(str) == c]
+            acc = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol) if len(g) else None
+            row[f"{c}_accuracy"] = acc["accuracy"] if acc else np.nan
+            row[f"{c}_n"] = acc["n"] if acc else 0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def evaluate_run(run_dir: str | os.PathLike[str], pairs: pd.DataFrame, engines_dir: str | os.PathLike[str] | None = None,
+                 backends: Iterable[str] = (), out_dir: str | os.PathLike[str] | None = None,
+                 batch_size: int = 16, cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Load the run's checkpoint, score every pair (split as in training), and build all tables.
+    With ``out_dir``: writes scores.csv, accuracy.csv, ood.csv, drift.csv, length_bias.csv, eval.json."""
+    from modprefs.io import write_csv, write_json
+    from modprefs.reward.examples import FeatureCache
+    model = load_reward_model(run_dir, cache=FeatureCache(cache_dir))
+    train_cfg = model.extra_config.get("train", {})
+    pairs = pairs.reset_index(drop=True)
+    split = assign_split(pairs, float(train_cfg.get("val_fraction", 0.25)), int(train_cfg.get("seed", 0))).tolist()
+    tol = float(train_cfg.get("tie_tol", 1e-6))
+    scores = score_pairs(model, pairs, split, batch_size)
+    tables = {"scores": scores, "accuracy": accuracy_table(scores, tol),
+              "ood": ood_table(model, pairs, engines_dir, list(backends), split, tie_tol=tol, batch_size=batch_size),
+              "drift": drift_table(scores, model.extra_config.get("center_coef")),
+              "length_bias": length_bias(scores, tol)}
+    acc = tables["accuracy"]
+
+    def pick(split_name: str, level: str, key: str) -> float | None:
+        hit = acc[(acc["split"] == split_name) & (acc["level"] == level) & (acc["key"] == key)]
+        return None if hit.empty else float(hit["accuracy"].iloc[0])
+    summary = {"run_dir": str(run_dir), "n_pairs": len(pairs), "center_coef": model.extra_config.get("center_coef"),
+               "train_on": train_cfg.get("train_on"),
+               "val_micro": pick("val", "micro", "all"), "val_macro": pick("val", "macro", "category"),
+               "all_micro": pick("all", "micro", "all"),
+               "mean_reward": float(tables["drift"]["mean_reward"].iloc[0]) if len(scores) else None,
+               "training_data_sha256": model.extra_config.get("training_data_sha256")}
+    if out_dir is not None:
+        out = Path(out_dir)
+        for name, df in tables.items():
+            write_csv(df, out / f"{name}.csv")
+        write_json(summary, out / "eval.json")
+    return {"summary": summary, **tables}
+
+
+def summary_tables(evals: Mapping[str, Mapping[str, Any]]) -> dict[str, pd.DataFrame]:
+    """Across runs: the transfer table, drift (λ vs no λ) and headline accuracies.
+    ``evals``: run -> {"summary": ..., "scores": DataFrame, "drift": DataFrame} (as :func:`evaluate_run`)."""
+    transfer = transfer_table({r: (e["summary"].get("train_on"), e["scores"]) for r, e in evals.items()})
+    drift = pd.concat([e["drift"].assign(run=r) for r, e in evals.items()], ignore_index=True)
+    drift = drift[["run"] + [c for c in drift.columns if c != "run"]]
+    headline = pd.DataFrame([{"run": r, **{k: v for k, v in e["summary"].items() if k != "run_dir"}}
+                             for r, e in evals.items()])
+    return {"transfer": transfer, "drift": drift, "runs": headline}
+
+
+def read_eval(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    out = Path(out_dir)
+    return {"summary": json.loads((out / "eval.json").read_text()),
+            "scores": pd.read_csv(out / "scores.csv"), "drift": pd.read_csv(out / "drift.csv")}

@@ -1,0 +1,489 @@
+"""Preference pairs for the speech reward models (one table schema, four builders).
+
+A pair is a dialogue context (turns of text, with audio where present), a chosen and a rejected
+final turn (audio path + transcript, optionally a degradation applied on load), the criterion it
+teaches, where it comes from (``source``) and its stratum (``category``), and a ``margin``.
+
+Builders:
+
+(a) :func:`study_pairs` — from the study's ratings: for every prompt and labelling condition
+    (human text, human audio, AI judge text, AI judge audio) the response with the higher mean
+    rating is chosen; ``margin`` is the gap of the means (1–100 scale). A pair is kept only if
+    the gap reaches the condition's decisiveness threshold (``min_gap[modality]``, default 0
+    = every non-tied prompt). The paper's 41.7 (text) vs 27.9 (audio) points are *mean* gaps
+    on decisive trials (medians 34 vs 20): descriptions of the data, not cutoffs; use them as
+    thresholds only deliberately.
+(b) :func:`modality_pairs` — natural human speech (chosen) vs a TTS re-synthesis of the same
+    transcript (rejected), with the same natural-speech context, from a user corpus manifest
+    (:data:`CORPUS_COLUMNS`; tiers wild / semi-wild / scripted), as SDiaReward's modality pairs.
+(c) :func:`colloquial_pairs` — spoken-style rewrite (chosen) vs the written-style text
+    (rejected), both rendered with the same TTS, from a rewrites table; :func:`request_rewrites`
+    asks an OpenAI-compatible endpoint for the rewrites.
+(d) :func:`degradation_pairs` — clean (chosen) vs degraded (rejected) rendition of the same clip
+    (noise / clipping / low-pass, seeded): a model that does not listen cannot beat 50 %.
+
+Every builder validates its inputs and names the file and column at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from modprefs.reward.audio import DEGRADATIONS, AudioReadError, check_audio, degradation_spec
+
+log = logging.getLogger(__name__)
+
+PAIR_COLUMNS = ["pair_id", "criterion", "category", "source", "label_modality", "group", "prompt_id", "context",
+                "chosen_audio", "chosen_text", "chosen_transform", "chosen_clip_id", "chosen_chars",
+                "rejected_audio", "rejected_text", "rejected_transform", "rejected_clip_id", "rejected_chars",
+                "margin", "n_raters"]
+CORPUS_COLUMNS = ["audio_path", "transcript", "dialogue_id", "turn", "speaker", "tier"]
+TIERS = ("wild", "semi-wild", "scripted")
+REWRITE_COLUMNS = ["item_id", "written", "spoken"]
+MODALITIES = ("text", "audio")
+
+
+class PairDataError(ValueError):
+    """Bad input for pairs or training; the message names the file/column/pair at fault."""
+
+
+def require_columns(df: pd.DataFrame, columns: Iterable[str], name: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise PairDataError(f"{name} lacks column(s) {missing} (has {list(df.columns)})")
+
+
+def empty_pairs() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in PAIR_COLUMNS})
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    if not rows:
+        return empty_pairs()
+    df = pd.DataFrame(rows)
+    for c in PAIR_COLUMNS:
+        if c not in df.columns:
+            df[c] = None
+    return df[PAIR_COLUMNS]
+
+
+def _sanitise(cid: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", str(cid))
+
+
+# ------------------------------------------------------------------------------------- (a) study
+
+def study_context(conversations: pd.DataFrame, prompts: pd.DataFrame | None = None) -> dict[str, list[dict]]:
+    """prompt_id -> context turns (history as {role, text, audio=None}, then the prompt as a user turn)."""
+    require_columns(conversations, ["conversation_id", "history", "prompt"], "conversations.parquet")
+    by_conv = {str(r.conversation_id): r for r in conversations.itertuples(index=False)}
+    if prompts is not None:
+        require_columns(prompts, ["prompt_id", "conversation_id"], "prompts.csv")
+        mapping = {str(p): str(c) for p, c in zip(prompts["prompt_id"], prompts["conversation_id"])}
+    else:
+        mapping = {_sanitise(c): c for c in by_conv}
+    out = {}
+    for pid, cid in mapping.items():
+        row = by_conv.get(cid)
+        if row is None:
+            continue
+        history = row.history if row.history is not None else []
+        turns = [{"role": str(t["role"]), "text": str(t["content"]), "audio": None} for t in list(history)]
+        turns.append({"role": "user", "text": str(row.prompt), "audio": None})
+        out[pid] = turns
+    return out
+
+
+def _mean_ratings(df: pd.DataFrame, modality_col: str) -> pd.DataFrame:
+    return (df.groupby([modality_col, "prompt_id", "clip_id"], as_index=False)
+              .agg(rating=("rating", "mean"), n=("rating", "size"))
+              .rename(columns={modality_col: "modality"}))
+
+
+def _pairs_from_means(means: pd.DataFrame, source: str, stim: pd.DataFrame, manifest: pd.DataFrame,
+                      context: Mapping[str, list[dict]], min_gap: Mapping[str, float], criterion: str,
+                      skipped: dict[str, int], by_modality: bool = False) -> list[dict[str, Any]]:
+    clip = manifest.set_index("clip_id")
+    chars = stim.set_index("clip_id")["n_chars"]
+    rows = []
+    for (modality, pid), g in means.groupby(["modality", "prompt_id"], sort=True):
+        key = f"{source}_{modality}"
+        if len(g) != 2:
+            skipped[f"{key}: prompt without two rated clips"] = skipped.get(f"{key}: prompt without two rated clips", 0) + 1
+            continue
+        g = g.sort_values("rating", ascending=False)
+        hi, lo = g.iloc[0], g.iloc[1]
+        gap = float(hi.rating - lo.rating)
+        if gap <= 0:
+            skipped[f"{key}: tie"] = skipped.get(f"{key}: tie", 0) + 1
+            continue
+        if gap < float(min_gap.get(modality, 0.0)):
+            skipped[f"{key}: gap below min_gap"] = skipped.get(f"{key}: gap below min_gap", 0) + 1
+            continue
+        missing = [c for c in (hi.clip_id, lo.clip_id) if c not in clip.index]
+        if missing:
+            raise PairDataError(f"audio manifest.csv has no row for clip(s) {missing} (rated in the {key} labels)")
+        rows.append({
+            "pair_id": f"{source}:{modality}:{pid}", "criterion": f"{criterion}_{modality}" if by_modality else criterion,
+            "category": key, "source": source,
+            "label_modality": modality, "group": str(pid), "prompt_id": str(pid), "context": context.get(str(pid), []),
+            "chosen_audio": str(clip.at[hi.clip_id, "path"]), "chosen_text": str(clip.at[hi.clip_id, "spoken_text"]),
+            "chosen_transform": None, "chosen_clip_id": str(hi.clip_id), "chosen_chars": int(chars.get(hi.clip_id, 0)),
+            "rejected_audio": str(clip.at[lo.clip_id, "path"]), "rejected_text": str(clip.at[lo.clip_id, "spoken_text"]),
+            "rejected_transform": None, "rejected_clip_id": str(lo.clip_id),
+            "rejected_chars": int(chars.get(lo.clip_id, 0)),
+            "margin": gap, "n_raters": int(min(hi.n, lo.n)),
+        })
+    return rows
+
+
+def study_pairs(ratings: pd.DataFrame | None, stimuli: pd.DataFrame, manifest: pd.DataFrame,
+                conversations: pd.DataFrame, prompts: pd.DataFrame | None = None,
+                judges: pd.DataFrame | None = None, min_gap: Mapping[str, float] | None = None,
+                criterion: str = "quality", sources: Sequence[str] = ("human", "judge"),
+                criterion_by_modality: bool = False, report: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Pairs from human text/audio ratings and AI judge ratings (see the module docs).
+
+    ``min_gap``: {"text": x, "audio": y} decisiveness thresholds on the 1–100 mean-rating gap.
+    ``criterion_by_modality``: label pairs ``{criterion}_text`` / ``{criterion}_audio`` (a reader's vs a
+    listener's judgement, two instructions) instead of one shared criterion. Text and audio labels of
+    the same prompt often disagree (the study's point); under one instruction they are contradictory
+    pairs on identical inputs.
+    ``report`` (optional dict) receives counts of pairs made and prompts skipped, by reason.
+    """
+    min_gap = {"text": 0.0, "audio": 0.0, **(min_gap or {})}
+    require_columns(stimuli, ["prompt_id", "clip_id", "response", "n_chars"], "stimuli.csv")
+    require_columns(manifest, ["clip_id", "path", "spoken_text"], "audio manifest.csv")
+    stim = stimuli.astype({"prompt_id": str, "clip_id": str})
+    manifest = manifest.astype({"clip_id": str})
+    context = study_context(conversations, prompts)
+    skipped: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    if "human" in sources and ratings is not None:
+        require_columns(ratings, ["participant_id", "condition", "prompt_id", "clip_id", "rating"], "ratings.csv")
+        r = ratings.astype({"prompt_id": str, "clip_id": str})
+        bad = sorted(set(r["condition"].dropna().astype(str)) - set(MODALITIES))
+        if bad:
+            raise PairDataError(f"ratings.csv column condition has value(s) {bad}; expected text/audio")
+        r = r[r["clip_id"].isin(stim["clip_id"]) & r["rating"].notna()]
+        if "trial" in r.columns:
+            r = r[r["trial"] != 0]
+        rows += _pairs_from_means(_mean_ratings(r, "condition"), "human", stim, manifest, context, min_gap,
+                                  criterion, skipped, criterion_by_modality)
+    if "judge" in sources and judges is not None:
+        require_columns(judges, ["modality", "kind", "prompt_id", "clip_id", "sample", "rating", "status"],
+                        "judges ratings.csv")
+        j = judges.astype({"prompt_id": str, "clip_id": str})
+        j = j[(j["kind"] == "response_quality") & (j["status"] == "ok") & j["rating"].notna()
+              & j["clip_id"].isin(stim["clip_id"])]
+        j = j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
+        rows += _pairs_from_means(_mean_ratings(j, "modality"), "judge", stim, manifest, context, min_gap,
+                                  criterion, skipped, criterion_by_modality)
+    out = _frame(rows)
+    if report is not None:
+        report.update({"pairs": int(len(out)), "by_category": out["category"].value_counts().to_dict(),
+                       "skipped": skipped, "min_gap": dict(min_gap)})
+    return out
+
+
+# ---------------------------------------------------------------------------------- (b) modality
+
+def validate_corpus(corpus: pd.DataFrame, name: str = "corpus manifest") -> pd.DataFrame:
+    """Check a user corpus manifest (:data:`CORPUS_COLUMNS`); return it typed and sorted."""
+    require_columns(corpus, CORPUS_COLUMNS, name)
+    if corpus.empty:
+        raise PairDataError(f"{name} has no rows")
+    for col in ("audio_path", "transcript", "dialogue_id", "speaker", "tier"):
+        blank = corpus[col].isna() | (corpus[col].astype(str).str.strip() == "")
+        if blank.any():
+            raise PairDataError(f"{name} column {col} is empty in row(s) {corpus.index[blank].tolist()[:10]}")
+    turn = pd.to_numeric(corpus["turn"], errors="coerce")
+    if turn.isna().any():
+        raise PairDataError(f"{name} column turn is not an integer in row(s) {corpus.index[turn.isna()].tolist()[:10]}")
+    tiers = corpus["tier"].astype(str).str.strip().str.lower()
+    bad = sorted(set(tiers) - set(TIERS))
+    if bad:
+        raise PairDataError(f"{name} column tier has value(s) {bad}; expected one of {list(TIERS)}")
+    out = corpus.assign(turn=turn.astype(int), tier=tiers, dialogue_id=corpus["dialogue_id"].astype(str))
+    dup = out.duplicated(["dialogue_id", "turn"])
+    if dup.any():
+        raise PairDataError(f"{name}: (dialogue_id, turn) repeated in row(s) {out.index[dup].tolist()[:10]}")
+    return out.sort_values(["dialogue_id", "turn"]).reset_index(drop=True)
+
+
+def read_corpus_manifest(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read and validate a corpus manifest (CSV, TSV or Parquet); relative audio paths are taken
+    relative to the manifest's folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise PairDataError(f"corpus manifest not found: {path}")
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+    else:
+        df = pd.read_csv(path, sep="\t" if path.suffix in (".tsv", ".tab") else ",", dtype={"dialogue_id": str})
+    df = validate_corpus(df, f"corpus manifest {path}")
+    df["audio_path"] = [p if os.path.isabs(p) else str(path.parent / p) for p in df["audio_path"].astype(str)]
+    return df
+
+
+Renderer = Callable[[str, str], str]
+"""``render(text, key) -> audio path``: synthesise ``text`` once (``key`` names the output)."""
+
+
+def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: int = 1,
+                   max_pairs: int | None = None, seed: int = 0, criterion: str = "modality",
+                   corpus_name: str = "corpus") -> pd.DataFrame:
+    """Natural turn (chosen) vs its TTS re-synthesis (rejected), same natural-speech context."""
+    corpus = validate_corpus(corpus)
+    rows = []
+    candidates = []
+    for did, g in corpus.groupby("dialogue_id", sort=True):
+        g = g.sort_values("turn")
+        for i in range(min_context_turns, len(g)):
+            candidates.append((did, g.iloc[:i], g.iloc[i]))
+    if max_pairs is not None and len(candidates) > max_pairs:
+        pick = sorted(np.random.default_rng(seed).choice(len(candidates), size=max_pairs, replace=False))
+        candidates = [candidates[i] for i in pick]
+    for did, ctx, row in candidates:
+        key = f"{_sanitise(did)}_{int(row.turn)}"
+        synthetic = render(str(row.transcript), key)
+        text = str(row.transcript)
+        rows.append({
+            "pair_id": f"modality:{corpus_name}:{key}", "criterion": criterion, "category": row.tier,
+            "source": "modality", "label_modality": "audio", "group": f"{corpus_name}:{did}", "prompt_id": None,
+            "context": [{"role": str(t.speaker), "text": str(t.transcript), "audio": str(t.audio_path)}
+                        for t in ctx.itertuples(index=False)],
+            "chosen_audio": str(row.audio_path), "chosen_text": text, "chosen_transform": None,
+            "chosen_clip_id": None, "chosen_chars": len(text),
+            "rejected_audio": str(synthetic), "rejected_text": text, "rejected_transform": None,
+            "rejected_clip_id": None, "rejected_chars": len(text), "margin": 0.0, "n_raters": 0,
+        })
+    return _frame(rows)
+
+
+# ------------------------------------------------------------------------------ (c) colloquialness
+
+REWRITE_PROMPT = (
+    "Rewrite the following reply the way a person would actually say it out loud in a casual spoken "
+    "conversation: shorter, with natural fragments, discourse markers and fillers where they fit "
+    "(\"well\", \"so\", \"you know\"), no lists, headings or symbols. Keep the meaning. Answer with the "
+    "spoken version only.\n\nReply:\n{text}")
+
+
+def request_rewrites(texts: Mapping[str, str], complete: Callable[[str], str]) -> pd.DataFrame:
+    """Spoken-style rewrites of written texts through ``complete(prompt) -> reply`` (an LLM call)."""
+    rows = []
+    for item_id, text in texts.items():
+        spoken = complete(REWRITE_PROMPT.format(text=text)).strip()
+        if spoken:
+            rows.append({"item_id": str(item_id), "written": text, "spoken": spoken})
+        else:
+            log.warning("rewrite of %s came back empty; skipped", item_id)
+    return pd.DataFrame(rows, columns=REWRITE_COLUMNS)
+
+
+def openai_completer(base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0,
+                     temperature: float = 0.7) -> Callable[[str], str]:
+    """A ``complete(prompt)`` over an OpenAI-compatible chat-completions endpoint (the judge's)."""
+    import openai
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise PairDataError(f"colloquial rewrites: environment variable {api_key_env} (API key) is not set")
+    client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s)
+
+    def complete(prompt: str) -> str:
+        reply = client.chat.completions.create(model=model, temperature=temperature,
+                                               messages=[{"role": "user", "content": prompt}])
+        return reply.choices[0].message.content or ""
+    return complete
+
+
+def colloquial_pairs(rewrites: pd.DataFrame, render: Renderer, contexts: Mapping[str, list[dict]] | None = None,
+                     criterion: str = "colloquialness", name: str = "rewrites table") -> pd.DataFrame:
+    """Spoken-style (chosen) vs written-style (rejected) final turn, same TTS, same context."""
+    require_columns(rewrites, REWRITE_COLUMNS, name)
+    rows = []
+    for r in rewrites.itertuples(index=False):
+        item = _sanitise(r.item_id)
+        written, spoken = str(r.written), str(r.spoken)
+        rows.append({
+            "pair_id": f"colloquial:{item}", "criterion": criterion, "category": "colloquial",
+            "source": "colloquial", "label_modality": "audio", "group": str(r.item_id),
+            "prompt_id": str(r.item_id), "context": (contexts or {}).get(str(r.item_id), []),
+            "chosen_audio": str(render(spoken, f"{item}_spoken")), "chosen_text": spoken, "chosen_transform": None,
+            "chosen_clip_id": None, "chosen_chars": len(spoken),
+            "rejected_audio": str(render(written, f"{item}_written")), "rejected_text": written,
+            "rejected_transform": None, "rejected_clip_id": None, "rejected_chars": len(written),
+            "margin": 0.0, "n_raters": 0,
+        })
+    return _frame(rows)
+
+
+def tts_renderer(backend: Any, out_dir: str | os.PathLike[str]) -> Renderer:
+    """A :data:`Renderer` over a :class:`modprefs.speech.backends.TTSBackend`, writing ``out_dir/{key}.wav``
+    atomically and reusing a file that is already there."""
+    import soundfile as sf
+
+    from modprefs.io import atomic_path
+    from modprefs.speech.text import speakable_text
+    out_dir = Path(out_dir)
+
+    def render(text: str, key: str) -> str:
+        target = out_dir / f"{key}.wav"
+        if not target.is_file():
+            audio = backend.synthesize(speakable_text(text, clip_id=key))
+            with atomic_path(target) as tmp:
+                sf.write(str(tmp), np.asarray(audio, dtype=np.float32), int(backend.sample_rate))
+        return str(target)
+    return render
+
+
+# ------------------------------------------------------------------------------- (d) degradation
+
+def degradation_pairs(manifest: pd.DataFrame, kinds: Sequence[str] = DEGRADATIONS, per_clip: int = 1,
+                      seed: int = 0, criterion: str = "fidelity", jitter: bool = True) -> pd.DataFrame:
+    """Clean (chosen) vs degraded (rejected) rendition of the same clip; the degradation is a seeded
+    spec applied on load (``rejected_transform``), so the pair needs no extra audio file."""
+    require_columns(manifest, ["clip_id", "path", "spoken_text"], "audio manifest.csv")
+    bad = sorted(set(kinds) - set(DEGRADATIONS))
+    if bad:
+        raise PairDataError(f"unknown degradation(s) {bad}; choose from {list(DEGRADATIONS)}")
+    if not kinds or per_clip < 1:
+        return empty_pairs()
+    rng = np.random.default_rng(seed)
+    rows = []
+    offset = int(rng.integers(len(kinds)))
+    per_clip = min(per_clip, len(kinds))
+    for i, r in enumerate(manifest.astype({"clip_id": str}).itertuples(index=False)):
+        # round robin from a seeded offset: every kind equally often (± 1)
+        picked = [(offset + i * per_clip + j) % len(kinds) for j in range(per_clip)]
+        prompt_id = str(getattr(r, "prompt_id", "") or str(r.clip_id).rsplit("_", 1)[0])
+        for k in sorted(picked):
+            kind = kinds[k]
+            params = {}
+            if jitter:
+                params = {"noise": {"snr_db": float(rng.uniform(5, 15))},
+                          "clipping": {"level": float(rng.uniform(0.2, 0.4))},
+                          "lowpass": {"cutoff_hz": float(rng.uniform(1000, 2500))}}[kind]
+            spec = degradation_spec(kind, int(rng.integers(2**31)), **params)
+            text = str(r.spoken_text)
+            rows.append({
+                "pair_id": f"degradation:{kind}:{r.clip_id}", "criterion": criterion, "category": kind,
+                "source": "degradation", "label_modality": "audio", "group": prompt_id, "prompt_id": prompt_id,
+                "context": [], "chosen_audio": str(r.path), "chosen_text": text, "chosen_transform": None,
+                "chosen_clip_id": str(r.clip_id), "chosen_chars": len(text),
+                "rejected_audio": str(r.path), "rejected_text": text, "rejected_transform": spec,
+                "rejected_clip_id": str(r.clip_id), "rejected_chars": len(text), "margin": 0.0, "n_raters": 0,
+            })
+    return _frame(rows)
+
+
+# -------------------------------------------------------------------------------- checks and I/O
+
+def validate_pairs(pairs: pd.DataFrame, name: str = "pairs", check_files: bool = True,
+                   criteria: Iterable[str] | None = None) -> None:
+    """Raise :class:`PairDataError` for an empty pair set, missing columns, an unknown criterion,
+    or a pair whose audio (chosen, rejected or context) is missing or unreadable (named)."""
+    require_columns(pairs, ["pair_id", "criterion", "chosen_audio", "chosen_text", "rejected_audio",
+                            "rejected_text"], name)
+    if pairs.empty:
+        raise PairDataError(f"{name}: the pair set is empty; nothing to train on (check the pair builders' "
+                            "logs: ratings with ties only, a min_gap above every gap, or no sources configured)")
+    if criteria is not None:
+        unknown = sorted(set(pairs["criterion"].astype(str)) - set(criteria))
+        if unknown:
+            raise PairDataError(f"{name}: criterion value(s) {unknown} have no instruction (known: {sorted(criteria)})")
+    if not check_files:
+        return
+    checked: dict[str, str | None] = {}
+    for row in pairs.itertuples(index=False):
+        paths = [row.chosen_audio, row.rejected_audio]
+        ctx = getattr(row, "context", None)
+        if ctx is not None and not (isinstance(ctx, float) and np.isnan(ctx)):
+            paths += [t.get("audio") for t in list(ctx)]
+        for p in paths:
+            if p is None or (isinstance(p, float) and np.isnan(p)) or p == "":
+                continue
+            p = str(p)
+            if p not in checked:
+                try:
+                    check_audio(p)
+                    checked[p] = None
+                except AudioReadError as exc:
+                    checked[p] = str(exc)
+            if checked[p]:
+                raise PairDataError(f"{name}: pair {row.pair_id}: {checked[p]}")
+
+
+def write_pairs(pairs: pd.DataFrame, target: str | os.PathLike[str]) -> None:
+    from modprefs.io import write_parquet
+    out = pairs if len(pairs) else empty_pairs()
+    write_parquet(out[PAIR_COLUMNS].reset_index(drop=True), target)
+
+
+def read_pairs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Concatenate pair parquet files (missing optional columns filled with None)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    frames = []
+    for p in paths:
+        if not Path(p).is_file():
+            raise PairDataError(f"pair file not found: {p}")
+        df = pd.read_parquet(p)
+        require_columns(df, ["pair_id", "criterion", "chosen_audio", "rejected_audio"], f"pair file {p}")
+        frames.append(df)
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return empty_pairs()
+    out = pd.concat(frames, ignore_index=True)
+    for c in PAIR_COLUMNS:
+        if c not in out.columns:
+            out[c] = None
+    dup = out["pair_id"][out["pair_id"].duplicated()].unique().tolist()
+    if dup:
+        raise PairDataError(f"pair_id repeated across pair files: {dup[:10]}")
+    return out
+
+
+def assign_split(pairs: pd.DataFrame, val_fraction: float, seed: int = 0) -> pd.Series:
+    """``train``/``val`` per pair, by a seeded hash of its ``group`` (a prompt's or dialogue's pairs stay
+    together, and the same group lands on the same side in every run). A ``split`` column wins."""
+    if "split" in pairs.columns and pairs["split"].notna().all():
+        return pairs["split"].astype(str)
+    groups = pairs["group"].fillna(pairs["pair_id"]).astype(str)
+
+    def u(g: str) -> float:
+        return int(hashlib.sha256(f"{seed}:{g}".encode()).hexdigest()[:12], 16) / 16 ** 12
+    draws = {g: u(g) for g in groups.unique()}
+    val = {g for g, x in draws.items() if x < val_fraction}
+    if val_fraction > 0 and len(draws) >= 2:
+        ranked = sorted(draws, key=draws.get)
+        if not val:            # few groups: hold out at least the one with the smallest draw
+            val = {ranked[0]}
+        if len(val) == len(draws):  # ... and train on at least one
+            val.discard(ranked[-1])
+    return groups.map(lambda g: "val" if g in val else "train")
+
+
+def pairs_hash(pairs: pd.DataFrame, include_audio: bool = True) -> str:
+    """sha256 of the pair table's content (sorted by pair_id) and, if asked, of the audio bytes it names."""
+    h = hashlib.sha256()
+    cols = [c for c in PAIR_COLUMNS if c in pairs.columns]
+    table = pairs.sort_values("pair_id")[cols]
+    h.update(json.dumps(table.to_dict(orient="records"), sort_keys=True, default=str).encode("utf-8"))
+    if include_audio:
+        paths = sorted({str(p) for c in ("chosen_audio", "rejected_audio") for p in table[c].dropna()})
+        for p in paths:
+            with open(p, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()

@@ -1,0 +1,339 @@
+"""Training a Bradley–Terry speech reward model on a pair table; writes one run folder.
+
+``train_reward_model(pairs, run_dir, model_config, TrainConfig(...))``:
+
+1. checks the pairs before anything heavy (empty set, missing columns, unknown criterion, missing
+   or unreadable audio — :func:`modprefs.reward.pairs.validate_pairs`);
+2. splits by group (prompt / dialogue) with a seeded hash, so every run holds out the same prompts;
+3. featurizes every pair side once (frozen encoders, log-mel, token ids; optionally cached on disk);
+4. trains with AdamW: seeded shuffling, gradient accumulation, gradient clipping, bf16 autocast on
+   CUDA, gradient checkpointing for large backbones, a tqdm progress bar;
+5. writes ``run_dir/``: ``model.safetensors`` + ``config.json`` (the checkpoint), ``metrics.json``,
+   ``scores.csv`` (per pair: rewards and split) and ``curve.png`` (loss, accuracy, mean reward).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from modprefs.reward.backbones import build_backbone
+from modprefs.reward.examples import FeatureCache
+from modprefs.reward.loss import bradley_terry_loss
+from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, pair_examples
+from modprefs.reward.pairs import PairDataError, assign_split, pairs_hash, validate_pairs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 20
+    batch_size: int = 16
+    grad_accum: int = 1
+    lr: float = 2e-3
+    weight_decay: float = 0.0
+    lr_schedule: str = "linear"        # linear (decay to 0, as TRL's default) | constant
+    warmup_ratio: float = 0.0
+    center_coef: float = 0.01          # λ of the centering term (SDiaReward, TRL)
+    margin_scale: float = 0.0          # loss margin = margin_scale × pair margin (0: plain BT)
+    val_fraction: float = 0.25
+    seed: int = 0
+    device: str = "auto"               # auto | cpu | cuda | cuda:N
+    precision: str = "auto"            # auto (bf16 on CUDA, fp32 on CPU) | bf16 | fp32
+    gradient_checkpointing: Any = "auto"  # auto (on for large backbones) | true | false
+    max_grad_norm: float = 1.0
+    threads: int | None = None         # torch CPU threads (None: leave as is)
+    progress: bool = True
+    train_on: list[str] | None = None  # categories or sources to train on (None: all)
+    tie_tol: float = 1e-6
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> TrainConfig:
+        d = dict(d or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown reward training setting(s) {unknown}; known: {sorted(known)}")
+        return cls(**d)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"reward training: device {device!r} asked for, but CUDA is not available")
+    return dev
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _select(pairs: pd.DataFrame, train_on: Iterable[str] | None) -> np.ndarray:
+    if not train_on:
+        return np.ones(len(pairs), dtype=bool)
+    keys = set(train_on)
+    hit = np.zeros(len(pairs), dtype=bool)
+    for col in ("category", "source", "criterion"):
+        if col in pairs.columns:
+            hit |= pairs[col].astype(str).isin(keys).to_numpy()
+    return hit
+
+
+def pair_accuracy(r_chosen: np.ndarray, r_rejected: np.ndarray, tie_tol: float = 1e-6) -> dict[str, float]:
+    """Correct / wrong / tie counts; accuracy over decided pairs, and with ties as half."""
+    d = np.asarray(r_chosen, dtype=np.float64) - np.asarray(r_rejected, dtype=np.float64)
+    ties = int(np.sum(np.abs(d) <= tie_tol))
+    correct = int(np.sum(d > tie_tol))
+    wrong = int(len(d) - ties - correct)
+    decided = correct + wrong
+    return {"n": int(len(d)), "correct": correct, "wrong": wrong, "ties": ties,
+            "accuracy": correct / decided if decided else float("nan"),
+            "accuracy_ties_half": (correct + 0.5 * ties) / len(d) if len(d) else float("nan")}
+
+
+def reward_summary(r_chosen: np.ndarray, r_rejected: np.ndarray) -> dict[str, float]:
+    if len(r_chosen) == 0:
+        return {"mean_chosen": float("nan"), "mean_rejected": float("nan"), "mean_reward": float("nan")}
+    return {"mean_chosen": float(np.mean(r_chosen)), "mean_rejected": float(np.mean(r_rejected)),
+            "mean_reward": float(np.mean(np.concatenate([r_chosen, r_rejected]))),
+            "mean_pair_sum": float(np.mean(r_chosen + r_rejected))}
+
+
+def build_model(model_config: dict[str, Any], cache: FeatureCache | None = None) -> RewardModel:
+    backbone = build_backbone(dict(model_config.get("backbone") or {"name": "minilm-logmel"}), cache=cache)
+    return RewardModel(backbone, model_config.get("pooling", "mean"), model_config.get("criteria") or DEFAULT_CRITERIA)
+
+
+def _peak_rss_mb() -> float:
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    except Exception:  # pragma: no cover - non-POSIX
+        return float("nan")
+
+
+def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | None,
+                       model_config: dict[str, Any] | None = None, train: TrainConfig | None = None,
+                       cache_dir: str | os.PathLike[str] | None = None,
+                       features: tuple[Sequence[Any], Sequence[Any]] | None = None,
+                       model: RewardModel | None = None) -> tuple[RewardModel, dict[str, Any]]:
+    """Train on ``pairs`` (see the module docs); return (model, metrics). ``run_dir=None`` writes nothing.
+
+    ``features``: precomputed (chosen, rejected) vectors for the ``features`` backbone.
+    ``model``: an already built :class:`RewardModel` (e.g. around a test backbone).
+    """
+    train = train or TrainConfig()
+    model_config = dict(model_config or {})
+    t_start = time.perf_counter()
+    criteria = (model.criteria if model is not None else model_config.get("criteria")) or DEFAULT_CRITERIA
+    backbone_name = (model.backbone.name if model is not None
+                     else (model_config.get("backbone") or {}).get("name", "minilm-logmel"))
+    validate_pairs(pairs, check_files=backbone_name != "features", criteria=criteria)
+    pairs = pairs.reset_index(drop=True)
+    split = assign_split(pairs, train.val_fraction, train.seed).to_numpy()
+    chosen_mask = _select(pairs, train.train_on)
+    train_idx = np.flatnonzero((split == "train") & chosen_mask)
+    val_idx = np.flatnonzero(split == "val")
+    if len(train_idx) == 0:
+        raise PairDataError(f"no training pairs after the split (val_fraction={train.val_fraction}) and "
+                            f"train_on={train.train_on}: {len(pairs)} pairs, categories "
+                            f"{sorted(pairs['category'].astype(str).unique())}")
+    if train.threads:
+        torch.set_num_threads(int(train.threads))
+    seed_everything(train.seed)
+    device = resolve_device(train.device)
+    use_bf16 = train.precision == "bf16" or (train.precision == "auto" and device.type == "cuda")
+    if use_bf16 and device.type != "cuda":
+        log.info("bf16 asked for on %s: training in fp32", device)
+        use_bf16 = False
+
+    cache = FeatureCache(cache_dir)
+    if model is None:
+        model = build_model({**model_config, "criteria": criteria}, cache)
+    gc = train.gradient_checkpointing
+    if (gc is True or (gc == "auto" and getattr(model.backbone, "large", False))) and \
+            hasattr(model.backbone, "enable_gradient_checkpointing"):
+        model.backbone.enable_gradient_checkpointing()
+        gc = True
+    else:
+        gc = False
+    model.to(device)
+
+    t0 = time.perf_counter()
+    ex_c, ex_r = pair_examples(pairs, criteria, features)
+    feats = model.featurize(ex_c + ex_r)
+    n = len(pairs)
+    f_chosen, f_rejected = feats[:n], feats[n:]
+    featurize_s = time.perf_counter() - t0
+    log.info("featurized %d pair sides in %.1f s (cache hits %d, misses %d)", 2 * n, featurize_s,
+             cache.hits, cache.misses)
+    margin = torch.tensor(pd.to_numeric(pairs["margin"], errors="coerce").fillna(0.0).to_numpy()
+                          if "margin" in pairs else np.zeros(n), dtype=torch.float32) * float(train.margin_scale)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=train.lr, weight_decay=train.weight_decay)
+    gen = torch.Generator().manual_seed(train.seed)
+    steps_per_epoch = math.ceil(len(train_idx) / (train.batch_size * train.grad_accum))
+    total_steps = max(1, train.epochs * steps_per_epoch)
+    warmup = int(train.warmup_ratio * total_steps)
+    if train.lr_schedule not in ("linear", "constant"):
+        raise ValueError(f"lr_schedule {train.lr_schedule!r}: use linear or constant")
+
+    def lr_factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        if train.lr_schedule == "constant":
+            return 1.0
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    history: list[dict[str, Any]] = []
+
+    def evaluate(epoch: int, loss_sum: float, n_loss: int) -> dict[str, Any]:
+        rc = model.score_features(f_chosen, train.batch_size * 2)
+        rr = model.score_features(f_rejected, train.batch_size * 2)
+        row = {"epoch": epoch, "train_loss": loss_sum / n_loss if n_loss else float("nan")}
+        for name, idx in (("train", train_idx), ("val", val_idx)):
+            acc = pair_accuracy(rc[idx], rr[idx], train.tie_tol)
+            row[f"{name}_accuracy"] = acc["accuracy"]
+            row[f"{name}_ties"] = acc["ties"]
+            row.update({f"{name}_{k}": v for k, v in reward_summary(rc[idx], rr[idx]).items()})
+        if len(val_idx):
+            with torch.no_grad():
+                vl, _ = bradley_terry_loss(torch.from_numpy(rc[val_idx]), torch.from_numpy(rr[val_idx]),
+                                           margin[val_idx], train.center_coef)
+            row["val_loss"] = float(vl)
+        return row | {"_rc": rc, "_rr": rr}
+
+    from tqdm.auto import tqdm
+    t1 = time.perf_counter()
+    pairs_seen = 0
+    bar = tqdm(total=train.epochs * steps_per_epoch, desc="reward training", disable=not train.progress,
+               leave=False, mininterval=1.0)
+    last = None
+    for epoch in range(1, train.epochs + 1):
+        model.train()
+        order = train_idx[torch.randperm(len(train_idx), generator=gen).numpy()]
+        loss_sum, n_loss = 0.0, 0
+        micro = [order[i:i + train.batch_size] for i in range(0, len(order), train.batch_size)]
+        for step_start in range(0, len(micro), train.grad_accum):
+            opt.zero_grad(set_to_none=True)
+            group = micro[step_start:step_start + train.grad_accum]
+            total = sum(len(b) for b in group)
+            for b in group:
+                batch = model.backbone.collate([f_chosen[i] for i in b] + [f_rejected[i] for i in b])
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                    r = model(batch)
+                rc, rr = r[: len(b)].float(), r[len(b):].float()
+                loss, parts = bradley_terry_loss(rc, rr, margin[b].to(rc.device), train.center_coef)
+                (loss * (len(b) / total)).backward()
+                loss_sum += float(loss.detach()) * len(b)
+                n_loss += len(b)
+                pairs_seen += len(b)
+            if train.max_grad_norm:
+                torch.nn.utils.clip_grad_norm_(params, train.max_grad_norm)
+            opt.step()
+            sched.step()
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss_sum / max(n_loss, 1):.4f}", epoch=epoch)
+        last = evaluate(epoch, loss_sum, n_loss)
+        history.append({k: v for k, v in last.items() if not k.startswith("_")})
+        log.info("epoch %d: loss %.4f train acc %.3f val acc %s mean reward %.3f", epoch, last["train_loss"],
+                 last["train_accuracy"], f"{last['val_accuracy']:.3f}" if len(val_idx) else "-",
+                 last["train_mean_reward"])
+    bar.close()
+    train_s = time.perf_counter() - t1
+    rc, rr = last["_rc"], last["_rr"]
+
+    data_hash = pairs_hash(pairs, include_audio=backbone_name != "features")
+    metrics: dict[str, Any] = {
+        "backbone": model.backbone.config(), "pooling": model.pooling_name, "criteria": sorted(criteria),
+        "center_coef": train.center_coef, "margin_scale": train.margin_scale, "train_on": train.train_on,
+        "n_pairs": int(n), "n_train": int(len(train_idx)), "n_val": int(len(val_idx)),
+        "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol) | reward_summary(rc[train_idx], rr[train_idx]),
+        "val": (pair_accuracy(rc[val_idx], rr[val_idx], train.tie_tol) | reward_summary(rc[val_idx], rr[val_idx]))
+        if len(val_idx) else None,
+        "all": reward_summary(rc, rr),
+        "history": history, "device": str(device), "precision": "bf16" if use_bf16 else "fp32",
+        "gradient_checkpointing": gc, "seed": train.seed, "epochs": train.epochs, "batch_size": train.batch_size,
+        "grad_accum": train.grad_accum, "lr": train.lr, "training_data_sha256": data_hash,
+        "timing": {"featurize_s": featurize_s, "train_s": train_s, "total_s": time.perf_counter() - t_start,
+                   "train_pairs_per_s": pairs_seen / train_s if train_s > 0 else float("nan"),
+                   "peak_rss_mb": _peak_rss_mb()},
+        "cache": {"hits": cache.hits, "misses": cache.misses},
+    }
+    if device.type == "cuda":
+        metrics["timing"]["peak_cuda_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
+    train_settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in ("progress",)}
+    model.extra_config.update({"center_coef": train.center_coef, "training_data_sha256": data_hash,
+                               "train": train_settings})
+    if run_dir is not None:
+        write_run(model, metrics, pairs, split, rc, rr, run_dir)
+    return model, metrics
+
+
+def scores_table(pairs: pd.DataFrame, split: Sequence[str], rc: np.ndarray, rr: np.ndarray) -> pd.DataFrame:
+    cols = [c for c in ("pair_id", "criterion", "category", "source", "label_modality", "group",
+                        "chosen_chars", "rejected_chars") if c in pairs.columns]
+    out = pairs[cols].copy()
+    out["split"] = list(split)
+    out["r_chosen"], out["r_rejected"] = rc, rr
+    return out
+
+
+def write_run(model: RewardModel, metrics: dict[str, Any], pairs: pd.DataFrame, split: Sequence[str],
+              rc: np.ndarray, rr: np.ndarray, run_dir: str | os.PathLike[str]) -> Path:
+    from modprefs.io import write_csv, write_json
+    run_dir = Path(run_dir)
+    model.save(run_dir)
+    write_csv(scores_table(pairs, split, rc, rr), run_dir / "scores.csv")
+    plot_curve(metrics["history"], run_dir / "curve.png", title=f"{metrics['backbone']['name']} / "
+               f"{metrics['pooling']} / λ={metrics['center_coef']}")
+    write_json(metrics, run_dir / "metrics.json")
+    return run_dir
+
+
+def plot_curve(history: list[dict[str, Any]], target: str | os.PathLike[str], title: str = "") -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from modprefs.io import atomic_path
+    h = pd.DataFrame(history)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    axes[0].plot(h["epoch"], h["train_loss"], label="train")
+    if "val_loss" in h:
+        axes[0].plot(h["epoch"], h["val_loss"], label="val")
+    axes[0].set(title="loss", xlabel="epoch")
+    axes[1].plot(h["epoch"], h["train_accuracy"], label="train")
+    if "val_accuracy" in h:
+        axes[1].plot(h["epoch"], h["val_accuracy"], label="val")
+    axes[1].set(title="pairwise accuracy", xlabel="epoch", ylim=(0, 1.02))
+    axes[2].plot(h["epoch"], h["train_mean_chosen"], label="chosen")
+    axes[2].plot(h["epoch"], h["train_mean_rejected"], label="rejected")
+    axes[2].plot(h["epoch"], h["train_mean_reward"], label="mean", linestyle="--")
+    axes[2].axhline(0, color="grey", linewidth=0.5)
+    axes[2].set(title="mean reward (train)", xlabel="epoch")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)
