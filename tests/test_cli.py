@@ -52,3 +52,29 @@ def test_stats_command_rejects_bad_ratings(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "ratings.csv" in err and "row 4" in err and "rating" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_stats_command_with_judge_ratings_adds_tables_5_and_6(tmp_path, capsys):
+    d, stimuli, _, _ = _write_study(tmp_path)
+    stimuli[["clip_id", "prompt_id", "n_chars", "prism_score"]].to_csv(tmp_path / "clips.csv", index=False)
+    rows = []
+    for i, clip in enumerate(stimuli.itertuples()):
+        for modality in ("text", "audio"):
+            for sample in range(2):
+                rows.append({"judge": f"j-{modality}", "backend": "openai", "model": "m", "prompt_version": "v1",
+                             "modality": modality, "kind": "response_quality", "prompt_id": clip.prompt_id,
+                             "clip_id": clip.clip_id, "sample": sample, "rating": 20 + (7 * i + 3 * sample) % 70,
+                             "status": "ok", "reason": ""})
+    pd.DataFrame(rows).to_csv(tmp_path / "judges.csv", index=False)
+    out = tmp_path / "out"
+    rc = main(["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(out),
+               "--judges", str(tmp_path / "judges.csv"), "--n-boot", "20", "--n-perm", "10", "--n-boot-alpha", "20",
+               "--n-perm-alpha", "20"])
+    assert rc == 0, capsys.readouterr().err
+    t5 = pd.read_csv(out / "tables" / "table5_ai_human.csv")
+    assert t5["estimate"].notna().sum() >= 4
+    assert (out / "tables" / "table6_ai_diff_icc.csv").is_file()
+    # without --judges the tables are skipped, with the reason
+    main(["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(tmp_path / "o2"),
+          "--n-boot", "0", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"])
+    assert "table5, table6: no AI judge ratings" in capsys.readouterr().err

@@ -55,8 +55,12 @@ def assignments_from_ratings(ratings: pd.DataFrame, stimuli: pd.DataFrame) -> pd
     return out.sort_values(["participant_id", "trial"]).reset_index(drop=True)
 
 
-def run_stats(ratings_dir: Path, clips: Path, out: Path, params: dict) -> list[str]:
-    """Validate, analyse and write; returns the skipped analyses with reasons."""
+def run_stats(ratings_dir: Path, clips: Path, out: Path, params: dict, judges: Path | None = None) -> list[str]:
+    """Validate, analyse and write; returns the skipped analyses with reasons.
+
+    ``judges``: an AI judge table (results/judges/ratings.csv columns) for Tables 5-6; without it
+    they are skipped with that reason.
+    """
     from modprefs.ratings.ingest import validate_ratings_dir
     from modprefs.report.html import build_report
     from modprefs.stats.analyses import ANALYSES
@@ -83,7 +87,13 @@ def run_stats(ratings_dir: Path, clips: Path, out: Path, params: dict) -> list[s
 
     emit("icc", tables["icc"], "ICC per condition (stimulus bootstrap)")
     skipped = []
-    for name in TABLE_ANALYSES:
+    analyses = list(TABLE_ANALYSES)
+    if judges is None:
+        skipped.append("table5, table6: no AI judge ratings given (--judges results/judges/ratings.csv)")
+    else:
+        tables["judges"] = pd.read_csv(judges, dtype={"prompt_id": str, "clip_id": str})
+        analyses += ["table5", "table6"]
+    for name in analyses:
         if name == "justifications" and tables["trials"]["justification"].fillna("").astype(str).str.strip().eq("").all():
             skipped.append(f"{name}: no written justifications in trials.csv")
             continue
@@ -114,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--ratings", type=Path, required=True, help="folder with ratings.csv, trials.csv, participants.csv")
     st.add_argument("--clips", type=Path, required=True, help="clips.csv: clip_id, prompt_id, n_chars [, response]")
     st.add_argument("--out", type=Path, required=True)
+    st.add_argument("--judges", type=Path, default=None,
+                    help="AI judge ratings (results/judges/ratings.csv columns) for Tables 5-6")
     st.add_argument("--seed", type=int, default=1)
     st.add_argument("--n-boot", type=int, default=2000)
     st.add_argument("--n-perm", type=int, default=2000)
@@ -136,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     params = {"seed": args.seed, "n_boot": args.n_boot, "n_perm": args.n_perm, "n_boot_alpha": args.n_boot_alpha,
               "n_perm_alpha": args.n_perm_alpha, "ci_level": args.ci_level, "modality_terms": str(args.modality_terms)}
     try:
-        skipped = run_stats(args.ratings, args.clips, args.out, params)
+        skipped = run_stats(args.ratings, args.clips, args.out, params, args.judges)
     except RatingsValidationError as exc:
         print(exc, file=sys.stderr)
         return 2
