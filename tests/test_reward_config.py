@@ -37,7 +37,7 @@ def test_merge_runs_and_errors() -> None:
         run_settings(cfg, "nope", 0)
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['bogus'\]"):
         reward_config({"reward": {"bogus": 1}})
-    with pytest.raises(ValueError, match="unknown reward training setting"):
+    with pytest.raises(ValueError, match=r"reward.train: unknown key\(s\) \[.epoch.\]"):
         TrainConfig.from_dict({"epoch": 3})
 
 

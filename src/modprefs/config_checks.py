@@ -113,3 +113,19 @@ def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
     lines = schema_errors(config, schema_path)
     if lines:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+
+
+def dataclass_kwargs(cls: type, mapping: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """``mapping`` as keyword arguments for the dataclass ``cls``; an unknown key is an error naming ``where``.
+
+    A typo in a config block must stop the run, not be ignored: ``where`` is the block's dotted key
+    (e.g. ``judges.allocation``).
+    """
+    import dataclasses
+
+    values = dict(mapping or {})
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    return values

@@ -29,15 +29,8 @@ from sqlalchemy import select
 
 from modprefs.app.db import Database
 from modprefs.app.models import Event, Participant, TrialResult
+from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
 
-RATINGS_COLUMNS = ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first", "rating",
-                   "audio_quality", "source"]
-TRIALS_COLUMNS = ["participant_id", "prompt_id", "trial", "preference", "justification", "decision_time_s",
-                  "deliberation_time_s", "rating_changes", "replays_0", "replays_1", "relistened_first", "source"]
-PARTICIPANTS_COLUMNS = ["participant_id", "condition", "age", "gender", "race", "hispanic_latino", "birthplace",
-                        "education", "employment", "country", "primary_language", "native_english",
-                        "english_proficiency", "other_languages", "timezone", "passed_attention", "completed",
-                        "session_minutes", "difficulty", "source"]
 SESSIONS_COLUMNS = ["participant_id", "slot_id", "condition", "entry", "prolific_pid", "study_id", "session_id",
                     "state", "screen_reason", "current_trial", "n_trials", "passed_attention", "completed",
                     "created_utc", "finished_utc", "session_minutes"]

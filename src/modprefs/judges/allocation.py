@@ -63,7 +63,6 @@ predicted_icc_uniform, reaches_target, target, icc_clipped, budget_binding, icc_
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import os
 from collections.abc import Mapping
@@ -139,12 +138,9 @@ class AllocationConfig:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> "AllocationConfig":
         """From a ``judges.allocation`` mapping; unknown keys are an error (a typo must not be ignored)."""
-        mapping = dict(mapping or {})
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(mapping) - names)
-        if unknown:
-            raise ValueError(f"judges.allocation: unknown key(s) {unknown}; known: {sorted(names)}")
-        return cls(**mapping)
+        from modprefs.config_checks import dataclass_kwargs
+
+        return cls(**dataclass_kwargs(cls, mapping, "judges.allocation"))
 
 
 # --- the pieces ------------------------------------------------------------------------------------

@@ -24,6 +24,17 @@ import yaml
 TABLES = ("ratings", "trials", "participants")
 TABLE_FILES = {t: f"{t}.csv" for t in TABLES}
 
+# Column order of the tables the workflow writes (simulator, annotation-app export); the schemas
+# in workflow/schemas/ define each column.
+RATINGS_COLUMNS = ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first",
+                   "rating", "audio_quality", "source"]
+TRIALS_COLUMNS = ["participant_id", "prompt_id", "trial", "preference", "justification", "decision_time_s",
+                  "deliberation_time_s", "rating_changes", "replays_0", "replays_1", "relistened_first", "source"]
+PARTICIPANTS_COLUMNS = ["participant_id", "condition", "age", "gender", "race", "hispanic_latino", "birthplace",
+                        "education", "employment", "country", "primary_language", "native_english",
+                        "english_proficiency", "other_languages", "timezone", "passed_attention", "completed",
+                        "session_minutes", "difficulty", "source"]
+
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
 _INT_RE = re.compile(r"^[+-]?\d+(\.0*)?$")

@@ -132,18 +132,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
+
 CONDITIONS = ("audio", "text")
 ATTENTION_PROMPT = "attn"
 ATTENTION_CLIPS = ("attn_0", "attn_1")  # attn_0 coherent, attn_1 nonsensical
 
-RATINGS_COLUMNS = ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first",
-                   "rating", "audio_quality", "source"]
-TRIALS_COLUMNS = ["participant_id", "prompt_id", "trial", "preference", "justification", "decision_time_s",
-                  "deliberation_time_s", "rating_changes", "replays_0", "replays_1", "relistened_first", "source"]
-PARTICIPANTS_COLUMNS = ["participant_id", "condition", "age", "gender", "race", "hispanic_latino", "birthplace",
-                        "education", "employment", "country", "primary_language", "native_english",
-                        "english_proficiency", "other_languages", "timezone", "passed_attention", "completed",
-                        "session_minutes", "difficulty", "source"]
 TRUTH_COLUMNS = ["kind", "condition", "clip_id", "prompt_id", "participant_id", "effect", "len_z",
                  "expected_rating", "audio_quality_true", "tie_threshold", "time_effect"]
 
@@ -282,14 +276,9 @@ class SimulationParams:
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> SimulationParams:
         """Build from the ``ratings.simulation`` config block; unknown keys are an error."""
-        config = dict(config or {})
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(config) - names)
-        if unknown:
-            raise ValueError(
-                "unknown key(s) in ratings.simulation: " + ", ".join(repr(k) for k in unknown)
-                + f" (known keys: {', '.join(sorted(names))})"
-            )
+        from modprefs.config_checks import dataclass_kwargs
+
+        config = dataclass_kwargs(cls, config, "ratings.simulation")
         if "resid_df" in config and config["resid_df"] in (None, "inf", ".inf"):
             config["resid_df"] = math.inf
         return cls(**config)

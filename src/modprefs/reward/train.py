@@ -62,12 +62,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> TrainConfig:
-        d = dict(d or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"unknown reward training setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**d)
+        from modprefs.config_checks import dataclass_kwargs
+
+        return cls(**dataclass_kwargs(cls, d, "reward.train"))
 
 
 def resolve_device(device: str = "auto") -> torch.device:
