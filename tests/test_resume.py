@@ -48,7 +48,7 @@ def _start(workdir: Path) -> subprocess.Popen:
 def _kill_once_speech_started(proc: subprocess.Popen, workdir: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
-        while not list((workdir / "results/logs/speech").glob("render_shard_*.log")):
+        while not list((workdir / "results/logs/speech").glob("render_round*_shard*.log")):
             assert proc.poll() is None, f"the workflow ended (rc {proc.returncode}) before the speech stage"
             assert time.monotonic() < deadline, "the speech stage did not start"
             time.sleep(0.2)

@@ -49,12 +49,14 @@ TARGETS = ["results/stats/tables/icc.csv", "results/stats/tables/icc.md"]
 TINY = {"sampling": {"n_prompts": 2}, "study": {"raters_per_condition": 6, "trials_per_participant": 2},
         "tts": {"shard_size": 3}, "stats": {"n_boot": 20}}
 # The rules' logs: statistics are `localrules` (results/logs/stats/), everything else is a SLURM job.
-LOCAL_LOG_DIRS = ("results/logs/stats", "results/logs/report")
+# The audio-QC review (a checkpoint) and the final sample are local too: they are cheap and run once per round.
+LOCAL_LOG_DIRS = ("results/logs/stats", "results/logs/report", "results/logs/speech/audio_review_",
+                  "results/logs/sampling/final_sample")
 SLURM_RULE_LOGS = {
     "conversations": "results/logs/data/conversations.log",
     "sample_prompts": "results/logs/sampling/sample_prompts.log",
-    "render_shard": "results/logs/speech/render_shard_*.log",
-    "audio_qc": "results/logs/speech/audio_qc_*.log",
+    "render_shard": "results/logs/speech/render_round*_shard*.log",
+    "audio_qc": "results/logs/speech/audio_qc_round*_shard*.log",
     "audio_manifest": "results/logs/speech/audio_manifest.log",
     "stimuli": "results/logs/study/stimuli.log",
     "assignments": "results/logs/study/assignments.log",
@@ -157,7 +159,7 @@ def test_every_non_local_job_ran_in_slurm(slurm_run):
         assert origin["host"].split(".")[0] == node, (log, origin, node)
     # the profile's groups: one SLURM job for data+sampling, one for both shards, one for the study
     job_of = {rule: {o["slurm_job_id"] for o in origins[rule]} for rule in SLURM_RULE_LOGS}
-    assert len(job_of["render_shard"]) == 1 and len(list(workdir.glob("results/logs/speech/render_shard_*.log"))) == 2
+    assert len(job_of["render_shard"]) == 1 and len(list(workdir.glob("results/logs/speech/render_round0_shard*.log"))) == 2
     assert job_of["audio_qc"] == job_of["render_shard"]  # each shard's QC runs in the rendering job
     assert job_of["conversations"] == job_of["sample_prompts"]
     assert job_of["audio_manifest"] == job_of["stimuli"] == job_of["assignments"] == job_of["simulate_ratings"]
@@ -169,7 +171,8 @@ def test_every_non_local_job_ran_in_slurm(slurm_run):
 def test_local_rules_ran_on_the_submitting_host(slurm_run):
     workdir, _, _ = slurm_run
     local = {log: o for log, o in _all_log_origins(workdir).items() if log.startswith(LOCAL_LOG_DIRS)}
-    assert "results/logs/stats/icc_table.log" in local, sorted(local)
+    assert {"results/logs/stats/icc_table.log", "results/logs/speech/audio_review_round0.log",
+            "results/logs/sampling/final_sample.log"} <= set(local), sorted(local)
     for log, origin in local.items():
         assert origin is not None, f"{log}: no job origin line"
         assert origin["slurm_job_id"] == "none", (log, origin)
