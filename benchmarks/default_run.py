@@ -24,7 +24,9 @@ STAGES = [
     ("speech", "results/audio/manifest.csv"),
     ("study", "results/study/assignments.csv"),
     ("ratings", "results/ratings/ratings.csv"),
+    ("judges", "results/judges/ratings.csv"),
     ("icc table", "results/stats/tables/icc.csv"),
+    ("reward models", "results/reward/summary/runs.csv"),
 ]
 
 
