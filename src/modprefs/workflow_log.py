@@ -11,7 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
+from collections.abc import Callable
 from typing import Any
+
+from modprefs.errors import UserInputError
 
 DEFAULT_FORMAT = "%(asctime)s %(message)s"
 ORIGIN_PREFIX = "job origin:"
@@ -48,3 +52,19 @@ def setup_logging(snakemake: Any, fmt: str = DEFAULT_FORMAT, filemode: str = "a"
     root = logging.getLogger()
     root.info("%s", format_origin())
     return root
+
+
+def run_adapter(main: Callable[[Any], None], snakemake: Any) -> None:
+    """Run a ``script:`` adapter's ``main(snakemake)``; an expected error ends the job cleanly.
+
+    A :class:`~modprefs.errors.UserInputError` (bad config, table, audio, ...) is logged and printed
+    to stderr as its message alone, then the job exits with status 1 (Snakemake reports the rule as
+    failed and removes its outputs) -- no Python traceback for an error the user can fix. Any other
+    exception propagates with its traceback: that is a bug.
+    """
+    try:
+        main(snakemake)
+    except UserInputError as exc:
+        logging.getLogger().error("%s", exc)
+        print(f"modprefs: error: {exc}", file=sys.stderr)
+        sys.exit(1)

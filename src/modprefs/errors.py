@@ -1,0 +1,14 @@
+"""The project's base class for errors a user can cause and fix (bad config, bad tables, bad audio).
+
+Every module's own user-facing error (``ConfigError``, ``RatingsValidationError``, ``PrismFormatError``,
+...) derives from :class:`UserInputError`. Entry points (the ``modprefs`` CLI, the workflow's
+``script:`` adapters through :func:`modprefs.workflow_log.run_adapter`) print such an error's message
+— which names the file, row, column or key — and exit non-zero WITHOUT a Python traceback; any other
+exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserInputError(ValueError):
+    """An expected, user-fixable error; its message names the file/row/column or config key."""
