@@ -224,6 +224,7 @@ rule table2:
         **reported(STATS_OUTPUTS["table2"]),
     params:
         analysis="table2",
+        table2_random=config["stats"]["table2_random"],
     conda:
         "../envs/stats.yaml"
     log:

@@ -19,6 +19,8 @@ from modprefs.stats.reml import fit_crossed_intercepts
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"
 NO_SLOPE = "score ~ modality + (1 | prompt) + (1 | participant)"
 OMNIBUS = "rating ~ presented_first*modality + len_z*modality + trial_z*modality + (1|participant) + (1|clip)"
+#: Table 2's default random structure: the stimulus is a clip in a modality (modprefs.stats.modality.TABLE2_RANDOM)
+OMNIBUS_CLIP_MODALITY = OMNIBUS + " + (1|clip:modality)"
 OMNIBUS_NAMES = ["(Intercept)", "presented_first", "modality", "len_z", "trial_z", "presented_first:modality",
                  "modality:len_z", "modality:trial_z"]
 
@@ -393,6 +395,7 @@ def _r_cases() -> dict:
     return {
         "slope_trials": (simulate_trials(11), [SLOPE, NO_SLOPE], ["prompt", "participant"], [(1, 0)]),
         "omnibus_ratings": (ratings, [OMNIBUS], ["clip", "participant"], []),
+        "omnibus_clip_modality": (ratings, [OMNIBUS_CLIP_MODALITY, OMNIBUS], ["clip", "participant"], [(1, 0)]),
         "slope_from_ratings": (trials_from_ratings(ratings), [SLOPE, NO_SLOPE], ["prompt", "participant"], [(1, 0)]),
         "three_coefficient_term": (small_three_term(), ["y ~ x + z + (1 + x + z | g) + (1 | h)"], ["g", "h"], []),
         "single_and_nested_terms": (small_three_term(1), SMALL_FORMULAS, ["g", "h"], [(0, 1)]),
@@ -427,8 +430,8 @@ def r_refs(r_available):
 
 @pytest.mark.r
 @pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
-@pytest.mark.parametrize("case", ["slope_trials", "omnibus_ratings", "slope_from_ratings", "three_coefficient_term",
-                                  "single_and_nested_terms"])
+@pytest.mark.parametrize("case", ["slope_trials", "omnibus_ratings", "omnibus_clip_modality", "slope_from_ratings",
+                                  "three_coefficient_term", "single_and_nested_terms"])
 def test_matches_lme4_and_lmertest(r_refs, case, reml):
     data, formulas, _, pairs = R_CASES[case]
     ref = r_refs(case, reml)

@@ -94,11 +94,14 @@ def justifications(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 2; params: optional ``table2_random`` (:data:`modprefs.stats.modality.TABLE2_RANDOM`)."""
+    random = p.get("table2_random") or modality.DEFAULT_TABLE2_RANDOM
     frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
     return AnalysisResult(
-        {"table2_lmm": modality.table2(frame), "practice_effects": modality.practice_effects(t["trials"], t["participants"])},
-        titles={"table2_lmm": "Table 2: fixed effects of the omnibus LMM (reference audio) and per-modality simple "
-                "effects (Satterthwaite df, t-based 95 % CI)",
+        {"table2_lmm": modality.table2(frame, random),
+         "practice_effects": modality.practice_effects(t["trials"], t["participants"])},
+        titles={"table2_lmm": "Table 2: fixed effects of the omnibus LMM (reference audio; random effects "
+                f"{modality.TABLE2_RANDOM[random]}) and per-modality simple effects (Satterthwaite df, t-based 95 % CI)",
                 "practice_effects": "Practice effects: log trial duration over standardised trial number"})
 
 

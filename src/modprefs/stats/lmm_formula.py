@@ -228,7 +228,10 @@ def build_design(df: pd.DataFrame, formula: str) -> Design:
         if len(grouping) == 1:
             labels = df[grouping[0]].to_numpy()
         else:
-            labels = df[list(grouping)].astype(str).agg(":".join, axis=1).to_numpy()
+            labels = df[grouping[0]].astype(str)
+            for g in grouping[1:]:
+                labels = labels + ":" + df[g].astype(str)
+            labels = labels.to_numpy()
         groups.append(labels)
         Zs.append(Z)
         gnames.append(":".join(grouping))

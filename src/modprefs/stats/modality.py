@@ -4,10 +4,25 @@ All models are fitted by :mod:`modprefs.stats.lmm` (REML, Satterthwaite df and p
 95 % CIs use the t(df) quantiles) on the rated trials (trial >= 1) of participants who passed the
 attention check.
 
-* **Table 2** (omnibus): ``rating ~ presented_first * modality + len_z * modality + trial_z * modality
-  + (1 | participant_id) + (1 | clip_id)`` with ``modality`` = 1 for text (reference audio),
-  ``presented_first`` 0/1, ``len_z`` = the clip's original-text character count standardised over
-  the stimulus set (sample SD), ``trial_z`` = the trial number standardised over the analysed rows.
+* **Table 2** (omnibus): ``rating ~ presented_first * modality + len_z * modality + trial_z * modality``
+  with ``modality`` = 1 for text (reference audio), ``presented_first`` 0/1, ``len_z`` = the clip's
+  original-text character count standardised over the stimulus set (sample SD), ``trial_z`` = the
+  trial number standardised over the analysed rows, and one of two random-effects structures
+  (:data:`TABLE2_RANDOM`, config ``stats.table2_random``):
+
+  - ``stimulus_modality`` (default): ``(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)``.
+    The stimulus a rater meets is a clip *in a modality*; a clip's own text-vs-audio deviation (which
+    the paper's random-slope LRT, §4.3, shows exists) is a random effect of the clip x modality cell.
+  - ``paper``: ``(1 | participant_id) + (1 | clip_id)``, the paper's literal specification. It shares
+    one clip intercept across both modalities, so clip-specific modality deviations fall into the
+    residual, and the modality x clip-level interactions (modality x length) are tested against the
+    residual as if every rating were an independent replicate of the clip's modality deviation:
+    anti-conservative. ``benchmarks/table2_null.py`` measures the false-positive rate of both
+    structures under null simulations from several generating models
+    (``benchmarks/out/table2_null.json``; the report quotes it).
+
+  Modality x order and modality x trial vary within clips, so their tests barely depend on the
+  choice; modality x length (a clip property) and the modality main effect do.
 * **Simple effects**: the same model without modality terms, fitted per modality (the paper's
   text b = 4.92 vs audio b = 3.52 for length).
 * **Practice**: ``log(decision_time_s) ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)``
@@ -30,8 +45,21 @@ from scipy import stats
 from modprefs.stats.icc import analysable_ratings
 from modprefs.stats.lmm import LmmFit, anova_refit_ml, fit_formula
 
-TABLE2_FORMULA = ("rating ~ presented_first * modality + len_z * modality + trial_z * modality"
-                  " + (1 | participant_id) + (1 | clip_id)")
+TABLE2_FIXED = "rating ~ presented_first * modality + len_z * modality + trial_z * modality"
+#: Table 2's random-effects structures (``stats.table2_random``); see the module docstring.
+TABLE2_RANDOM: dict[str, str] = {
+    "stimulus_modality": "(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)",
+    "paper": "(1 | participant_id) + (1 | clip_id)",
+}
+DEFAULT_TABLE2_RANDOM = "stimulus_modality"
+TABLE2_FORMULA = f"{TABLE2_FIXED} + {TABLE2_RANDOM['paper']}"  # the paper's literal model
+
+
+def table2_formula(random: str = DEFAULT_TABLE2_RANDOM) -> str:
+    """Table 2's omnibus formula with the named random-effects structure (:data:`TABLE2_RANDOM`)."""
+    if random not in TABLE2_RANDOM:
+        raise ValueError(f"stats.table2_random: unknown structure {random!r}; expected one of {sorted(TABLE2_RANDOM)}")
+    return f"{TABLE2_FIXED} + {TABLE2_RANDOM[random]}"
 SIMPLE_FORMULA = "rating ~ presented_first + len_z + trial_z + (1 | participant_id) + (1 | clip_id)"
 PRACTICE_FORMULA = "log_time ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)"
 SLOPE_NULL = "score ~ modality + (1 | prompt_id) + (1 | participant_id)"
@@ -74,9 +102,15 @@ def coefficient_table(fit: LmmFit, model: str) -> pd.DataFrame:
                          "singular": fit.singular, "converged": fit.converged})
 
 
-def table2(frame: pd.DataFrame) -> pd.DataFrame:
-    """Table 2's omnibus fixed effects (reference: audio) and the per-modality simple effects."""
-    parts = [coefficient_table(fit_formula(frame, TABLE2_FORMULA), "omnibus")]
+def table2(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM) -> pd.DataFrame:
+    """Table 2's omnibus fixed effects (reference: audio) and the per-modality simple effects.
+
+    ``random`` names the omnibus model's random-effects structure (:data:`TABLE2_RANDOM`); the
+    ``model`` column of the omnibus rows says which (``omnibus (random: ...)``). Within one
+    modality a clip x modality cell is the clip, so the simple-effects models are the same for both.
+    """
+    formula = table2_formula(random)
+    parts = [coefficient_table(fit_formula(frame, formula), f"omnibus (random: {TABLE2_RANDOM[random]})")]
     for c in ("audio", "text"):
         parts.append(coefficient_table(fit_formula(frame[frame["condition"] == c], SIMPLE_FORMULA), f"simple: {c}"))
     return pd.concat(parts, ignore_index=True)
