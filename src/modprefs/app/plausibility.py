@@ -8,8 +8,8 @@ plausible:
 * an ``ended`` event of a clip not yet heard counts only if this session fetched the clip's audio
   before the event arrived, and the event arrived no earlier than the clip's duration (minus a
   tolerance) after the ``play`` that started the listen: the first ``play`` of the clip received
-  after its last accepted ``ended`` (pauses only lengthen a listen; seeking ahead is refused by the
-  page on a first listen);
+  after its last ``ended`` (accepted or refused: either ends a listen; pauses only lengthen one,
+  and seeking ahead is refused by the page on a first listen);
 * a ``reveal`` of Response B (text condition) counts only if it arrived no earlier than the minimum
   reading time (minus the tolerance) after the trial's first ``onset``.
 
@@ -58,12 +58,12 @@ def check_listen(events: Iterable[Mapping[str, Any]], response: int, ended_ts: f
     if duration_s is None:
         return UNKNOWN_DURATION
     start: float | None = None
-    for e in accepted(events):
+    for e in events:
         if e.get("response") is None or int(e["response"]) != response:
             continue
         if e["kind"] == "ended":
-            start = None  # a later listen starts after this one
-        elif e["kind"] == "play" and start is None:
+            start = None  # a later listen starts after this one (whether this one was accepted or not)
+        elif e["kind"] == "play" and start is None and not e.get("refused"):
             start = float(e["server_ts"])
     if start is None:
         return NO_PLAY

@@ -764,8 +764,8 @@ def _trial_refusal(p: Participant, settings: Settings, st: SlotTrial, events: li
         if missing:
             reasons = {plausibility.MESSAGES[e["refused"]] for e in events if e["kind"] == "ended" and e["refused"]}
             why = f" (the server could not confirm the listen: {'; '.join(sorted(reasons))})" if reasons else ""
-            return (f"Please listen to both responses in full before submitting: Response "
-                    f"{' and '.join(missing)} has not been heard to the end{why}.")
+            what = {("A",): "Response A has", ("B",): "Response B has"}.get(tuple(missing), "Responses A and B have")
+            return f"Please listen to both responses in full before submitting: {what} not been heard to the end{why}."
     elif settings.text_reveal != "off" and not plausibility.revealed(events):
         return "Please read Response A, then show Response B, before submitting."
     return None
