@@ -112,7 +112,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     db_arg(sv)
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
-    sv.add_argument("--abandon-minutes", type=_number(0, strict=True), default=None,
+    sv.add_argument("--abandon-minutes", type=_number(0, strict=True), default=None, metavar="MIN",
                     help="a slot holder silent this long is abandoned; the slot is reissued (default 30)")
     sv.add_argument("--entry", choices=["any", "prolific", "invite"], default=None,
                     help="who may enter at /start: anyone, only with PROLIFIC_PID, or nobody (invitations only)")
@@ -123,25 +123,25 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     sv.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug", "trace"])
     sv.add_argument("--keep-alive", type=_int_in(1, 3600), default=30,
                     help="seconds an idle HTTP connection is kept open (default 30)")
-    sv.add_argument("--timing-tolerance", type=_number(0), default=None, dest="timing_tolerance_s",
+    sv.add_argument("--timing-tolerance", type=_number(0), default=None, dest="timing_tolerance_s", metavar="S",
                     help="seconds an `ended` may arrive before the clip's duration has passed since its `play` "
                          "(server clock), and a text reveal before the reading time (default 0.5)")
     sv.add_argument("--text-reveal", choices=["next", "auto", "off"], default=None,
                     help="text condition: Response B appears after Response A was read, by a button (next) or "
                          "by itself (auto) after --text-min-read; off shows both at once (default next)")
-    sv.add_argument("--text-min-read", type=_number(0), default=None, dest="text_min_read_s",
+    sv.add_argument("--text-min-read", type=_number(0), default=None, dest="text_min_read_s", metavar="S",
                     help="seconds Response A is shown before B can appear (default 3)")
     sv.add_argument("--headphone-check", choices=["off", "record", "require"], default=None,
                     help="audio condition: the antiphase headphone screening before the first trial; record "
                          "keeps everyone (exclude at export), require ends the session on a fail (default off)")
-    sv.add_argument("--rate-window", type=_number(0, strict=True), default=None, dest="rate_window_s",
+    sv.add_argument("--rate-window", type=_number(0, strict=True), default=None, dest="rate_window_s", metavar="S",
                     help="seconds of the rate-limit window (default 60)")
     for name, default, what in (("start-ip", 60, "/start requests per client IP"),
                                 ("start-pid", 10, "/start requests per PROLIFIC_PID"),
                                 ("session-ip", 1200, "/p/... requests per client IP"),
                                 ("session-token", 300, "/p/... requests per session (one per Prolific id)")):
         sv.add_argument(f"--rate-{name}", type=_int_in(0, 10 ** 7), default=None,
-                        dest=f"rate_{name.replace('-', '_')}",
+                        dest=f"rate_{name.replace('-', '_')}", metavar="N",
                         help=f"{what} per window; beyond: 429 with Retry-After; 0 disables (default {default})")
 
     iv = cmds.add_parser("invite", help="create personal invitation links")
@@ -178,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+def _is_sqlite(url: str) -> bool:
+    from modprefs.app.db import normalise_url
+
+    return normalise_url(url).startswith("sqlite")
+
+
 def _check_port_free(host: str, port: int) -> None:
     try:
         with socket.create_server((host, port)):
@@ -187,7 +193,7 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from modprefs.app.db import Database, default_url, open_database, sqlite_path
+    from modprefs.app.db import Database, default_url, open_database
 
     url = args.db or default_url()
     cmd = args.app_command
@@ -220,15 +226,16 @@ def _run(args: argparse.Namespace) -> int:
 
         from modprefs.app import service
 
-        if args.workers > 1 and sqlite_path(url) is not None:
+        if args.workers > 1 and _is_sqlite(url):
             raise AppCliError(f"app serve: --workers {args.workers} needs PostgreSQL; a SQLite database "
-                                     f"({url}) is served by one worker (--workers 1)")
+                              f"({url}) is served by one worker (--workers 1)")
         overrides = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k) is not None}
-        _check_port_free(args.host, args.port)
+        # the database, the settings and the port are checked before anything is served or printed
         if args.workers > 1:
             db = open_database(url, "serve")
-            service.read_settings(db, **overrides)  # a bad setting fails here, before serving
+            service.read_settings(db, **overrides)
             db.dispose()
+            _check_port_free(args.host, args.port)
             os.environ["MODPREFS_APP_DB"] = url
             os.environ["MODPREFS_APP_SETTINGS"] = json.dumps(overrides)
             print(f"serving {db.redacted_url()} on http://{args.host}:{args.port}/ with {args.workers} workers",
@@ -240,6 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         from modprefs.app.server import create_app
 
         app = create_app(url, settings_overrides=overrides)
+        _check_port_free(args.host, args.port)
         print(f"serving {Database(url, create=False).redacted_url()} on http://{args.host}:{args.port}/", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path, log_level=args.log_level,
                     proxy_headers=True, timeout_keep_alive=args.keep_alive)
