@@ -180,7 +180,9 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
     def error_page(exc: AppError, request: Request) -> Response:
         if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
-        return render("message.html", status=exc.status, title="Something went wrong", message=exc.message)
+        token = request.path_params.get("token")
+        back = f"/p/{token}" if token and exc.status != 404 else None  # e.g. a refused trial: back to the task
+        return render("message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back)
 
     async def read_form(request: Request) -> FormData:
         try:

@@ -27,6 +27,10 @@
   if (!dataEl) return;
   var D = JSON.parse(dataEl.textContent);
 
+  if (D.page !== 'trial' && D.token) {
+    // past the trials: forget the last trial's stored events and draft reason (shared computers)
+    try { window.localStorage.removeItem('modprefs:' + D.token); } catch (e) { /* storage disabled */ }
+  }
   if (D.page === 'demographics') { demographics(); return; }
   if (D.page === 'headphones') { headphoneCheck(); return; }
   if (D.page !== 'trial') return;
