@@ -323,7 +323,7 @@ def _restore(events: list[dict[str, Any]], order: list[int]) -> dict[str, Any]:
     return {"sliders": sliders, "preference": preference}
 
 
-def _unlocked(s: Session, p: Participant, st: SlotTrial, events: list[dict[str, Any]]) -> dict[str, Any]:
+def _unlocked(st: SlotTrial, events: list[dict[str, Any]]) -> dict[str, Any]:
     """What the server has accepted so far: heard clips (positions) and whether B was revealed."""
     order = [st.first_clip, 1 - st.first_clip]
     done = plausibility.heard_clips(events)
@@ -335,7 +335,7 @@ def _trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any
     prompt = s.get(Prompt, st.prompt_id)
     order = [st.first_clip, 1 - st.first_clip]  # response index shown as A, then B
     events = _events_of(s, p, p.current_trial)
-    state = _unlocked(s, p, st, events)
+    state = _unlocked(st, events)
     responses = []
     for pos, r in zip("AB", order):
         clip_id = f"{st.prompt_id}_{r}"
@@ -702,7 +702,7 @@ def record_events(db: Database, settings: Settings, token: str, csrf: str | None
             raise Conflict("That trial is not open yet.")
         st = _slot_trial(s, p, trial)
         stored = _store_events(s, p, settings, trial, st, events, receipt)
-        state = _unlocked(s, p, st, stored)
+        state = _unlocked(st, stored)
         receipt.heard, receipt.revealed = state["heard"], state["revealed"]
     return receipt.as_json()
 
