@@ -9,7 +9,7 @@
 # Both rules call the `modprefs app` command (modprefs.app.cli) with this interpreter.
 
 APP_DB = os.environ.get("MODPREFS_APP_DB", "sqlite:///results/app/study.db")
-APP_EXPORT_TABLES = ["ratings", "trials", "participants", "sessions", "events"]
+APP_EXPORT_TABLES = ["ratings", "trials", "participants", "sessions", "events", "incidents"]
 APP_CLI = f"PYTHONPATH={Path(workflow.basedir) / 'src'}${{PYTHONPATH:+:$PYTHONPATH}} {sys.executable} -m modprefs.cli app"
 
 

@@ -8,6 +8,7 @@ import io
 import json
 import re
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 SECRET = "s3cret-for-tests"
+FAST = {"text_min_read_s": 0.3}  # a short reading time: the text trials of these tests wait for it for real
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def served(study, tmp_path, monkeypatch):
     monkeypatch.setenv("MODPREFS_ADMIN_SECRET", SECRET)
     url = f"sqlite:///{tmp_path}/app.db"
     db = load(study, url)
-    app = create_app(url)
+    app = create_app(url, settings_overrides=FAST)
     with TestClient(app, base_url="http://testserver") as client:
         yield client, db, study
 
@@ -77,9 +79,45 @@ def trial_page(client, token):
     return r, page_data(r.text)
 
 
-def audio_events(seq, t0=1_000_000):
-    return [{"seq": seq, "kind": "play", "pos": "A", "t": t0, "x": 0}, {"seq": seq + 1, "kind": "ended", "pos": "A", "t": t0 + 1500, "x": 1.5},
-            {"seq": seq + 2, "kind": "play", "pos": "B", "t": t0 + 1600, "x": 0}, {"seq": seq + 3, "kind": "ended", "pos": "B", "t": t0 + 3000, "x": 1.4}]
+def audio_events(prefix="e", t0=1_000_000):
+    """play/ended of A then B (client times only: posted together, the server refuses the listens)."""
+    return [{"id": f"{prefix}0", "kind": "play", "pos": "A", "t": t0, "x": 0},
+            {"id": f"{prefix}1", "kind": "ended", "pos": "A", "t": t0 + 1500, "x": 1.5},
+            {"id": f"{prefix}2", "kind": "play", "pos": "B", "t": t0 + 1600, "x": 0},
+            {"id": f"{prefix}3", "kind": "ended", "pos": "B", "t": t0 + 3000, "x": 1.4}]
+
+
+def post_events(client, token, csrf, trial, events):
+    r = client.post(f"/p/{token}/events", json={"trial": trial, "events": events}, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def clip_srcs(client, token):
+    r, _ = trial_page(client, token)
+    return dict((pos, src) for src, pos in re.findall(r'<audio [^>]*src="([^"]+)"[^>]*id="audio-([AB])"', r.text))
+
+
+def listen(client, token, csrf, trial, durations, positions="AB", prefix="L", t0=1_000_000, fetch=True):
+    """A real listen over HTTP: fetch each clip, post `play`, wait its duration, post `ended`."""
+    srcs = clip_srcs(client, token)
+    res = None
+    for k, pos in enumerate(positions):
+        if fetch:
+            assert client.get(srcs[pos]).status_code == 200
+        dur = durations[srcs[pos].rsplit("/", 1)[-1][:-4]]
+        post_events(client, token, csrf, trial, [{"id": f"{prefix}{pos}p", "kind": "play", "pos": pos, "t": t0, "x": 0}])
+        time.sleep(dur)
+        res = post_events(client, token, csrf, trial, [{"id": f"{prefix}{pos}e", "kind": "ended", "pos": pos,
+                                                        "t": t0 + int(1000 * dur) + k, "x": dur}])
+    return res
+
+
+def read_text(client, token, csrf, trial, wait=FAST["text_min_read_s"], prefix="R"):
+    """The text condition: onset, wait the reading time, reveal Response B."""
+    post_events(client, token, csrf, trial, [{"id": f"{prefix}o", "kind": "onset", "pos": None, "t": 1}])
+    time.sleep(wait)
+    return post_events(client, token, csrf, trial, [{"id": f"{prefix}r", "kind": "reveal", "pos": "B", "t": 2}])
 
 
 def submit_form(csrf, audio=True, **kw):
@@ -137,11 +175,11 @@ def test_sessions_export_ingest_and_stats(tmp_path):
     st = make_study(tmp_path / "study", n_prompts=6, raters_per_condition=5, trials=4)
     url = f"sqlite:///{tmp_path}/app.db"
     db = load(st, url)
-    app = create_app(url)
+    app = create_app(url, settings_overrides=FAST)
     outs = run_sims(app, 10, durations=st.durations, double_submit=lambda i: i == 3)
     assert all(o.final == "done" and o.code == "DONE1234" for o in outs), outs
     # two more arrive: one fails the attention check, the next takes the slot it frees
-    extra = run_sims(app, 1, fail_attention=True)
+    extra = run_sims(app, 1, fail_attention=True, durations=st.durations)
     assert extra[0].final == "full"  # every slot is done: nobody else gets in
     counts = export_dir(db, tmp_path / "export")
     assert counts["participants"] == 10 and counts["trials"] == 50 and counts["ratings"] == 100
@@ -175,7 +213,7 @@ def test_sessions_export_ingest_and_stats(tmp_path):
 def test_attention_failure_reissues_slot_and_is_recorded(served):
     client, db, st = served
     app = client.app
-    outs = run_sims(app, 1, fail_attention=True)
+    outs = run_sims(app, 1, fail_attention=True, durations=st.durations)
     assert outs[0].final == "failed_attention"
     tok = outs[0].token
     page = client.get(f"/p/{tok}")
@@ -205,30 +243,35 @@ def test_reload_resumes_and_double_submission_is_idempotent(served):
     client, db, st = served
     token, csrf = enter_condition(client, "audio")
     _, data = trial_page(client, token)
-    assert data["trial"] == 0 and data["heard"] == [] and data["next_seq"] == 0
-    r = client.post(f"/p/{token}/events", json={"trial": 0, "events": audio_events(0)[:2]},
-                    headers={"X-CSRF-Token": csrf})
-    assert r.json() == {"stored": 2, "ignored": 0}
+    assert data["trial"] == 0 and data["heard"] == [] and data["restore"] == {"sliders": {}, "preference": None}
+    res = listen(client, token, csrf, 0, st.durations, positions="A")
+    assert res["stored"] == 1 and res["heard"] == ["A"] and res["refused"] == []
+    slider = {"id": "s1", "kind": "slider", "pos": "A", "field": "rating", "x": 63, "t": 1_000_500}
+    assert post_events(client, token, csrf, 0, [slider])["stored"] == 1
     # re-sent events are stored once (here as a page-leave beacon sends them: the CSRF token in the body)
-    assert client.post(f"/p/{token}/events", json={"trial": 0, "csrf": csrf, "events": audio_events(0)[:2]}
-                       ).json() == {"stored": 0, "ignored": 2}
-    _, data = trial_page(client, token)  # a reload: same trial, A already heard, sequence continues
-    assert data["trial"] == 0 and data["heard"] == ["A"] and data["next_seq"] == 2
-    # submitting before hearing B is refused
+    r = client.post(f"/p/{token}/events", json={"trial": 0, "csrf": csrf, "events": [slider]})
+    assert r.json()["stored"] == 0 and r.json()["duplicates"] == 1 and r.json()["conflicts"] == []
+    _, data = trial_page(client, token)  # a reload: same trial, A already heard, its slider value back
+    assert data["trial"] == 0 and data["heard"] == ["A"] and data["restore"]["sliders"] == {"rating_A": 63}
+    # submitting before hearing B is refused, with a message, and logged
     r = client.post(f"/p/{token}/trial/0", data=submit_form(csrf), follow_redirects=False)
-    assert r.status_code == 422 and "listen to both" in r.text
-    form = submit_form(csrf, events=json.dumps(audio_events(0)[2:] + [{"seq": 4, "kind": "onset", "pos": None, "t": 999_000}]))
+    assert r.status_code == 422 and "listen to both" in r.text and "Response B" in r.text
+    listen(client, token, csrf, 0, st.durations, positions="B")
+    form = submit_form(csrf, events=json.dumps([{"id": "o1", "kind": "onset", "pos": None, "t": 999_000}]))
     r1 = client.post(f"/p/{token}/trial/0", data=form, headers={"Accept": "application/json"})
     r2 = client.post(f"/p/{token}/trial/0", data=form, headers={"Accept": "application/json"})
     assert r1.json()["outcome"] in ("stored", "failed_attention") and r2.json()["outcome"] == "duplicate"
     from sqlalchemy import func, select
 
-    from modprefs.app.models import TrialResult
+    from modprefs.app.models import Event, Incident, TrialResult
     with db.transaction() as s:
         assert s.scalar(select(func.count()).select_from(TrialResult)) == 1
         row = s.scalars(select(TrialResult)).one()
+        seqs = [e.seq for e in s.scalars(select(Event).order_by(Event.seq))]
+        kinds = [i.kind for i in s.scalars(select(Incident))]
     assert row.decision_time_s == pytest.approx(11.0)  # onset 999 s -> submit 1010 s
-    assert row.deliberation_time_s == pytest.approx(7.0)  # B ended at 1003 s
+    assert seqs == list(range(len(seqs)))  # numbered by the server on receipt: no gap, no reuse
+    assert kinds == ["trial_refused"]
 
 
 def test_abandoned_slot_is_reissued(served, monkeypatch):
@@ -278,14 +321,17 @@ def test_screening_and_prolific_ids(served):
 
 # ---- security ------------------------------------------------------------------------------------------------------
 
-def pass_attention(client, token, csrf):
+def pass_attention(client, token, csrf, durations):
     """Listen (audio), rate and prefer the coherent response of the attention check."""
     r, data = trial_page(client, token)
     assert data["trial"] == 0
     bad = nonsensical_position(r.text, data["condition"])
     audio = data["condition"] == "audio"
-    form = submit_form(csrf, audio=audio, preference="B" if bad == "A" else "A",
-                       events=json.dumps(audio_events(0) if audio else []))
+    if audio:
+        listen(client, token, csrf, 0, durations)
+    else:
+        read_text(client, token, csrf, 0)
+    form = submit_form(csrf, audio=audio, preference="B" if bad == "A" else "A")
     assert client.post(f"/p/{token}/trial/0", data=form, follow_redirects=False).status_code == 303
     return trial_page(client, token)
 
@@ -294,7 +340,7 @@ def test_token_gives_access_to_own_assignment_only(served):
     client, db, st = served
     tok_a, csrf_a = enter_condition(client, "audio")
     tok_b, csrf_b = enter_condition(client, "audio")
-    rb, data_b = pass_attention(client, tok_b, csrf_b)
+    rb, data_b = pass_attention(client, tok_b, csrf_b, st.durations)
     assert data_b["trial"] == 1
     ra, _ = trial_page(client, tok_a)
     src_a = re.findall(r'src="(/p/[^"]+\.wav)"', ra.text)
@@ -307,7 +353,7 @@ def test_token_gives_access_to_own_assignment_only(served):
     assert client.get(f"/p/{tok_b}/audio/attn_0.wav").status_code == 403
     assert client.get(f"/p/{tok_a}/audio/..%2F..%2Fetc%2Fpasswd.wav").status_code in (403, 404)
     # A's token with B's CSRF token: refused, nothing written
-    r = client.post(f"/p/{tok_a}/events", json={"trial": 0, "events": audio_events(0)}, headers={"X-CSRF-Token": csrf_b})
+    r = client.post(f"/p/{tok_a}/events", json={"trial": 0, "events": audio_events()}, headers={"X-CSRF-Token": csrf_b})
     assert r.status_code == 403
     r = client.post(f"/p/{tok_a}/trial/0", data=submit_form(csrf_b), follow_redirects=False)
     assert r.status_code == 403
@@ -379,10 +425,10 @@ def test_oversized_and_malformed_input_is_rejected(served):
                        "Content-Type": "application/json"}).status_code == 413
     r = client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False, justification="x" * 2001))
     assert r.status_code == 413
-    many = [{"seq": i, "kind": "onset", "pos": None, "t": 1} for i in range(301)]
+    many = [{"id": f"m{i}", "kind": "onset", "pos": None, "t": 1} for i in range(301)]
     assert client.post(f"/p/{token}/events", json={"trial": 0, "events": many},
                        headers={"X-CSRF-Token": csrf}).status_code == 413
-    bad = [{"seq": 0, "kind": "slider", "pos": "A", "t": 1, "x": 101, "field": "rating"}]
+    bad = [{"id": "b0", "kind": "slider", "pos": "A", "t": 1, "x": 101, "field": "rating"}]
     assert client.post(f"/p/{token}/events", json={"trial": 0, "events": bad},
                        headers={"X-CSRF-Token": csrf}).status_code == 422
     assert client.post(f"/p/{token}/events", content=b"{not json", headers={"X-CSRF-Token": csrf,
@@ -397,7 +443,8 @@ def test_oversized_and_malformed_input_is_rejected(served):
     r = client.post(f"/p/{t2}/demographics", data={"csrf": c2, "age": "40", "native_english": "yes",
                                                    "birthplace": "y" * 101})
     assert r.status_code == 422 and "at most 100 characters" in r.text
-    # still a valid trial afterwards
+    # still a valid trial afterwards (once Response B has been revealed)
+    read_text(client, token, csrf, 0)
     assert client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False), follow_redirects=False).status_code == 303
 
 
@@ -495,6 +542,6 @@ def test_snakemake_app_rules(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert json.loads((wd / "results/app/loaded.json").read_text())["slots"] == 4
     export = wd / "results/app/export"
-    assert sorted(p.name for p in export.glob("*.csv")) == ["events.csv", "participants.csv", "ratings.csv",
-                                                            "sessions.csv", "trials.csv"]
+    assert sorted(p.name for p in export.glob("*.csv")) == ["events.csv", "incidents.csv", "participants.csv",
+                                                            "ratings.csv", "sessions.csv", "trials.csv"]
     assert "passes the ingest validation" in (wd / "results/logs/app/app_export.log").read_text()

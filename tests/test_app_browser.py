@@ -4,66 +4,28 @@ One full session per condition (consent -> demographics -> attention check -> tr
 completion code) against `modprefs app serve` on loopback, with 1-2 s clips. In the audio condition
 it checks that a response's sliders stay disabled until its clip's `ended` event, that Response B
 cannot be played before A has been heard, that seeking and rate changes are refused on the first
-listen, and that a reload resumes the trial. Screenshots of a trial page in each condition go to
+listen, and that a reload resumes the trial; in the text condition, that Response B appears only
+after Response A has been read (the "Show Response B" button). tests/test_app_browser_integrity.py
+checks locked sliders, the midpoint, reloads racing the unload flush, forged listens, rate limits
+and the headphone check. Screenshots of a trial page in each condition go to
 results/app_screenshots/. Without chromium or Playwright the test is skipped, unless
-MODPREFS_REQUIRE_BROWSER=1 (CI), which makes their absence a failure.
+MODPREFS_REQUIRE_BROWSER=1 (CI), which makes their absence a failure (tests/app/browser_kit.py).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
-
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_services import app_server  # noqa: E402
 from app_study import ATTENTION, ROOT, load, make_study  # noqa: E402
+from browser_kit import browser, data_of, events_of, wait_until  # noqa: E402,F401 (browser: a fixture)
 
-CHROMIUM = os.environ.get("MODPREFS_CHROMIUM", "/usr/bin/chromium")
 SHOTS = ROOT / "results" / "app_screenshots"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required",
-                 "--mute-audio", "--disable-dev-shm-usage"]
-
-
-def _require_browser():
-    problems = []
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        problems.append("the playwright Python package is not installed (pip install -e '.[test]')")
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        problems.append(f"chromium not found at {CHROMIUM} (tests/app/install_deps.sh installs it)")
-    if problems:
-        if os.environ.get("MODPREFS_REQUIRE_BROWSER") == "1":
-            pytest.fail("MODPREFS_REQUIRE_BROWSER=1 but " + "; ".join(problems))
-        pytest.skip("; ".join(problems))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-def data_of(page) -> dict:
-    return json.loads(page.locator("#page-data").text_content())
-
-
-def events_of(page) -> list[dict]:
-    return page.evaluate("window.__modprefs.events")
 
 
 def set_slider(page, selector: str, frac: float) -> None:
@@ -72,14 +34,6 @@ def set_slider(page, selector: str, frac: float) -> None:
     box = loc.bounding_box()
     page.mouse.click(box["x"] + box["width"] * frac, box["y"] + box["height"] / 2)
     assert "unset" not in (loc.get_attribute("class") or "")
-
-
-def wait_until(page, expression: str, timeout: float = 15.0) -> None:
-    """Poll a JS expression (wait_for_function evaluates strings, which the page's CSP forbids)."""
-    deadline = time.monotonic() + timeout
-    while not page.evaluate(expression):
-        assert time.monotonic() < deadline, f"timed out waiting for {expression}"
-        time.sleep(0.05)
 
 
 def ended_count(page, pos: str) -> int:
@@ -126,6 +80,13 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
         assert "unset" in page.locator("#rating_A").get_attribute("class")
         assert page.locator("#rating_A").get_attribute("name") is None
         assert page.is_disabled("#submit")
+        if cond == "text":
+            # sequential presentation: Response B (and its slider) only after A was read
+            assert not page.is_visible("#response-B") and page.is_disabled("#rating_B")
+            assert page.is_disabled("#reveal-B")
+            page.wait_for_selector("#reveal-B:enabled", timeout=15000)
+            page.click("#reveal-B")
+            assert page.is_visible("#response-B") and page.is_enabled("#rating_B")
         if cond == "audio":
             assert page.is_disabled("#rating_A") and page.is_disabled("#audio_quality_A")
             assert page.is_disabled("#play-B") and page.is_disabled("#rating_B")
@@ -201,7 +162,7 @@ def test_full_sessions_in_both_conditions(browser, tmp_path):
     db = load(study, url)
     shots: dict[str, Path] = {}
     t0 = time.monotonic()
-    with app_server(url) as base:
+    with app_server(url, "--text-min-read", "1") as base:
         context = browser.new_context(viewport={"width": 1100, "height": 900})
         page = context.new_page()
         errors: list[str] = []

@@ -1,5 +1,9 @@
 """50 concurrent simulated participants over HTTP (loopback) against SQLite and a real PostgreSQL.
 
+Each participant listens for real (fetches the clips, waits their durations between `play` and
+`ended`) or waits the reading time before revealing Response B, since the server checks both on its
+own clock; every listen must be accepted, every event id stored once.
+
 The PostgreSQL case starts a throwaway cluster (Debian's initdb/pg_ctl, run as the `postgres` user when
 the tests run as root). Without PostgreSQL it is skipped, unless MODPREFS_REQUIRE_POSTGRES=1 (CI),
 which makes its absence a failure. Every request loop is bounded (one session per simulated
@@ -63,14 +67,17 @@ def _run_study(url: str, tmp_path: Path) -> dict:
     db = load(study, url)
     t0 = time.monotonic()
     with app_server(url) as base:
-        specs = [{"seed": i, "fail_attention": i in FAIL, "double_submit": i in DOUBLE,
+        # each participant from its own address, as the server sees them behind a proxy (X-Forwarded-For
+        # from loopback is trusted): the default per-IP rate limits stay on
+        specs = [{"seed": i, "fail_attention": i in FAIL, "double_submit": i in DOUBLE, "client_ip": f"10.1.0.{i}",
                   "prolific": {"PROLIFIC_PID": f"pid{i:03d}", "STUDY_ID": "load", "SESSION_ID": f"s{i}"}}
                  for i in range(N)]
-        specs += [{"seed": 100 + i, "age": 16} for i in range(2)]  # screened out: take no slot
+        specs += [{"seed": 100 + i, "age": 16, "client_ip": f"10.2.0.{i}"} for i in range(2)]  # screened out
         first = asyncio.run(_wave(base, specs, study.durations))
         t1 = time.monotonic()
         # the reissued slots go to the next arrivals; then the study is full
-        second = asyncio.run(_wave(base, [{"seed": 200 + i} for i in range(len(FAIL) + 1)], study.durations))
+        second = asyncio.run(_wave(base, [{"seed": 200 + i, "client_ip": f"10.3.0.{i}"} for i in range(len(FAIL) + 1)],
+                                   study.durations))
         elapsed = time.monotonic() - t0
     outcomes = first + second
     finals = [o.final for o in outcomes]
@@ -91,6 +98,9 @@ def _run_study(url: str, tmp_path: Path) -> dict:
     assert n_rows == submitted and n_distinct == n_rows
     assert dict(slots) == {"done": N} and done_people == N
     assert n_events > submitted * 5
+    # every real listen and reveal was accepted by the server's plausibility check, no event conflicted
+    receipts = [r for o in outcomes for r in o.receipts]
+    assert not [r for r in receipts if r["refused"] or r["conflicts"]], "refused or conflicting events"
     counts = export_dir(db, tmp_path / "export")
     assert counts["ratings"] == 2 * submitted and counts["trials"] == submitted
     assert counts["participants"] == N + len(FAIL)

@@ -1,8 +1,13 @@
 """A simulated participant that drives the app over HTTP (httpx.AsyncClient), as a browser would.
 
 It parses the CSRF token and the page data from the HTML, logs the events the page's script
-would (onset, play/ended per clip in the audio condition, slider changes), posts them, then
-submits each trial's form. Every request's status is checked.
+would (onset, play/ended per clip in the audio condition, the reveal of Response B in the text
+condition, slider changes), each with a unique id, then submits each trial's form. Like the page it
+sends `onset`, `play`, `ended` and `reveal` at once and really waits: a clip's duration between
+`play` and `ended` (after fetching the audio), the reading time before `reveal`, since the server
+checks those times on its own clock. It answers the headphone check (when the study has one) from
+the stimuli as a listener with stereo headphones or with a mono downmix would (listener.py).
+Every request's status is checked.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import httpx
 
 from app_study import ATTENTION
+from listener import headphone_answers
 
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 DATA_RE = re.compile(r'<script type="application/json" id="page-data">(.*?)</script>', re.S)
@@ -37,6 +43,7 @@ class Outcome:
     duplicates: int = 0
     code: str | None = None
     retries: int = 0
+    receipts: list[dict[str, Any]] = field(default_factory=list)  # the answers of POST /events
 
 
 def page_data(text: str) -> dict[str, Any]:
@@ -59,10 +66,12 @@ class RetryingClient:
     trials by participant and trial, consent/demographics/difficulty by state).
     """
 
-    def __init__(self, client: httpx.AsyncClient, out: Outcome):
-        self.client, self.out = client, out
+    def __init__(self, client: httpx.AsyncClient, out: Outcome, headers: dict[str, str] | None = None):
+        self.client, self.out, self.headers = client, out, headers or {}
 
     async def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        if self.headers:
+            kw["headers"] = {**self.headers, **(kw.get("headers") or {})}
         try:
             return await self.client.request(method, url, **kw)
         except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError):
@@ -92,10 +101,13 @@ def nonsensical_position(text: str, condition: str) -> str:
 async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str] | None = None, age: int = 34,
                           fail_attention: bool = False, double_submit: bool = False, stop_after: int | None = None,
                           justification: str | None = None, seed: int = 0, fetch_audio: bool = True,
-                          durations: dict[str, float] | None = None) -> Outcome:
+                          durations: dict[str, float] | None = None, headphones: str = "stereo",
+                          client_ip: str | None = None) -> Outcome:
+    """One participant's session. ``client_ip``: sent as X-Forwarded-For (a server behind a proxy
+    sees one address per participant); ``headphones``: ``stereo`` or ``mono`` listener."""
     rng = random.Random(seed)
     out = Outcome()
-    client = RetryingClient(client, out)  # type: ignore[assignment]
+    client = RetryingClient(client, out, {"X-Forwarded-For": client_ip} if client_ip else {})  # type: ignore[assignment]
     r = _check(await client.get("/start", params=prolific or {}, follow_redirects=True))
     out.token = r.url.path.rsplit("/", 1)[-1]
     base = f"/p/{out.token}"
@@ -107,39 +119,62 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
             "native_english": "yes", "other_languages": "Spanish; French", "timezone": "America/New_York"}
     _check(await client.post(f"{base}/demographics", data=demo), 303)
     clock = 1_700_000_000_000 + seed * 10_000_000
+    n_ids = 0
     while True:
         r = _check(await client.get(base))
         data = page_data(r.text)
         page = data["page"]
+        if page == "headphones":
+            srcs = re.findall(r'id="hp-audio-(\d+)" preload="auto" src="([^"]+)"', r.text)
+            wavs = [(await client.get(src)).content for _, src in sorted(srcs, key=lambda x: int(x[0]))]
+            answers = headphone_answers(wavs, headphones)
+            form = {"csrf": data["csrf"], **{f"q{i}": str(a) for i, a in enumerate(answers)}}
+            _check(await client.post(f"{base}/headphones", data=form), 303)
+            continue
         if page != "trial":
             break
-        trial, cond, seq = data["trial"], data["condition"], data["next_seq"]
+        trial, cond = data["trial"], data["condition"]
         if stop_after is not None and trial > stop_after:
             out.final = "stopped"
             return out
         events: list[dict[str, Any]] = []
 
-        def ev(kind: str, pos: str | None = None, x: float | None = None, fld: str | None = None) -> None:
-            nonlocal seq, clock
-            clock += rng.randint(200, 2500)
-            events.append({"seq": seq, "kind": kind, "pos": pos, "t": clock, "x": x, "field": fld})
-            seq += 1
+        def ev(kind: str, pos: str | None = None, x: float | None = None, fld: str | None = None,
+               gap_ms: int | None = None) -> dict[str, Any]:
+            nonlocal clock, n_ids
+            clock += rng.randint(200, 2500) if gap_ms is None else gap_ms
+            e = {"id": f"sim{seed}-{n_ids}", "kind": kind, "pos": pos, "t": clock, "x": x, "field": fld}
+            n_ids += 1
+            events.append(e)
+            return e
 
-        ev("onset")
+        async def send_now(e: dict[str, Any]) -> dict[str, Any]:
+            """Post one event at once (as the page does for onset, play, ended, reveal)."""
+            events.remove(e)
+            res = _check(await client.post(f"{base}/events", json={"trial": trial, "events": [e]},
+                                           headers={"X-CSRF-Token": data["csrf"]})).json()
+            out.receipts.append(res)
+            return res
+
+        await send_now(ev("onset"))
         srcs = dict((pos, src) for src, pos in AUDIO_RE.findall(r.text))
         if cond == "audio":
             for pos in "AB":
-                if fetch_audio and pos == "A":
+                if fetch_audio:
                     a = _check(await client.get(srcs[pos], headers={"Range": "bytes=0-1023"}), 206)
                     assert len(a.content) == 1024
-                ev("play", pos, 0.0)
                 clip = srcs[pos].rsplit("/", 1)[-1][:-4]
                 dur = (durations or {}).get(clip, 1.2)
-                clock += int(dur * 1000)
-                ev("ended", pos, dur)
+                await send_now(ev("play", pos, 0.0))
+                await asyncio.sleep(dur)
+                await send_now(ev("ended", pos, dur, gap_ms=int(dur * 1000)))
             if rng.random() < 0.3:
                 ev("play", "A", 0.0)
                 ev("ended", "A", 1.0)
+        elif data["reveal"]["mode"] != "off" and not data["revealed"]:
+            wait = float(data["reveal"]["min_read_s"])
+            await asyncio.sleep(wait)
+            await send_now(ev("reveal", "B", gap_ms=int(wait * 1000)))
         ratings = {p: rng.randint(1, 100) for p in "AB"}
         for pos in "AB":
             ev("slider", pos, float(rng.randint(1, 100)), "rating")
@@ -152,10 +187,11 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
         else:
             choice = rng.choice(["A", "B", "tie"])
         ev("preference", None if choice == "tie" else choice)
-        # half of the events go through /events, the rest travel with the submission
+        # half of the other events go through /events, the rest travel with the submission
         half = len(events) // 2
-        _check(await client.post(f"{base}/events", json={"trial": trial, "events": events[:half]},
-                                 headers={"X-CSRF-Token": data["csrf"]}))
+        res = _check(await client.post(f"{base}/events", json={"trial": trial, "events": events[:half]},
+                                       headers={"X-CSRF-Token": data["csrf"]})).json()
+        out.receipts.append(res)
         ev("submit")
         form = {"csrf": data["csrf"], "rating_A": str(ratings["A"]), "rating_B": str(ratings["B"]),
                 "preference": choice, "justification": justification or f"because {rng.random():.3f}",

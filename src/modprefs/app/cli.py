@@ -1,27 +1,80 @@
 """``modprefs app ...``: load a study, serve it, invite participants, export the data.
 
     modprefs app load   --db URL [--results results] [--assignments F --stimuli F --conversations F
-                        --prompts F --manifest F] [--attention-check F] [--completion-code C] [--replace]
+                        --prompts F --manifest F] [--attention-check F] [--completion-code C] [--seed N]
+                        [--replace [--force]]
     modprefs app serve  --db URL [--host 127.0.0.1] [--port 8000] [--abandon-minutes 30]
-                        [--entry any|prolific|invite] [--workers N]
+                        [--entry any|prolific|invite] [--workers N] [--timing-tolerance 0.5]
+                        [--text-reveal next|auto|off] [--text-min-read 3] [--headphone-check off|record|require]
+                        [--rate-window 60 --rate-start-ip 60 --rate-start-pid 10 --rate-session-ip 1200
+                         --rate-session-token 300]
     modprefs app invite --db URL -n N [--base-url URL]
-    modprefs app export --db URL --out DIR
+    modprefs app export --db URL --out DIR [--validate stimuli.csv] [--exclude-headphone-failed]
     modprefs app status --db URL
 
 ``--db`` defaults to $MODPREFS_APP_DB, then ``sqlite:///study.db``; ``postgresql://user@host/db``
-uses psycopg 3. The admin secret for the HTTP export is read from $MODPREFS_ADMIN_SECRET.
-Only argparse is imported at module level: the server's dependencies load when a command runs.
+uses psycopg 3. Only ``load`` creates a database: the other commands refuse one that does not exist
+or holds no loaded study, naming it and the command to run first. Every argument is checked before
+any work (ports 1-65535, counts > 0, minutes > 0, one worker on SQLite); expected errors print one
+message and exit 2, without a traceback. The admin secret for the HTTP export is read from
+$MODPREFS_ADMIN_SECRET. Only argparse is imported at module level: the server's dependencies load
+when a command runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
+
+
+def _errors() -> tuple[type[Exception], ...]:
+    """The expected errors of the app commands (printed without a traceback)."""
+    from modprefs.errors import UserInputError
+    from modprefs.ratings.ingest import RatingsValidationError
+
+    return UserInputError, RatingsValidationError
+
+
+class AppCliError(Exception):
+    """A bad argument combination or environment of an app command (the message says which)."""
+
+
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not an integer") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is not in {lo}..{hi}")
+        return value
+    return parse
+
+
+def _number(minimum: float, strict: bool = False) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"{raw} must be a finite number {'>' if strict else '>='} {minimum:g}")
+        return value
+    return parse
+
+
+def _base_url(raw: str) -> str:
+    if not raw.startswith(("http://", "https://")) or len(raw) < 9:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not an http:// or https:// URL")
+    return raw
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -41,13 +94,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ld.add_argument("--stimuli", type=Path)
     ld.add_argument("--conversations", type=Path, help="conversations.parquet (or a CSV/parquet keyed by prompt_id)")
     ld.add_argument("--prompts", type=Path, help="prompts.csv: prompt_id -> conversation_id")
-    ld.add_argument("--manifest", type=Path, help="audio manifest.csv (clip_id, path)")
+    ld.add_argument("--manifest", type=Path, help="audio manifest.csv (clip_id, path, duration_s); every WAV "
+                    "is decoded and its duration checked against duration_s (0.1 s)")
     ld.add_argument("--attention-check", type=Path, default=REPO / "resources/attention_check.json")
     ld.add_argument("--base-dir", type=Path, help="resolve relative audio paths against this (default: results/..)")
     ld.add_argument("--completion-code", help="code shown on completion (default: random)")
     ld.add_argument("--screenout-code", default="", help="code for screened-out participants (Prolific)")
     ld.add_argument("--attention-fail-code", default="", help="code for attention-check failures (Prolific)")
     ld.add_argument("--title", default=None, help="study title shown on every page")
+    ld.add_argument("--seed", type=_int_in(0, 2 ** 31 - 1), default=1,
+                    help="seed of the app's random steps (the headphone check's tone orders; default 1)")
     ld.add_argument("--replace", action="store_true", help="replace a study already in the database")
     ld.add_argument("--force", action="store_true", help="with --replace: also delete collected data")
     ld.add_argument("--summary", type=Path, default=None, help="write the loaded counts as JSON here")
@@ -55,69 +111,135 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     sv = cmds.add_parser("serve", help="run the participant site and the admin export")
     db_arg(sv)
     sv.add_argument("--host", default="127.0.0.1")
-    sv.add_argument("--port", type=int, default=8000)
-    sv.add_argument("--abandon-minutes", type=float, default=None,
+    sv.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
+    sv.add_argument("--abandon-minutes", type=_number(0, strict=True), default=None, metavar="MIN",
                     help="a slot holder silent this long is abandoned; the slot is reissued (default 30)")
     sv.add_argument("--entry", choices=["any", "prolific", "invite"], default=None,
                     help="who may enter at /start: anyone, only with PROLIFIC_PID, or nobody (invitations only)")
     sv.add_argument("--completion-code", default=None)
-    sv.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (PostgreSQL only)")
+    sv.add_argument("--workers", type=_int_in(1, 256), default=1,
+                    help="uvicorn worker processes (default 1; more than 1 needs PostgreSQL)")
     sv.add_argument("--root-path", default="", help="ASGI root_path behind a reverse proxy")
-    sv.add_argument("--log-level", default="info")
-    sv.add_argument("--keep-alive", type=int, default=30, help="seconds an idle HTTP connection is kept open")
+    sv.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug", "trace"])
+    sv.add_argument("--keep-alive", type=_int_in(1, 3600), default=30,
+                    help="seconds an idle HTTP connection is kept open (default 30)")
+    sv.add_argument("--timing-tolerance", type=_number(0), default=None, dest="timing_tolerance_s", metavar="S",
+                    help="seconds an `ended` may arrive before the clip's duration has passed since its `play` "
+                         "(server clock), and a text reveal before the reading time (default 0.5)")
+    sv.add_argument("--text-reveal", choices=["next", "auto", "off"], default=None,
+                    help="text condition: Response B appears after Response A was read, by a button (next) or "
+                         "by itself (auto) after --text-min-read; off shows both at once (default next)")
+    sv.add_argument("--text-min-read", type=_number(0), default=None, dest="text_min_read_s", metavar="S",
+                    help="seconds Response A is shown before B can appear (default 3)")
+    sv.add_argument("--headphone-check", choices=["off", "record", "require"], default=None,
+                    help="audio condition: the antiphase headphone screening before the first trial; record "
+                         "keeps everyone (exclude at export), require ends the session on a fail (default off)")
+    sv.add_argument("--rate-window", type=_number(0, strict=True), default=None, dest="rate_window_s", metavar="S",
+                    help="seconds of the rate-limit window (default 60)")
+    for name, default, what in (("start-ip", 60, "/start requests per client IP"),
+                                ("start-pid", 10, "/start requests per PROLIFIC_PID"),
+                                ("session-ip", 1200, "/p/... requests per client IP"),
+                                ("session-token", 300, "/p/... requests per session (one per Prolific id)")):
+        sv.add_argument(f"--rate-{name}", type=_int_in(0, 10 ** 7), default=None,
+                        dest=f"rate_{name.replace('-', '_')}", metavar="N",
+                        help=f"{what} per window; beyond: 429 with Retry-After; 0 disables (default {default})")
 
     iv = cmds.add_parser("invite", help="create personal invitation links")
     db_arg(iv)
-    iv.add_argument("-n", type=int, required=True)
-    iv.add_argument("--base-url", default="http://127.0.0.1:8000")
+    iv.add_argument("-n", type=_int_in(1, 100_000), required=True, help="number of links (1-100000)")
+    iv.add_argument("--base-url", type=_base_url, default="http://127.0.0.1:8000")
 
-    ex = cmds.add_parser("export", help="write ratings.csv, trials.csv, participants.csv (+ sessions, events)")
+    ex = cmds.add_parser("export", help="write ratings.csv, trials.csv, participants.csv (+ sessions, events, "
+                                        "incidents)")
     db_arg(ex)
     ex.add_argument("--out", type=Path, required=True)
     ex.add_argument("--validate", type=Path, default=None,
                     help="stimuli.csv: validate the export with the workflow's ingest checks")
+    ex.add_argument("--exclude-headphone-failed", action="store_true",
+                    help="leave participants who failed the headphone check out of ratings, trials and "
+                         "participants (they stay in sessions.csv)")
 
     st = cmds.add_parser("status", help="counts of participants by state and slots by status")
     db_arg(st)
     return app
 
 
+SERVE_SETTINGS = ("abandon_minutes", "entry", "completion_code", "timing_tolerance_s", "text_reveal",
+                  "text_min_read_s", "headphone_check", "rate_window_s", "rate_start_ip", "rate_start_pid",
+                  "rate_session_ip", "rate_session_token")
+
+
 def run(args: argparse.Namespace) -> int:
-    from modprefs.app.db import Database, default_url
+    """Run an ``app`` command; expected errors print their message and return 2."""
+    try:
+        return _run(args)
+    except (AppCliError, *_errors()) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _is_sqlite(url: str) -> bool:
+    from modprefs.app.db import normalise_url
+
+    return normalise_url(url).startswith("sqlite")
+
+
+def _check_port_free(host: str, port: int) -> None:
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise AppCliError(f"app serve: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from modprefs.app.db import Database, default_url, open_database
 
     url = args.db or default_url()
     cmd = args.app_command
     if cmd == "load":
-        from modprefs.app.loader import StudyFiles, StudyLoadError, load_study
+        from modprefs.app.loader import StudyFiles, load_study
 
         files = StudyFiles.from_results(args.results, args.attention_check, args.base_dir)
         for name in ("assignments", "stimuli", "conversations", "prompts", "manifest"):
             if getattr(args, name) is not None:
                 setattr(files, name, getattr(args, name))
-        meta = {"screenout_code": args.screenout_code, "attention_fail_code": args.attention_fail_code}
+        meta = {"screenout_code": args.screenout_code, "attention_fail_code": args.attention_fail_code,
+                "headphone_seed": str(args.seed)}
         if args.completion_code:
             meta["completion_code"] = args.completion_code
         if args.title:
             meta["study_title"] = args.title
-        db = Database(url)
         try:
-            counts = load_study(db, files, replace=args.replace, force=args.force, meta=meta)
-        except StudyLoadError as exc:
-            print(exc, file=sys.stderr)
-            return 2
+            db = Database(url, create=False)
+        except Exception as exc:  # sqlalchemy's ArgumentError (not a URL), a missing driver
+            raise AppCliError(f"app load: cannot use --db {url!r}: {exc}") from None
+        counts = load_study(db, files, replace=args.replace, force=args.force, meta=meta)
         print(f"loaded into {db.redacted_url()}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         if args.summary is not None:
-            args.summary.parent.mkdir(parents=True, exist_ok=True)
-            args.summary.write_text(json.dumps({"db": db.redacted_url(), **counts}, indent=2) + "\n")
+            from modprefs.io import write_text
+
+            write_text(json.dumps({"db": db.redacted_url(), **counts}, indent=2) + "\n", args.summary)
         return 0
     if cmd == "serve":
         import uvicorn
 
-        overrides = {k: v for k, v in {"abandon_minutes": args.abandon_minutes, "entry": args.entry,
-                                       "completion_code": args.completion_code}.items() if v is not None}
+        from modprefs.app import service
+
+        if args.workers > 1 and _is_sqlite(url):
+            raise AppCliError(f"app serve: --workers {args.workers} needs PostgreSQL; a SQLite database "
+                              f"({url}) is served by one worker (--workers 1)")
+        overrides = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k) is not None}
+        # the database, the settings and the port are checked before anything is served or printed
         if args.workers > 1:
+            db = open_database(url, "serve")
+            service.read_settings(db, **overrides)
+            db.dispose()
+            _check_port_free(args.host, args.port)
             os.environ["MODPREFS_APP_DB"] = url
             os.environ["MODPREFS_APP_SETTINGS"] = json.dumps(overrides)
+            print(f"serving {db.redacted_url()} on http://{args.host}:{args.port}/ with {args.workers} workers",
+                  flush=True)
             uvicorn.run("modprefs.app.server:app_from_env", factory=True, host=args.host, port=args.port,
                         workers=args.workers, root_path=args.root_path, log_level=args.log_level,
                         proxy_headers=True, timeout_keep_alive=args.keep_alive)
@@ -125,39 +247,45 @@ def run(args: argparse.Namespace) -> int:
         from modprefs.app.server import create_app
 
         app = create_app(url, settings_overrides=overrides)
-        print(f"serving {Database(url).redacted_url()} on http://{args.host}:{args.port}/", flush=True)
+        _check_port_free(args.host, args.port)
+        print(f"serving {Database(url, create=False).redacted_url()} on http://{args.host}:{args.port}/", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path, log_level=args.log_level,
                     proxy_headers=True, timeout_keep_alive=args.keep_alive)
         return 0
     if cmd == "invite":
         from modprefs.app.service import invite
 
-        db = Database(url)
-        db.create_all()
+        db = open_database(url, "invite")
         for token in invite(db, args.n):
             print(f"{args.base_url.rstrip('/')}/p/{token}")
         return 0
     if cmd == "export":
         from modprefs.app.export import export_dir
 
-        db = Database(url)
-        counts = export_dir(db, args.out)
-        print(f"wrote {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        db = open_database(url, "export")
+        stimuli = None
         if args.validate is not None:
-            import pandas as pd
+            stimuli = _read_stimuli(args.validate)
+        counts = export_dir(db, args.out, exclude_headphone_failed=args.exclude_headphone_failed)
+        print(f"wrote {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        if stimuli is not None:
+            from modprefs.ratings.ingest import validate_ratings_dir
 
-            from modprefs.ratings.ingest import RatingsValidationError, validate_ratings_dir
-
-            try:
-                validate_ratings_dir(args.out, pd.read_csv(args.validate, dtype={"prompt_id": str, "clip_id": str}))
-            except RatingsValidationError as exc:
-                print(exc, file=sys.stderr)
-                return 2
+            validate_ratings_dir(args.out, stimuli)  # RatingsValidationError is a UserInputError
             print("the export passes the ingest validation")
         return 0
     if cmd == "status":
         from modprefs.app.service import status_counts
 
-        print(json.dumps(status_counts(Database(url)), indent=2))
+        print(json.dumps(status_counts(open_database(url, "status")), indent=2))
         return 0
     raise SystemExit(f"unknown app command {cmd!r}")
+
+
+def _read_stimuli(path: Path):  # noqa: ANN202 (pandas is imported lazily)
+    import pandas as pd
+
+    try:
+        return pd.read_csv(path, dtype={"prompt_id": str, "clip_id": str})
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise AppCliError(f"app export --validate {path}: cannot read the stimuli table: {exc}") from None

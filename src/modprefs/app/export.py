@@ -4,13 +4,19 @@
 * ``trials.csv``: one row per submitted trial; audio-only measures empty in the text condition.
 * ``participants.csv``: one row per participant who held a slot and answered the attention check
   (those who failed it included, ``passed_attention`` false); ``completed`` = every assigned trial
-  submitted; ``session_minutes`` = entry to the end (or the last request, for dropouts).
+  submitted; ``session_minutes`` = entry to the end (or the last request, for dropouts); an extra
+  column ``headphone_check`` (``passed`` / ``failed`` / ``not_run``: the audio condition's headphone
+  screening). With ``exclude_headphone_failed`` those who failed it are left out of the three tables
+  (an exclusion rule applied at export; they stay in sessions.csv).
 
 Beside them, for audit and further analyses (extra files the ingest ignores):
 
 * ``sessions.csv``: every session, screened-out, declined and pre-attention dropouts included, with
   the Prolific ids (personal data: keep it with the study's records, not with the ratings).
-* ``events.csv``: the raw event log.
+* ``events.csv``: the raw event log: the server's sequence number (receipt order), the browser's
+  event id, and ``refused`` (why the server did not accept an ``ended``/``reveal`` as plausible).
+* ``incidents.csv``: what the server refused or could not reconcile (event conflicts, implausible
+  listens or reveals, refused trials), per participant and trial.
 
 ``source`` is ``collected`` everywhere. The three tables pass
 :func:`modprefs.ratings.ingest.validate_ratings_dir` against the loaded stimuli.
@@ -28,16 +34,19 @@ from typing import Any
 from sqlalchemy import select
 
 from modprefs.app.db import Database
-from modprefs.app.models import Event, Participant, TrialResult
+from modprefs.app.models import Event, Incident, Participant, TrialResult
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
 
 SESSIONS_COLUMNS = ["participant_id", "slot_id", "condition", "entry", "prolific_pid", "study_id", "session_id",
                     "state", "screen_reason", "current_trial", "n_trials", "passed_attention", "completed",
-                    "created_utc", "finished_utc", "session_minutes"]
-EVENTS_COLUMNS = ["participant_id", "trial", "seq", "kind", "response", "field", "value", "client_ms", "server_ts"]
+                    "headphone_check", "headphone_correct", "created_utc", "finished_utc", "session_minutes"]
+EVENTS_COLUMNS = ["participant_id", "trial", "seq", "event_id", "kind", "response", "field", "value", "client_ms",
+                  "server_ts", "refused"]
+INCIDENTS_COLUMNS = ["participant_id", "trial", "kind", "detail", "server_utc"]
+HEADPHONE_COLUMN = "headphone_check"  # beside the schema's participant columns (extra columns are allowed)
 DEMOGRAPHICS = ["age", "gender", "race", "hispanic_latino", "birthplace", "education", "employment", "country",
                 "primary_language", "native_english", "english_proficiency", "other_languages", "timezone"]
-TABLES = ("ratings", "trials", "participants", "sessions", "events")
+TABLES = ("ratings", "trials", "participants", "sessions", "events", "incidents")
 
 
 def _cell(v: Any) -> str:
@@ -68,29 +77,37 @@ def _minutes(p: Participant) -> float:
     return round(max(0.0, end - p.created_at) / 60.0, 2)
 
 
-def collect(db: Database) -> dict[str, list[dict[str, Any]]]:
+def _headphones(p: Participant) -> str:
+    return p.headphone_check or "not_run"
+
+
+def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Every export table as a list of row dicts (column order: the *_COLUMNS lists)."""
     with db.transaction() as s:
         people = s.scalars(select(Participant).order_by(Participant.id)).all()
         results = s.scalars(select(TrialResult).order_by(TrialResult.participant, TrialResult.trial)).all()
         events = s.execute(select(Event, Participant.participant_id).join(Participant, Event.participant == Participant.id)
                            .order_by(Event.participant, Event.trial, Event.seq)).all()
+        incidents = s.execute(select(Incident, Participant.participant_id)
+                              .join(Participant, Incident.participant == Participant.id).order_by(Incident.id)).all()
     by_id = {p.id: p for p in people}
-    exported = {p.id for p in people if p.participant_id is not None and p.passed_attention is not None}
+    exported = {p.id for p in people if p.participant_id is not None and p.passed_attention is not None
+                and not (exclude_headphone_failed and p.headphone_check == "failed")}
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     for p in people:
         tables["sessions"].append({
             "participant_id": p.participant_id, "slot_id": p.slot_id, "condition": p.condition, "entry": p.entry,
             "prolific_pid": p.prolific_pid, "study_id": p.study_id, "session_id": p.session_id, "state": p.state,
             "screen_reason": p.screen_reason, "current_trial": p.current_trial, "n_trials": p.n_trials,
-            "passed_attention": p.passed_attention, "completed": bool(p.completed), "created_utc": _iso(p.created_at),
+            "passed_attention": p.passed_attention, "completed": bool(p.completed),
+            "headphone_check": _headphones(p), "headphone_correct": p.headphone_correct, "created_utc": _iso(p.created_at),
             "finished_utc": _iso(p.finished_at), "session_minutes": _minutes(p)})
         if p.id not in exported:
             continue
         row = {"participant_id": p.participant_id, "condition": p.condition,
                **{k: getattr(p, k) for k in DEMOGRAPHICS}, "passed_attention": bool(p.passed_attention),
                "completed": bool(p.completed), "session_minutes": _minutes(p), "difficulty": p.difficulty,
-               "source": "collected"}
+               "source": "collected", HEADPHONE_COLUMN: _headphones(p)}
         tables["participants"].append(row)
     for r in results:
         p = by_id[r.participant]
@@ -112,27 +129,31 @@ def collect(db: Database) -> dict[str, list[dict[str, Any]]]:
                 "source": "collected"})
     for e, pid in events:
         tables["events"].append({"participant_id": pid or f"session{e.participant}", "trial": e.trial, "seq": e.seq,
-                                 "kind": e.kind, "response": e.response, "field": e.field, "value": e.value,
-                                 "client_ms": e.client_ms, "server_ts": round(e.server_ts, 3)})
+                                 "event_id": e.eid, "kind": e.kind, "response": e.response, "field": e.field,
+                                 "value": e.value, "client_ms": e.client_ms, "server_ts": round(e.server_ts, 3),
+                                 "refused": e.refused})
+    for inc, pid in incidents:
+        tables["incidents"].append({"participant_id": pid or f"session{inc.participant}", "trial": inc.trial,
+                                    "kind": inc.kind, "detail": inc.detail, "server_utc": _iso(inc.server_ts)})
     return tables
 
 
-COLUMNS = {"ratings": RATINGS_COLUMNS, "trials": TRIALS_COLUMNS, "participants": PARTICIPANTS_COLUMNS,
-           "sessions": SESSIONS_COLUMNS, "events": EVENTS_COLUMNS}
+COLUMNS = {"ratings": RATINGS_COLUMNS, "trials": TRIALS_COLUMNS, "participants": PARTICIPANTS_COLUMNS + [HEADPHONE_COLUMN],
+           "sessions": SESSIONS_COLUMNS, "events": EVENTS_COLUMNS, "incidents": INCIDENTS_COLUMNS}
 
 
-def export_csv_texts(db: Database) -> dict[str, str]:
-    tables = collect(db)
+def export_csv_texts(db: Database, exclude_headphone_failed: bool = False) -> dict[str, str]:
+    tables = collect(db, exclude_headphone_failed)
     return {name: to_csv(rows, COLUMNS[name]) for name, rows in tables.items()}
 
 
-def export_dir(db: Database, out: str | Path) -> dict[str, int]:
+def export_dir(db: Database, out: str | Path, exclude_headphone_failed: bool = False) -> dict[str, int]:
     """Write every table to ``out/<table>.csv`` (atomically); returns row counts."""
     from modprefs.io import atomic_path
 
     out = Path(out)
+    tables = collect(db, exclude_headphone_failed)
     out.mkdir(parents=True, exist_ok=True)
-    tables = collect(db)
     for name, rows in tables.items():
         with atomic_path(out / f"{name}.csv") as tmp:
             tmp.write_text(to_csv(rows, COLUMNS[name]), encoding="utf-8")

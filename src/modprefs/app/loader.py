@@ -8,9 +8,12 @@ Inputs (the workflow's artifacts; docs/CONTRACTS.md):
 * the conversations: ``prompts.csv`` (prompt_id -> conversation_id) with ``conversations.parquet``
   (history, prompt, text_0, text_1), or one ``conversations`` table already keyed by prompt_id.
 * ``attention_check.json`` (prompt ``attn``; response 0 coherent, 1 nonsensical).
-* ``manifest.csv`` (clip_id, path): the audio of every clip, the attention check's included.
-  Needed when any slot is in the audio condition; relative paths are resolved against
-  ``base_dir`` (the workflow's root), then beside the manifest.
+* ``manifest.csv`` (clip_id, path[, duration_s]): the audio of every clip, the attention check's
+  included. Needed when any slot is in the audio condition; relative paths are resolved against
+  ``base_dir`` (the workflow's root), then beside the manifest. Every WAV that is loaded is decoded
+  (soundfile): an empty, undecodable or silent-length file, or one whose duration differs from the
+  manifest's ``duration_s`` by more than :data:`DURATION_TOLERANCE_S`, is refused naming the file. The
+  decoded duration is stored (the server's listening check uses it).
 
 Slots are ordered so that arriving participants fill the two conditions alternately, and within a
 condition in the design's participant order (which keeps per-prompt rater counts within one of each
@@ -26,13 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, inspect, select
 
-from modprefs.app.db import Database
-from modprefs.app.models import Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
+from modprefs.app.db import Database, sqlite_path
+from modprefs.app.models import SCHEMA_VERSION, Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
+from modprefs.errors import UserInputError
 
 ATTENTION = "attn"
+DURATION_TOLERANCE_S = 0.1
 DEFAULT_META = {
+    "schema_version": SCHEMA_VERSION,
+    "headphone_seed": "1",
     "abandon_minutes": "30",
     "entry": "any",  # any | prolific | invite
     "screenout_code": "",
@@ -42,8 +49,8 @@ DEFAULT_META = {
 }
 
 
-class StudyLoadError(ValueError):
-    pass
+class StudyLoadError(UserInputError):
+    """A study input that cannot be loaded; the message names the file (and row or clip)."""
 
 
 @dataclass
@@ -68,9 +75,36 @@ class StudyFiles:
 def _read_table(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise StudyLoadError(f"{path}: file not found")
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise StudyLoadError(f"{path}: cannot be read as a {'Parquet' if path.suffix == '.parquet' else 'CSV'} "
+                             f"table ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+
+
+def check_wav(path: Path, expected_s: float | None) -> tuple[float | None, str | None]:
+    """Decode ``path`` with soundfile: (duration in seconds, None) or (None, the problem).
+
+    ``expected_s``: the manifest's duration; a decoded duration more than :data:`DURATION_TOLERANCE_S`
+    away from it is a problem.
+    """
+    import soundfile as sf
+
+    if path.stat().st_size == 0:
+        return None, "is empty (0 bytes)"
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except Exception as exc:  # soundfile raises LibsndfileError/RuntimeError/TypeError for non-audio bytes
+        return None, f"cannot be decoded as audio ({type(exc).__name__}: {str(exc).strip()[:200]})"
+    if len(data) == 0 or sr <= 0:
+        return None, "holds no audio samples"
+    duration = len(data) / float(sr)
+    if expected_s is not None and abs(duration - expected_s) > DURATION_TOLERANCE_S:
+        return None, (f"lasts {duration:.3f} s but the manifest says {expected_s:.3f} s "
+                      f"(more than {DURATION_TOLERANCE_S} s apart)")
+    return duration, None
 
 
 def _history(value: Any) -> list[dict[str, str]]:
@@ -103,9 +137,13 @@ def read_prompts(files: StudyFiles) -> dict[str, dict[str, Any]]:
             continue
         out[str(row.prompt_id)] = {"history": _history(row.history), "prompt": row.prompt,
                                    "text_0": str(row.text_0), "text_1": str(row.text_1)}
-    attn = json.loads(Path(files.attention_check).read_text(encoding="utf-8"))
-    out[ATTENTION] = {"history": _history(attn.get("history", [])), "prompt": attn["prompt"],
-                      "text_0": attn["responses"][0]["text"], "text_1": attn["responses"][1]["text"]}
+    try:
+        attn = json.loads(Path(files.attention_check).read_text(encoding="utf-8"))
+        out[ATTENTION] = {"history": _history(attn.get("history", [])), "prompt": attn["prompt"],
+                          "text_0": attn["responses"][0]["text"], "text_1": attn["responses"][1]["text"]}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
+        raise StudyLoadError(f"{files.attention_check}: not an attention check (JSON with prompt and two "
+                             f"responses[].text): {type(exc).__name__}: {exc}") from None
     return out
 
 
@@ -128,9 +166,18 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
     for col in ("participant_id", "condition", "trial", "prompt_id", "first_clip"):
         if col not in asg.columns:
             raise StudyLoadError(f"{files.assignments}: missing column {col!r}")
-    asg["trial"] = asg["trial"].astype(int)
-    asg["first_clip"] = asg["first_clip"].astype(int)
+    if asg.empty:
+        raise StudyLoadError(f"{files.assignments}: no assignments (a header without rows)")
+    for col in ("trial", "first_clip"):
+        bad = ~asg[col].astype(str).str.fullmatch(r"\d+")
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise StudyLoadError(f"{files.assignments}: row {i + 2}, column {col}: {asg[col].iloc[i]!r} is not a "
+                                 "non-negative integer")
+        asg[col] = asg[col].astype(int)
     stim = _read_table(files.stimuli)
+    if "prompt_id" not in stim.columns:
+        raise StudyLoadError(f"{files.stimuli}: missing column 'prompt_id'")
     prompts = read_prompts(files)
     known = set(stim["prompt_id"]) | {ATTENTION}
     for row in asg.itertuples(index=False):
@@ -161,6 +208,9 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
             problems.append("the audio condition needs the audio manifest (manifest.csv)")
         else:
             man = _read_table(files.manifest)
+            for col in ("clip_id", "path"):
+                if col not in man.columns:
+                    raise StudyLoadError(f"{files.manifest}: missing column {col!r}")
             by_clip = {str(r.clip_id): r for r in man.itertuples(index=False)}
             audio_prompts = set(asg.loc[asg["condition"] == "audio", "prompt_id"])
             for cid, c in clips.items():
@@ -174,9 +224,17 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
                     if c["prompt_id"] in audio_prompts:
                         problems.append(f"clip {cid}: audio file {row.path!r} not found")
                     continue
-                c["path"] = str(path)
-                dur = getattr(row, "duration_s", "")
-                c["duration_s"] = float(dur) if str(dur).strip() else None
+                raw = str(getattr(row, "duration_s", "")).strip()
+                try:
+                    expected = float(raw) if raw else None
+                except ValueError:
+                    problems.append(f"clip {cid}: {files.manifest}: duration_s {raw!r} is not a number")
+                    continue
+                duration, problem = check_wav(path, expected)
+                if problem is not None:
+                    problems.append(f"clip {cid}: audio file {path} {problem}")
+                    continue
+                c["path"], c["duration_s"] = str(path), duration
     if problems:
         shown = "\n".join(f"  - {p}" for p in problems[:50])
         raise StudyLoadError(f"{len(problems)} problem(s) with the study:\n{shown}")
@@ -201,11 +259,14 @@ def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force:
     A database that already holds a study is refused unless ``replace``; one that already holds
     participants' data is refused unless ``force`` too (their data would be deleted).
     """
-    study = read_study(files)
-    Base.metadata.create_all(db.engine)
+    study = read_study(files)  # every input checked before the database is touched
+    path = sqlite_path(db.url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tables = set(inspect(db.engine).get_table_names())
     with db.transaction() as s:
-        n_slots = s.scalar(select(func.count()).select_from(Slot))
-        n_people = s.scalar(select(func.count()).select_from(Participant))
+        n_slots = s.scalar(select(func.count()).select_from(Slot)) if "app_slots" in tables else 0
+        n_people = s.scalar(select(func.count()).select_from(Participant)) if "app_participants" in tables else 0
         if n_slots and not replace:
             raise StudyLoadError(f"the database already holds a study ({n_slots} slots); pass --replace to load anew")
         if n_people and not force:
@@ -213,7 +274,7 @@ def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force:
                                  "them (export first)")
     if replace:
         Base.metadata.drop_all(db.engine)
-        Base.metadata.create_all(db.engine)
+    Base.metadata.create_all(db.engine)
     asg = study["assignments"]
     with db.transaction() as s:
         values = {**DEFAULT_META, "completion_code": secrets.token_hex(4).upper(), **(meta or {})}
@@ -248,10 +309,12 @@ def get_meta(db: Database) -> dict[str, str]:
 
 def clear_participants(db: Database) -> None:
     """Delete every participant's data and reopen every slot (tests, dry runs)."""
-    from modprefs.app.models import Event, TrialResult
+    from modprefs.app.models import Event, Fetch, Incident, TrialResult
 
     with db.transaction() as s:
         s.execute(delete(Event))
+        s.execute(delete(Fetch))
+        s.execute(delete(Incident))
         s.execute(delete(TrialResult))
         s.execute(delete(Participant))
         for slot in s.scalars(select(Slot)):

@@ -10,8 +10,14 @@
 * ``app_trials``: one row per submitted trial (unique per participant and trial: a double
   submission cannot create a second row), with the measures derived from the event log.
 * ``app_events``: the event log (prompt onset, play/pause/end per clip, slider changes,
-  submission), unique per participant, trial and client sequence number (re-sent events are
-  stored once).
+  submission). Each event carries the id the browser gave it (``eid``, unique per participant: a
+  re-sent event is stored once, one re-sent with other content is a conflict) and a sequence number
+  the server assigns on receipt (``seq``, 0, 1, 2, ... per participant and trial, so no two events
+  ever share one). ``refused`` holds the reason when the server did not accept an ``ended`` or
+  ``reveal`` event as plausible (it is kept, and ignored by the measures).
+* ``app_fetches``: the first time each participant's session fetched each clip (server clock).
+* ``app_incidents``: what the server refused or could not reconcile (event conflicts, implausible
+  listens, refused trials), with the participant, trial and a message.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from sqlalchemy import (BigInteger, Boolean, Float, ForeignKey, Index, Integer, 
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 ID_LEN = 64
+# Written to app_meta by `modprefs app load`; a database loaded by a version with other tables is
+# refused by serve/export/status/invite with a message (reload it, or export with the old version).
+SCHEMA_VERSION = "2"
 
 
 class Base(DeclarativeBase):
@@ -109,6 +118,9 @@ class Participant(Base):
     passed_attention: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     completed: Mapped[bool] = mapped_column(Boolean, default=False)
     difficulty: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # the headphone screening (audio condition, when enabled): passed | failed (None: not run)
+    headphone_check: Mapped[str | None] = mapped_column(String(8), nullable=True)
+    headphone_correct: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class TrialResult(Base):
@@ -138,14 +150,34 @@ class TrialResult(Base):
 class Event(Base):
     __tablename__ = "app_events"
     __table_args__ = (UniqueConstraint("participant", "trial", "seq", name="uq_app_events_seq"),
+                      UniqueConstraint("participant", "eid", name="uq_app_events_eid"),
                       Index("ix_app_events_participant_trial", "participant", "trial"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"))
     trial: Mapped[int] = mapped_column(Integer)
-    seq: Mapped[int] = mapped_column(Integer)
+    seq: Mapped[int] = mapped_column(Integer)  # assigned by the server on receipt
+    eid: Mapped[str] = mapped_column(String(48))  # the browser's id for the event
     kind: Mapped[str] = mapped_column(String(16))
     response: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the clip's response index
     field: Mapped[str | None] = mapped_column(String(16), nullable=True)  # rating | audio_quality
     value: Mapped[float | None] = mapped_column(Float, nullable=True)  # slider value / audio position
     client_ms: Mapped[int] = mapped_column(BigInteger)
+    server_ts: Mapped[float] = mapped_column(Float)
+    refused: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+
+class Fetch(Base):
+    __tablename__ = "app_fetches"
+    participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"), primary_key=True)
+    clip_id: Mapped[str] = mapped_column(String(ID_LEN + 2), primary_key=True)
+    first_ts: Mapped[float] = mapped_column(Float)
+
+
+class Incident(Base):
+    __tablename__ = "app_incidents"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"), index=True)
+    trial: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    kind: Mapped[str] = mapped_column(String(32))  # event_conflict | listen_refused | reveal_refused | trial_refused
+    detail: Mapped[str] = mapped_column(Text)
     server_ts: Mapped[float] = mapped_column(Float)

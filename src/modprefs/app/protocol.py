@@ -7,7 +7,9 @@ clip's response index 0/1, or None), ``field`` (``rating``/``audio_quality`` for
 ``onset`` (the trial page is shown: conversation history and prompt; logged again after a reload),
 ``play`` / ``pause`` / ``ended`` (per clip), ``seek`` (after the first full listen),
 ``seek_refused`` / ``ended_refused`` (a seek, or a jump to the end, refused on the first listen),
-``slider`` (a committed slider change), ``preference``, ``submit``.
+``slider`` (a committed slider change), ``preference``, ``submit``, ``reveal`` (text condition:
+Response B shown after Response A was read). The caller passes the events the server accepted
+(:func:`modprefs.app.plausibility.accepted`).
 
 Derived measures (the columns of trials.csv):
 
@@ -34,11 +36,6 @@ FIRST_LISTEN_KINDS = ("play", "pause", "ended")
 
 def _sorted(events: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(events, key=lambda e: (e["t"], e.get("seq", 0)))
-
-
-def heard(events: Iterable[Mapping[str, Any]]) -> set[int]:
-    """Response indices whose clip has ended at least once (a full first listen)."""
-    return {int(e["response"]) for e in events if e["kind"] == "ended" and e.get("response") is not None}
 
 
 def count_replays(events: Iterable[Mapping[str, Any]]) -> dict[int, int]:

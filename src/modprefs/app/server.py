@@ -7,7 +7,10 @@ Routes (``{token}`` is the participant's personal, unguessable link):
 ``GET /p/{token}``                         the current step: consent, demographics, trial, difficulty, end
 ``POST /p/{token}/consent``                form: csrf, agree
 ``POST /p/{token}/demographics``           form: csrf + the §3.2.1 questionnaire
-``POST /p/{token}/events``                 JSON {trial, events: [...]}, header X-CSRF-Token
+``POST /p/{token}/headphones``             form: csrf, q0..q5 (the headphone screening's answers)
+``GET /p/{token}/headphones/{i}.wav``      the screening's sounds (``calibration`` or question 0..5)
+``POST /p/{token}/events``                 JSON {trial, events: [...]}, header X-CSRF-Token; answers
+                                           what became of each event (stored, duplicate, conflict, refused)
 ``POST /p/{token}/trial/{n}``              form: csrf, rating_A/B, audio_quality_A/B, preference, ...
 ``POST /p/{token}/difficulty``             form: csrf, difficulty 1..5
 ``GET /p/{token}/audio/{clip}.wav``        the current trial's clips only; HTTP Range (206/416)
@@ -21,7 +24,9 @@ participant's pages, never in a URL) and are refused (403) without it; request b
 :data:`MAX_BODY` bytes (413), text fields to fixed lengths; templates escape every value
 (Jinja autoescape) and the Content-Security-Policy allows scripts from this site only (no inline
 script), so submitted text is never executed; ``Referrer-Policy: no-referrer`` keeps tokens out of
-other sites' logs; participant pages are ``no-store``.
+other sites' logs; participant pages are ``no-store``. ``/start`` and every ``/p/...`` request are
+rate-limited per client IP and per Prolific id (``/start``) or session token (``/p/...``, one per
+Prolific id); beyond a limit the answer is 429 with ``Retry-After`` (:mod:`.ratelimit`).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, QueryParams
 from starlette.requests import Request
 from starlette.responses import (FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse,
                                  Response)
@@ -44,7 +49,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from modprefs.app import service
-from modprefs.app.db import Database
+from modprefs.app.db import open_database
+from modprefs.app.ratelimit import RateLimiter
 from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarge
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +112,46 @@ class LimitsMiddleware:
                 await PlainTextResponse("Request too large.", status_code=413)(scope, receive, send)
 
 
+class RateLimitMiddleware:
+    """429 + Retry-After beyond the settings' limits: ``/start`` per client IP and per PROLIFIC_PID,
+    ``/p/...`` (pages, events, audio, submissions) per client IP and per session token."""
+
+    def __init__(self, app: Any, settings: Any, limiter: RateLimiter | None = None):
+        self.app = app
+        self.settings = settings  # () -> Settings
+        self.limiter = limiter or RateLimiter()
+
+    def keys(self, scope: dict) -> list[tuple[str, int]]:
+        st: Settings = self.settings()
+        path = scope.get("path", "")
+        ip = (scope.get("client") or ("unknown", 0))[0]
+        if path == "/start":
+            pid = QueryParams(scope.get("query_string", b"").decode("latin-1")).get("PROLIFIC_PID")
+            out = [(f"start-ip:{ip}", st.rate_start_ip)]
+            if pid:
+                out.append((f"start-pid:{pid[:64]}", st.rate_start_pid))
+            return out
+        if path.startswith("/p/"):
+            token = path.split("/")[2][:64]
+            return [(f"session-ip:{ip}", st.rate_session_ip), (f"session-token:{token}", st.rate_session_token)]
+        return []
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            window = self.settings().rate_window_s
+            wait = max([self.limiter.hit(key, limit, window) for key, limit in self.keys(scope)], default=0)
+            if wait:
+                msg = f"Too many requests. Please wait {wait} seconds and try again."
+                headers = {"Retry-After": str(wait)}
+                if scope.get("path", "").endswith("/events"):
+                    resp: Response = JSONResponse({"error": msg, "retry_after": wait}, 429, headers=headers)
+                else:
+                    resp = PlainTextResponse(msg, 429, headers=headers)
+                await resp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
@@ -114,16 +160,17 @@ def _env() -> Environment:
 
 def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRET_ENV,
                settings_overrides: dict[str, Any] | None = None, max_body: int = MAX_BODY) -> Any:
-    """The ASGI application for the study in ``db_url`` (loaded with ``modprefs app load``)."""
-    db = Database(db_url)
-    db.create_all()
+    """The ASGI application for the study in ``db_url`` (loaded with ``modprefs app load``).
+
+    Raises :class:`modprefs.errors.UserInputError` (before serving anything) when the database holds no
+    loaded study or a setting is invalid.
+    """
+    db = open_database(db_url, "serve")
     overrides = dict(settings_overrides or {})
     templates = _env()
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = {"settings": service.read_settings(db, **overrides)}
 
     def settings() -> Settings:
-        if "settings" not in state:
-            state["settings"] = service.read_settings(db, **overrides)
         return state["settings"]
 
     def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
@@ -133,7 +180,9 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
     def error_page(exc: AppError, request: Request) -> Response:
         if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
-        return render("message.html", status=exc.status, title="Something went wrong", message=exc.message)
+        token = request.path_params.get("token")
+        back = f"/p/{token}" if token and exc.status != 404 else None  # e.g. a refused trial: back to the task
+        return render("message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back)
 
     async def read_form(request: Request) -> FormData:
         try:
@@ -172,11 +221,13 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
 
     def render_view(view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
         name = {"consent": "consent.html", "demographics": "demographics.html", "trial": "trial.html",
-                "difficulty": "difficulty.html", "done": "done.html", "ended": "ended.html"}[view["page"]]
+                "headphones": "headphones.html", "difficulty": "difficulty.html", "done": "done.html",
+                "ended": "ended.html"}[view["page"]]
         data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
         if view["page"] == "trial":
-            data.update(trial=view["trial"], condition=view["condition"], next_seq=view["next_seq"],
-                        heard=view["heard"], events_url=f"/p/{view['token']}/events")
+            data.update(trial=view["trial"], condition=view["condition"], heard=view["heard"],
+                        revealed=view["revealed"], reveal=view["reveal"], restore=view["restore"],
+                        events_url=f"/p/{view['token']}/events")
         return render(name, status=status, v=view, data=data, options=_OPTIONS, **extra)
 
     def redirect_home(token: str) -> Response:
@@ -219,7 +270,7 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
                 raise Invalid("Expected {trial, events}.")
             evs = service.parse_events(body.get("events", []))
             csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
-            result = await run_in_threadpool(service.record_events, db, token, csrf, body["trial"], evs)
+            result = await run_in_threadpool(service.record_events, db, settings(), token, csrf, body["trial"], evs)
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         return JSONResponse(result)
@@ -231,12 +282,31 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
             check_fetch_site(request)
             form = await read_form(request)
             fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
-            outcome = await run_in_threadpool(service.submit_trial, db, token, form.get("csrf"), n, fields)
+            outcome = await run_in_threadpool(service.submit_trial, db, settings(), token, form.get("csrf"), n, fields)
         except AppError as exc:
             return error_page(exc, request)
         if request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"outcome": outcome, "next": f"/p/{token}"})
         return redirect_home(token)
+
+    async def headphones_post(request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            check_fetch_site(request)
+            form = await read_form(request)
+            fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
+            await run_in_threadpool(service.submit_headphones, db, settings(), token, form.get("csrf"), fields)
+        except AppError as exc:
+            return error_page(exc, request)
+        return redirect_home(token)
+
+    async def headphones_wav(request: Request) -> Response:
+        token, which = request.path_params["token"], request.path_params["which"]
+        try:
+            data = await run_in_threadpool(service.headphone_wav, db, settings(), token, which)
+        except AppError as exc:
+            return PlainTextResponse(exc.message, status_code=exc.status)
+        return Response(data, media_type="audio/wav", headers={"Cache-Control": "private, no-store"})
 
     async def difficulty(request: Request) -> Response:
         token = request.path_params["token"]
@@ -325,6 +395,8 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
         Route("/p/{token}/events", events, methods=["POST"]),
         Route("/p/{token}/trial/{n:int}", trial, methods=["POST"]),
         Route("/p/{token}/difficulty", difficulty, methods=["POST"]),
+        Route("/p/{token}/headphones", headphones_post, methods=["POST"]),
+        Route("/p/{token}/headphones/{which}.wav", headphones_wav),
         Route("/p/{token}/audio/{clip}.wav", audio),
         Route("/admin/export.zip", admin_export_zip),
         Route("/admin/export/{table}.csv", admin_export_table),
@@ -338,7 +410,7 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
 
     app = Starlette(routes=routes, exception_handlers={TooLarge: too_large, _BodyTooLarge: too_large})
     app.state.db = db
-    return LimitsMiddleware(app, max_body=max_body)
+    return LimitsMiddleware(RateLimitMiddleware(app, settings), max_body=max_body)
 
 
 _OPTIONS = {"genders": service.GENDERS, "races": service.RACES, "education": service.EDUCATION_LEVELS,

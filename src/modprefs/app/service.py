@@ -2,11 +2,13 @@
 
 States of a participant (``app_participants.state``), in the paper's order (§3.2):
 
-    consent -> demographics -> trials (trial 0 = attention check, then 1..n) -> difficulty -> done
+    consent -> demographics -> [headphones] -> trials (trial 0 = attention check, then 1..n) -> difficulty -> done
 
+(``headphones``: the optional headphone screening of the audio condition, :mod:`.headphones`)
 and the ends ``declined`` (no consent), ``screened_out`` (under 18, or no English), ``full`` (no
 open slot), ``failed_attention`` (preferred the nonsensical response at trial 0) and ``abandoned``
-(no request for ``abandon_minutes`` while holding a slot).
+(no request for ``abandon_minutes`` while holding a slot); ``screened_out`` also ends a failed
+headphone screening when it is required.
 
 Slots: a participant who passes the demographic screening takes the open slot (an assignment of
 assignments.csv) with the lowest position (conditions alternate). A slot whose holder fails the
@@ -17,12 +19,21 @@ concurrent arrivals never take the same slot, on SQLite and PostgreSQL alike.
 Every public function is one transaction. Trial submission is idempotent: a second submission of a
 trial already stored (a double click, a re-sent form after a dropped connection) changes nothing and
 reports ``duplicate``; the unique (participant, trial) constraint guarantees it under concurrency.
+
+Events: the browser gives every event a unique id; the server stores an id once (a re-sent event is a
+``duplicate``; the same id with other content is a ``conflict``, reported to the browser and logged
+as an incident) and numbers events in the order it receives them. Writes for one participant are
+serialised (the participant row is locked), so these numbers never collide. ``ended`` and ``reveal``
+events are checked for plausibility on receipt (:mod:`.plausibility`); refused ones are kept,
+marked, reported and logged, and a trial whose clips were not heard (or whose Response B was not
+revealed) is refused with a message.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
 import math
 import re
 import secrets
@@ -36,9 +47,14 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from modprefs.app import headphones, plausibility
 from modprefs.app.db import Database
-from modprefs.app.models import Clip, Event, Meta, Participant, Prompt, Slot, SlotTrial, TrialResult
-from modprefs.app.protocol import derive_measures, heard
+from modprefs.app.models import (Clip, Event, Fetch, Incident, Meta, Participant, Prompt, Slot, SlotTrial,
+                                 TrialResult)
+from modprefs.app.protocol import derive_measures
+from modprefs.errors import UserInputError
+
+log = logging.getLogger("modprefs.app")
 
 EDUCATION_LEVELS = ["Less than high school", "High school diploma or GED", "Some college, no degree",
                     "Associate degree", "Bachelor's degree", "Master's degree", "Doctoral or professional degree"]
@@ -50,15 +66,19 @@ ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
 NO_ENGLISH = "None"
 
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+EID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,48}$")
 MAX_TEXT = 100
 MAX_OTHER_LANGUAGES = 300
 MAX_JUSTIFICATION = 2000
 MAX_EVENTS_PER_POST = 300
 MAX_EVENTS_PER_TRIAL = 5000
 EVENT_KINDS = {"onset", "play", "pause", "ended", "seek", "seek_refused", "ended_refused", "slider",
-               "preference", "submit", "blur", "focus"}
+               "preference", "submit", "blur", "focus", "reveal"}
 SLIDER_FIELDS = {"rating", "audio_quality"}
-HOLDING = ("trials",)
+HOLDING = ("trials", "headphones")
+TEXT_REVEAL = ("next", "auto", "off")
+HEADPHONE_CHECK = ("off", "record", "require")
+ENTRY = ("any", "prolific", "invite")
 
 
 class AppError(Exception):
@@ -90,8 +110,18 @@ class TooLarge(AppError):
     status = 413
 
 
+class SettingsError(UserInputError):
+    """A study setting (app_meta or a serve option) with a wrong value; the message names the key."""
+
+
 @dataclass
 class Settings:
+    """The study's settings: app_meta (written by ``app load``) overridden by ``app serve`` options.
+
+    Units: minutes for ``abandon_minutes``, seconds for every ``*_s``, requests per
+    ``rate_window_s`` for the ``rate_*`` limits (0 disables a limit).
+    """
+
     abandon_minutes: float = 30.0
     entry: str = "any"  # any | prolific | invite
     completion_code: str = ""
@@ -99,15 +129,41 @@ class Settings:
     attention_fail_code: str = ""
     prolific_complete_url: str = "https://app.prolific.com/submissions/complete?cc={code}"
     study_title: str = "Rating AI assistant responses"
+    timing_tolerance_s: float = 0.5  # an ended (reveal) may arrive this much before duration (reading time)
+    text_reveal: str = "next"  # next (a button, after the reading time) | auto (after the reading time) | off
+    text_min_read_s: float = 3.0
+    headphone_check: str = "off"  # off | record (recorded, exclusion at analysis) | require (fail ends the session)
+    headphone_seed: int = 1
+    rate_window_s: float = 60.0
+    rate_start_ip: int = 60
+    rate_start_pid: int = 10
+    rate_session_ip: int = 1200
+    rate_session_token: int = 300
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, str], **overrides: Any) -> Settings:
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
-        values: dict[str, Any] = {k: v for k, v in meta.items() if k in known}
+        """Typed settings from the meta table's strings and ``overrides``; a bad value raises SettingsError."""
+        fields = {f.name: f for f in cls.__dataclass_fields__.values() if f.name != "extra"}
+        values: dict[str, Any] = {k: v for k, v in meta.items() if k in fields}
         values.update({k: v for k, v in overrides.items() if v is not None})
-        values["abandon_minutes"] = float(values.get("abandon_minutes", 30.0))
-        return cls(**values, extra={k: v for k, v in meta.items() if k not in known})
+        typed: dict[str, Any] = {}
+        for name, raw in values.items():
+            kind = type(fields[name].default)
+            try:
+                value = kind(raw) if kind is not int else int(str(raw).strip())
+            except (TypeError, ValueError):
+                raise SettingsError(f"study setting {name}: {raw!r} is not a valid {kind.__name__}") from None
+            if kind in (int, float) and (not math.isfinite(value) or value < 0):
+                raise SettingsError(f"study setting {name}: {raw!r} must be a finite number >= 0")
+            typed[name] = value
+        out = cls(**typed, extra={k: v for k, v in meta.items() if k not in fields})
+        for name, allowed in (("entry", ENTRY), ("text_reveal", TEXT_REVEAL), ("headphone_check", HEADPHONE_CHECK)):
+            if getattr(out, name) not in allowed:
+                raise SettingsError(f"study setting {name}: {getattr(out, name)!r} is not one of {', '.join(allowed)}")
+        if out.abandon_minutes <= 0:
+            raise SettingsError(f"study setting abandon_minutes: {out.abandon_minutes} must be > 0")
+        return out
 
 
 def now() -> float:
@@ -182,13 +238,16 @@ def invite(db: Database, n: int) -> list[str]:
     return tokens
 
 
-def _participant(s: Session, token: str, touch: bool = True) -> Participant:
+def _participant(s: Session, token: str, touch: bool = True, lock: bool = False) -> Participant:
+    """The participant of ``token``; ``lock`` takes the row lock (PostgreSQL; SQLite's BEGIN IMMEDIATE
+    already serialises writers), so one participant's writes never interleave."""
     if not token or len(token) > 64:
         raise NotFound("Unknown link.")
-    p = s.scalars(select(Participant).where(Participant.token == token)).first()
+    q = select(Participant).where(Participant.token == token)
+    p = s.scalars(q.with_for_update() if lock else q).first()
     if p is None:
         raise NotFound("Unknown link. Please use the link you were given.")
-    if touch and p.state in ("consent", "demographics", "trials", "difficulty"):
+    if touch and p.state in ("consent", "demographics", "headphones", "trials", "difficulty"):
         p.last_seen = now()
     return p
 
@@ -196,6 +255,12 @@ def _participant(s: Session, token: str, touch: bool = True) -> Participant:
 def _check_csrf(p: Participant, supplied: str | None) -> None:
     if not supplied or not hmac.compare_digest(str(supplied).encode(), p.csrf.encode()):
         raise Forbidden("The form expired or did not come from this site (CSRF check failed). Please reload.")
+
+
+def _incident(s: Session, p: Participant, trial: int | None, kind: str, detail: str) -> None:
+    """Log what the server refused or could not reconcile (app_incidents and the server log)."""
+    s.add(Incident(participant=p.id, trial=trial, kind=kind, detail=detail[:2000], server_ts=now()))
+    log.warning("participant %s (session %s) trial %s: %s: %s", p.participant_id, p.id, trial, kind, detail)
 
 
 # ---- the current page ---------------------------------------------------------------------------
@@ -208,7 +273,10 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
         base = {"token": p.token, "csrf": p.csrf, "state": p.state, "entry": p.entry,
                 "condition": p.condition, "study_title": settings.study_title}
         if p.state == "trials":
-            return {**base, **_trial_view(s, p)}
+            return {**base, **_trial_view(s, p, settings)}
+        if p.state == "headphones":
+            return {**base, "page": "headphones", "n_questions": headphones.N_TRIALS,
+                    "pass_min": headphones.PASS_MIN}
         if p.state == "difficulty":
             return {**base, "page": "difficulty", "n_trials": p.n_trials}
         if p.state == "done":
@@ -218,7 +286,7 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
             return {**base, "page": p.state}
         code = {"failed_attention": settings.attention_fail_code or settings.screenout_code,
                 "screened_out": settings.screenout_code, "full": settings.screenout_code}.get(p.state, "")
-        return {**base, "page": "ended", "reason": p.state, "code": code,
+        return {**base, "page": "ended", "reason": p.state, "screen_reason": p.screen_reason, "code": code,
                 "return_url": _return_url(settings, p, code) if code else None}
 
 
@@ -236,28 +304,50 @@ def _slot_trial(s: Session, p: Participant, trial: int) -> SlotTrial:
 
 
 def _events_of(s: Session, p: Participant, trial: int) -> list[dict[str, Any]]:
-    rows = s.scalars(select(Event).where(Event.participant == p.id, Event.trial == trial)).all()
-    return [{"seq": e.seq, "kind": e.kind, "response": e.response, "field": e.field, "value": e.value,
-             "t": e.client_ms} for e in rows]
+    """The trial's stored events in receipt order (keys of :mod:`.protocol` and :mod:`.plausibility`)."""
+    rows = s.scalars(select(Event).where(Event.participant == p.id, Event.trial == trial).order_by(Event.seq)).all()
+    return [{"seq": e.seq, "eid": e.eid, "kind": e.kind, "response": e.response, "field": e.field,
+             "value": e.value, "t": e.client_ms, "server_ts": e.server_ts, "refused": e.refused} for e in rows]
 
 
-def _trial_view(s: Session, p: Participant) -> dict[str, Any]:
+def _restore(events: list[dict[str, Any]], order: list[int]) -> dict[str, Any]:
+    """The values the participant last set in this trial (sliders by input name, the preference)."""
+    pos_of = {r: pos for pos, r in zip("AB", order)}
+    sliders: dict[str, int] = {}
+    preference = None
+    for e in plausibility.accepted(events):
+        if e["kind"] == "slider" and e["response"] is not None and e["value"] is not None:
+            sliders[f"{e['field'] or 'rating'}_{pos_of[int(e['response'])]}"] = int(round(e["value"]))
+        elif e["kind"] == "preference":
+            preference = "tie" if e["response"] is None else pos_of[int(e["response"])]
+    return {"sliders": sliders, "preference": preference}
+
+
+def _unlocked(st: SlotTrial, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the server has accepted so far: heard clips (positions) and whether B was revealed."""
+    order = [st.first_clip, 1 - st.first_clip]
+    done = plausibility.heard_clips(events)
+    return {"heard": [pos for pos, r in zip("AB", order) if r in done], "revealed": plausibility.revealed(events)}
+
+
+def _trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any]:
     st = _slot_trial(s, p, p.current_trial)
     prompt = s.get(Prompt, st.prompt_id)
     order = [st.first_clip, 1 - st.first_clip]  # response index shown as A, then B
     events = _events_of(s, p, p.current_trial)
-    done = heard(events)
-    next_seq = max((e["seq"] for e in events), default=-1) + 1
+    state = _unlocked(st, events)
     responses = []
     for pos, r in zip("AB", order):
         clip_id = f"{st.prompt_id}_{r}"
         responses.append({"pos": pos, "text": prompt.text_0 if r == 0 else prompt.text_1,
                           "audio_url": f"/p/{p.token}/audio/{clip_id}.wav" if p.condition == "audio" else None,
-                          "heard": r in done})
+                          "heard": pos in state["heard"]})
+    reveal = "off" if p.condition == "audio" else settings.text_reveal
     return {"page": "trial", "trial": p.current_trial, "n_trials": p.n_trials, "task_number": p.current_trial + 1,
             "task_total": (p.n_trials or 0) + 1, "history": json.loads(prompt.history_json), "prompt": prompt.prompt,
-            "responses": responses, "next_seq": next_seq,
-            "heard": [pos for pos, r in zip("AB", order) if r in done]}
+            "responses": responses, "heard": state["heard"], "revealed": state["revealed"] or reveal == "off",
+            "reveal": {"mode": reveal, "min_read_s": settings.text_min_read_s},
+            "restore": _restore(events, order)}
 
 
 # ---- consent and demographics ----------------------------------------------------------------------
@@ -373,6 +463,8 @@ def submit_demographics(db: Database, settings: Settings, token: str, csrf: str 
         sweep_abandoned(s, settings)
         if not claim_slot(s, p):
             p.state, p.screen_reason, p.finished_at = "full", "no_open_slot", now()
+        elif p.condition == "audio" and settings.headphone_check != "off":
+            p.state = "headphones"
     return {}
 
 
@@ -423,10 +515,67 @@ def _release(s: Session, slot_id: str | None, holder: int) -> None:
               .values(status="open", holder=None).execution_options(synchronize_session=False))
 
 
+# ---- headphone screening ----------------------------------------------------------------------------
+
+def _headphone_orders(settings: Settings, p: Participant) -> list[tuple[str, str, str]]:
+    return headphones.trial_orders(settings.headphone_seed, p.id)
+
+
+def headphone_wav(db: Database, settings: Settings, token: str, which: str) -> bytes:
+    """The screening's sound ``which`` (``calibration`` or a question number 0..N-1) for this participant."""
+    with db.transaction() as s:
+        p = _participant(s, token)
+        if p.state != "headphones":
+            raise Forbidden("No headphone check on this page.")
+        if which == "calibration":
+            return headphones.calibration_wav()
+        if not which.isdigit() or not 0 <= int(which) < headphones.N_TRIALS:
+            raise NotFound("No such sound.")
+        return headphones.wav_bytes(_headphone_orders(settings, p)[int(which)])
+
+
+def submit_headphones(db: Database, settings: Settings, token: str, csrf: str | None,
+                      form: Mapping[str, str]) -> str:
+    """Score the screening's answers (``q0``..``q5``: 1, 2 or 3); returns ``passed`` or ``failed``.
+
+    Recorded per participant (``headphone_check``, ``headphone_correct``). With ``headphone_check =
+    require`` a failure ends the session (``screened_out``, reason ``headphone_check``) and reopens the slot.
+    """
+    answers = [str(form.get(f"q{i}", "") or "").strip() for i in range(headphones.N_TRIALS)]
+    missing = [i + 1 for i, a in enumerate(answers) if a not in ("1", "2", "3")]
+    if missing:
+        raise Invalid("Please answer every question (missing: " + ", ".join(map(str, missing)) + ").")
+    with db.transaction() as s:
+        p = _participant(s, token, lock=True)
+        _check_csrf(p, csrf)
+        if p.state != "headphones":
+            if p.headphone_check is not None:
+                return p.headphone_check  # a re-sent form
+            raise Conflict("No headphone check on this page.")
+        correct, passed = headphones.score(_headphone_orders(settings, p), [int(a) for a in answers])
+        p.headphone_check, p.headphone_correct = ("passed" if passed else "failed"), correct
+        if not passed and settings.headphone_check == "require":
+            p.state, p.screen_reason, p.finished_at = "screened_out", "headphone_check", now()
+            _release(s, p.slot_id, p.id)
+        else:
+            p.state = "trials"
+        return p.headphone_check
+
+
 # ---- events and trials --------------------------------------------------------------------------------
 
+def _number(e: Mapping[str, Any], key: str) -> float | None:
+    x = e.get(key)
+    if x is None:
+        return None
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x) or abs(x) > 1e7:
+        raise Invalid(f"event {key} must be a finite number")
+    return float(x)
+
+
 def parse_events(raw: Any) -> list[dict[str, Any]]:
-    """Validate a batch of client events (a list of dicts); raises Invalid/TooLarge."""
+    """Validate a batch of client events (a list of dicts with ``id``, ``kind``, ``t``, ``pos``,
+    ``field``, ``x``); raises Invalid/TooLarge. ``t`` is the browser clock in epoch milliseconds."""
     if not isinstance(raw, list):
         raise Invalid("events must be a list")
     if len(raw) > MAX_EVENTS_PER_POST:
@@ -435,9 +584,9 @@ def parse_events(raw: Any) -> list[dict[str, Any]]:
     for e in raw:
         if not isinstance(e, dict):
             raise Invalid("an event must be an object")
-        seq, kind, t = e.get("seq"), e.get("kind"), e.get("t")
-        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq < 1_000_000:
-            raise Invalid("event seq must be an integer 0..999999")
+        eid, kind, t = e.get("id"), e.get("kind"), e.get("t")
+        if not isinstance(eid, str) or not EID_RE.match(eid):
+            raise Invalid("event id must be 1-48 characters of A-Z a-z 0-9 _ . : -")
         if kind not in EVENT_KINDS:
             raise Invalid(f"unknown event kind {str(kind)[:20]!r}")
         if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t < 2 ** 53:
@@ -448,53 +597,114 @@ def parse_events(raw: Any) -> list[dict[str, Any]]:
         fld = e.get("field")
         if fld is not None and fld not in SLIDER_FIELDS:
             raise Invalid("event field must be rating or audio_quality")
-        x = e.get("x")
-        if x is not None and (not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x)
-                              or abs(x) > 1e7):
-            raise Invalid("event x must be a finite number")
+        x = _number(e, "x")
         if kind == "slider" and (pos is None or fld is None or x is None or not 1 <= x <= 100):
             raise Invalid("a slider event needs pos, field and a value 1..100")
-        out.append({"seq": seq, "kind": kind, "pos": pos, "field": fld, "x": None if x is None else float(x),
-                    "t": int(t)})
+        out.append({"eid": eid, "kind": kind, "pos": pos, "field": fld, "x": x, "t": int(t)})
     return out
 
 
-def _insert_events(s: Session, db: Database, p: Participant, trial: int, first_clip: int,
-                   events: list[dict[str, Any]]) -> int:
+@dataclass
+class EventReceipt:
+    """What became of a batch of events (the JSON answer of ``POST /events``)."""
+
+    stored: int = 0
+    duplicates: int = 0
+    ignored: int = 0  # late events of a submitted trial, or beyond the per-trial cap
+    conflicts: list[str] = field(default_factory=list)  # ids already stored with other content
+    refused: list[dict[str, Any]] = field(default_factory=list)  # implausible ended/reveal: id, pos, reason
+    heard: list[str] = field(default_factory=list)
+    revealed: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"stored": self.stored, "duplicates": self.duplicates, "ignored": self.ignored,
+                "conflicts": self.conflicts, "refused": self.refused, "heard": self.heard, "revealed": self.revealed}
+
+
+def _payload(trial: int, kind: str, response: int | None, fld: str | None, value: float | None,
+             t: int) -> tuple[Any, ...]:
+    return (int(trial), kind, response, fld, None if value is None else float(value), int(t))
+
+
+def _store_events(s: Session, p: Participant, settings: Settings, trial: int, st: SlotTrial,
+                  events: list[dict[str, Any]], receipt: EventReceipt) -> list[dict[str, Any]]:
+    """Store new events (the participant row is locked); fills ``receipt``; returns the trial's events."""
+    stored = _events_of(s, p, trial)
+    first = st.first_clip
+    pos_of = {first: "A", 1 - first: "B"}
     if not events:
-        return 0
-    stored = s.scalar(select(func.count()).select_from(Event).where(Event.participant == p.id, Event.trial == trial))
-    room = MAX_EVENTS_PER_TRIAL - int(stored or 0)
-    events = [e for e in events if e["kind"] == "submit"] + [e for e in events if e["kind"] != "submit"]
-    events = events[:max(room, 0)] if room < len(events) else events
-    if not events:
-        return 0
+        return stored
+    eids = list(dict.fromkeys(e["eid"] for e in events))
+    known = {row.eid: row for row in s.scalars(select(Event).where(Event.participant == p.id, Event.eid.in_(eids)))}
+    seen: dict[str, tuple[Any, ...]] = {eid: _payload(r.trial, r.kind, r.response, r.field, r.value, r.client_ms)
+                                        for eid, r in known.items()}
+    room = MAX_EVENTS_PER_TRIAL - len(stored)
+    next_seq = max((e["seq"] for e in stored), default=-1) + 1
+    clips = {r: s.get(Clip, f"{st.prompt_id}_{r}") for r in (0, 1)}
+    fetched = dict(s.execute(select(Fetch.clip_id, Fetch.first_ts).where(
+        Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"]))).all())
     ts = now()
-    rows = [{"participant": p.id, "trial": trial, "seq": e["seq"], "kind": e["kind"],
-             "response": None if e["pos"] is None else (first_clip if e["pos"] == "A" else 1 - first_clip),
-             "field": e["field"], "value": e["x"], "client_ms": e["t"], "server_ts": ts} for e in events]
-    if db.dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    stmt = insert(Event).values(rows).on_conflict_do_nothing(index_elements=["participant", "trial", "seq"])
-    return s.execute(stmt).rowcount or 0
+    # the submission first, so that a full trial still records it
+    for e in [e for e in events if e["kind"] == "submit"] + [e for e in events if e["kind"] != "submit"]:
+        response = None if e["pos"] is None else (first if e["pos"] == "A" else 1 - first)
+        payload = _payload(trial, e["kind"], response, e["field"], e["x"], e["t"])
+        if e["eid"] in seen:
+            if seen[e["eid"]] == payload:
+                receipt.duplicates += 1
+            else:
+                receipt.conflicts.append(e["eid"])
+                _incident(s, p, trial, "event_conflict", f"event id {e['eid']} was stored as {seen[e['eid']]}, "
+                          f"re-sent as {payload}: the stored one is kept")
+            continue
+        if room <= 0:
+            receipt.ignored += 1
+            continue
+        refused = None
+        if e["kind"] == "ended" and p.condition == "audio" and response is not None \
+                and response not in plausibility.heard_clips(stored):
+            clip = clips[response]
+            refused = plausibility.check_listen(stored, response, ts, clip.duration_s if clip else None,
+                                                fetched.get(f"{st.prompt_id}_{response}"),
+                                                settings.timing_tolerance_s)
+        elif e["kind"] == "reveal" and p.condition == "text" and not plausibility.revealed(stored):
+            refused = plausibility.check_reveal(stored, ts, settings.text_min_read_s, settings.timing_tolerance_s)
+        s.add(Event(participant=p.id, trial=trial, seq=next_seq, eid=e["eid"], kind=e["kind"], response=response,
+                    field=e["field"], value=e["x"], client_ms=e["t"], server_ts=ts, refused=refused))
+        stored.append({"seq": next_seq, "eid": e["eid"], "kind": e["kind"], "response": response,
+                       "field": e["field"], "value": e["x"], "t": e["t"], "server_ts": ts, "refused": refused})
+        seen[e["eid"]] = payload
+        next_seq += 1
+        room -= 1
+        receipt.stored += 1
+        if refused:
+            what = f"response {pos_of.get(response, '?')}" if e["kind"] == "ended" else "Response B"
+            receipt.refused.append({"id": e["eid"], "pos": e["pos"], "kind": e["kind"], "reason": refused,
+                                    "message": plausibility.MESSAGES[refused]})
+            _incident(s, p, trial, "listen_refused" if e["kind"] == "ended" else "reveal_refused",
+                      f"{e['kind']} of {what} refused: {plausibility.MESSAGES[refused]}")
+    s.flush()
+    return stored
 
 
-def record_events(db: Database, token: str, csrf: str | None, trial: int, events: list[dict[str, Any]]) -> dict:
-    """Store a batch of the current trial's events (re-sent events are stored once)."""
+def record_events(db: Database, settings: Settings, token: str, csrf: str | None, trial: int,
+                  events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Store a batch of the current trial's events; the answer says what became of each (EventReceipt)."""
+    receipt = EventReceipt()
     with db.transaction() as s:
-        p = _participant(s, token)
+        p = _participant(s, token, lock=True)
         _check_csrf(p, csrf)
-        if p.state in ("consent", "demographics"):
+        if p.state in ("consent", "demographics", "headphones"):
             raise Conflict("No trial is open.")
         if p.state != "trials" or trial < p.current_trial:
-            return {"stored": 0, "ignored": len(events)}  # late events of a submitted trial
+            receipt.ignored = len(events)  # late events of a submitted trial
+            return receipt.as_json()
         if trial > p.current_trial:
             raise Conflict("That trial is not open yet.")
         st = _slot_trial(s, p, trial)
-        n = _insert_events(s, db, p, trial, st.first_clip, events)
-    return {"stored": n, "ignored": len(events) - n}
+        stored = _store_events(s, p, settings, trial, st, events, receipt)
+        state = _unlocked(st, stored)
+        receipt.heard, receipt.revealed = state["heard"], state["revealed"]
+    return receipt.as_json()
 
 
 @dataclass
@@ -545,11 +755,33 @@ def parse_trial_form(form: Mapping[str, str], audio: bool) -> TrialForm:
     return TrialForm(ra, rb, aqa if audio else None, aqb if audio else None, choice, just, submit_ms, events)
 
 
-def submit_trial(db: Database, token: str, csrf: str | None, trial: int, form: Mapping[str, str]) -> str:
-    """Store a trial; returns ``stored``, ``duplicate`` (already stored: nothing changed) or ``failed_attention``."""
+def _trial_refusal(p: Participant, settings: Settings, st: SlotTrial, events: list[dict[str, Any]]) -> str | None:
+    """Why the trial cannot be stored yet (clips not heard, Response B not revealed), or None."""
+    if p.condition == "audio":
+        order = [st.first_clip, 1 - st.first_clip]
+        done = plausibility.heard_clips(events)
+        missing = [pos for pos, r in zip("AB", order) if r not in done]
+        if missing:
+            reasons = {plausibility.MESSAGES[e["refused"]] for e in events if e["kind"] == "ended" and e["refused"]}
+            why = f" (the server could not confirm the listen: {'; '.join(sorted(reasons))})" if reasons else ""
+            what = {("A",): "Response A has", ("B",): "Response B has"}.get(tuple(missing), "Responses A and B have")
+            return f"Please listen to both responses in full before submitting: {what} not been heard to the end{why}."
+    elif settings.text_reveal != "off" and not plausibility.revealed(events):
+        return "Please read Response A, then show Response B, before submitting."
+    return None
+
+
+def submit_trial(db: Database, settings: Settings, token: str, csrf: str | None, trial: int,
+                 form: Mapping[str, str]) -> str:
+    """Store a trial; returns ``stored``, ``duplicate`` (already stored: nothing changed) or ``failed_attention``.
+
+    A trial whose clips the server has not accepted as heard (or whose Response B was not revealed)
+    is refused: its events are kept, the refusal is logged as an incident and Invalid (422) is raised.
+    """
+    refusal = None
     try:
         with db.transaction() as s:
-            p = _participant(s, token)
+            p = _participant(s, token, lock=True)
             _check_csrf(p, csrf)
             if trial < p.current_trial or p.state not in ("trials",):
                 if s.scalars(select(TrialResult.id).where(TrialResult.participant == p.id,
@@ -562,46 +794,53 @@ def submit_trial(db: Database, token: str, csrf: str | None, trial: int, form: M
             data = parse_trial_form(form, audio)
             st = _slot_trial(s, p, trial)
             first = st.first_clip
-            _insert_events(s, db, p, trial, first, data.events)
-            events = _events_of(s, p, trial)
-            if audio and heard(events) != {0, 1}:
-                raise Invalid("Please listen to both responses in full before submitting.")
-            measures = derive_measures(events, p.condition or "text", first, data.submit_ms)
-            by_pos = {"A": first, "B": 1 - first}
-            ratings = {by_pos["A"]: data.rating_a, by_pos["B"]: data.rating_b}
-            aq = {by_pos["A"]: data.audio_quality_a, by_pos["B"]: data.audio_quality_b}
-            preference = "tie" if data.choice == "tie" else str(by_pos[data.choice])
-            s.add(TrialResult(participant=p.id, trial=trial, prompt_id=st.prompt_id, first_clip=first,
-                              preference=preference, justification=data.justification,
-                              rating_0=ratings[0], rating_1=ratings[1], audio_quality_0=aq[0], audio_quality_1=aq[1],
-                              submitted_at=now(), **measures))
-            s.flush()  # a concurrent double submission fails here (unique participant x trial)
-            values: dict[str, Any] = {"last_seen": now()}
-            outcome = "stored"
-            if trial == 0:
-                passed = preference != "1"  # response 1 of the attention check is the nonsensical one
-                values["passed_attention"] = passed
-                if not passed:
-                    values.update(state="failed_attention", finished_at=now(), screen_reason="attention_check")
-                    outcome = "failed_attention"
-            if outcome == "stored":
-                if trial >= (p.n_trials or 0):
-                    values.update(state="difficulty", current_trial=trial + 1, completed=True)
-                else:
-                    values["current_trial"] = trial + 1
-            res = s.execute(update(Participant).where(Participant.id == p.id, Participant.current_trial == trial,
-                                                      Participant.state == "trials").values(**values)
-                            .execution_options(synchronize_session=False))
-            if res.rowcount != 1:
-                raise IntegrityError("concurrent submission", None, Exception("duplicate"))
-            if outcome == "failed_attention":
-                _release(s, p.slot_id, p.id)
-            elif values.get("state") == "difficulty":
-                s.execute(update(Slot).where(Slot.slot_id == p.slot_id, Slot.holder == p.id)
-                          .values(status="done").execution_options(synchronize_session=False))
-            return outcome
+            events = _store_events(s, p, settings, trial, st, data.events, EventReceipt())
+            refusal = _trial_refusal(p, settings, st, events)
+            if refusal is not None:
+                _incident(s, p, trial, "trial_refused", refusal)
+            else:
+                return _store_trial(s, p, trial, st, first, data, events)
     except IntegrityError:
         return "duplicate"
+    raise Invalid(refusal)
+
+
+def _store_trial(s: Session, p: Participant, trial: int, st: SlotTrial, first: int, data: TrialForm,
+                 events: list[dict[str, Any]]) -> str:
+    measures = derive_measures(plausibility.accepted(events), p.condition or "text", first, data.submit_ms)
+    by_pos = {"A": first, "B": 1 - first}
+    ratings = {by_pos["A"]: data.rating_a, by_pos["B"]: data.rating_b}
+    aq = {by_pos["A"]: data.audio_quality_a, by_pos["B"]: data.audio_quality_b}
+    preference = "tie" if data.choice == "tie" else str(by_pos[data.choice])
+    s.add(TrialResult(participant=p.id, trial=trial, prompt_id=st.prompt_id, first_clip=first,
+                      preference=preference, justification=data.justification,
+                      rating_0=ratings[0], rating_1=ratings[1], audio_quality_0=aq[0], audio_quality_1=aq[1],
+                      submitted_at=now(), **measures))
+    s.flush()  # a concurrent double submission fails here (unique participant x trial)
+    values: dict[str, Any] = {"last_seen": now()}
+    outcome = "stored"
+    if trial == 0:
+        passed = preference != "1"  # response 1 of the attention check is the nonsensical one
+        values["passed_attention"] = passed
+        if not passed:
+            values.update(state="failed_attention", finished_at=now(), screen_reason="attention_check")
+            outcome = "failed_attention"
+    if outcome == "stored":
+        if trial >= (p.n_trials or 0):
+            values.update(state="difficulty", current_trial=trial + 1, completed=True)
+        else:
+            values["current_trial"] = trial + 1
+    res = s.execute(update(Participant).where(Participant.id == p.id, Participant.current_trial == trial,
+                                              Participant.state == "trials").values(**values)
+                    .execution_options(synchronize_session=False))
+    if res.rowcount != 1:
+        raise IntegrityError("concurrent submission", None, Exception("duplicate"))
+    if outcome == "failed_attention":
+        _release(s, p.slot_id, p.id)
+    elif values.get("state") == "difficulty":
+        s.execute(update(Slot).where(Slot.slot_id == p.slot_id, Slot.holder == p.id)
+                  .values(status="done").execution_options(synchronize_session=False))
+    return outcome
 
 
 def submit_difficulty(db: Database, token: str, csrf: str | None, value: str | None) -> None:
@@ -619,7 +858,8 @@ def submit_difficulty(db: Database, token: str, csrf: str | None, value: str | N
 
 
 def audio_file(db: Database, token: str, clip_id: str) -> str:
-    """The path of a clip of the participant's *current* trial; any other clip is refused."""
+    """The path of a clip of the participant's *current* trial (any other clip is refused); records
+    the session's first fetch of the clip (the listening check needs it)."""
     with db.transaction() as s:
         p = _participant(s, token)
         if p.state != "trials" or p.condition != "audio":
@@ -630,7 +870,19 @@ def audio_file(db: Database, token: str, clip_id: str) -> str:
         clip = s.get(Clip, clip_id)
         if clip is None or not clip.path:
             raise NotFound("Audio not found.")
+        if s.get(Fetch, (p.id, clip_id)) is None:  # concurrent range requests: the first one wins
+            s.execute(_insert(db, Fetch).values(participant=p.id, clip_id=clip_id, first_ts=now())
+                      .on_conflict_do_nothing(index_elements=["participant", "clip_id"]))
         return clip.path
+
+
+def _insert(db: Database, model: Any) -> Any:
+    """The dialect's INSERT (it has ``on_conflict_do_nothing``)."""
+    if db.dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(model)
 
 
 # ---- admin ------------------------------------------------------------------------------------------
@@ -642,4 +894,9 @@ def status_counts(db: Database, settings: Settings | None = None) -> dict[str, A
         states = dict(s.execute(select(Participant.state, func.count()).group_by(Participant.state)).all())
         slots = dict(s.execute(select(Slot.status, func.count()).group_by(Slot.status)).all())
         n_trials = s.scalar(select(func.count()).select_from(TrialResult))
-    return {"participants": states, "slots": slots, "trials_submitted": int(n_trials or 0)}
+        incidents = dict(s.execute(select(Incident.kind, func.count()).group_by(Incident.kind)).all())
+        phones = dict(s.execute(select(Participant.headphone_check, func.count())
+                                .where(Participant.headphone_check.is_not(None))
+                                .group_by(Participant.headphone_check)).all())
+    return {"participants": states, "slots": slots, "trials_submitted": int(n_trials or 0),
+            "incidents": incidents, "headphone_check": phones}

@@ -1,14 +1,25 @@
 /* modprefs annotation app: the participant pages' behaviour (no inline scripts: CSP script-src 'self').
  *
  * Trial page protocol (paper §3.2.2):
- *  - sliders 1..100 show no number and no handle until first touched (no anchoring); an untouched
- *    slider has no name, so it is not submitted and the server refuses the trial;
+ *  - sliders 1..100 show no number and no handle until deliberately set (no anchoring); an unset
+ *    slider has no name, so it is not submitted and the server refuses the trial. A locked
+ *    (disabled) slider ignores pointer, touch and keys: chromium still sends pointer events to
+ *    disabled inputs, so every handler checks `disabled`. Any value can be set, the midpoint
+ *    included: a click (or tap) that leaves the value where it was, or Enter/Space on the focused
+ *    slider, sets it at that value. Every committed set is logged;
  *  - audio: Response B can be played only after Response A has been heard in full; a response's
  *    sliders unlock on its clip's first `ended` event; on the first listen seeking and playback-rate
- *    changes are refused (reverted and logged); after it, replay and seeking are free;
- *  - every event (onset, play, pause, ended, seek, refused seek, slider change, preference, submit)
- *    is logged with a client timestamp and sent to the server in batches; unsent events travel with
- *    the submission. The server derives the trial measures from this log.
+ *    changes are refused (reverted and logged); after it, replay and seeking are free. The server
+ *    checks each first listen (audio fetched, `ended` no earlier than the clip's duration after
+ *    `play`, on its own clock) and answers which clips it accepts; a refused listen locks the
+ *    response again;
+ *  - text: Response B is shown after Response A has been read (a minimum reading time, then a
+ *    "Show Response B" button or, in `auto` mode, by itself), logged as a `reveal` event;
+ *  - every event gets a unique id (a random page id + a counter) and waits in localStorage until
+ *    the server acknowledges it, so a reload, a closed tab or a dropped connection loses nothing:
+ *    the next page re-sends what is unacknowledged (the server stores an id once). The trial's
+ *    unsent state (slider values, the preference, the typed reason) comes back after a reload
+ *    from the server's log plus the unacknowledged events and the stored draft.
  */
 (function () {
   'use strict';
@@ -16,69 +27,170 @@
   if (!dataEl) return;
   var D = JSON.parse(dataEl.textContent);
 
+  if (D.page !== 'trial' && D.token) {
+    // past the trials: forget the last trial's stored events and draft reason (shared computers)
+    try { window.localStorage.removeItem('modprefs:' + D.token); } catch (e) { /* storage disabled */ }
+  }
   if (D.page === 'demographics') { demographics(); return; }
+  if (D.page === 'headphones') { headphoneCheck(); return; }
   if (D.page !== 'trial') return;
 
-  // ---- event log -------------------------------------------------------------------------------
-  var seq = D.next_seq || 0;
+  // ---- storage of unacknowledged events and the draft reason ----------------------------------------
+  var KEY = 'modprefs:' + D.token;
+  function readStore() {
+    try {
+      var s = JSON.parse(window.localStorage.getItem(KEY) || 'null');
+      if (s && s.trial === D.trial && Array.isArray(s.pending)) return s;
+    } catch (e) { /* storage disabled or corrupt: start afresh */ }
+    return { trial: D.trial, pending: [], draft: '' };
+  }
+  var store = readStore();
+  function save() {
+    try { window.localStorage.setItem(KEY, JSON.stringify(store)); } catch (e) { /* storage full or disabled */ }
+  }
+
+  // ---- event log ---------------------------------------------------------------------------------
+  function randomId() {
+    var a = new Uint8Array(8);
+    window.crypto.getRandomValues(a);
+    return Array.prototype.map.call(a, function (b) { return ('0' + b.toString(16)).slice(-2); }).join('');
+  }
+  var pageId = randomId();
+  var counter = 0;
+  var URGENT = { onset: 1, play: 1, ended: 1, reveal: 1, submit: 1 };
   var submitted = false;
-  var queue = [];
   var inflight = false;
   var timer = null;
   var failures = 0;
-  window.__modprefs = { events: [], heard: {}, pending: function () { return queue.length + (inflight ? 1 : 0); } };
+  var notice = document.getElementById('server-notice');
+  window.__modprefs = {
+    page: pageId, events: [], heard: {}, revealed: false, responses: [], conflicts: [], refused: [],
+    pending: function () { return store.pending.length + (inflight ? 1 : 0); }
+  };
 
   function log(kind, pos, x, field) {
-    var e = { seq: seq++, kind: kind, pos: pos || null, t: Date.now(),
+    var e = { id: pageId + '-' + (counter++), kind: kind, pos: pos || null, t: Date.now(),
               x: (x === undefined || x === null || !isFinite(x)) ? null : Number(x), field: field || null };
-    queue.push(e);
+    store.pending.push(e);
+    save();
     window.__modprefs.events.push(e);
-    if (kind === 'ended' || kind === 'onset') { clearTimeout(timer); timer = null; schedule(0); } else { schedule(250); }
+    if (URGENT[kind]) { clearTimeout(timer); timer = null; schedule(0); } else { schedule(250); }
     return e;
   }
   function schedule(ms) { if (!timer) timer = setTimeout(flush, ms); }
+  function acknowledge(ids) {
+    var done = {};
+    ids.forEach(function (id) { done[id] = true; });
+    store.pending = store.pending.filter(function (e) { return !done[e.id]; });
+    save();
+  }
   function flush() {
     timer = null;
-    if (inflight || queue.length === 0) return;
+    if (inflight || store.pending.length === 0) return;
     inflight = true;
-    var batch = queue.slice(0, 100);
+    var batch = store.pending.slice(0, 100);
+    var wait = null;
     fetch(D.events_url, {
       method: 'POST', credentials: 'same-origin', keepalive: true,
       headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': D.csrf, 'Accept': 'application/json' },
       body: JSON.stringify({ trial: D.trial, events: batch })
     }).then(function (r) {
-      if (r.ok) { queue.splice(0, batch.length); failures = 0; } else { failures++; }
+      if (r.status === 429) wait = 1000 * Number(r.headers.get('Retry-After') || 1);
+      if (!r.ok) { failures++; return null; }
+      return r.json();
+    }).then(function (res) {
+      if (!res) return;
+      failures = 0;
+      window.__modprefs.responses.push(res);
+      acknowledge(batch.map(function (e) { return e.id; }));  // stored, duplicate, conflict or refused: final
+      applyServer(res);
     }).catch(function () { failures++; }).then(function () {
       inflight = false;
-      if (queue.length) schedule(Math.min(10000, 250 * Math.pow(2, failures)));
+      if (!store.pending.length) return;
+      var urgent = store.pending.some(function (e) { return URGENT[e.kind]; });
+      schedule(wait !== null ? wait : failures ? Math.min(10000, 250 * Math.pow(2, failures)) : (urgent ? 0 : 250));
     });
   }
+  function say(text) {
+    if (!notice) return;
+    notice.textContent = text;
+    notice.hidden = !text;
+  }
+  function applyServer(res) {
+    (res.conflicts || []).forEach(function (id) { window.__modprefs.conflicts.push(id); });
+    if (res.conflicts && res.conflicts.length && window.console) console.warn('modprefs: events in conflict', res.conflicts);
+    (res.refused || []).forEach(function (r) {
+      window.__modprefs.refused.push(r);
+      if (r.kind === 'ended' && players[r.pos] && (res.heard || []).indexOf(r.pos) < 0) relock(r.pos, r.message);
+      if (r.kind === 'reveal' && !res.revealed) unreveal(r.message);
+    });
+    (res.heard || []).forEach(function (pos) { if (players[pos] && !players[pos].heard) markHeard(pos); });
+    if (res.revealed && !revealed) doReveal(false);
+  }
 
-  log('onset');
-  // leaving or reloading the page: send what is still queued (the CSRF token travels in the body)
+  // leaving or reloading the page: send what is unacknowledged (the CSRF token travels in the body);
+  // it also stays in storage, and the next page sends it again (stored once by id)
   window.addEventListener('pagehide', function () {
-    if (!queue.length || submitted || !navigator.sendBeacon) return;
-    var body = JSON.stringify({ trial: D.trial, csrf: D.csrf, events: queue.slice(0, 100) });
+    if (!store.pending.length || submitted || !navigator.sendBeacon) return;
+    var body = JSON.stringify({ trial: D.trial, csrf: D.csrf, events: store.pending.slice(0, 100) });
     navigator.sendBeacon(D.events_url, new Blob([body], { type: 'application/json' }));
   });
 
-  // ---- sliders ------------------------------------------------------------------------------------
+  // ---- sliders --------------------------------------------------------------------------------------
   var sliders = Array.prototype.slice.call(document.querySelectorAll('input.slider'));
-  sliders.forEach(function (s) {
-    function touch() {
-      if (s.classList.contains('unset')) {
-        s.classList.remove('unset');
-        s.name = s.dataset.field + '_' + s.dataset.pos;
-      }
+  function markSet(s) {
+    if (s.classList.contains('unset')) {
+      s.classList.remove('unset');
+      s.name = s.dataset.field + '_' + s.dataset.pos;
     }
-    s.addEventListener('pointerdown', touch);
-    s.addEventListener('keydown', touch);
-    s.addEventListener('input', function () { touch(); update(); });
-    s.addEventListener('change', function () { touch(); log('slider', s.dataset.pos, Number(s.value), s.dataset.field); update(); });
+  }
+  function commit(s) {
+    if (s.disabled) return;
+    markSet(s);
+    var v = Number(s.value);
+    if (s._last !== v) {
+      s._last = v;
+      log('slider', s.dataset.pos, v, s.dataset.field);
+    }
+    update();
+  }
+  sliders.forEach(function (s) {
+    s._last = null;
+    s._armed = false;
+    s.addEventListener('pointerdown', function (ev) {
+      if (s.disabled) { ev.preventDefault(); s._armed = false; return; }
+      s._armed = true;
+    });
+    s.addEventListener('pointercancel', function () { s._armed = false; });
+    s.addEventListener('input', function () { if (s.disabled) return; markSet(s); update(); });
+    s.addEventListener('change', function () { if (s.disabled) return; s._armed = false; commit(s); });
+    s.addEventListener('keydown', function (ev) {
+      if (s.disabled) return;
+      if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); commit(s); }
+    });
   });
+  // a click or tap that leaves the value where it was fires no input/change: set it at that value
+  document.addEventListener('pointerup', function () {
+    sliders.forEach(function (s) {
+      if (!s._armed) return;
+      s._armed = false;
+      setTimeout(function () { if (!s.disabled && s._last === null) commit(s); }, 30);
+    });
+  }, true);
+  function restoreSlider(name, v) {
+    var s = document.getElementById(name);
+    if (!s || v === null || v === undefined) return;
+    s.value = String(v);
+    markSet(s);
+    s._last = Number(s.value);
+  }
 
   var prefs = Array.prototype.slice.call(document.querySelectorAll('input[name="preference"]'));
-  prefs.forEach(function (r) { r.addEventListener('change', function () { log('preference', r.value === 'tie' ? null : r.value); update(); }); });
+  prefs.forEach(function (r) {
+    r.addEventListener('change', function () { log('preference', r.value === 'tie' ? null : r.value); update(); });
+  });
+  var reason = document.getElementById('justification');
+  reason.addEventListener('input', function () { store.draft = reason.value; save(); });
 
   // ---- audio players ----------------------------------------------------------------------------
   var audio = D.condition === 'audio';
@@ -93,7 +205,7 @@
     var fill = el.querySelector('.progressbar .fill');
     var bar = el.querySelector('.progressbar');
     var status = el.querySelector('.status');
-    var p = { pos: pos, audio: a, button: btn, heard: el.dataset.heard === 'true', maxT: 0 };
+    var p = { pos: pos, audio: a, button: btn, status: status, fill: fill, heard: el.dataset.heard === 'true', maxT: 0 };
     players[pos] = p;
     window.__modprefs.heard[pos] = p.heard;
     a.controls = false;
@@ -126,11 +238,7 @@
       }
       log('ended', pos, a.currentTime);
       btn.textContent = 'Replay';
-      if (!p.heard) {
-        p.heard = true;
-        window.__modprefs.heard[pos] = true;
-        unlock(pos);
-      }
+      if (!p.heard) markHeard(pos);
       status.textContent = 'You can replay this response.';
       fill.style.width = '100%';
     });
@@ -155,15 +263,75 @@
       a.currentTime = Math.max(0, Math.min(1, (ev.clientX - rect.left) / rect.width)) * a.duration;
     });
   }
-  function unlock(pos) {
+  function markHeard(pos) {
+    var p = players[pos];
+    p.heard = true;
+    window.__modprefs.heard[pos] = true;
+    if (p.audio.paused) {
+      p.button.textContent = 'Replay';
+      p.status.textContent = 'You can replay this response.';
+    }
     sliders.forEach(function (s) { if (s.dataset.pos === pos) s.disabled = false; });
     if (pos === 'A' && players.B) {
       players.B.button.disabled = false;
-      var st = document.getElementById('status-B');
-      if (st && !players.B.heard) st.textContent = 'Press play and listen to the whole response.';
+      if (!players.B.heard) players.B.status.textContent = 'Press play and listen to the whole response.';
     }
     update();
   }
+  function relock(pos, why) {
+    var p = players[pos];
+    p.heard = false;
+    p.maxT = 0;
+    window.__modprefs.heard[pos] = false;
+    if (!p.audio.paused) p.audio.pause();
+    p.audio.currentTime = 0;
+    p.fill.style.width = '0%';
+    p.button.textContent = 'Play';
+    p.status.textContent = 'Please listen to this response again, in full.';
+    sliders.forEach(function (s) { if (s.dataset.pos === pos) s.disabled = true; });
+    say('The server could not confirm that Response ' + pos + ' was heard in full (' + why + '). Please listen to it again.');
+    update();
+  }
+
+  // ---- text condition: Response B after Response A -------------------------------------------------
+  var reveal = D.reveal || { mode: 'off', min_read_s: 0 };
+  var revealed = audio || reveal.mode === 'off' || !!D.revealed;
+  var revealBox = document.getElementById('reveal-box');
+  var revealBtn = document.getElementById('reveal-B');
+  var revealTimer = null;
+  window.__modprefs.revealed = revealed;
+  function doReveal(logIt) {
+    if (revealed) return;
+    revealed = true;
+    window.__modprefs.revealed = true;
+    clearTimeout(revealTimer);
+    var b = document.getElementById('response-B');
+    if (b) b.hidden = false;
+    if (revealBox) revealBox.hidden = true;
+    sliders.forEach(function (s) { if (s.dataset.pos === 'B') s.disabled = false; });
+    if (logIt) log('reveal', 'B');
+    update();
+  }
+  function startReading() {
+    clearTimeout(revealTimer);
+    revealTimer = setTimeout(function () {
+      if (reveal.mode === 'auto') { doReveal(true); return; }
+      if (revealBtn) revealBtn.disabled = false;
+    }, 1000 * Number(reveal.min_read_s || 0));
+  }
+  function unreveal(why) {
+    revealed = false;
+    window.__modprefs.revealed = false;
+    var b = document.getElementById('response-B');
+    if (b) b.hidden = true;
+    if (revealBox) revealBox.hidden = false;
+    if (revealBtn) revealBtn.disabled = true;
+    sliders.forEach(function (s) { if (s.dataset.pos === 'B') s.disabled = true; });
+    say('Response B was shown too early (' + why + '). Please read Response A again.');
+    startReading();
+    update();
+  }
+  if (revealBtn) revealBtn.addEventListener('click', function () { if (!revealBtn.disabled) doReveal(true); });
 
   // ---- completeness and submission ----------------------------------------------------------------
   var form = document.getElementById('trial-form');
@@ -173,28 +341,91 @@
   function allHeard() { return !audio || Object.keys(players).every(function (k) { return players[k].heard; }); }
   function allRated() { return sliders.every(function (s) { return !s.classList.contains('unset') && !s.disabled; }); }
   function update() {
-    var ready = allHeard() && allRated();
+    var ready = allHeard() && revealed && allRated();
     fields.disabled = !ready;
     var chosen = prefs.some(function (r) { return r.checked; });
     submit.disabled = !(ready && chosen);
     hint.textContent = !allHeard() ? 'Listen to both responses in full to continue.'
+      : !revealed ? 'Read Response A, then show Response B, to continue.'
       : !allRated() ? 'Move every slider to continue.'
       : !chosen ? 'Choose the response you prefer (or tie).' : '';
   }
+
+  // ---- restore the trial's state (after a reload) ---------------------------------------------------
+  var restore = D.restore || { sliders: {}, preference: null };
+  Object.keys(restore.sliders || {}).forEach(function (name) { restoreSlider(name, restore.sliders[name]); });
+  var choice = restore.preference;
+  store.pending.forEach(function (e) {  // newer than the server's log: not acknowledged yet
+    if (e.kind === 'slider') restoreSlider(e.field + '_' + e.pos, e.x);
+    if (e.kind === 'preference') choice = e.pos || 'tie';
+  });
+  prefs.forEach(function (r) { r.checked = r.value === choice; });
+  if (store.draft) reason.value = store.draft;
+  if (!revealed) startReading();
   update();
+  log('onset');
 
   form.addEventListener('submit', function (ev) {
     if (submitted || submit.disabled) { ev.preventDefault(); return; }
+    if (store.pending.length > 250) {  // too many for the form: send the backlog first, then submit
+      ev.preventDefault();
+      flush();
+      setTimeout(function () { if (!submitted) submit.click(); }, 500);
+      return;
+    }
     submitted = true;
     var e = log('submit');
     clearTimeout(timer); timer = null;
     form.elements.submit_t.value = String(e.t);
-    form.elements.events.value = JSON.stringify(queue.slice(-250));
+    form.elements.events.value = JSON.stringify(store.pending.slice(-250));
     submit.disabled = true;
     submit.textContent = 'Saving…';
   });
   // a page restored from the back/forward cache must not resubmit a stale form
   window.addEventListener('pageshow', function (ev) { if (ev.persisted) window.location.reload(); });
+
+  // ---- headphone check -------------------------------------------------------------------------------
+  function headphoneCheck() {
+    var cal = document.getElementById('hp-calibration');
+    var calBtn = document.getElementById('hp-calibrate');
+    var audios = [];
+    calBtn.addEventListener('click', function () { audios.forEach(function (a) { a.pause(); }); cal.currentTime = 0; cal.play(); });
+    var qs = Array.prototype.slice.call(document.querySelectorAll('.hp-question'));
+    var submitBtn = document.getElementById('hp-submit');
+    var hpHint = document.getElementById('hp-hint');
+    window.__modprefs = { hpEnded: {} };
+    function answered() {
+      return qs.every(function (q) { return !!q.querySelector('input[type=radio]:checked'); });
+    }
+    function refresh() {
+      var ok = answered();
+      submitBtn.disabled = !ok;
+      hpHint.textContent = ok ? '' : 'Play every sound and answer every question to continue.';
+    }
+    qs.forEach(function (q) {
+      var i = q.dataset.i;
+      var a = q.querySelector('audio');
+      var btn = q.querySelector('button.play');
+      var radios = Array.prototype.slice.call(q.querySelectorAll('input[type=radio]'));
+      audios.push(a);
+      btn.addEventListener('click', function () {
+        if (btn.disabled) return;
+        audios.forEach(function (o) { if (o !== a) o.pause(); });
+        cal.pause();
+        btn.disabled = true;  // each sound plays once
+        btn.textContent = 'Playing…';
+        var pr = a.play();
+        if (pr && pr.catch) pr.catch(function () { btn.disabled = false; btn.textContent = 'Play'; });
+      });
+      a.addEventListener('ended', function () {
+        btn.textContent = 'Played';
+        radios.forEach(function (r) { r.disabled = false; });
+        window.__modprefs.hpEnded[i] = true;
+      });
+      radios.forEach(function (r) { r.addEventListener('change', refresh); });
+    });
+    refresh();
+  }
 
   // ---- demographics page --------------------------------------------------------------------------
   function demographics() {
