@@ -28,7 +28,7 @@ from modprefs.stats.reml import CrossedFit, fit_crossed_intercepts
 log = logging.getLogger(__name__)
 
 CONDITIONS: tuple[str, ...] = ("audio", "text")
-CI_METHOD = "percentile, stimulus bootstrap"
+CI_METHOD = "percentile, stimulus bootstrap (clips resampled, raters fixed; the paper's)"
 ATTENTION_PROMPT = "attn"
 ICC_COLUMNS = ["condition", "n_ratings", "n_clips", "n_participants", "k_mean_raters", "var_clip",
                "var_participant", "var_resid", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo",
@@ -82,7 +82,9 @@ class ConditionDesign:
     """Model arrays for one condition.
 
     y: (n,) ratings; X: (n, p) intercept + covariates; clip: (n,) codes 0..n_clips-1;
-    participant: (n,) codes; terms: covariate names in X's columns 1..p-1; formula: the model.
+    participant: (n,) codes; terms: covariate names in X's columns 1..p-1; formula: the model;
+    prompt: (n,) codes 0..n_prompts-1 of the clip's prompt (the unit a study samples: both of a
+    prompt's responses enter together; without a ``prompt_id`` column each clip is its own prompt).
     """
 
     y: np.ndarray
@@ -93,6 +95,8 @@ class ConditionDesign:
     n_participants: int
     terms: tuple[str, ...]
     formula: str
+    prompt: np.ndarray | None = None
+    n_prompts: int = 0
 
 
 def model_formula(terms: tuple[str, ...]) -> str:
@@ -117,8 +121,11 @@ def condition_design(df: pd.DataFrame) -> ConditionDesign:
     X = np.column_stack([np.ones(y.size)] + [covariates[t] for t in terms])
     clip_codes, clips = pd.factorize(df["clip_id"].astype(str), sort=True)
     part_codes, parts = pd.factorize(df["participant_id"].astype(str), sort=True)
+    prompt_labels = df["prompt_id"].astype(str) if "prompt_id" in df.columns else df["clip_id"].astype(str)
+    prompt_codes, prompts = pd.factorize(prompt_labels, sort=True)
     return ConditionDesign(y=y, X=X, clip=clip_codes.astype(np.intp), participant=part_codes.astype(np.intp),
-                           n_clips=len(clips), n_participants=len(parts), terms=terms, formula=model_formula(terms))
+                           n_clips=len(clips), n_participants=len(parts), terms=terms, formula=model_formula(terms),
+                           prompt=prompt_codes.astype(np.intp), n_prompts=len(prompts))
 
 
 def resample_clips(clip: np.ndarray, n_clips: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
