@@ -169,7 +169,9 @@ def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.Data
     notes = list(raw.notes)
     tables: dict[str, pd.DataFrame | None] = {t: None for t in TABLES}
     for t in TABLES:
-        if t in raw.tables:
+        if t in raw.tables and t != "ratings" and raw.tables[t].empty:
+            notes.append(f"{raw.origins[t].file()}: no rows, treated as absent")
+        elif t in raw.tables:
             tables[t] = _parse_table(t, raw.tables[t], problems)
     ratings = tables["ratings"]
     assert ratings is not None

@@ -70,10 +70,11 @@ class Origin:
     rows: list[int]
     columns: dict[str, str] = field(default_factory=dict)
     row_columns: dict[str, list[str]] = field(default_factory=dict)
+    name: str = ""  # the file(s) as shown in file-level messages
 
     @classmethod
     def of_file(cls, name: str, n: int, first_row: int, columns: Mapping[str, str] | None = None) -> Origin:
-        return cls([name] * n, list(range(first_row, first_row + n)), dict(columns or {}))
+        return cls([name] * n, list(range(first_row, first_row + n)), dict(columns or {}), name=name)
 
     def where(self, i: int, column: str | None = None) -> str:
         """``'<file> row <r>, column <c>'`` for table row ``i`` (``'<file>'`` when there are no rows)."""
@@ -91,12 +92,12 @@ class Origin:
 
     def file(self) -> str:
         """The file name(s) of this table, for file-level messages."""
-        return ", ".join(dict.fromkeys(self.files)) if self.files else "(no rows)"
+        return self.name or ", ".join(dict.fromkeys(self.files))
 
     def take(self, idx: list[int] | np.ndarray) -> Origin:
         idx = [int(i) for i in idx]
         return Origin([self.files[i] for i in idx], [self.rows[i] for i in idx], dict(self.columns),
-                      {k: [v[i] for i in idx] for k, v in self.row_columns.items()})
+                      {k: [v[i] for i in idx] for k, v in self.row_columns.items()}, self.name)
 
 
 @dataclass
@@ -241,7 +242,8 @@ def _from_data_files(folder: Path) -> tuple[dict[str, tuple[pd.DataFrame, Origin
                 raise RatingsSourceError(f"ratings source {folder}: {shown} has columns {list(df.columns)}, but "
                                          f"{parts[0][2]} has {cols}; data files of one table must agree")
         merged = pd.concat([d for d, _, _ in parts], ignore_index=True)
-        origin = Origin(sum((o.files for _, o, _ in parts), []), sum((o.rows for _, o, _ in parts), []))
+        origin = Origin(sum((o.files for _, o, _ in parts), []), sum((o.rows for _, o, _ in parts), []),
+                        name=", ".join(shown for _, _, shown in parts))
         out[table] = (merged, origin)
     return out, files
 
