@@ -254,12 +254,20 @@ def test_a_tie_at_the_attention_check_passes(raw):
     assert validate_ratings_dir(write(), stim)["participants"]["passed_attention"].all()
 
 
+def _study_problems(directory, stim):
+    with pytest.raises(RatingsValidationError) as exc:
+        ingest_ratings(directory, stim)
+    return exc.value
+
+
 def test_empty_studies_are_refused(raw, tmp_path):
     stim, f, write = raw
     for n in f:
         f[n] = f[n].iloc[:0]
-    err = _problems(write(), stim)
+    err = _study_problems(write(), stim)
     assert any("ratings.csv: no rating rows" in m and "empty study" in m for m in err.problems)
+    # the tables alone are valid (an app export before anyone rated): only the analysis refuses them
+    assert validate_ratings_dir(write(), stim)["ratings"].empty
 
 
 def test_everyone_failed_the_attention_check(raw):
@@ -268,7 +276,7 @@ def test_everyone_failed_the_attention_check(raw):
     f["trials"] = t[t["trial"] == "0"].assign(preference="1")
     f["ratings"] = r[r["trial"] == "0"]
     f["participants"] = p.assign(passed_attention="False", completed="False")
-    err = _problems(write(), stim)
+    err = _study_problems(write(), stim)
     assert any("no rating left to analyse" in m for m in err.problems)
 
 

@@ -149,17 +149,25 @@ def ingest_ratings(source: str | Path, stimuli: pd.DataFrame, columns: Mapping[s
 
 def validate_ratings_dir(directory: str | Path, stimuli: pd.DataFrame,
                          columns: Mapping[str, str] | None = None) -> dict[str, pd.DataFrame]:
-    """Validate the ratings source ``directory`` against ``stimuli``; the typed tables (see :func:`ingest_ratings`)."""
-    return ingest_ratings(directory, stimuli, columns).tables
+    """Validate the tables of the ratings source ``directory`` against ``stimuli``; the typed tables.
+
+    The tables' checks only (as the annotation app's ``export --validate`` needs): an export made
+    before anyone rated passes. :func:`ingest_ratings` adds the study-level checks for analysis.
+    """
+    raw = load_ratings_source(directory, columns, stimuli)
+    return validate_ratings(raw, stimuli, study_checks=False).tables
 
 
-def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.DataFrame | None = None) -> ValidRatings:
+def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.DataFrame | None = None,
+                     study_checks: bool = True) -> ValidRatings:
     """Check the loaded tables (see the module docstring); raise :class:`RatingsValidationError` on any problem.
 
     Args:
         raw: the source's tables as strings with their provenance.
         stimuli: the stimulus table: prompt_id, clip_id, response.
         assignments: the study design (participant_id, ...); participants not in it are noted.
+        study_checks: also refuse a study with nothing to analyse (no rating rows, or none left
+            after the attention check); off for validating an export's tables only.
 
     Returns:
         :class:`ValidRatings`: typed ratings, trials (when given) and participants (given, or
@@ -175,7 +183,7 @@ def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.Data
             tables[t] = _parse_table(t, raw.tables[t], problems)
     ratings = tables["ratings"]
     assert ratings is not None
-    if ratings.empty:
+    if ratings.empty and study_checks:
         problems.file("ratings", "no rating rows (a header without data, or an empty dataset): an empty study has "
                                  "nothing to analyse")
     given_participants = tables["participants"] is not None
@@ -183,7 +191,7 @@ def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.Data
     if not problems.items:
         tables["participants"] = _participants(tables, notes)
         _attention_check(tables, problems, notes)
-    if not problems.items:
+    if not problems.items and study_checks:
         _study_checks(tables, problems, notes, assignments)
     if problems.items:
         raise RatingsValidationError(problems.items, raw.source)
