@@ -376,6 +376,16 @@ def test_workflow_na_id_and_ids_outside_the_design_analysed_as_any_id(workflow_s
     b2 = pd.read_csv(wd2 / "results/stats/tables/behaviour.csv")
     pd.testing.assert_frame_equal(b0, b2)
     assert b2.set_index("measure").loc["replays_first", "n_audio"] == len(audio)
+    # the source is a declared input: editing it plans the ingest again (and what follows)
+    from workflow_runner import planned_jobs, run_workflow
+
+    assert planned_jobs(run_workflow(wd0, "-n", "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--",
+                                     *WORKFLOW_TARGETS)) == {}
+    _edit_csv(root / "ordinary_collected" / "ratings.csv", lambda d: d.assign(
+        rating=d["rating"].where(d.index != 20, "55")))
+    jobs = planned_jobs(run_workflow(wd0, "-n", "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--",
+                                     *WORKFLOW_TARGETS))
+    assert jobs == {"ingest_ratings": 1, "icc_table": 1, "table3": 1}
 
 
 def _bad_source(root, name, tables, edit):

@@ -66,6 +66,12 @@ def _bytes(path: Path, old: bytes, new: bytes) -> None:
     path.write_bytes(path.read_bytes().replace(old, new, 1))
 
 
+def _clips_inside_out(work: Path) -> list[str]:
+    (work / "o" / "out").mkdir()
+    shutil.move(work / "clips.csv", work / "o" / "out" / "clips.csv")
+    return ["--clips", str(work / "o" / "out" / "clips.csv"), "--overwrite"]
+
+
 # case: (setup(work) -> extra args, fragments the message must contain). ``work`` holds a copy of the valid
 # study; the command is ``modprefs stats --ratings work/ratings --clips work/clips.csv --out work/o/out``.
 CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
@@ -119,6 +125,8 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
         _csv(w / "ratings" / "participants.csv", lambda d: d.assign(passed_attention="false"))),
         ["no rating left to analyse", "failed the attention check"]),
     "out_not_empty": (lambda w: _then((w / "o" / "out").mkdir(), (w / "o" / "out" / "report.html").write_text("old")), ["--out", "is not empty; pass --overwrite"]),
+    "out_overwrite_would_delete_an_input": (lambda w: _clips_inside_out(w),
+                                            ["--out", "holds the input", "clips.csv", "would delete it"]),
     "out_is_a_file": (lambda w: _then((w / "o" / "out").write_text("a file")), ["--out", "is not a folder"]),
     "map_unknown_column": (lambda w: ["--map", "ratng=score"], ["column map: unknown column 'ratng'"]),
     "map_source_column_absent": (lambda w: ["--map", "rating=score"], ["column map rating=score",

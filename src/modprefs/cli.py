@@ -116,12 +116,21 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     return st
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
+def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:
+    """``--out`` is absent, an empty folder, or (with ``--overwrite``) a folder that holds no input and not the
+    working directory -- it is replaced as a whole."""
     if out.exists() and not out.is_dir():
         raise UserInputError(f"--out {out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise UserInputError(f"--out {out}: the folder is not empty; pass --overwrite to replace it as a whole "
-                             "(or choose another folder)")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise UserInputError(f"--out {out}: the folder is not empty; pass --overwrite to replace it as a whole "
+                                 "(or choose another folder)")
+        here, target = Path.cwd().resolve(), out.resolve()
+        if target == here or target in here.parents:
+            raise UserInputError(f"--out {out}: is the working directory or holds it; --overwrite would replace it")
+        for path in inputs:
+            if target in path.resolve().parents or path.resolve() == target:
+                raise UserInputError(f"--out {out}: holds the input {path}; --overwrite would delete it")
 
 
 def _check_text_file(path: Path, option: str) -> None:
@@ -158,7 +167,8 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     from modprefs.ratings.read import read_stimuli  # noqa: PLC0415
 
     out = Path(out)
-    _check_out(out, overwrite)
+    _check_out(out, overwrite, [Path(str(ratings)), Path(clips), Path(params["modality_terms"]),
+                                *([Path(judges)] if judges is not None else [])])
     _check_text_file(Path(params["modality_terms"]), "--modality-terms")
     stimuli = read_stimuli(clips, what=f"--clips {clips}")
     judge_table = _read_judges(judges) if judges is not None else None

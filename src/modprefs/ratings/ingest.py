@@ -100,7 +100,8 @@ def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems) -> pd.DataF
     for name, spec in specs.items():
         if name not in raw.columns:
             if spec.required:
-                problems.file(table, f"missing column {problems.origins[table].column(name)!r}")
+                hint = " (or prompt_id + response)" if (table, name) == ("ratings", "clip_id") else ""
+                problems.file(table, f"missing column {problems.origins[table].column(name)!r}{hint}")
             continue
         series, errs = parse_column(raw[name], spec)
         for idx, msg in errs:
@@ -237,6 +238,10 @@ def _attention_check(tables: dict[str, pd.DataFrame | None], problems: _Problems
         parts["passed_attention"] = parts["participant_id"].map(passed).astype("boolean")
         notes.append("passed_attention derived from the attention check's preference (trial 0: 1 = the nonsensical "
                      "response = failed)")
+        unanswered = parts.loc[parts["passed_attention"].isna(), "participant_id"].tolist()
+        if unanswered:
+            notes.append(f"{len(unanswered)} participant(s) without an attention-check answer are not analysed, "
+                         f"e.g. {', '.join(repr(p) for p in unanswered[:5])}")
         return
     for i, (pid, flag) in enumerate(zip(parts["participant_id"], parts["passed_attention"])):
         if pid not in answer or not _present(flag):
