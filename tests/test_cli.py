@@ -118,7 +118,8 @@ def test_help_documents_every_option_with_its_default(capsys):
             entries[name] = line
         elif entries:
             entries[name] += " " + line.strip()
-    expected = {"--seed": STATS_DEFAULTS["seed"], "--n-boot": STATS_DEFAULTS["n_boot"], "--n-perm": STATS_DEFAULTS["n_perm"],
+    expected = {"--seed": STATS_DEFAULTS["seed"], "--n-boot": STATS_DEFAULTS["n_boot"],
+                "--n-perm": STATS_DEFAULTS["n_perm"],
                 "--n-boot-alpha": STATS_DEFAULTS["n_boot_alpha"], "--n-perm-alpha": STATS_DEFAULTS["n_perm_alpha"],
                 "--ci-level": STATS_DEFAULTS["ci_level"], "--ci-method": STATS_DEFAULTS["icc_ci_method"],
                 "--overwrite": "off", "--map": "none", "--judges": "none"}

@@ -148,7 +148,8 @@ def test_column_map_and_wide_format(study, tmp_path):
     wide = _wide(r, t).rename(columns={"participant_id": "worker", "rating_0": "score_a", "rating_1": "score_b",
                                        "prompt_id": "item", "first_clip": "shown_first"})
     wide.to_csv(tmp_path / "wide.csv", index=False)
-    cols = parse_column_map("participant_id=worker,rating_0=score_a,rating_1=score_b,prompt=item,first_clip=shown_first")
+    cols = parse_column_map("participant_id=worker,rating_0=score_a,rating_1=score_b,prompt=item,"
+                            "first_clip=shown_first")
     raw = load_ratings_source(tmp_path / "wide.csv", cols, stim)
     assert set(raw.tables) == {"ratings", "trials"} and len(raw.tables["ratings"]) == 2 * len(wide)
     valid = ingest_ratings(tmp_path / "wide.csv", stim, cols)
@@ -319,7 +320,8 @@ def test_any_table_gives_the_native_icc(study, tmp_path):
     four_native = _stats(tmp_path, "four_native", tmp_path / "four_native", clips)
     four.rename(columns={"participant_id": "rater", "clip_id": "stimulus", "rating": "score"}) \
         .to_csv(tmp_path / "four.csv", index=False)
-    got = _stats(tmp_path, "four", tmp_path / "four.csv", clips, "--map", "participant=rater,clip_id=stimulus,rating=score")
+    got = _stats(tmp_path, "four", tmp_path / "four.csv", clips, "--map",
+                 "participant=rater,clip_id=stimulus,rating=score")
     _assert_icc_equal(got, four_native)
     assert (got["model"] == "rating ~ 1 + (1|clip_id) + (1|participant_id)").all()
     # every skipped analysis names the column it misses

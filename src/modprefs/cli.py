@@ -177,8 +177,8 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         skipped, notes = _analyse(valid, stimuli, judge_table, tmp, params,
-                                  {"ratings": str(ratings), "clips": str(clips), "judges": str(judges) if judges else None,
-                                   "columns": columns or {}, **params})
+                                  {"ratings": str(ratings), "clips": str(clips),
+                                   "judges": str(judges) if judges else None, "columns": columns or {}, **params})
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -186,7 +186,8 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     return skipped
 
 
-def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict, config: dict) -> tuple[list[str], list[str]]:
+def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
+             config: dict) -> tuple[list[str], list[str]]:
     """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import read_study  # noqa: PLC0415

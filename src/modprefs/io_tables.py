@@ -89,7 +89,8 @@ def _check_rows(text: str, delim: str, n_fields: int, path: str | os.PathLike[st
     for row in reader:
         if row and len(row) != n_fields and any(cell.strip() for cell in row):
             shown = {"\t": "tab"}.get(delim, delim)
-            raise TableError(f"{path}: line {reader.line_num + offset} has {len(row)} field(s) but the header has {n_fields} "
+            raise TableError(f"{path}: line {reader.line_num + offset} has {len(row)} field(s) but the header has "
+                             f"{n_fields} "
                              f"(delimiter {shown!r}); quote values that contain the delimiter")
 
 

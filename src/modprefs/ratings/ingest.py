@@ -49,7 +49,7 @@ from pathlib import Path
 import pandas as pd
 
 from modprefs.errors import UserInputError
-from modprefs.ratings.schema import TABLE_FILES, TABLES, column_specs, parse_column
+from modprefs.ratings.schema import TABLES, column_specs, parse_column
 from modprefs.ratings.sources import ATTENTION_CLIPS, Origin, RawTables, load_ratings_source
 
 ATTENTION_PROMPT = "attn"
@@ -248,11 +248,12 @@ def _attention_check(tables: dict[str, pd.DataFrame | None], problems: _Problems
             continue
         j, pref = answer[pid]
         expected = pref != FAILED_ATTENTION_PREFERENCE
+        verdict = "not the nonsensical response: passed" if expected else "the nonsensical response attn_1: failed"
         if bool(flag) != expected:
             problems.cell("participants", i, "passed_attention",
                           f"participant {pid!r} has passed_attention {str(bool(flag)).lower()}, but at the attention "
                           f"check ({problems.at('trials', j)}) preferred {pref!r} "
-                          f"({'the nonsensical response attn_1: failed' if not expected else 'not the nonsensical response: passed'})")
+                          f"({verdict})")
 
 
 def _study_checks(tables: dict[str, pd.DataFrame | None], problems: _Problems, notes: list[str],
@@ -314,7 +315,8 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
         if not _present(prompt):
             return
         if prompt not in prompts:
-            problems.cell(table, i, "prompt_id", f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)")
+            problems.cell(table, i, "prompt_id",
+                          f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)")
         elif _present(trial):
             if trial == 0 and prompt != ATTENTION_PROMPT:
                 problems.cell(table, i, "prompt_id", f"trial 0 is the attention check, but prompt is {prompt!r}")
@@ -357,7 +359,8 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
             if _present(pid) and cond_of.get(pid) == "text":
                 for col in AUDIO_ONLY_TRIAL_COLUMNS:
                     if _present(cols[col][i]):
-                        problems.cell("trials", i, col, f"audio-only measure present for text-condition participant {pid!r}")
+                        problems.cell("trials", i, col,
+                                      f"audio-only measure present for text-condition participant {pid!r}")
                 if _present(cols["relistened_first"][i]) and bool(cols["relistened_first"][i]):
                     problems.cell("trials", i, "relistened_first",
                                   f"re-listening is audio-only, but participant {pid!r} is in the text condition")
@@ -375,7 +378,8 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
         check_prompt("ratings", i, prompt, trial)
         if _present(clip):
             if clip not in clip_of:
-                problems.cell("ratings", i, "clip_id", f"unknown clip {clip!r} (not in the stimuli nor the attention check)")
+                problems.cell("ratings", i, "clip_id",
+                              f"unknown clip {clip!r} (not in the stimuli nor the attention check)")
             elif _present(prompt) and clip_of[clip][0] != prompt:
                 problems.cell("ratings", i, "clip_id", f"clip {clip!r} belongs to prompt {clip_of[clip][0]!r}, "
                                                        f"not to this row's prompt {prompt!r}")
@@ -387,8 +391,9 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
                 else:
                     seen_clip[key] = i
         if _present(pid) and _present(cond) and pid in cond_of and cond_of[pid] != cond:
+            where = problems.at("participants", _row_of(parts, pid))
             problems.cell("ratings", i, "condition", f"{cond!r} but participant {pid!r} is in the "
-                                                     f"{cond_of[pid]!r} condition ({problems.at('participants', _row_of(parts, pid))})")
+                                                     f"{cond_of[pid]!r} condition ({where})")
         if _present(cond) and has_aq:
             if cond == "text" and _present(cols["audio_quality"][i]):
                 problems.cell("ratings", i, "audio_quality", "audio_quality is present in the text condition")
@@ -401,8 +406,9 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
                 problems.cell("ratings", i, key_col, f"no row in {problems.origins['trials'].file()} for participant "
                                                      f"{pid!r} {key_text(key)}")
             elif by_trial and key in trial_prompt and _present(prompt) and trial_prompt[key] != prompt:
-                problems.cell("ratings", i, "prompt_id", f"{prompt!r} but {problems.origins['trials'].file()} has "
-                                                         f"prompt {trial_prompt[key]!r} for participant {pid!r} trial {trial}")
+                problems.cell("ratings", i, "prompt_id",
+                              f"{prompt!r} but {problems.origins['trials'].file()} has prompt {trial_prompt[key]!r} "
+                              f"for participant {pid!r} trial {trial}")
 
     # ---- each trial: exactly the prompt's two clips, one presented first ----------------------------
     groups = trial_rows if trials is not None else {k: rows[0] for k, rows in per_trial.items()}
@@ -425,7 +431,8 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
                           f"{', '.join(problems.at('ratings', r) for r in rows)})")
             continue
         firsts = [cols["presented_first"][r] for r in rows]
-        if "presented_first" in ratings.columns and all(_present(f) for f in firsts) and sum(bool(f) for f in firsts) != 1:
+        if ("presented_first" in ratings.columns and all(_present(f) for f in firsts)
+                and sum(bool(f) for f in firsts) != 1):
             problems.cell("ratings", rows[0], "presented_first",
                           f"participant {pid!r} {key_text(key)}: exactly one of the two clips must be presented first "
                           f"(rows {', '.join(problems.at('ratings', r) for r in rows)})")

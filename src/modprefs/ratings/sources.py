@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
-from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, TableError, read_table, strings_frame
+from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, read_table, strings_frame
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE_FILES, TABLES, TRIALS_COLUMNS
 
 WIDE_COLUMNS = ("rating_0", "rating_1", "audio_quality_0", "audio_quality_1", "first_clip")
@@ -409,7 +409,8 @@ def _wide_to_long(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], s
     prompts = long["prompt_id"].astype(str).str.strip()
     long["clip_id"] = [by_pair.get((p, str(r)), f"{p}_{r}") if p else "" for p, r in zip(prompts, resp)]
     long["rating"] = np.where(resp == 0, wide["rating_0"].to_numpy()[idx], wide["rating_1"].to_numpy()[idx])
-    row_columns = {"rating": [origin.column(f"rating_{r}") for r in resp], "clip_id": [origin.column("prompt_id")] * 2 * n}
+    row_columns = {"rating": [origin.column(f"rating_{r}") for r in resp],
+                   "clip_id": [origin.column("prompt_id")] * 2 * n}
     if "audio_quality_0" in wide.columns or "audio_quality_1" in wide.columns:
         aq = {r: wide[f"audio_quality_{r}"].to_numpy()[idx] if f"audio_quality_{r}" in wide.columns
               else np.full(2 * n, "", dtype=object) for r in (0, 1)}

@@ -103,7 +103,8 @@ def table3(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     if _want(p, "table3_session"):
         tables["table3_session"] = descriptive.session_table(t["participants"], t["trials"])
     if _want(p, "behaviour"):
-        tables["behaviour"] = descriptive.behaviour_table(t["trials"], t["participants"], t["assignments"], t["ratings"])
+        tables["behaviour"] = descriptive.behaviour_table(t["trials"], t["participants"], t["assignments"],
+                                                          t["ratings"])
     return AnalysisResult(tables, titles=_titles("table3_session", "behaviour"))
 
 
