@@ -82,7 +82,9 @@ def test_all_problems_reported_at_once():
     ("study.trials_per_participant", 13, "study.trials_per_participant: 13 exceeds sampling.n_prompts"),
     ("data.source", "missing.jsonl", "data.source: file not found"),
     ("attention_check", "nope.json", "attention_check: file not found"),
-    ("ratings.source", "no/such/dir", "ratings.source: directory not found"),
+    ("ratings.source", "no/such/dir", "ratings.source: not found: 'no/such/dir'"),
+    ("ratings.source", "results/ratings", "ratings.source: 'results/ratings' is inside results/"),
+    ("ratings.columns", {"ratng": "score"}, "ratings.columns: unknown column 'ratng'"),
 ])
 def test_cross_key_checks(key, value, expected):
     with pytest.raises(ConfigError, match=expected):

@@ -96,9 +96,9 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".") -> None:
             "a participant cannot rate the same prompt twice"
         )
 
-    ratings_source = config["ratings"]["source"]
-    if ratings_source != "simulate":
-        exists("ratings.source", ratings_source, kind="directory")
+    from modprefs.ratings.sources import ratings_config_problems  # noqa: PLC0415
+
+    problems += ratings_config_problems(config["ratings"], base)
 
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))

@@ -6,9 +6,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-import pandas as pd  # noqa: E402
-
 from modprefs.io import write_text  # noqa: E402
+from modprefs.io_tables import read_table  # noqa: E402
 from modprefs.report.html import build_report, coverage_note, judges_note, markdown_title  # noqa: E402
 from modprefs.workflow_log import setup_logging  # noqa: E402
 
@@ -16,7 +15,7 @@ sm = snakemake  # noqa: F821
 setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
 tables = [Path(p) for p in sm.input.tables]
 figures = [Path(p) for p in sm.input.figures]
-ratings = pd.read_csv(sm.input.ratings, usecols=["source"])
+ratings = read_table(sm.input.ratings)
 notes = []
 if (ratings["source"] == "simulated").any():
     notes.append("The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
@@ -24,10 +23,10 @@ if (ratings["source"] == "simulated").any():
                  "ratings.source at collected ratings to analyse a real study.")
 notes.append(coverage_note(sm.params.icc_ci_method, Path(sm.params.coverage)))
 if "judges" in sm.input.keys():
-    note = judges_note(pd.read_csv(sm.input.judges, usecols=["modality", "kind", "backend", "model"]))
+    note = judges_note(read_table(sm.input.judges, allow_empty=True)[["modality", "kind", "backend", "model"]])
     if note:
         notes.append(note)
-study = [(markdown_title(p.with_suffix(".md")) or p.stem, pd.read_csv(p)) for p in tables]
+study = [(markdown_title(p.with_suffix(".md")) or p.stem, read_table(p, allow_empty=True)) for p in tables]
 sections = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
 
 
@@ -40,7 +39,7 @@ def reward_title(path: Path) -> str:
 
 
 if "reward_tables" in sm.input.keys():
-    reward = [(reward_title(Path(p)), pd.read_csv(p)) for p in sm.input.reward_tables]
+    reward = [(reward_title(Path(p)), read_table(p, allow_empty=True)) for p in sm.input.reward_tables]
     curves = [(f"Reward model {Path(p).parent.name}: training curve", Path(p)) for p in sm.input.reward_curves]
     sections.append(("Reward models", reward + curves))
 write_text(build_report(sections, dict(sm.config), notes), sm.output[0])
