@@ -122,6 +122,7 @@ def test_help_documents_every_option_with_its_default(capsys):
                 "--n-perm": STATS_DEFAULTS["n_perm"],
                 "--n-boot-alpha": STATS_DEFAULTS["n_boot_alpha"], "--n-perm-alpha": STATS_DEFAULTS["n_perm_alpha"],
                 "--ci-level": STATS_DEFAULTS["ci_level"], "--ci-method": STATS_DEFAULTS["icc_ci_method"],
+                "--table2-random": STATS_DEFAULTS["table2_random"],
                 "--overwrite": "off", "--map": "none", "--judges": "none"}
     for option, default in expected.items():
         assert f"(default: {default})" in " ".join(entries[option].split()), option
