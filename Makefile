@@ -23,6 +23,7 @@ run: $(VENV)/.installed
 	$(VENV)/bin/snakemake --cores $(CORES)
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q
+	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run once)
+	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile
 
 .PHONY: install run test

@@ -90,7 +90,7 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
     "ci_level_1.5": (lambda w: ["--ci-level", "1.5"], ["argument --ci-level", "1.5"]),
     "n_boot_negative": (lambda w: ["--n-boot", "-1"], ["argument --n-boot", "negative"]),
     "n_perm_text": (lambda w: ["--n-perm", "many"], ["argument --n-perm", "'many' is not an integer"]),
-    "ci_method_unknown": (lambda w: ["--ci-method", "jackknife"], ["argument --ci-method", "invalid choice"]),
+    "ci_method_unknown": (lambda w: ["--ci-method", "bca"], ["argument --ci-method", "invalid choice"]),
     "judges_missing": (lambda w: ["--judges", str(w / "no_judges.csv")], ["--judges", "no_judges.csv: file not found"]),
     "judges_without_columns": (lambda w: _then(_csv(w / "judges.csv", lambda d: d.drop(columns=["kind", "status"])),
                                                  args=["--judges", str(w / "judges.csv")]),

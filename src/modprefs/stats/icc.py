@@ -111,7 +111,13 @@ def condition_design(df: pd.DataFrame) -> ConditionDesign:
     ``presented_first`` enters as 0/1 and ``trial_z`` is ``trial`` standardised over these rows
     (mean 0, SD 1 with ddof=1, as R's ``scale``). A covariate that is constant over the rows is
     left out (it would make X rank deficient) and the formula says so by omitting it.
+
+    Rows are put in a canonical order (participant, clip, trial) first, so that every resampling
+    interval depends on the data and the seed, not on the order the ratings file lists them in.
     """
+    keys = [c for c in ("participant_id", "clip_id", "trial") if c in df.columns]
+    df = df.assign(**{f"_key_{c}": df[c].astype(str) for c in keys[:2]})
+    df = df.sort_values([f"_key_{c}" for c in keys[:2]] + keys[2:], kind="mergesort")
     y = pd.to_numeric(df["rating"]).to_numpy(float)
     covariates: dict[str, np.ndarray] = {"presented_first": _as_bool(df["presented_first"]).to_numpy(float)}
     trial = pd.to_numeric(df["trial"]).to_numpy(float)

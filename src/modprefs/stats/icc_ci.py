@@ -362,7 +362,10 @@ def jackknife_interval(design: ConditionDesign, fit: CrossedFit, icc1: float, n_
     failed = int((~np.isfinite(jp)).sum() + (~np.isfinite(jr)).sum() + (~np.isfinite(noise)).sum())
     v_p, n_p = _jackknife_variance(_logit(jp))
     v_r, n_r = _jackknife_variance(_logit(jr))
+    # a replicate at the boundary (ICC 0 or 1) has an infinite logit; leaving it out of the noise
+    # variance can only shrink what is subtracted, so the interval errs wide, never narrow
     ln = _logit(noise[np.isfinite(noise)])
+    ln = ln[np.isfinite(ln)]
     v_e = float(np.var(ln, ddof=1)) if ln.size > 1 else 0.0
     if not (np.isfinite(v_p) and np.isfinite(v_r) and 0 < icc1 < 1):
         return JackknifeInterval(v_p, v_r, v_e, math.nan, math.nan, math.nan, math.nan, failed)
