@@ -14,7 +14,8 @@ import yaml
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import validate_ratings_dir
 from modprefs.ratings.schema import load_table_schema
-from modprefs.ratings.simulate import SimulationParams, justification_pool_weights, simulate_ratings
+from modprefs.ratings.justification_text import aspect_weights
+from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -189,9 +190,9 @@ def test_table_schemas_accept_simulated_rows(sim):
 
 
 def test_justification_strength_zero_is_a_null():
-    assert justification_pool_weights("audio", 0.0) == justification_pool_weights("text", 0.0)
-    wa, wt = justification_pool_weights("audio", 1.0), justification_pool_weights("text", 1.0)
-    assert wa["user_help"] > wt["user_help"] and wa["detail_response"] < wt["detail_response"]
+    assert aspect_weights("audio", 0.0) == aspect_weights("text", 0.0)
+    wa, wt = aspect_weights("audio", 1.0), aspect_weights("text", 1.0)
+    assert wa["user"] > wt["user"] and wa["help"] > wt["help"] and all(wa[k] < wt[k] for k in ("response", "detail", "give"))
 
 
 def test_justification_words_differ_by_condition(design):

@@ -96,9 +96,11 @@ Behaviour per trial
   (median ``deliberation_median_s``), at most the trial's time left after listening. Text: empty.
 * rating_changes: Poisson, gamma rater propensity, mean ``rating_changes_mean_c``.
 * justification: written with probability ``p_justification_c`` (347/920 audio, 311/890 text,
-  §4.3); a short template sentence. Clause pools carry a modality tilt: "user"/"help" clauses lean
-  audio, "detail"/"response"/"give" clauses lean text, and listening/reading clauses are
-  modality-specific; ``justification_modality_strength`` scales every tilt (0 = identical word
+  §4.3); an opener and one to three reasons (:mod:`modprefs.ratings.justification_text`). Reasons
+  carry a modality tilt: "user"/"help" lean audio, "response"/"detail"/"give" lean text (tuned so
+  the §4.3 chi-square values average the paper's 12.8, 9.8, 14.5, 14.5, 17.0), listening/reading
+  reasons are modality-specific, and neutral reasons draw content words so the TF-IDF vocabulary
+  is ~223 terms; ``justification_modality_strength`` scales every tilt (0 = identical word
   distributions in both conditions, a null).
 * audio_quality (audio only): per-clip true quality q_i ~ N(aq_mean, var_aq_clip) + rater offset
   + b_aq_rating * (latent - condition mean) + noise, rounded and clipped to 1..100.
@@ -132,6 +134,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.ratings.justification_text import justification_texts
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
 
 CONDITIONS = ("audio", "text")
@@ -181,6 +184,7 @@ class SimulationParams:
     # with §4.1's decisive gaps) --------------------------------------------------------------------
     var_clip_audio: float = 920.0
     var_clip_text: float = 1420.0
+    rho_prompt_modality: float = 0.0
     rho_clip_modality: float = 0.0
     rho_clip_within_prompt_audio: float = 0.55
     rho_clip_within_prompt_text: float = 0.0
@@ -206,6 +210,7 @@ class SimulationParams:
     p_incomplete_audio: float = 2 / 46
     p_incomplete_text: float = 4 / 48
     incomplete_trials_mean: float = 2.5
+    incomplete_speed_effect: float = 0.0
     attention_coherent_mean: float = 85.0
     attention_nonsense_mean: float = 10.0
     attention_sd: float = 10.0
@@ -217,7 +222,10 @@ class SimulationParams:
     log_time_trial_slope_audio: float = -0.09
     log_time_trial_slope_text: float = -0.17
     log_time_resid_sd: float = 0.30
-    session_overhead_min: float = 1.0
+    session_overhead_min_audio: float = 1.0
+    session_overhead_min_text: float = 1.0
+    session_overhead_cv: float = 0.5
+    attention_time_factor: float = 1.0
     chars_per_second: float = 15.0
     attention_clip_duration_s: float = 8.0
     deliberation_median_s: float = 8.0
@@ -266,9 +274,12 @@ class SimulationParams:
         for name in ("resid_df", "clip_df"):
             if not getattr(self, name) > 2:
                 raise ValueError(f"ratings.simulation.{name} must exceed 2 (finite variance); use .inf for normal")
-        for name in ("rho_clip_modality", "rho_clip_within_prompt_audio", "rho_clip_within_prompt_text"):
+        for name in ("rho_prompt_modality", "rho_clip_modality"):
             if not -1 < getattr(self, name) < 1:
                 raise ValueError(f"ratings.simulation.{name} must lie in (-1, 1)")
+        for name in ("rho_clip_within_prompt_audio", "rho_clip_within_prompt_text"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ValueError(f"ratings.simulation.{name} must lie in [0, 1) (a shared prompt effect)")
         for c in CONDITIONS:
             if not (self.by_condition("trial_time_mean", c) > 0 and self.by_condition("trial_time_sd", c) > 0):
                 raise ValueError(f"ratings.simulation: trial_time_mean_{c} and trial_time_sd_{c} must be positive")
@@ -325,65 +336,6 @@ def _other_time_params(p: SimulationParams, condition: str, listen: np.ndarray, 
 
 
 # --------------------------------------------------------------------------------------------------
-# justification templates
-# --------------------------------------------------------------------------------------------------
-#: clause pools: (base weight, tilt towards audio (+) / text (-), clauses)
-_CLAUSE_POOLS: dict[str, tuple[float, float, tuple[str, ...]]] = {
-    "neutral": (0.50, 0.0, (
-        "it was clearer", "it was more accurate", "it answered the question directly", "it was more concise",
-        "it was easier to follow", "it seemed more correct", "it was friendlier", "it stayed on topic",
-        "the other one missed the point", "it made more sense",
-    )),
-    "user_help": (0.18, 0.9, (
-        "it would help the user more", "it actually helps the user with the question",
-        "it was more helpful to the user", "it addressed what the user needed",
-        "the user asked for help and it helped", "it seemed more useful for the user",
-    )),
-    "detail_response": (0.22, -0.9, (
-        "the response gives more detail", "it gave a more detailed response", "the response was more detailed",
-        "it gives specific details", "the other response did not give enough detail",
-        "the response gave more useful detail",
-    )),
-    "listening": (0.05, 2.0, (
-        "it sounded more natural", "it was easier to listen to", "it flowed better when spoken",
-    )),
-    "reading": (0.05, -2.0, (
-        "it was easier to read", "it was better organized on the page", "it read more smoothly",
-    )),
-}
-_OPENERS_PREF = ("I preferred the {which} one because", "The {which} one was better because",
-                 "I chose the {which} since", "The {which} answer won:")
-_OPENERS_TIE = ("Both were about the same, though", "Hard to choose; both were fine but",
-                "They were equally good, maybe")
-
-
-def justification_pool_weights(condition: str, strength: float) -> dict[str, float]:
-    """Probability of each clause pool in ``condition`` for a given modality strength."""
-    sign = 1.0 if condition == "audio" else -1.0
-    w = {k: base * math.exp(strength * tilt * sign) for k, (base, tilt, _) in _CLAUSE_POOLS.items()}
-    total = sum(w.values())
-    return {k: v / total for k, v in w.items()}
-
-
-def _justifications(conditions: np.ndarray, prefs: np.ndarray, first_clips: np.ndarray, strength: float,
-                    rng: np.random.Generator) -> list[str]:
-    pools = list(_CLAUSE_POOLS)
-    weights = {c: np.array(list(justification_pool_weights(c, strength).values())) for c in CONDITIONS}
-    out = []
-    for cond, pref, first in zip(conditions, prefs, first_clips):
-        pool = pools[rng.choice(len(pools), p=weights[cond])]
-        clauses = _CLAUSE_POOLS[pool][2]
-        clause = clauses[rng.integers(len(clauses))]
-        if pref == "tie":
-            opener = _OPENERS_TIE[rng.integers(len(_OPENERS_TIE))]
-        else:
-            which = "first" if int(pref) == int(first) else "second"
-            opener = _OPENERS_PREF[rng.integers(len(_OPENERS_PREF))].format(which=which)
-        out.append(f"{opener} {clause}.")
-    return out
-
-
-# --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
 def _lognormal(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
@@ -410,37 +362,45 @@ def _bool_or_empty(values: np.ndarray, mask: np.ndarray) -> pd.Series:
 
 
 def _clip_effects(stim: pd.DataFrame, p: SimulationParams, rng: np.random.Generator) -> np.ndarray:
-    """(n_clips, 2) clip effects [audio, text].
+    """(n_clips, 2) clip effects [audio, text] on the latent 0..100 scale.
 
-    Per prompt, (u_0 audio, u_0 text, u_1 audio, u_1 text) is normal with covariance
-    normal: the two responses of a prompt correlate by rho_clip_within_prompt_c within modality c
-    (a shared prompt effect, which adds to the ICC's clip variance but cancels in the gap), the same
-    clip correlates by rho_clip_modality across modalities, and the other response of the prompt by
-    rho_clip_modality * sqrt(rho_w_audio * rho_w_text). Clips whose prompt lacks a partner
-    get the marginal distribution.
+    A clip's effect in modality c is its prompt's shared effect plus its own deviation,
+    ``u_ic = P_pc + D_ic``, with Var(P_c) = rho_w_c x var_clip_c and Var(D_c) = (1 - rho_w_c) x
+    var_clip_c (rho_w_c = ``rho_clip_within_prompt_c``, the correlation of the two clips of a
+    prompt within modality c). Across modalities the prompt effects correlate by
+    ``rho_prompt_modality`` and each clip's deviations by ``rho_clip_modality``; the two clips'
+    deviations are independent. Per prompt the six draws (P_a, P_t, D_0a, D_0t, D_1a, D_1t) are
+    normal, or multivariate t with ``clip_df`` degrees of freedom (one chi-square scale per prompt,
+    rescaled to the stated variances). The prompt part raises the ICC's clip variance but cancels in
+    a trial's gap, in the per-trial preference score and in the cross-modality winner; the
+    deviations carry the within-prompt preference, and their cross-modality correlation sets the
+    by-prompt random modality slope of §4.3. Clips whose prompt lacks a partner get the marginal
+    distribution.
     """
-    va, vt, rm = p.var_clip_audio, p.var_clip_text, p.rho_clip_modality
+    va, vt = p.var_clip_audio, p.var_clip_text
     rwa, rwt = p.rho_clip_within_prompt_audio, p.rho_clip_within_prompt_text
-    # order (u0a, u0t, u1a, u1t); within-prompt correlation per modality, cross-clip-cross-modality
-    # correlation rho_m * sqrt(rw_a * rw_t) (a Kronecker product when rw_a = rw_t)
-    sa, st = math.sqrt(va), math.sqrt(vt)
-    cross = rm * math.sqrt(max(rwa * rwt, 0.0)) * (1 if rwa * rwt >= 0 else 0)
-    cov = np.array([[va, rm * sa * st, rwa * va, cross * sa * st],
-                    [rm * sa * st, vt, cross * sa * st, rwt * vt],
-                    [rwa * va, cross * sa * st, va, rm * sa * st],
-                    [cross * sa * st, rwt * vt, rm * sa * st, vt]])
-    if np.linalg.eigvalsh(cov).min() < -1e-9:
-        raise ValueError("ratings.simulation: the clip-effect correlations give a non-positive-definite covariance")
-    chol = np.linalg.cholesky(cov + 1e-12 * np.eye(4))
+    if rwa < 0 or rwt < 0:
+        raise ValueError("ratings.simulation: rho_clip_within_prompt_audio/_text must be >= 0 "
+                         "(a shared prompt effect has a non-negative variance)")
+
+    def pair(var_a: float, var_t: float, rho: float) -> np.ndarray:
+        c = rho * math.sqrt(var_a * var_t)
+        return np.linalg.cholesky(np.array([[var_a, c], [c, var_t]]) + 1e-12 * np.eye(2))
+
+    chol_p = pair(rwa * va, rwt * vt, p.rho_prompt_modality)
+    chol_d = pair((1 - rwa) * va, (1 - rwt) * vt, p.rho_clip_modality)
     prompts = list(dict.fromkeys(stim["prompt_id"]))
-    z = rng.standard_normal((len(prompts), 4)) @ chol.T
-    if math.isfinite(p.clip_df):  # multivariate t per prompt (one chi-square scale for its 4 effects)
+    z = rng.standard_normal((len(prompts), 6))
+    shared = z[:, 0:2] @ chol_p.T
+    dev = np.stack([z[:, 2:4] @ chol_d.T, z[:, 4:6] @ chol_d.T], axis=1)  # (prompts, response, modality)
+    eff = shared[:, None, :] + dev
+    if math.isfinite(p.clip_df):  # multivariate t per prompt (one chi-square scale for its effects)
         w = rng.chisquare(p.clip_df, len(prompts)) / p.clip_df
-        z *= math.sqrt((p.clip_df - 2) / p.clip_df) / np.sqrt(w)[:, None]
+        eff *= (math.sqrt((p.clip_df - 2) / p.clip_df) / np.sqrt(w))[:, None, None]
     row = {pid: i for i, pid in enumerate(prompts)}
     u = np.zeros((len(stim), 2))
     for i, (pid, resp) in enumerate(zip(stim["prompt_id"], stim["response"].astype(int))):
-        u[i] = z[row[pid], 2 * resp: 2 * resp + 2]
+        u[i] = eff[row[pid], resp]
     return u
 
 
@@ -522,7 +482,12 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     tau_mean = per_cond("tie_threshold_mean")
     tau = np.array([_lognormal(rng_part, m, p.tie_threshold_cv, 1)[0] for m in tau_mean]) if n_part else np.zeros(0)
     failed = rng_part.random(n_part) < per_cond("p_fail_attention")
-    drop = (~failed) & (rng_part.random(n_part) < per_cond("p_incomplete"))
+    a_time = rng_part.standard_normal(n_part)  # participant slowness (standard normal; scaled per condition)
+    # dropout: rate p_incomplete_c among passers, tilted towards slow raters (exp(beta a - beta^2/2)
+    # has mean one over a standard normal a, so the expected rate stays p_incomplete_c)
+    beta = p.incomplete_speed_effect
+    p_drop = np.clip(per_cond("p_incomplete") * np.exp(beta * a_time - beta ** 2 / 2), 0.0, 1.0)
+    drop = (~failed) & (rng_part.random(n_part) < p_drop)
     k_drop = rng_part.poisson(p.incomplete_trials_mean, n_part)
     n_done = np.where(failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(n_trials_assigned - 1, 0)),
                                           n_trials_assigned))
@@ -530,11 +495,10 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     # rater-specific residual scale: lognormal with E[scale^2] = 1, so var_resid_c is the mean variance
     s2 = math.log1p(p.resid_scale_cv ** 2)
     resid_scale = np.exp(math.sqrt(s2) * rng_part.standard_normal(n_part) - s2)
-    a_time = rng_part.standard_normal(n_part)  # participant speed (standard normal; scaled per condition)
     replay_prop = _gamma_unit(rng_part, p.replay_propensity_shape, n_part)
     change_prop = _gamma_unit(rng_part, 2.0, n_part)
     aq_offset = math.sqrt(p.var_aq_participant) * rng_part.standard_normal(n_part)
-    overhead = _lognormal(rng_part, p.session_overhead_min, 0.5, n_part) if n_part else np.zeros(0)
+    overhead = per_cond("session_overhead_min") * _lognormal(rng_part, 1.0, p.session_overhead_cv, n_part)
     pidx = {pid: i for i, pid in enumerate(part["participant_id"])}
 
     # ---- which trials happen -------------------------------------------------------------------
@@ -643,6 +607,7 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
         # a_time is a standard normal per participant; scale it by this condition's SD
         other[m] = np.exp(mu + math.sqrt(var_a) * a_time[tp[m]] + s_other * trial_z[m]
                           + math.sqrt(var_e) * z_eps[m])
+    other[attn] *= p.attention_time_factor  # the attention check is a quick, obvious judgement
     dtime = listen + other
     delib = _lognormal(rng_trial, p.deliberation_median_s * math.exp(0.65 ** 2 / 2), 0.65, n_tr)
     delib = np.where(is_audio_t, np.minimum(delib, 0.8 * other), np.nan)
@@ -650,8 +615,8 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
                                          p.rating_changes_mean_audio) * change_prop[tp])
     write = rng_just.random(n_tr) < np.where(t_cond == "text", p.p_justification_text, p.p_justification_audio)
     write &= ~attn
-    texts = _justifications(t_cond[write], pref[write], first_clip[write], p.justification_modality_strength,
-                            rng_just)
+    texts = justification_texts(t_cond[write], pref[write], first_clip[write], p.justification_modality_strength,
+                                rng_just)
     justification = np.full(n_tr, None, dtype=object)
     justification[write] = texts
 
