@@ -50,7 +50,14 @@ sys.path.insert(0, str(ROOT / "src"))
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.stats import agreement, descriptive, modality, thresholds  # noqa: E402
 from modprefs.stats.alpha import alpha_table  # noqa: E402
-from modprefs.stats.justifications import MODALITY_TERMS_PATH, analyze_justifications  # noqa: E402
+from modprefs.stats.justifications import (  # noqa: E402
+    MODALITY_TERMS_PATH,
+    _TOKEN,
+    analyze,
+    analyze_justifications,
+    select_justifications,
+    stem,
+)
 from modprefs.stats.reml import fit_crossed_intercepts  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
 
@@ -223,6 +230,13 @@ def paper_stimuli(seed: int, n_prompts: int = 100, n_long: int = 25) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def _analyze_sklearn(doc: str) -> list[str]:
+    """The analyzer as it was before issue #12: scikit-learn's ENGLISH_STOP_WORDS removed before stemming."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return [stem(t) for t in _TOKEN.findall(str(doc).lower()) if t not in ENGLISH_STOP_WORDS]
+
+
 def _passed_rows(ratings: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     passed = set(parts.loc[parts["passed_attention"], "participant_id"])
     return ratings[(ratings["trial"] > 0) & ratings["participant_id"].isin(passed)]
@@ -363,6 +377,10 @@ def one_seed(seed: int, params: SimulationParams, intervals: bool = False) -> di
         out[f"s43.chi2.{term}"] = float(terms.loc[term, "chi2"]) if term in terms.index else 0.0
         out[f"x.direction_ok.{term}"] = float(term in terms.index and terms.loc[term, "more_in"] == more_in)
     out["x.n_significant_terms"] = just.n_significant
+    # issue #12 item 2: documents keeping the stem "detail" with the project's stop list vs scikit-learn's
+    docs = select_justifications(trials, parts)["justification"]
+    out["x.docs_with_detail.stop_words_txt"] = float(sum("detail" in analyze(d) for d in docs))
+    out["x.docs_with_detail.sklearn_list"] = float(sum("detail" in _analyze_sklearn(d) for d in docs))
     return {k: float(v) for k, v in out.items()}
 
 
