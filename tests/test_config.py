@@ -33,7 +33,14 @@ def _set(cfg: dict, dotted: str, value) -> dict:
     return cfg
 
 
-_DELETE = object()
+class _Delete:
+    """Marks a key to delete (a stable repr, so that test ids are the same in every xdist worker)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+_DELETE = _Delete()
 
 SCHEMA_CASES = [
     ("sampling.n_prompts", "twelve", "sampling.n_prompts"),
