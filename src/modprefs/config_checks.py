@@ -14,8 +14,10 @@ from typing import Any
 import jsonschema
 import yaml
 
+from modprefs.errors import UserInputError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserInputError):
     """A configuration problem; the message names the offending key."""
 
 

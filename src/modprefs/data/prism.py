@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.errors import UserInputError
+
 EMPTY_STRING = "EMPTY STRING"
 
 REQUIRED_ROW_KEYS = ("conversation_id", "conversation_type", "conversation_history")
@@ -45,7 +47,7 @@ INTERACTION_COLUMNS = [
 ]
 
 
-class PrismFormatError(ValueError):
+class PrismFormatError(UserInputError):
     """A row does not follow PRISM's ``conversations`` schema; the message names row and key."""
 
 

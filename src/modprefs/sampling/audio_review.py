@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from modprefs.errors import UserInputError
 from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
 from modprefs.sampling.screening import ScreeningResult
 
@@ -27,7 +28,7 @@ DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass
 ON_EXHAUSTED = ("error", "drop")
 
 
-class AudioReviewError(RuntimeError):
+class AudioReviewError(UserInputError, RuntimeError):
     """The review cannot produce a study whose every clip passes QC (the message says why and what to do)."""
 
 

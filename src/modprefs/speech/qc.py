@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from modprefs.errors import UserInputError
 from modprefs.speech.render import audio_qc
 from modprefs.speech.wer import normalize_words, word_error_rate
 
@@ -91,7 +92,7 @@ QC_COLUMNS = ["duration_s", "rms_dbfs", "peak", "clipping_ratio", "leading_silen
               "dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl", "dnsmos_p808", "qc_pass", "qc_reasons"]
 
 
-class ModelNotInstalledError(RuntimeError):
+class ModelNotInstalledError(UserInputError, RuntimeError):
     """A QC model is not installed; the message names the pip package to install or the file to provide."""
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
+from modprefs.errors import UserInputError
 from modprefs.io import atomic_path
 from modprefs.speech.backends import TTSBackend
 from modprefs.speech.text import speakable_text
@@ -37,7 +38,7 @@ CLIP_LEVEL = 0.999
 SILENCE_FLOOR_DBFS = -200.0
 
 
-class ClipRenderError(RuntimeError):
+class ClipRenderError(UserInputError, RuntimeError):
     """Rendering one clip failed; the message names the clip."""
 
 
