@@ -74,6 +74,30 @@ def _default_paths() -> tuple[Path, Path]:
     return Path(espeakng_loader.get_library_path()), data
 
 
+def default_data_path() -> Path:
+    """espeakng-loader's ``espeak-ng-data`` directory (ModelNotInstalledError when it is not installed)."""
+    return _default_paths()[1]
+
+
+def data_languages(data_path: str | os.PathLike[str]) -> set[str]:
+    """Every language and voice-file name an ``espeak-ng-data`` directory offers, lower case.
+
+    Read from the voice files under ``lang/`` (their ``language <name>`` lines and file names, e.g.
+    ``en-us``, ``en``, ``en-gb-x-rp``) without loading the library, so the config can be checked
+    before any job. These are the names :func:`_set_voice` and phonemizer's espeak backend accept.
+    """
+    names: set[str] = set()
+    for path in (Path(data_path) / "lang").rglob("*"):
+        if not path.is_file():
+            continue
+        names.add(path.name.lower())
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "language":
+                names.add(parts[1].lower())
+    return names
+
+
 def _load_private_copy(library: Path) -> ctypes.CDLL:
     """dlopen a copy of ``library`` so that its global state is this backend's alone."""
     real = library.resolve()
