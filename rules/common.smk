@@ -101,6 +101,13 @@ def used_before(round_) -> list[str]:
     return files
 
 
+def shard_clips(checkpoint, wildcards) -> list[str]:
+    """The WAVs a rendered shard's manifest lists (its checkpoint must have run; Snakemake waits otherwise)."""
+    from modprefs.speech.render import manifest_clip_paths
+
+    return manifest_clip_paths(checkpoint.get(**dict(wildcards.items())).output.manifest)
+
+
 def review_rounds() -> int:
     """How many rounds were reviewed: walk the checkpoints until a review replaces nothing."""
     r = 0

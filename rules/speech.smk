@@ -7,11 +7,13 @@ localrules:
     audio_review,
 
 
-rule render_shard:
+checkpoint render_shard:
     """Render one shard of one round's clips (model loaded once per job) to results/audio/clips/.
 
     Round 0 renders the first draw and the attention check; round r > 0 renders the prompts that
-    replaced those whose audio failed QC in round r - 1.
+    replaced those whose audio failed QC in round r - 1. A checkpoint: once its manifest exists, the
+    WAVs it lists are declared inputs of the shard's QC (shard_clips), so a clip changed or damaged
+    after rendering makes Snakemake redo its QC (and the review replaces it if it fails).
     """
     input:
         prompts=lambda wildcards: round_prompts(wildcards.round),
@@ -40,9 +42,13 @@ rule render_shard:
 
 
 rule audio_qc:
-    """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate."""
+    """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate.
+
+    The shard's WAVs are inputs; an unreadable one fails QC with reason `unreadable`.
+    """
     input:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
+        clips=lambda wildcards: shard_clips(checkpoints.render_shard, wildcards),
     output:
         "results/audio/rounds/{round}/qc/{shard}.csv",
     params:
@@ -103,8 +109,11 @@ rule audio_manifest:
         "../workflow/scripts/audio_manifest.py"
 
 
-rule render_engine_shard:
-    """The final clips rendered by another TTS engine (out-of-distribution evaluation of reward models)."""
+checkpoint render_engine_shard:
+    """The final clips rendered by another TTS engine (out-of-distribution evaluation of reward models).
+
+    A checkpoint, as render_shard: the engine's manifest rule declares the WAVs it lists as inputs.
+    """
     input:
         prompts="results/sampling/final_prompts.csv",
         conversations="results/data/conversations.parquet",
@@ -130,10 +139,13 @@ rule render_engine_shard:
 
 
 rule engine_manifest:
-    """One manifest per other engine: results/audio/engines/{engine}/manifest.csv."""
+    """One manifest per other engine: results/audio/engines/{engine}/manifest.csv (every clip checked readable)."""
     input:
-        lambda wildcards: expand("results/audio/engines/{engine}/shards/{shard}.csv", engine=wildcards.engine,
-                                 shard=speech_shards()),
+        shards=lambda wildcards: expand("results/audio/engines/{engine}/shards/{shard}.csv",
+                                        engine=wildcards.engine, shard=speech_shards()),
+        clips=lambda wildcards: [path for shard in speech_shards()
+                                 for path in shard_clips(checkpoints.render_engine_shard,
+                                                         {"engine": wildcards.engine, "shard": shard})],
     output:
         "results/audio/engines/{engine}/manifest.csv",
     conda:

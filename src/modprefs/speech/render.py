@@ -27,7 +27,7 @@ from modprefs.speech.backends import TTSBackend
 from modprefs.speech.text import speakable_text
 
 __all__ = ["MANIFEST_COLUMNS", "ClipRenderError", "audio_qc", "render_clip", "render_clips",
-           "combine_manifests", "empty_manifest"]
+           "combine_manifests", "empty_manifest", "manifest_clip_paths", "unreadable_clips"]
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +149,26 @@ def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path,
                         inject_silence=str(c.clip_id) in silent)
             for c in clips.itertuples(index=False)]
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS) if rows else empty_manifest()
+
+
+def manifest_clip_paths(manifest_csv: str | Path) -> list[str]:
+    """The ``path`` column of a shard manifest (the WAVs its render job wrote), in order."""
+    table = pd.read_csv(manifest_csv, usecols=["path"], dtype={"path": str}, keep_default_na=False)
+    return table["path"].tolist()
+
+
+def unreadable_clips(manifest: pd.DataFrame) -> list[str]:
+    """``"<clip_id> (<path>): <why>"`` for every clip whose WAV is missing, undecodable or empty."""
+    problems = []
+    for clip, path in zip(manifest["clip_id"], manifest["path"]):
+        try:
+            info = sf.info(str(path))
+        except (sf.LibsndfileError, RuntimeError, OSError) as err:
+            problems.append(f"{clip} ({path}): {err}")
+            continue
+        if info.frames == 0:
+            problems.append(f"{clip} ({path}): no audio samples")
+    return problems
 
 
 def combine_manifests(shards: Iterable[pd.DataFrame]) -> pd.DataFrame:
