@@ -180,6 +180,16 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".",
                          "a participant cannot rate the same prompt twice"))
 
     problems += _tts_problems(config["tts"], base)
+    thresholds = (config.get("audio_qc") or {}).get("thresholds") or {}
+    if thresholds:
+        import math
+
+        from modprefs.speech.qc import QC_COLUMNS, check_thresholds
+
+        try:
+            check_thresholds(dict.fromkeys(QC_COLUMNS, math.nan), thresholds)
+        except ValueError as err:
+            problems.append((("audio_qc", "thresholds"), f"audio_qc.thresholds: {err}"))
     problems += _judges_problems(config.get("judges") or {})
 
     ratings_source = config["ratings"]["source"]

@@ -112,9 +112,10 @@ def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, q
     if outside:
         reasons = "; ".join(failed[pid] for pid in outside)
         fix = ("A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
-               "holding the attention check) and rerun to render it again." if "unreadable" in reasons else
-               "Reword the attention check (config attention_check) or adjust audio_qc.thresholds.")
-        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}")
+               "holding the attention check) and rerun with --forcerun audio_review to render it again"
+               if "unreadable" in reasons else
+               "Reword the attention check (config attention_check) or adjust audio_qc.thresholds")
+        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
     empty_prompts = prompts.iloc[0:0]
     removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
     if not failed:

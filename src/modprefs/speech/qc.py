@@ -471,5 +471,5 @@ class QualityChecker:
 def unreadable_result(why: str) -> dict[str, Any]:
     """A QC row for a clip whose file cannot be read: every metric NaN, ``qc_pass`` False, reason ``unreadable``."""
     row: dict[str, Any] = {k: math.nan for k in QC_COLUMNS}
-    row.update(transcript="", qc_pass=False, qc_reasons=f"unreadable: {' '.join(why.split())}")
+    row.update(transcript="", qc_pass=False, qc_reasons=f"unreadable: {' '.join(why.split()).rstrip('.')}")
     return row
