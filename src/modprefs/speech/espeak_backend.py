@@ -79,22 +79,25 @@ def default_data_path() -> Path:
     return _default_paths()[1]
 
 
-def data_languages(data_path: str | os.PathLike[str]) -> set[str]:
-    """Every language and voice-file name an ``espeak-ng-data`` directory offers, lower case.
+def data_languages(data_path: str | os.PathLike[str], file_names: bool = True) -> set[str]:
+    """The languages an ``espeak-ng-data`` directory offers, lower case, read without loading the library.
 
-    Read from the voice files under ``lang/`` (their ``language <name>`` lines and file names, e.g.
-    ``en-us``, ``en``, ``en-gb-x-rp``) without loading the library, so the config can be checked
-    before any job. These are the names :func:`_set_voice` and phonemizer's espeak backend accept.
+    Each voice file under ``lang/`` names its language on its first ``language <name>`` line (``en-us``,
+    ``en-gb``, ...; later ``language`` lines are lower-priority aliases that neither espeak_SetVoiceByName
+    nor phonemizer accept). With ``file_names`` the voice files' own names (``en``, ``en-gb-x-rp``) are
+    included too: :func:`_set_voice` accepts both, phonemizer (kokoro-onnx's G2P) only the languages.
     """
     names: set[str] = set()
     for path in (Path(data_path) / "lang").rglob("*"):
         if not path.is_file():
             continue
-        names.add(path.name.lower())
+        if file_names:
+            names.add(path.name.lower())
         for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
             parts = line.split()
             if len(parts) >= 2 and parts[0] == "language":
                 names.add(parts[1].lower())
+                break
     return names
 
 

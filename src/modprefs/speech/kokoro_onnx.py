@@ -173,7 +173,11 @@ class KokoroOnnxBackend:
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=_providers())
+        try:
+            session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=_providers())
+        except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
+            raise ModelNotInstalledError(f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
+                                         f"ONNX model ({type(err).__name__}: {err})") from err
         log.info("%s: loaded %s (%d threads, providers %s), voice %s from %s", NAME, self.model_path,
                  self.threads, session.get_providers(), self.voice, self.voices_path)
         return Kokoro.from_session(session, str(self.voices_path))

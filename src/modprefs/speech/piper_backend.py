@@ -170,8 +170,12 @@ class PiperBackend:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         if self.seed is not None:  # the graph's noise generators take their seed at session build
             ort.set_seed(self.seed)
-        session = ort.InferenceSession(str(self.model_path), sess_options=options,
-                                       providers=["CPUExecutionProvider"])
+        try:
+            session = ort.InferenceSession(str(self.model_path), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
+            raise ModelNotInstalledError(f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
+                                         f"ONNX model ({type(err).__name__}: {err})") from err
         log.info("%s: loaded %s (%d threads, onnxruntime seed %s)", NAME, self.model_path, self.threads, self.seed)
         return PiperVoice(config=PiperConfig.from_dict(self._config_dict), session=session)
 

@@ -24,6 +24,7 @@ import ast
 import importlib.util
 import os
 import re
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,15 @@ BACKEND_KEYS: dict[str, set[str]] = {
 
 
 def _path_problem(tts: Mapping[str, Any], key: str, where: str, base: Path) -> str | None:
+    """A file named by ``tts[key]`` that is missing or empty (None when absent from the block or fine)."""
     value = tts.get(key)
-    if value and not (base / Path(str(value)).expanduser()).is_file():
+    if not value:
+        return None
+    path = base / Path(str(value)).expanduser()
+    if not path.is_file():
         return f"{where}.{key}: file not found: {str(value)!r}"
+    if path.stat().st_size == 0:
+        return f"{where}.{key}: {str(value)!r} is an empty file"
     return None
 
 
@@ -58,12 +65,15 @@ def _kokoro_onnx(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
         return problems
     voices_path = base / tts["voices_path"] if tts.get("voices_path") else kokoro_onnx.default_voices_path()
     voice = str(tts.get("voice", kokoro_onnx.DEFAULT_VOICE))
-    voices = kokoro_onnx.available_voices(voices_path)
+    try:
+        voices = kokoro_onnx.available_voices(voices_path)
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
+        return [f"{where}.voices_path: {str(voices_path)!r} is not a kokoro-onnx voices archive (.npz/.bin): {err}"]
     if voice not in voices:
         problems.append(f"{where}.voice: {voice!r} is not a kokoro-onnx voice in {voices_path.name}; "
                         f"available: {', '.join(voices)} (other voices: set {where}.voices_path)")
     lang = str(tts.get("lang", kokoro_onnx.DEFAULT_LANG))
-    if lang.lower() not in espeak_backend.data_languages(espeak_backend.default_data_path()):
+    if lang.lower() not in espeak_backend.data_languages(espeak_backend.default_data_path(), file_names=False):
         problems.append(f"{where}.lang: {lang!r} is not a language of kokoro-onnx's G2P (espeak-ng), "
                         "e.g. en-us, en-gb")
     return problems
@@ -74,6 +84,9 @@ def _piper(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
 
     if importlib.util.find_spec("piper") is None:
         return [f"{where}.backend: 'piper' needs the Piper engine: pip install {piper_backend.ENGINE_PACKAGE}"]
+    empty = [p for p in (_path_problem(tts, k, where, base) for k in ("model_path", "config_path")) if p]
+    if empty:
+        return empty
     model = base / tts["model_path"] if tts.get("model_path") else None
     config = base / tts["config_path"] if tts.get("config_path") else None
     try:
@@ -81,7 +94,11 @@ def _piper(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     except FileNotFoundError as err:
         return [f"{where}: {err}"]
     voice = str(tts.get("voice", piper_backend.DEFAULT_VOICE))
-    problem = piper_backend.voice_problem(voices, voice, tts.get("lang"))
+    try:
+        problem = piper_backend.voice_problem(voices, voice, tts.get("lang"))
+    except (OSError, ValueError) as err:  # the voice's .onnx.json is unreadable or not JSON
+        return [f"{where}.config_path: the Piper voice config {str(voices[voice][1])!r} is not a readable JSON "
+                f"file: {err}"]
     return [problem.replace("tts.", f"{where}.", 1)] if problem else []
 
 
