@@ -92,7 +92,7 @@ def read_jsonl(path: str | Path) -> PrismRows:
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
-                text = raw.decode("utf-8")
+                text = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as err:
                 raise PrismFormatError(
                     f"{where}, column {err.start + 1}: not UTF-8 text (byte 0x{raw[err.start]:02x}); "
