@@ -13,6 +13,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from modprefs.config_checks import check_config, validate_config  # noqa: E402
 from modprefs.config_files import config_sources, exit_on_user_error  # noqa: E402
 from modprefs.judges.startup import check_judges_at_start  # noqa: E402
+from modprefs.speech.render import clip_fingerprint  # noqa: E402
 
 # The whole config, checked before any job is scheduled: every schema problem named by its dotted key
 # and the file and line that set it; snakemake's own validation then fills in the schema's defaults;
@@ -99,13 +100,6 @@ def used_before(round_) -> list[str]:
     for r in range(int(round_)):
         files += [f"results/audio/review/round{r}/replacements.csv", f"results/audio/review/round{r}/removals.csv"]
     return files
-
-
-def shard_clips(checkpoint, wildcards) -> list[str]:
-    """The WAVs a rendered shard's manifest lists (its checkpoint must have run; Snakemake waits otherwise)."""
-    from modprefs.speech.render import manifest_clip_paths
-
-    return manifest_clip_paths(checkpoint.get(**dict(wildcards.items())).output.manifest)
 
 
 def review_rounds() -> int:

@@ -7,13 +7,12 @@ localrules:
     audio_review,
 
 
-checkpoint render_shard:
+rule render_shard:
     """Render one shard of one round's clips (model loaded once per job) to results/audio/clips/.
 
     Round 0 renders the first draw and the attention check; round r > 0 renders the prompts that
-    replaced those whose audio failed QC in round r - 1. A checkpoint: once its manifest exists, the
-    WAVs it lists are declared inputs of the shard's QC (shard_clips), so a clip changed or damaged
-    after rendering makes Snakemake redo its QC (and the review replaces it if it fails).
+    replaced those whose audio failed QC in round r - 1. The manifest lists the WAVs; the shard's QC
+    takes their fingerprint as a param, so a clip changed or damaged afterwards reruns its QC.
     """
     input:
         prompts=lambda wildcards: round_prompts(wildcards.round),
@@ -44,15 +43,16 @@ checkpoint render_shard:
 rule audio_qc:
     """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate.
 
-    The shard's WAVs are inputs; an unreadable one fails QC with reason `unreadable`.
+    `clips` fingerprints the shard's WAVs (modprefs.speech.render.clip_fingerprint): a clip changed after
+    rendering reruns this QC, which fails an unreadable clip (reason `unreadable`) so the review replaces it.
     """
     input:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
-        clips=lambda wildcards: shard_clips(checkpoints.render_shard, wildcards),
     output:
         "results/audio/rounds/{round}/qc/{shard}.csv",
     params:
         qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
+        clips=lambda wildcards, input: clip_fingerprint(input.manifest),
     threads: 2
     resources:
         mem_mb=2000,
@@ -109,11 +109,8 @@ rule audio_manifest:
         "../workflow/scripts/audio_manifest.py"
 
 
-checkpoint render_engine_shard:
-    """The final clips rendered by another TTS engine (out-of-distribution evaluation of reward models).
-
-    A checkpoint, as render_shard: the engine's manifest rule declares the WAVs it lists as inputs.
-    """
+rule render_engine_shard:
+    """The final clips rendered by another TTS engine (out-of-distribution evaluation of reward models)."""
     input:
         prompts="results/sampling/final_prompts.csv",
         conversations="results/data/conversations.parquet",
@@ -143,9 +140,8 @@ rule engine_manifest:
     input:
         shards=lambda wildcards: expand("results/audio/engines/{engine}/shards/{shard}.csv",
                                         engine=wildcards.engine, shard=speech_shards()),
-        clips=lambda wildcards: [path for shard in speech_shards()
-                                 for path in shard_clips(checkpoints.render_engine_shard,
-                                                         {"engine": wildcards.engine, "shard": shard})],
+    params:
+        clips=lambda wildcards, input: clip_fingerprint(input.shards),  # a damaged clip reruns the check
     output:
         "results/audio/engines/{engine}/manifest.csv",
     conda:

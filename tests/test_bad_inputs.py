@@ -8,15 +8,16 @@ config is the working directory's ``config.yaml`` (the Snakefile's own, so a YAM
 and column); a few cases add a ``--configfile`` or ``--config`` layer. Every one of these problems is
 found when the workflow starts (``snakemake -n`` is enough): no job runs, so nothing can change.
 
-The clip cases need rendered audio (one shard of a tiny run) and are marked slow. Library-level
-checks of the same errors: tests/test_config.py, tests/test_prism.py, tests/test_speech_backends.py.
+Clips damaged after rendering are not errors of this kind: they make Snakemake redo the QC that
+replaces them (study clips) or stop the engine's manifest rule with the shard to re-render; both are
+checked on a real run in tests/test_dag_inputs.py. Library-level checks of the errors here:
+tests/test_config.py, tests/test_prism.py, tests/test_speech_backends.py.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -223,34 +224,5 @@ def test_bad_input_fails_cleanly(workdir, case, tmp_path):
 
 
 def test_suite_size():
-    """The issue asks for at least 30 bad inputs of this kind across config, JSONL, clips and audio."""
-    assert len(CASES) + len(CLIP_CASES) >= 30
-
-
-# --- clips: the audio a rendered shard lists ------------------------------------------------------------
-
-CLIP_CASES = ["deleted clip"]
-
-
-@pytest.fixture(scope="module")
-def rendered(workdir, tmp_path_factory) -> Path:
-    """A copy of the shared run with round 0's first shard rendered (kokoro-onnx)."""
-    work = tmp_path_factory.mktemp("rendered") / "run"
-    shutil.copytree(workdir, work, symlinks=True)
-    proc = run_workflow(work, "results/audio/rounds/0/shards/0.csv", timeout=1500)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return work
-
-
-@pytest.mark.slow
-def test_deleted_clip_is_named_before_any_job(rendered):
-    """A WAV the shard manifest lists is a declared input of its QC: a missing one stops the run at the start,
-    naming the file, instead of failing inside QC (or being skipped)."""
-    clip = rendered / "results/audio/clips/attn_1.wav"
-    data = clip.read_bytes()
-    clip.unlink()
-    try:
-        assert_clean_failure(snakemake_cmd(rendered, "results/audio/rounds/0/qc/0.csv"), watch=[rendered / "results"],
-                             must_mention=["Missing input files for rule audio_qc", "results/audio/clips/attn_1.wav"])
-    finally:
-        clip.write_bytes(data)
+    """The issue asks for at least 30 bad inputs of this kind (the ratings, CLI and app suites add theirs)."""
+    assert len(CASES) >= 30

@@ -120,6 +120,18 @@ def test_zeroed_study_clip_plans_its_qc_and_is_replaced(checkout_run, tmp_path):
     assert manifest["prompt_id"].nunique() == len(final) + 1  # the study keeps its size (attention check + prompts)
 
 
+@pytest.mark.parametrize("damage", ["delete", "replace with another clip"])
+def test_other_clip_damage_plans_qc(checkout_run, tmp_path, damage):
+    run = copy_run(checkout_run, tmp_path / "run")
+    clips = sorted((run / "results/audio/clips").glob("*.wav"))
+    if damage == "delete":
+        clips[2].unlink()
+    else:
+        shutil.copy(clips[3], clips[2])
+    jobs = planned_jobs(snakemake(run, "-n", *SPEECH))
+    assert jobs.get("audio_qc") == 1 and "render_shard" not in jobs, jobs
+
+
 def test_damaged_engine_clip_names_the_shard_to_render_again(checkout_run, tmp_path):
     run = copy_run(checkout_run, tmp_path / "run")
     manifest = pd.read_csv(run / "results/audio/engines/piper/shards/0.csv", dtype=IDS, keep_default_na=False)
