@@ -58,6 +58,10 @@ def engine_config(engine: str) -> dict:
     raise ValueError(f"tts.engines has no engine {engine!r}")
 
 
+def engine_shard_manifests(engine: str) -> list[str]:
+    return [f"results/audio/engines/{engine}/shards/{shard}.csv" for shard in speech_shards()]
+
+
 def engine_manifests() -> list[str]:
     return [f"results/audio/engines/{e['backend']}/manifest.csv" for e in config["tts"].get("engines", [])]
 
@@ -87,6 +91,11 @@ def round_shards(round_) -> list[int]:
         return speech_shards()
     replacements = checkpoints.audio_review.get(round=r - 1).output.replacements
     return list(range(math.ceil(2 * _csv_rows(replacements) / config["tts"]["shard_size"])))
+
+
+def shard_manifest(round_, shard) -> str:
+    """The manifest render_shard writes for one shard of one round (the WAVs it rendered)."""
+    return f"results/audio/rounds/{int(round_)}/shards/{int(shard)}.csv"
 
 
 def round_files(round_, kind: str) -> list[str]:

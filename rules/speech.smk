@@ -52,7 +52,8 @@ rule audio_qc:
         "results/audio/rounds/{round}/qc/{shard}.csv",
     params:
         qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
-        clips=lambda wildcards, input: clip_fingerprint(input.manifest),
+        # by name, not via `input`: Snakemake does not compare params derived from input
+        clips=lambda wildcards: clip_fingerprint(shard_manifest(wildcards.round, wildcards.shard)),
     threads: 2
     resources:
         mem_mb=2000,
@@ -138,10 +139,9 @@ rule render_engine_shard:
 rule engine_manifest:
     """One manifest per other engine: results/audio/engines/{engine}/manifest.csv (every clip checked readable)."""
     input:
-        shards=lambda wildcards: expand("results/audio/engines/{engine}/shards/{shard}.csv",
-                                        engine=wildcards.engine, shard=speech_shards()),
+        shards=lambda wildcards: engine_shard_manifests(wildcards.engine),
     params:
-        clips=lambda wildcards, input: clip_fingerprint(input.shards),  # a damaged clip reruns the check
+        clips=lambda wildcards: clip_fingerprint(engine_shard_manifests(wildcards.engine)),  # see audio_qc
     output:
         "results/audio/engines/{engine}/manifest.csv",
     conda:

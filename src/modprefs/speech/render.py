@@ -177,9 +177,13 @@ def clip_fingerprint(manifest_csvs: str | Path | Iterable[str | Path]) -> str:
     build, from the page cache); damage past the first 64 KB that keeps the size is not seen. A
     missing clip counts as size -1 (its QC then fails it as unreadable).
 
-    Raises FileNotFoundError naming a manifest that does not exist yet (Snakemake then waits for it).
+    Before the shards are rendered (a manifest does not exist yet) the fingerprint is ``"pending"``:
+    Snakemake evaluates params again just before it runs a job and records that value, and it only
+    compares params that do not derive from ``input`` (so the rules pass the manifest paths by name).
     """
     paths = [manifest_csvs] if isinstance(manifest_csvs, (str, Path)) else list(manifest_csvs)
+    if not all(os.path.isfile(p) for p in paths):
+        return "pending"
     digest = hashlib.sha256()
     for manifest in paths:
         for clip in manifest_clip_paths(manifest):
