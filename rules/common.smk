@@ -26,8 +26,9 @@ with exit_on_user_error():
     CONFIG_SOURCES = config_sources([*_own_files, *_cli_files], workflow.config_settings.config)
     validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml", CONFIG_SOURCES)
     validate(config, schema="../workflow/schemas/config.schema.yaml")
-    check_config(config, ".", CONFIG_SOURCES)
-    check_judges_at_start(config["judges"])
+    if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
+        check_config(config, ".", CONFIG_SOURCES)
+        check_judges_at_start(config["judges"])
 
 RATING_TABLES = ["ratings", "trials", "participants"]
 
