@@ -178,3 +178,12 @@ def test_outputs_are_group_readable(checkout_run):
     for path in [*(checkout_run / "results").rglob("*.csv"), *(checkout_run / "results/audio").rglob("*.wav")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & stat.S_IRGRP and mode & stat.S_IROTH, f"{path}: {oct(mode)}"
+
+
+def test_make_run_uses_the_local_profile():
+    """`make run` and profiles/local agree: the Makefile's run target is snakemake with that profile."""
+    proc = subprocess.run(["make", "-n", "run", "VENV=.venv-nonexistent"], cwd=ROOT, capture_output=True, text=True)
+    run_line = [line for line in proc.stdout.splitlines() if "snakemake" in line and "pip" not in line]
+    assert run_line and "--workflow-profile profiles/local" in run_line[-1], proc.stdout
+    profile = yaml.safe_load((ROOT / "profiles/local/config.yaml").read_text())
+    assert profile["rerun-incomplete"] is True and profile["cores"] == 2
