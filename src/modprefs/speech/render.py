@@ -101,13 +101,16 @@ def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend:
     the replacement loop must run. It is logged loudly and never set by default.
 
     Raises:
-        ValueError: nothing speakable in ``text``, or more than ``max_chars`` characters (names the clip).
-        ClipRenderError: synthesis failed or produced no audio (names the clip; no WAV written).
+        ClipRenderError: nothing speakable in ``text``, more than ``max_chars`` characters, synthesis failed or
+            produced no audio (names the clip; no WAV written). A ValueError, as it is a UserInputError.
     """
-    spoken = speakable_text(text, clip_id=clip_id)
+    try:
+        spoken = speakable_text(text, clip_id=clip_id)
+    except ValueError as err:
+        raise ClipRenderError(str(err)) from None
     if len(spoken) > max_chars:
-        raise ValueError(f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
-                         "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?")
+        raise ClipRenderError(f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
+                              "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?")
     start = time.perf_counter()
     try:
         raw = backend.synthesize(spoken)
