@@ -243,3 +243,12 @@ def test_config_file_errors_name_file_line_and_column(tmp_path, text, expected):
     with pytest.raises(ConfigError) as info:
         load_config_file(path)
     assert str(info.value).startswith(str(path)) and expected in str(info.value)
+
+
+def test_paper_config_is_valid():
+    """config/paper.yaml over config.yaml (as `--configfile config/paper.yaml` merges them) passes every check."""
+    from workflow_runner import deep_update
+
+    cfg = deep_update(_default(), yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
+    validate_config(cfg, SCHEMA)
+    check_config(cfg, ROOT)
