@@ -167,6 +167,7 @@ def _bad_file(tmp_path: Path, name: str, content: bytes | str) -> str:
 CROSS_CASES = [
     (lambda c, d: c["tts"].update(voice="zz_nobody"), "tts.voice: 'zz_nobody' is not a kokoro-onnx voice"),
     (lambda c, d: c["tts"].update(lang="klingon"), "tts.lang: 'klingon' is not a language"),
+    (lambda c, d: c["sampling"]["screening"].update(language="xx"), "sampling.screening.language: 'xx' is not"),
     (lambda c, d: c["tts"]["engines"][0].update(voice="zz_nobody"), "tts.engines[0].voice: 'zz_nobody'"),
     (lambda c, d: c["tts"]["engines"].append({"backend": "piper"}), "tts.engines: backend 'piper' appears more"),
     (lambda c, d: c["judges"]["allocation"].update(min_raters=40), "judges.allocation: need 1 <= min_raters"),

@@ -161,6 +161,14 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".",
         except AttentionCheckError as err:
             problems.append((("attention_check",), f"attention_check: {err}"))
     screening = config["sampling"].get("screening", {})
+    language = screening.get("language")
+    if language:
+        from modprefs.sampling.screening import detectable_languages
+
+        if language not in detectable_languages():
+            problems.append((("sampling", "screening", "language"),
+                             f"sampling.screening.language: {language!r} is not a language the screening can detect "
+                             f"(ISO 639-1: {', '.join(detectable_languages())})"))
     if "harmful_terms" in screening and readable("sampling.screening.harmful_terms", screening["harmful_terms"]):
         from modprefs.sampling.screening import ScreeningError, WordListModerator
 

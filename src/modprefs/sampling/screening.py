@@ -99,6 +99,13 @@ def _language_detector():
     return LanguageDetectorBuilder.from_all_languages().build()
 
 
+def detectable_languages() -> list[str]:
+    """ISO 639-1 codes lingua can tell apart (``sampling.screening.language`` must be one), sorted."""
+    from lingua import Language
+
+    return sorted(lang.iso_code_639_1.name.lower() for lang in Language.all())
+
+
 def detect_language(text: str) -> tuple[str | None, float]:
     """Most likely ISO 639-1 code (lowercase) of ``text`` and its confidence in [0, 1] (lingua)."""
     values = _language_detector().compute_language_confidence_values(text)
