@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# the laptop profile (profiles/local: rerun-incomplete, failed logs shown, ...); CORES overrides its cores
 run: $(VENV)/.installed
-	$(VENV)/bin/snakemake --cores $(CORES)
+	$(VENV)/bin/snakemake --workflow-profile profiles/local --cores $(CORES)
 
 test: $(VENV)/.installed
 	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run once)

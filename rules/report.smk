@@ -2,6 +2,12 @@ localrules:
     report,
 
 
+# The ICC coverage measured by benchmarks/icc_coverage.py, named relative to the working directory: an
+# absolute path in params would make a moved checkout rerun the report. As an input (when present), a
+# new measurement reruns the report.
+COVERAGE_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_coverage.json")
+
+
 rule report:
     """results/report/report.html: every table and figure, the run's config and package versions."""
     input:
@@ -13,11 +19,12 @@ rule report:
         reward_tables=expand("results/reward/summary/{name}.csv", name=["runs", "transfer", "drift"])
         + expand("results/reward/{run}/eval/{table}.csv", run=REWARD_RUNS[:1], table=["accuracy", "ood", "length_bias"]),
         reward_curves=expand("results/reward/{run}/curve.png", run=REWARD_RUNS[:1]),
+        coverage=[COVERAGE_JSON] if os.path.isfile(COVERAGE_JSON) else [],
     output:
         "results/report/report.html",
     params:
         icc_ci_method=config["stats"]["icc_ci_method"],
-        coverage=str(Path(workflow.basedir) / "benchmarks/out/icc_coverage.json"),
+        coverage=COVERAGE_JSON,
     conda:
         "../envs/stats.yaml"
     log:

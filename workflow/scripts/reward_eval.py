@@ -15,11 +15,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from modprefs.io import write_csv, write_markdown_table  # noqa: E402
 from modprefs.reward.evaluate import evaluate_run, read_eval, summary_tables  # noqa: E402
 from modprefs.reward.pairs import read_pairs  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 smk = snakemake  # noqa: F821
 setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
-try:
+
+
+def main(smk) -> None:  # noqa: ANN001
     import torch
     torch.set_num_threads(max(1, int(smk.threads)))
     if smk.rule == "reward_summary":
@@ -37,6 +39,6 @@ try:
         out = evaluate_run(Path(smk.input.checkpoint).parent, pairs, smk.params.engines_dir, smk.params.engines,
                            out_dir=Path(smk.output.summary).parent, cache_dir=smk.params.cache_dir)
         logging.info("run %s: %s", smk.wildcards.run, out["summary"])
-except Exception:
-    logging.exception("reward evaluation failed")
-    raise
+
+
+run_adapter(main, smk)

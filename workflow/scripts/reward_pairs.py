@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 
 from modprefs.io import write_json  # noqa: E402
 from modprefs.reward import pairs as rp  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 smk = snakemake  # noqa: F821
 setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
@@ -33,7 +33,7 @@ def renderer(kind: str):
     return rp.tts_renderer(_tts["backend"], Path(smk.params.audio_dir) / kind)
 
 
-try:
+def main(smk) -> None:  # noqa: ANN001
     stimuli = pd.read_csv(smk.input.stimuli, dtype=ids)
     manifest = pd.read_csv(smk.input.manifest, dtype=ids)
     conversations = pd.read_parquet(smk.input.conversations)
@@ -95,6 +95,6 @@ try:
     write_json(summary, smk.output.summary)
     logging.info("pairs: study %d, degradation %d, modality %d, colloquial %d", len(study), len(degraded),
                  len(modality), len(colloquial))
-except Exception:
-    logging.exception("reward pairs failed")
-    raise
+
+
+run_adapter(main, smk)
