@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from modprefs.reward.synthetic import write_clips
+from modprefs.reward.synthetic import TINY_THINKER, write_clips
 from modprefs.reward.backbones import QwenOmniBackbone, build_backbone
 from modprefs.reward.examples import Example, Turn
 from modprefs.reward.loss import bradley_terry_loss
@@ -21,18 +21,6 @@ from modprefs.reward.pooling import POOLINGS
 
 torch.set_num_threads(2)
 
-TINY_THINKER = {
-    "audio_config": {"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
-                     "num_mel_bins": 128, "output_dim": 64, "n_window": 50, "max_source_positions": 1500},
-    "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                      "out_hidden_size": 64, "fullatt_block_indexes": [0]},
-    "text_config": {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-                    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
-                    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}},
-    "audio_token_index": 500, "image_token_index": 501, "video_token_index": 502,
-    "audio_start_token_id": 503, "audio_end_token_id": 504, "vision_start_token_id": 505,
-    "vision_end_token_id": 506, "position_id_per_seconds": 25, "seconds_per_chunk": 2,
-}
 REAL_MODEL = os.environ.get("MODPREFS_QWEN_MODEL", "Qwen/Qwen2.5-Omni-3B")
 
 

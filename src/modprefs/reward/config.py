@@ -20,11 +20,15 @@ DEFAULTS: dict[str, Any] = {
         "min_gap": {"text": 0.0, "audio": 0.0},  # decisiveness thresholds on the 1-100 mean gap
         "criterion_by_modality": False,       # true: quality_text / quality_audio instructions instead of one
         "degradation": {"kinds": ["noise", "clipping", "lowpass"], "per_clip": 1},
-        "corpus": None,       # {manifest: path, name: corpus, max_pairs: 200, min_context_turns: 1}
-        "colloquial": None,   # {rewrites: path (item_id, written, spoken)} or {endpoint: {base_url, model, api_key_env}, n: 24}
+        # natural vs TTS; needs a human-speech corpus manifest (null: no modality pairs)
+        "corpus": {"manifest": None, "name": "corpus", "max_pairs": 200, "min_context_turns": 1,
+                   "voices": None},       # null: modprefs.reward.build.DEFAULT_VOICES
+        # spoken-style rewrite vs written excerpt of study responses (null: none)
+        "colloquial": {"rewriter": "rule-based", "n": 12, "max_chars": 160, "rewrites": None, "endpoint": None,
+                       "tts": None},      # tts null: the study voice
     },
     "model": {"backbone": {"name": "minilm-logmel"}, "pooling": "mean"},
-    "train": {"epochs": 20, "batch_size": 16, "grad_accum": 1, "lr": 0.002, "center_coef": 0.01,
+    "train": {"epochs": 20, "batch_size": 16, "grad_accum": 1, "lr": "auto", "center_coef": 0.01,
               "margin_scale": 0.0, "val_fraction": 0.25, "device": "auto", "precision": "auto"},
     "runs": {
         "main": {},
