@@ -72,14 +72,20 @@ class Renderers:
 
     @staticmethod
     def voice_name(tts: Mapping[str, Any]) -> str:
-        return f"{tts['backend']}-{tts.get('voice', 'default')}".replace("/", "_").replace("+", "_")
+        """``backend/voice`` (the ``tts_voice`` column)."""
+        return f"{tts['backend']}/{tts.get('voice', 'default')}"
+
+    @staticmethod
+    def folder(tts: Mapping[str, Any]) -> str:
+        """A file-name-safe folder for a voice's renditions."""
+        return rp.normalise_id(f"{tts['backend']}-{tts.get('voice', 'default')}")
 
     def __call__(self, kind: str, tts: Mapping[str, Any]) -> rp.Renderer:
         name = self.voice_name(tts)
         if name not in self._backends:
             settings = {k: v for k, v in tts.items() if k != "gender"}
             self._backends[name] = self.factory(settings, self.threads)
-        return rp.tts_renderer(self._backends[name], self.audio_dir / kind / name)
+        return rp.tts_renderer(self._backends[name], self.audio_dir / kind / self.folder(tts))
 
 
 def modality_set(cfg: Mapping[str, Any] | None, renderers: Renderers, seed: int,
