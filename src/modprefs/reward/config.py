@@ -1,7 +1,10 @@
 """The ``reward:`` section of the workflow config: defaults, merging and per-run settings.
 
-The workflow works without a ``reward:`` section (every key has a default here); a user's section
-is deep-merged over :data:`DEFAULTS`. ``runs`` maps a run name to overrides of ``train`` (and of
+The workflow works without a ``reward:`` section (every key has a default here, and config.yaml shows
+each one); a user's section is deep-merged over :data:`DEFAULTS`. Unknown or mistyped keys at any depth
+(``reward.pairs.degradaton``) are rejected by the config schema (workflow/schemas/config.schema.yaml)
+with their dotted name before any job runs; :func:`reward_config` checks the top level for Python
+callers. A ``null`` set (``pairs.colloquial: null``) turns that pair set off. ``runs`` maps a run name to overrides of ``train`` (and of
 ``model`` under a ``model`` key); each run is trained into ``results/reward/{run}/``.
 """
 
