@@ -117,7 +117,8 @@ def measure(model, examples, gc: bool) -> dict:
         st = t.untyped_storage()
         if st.data_ptr() in params:
             return t
-        (weight_copies if tuple(t.shape) in shapes and t.dtype == torch.bfloat16 else saved)[st.data_ptr()] = st.nbytes()
+        is_copy = tuple(t.shape) in shapes and t.dtype == torch.bfloat16
+        (weight_copies if is_copy else saved)[st.data_ptr()] = st.nbytes()
         return t
     batch = model.backbone.collate(model.featurize(examples))
     n = len(examples) // 2
@@ -219,7 +220,8 @@ def main() -> None:
            "excluded": "CUDA context and allocator slack (1-3 GB), larger micro-batches (activations x pairs)",
            "real_models": real, "table": table,
            "tiny_measurements": {k: {kk: vv for kk, vv in v.items()} for k, v in results.items()},
-           "machine": {"python": platform.python_version(), "torch": torch.__version__, "platform": platform.platform()}}
+           "machine": {"python": platform.python_version(), "torch": torch.__version__,
+                       "platform": platform.platform()}}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2) + "\n")
     print(f"{'model':16} {'setting':78} {'total GiB':>9}")

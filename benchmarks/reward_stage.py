@@ -136,7 +136,8 @@ def main() -> None:
     load_before = os.getloadavg()
     results: dict[str, list[dict]] = {"before": [], "after": []}
     for r in range(args.repeats):
-        for label, code in (("before", before), ("after", ROOT)) if r % 2 == 0 else (("after", ROOT), ("before", before)):
+        order = (("before", before), ("after", ROOT))
+        for label, code in order if r % 2 == 0 else order[::-1]:
             res = one_stage(code, upstream, scratch, f"{label}{r}")
             results[label].append(res)
             print(label, r, res["seconds"], {k: v["train_s"] for k, v in res["runs"].items()}, file=sys.stderr)

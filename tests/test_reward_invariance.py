@@ -83,7 +83,8 @@ def test_score_is_the_same_alone_in_any_batch_and_order(examples: list[Example],
     perm = np.random.default_rng(1).permutation(len(examples))
     shuffled = np.empty(len(examples), dtype=np.float32)
     shuffled[perm] = model.score([examples[i] for i in perm], batch_size=3)
-    for name, got in (("one batch", together), ("reversed, batches of 4", reversed_), ("shuffled, batches of 3", shuffled)):
+    for name, got in (("one batch", together), ("reversed, batches of 4", reversed_),
+                      ("shuffled, batches of 3", shuffled)):
         assert np.max(np.abs(got - alone)) <= TOL, (name, got - alone)
 
 

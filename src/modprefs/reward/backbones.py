@@ -514,7 +514,8 @@ class QwenOmniBackbone(nn.Module):
 
     @staticmethod
     def n_audio_tokens(frames: int) -> int:
-        """Tokens the thinker's audio tower makes of ``frames`` mel frames (its ``_get_feat_extract_output_lengths``)."""
+        """Tokens the thinker's audio tower makes of ``frames`` mel frames
+        (its ``_get_feat_extract_output_lengths``)."""
         n = (frames - 1) // 2 + 1
         return (n - 2) // 2 + 1
 

@@ -8,7 +8,7 @@ colloquial; each builder's count, or the reason it made nothing, in a summary.
   matched to the speaker's gender where the manifest has a ``gender`` column, so that no single
   voice is the cue (:func:`voice_for`). Without a corpus none are made and the summary says so;
 - **colloquial**: spoken-style rewrite vs written excerpt of study responses, both rendered with one
-  voice (``colloquial.tts``, default the study's). ``rewriter``: ``rule-based`` (default, offline,
+  voice (``colloquial.tts``: piper by default, ``null`` = the study's). ``rewriter``: ``rule-based`` (default, offline,
   :mod:`modprefs.reward.colloquial`; category ``colloquial_rule_based``), ``llm`` (any
   OpenAI-compatible endpoint; category ``colloquial``) or ``table`` (a user CSV of rewrites).
 
@@ -139,12 +139,14 @@ def rewrites_for(cfg: Mapping[str, Any], items: Mapping[str, str], seed: int) ->
     rewriter = cfg.get("rewriter", "rule-based")
     if rewriter == "table":
         if not cfg.get("rewrites"):
-            raise rp.PairDataError("reward.pairs.colloquial.rewriter is 'table' but colloquial.rewrites (a CSV) is not set")
+            raise rp.PairDataError("reward.pairs.colloquial.rewriter is 'table' but colloquial.rewrites "
+                                   "(a CSV) is not set")
         return pd.read_csv(cfg["rewrites"], dtype={"item_id": str})
     excerpts = {k: markdown_excerpt(v, int(cfg.get("max_chars", 160))) for k, v in items.items()}
     written = {k: speakable_text(v, clip_id=k) for k, v in excerpts.items()}
     if rewriter == "rule-based":
-        rows = [{"item_id": k, "written": written[k], "spoken": spoken_style(v, seed=seed)} for k, v in excerpts.items()]
+        rows = [{"item_id": k, "written": written[k], "spoken": spoken_style(v, seed=seed)}
+                for k, v in excerpts.items()]
         return pd.DataFrame(rows, columns=rp.REWRITE_COLUMNS)
     if rewriter == "llm":
         ep = cfg.get("endpoint") or {}
@@ -157,7 +159,8 @@ def rewrites_for(cfg: Mapping[str, Any], items: Mapping[str, str], seed: int) ->
 
 
 def colloquial_set(cfg: Mapping[str, Any] | None, stimuli: pd.DataFrame, conversations: pd.DataFrame,
-                   renderers: Renderers, study_tts: Mapping[str, Any], seed: int, summary: dict[str, Any]) -> pd.DataFrame:
+                   renderers: Renderers, study_tts: Mapping[str, Any], seed: int,
+                   summary: dict[str, Any]) -> pd.DataFrame:
     """Colloquial pairs (empty, with the reason in ``summary``, when ``reward.pairs.colloquial`` is null)."""
     if not cfg:
         summary["skipped"]["colloquial"] = "reward.pairs.colloquial is null"
@@ -188,8 +191,8 @@ def build_pair_sets(cfg: Mapping[str, Any], ratings: pd.DataFrame, stimuli: pd.D
         summary["skipped"]["judge"] = "no judge ratings configured (reward.pairs.judge_ratings / judges stage)"
     report: dict[str, Any] = {}
     sets = {"study": rp.study_pairs(ratings, stimuli, manifest, conversations, judges=judges, min_gap=cfg["min_gap"],
-                                    sources=cfg["sources"], criterion_by_modality=bool(cfg.get("criterion_by_modality")),
-                                    report=report)}
+                                    sources=cfg["sources"], report=report,
+                                    criterion_by_modality=bool(cfg.get("criterion_by_modality")))}
     summary["study"] = report
     deg = cfg.get("degradation") or {}
     study_clips = manifest[manifest["clip_id"].isin(stimuli["clip_id"])]

@@ -85,7 +85,8 @@ def _number(match: re.Match) -> str:
     text = match.group(0)
     try:
         if text.endswith("%"):
-            return f"{_words(float(text[:-1].replace(',', '')) if '.' in text else int(text[:-1].replace(',', '')))} percent"
+            value = text[:-1].replace(",", "")
+            return f"{_words(float(value) if '.' in value else int(value))} percent"
         if text.startswith("$"):
             value = text[1:].replace(",", "")
             return f"{_words(float(value) if '.' in value else int(value))} dollars"

@@ -4,8 +4,9 @@ The workflow works without a ``reward:`` section (every key has a default here, 
 each one); a user's section is deep-merged over :data:`DEFAULTS`. Unknown or mistyped keys at any depth
 (``reward.pairs.degradaton``) are rejected by the config schema (workflow/schemas/config.schema.yaml)
 with their dotted name before any job runs; :func:`reward_config` checks the top level for Python
-callers. A ``null`` set (``pairs.colloquial: null``) turns that pair set off. ``runs`` maps a run name to overrides of ``train`` (and of
-``model`` under a ``model`` key); each run is trained into ``results/reward/{run}/``.
+callers. A ``null`` set (``pairs.colloquial: null``) turns that pair set off. ``runs`` maps a run name
+to overrides of ``train`` (and of ``model`` under a ``model`` key); each run is trained into
+``results/reward/{run}/``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ DEFAULTS: dict[str, Any] = {
                    "voices": None},       # null: modprefs.reward.build.DEFAULT_VOICES
         # spoken-style rewrite vs written excerpt of study responses (null: none)
         "colloquial": {"rewriter": "rule-based", "n": 12, "max_chars": 160, "rewrites": None, "endpoint": None,
-                       "tts": None},      # tts null: the study voice
+                       # one voice for both sides; piper renders 7x faster than the study's kokoro-onnx
+                       # (benchmarks/out/tts_rtf.json); null: the study voice
+                       "tts": {"backend": "piper", "voice": "en_US-joe-medium"}},
     },
     "model": {"backbone": {"name": "minilm-logmel"}, "pooling": "mean"},
     "train": {"epochs": 20, "batch_size": 16, "grad_accum": 1, "lr": "auto", "center_coef": 0.01,

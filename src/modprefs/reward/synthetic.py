@@ -90,8 +90,8 @@ def context_pairs(conversations_jsonl: str | Path, directory: Path, seed: int = 
     """Context-dependent pairs from PRISM-format conversations: in the context of prompt *i* (its opening
     message), a response to prompt *i* (chosen) vs a response to another prompt (rejected; the prompts are
     paired by a seeded cycle). Every response is chosen in its own prompt's context and most are rejected in
-    another's, so a model that ignores the context cannot beat chance. Each response gets its own speech-like clip (content-free audio: the
-    transcript carries the answer). ``group`` = the prompt's conversation id, ``split`` absent."""
+    another's, so a model that ignores the context cannot beat chance. Each response gets its own speech-like
+    clip (content-free audio: the transcript carries the answer). ``group`` = the prompt's conversation id."""
     import json
     convs = []
     for line in Path(conversations_jsonl).read_text(encoding="utf-8").splitlines():

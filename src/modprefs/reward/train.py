@@ -298,7 +298,8 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
         "backbone": model.backbone.config(), "pooling": model.pooling_name, "criteria": sorted(criteria),
         "center_coef": train.center_coef, "margin_scale": train.margin_scale, "train_on": train.train_on,
         "n_pairs": int(n), "n_train": int(len(train_idx)), "n_val": int(len(val_idx)),
-        "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol) | reward_summary(rc[train_idx], rr[train_idx]),
+        "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol)
+        | reward_summary(rc[train_idx], rr[train_idx]),
         "val": (pair_accuracy(rc[val_idx], rr[val_idx], train.tie_tol) | reward_summary(rc[val_idx], rr[val_idx]))
         if len(val_idx) else None,
         "all": reward_summary(rc, rr),
