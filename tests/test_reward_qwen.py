@@ -202,13 +202,14 @@ def test_lora_checkpoint_is_adapter_and_head_and_reloads_identically(tiny_folder
     from safetensors import safe_open
 
     from modprefs.reward.evaluate import score_pairs
-    from modprefs.reward.train import TrainConfig, train_reward_model
+    from modprefs.reward.train import TrainConfig, resolve_lr, train_reward_model
     pairs = _fidelity(tmp_path, 6)
     backbone = {"name": "qwen2.5-omni", "model_id": str(tiny_folder), "revision": None, "tokenizer": "bytes",
                 "local_files_only": True, "lora": {"r": 4, "alpha": 8}}
-    cfg = TrainConfig(epochs=2, batch_size=4, grad_accum=2, progress=False, device="cpu")
+    cfg = TrainConfig(epochs=2, batch_size=4, grad_accum=2, lr=2e-2, progress=False, device="cpu")
     model, metrics = train_reward_model(pairs, tmp_path / "run", {"backbone": backbone, "pooling": "attention"}, cfg)
-    assert metrics["lr"] == 1e-4 and metrics["gradient_checkpointing"] is True  # LoRA default lr; large backbone
+    assert metrics["gradient_checkpointing"] is True  # on by default for a large backbone
+    assert model.backbone.default_lr == 1e-4 and resolve_lr("auto", model.backbone) == 1e-4  # LoRA's lr: auto
     with safe_open(str(tmp_path / "run" / "model.safetensors"), "pt") as fh:
         keys = list(fh.keys())
         lora_b = [fh.get_tensor(k) for k in keys if "lora_B" in k]

@@ -125,8 +125,9 @@ class MiniLMLogMelBackbone(nn.Module):
             returned; ``none``: every segment interleaved in one sequence, no conditioning (additive
             under mean pooling: the criterion and the context cancel within a pair).
         heads: attention heads of the mixer.
-        context_audio_pool: context audio frames (40 ms after the conv stack) averaged in windows of
-            this many before the mixer reads them (4: 160 ms keys).
+        frame_pool: conv-stack frames (40 ms) averaged per audio position (2: 80 ms positions).
+        context_audio_pool: context audio positions averaged again in windows of this many before the
+            mixer reads them as keys (2: 160 ms keys).
         mixer_layers: extra transformer self-attention layers over the returned positions (expensive:
             quadratic in the sequence length).
         text_model: a MiniLM folder instead of the PyPI package's.
@@ -139,8 +140,9 @@ class MiniLMLogMelBackbone(nn.Module):
     CONDITIONS = ("cross", "none")
 
     def __init__(self, dim: int = 128, n_mels: int = 64, max_text_tokens: int = 128, max_audio_s: float = 20.0,
-                 max_context_turns: int = 4, condition: str = "cross", heads: int = 4, context_audio_pool: int = 4,
-                 mixer_layers: int = 0, text_model: str | None = None, cache: FeatureCache | None = None):
+                 max_context_turns: int = 4, condition: str = "cross", heads: int = 4, frame_pool: int = 2,
+                 context_audio_pool: int = 2, mixer_layers: int = 0, text_model: str | None = None,
+                 cache: FeatureCache | None = None):
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
 
@@ -150,7 +152,8 @@ class MiniLMLogMelBackbone(nn.Module):
         self.dim, self.n_mels = int(dim), int(n_mels)
         self.max_text_tokens, self.max_audio_s = int(max_text_tokens), float(max_audio_s)
         self.max_context_turns, self.mixer_layers = int(max_context_turns), int(mixer_layers)
-        self.condition, self.heads, self.context_audio_pool = condition, int(heads), max(1, int(context_audio_pool))
+        self.condition, self.heads = condition, int(heads)
+        self.frame_pool, self.context_audio_pool = max(1, int(frame_pool)), max(1, int(context_audio_pool))
         self.text_model = text_model
         path = str(text_model or minilm_path())
         self.tokenizer = AutoTokenizer.from_pretrained(path)
@@ -179,7 +182,8 @@ class MiniLMLogMelBackbone(nn.Module):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "dim": self.dim, "n_mels": self.n_mels, "max_text_tokens": self.max_text_tokens,
                 "max_audio_s": self.max_audio_s, "max_context_turns": self.max_context_turns,
-                "condition": self.condition, "heads": self.heads, "context_audio_pool": self.context_audio_pool,
+                "condition": self.condition, "heads": self.heads, "frame_pool": self.frame_pool,
+                "context_audio_pool": self.context_audio_pool,
                 "mixer_layers": self.mixer_layers, "text_model": self.text_model}
 
     # -- frozen features
@@ -241,56 +245,118 @@ class MiniLMLogMelBackbone(nn.Module):
                 for lay in layouts]
 
     # -- trainable part
+    @staticmethod
+    def _conv_length(n: int) -> int:
+        """Frames after one conv (kernel 5, stride 2, padding 2)."""
+        return (n - 1) // 2 + 1
+
+    def _frames(self, n_mel: int) -> int:
+        """Positions a clip of ``n_mel`` mel frames becomes: two strided convs, then windows of ``frame_pool``."""
+        return -(-self._conv_length(self._conv_length(n_mel)) // self.frame_pool)
+
     def collate(self, feats: Sequence[list[tuple[int, str, np.ndarray]]]) -> dict[str, Any]:
-        """Text states concatenated ``[sum n_tokens, 384]``; audio zero-padded ``[N, n_mels, frames]`` with its
-        lengths (the conv stack masks past each clip's end); ``layout`` maps each example's segments."""
-        text, audio, layout = [], [], []
+        """One batch: text states concatenated ``[sum n_tokens, 384]`` with their segment ids; audio zero-padded
+        ``[N, n_mels, frames]`` with lengths and segment ids (the conv stack masks past each clip's end); and,
+        per example, index rows into the "bank" the forward pass builds (text positions, then every clip's conv
+        frames at a fixed stride, then pooled context-audio frames, then one zero row for padding): the
+        response positions, the condition positions (with which of them are context), the instruction's, and
+        all of them in order (``condition: none``)."""
+        text, text_seg, audio, audio_seg = [], [], [], []
+        layouts = []
         for segs in feats:
             row = []
             for seg, kind, arr in segs:
                 if kind == "text":
                     row.append((seg, 0, len(text)))
                     text.append(arr)
+                    text_seg.append(np.full(len(arr), seg, dtype=np.int64))
                 else:
                     row.append((seg, 1, len(audio)))
                     audio.append(arr)
-            layout.append(row)
-        text_lengths = [len(t) for t in text]
-        batch: dict[str, Any] = {"text": torch.from_numpy(np.concatenate(text)) if text else
-                                 torch.zeros(0, self.text_dim),
-                                 "text_lengths": text_lengths, "layout": layout}
+                    audio_seg.append(seg)
+            layouts.append(row)
+        text_off = np.concatenate([[0], np.cumsum([len(t) for t in text])]).astype(int)
+        n_tok = int(text_off[-1])
+        conv_len = [self._frames(a.shape[1]) for a in audio]
+        stride = self._frames(max(a.shape[1] for a in audio)) if audio else 0
+        pooled_off, pooled_len, at = {}, [], n_tok + len(audio) * stride
+        for i, seg in enumerate(audio_seg):
+            if seg == SEG_CONTEXT_AUDIO:
+                pooled_off[i] = at
+                pooled_len.append(-(-conv_len[i] // self.context_audio_pool))
+                at += pooled_len[-1]
+        zero = at
+
+        def positions(seg: int, kind: int, idx: int) -> list[int]:
+            if kind == 0:
+                return list(range(text_off[idx], text_off[idx + 1]))
+            if seg == SEG_CONTEXT_AUDIO:
+                return list(range(pooled_off[idx], pooled_off[idx] + -(-conv_len[idx] // self.context_audio_pool)))
+            return list(range(n_tok + idx * stride, n_tok + idx * stride + conv_len[idx]))
+        resp, cond, ctx, inst, every = [], [], [], [], []
+        for row in layouts:
+            r, c, x, i, a = [], [], [], [], []
+            for seg, kind, idx in row:
+                pos = positions(seg, kind, idx)
+                a += pos
+                if seg in (SEG_TEXT, SEG_AUDIO):
+                    r += pos
+                else:
+                    c += pos
+                    x += [seg != SEG_INSTRUCTION] * len(pos)
+                    if seg == SEG_INSTRUCTION:
+                        i += pos
+            resp.append(r)
+            cond.append(c)
+            ctx.append(x)
+            inst.append(i)
+            every.append(a)
+
+        def pad(rows: list[list], fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            width = max(1, max(len(r) for r in rows))
+            idx = torch.tensor([r + [fill] * (width - len(r)) for r in rows])
+            mask = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
+            return idx, mask
+        batch: dict[str, Any] = {
+            "text": torch.from_numpy(np.concatenate(text)) if text else torch.zeros(0, self.text_dim),
+            "text_seg": torch.from_numpy(np.concatenate(text_seg)) if text else torch.zeros(0, dtype=torch.long),
+            "audio_seg": torch.tensor(audio_seg, dtype=torch.long), "audio_lengths": [a.shape[1] for a in audio],
+            "conv_lengths": conv_len, "pooled_clips": sorted(pooled_off), "zero_row": zero}
+        batch["resp_index"], batch["resp_mask"] = pad(resp, zero)
+        batch["cond_index"], batch["cond_mask"] = pad(cond, zero)
+        batch["context_mask"] = pad(ctx, False)[0].bool()
+        batch["inst_index"], batch["inst_mask"] = pad(inst, zero)
+        batch["all_index"], batch["all_mask"] = pad(every, zero)
         if audio:
-            frames = max(a.shape[1] for a in audio)
-            pad = np.zeros((len(audio), self.n_mels, frames), dtype=np.float32)
+            pad_audio = np.zeros((len(audio), self.n_mels, max(a.shape[1] for a in audio)), dtype=np.float32)
             for i, a in enumerate(audio):
-                pad[i, :, : a.shape[1]] = a
-            batch["audio"] = torch.from_numpy(pad)
-            batch["audio_lengths"] = [a.shape[1] for a in audio]
+                pad_audio[i, :, : a.shape[1]] = a
+            batch["audio"] = torch.from_numpy(pad_audio)
         return batch
 
-    @staticmethod
-    def _conv_length(n: int) -> int:
-        """Frames after one conv (kernel 5, stride 2, padding 2)."""
-        return (n - 1) // 2 + 1
-
-    def _conv(self, audio: torch.Tensor, lengths: list[int]) -> list[torch.Tensor]:
-        """The conv stack over zero-padded clips ``[N, n_mels, F]``, each layer's output zeroed past the clip's
-        own length, so a clip's frames are the same as when it is alone. Returns ``[F'_i, dim]`` per clip."""
+    def _conv(self, audio: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+        """The conv stack over zero-padded clips ``[N, n_mels, F]`` -> ``[N, F', dim]``, each layer's output zeroed
+        past the clip's own length (so a clip's frames are the same as when it is alone), then the mean of
+        windows of ``frame_pool`` frames (over the valid frames of each window)."""
         x, n = audio, list(lengths)
         for conv in self.audio_conv:
             x = nn.functional.gelu(conv(x))
             n = [self._conv_length(k) for k in n]
             valid = torch.arange(x.shape[2], device=x.device)[None, :] < torch.tensor(n, device=x.device)[:, None]
             x = x * valid[:, None, :].to(x.dtype)
-        x = x.transpose(1, 2)
-        return [x[i, :k] for i, k in enumerate(n)]
+        x = x.transpose(1, 2)                                                            # [N, F', dim]
+        k = self.frame_pool
+        if k > 1:
+            pad = (-x.shape[1]) % k
+            x = nn.functional.pad(x, (0, 0, 0, pad)).view(x.shape[0], -1, k, x.shape[2]).sum(2)
+            valid = nn.functional.pad(valid.to(x.dtype), (0, pad)).view(valid.shape[0], -1, k).sum(2)
+            x = x / valid.clamp_min(1.0)[..., None]
+        return x
 
     def _pool_frames(self, x: torch.Tensor) -> torch.Tensor:
         """Mean of windows of ``context_audio_pool`` frames ``[F, dim] -> [ceil(F / k), dim]`` (the last window
         averages what it has)."""
         k = self.context_audio_pool
-        if k <= 1 or len(x) <= 1:
-            return x
         n = len(x)
         pad = (-n) % k
         xs = torch.cat([x, x.new_zeros(pad, x.shape[1])]).view(-1, k, x.shape[1]).sum(1)
@@ -298,40 +364,25 @@ class MiniLMLogMelBackbone(nn.Module):
         counts[-1] = k - pad
         return xs / counts[:, None]
 
-    @staticmethod
-    def _pad(rows: list[torch.Tensor], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        lengths = torch.tensor([len(r) for r in rows], device=device)
-        hidden = nn.utils.rnn.pad_sequence(rows, batch_first=True)
-        return hidden, torch.arange(hidden.shape[1], device=device)[None, :] < lengths[:, None]
-
     def forward(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         device = self.text_proj.weight.device
-        text = self.text_proj(batch["text"].to(device))
-        text_parts = list(torch.split(text, batch["text_lengths"])) if batch["text_lengths"] else []
-        audio_parts = self._conv(batch["audio"].to(device), batch["audio_lengths"]) if "audio" in batch else []
-
-        def piece(seg: int, kind: int, idx: int) -> torch.Tensor:
-            x = text_parts[idx] if kind == 0 else audio_parts[idx]
-            if seg == SEG_CONTEXT_AUDIO:
-                x = self._pool_frames(x)
-            return self.norm(x + self.segment.weight[seg])
-
+        parts = [self.norm(self.text_proj(batch["text"].to(device)) + self.segment(batch["text_seg"].to(device)))]
+        if "audio" in batch:
+            frames = self._conv(batch["audio"].to(device), batch["audio_lengths"])          # [N, F', dim]
+            frames = self.norm(frames + self.segment(batch["audio_seg"].to(device))[:, None, :])
+            parts.append(frames.reshape(-1, self.dim))
+            parts += [self._pool_frames(frames[i, : batch["conv_lengths"][i]]) for i in batch["pooled_clips"]]
+        parts.append(parts[0].new_zeros(1, self.dim))
+        bank = torch.cat(parts)
         if self.cond_mixer is None:
-            hidden, mask = self._pad([torch.cat([piece(*p) for p in row]) for row in batch["layout"]], device)
+            mask = batch["all_mask"].to(device)
+            hidden = bank[batch["all_index"].to(device)] * mask[..., None]
         else:
-            resp, cond, is_context, crit = [], [], [], []
-            for row in batch["layout"]:
-                pieces = [(p[0], piece(*p)) for p in row]
-                resp.append(torch.cat([x for seg, x in pieces if seg in (SEG_TEXT, SEG_AUDIO)]))
-                cond_pieces = [(seg, x) for seg, x in pieces if seg not in (SEG_TEXT, SEG_AUDIO)]
-                cond.append(torch.cat([x for _, x in cond_pieces]))
-                is_context.append(torch.cat([torch.full((len(x),), seg != SEG_INSTRUCTION, device=device)
-                                             for seg, x in cond_pieces]))
-                crit.append(torch.cat([x for seg, x in pieces if seg == SEG_INSTRUCTION]).mean(0))
-            hidden, mask = self._pad(resp, device)
-            cond_h, cond_mask = self._pad(cond, device)
-            context_mask = nn.utils.rnn.pad_sequence(is_context, batch_first=True)
-            hidden = self.cond_mixer(hidden, mask, cond_h, cond_mask, context_mask, torch.stack(crit))
+            mask = batch["resp_mask"].to(device)
+            inst_mask = batch["inst_mask"].to(device)[..., None].to(bank.dtype)
+            crit = (bank[batch["inst_index"].to(device)] * inst_mask).sum(1) / inst_mask.sum(1).clamp_min(1.0)
+            hidden = self.cond_mixer(bank[batch["resp_index"].to(device)], mask, bank[batch["cond_index"].to(device)],
+                                     batch["cond_mask"].to(device), batch["context_mask"].to(device), crit)
         if self.mixer is not None:
             hidden = self.mixer(hidden, src_key_padding_mask=~mask)
         return hidden, mask
@@ -446,7 +497,7 @@ class QwenOmniBackbone(nn.Module):
                      if self.local_files_only else "the Hugging Face hub was not reachable or refused the request")
             raise RewardSetupError(
                 f"qwen2.5-omni backbone needs the weights of {model_id!r} (revision {self.revision or 'main'}; "
-                f"about 11 GB for 3B, 22 GB for 7B) and {where}: {exc}. Download them once on a machine with "
+                f"about 11 GB for 3B, 22 GB for 7B) and {where}: {' '.join(str(exc).split())} Download them once on a machine with "
                 f"network access (`huggingface-cli download {model_id}`; set HF_HOME to share the cache) and "
                 "set reward.model.backbone.local_files_only: true on the training nodes.") from exc
 
