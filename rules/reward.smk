@@ -107,6 +107,7 @@ rule reward_eval:
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
     conda:
         "../envs/reward.yaml"
     log:

@@ -251,7 +251,9 @@ def evaluate_run(run_dir: str | os.PathLike[str], pairs: pd.DataFrame, engines_d
     With ``out_dir``: writes scores.csv, accuracy.csv, ood.csv, drift.csv, length_bias.csv, eval.json."""
     from modprefs.io import write_csv, write_json
     from modprefs.reward.examples import FeatureCache
-    model = load_reward_model(run_dir, cache=FeatureCache(cache_dir))
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU when one is visible (qwen2.5-omni runs)
+    model = load_reward_model(run_dir, device=device, cache=FeatureCache(cache_dir))
     train_cfg = model.extra_config.get("train", {})
     pairs = pairs.reset_index(drop=True)
     split = assign_split(pairs, float(train_cfg.get("val_fraction", 0.25)), int(train_cfg.get("seed", 0))).tolist()
