@@ -7,7 +7,8 @@ evaluations, the summary). Here:
 1. the upstream artifacts (clips, ratings, judges, other engines) are made once, with the current code, in a
    scratch folder (or ``--upstream DIR`` reuses one);
 2. the "before" code is ``git archive <ref>`` (default: the merge base of HEAD and ``main``), the "after"
-   code is this working tree;
+   code is this working tree; each runs with the upstream's config and its own ``reward:`` section (the
+   "before" code has none: its built-in defaults), checked by a dry run to plan reward jobs only;
 3. for each repeat, before and after alternate: the upstream folder is copied (mtimes and Snakemake's
    metadata kept, so nothing upstream reruns: checked, the run is rejected otherwise) and the stage runs
    with that code's own Snakefile and default config.yaml;
@@ -64,6 +65,18 @@ def write_config(code: Path, workdir: Path) -> None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
+def stage_config(code: Path, upstream: Path, workdir: Path) -> None:
+    """The upstream's config (same paths and values, so nothing upstream reruns) with the ``reward:`` section of
+    ``code``'s own config.yaml (none for a version without one: its built-in defaults)."""
+    import yaml
+    cfg = yaml.safe_load((upstream / "config.yaml").read_text())
+    own = yaml.safe_load((code / "config.yaml").read_text())
+    cfg.pop("reward", None)
+    if "reward" in own:
+        cfg["reward"] = own["reward"]
+    (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
 def jobs_run(proc: subprocess.CompletedProcess) -> dict[str, int]:
     text = proc.stdout + proc.stderr
     if "Job stats:" not in text:
@@ -85,7 +98,11 @@ def one_stage(code: Path, upstream: Path, scratch: Path, label: str) -> dict:
     if workdir.exists():
         shutil.rmtree(workdir)
     shutil.copytree(upstream, workdir, symlinks=True, copy_function=shutil.copy2)
-    write_config(code, workdir)
+    stage_config(code, upstream, workdir)
+    dry = snakemake(code, workdir, TARGET, "-n")
+    foreign = sorted(r for r in jobs_run(dry) if not r.startswith("reward_"))
+    if dry.returncode != 0 or foreign:
+        raise SystemExit(f"{label}: upstream rules would rerun ({foreign}) or the plan failed:\n{dry.stderr[-3000:]}")
     shutil.rmtree(workdir / "results" / "reward", ignore_errors=True)
     t0 = time.perf_counter()
     proc = snakemake(code, workdir, TARGET)
