@@ -16,7 +16,7 @@ rule report:
         tables=["results/stats/tables/icc.csv"] + [p for p in stats_outputs() if p.endswith(".csv")]
         + ["results/judges/rater_plan.csv"],
         figures=[p for p in stats_outputs() if p.endswith(".png")] + ["results/judges/rater_plan.png"],
-        reward_tables=expand("results/reward/summary/{name}.csv", name=["runs", "transfer", "drift"])
+        reward_tables=expand("results/reward/summary/{name}.csv", name=["runs", "pair_types", "transfer", "drift"])
         + expand("results/reward/{run}/eval/{table}.csv", run=REWARD_RUNS[:1], table=["accuracy", "ood", "length_bias"]),
         reward_curves=expand("results/reward/{run}/curve.png", run=REWARD_RUNS[:1]),
         coverage=[COVERAGE_JSON] if os.path.isfile(COVERAGE_JSON) else [],
