@@ -47,6 +47,10 @@ def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
                  "raters_needed", "cross_modality_agreement", "justifications"):
         assert (out / "tables" / f"{name}.csv").is_file(), name
     assert len(list((out / "figures").glob("*.png"))) == 3
+    report = (out / "report.html").read_text(encoding="utf-8")
+    # the report names the interval and Table 2's random structure, with what the benchmarks measured for them
+    assert "ICC confidence intervals: logit-t, crossed jackknife" in report
+    assert "Table 2&#x27;s omnibus model used stats.table2_random = stimulus_modality" in report
     assert "Table 4" in (out / "report.html").read_text()
     assert sorted(p.name for p in (out / "ratings").iterdir()) == ["participants.csv", "ratings.csv", "trials.csv"]
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.")]  # no temporary folder left

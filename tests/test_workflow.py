@@ -273,6 +273,9 @@ def test_every_analysis_is_in_the_report(default_run):
     assert html.count("data:image/png;base64,") == len(figures) + 2  # + the rater plan, a reward training curve
     assert "Reward models: " in html and "Reward model main: accuracy" in html
     assert "SIMULATED" in html and "Software versions" in html
+    # the interval method and Table 2's random structure are named, with the measured coverage / null rates
+    assert "ICC confidence intervals: logit-t, crossed jackknife" in html
+    assert "stats.table2_random = stimulus_modality" in html and "Table 2 false-positive rates" in html
     assert "CASCADE" in html and "gpt-4o-audio-preview" in html  # the offline AI-audio rows say what they are
     t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
     assert {"ICC(2,1)", "ICC(2,k)", "Krippendorff's alpha (cont.)", "Krippendorff's alpha (ord.)",

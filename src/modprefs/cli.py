@@ -197,7 +197,7 @@ def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
     """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import read_study  # noqa: PLC0415
-    from modprefs.report.html import build_report  # noqa: PLC0415
+    from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
     from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.stats.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
     from modprefs.stats.outputs import output_paths, write_result  # noqa: PLC0415
@@ -234,6 +234,8 @@ def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
     notes = [*valid.notes, *(n for n in study.notes if n not in valid.notes), *(f"skipped {s}" for s in skipped)]
     if (tables["ratings"]["source"].astype(str) == "simulated").any():
         notes.insert(0, "The ratings are SIMULATED.")
+    notes += [coverage_note(params["icc_ci_method"], REPO / "benchmarks" / "out" / "icc_coverage.json"),
+              table2_note(params["table2_random"], REPO / "benchmarks" / "out" / "table2_null.json")]
     write_text(build_report([("Tables", written), ("Figures", figures)], config, notes), tmp / "report.html")
     return skipped, notes
 
