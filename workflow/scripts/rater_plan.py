@@ -6,9 +6,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
+from modprefs.io_tables import read_table  # noqa: E402
 from modprefs.judges.allocation import (AllocationConfig, figure_rater_plan, plan_from_tables,  # noqa: E402
                                        plan_warnings, summary_lines)
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
@@ -17,8 +17,8 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 def main(sm) -> None:  # noqa: ANN001
     setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
     params, outputs = dict(sm.params.items()), dict(sm.output.items())
-    tables = {k: pd.read_csv(v, dtype=dict.fromkeys(("participant_id", "prompt_id", "clip_id"), str))
-              for k, v in sm.input.items()}
+    # one reader: ids verbatim (a participant called NA stays a participant)
+    tables = {k: read_table(v, allow_empty=True) for k, v in sm.input.items()}
     per_prompt = tables.get("per_prompt_icc")
     if per_prompt is None and {"ratings", "participants"} <= set(tables):
         from modprefs.stats.modality import per_prompt_icc, rating_frame

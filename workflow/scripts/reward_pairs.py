@@ -10,20 +10,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_json  # noqa: E402
+from modprefs.io_tables import read_table  # noqa: E402
 from modprefs.reward.build import build_pair_sets  # noqa: E402
 from modprefs.reward.pairs import write_pairs  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
-
-IDS = {"participant_id": str, "prompt_id": str, "clip_id": str}
 
 
 def main(smk) -> None:
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     p, i = smk.params, smk.input
     sets, summary = build_pair_sets(
-        p.pairs, pd.read_csv(i.ratings, dtype=IDS), pd.read_csv(i.stimuli, dtype=IDS),
-        pd.read_csv(i.manifest, dtype=IDS), pd.read_parquet(i.conversations),
-        pd.read_csv(p.judge_ratings, dtype=IDS) if p.judge_ratings else None, p.tts, p.audio_dir, int(p.seed),
+        p.pairs, read_table(i.ratings), read_table(i.stimuli),
+        read_table(i.manifest), pd.read_parquet(i.conversations),
+        read_table(p.judge_ratings, allow_empty=True) if p.judge_ratings else None, p.tts, p.audio_dir, int(p.seed),
         threads=smk.threads)
     for name, pairs in sets.items():
         write_pairs(pairs, getattr(smk.output, name))
