@@ -20,16 +20,20 @@ met; every other declared output is *skipped* the same way, its reason naming th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from modprefs.errors import InsufficientDataError
 from modprefs.stats import agreement, ai_alignment, descriptive, modality, rater_scaling, reliability, thresholds
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.icc_ci import ci_method_label, icc_with_ci
 from modprefs.stats.justifications import justification_terms
+
+log = logging.getLogger(__name__)
 
 Tables = dict[str, pd.DataFrame]
 
@@ -312,7 +316,12 @@ def run_analysis(name: str, tables: Tables, params: dict[str, Any],
     table_names, figure_names = OUTPUTS[name]
     reasons = {o: unmet_reason(NEEDS.get(o, Needs()), tables, present) for o in (*table_names, *figure_names)}
     wanted = {o for o, r in reasons.items() if r is None}
-    result = ANALYSES[name](tables, {**params, "_outputs": wanted}) if wanted else AnalysisResult()
+    try:
+        result = ANALYSES[name](tables, {**params, "_outputs": wanted}) if wanted else AnalysisResult()
+    except InsufficientDataError as err:  # the study is too small for this analysis' model: say so, go on
+        log.warning("%s: skipped, the data cannot support its model: %s", name, err)
+        result = AnalysisResult()
+        reasons.update({o: f"the data cannot support the model ({err})" for o in wanted})
     for o, reason in reasons.items():
         if reason is None:
             continue
