@@ -37,6 +37,20 @@ localrules:
     all,
 
 
+def tracked_clips(manifests) -> str:
+    """The clip-fingerprint param of the rules that read clips, in local runs; a constant on a cluster.
+
+    Snakemake records a job's params as evaluated when the DAG is built. Locally it evaluates them again
+    just before the job runs (after the WAVs exist); a cluster executor (SLURM) keeps the DAG-time value,
+    "pending", so the next run would see a changed param and redo QC and everything after it. On a cluster
+    a clip damaged after rendering is therefore not noticed by the DAG: `--forcerun audio_qc` checks
+    every clip again (docs/cluster.md).
+    """
+    if workflow.remote_exec or not workflow.local_exec:
+        return "not tracked on a cluster executor"
+    return clip_fingerprint(manifests)
+
+
 def n_clips() -> int:
     """Clips rendered for the study: two per prompt plus the attention check's two."""
     return 2 * config["sampling"]["n_prompts"] + 2
