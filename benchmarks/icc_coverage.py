@@ -51,7 +51,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from scipy import stats  # noqa: E402
+from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -125,10 +125,9 @@ def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
 
 
 def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
-    a = 1 - level
-    lo = 0.0 if x == 0 else float(stats.beta.ppf(a / 2, x, n - x + 1))
-    hi = 1.0 if x == n else float(stats.beta.ppf(1 - a / 2, x + 1, n - x))
-    return [lo, hi]
+    """Exact (Clopper-Pearson) interval of a binomial proportion x/n (statsmodels' "beta" method)."""
+    lo, hi = proportion_confint(x, n, alpha=1 - level, method="beta")
+    return [float(lo), float(hi)]
 
 
 def coverage_block(intervals: np.ndarray, truths: np.ndarray) -> dict:
