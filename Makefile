@@ -24,7 +24,8 @@ run: $(VENV)/.installed
 	$(VENV)/bin/snakemake --workflow-profile profiles/local --cores $(CORES)
 
 test: $(VENV)/.installed
-	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run once)
-	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile
+	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run
+	# once), the longest files first (tests/conftest.py); the 30 slowest tests are listed at the end
+	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
 
 .PHONY: install run test
