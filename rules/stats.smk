@@ -135,6 +135,7 @@ rule decision_thresholds:
         **reported(STATS_OUTPUTS["decision_thresholds"]),
     params:
         analysis="decision_thresholds",
+        n_boot_threshold=config["stats"]["n_boot_threshold"],
         seed=config["seed"],
     conda:
         "../envs/stats.yaml"

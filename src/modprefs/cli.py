@@ -117,6 +117,8 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
                     help="bootstrap resamples for Krippendorff's alpha intervals")
     st.add_argument("--n-perm-alpha", type=_count, default=STATS_DEFAULTS["n_perm_alpha"],
                     help="participant permutations for the alpha modality test")
+    st.add_argument("--n-boot-threshold", type=_count, default=STATS_DEFAULTS["n_boot_threshold"],
+                    help="participant resamples for the binarisation thresholds' intervals (0 = none)")
     st.add_argument("--ci-level", type=_level, default=STATS_DEFAULTS["ci_level"],
                     help="two-sided level of every interval, in (0, 1)")
     return st
@@ -269,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         from modprefs.app.cli import run as run_app
 
         return run_app(args)
-    params = {k: getattr(args, k) for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "ci_level")}
+    params = {k: getattr(args, k) for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold",
+                                          "ci_level")}
     params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random,
                   modality_terms=str(args.modality_terms))
     try:

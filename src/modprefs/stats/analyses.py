@@ -117,7 +117,7 @@ def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     gaps = thresholds.trial_gaps(t["ratings"], t["trials"], t["participants"])
     return AnalysisResult(
         {"thresholds_gaps": thresholds.gap_table(gaps),
-         "thresholds_recommendations": thresholds.threshold_recommendations(gaps, n_boot=p.get("n_boot_threshold", 0),
+         "thresholds_recommendations": thresholds.threshold_recommendations(gaps, n_boot=p["n_boot_threshold"],
                                                                            seed=p["seed"])},
         {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path)},
         _titles("thresholds_gaps", "thresholds_recommendations"))

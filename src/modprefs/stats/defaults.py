@@ -1,6 +1,6 @@
 """The statistics' defaults, in one place: ``modprefs stats`` uses them, and the workflow's config has the same.
 
-``tests/test_stats_defaults.py`` checks that :data:`STATS_DEFAULTS` equals the defaults of the
+``tests/test_cli.py`` checks that :data:`STATS_DEFAULTS` equals the defaults of the
 ``stats`` section (and the top-level ``seed``) of ``workflow/schemas/config.schema.yaml`` and the
 values of the embedded ``config.yaml``, so the two entry points give identical tables on the same
 data. Keys: ``seed`` (the config's top-level ``seed``), the rest as in the config's ``stats:``.
@@ -19,6 +19,7 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType({
     "n_perm": 2000,                # participant permutations for the ICC modality test (paper 2,000)
     "n_boot_alpha": 5000,          # stimulus-bootstrap resamples for Krippendorff's alpha (paper 5,000)
     "n_perm_alpha": 5000,          # participant permutations for the alpha modality test (paper 5,000)
+    "n_boot_threshold": 1000,      # participant resamples for the binarisation thresholds' intervals (0 = none)
     "ci_level": 0.95,              # two-sided level of every interval
     "modality_terms": "resources/analysis/modality_terms.txt",  # words left out of the justification analysis
 })
