@@ -32,7 +32,8 @@ def main() -> None:
     assignments = make_assignments(list(dict.fromkeys(stimuli.prompt_id)), 53, 20, seed=1)
     ratings, trials, participants, _ = simulate_ratings(stimuli, assignments, SimulationParams(), seed=1)
     params = {"seed": 1, "n_boot": 2000, "n_perm": 2000, "n_boot_alpha": 5000, "n_perm_alpha": 5000,
-              "n_boot_threshold": 1000, "ci_level": 0.95, "modality_terms": str(ROOT / "resources/analysis/modality_terms.txt")}
+              "n_boot_threshold": 1000, "ci_level": 0.95,
+              "modality_terms": str(ROOT / "resources/analysis/modality_terms.txt")}
     tables = {"ratings": ratings, "trials": trials, "participants": participants, "stimuli": stimuli,
               "assignments": assignments}
     seconds = {}

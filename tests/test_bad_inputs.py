@@ -6,7 +6,8 @@ directory whose ``results/`` already holds a tiny run's data and sampling stages
 key), no Python traceback, and every file under ``results/`` byte-identical before and after. The
 config is the working directory's ``config.yaml`` (the Snakefile's own, so a YAML error names its line
 and column); a few cases add a ``--configfile`` or ``--config`` layer. Every one of these problems is
-found when the workflow starts (``snakemake -n`` is enough): no job runs, so nothing can change.
+found when the workflow starts (``snakemake -n`` is enough; the API judges' key, checked at onstart of a
+real run and not in a dry run, is checked with a real run): no job runs, so nothing can change.
 
 Clips damaged after rendering are not errors of this kind: they make Snakemake redo the QC that
 replaces them (study clips) or stop the engine's manifest rule with the shard to re-render; both are
@@ -43,9 +44,9 @@ def workdir(tmp_path_factory) -> Path:
     return work
 
 
-def snakemake_cmd(work: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile", str(ROOT / "Snakefile"),
-            "--directory", str(work), *extra]
+def snakemake_cmd(work: Path, *extra: str, dry_run: bool = True) -> list[str]:
+    return [sys.executable, "-m", "snakemake", *(["-n"] if dry_run else []), "--cores", "1", "--snakefile",
+            str(ROOT / "Snakefile"), "--directory", str(work), *extra]
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Case:
     text: str | bytes | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    dry_run: bool = True  # False: a real run (for what is checked at onstart, once jobs are about to run)
 
 
 def _set(path: str, value) -> Callable[[dict, Path], None]:
@@ -160,7 +162,7 @@ CASES = [
          args=["--configfile", "{dir}/override.yaml"]),
     Case("--config layer", ["--config: seed: -5"], args=["--config", "seed=-5"]),
     Case("API judges without a key", ["judges.api_key_env", "OPENAI_API_KEY", "not set"],
-         _set("judges.backend", "openai"), env={"OPENAI_API_KEY": ""}),
+         _set("judges.backend", "openai"), env={"OPENAI_API_KEY": ""}, dry_run=False),
     # --- audio settings: model files ----------------------------------------------------------------------
     Case("voices archive of random bytes", ["config.yaml line", "tts.voices_path", "not a kokoro-onnx voices archive"],
          _file("tts.voices_path", "voices.bin", bytes(range(256)) * 16)),
@@ -215,12 +217,15 @@ def test_bad_input_fails_cleanly(workdir, case, tmp_path):
             case.edit(cfg, tmp_path)
             config.write_text(yaml.safe_dump(cfg, sort_keys=False))
         args = [a.replace("{dir}", str(tmp_path)) for a in case.args]
-        result = assert_clean_failure(snakemake_cmd(workdir, *args), watch=[workdir / "results"],
+        result = assert_clean_failure(snakemake_cmd(workdir, *args, dry_run=case.dry_run),
+                                      watch=[workdir / "results"],
                                       must_mention=[m.replace("{dir}", str(tmp_path)) for m in case.mention],
                                       env=case.env, timeout=300)
     finally:
         config.write_bytes(good)
-    assert "Job stats" not in result.output and 'File "' not in result.output  # no job, no stack summary
+    assert "Finished jobid" not in result.output and 'File "' not in result.output  # no job, no stack summary
+    if case.dry_run:
+        assert "Job stats" not in result.output  # stopped before the DAG was planned
 
 
 def test_suite_size():

@@ -19,6 +19,10 @@ the workflow's (:data:`modprefs.stats.defaults.STATS_DEFAULTS`), so both give id
 
 ``modprefs app ...`` (load, serve, invite, export, status) runs the annotation web app that collects
 such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
+
+``modprefs check-judges [--configfile F ...]`` checks the API judges' key, endpoint and models of the
+workflow's config (config.yaml, then each file, later ones winning), as a real ``snakemake`` run does at
+its start; ``snakemake -n``, ``--lint`` and ``--report`` do not.
 """
 
 from __future__ import annotations
@@ -258,6 +262,41 @@ def _move_into_place(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
+def _merged_judges(files: list[Path]) -> dict[str, Any]:
+    """The ``judges`` section of config.yaml overlaid by each file's (nested mappings merged, as Snakemake does)."""
+    from modprefs.config_files import load_config_file  # noqa: PLC0415
+
+    def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key, value in top.items():
+            out[key] = overlay(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        return out
+
+    judges: dict[str, Any] = {}
+    for path in [REPO / "config.yaml", *files]:
+        section = load_config_file(path).get("judges") or {}
+        if not isinstance(section, dict):
+            raise UserInputError(f"{path}: judges must be a mapping, got {type(section).__name__}")
+        judges = overlay(judges, section)
+    return judges
+
+
+def check_judges(files: list[Path]) -> int:
+    """``modprefs check-judges``: 0 when the judges can start, 2 with the problem printed otherwise."""
+    from modprefs.judges.startup import check_judges_at_start  # noqa: PLC0415
+
+    try:
+        judges = _merged_judges(files)
+        check_judges_at_start(judges)
+    except UserInputError as exc:
+        print(f"modprefs check-judges: error: {exc}", file=sys.stderr)
+        return 2
+    backend = judges.get("backend", "local")
+    print(f"judges: backend {backend}: " + ("key, endpoint and models ok" if backend == "openai"
+                                            else "offline, nothing to check before the run"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="modprefs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -265,12 +304,18 @@ def main(argv: list[str] | None = None) -> int:
     from modprefs.app.cli import add_parser as add_app_parser  # `modprefs app ...` (docs/app.md)
 
     add_app_parser(sub)
+    cj = sub.add_parser("check-judges",
+                        help="check the API judges' key, endpoint and models (as a run's start does)")
+    cj.add_argument("--configfile", type=Path, nargs="*", default=[],
+                    help="config files over config.yaml, later ones winning (default: none)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.command == "app":
         from modprefs.app.cli import run as run_app
 
         return run_app(args)
+    if args.command == "check-judges":
+        return check_judges(args.configfile)
     params = {k: getattr(args, k) for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold",
                                           "ci_level")}
     params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random,
