@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,32 +64,21 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "qwen2.5-omni": (__name__, "QwenOmniBackbone"),
     "features": (__name__, "FeatureBackbone"),
 }
-_REGISTERED: dict[str, Callable[..., nn.Module]] = {}
-
 DEFAULT_BACKBONE = "minilm-logmel"
 
 
-def register_backbone(name: str, factory: Callable[..., nn.Module]) -> None:
-    """Make ``build_backbone({"name": name, **params})`` call ``factory(**params)``."""
-    _REGISTERED[name] = factory
-
-
 def known_backbones() -> list[str]:
-    return sorted(set(_BUILTIN) | set(_REGISTERED))
+    return sorted(_BUILTIN)
 
 
 def build_backbone(config: dict[str, Any], cache: FeatureCache | None = None) -> nn.Module:
     """Build the backbone named by ``config["name"]`` with the rest of ``config`` as parameters."""
     params = dict(config)
     name = str(params.pop("name", DEFAULT_BACKBONE))
-    if name in _REGISTERED:
-        factory = _REGISTERED[name]
-    elif name in _BUILTIN:
-        module, attr = _BUILTIN[name]
-        factory = getattr(importlib.import_module(module), attr)
-    else:
+    if name not in _BUILTIN:
         raise ValueError(f"unknown reward backbone {name!r}; known: {', '.join(known_backbones())}")
-    return factory(cache=cache, **params)
+    module, attr = _BUILTIN[name]
+    return getattr(importlib.import_module(module), attr)(cache=cache, **params)
 
 
 def _audio_key(ex_audio: str, transform: str | None, max_s: float | None, tag: str) -> str:

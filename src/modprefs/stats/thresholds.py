@@ -169,11 +169,6 @@ def prompt_mean_gaps(gaps: pd.DataFrame, kind: str = "decisive") -> pd.DataFrame
 # --------------------------------------------------------------------------------------------------
 # binarisation thresholds
 # --------------------------------------------------------------------------------------------------
-def _labels(diff: np.ndarray, tau: float) -> np.ndarray:
-    """'tie' if |diff| <= tau else the higher-rated response index as '0'/'1'."""
-    return np.where(np.abs(diff) <= tau, "tie", np.where(diff > 0, "0", "1"))
-
-
 def agreement_curve(gaps: pd.DataFrame, condition: str, taus: np.ndarray = TAUS) -> pd.DataFrame:
     """For each tau: 3-class agreement with stated preferences, and precision/coverage of gap > tau.
 
