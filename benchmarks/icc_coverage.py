@@ -174,17 +174,25 @@ def summarise(studies: list[dict], truths: dict[str, float], methods: list[str])
 
 
 def markdown(doc: dict) -> str:
-    lines = ["# ICC interval coverage (nominal 95 %)", "",
-             f"Audio condition; {doc['config']['n_boot']} resamples per bootstrap (and residual refits for the "
-             "jackknife's noise term). Coverage [Clopper-Pearson 95 %], mean width; default method "
-             f"`{DEFAULT_CI_METHOD}`.", "",
-             "| model | size | studies | truth ICC(2,1) | method | ICC(2,1) coverage | width | ICC(2,k) coverage | width |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# ICC interval coverage (nominal 95 %)",
+        "",
+        f"Audio condition; {doc['config']['n_boot']} resamples per bootstrap (and residual refits for the "
+        "jackknife's noise term). Coverage [Clopper-Pearson 95 %], mean width; default method "
+        f"`{DEFAULT_CI_METHOD}`.",
+        "",
+        "| model | size | studies | truth ICC(2,1) | method | ICC(2,1) coverage | width | ICC(2,k) coverage | width |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, block in doc["summary"].items():
         model, size = key.split("/")
         for method, m in block["methods"].items():
             c1, ck = m["icc_2_1"], m["icc_2_k"]
-            cell = lambda c: f"{c['coverage']:.3f} [{c['coverage_ci95_clopper_pearson'][0]:.3f}, {c['coverage_ci95_clopper_pearson'][1]:.3f}]"  # noqa: E731
+
+            def cell(c: dict) -> str:
+                lo, hi = c["coverage_ci95_clopper_pearson"]
+                return f"{c['coverage']:.3f} [{lo:.3f}, {hi:.3f}]"
+
             lines.append(f"| {model} | {size} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | "
                          f"{cell(c1)} | {c1['mean_width']:.3f} | {cell(ck)} | {ck['mean_width']:.3f} |")
     return "\n".join(lines) + "\n"

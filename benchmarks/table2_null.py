@@ -118,8 +118,11 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--keep-other-models", action="store_true",
-                    help="keep the summaries of models not run now from an existing --out (runs of one model at a time)")
+    ap.add_argument(
+        "--keep-other-models",
+        action="store_true",
+        help="keep the summaries of models not run now from an existing --out (runs of one model at a time)",
+    )
     args = ap.parse_args()
     models = args.models.split(",")
     t_start = time.perf_counter()
@@ -133,7 +136,9 @@ def main() -> None:
     kept: dict = {}
     if args.keep_other_models and args.out.exists():
         old = json.loads(args.out.read_text(encoding="utf-8"))
-        kept = {m: {**block, "run": old.get("runs", {}).get(m)} for m, block in old["summary"].items() if m not in models}
+        kept = {
+            m: {**block, "run": old.get("runs", {}).get(m)} for m, block in old["summary"].items() if m not in models
+        }
     run_info = {m: {"n_studies": args.n_studies, "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
                 for m in models}
 

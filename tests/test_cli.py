@@ -10,8 +10,8 @@ import yaml
 
 from modprefs.cli import CI_METHODS, main
 from modprefs.ratings.read import first_clips
-from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 

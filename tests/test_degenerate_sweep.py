@@ -123,7 +123,9 @@ def test_degenerate_input_gives_clear_error_or_explained_nan(base, shape, analys
             if analysis == "justifications":
                 from pathlib import Path
 
-                params["modality_terms"] = str(Path(__file__).resolve().parents[1] / "resources/analysis/modality_terms.txt")
+                params["modality_terms"] = str(
+                    Path(__file__).resolve().parents[1] / "resources/analysis/modality_terms.txt"
+                )
             out = ANALYSES[analysis](tables, params)
             results, figures = out.tables, out.figures
     except ValueError as err:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from modprefs.devtools.env_closure import (environment_distributions, missing_distributions, rule_environments,
-                                           third_party_imports)
+from modprefs.devtools.env_closure import (
+    environment_distributions,
+    missing_distributions,
+    rule_environments,
+    third_party_imports,
+)
 
 
 def test_every_rule_environment_holds_its_scripts_imports():

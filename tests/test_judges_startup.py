@@ -7,9 +7,8 @@ from __future__ import annotations
 import socket
 
 from fault_server import FaultServer
-from workflow_runner import planned_jobs, run_workflow, write_config
-
 from modprefs.cli import main as modprefs_main
+from workflow_runner import planned_jobs, run_workflow, write_config
 
 KEY_ENV = "MODPREFS_TEST_STARTUP_KEY"
 CHEAP_TARGET = "results/data/conversations.parquet"  # one short job: the check must stop the run before it

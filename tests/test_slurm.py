@@ -161,7 +161,10 @@ def test_every_non_local_job_ran_in_slurm(slurm_run):
         assert origin["host"].split(".")[0] == node, (log, origin, node)
     # the profile's groups: one SLURM job for data+sampling, one for both shards, one for the study
     job_of = {rule: {o["slurm_job_id"] for o in origins[rule]} for rule in SLURM_RULE_LOGS}
-    assert len(job_of["render_shard"]) == 1 and len(list(workdir.glob("results/logs/speech/render_round0_shard*.log"))) == 2
+    assert (
+        len(job_of["render_shard"]) == 1
+        and len(list(workdir.glob("results/logs/speech/render_round0_shard*.log"))) == 2
+    )
     assert job_of["audio_qc"] == job_of["render_shard"]  # each shard's QC runs in the rendering job
     assert job_of["conversations"] == job_of["sample_prompts"]
     assert job_of["audio_manifest"] == job_of["stimuli"] == job_of["assignments"] == job_of["simulate_ratings"]

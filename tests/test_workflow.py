@@ -20,11 +20,22 @@ from workflow_runner import planned_jobs, run_workflow, tiny_overrides, write_co
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = [
-    "results/data/conversations.parquet", "results/sampling/prompts.csv", "results/sampling/removals.csv",
-    "results/sampling/final_prompts.csv", "results/audio/review.csv", "results/audio/manifest.csv", "results/audio/qc.csv", "results/study/stimuli.csv",
-    "results/audio/engines/piper/manifest.csv", "results/audio/engines/espeak-ng/manifest.csv", "results/study/assignments.csv",
-    "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
-    "results/stats/tables/icc.csv", "results/stats/tables/icc.md",
+    "results/data/conversations.parquet",
+    "results/sampling/prompts.csv",
+    "results/sampling/removals.csv",
+    "results/sampling/final_prompts.csv",
+    "results/audio/review.csv",
+    "results/audio/manifest.csv",
+    "results/audio/qc.csv",
+    "results/study/stimuli.csv",
+    "results/audio/engines/piper/manifest.csv",
+    "results/audio/engines/espeak-ng/manifest.csv",
+    "results/study/assignments.csv",
+    "results/ratings/ratings.csv",
+    "results/ratings/trials.csv",
+    "results/ratings/participants.csv",
+    "results/stats/tables/icc.csv",
+    "results/stats/tables/icc.md",
 ]
 
 COLUMNS = {
@@ -88,7 +99,9 @@ def test_strata_and_screening(default_run):
     assert (prompts["stratum"] == "long_diff").sum() == int(np.floor(0.25 * n + 0.5))
     threshold = np.percentile(conv["abs_char_diff"], 90)
     long_ = prompts[prompts.stratum == "long_diff"]
-    assert (long_.abs_char_diff >= threshold).all() and (prompts[prompts.stratum == "other"].abs_char_diff < threshold).all()
+    assert (long_.abs_char_diff >= threshold).all() and (
+        prompts[prompts.stratum == "other"].abs_char_diff < threshold
+    ).all()
     assert set(removals["reason"]) <= {"empty", "other_language", "harmful", "audio_quality"}
     final = _read(default_run, "results/sampling/final_prompts.csv")
     review = _read(default_run, "results/audio/review.csv")
@@ -99,7 +112,9 @@ def test_strata_and_screening(default_run):
         assert reviewed.loc[rem.replaced_by, "stratum"] == rem.stratum
     # every prompt replaced for audio quality failed QC in its round, every final prompt passed
     replaced = review[review["action"] == "replace"]
-    assert set(replaced["conversation_id"]) == set(removals.loc[removals["reason"] == "audio_quality", "conversation_id"])
+    assert set(replaced["conversation_id"]) == set(
+        removals.loc[removals["reason"] == "audio_quality", "conversation_id"]
+    )
     assert set(final["prompt_id"]) == set(review.loc[review["action"] == "keep", "prompt_id"])
     # the bundled sample's EMPTY STRING / non-English responses never reach the stimuli
     chosen = conv.set_index("conversation_id").loc[final.conversation_id]
@@ -126,7 +141,7 @@ def test_every_prompt_has_two_real_wavs(default_run):
 
 def test_other_engines_render_the_same_clips(default_run):
     study = _read(default_run, "results/audio/manifest.csv").set_index("clip_id")
-    for engine, rate in (("piper", 22050), ("espeak-ng", 22050)):
+    for engine in ("piper", "espeak-ng"):
         m = _read(default_run, f"results/audio/engines/{engine}/manifest.csv").set_index("clip_id")
         assert set(m.index) == set(study.index) and (m.backend == engine).all()
         assert (m.spoken_text == study.loc[m.index, "spoken_text"]).all()

@@ -175,7 +175,6 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     Raises a :class:`~modprefs.errors.UserInputError` (before anything is written) for any bad input.
     """
     from modprefs.ratings.ingest import ingest_ratings  # noqa: PLC0415
-
     from modprefs.ratings.read import read_stimuli  # noqa: PLC0415
 
     out = Path(out)
@@ -201,10 +200,10 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
 def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
              config: dict) -> tuple[list[str], list[str]]:
     """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
+    from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import read_study  # noqa: PLC0415
     from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
-    from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.stats.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
     from modprefs.stats.outputs import output_paths, write_result  # noqa: PLC0415
 
@@ -316,8 +315,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_app(args)
     if args.command == "check-judges":
         return check_judges(args.configfile)
-    params = {k: getattr(args, k) for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold",
-                                          "ci_level")}
+    params = {
+        k: getattr(args, k)
+        for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold", "ci_level")
+    }
     params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random,
                   modality_terms=str(args.modality_terms))
     try:

@@ -165,7 +165,9 @@ def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     if _want(p, "practice_effects"):
         tables["practice_effects"] = modality.practice_effects(t["trials"], t["participants"])
     titles = _titles("table2_lmm", "practice_effects")
-    titles["table2_lmm"] += f"; omnibus random effects: {modality.TABLE2_RANDOM[random]} (stats.table2_random: {random})"
+    titles["table2_lmm"] += (
+        f"; omnibus random effects: {modality.TABLE2_RANDOM[random]} (stats.table2_random: {random})"
+    )
     return AnalysisResult(tables, titles=titles)
 
 
