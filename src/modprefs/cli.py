@@ -263,20 +263,16 @@ def _move_into_place(tmp: Path, out: Path) -> None:
 
 def _merged_judges(files: list[Path]) -> dict[str, Any]:
     """The ``judges`` section of config.yaml overlaid by each file's (nested mappings merged, as Snakemake does)."""
-    from modprefs.config_files import load_config_file  # noqa: PLC0415
+    from snakemake.utils import update_config  # noqa: PLC0415 (Snakemake's own merge of --configfile layers)
 
-    def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-        out = dict(base)
-        for key, value in top.items():
-            out[key] = overlay(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-        return out
+    from modprefs.config_files import load_config_file  # noqa: PLC0415
 
     judges: dict[str, Any] = {}
     for path in [REPO / "config.yaml", *files]:
         section = load_config_file(path).get("judges") or {}
         if not isinstance(section, dict):
             raise UserInputError(f"{path}: judges must be a mapping, got {type(section).__name__}")
-        judges = overlay(judges, section)
+        update_config(judges, section)
     return judges
 
 
