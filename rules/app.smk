@@ -6,11 +6,16 @@
 # To analyse the collected ratings, set `ratings: {source: results/app/export}` in the config: the
 # ingest rule then validates and copies them (and asks for app_export, which it finds here).
 # The database: $MODPREFS_APP_DB (default sqlite:///results/app/study.db; postgresql://... works too).
-# Both rules call the `modprefs app` command (modprefs.app.cli) with this interpreter.
+# Both rules call the `modprefs app` command (modprefs.app.cli).
+
+from snakemake.settings.types import DeploymentMethod
 
 APP_DB = os.environ.get("MODPREFS_APP_DB", "sqlite:///results/app/study.db")
 APP_EXPORT_TABLES = ["ratings", "trials", "participants", "sessions", "events", "incidents"]
-APP_CLI = f"PYTHONPATH={Path(workflow.basedir) / 'src'}${{PYTHONPATH:+:$PYTHONPATH}} {sys.executable} -m modprefs.cli app"
+# With --use-conda the rules' own environment (envs/app.yaml) runs the command: its `python`; otherwise the
+# interpreter running Snakemake (which may not be the `python` on PATH).
+_APP_PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+APP_CLI = f"PYTHONPATH={Path(workflow.basedir) / 'src'}${{PYTHONPATH:+:$PYTHONPATH}} {_APP_PYTHON} -m modprefs.cli app"
 
 
 localrules:
@@ -35,6 +40,8 @@ rule app_load:
     params:
         db=APP_DB,
         cli=APP_CLI,
+    conda:
+        "../envs/app.yaml"
     log:
         "results/logs/app/app_load.log",
     shell:
@@ -53,7 +60,9 @@ rule app_export:
     params:
         db=APP_DB,
         cli=APP_CLI,
-        out="results/app/export",
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    conda:
+        "../envs/app.yaml"
     log:
         "results/logs/app/app_export.log",
     shell:

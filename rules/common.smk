@@ -166,3 +166,50 @@ def judge_inputs(wildcards) -> dict:
     if wildcards.modality == "audio":
         inputs["manifest"] = "results/audio/manifest.csv"
     return inputs
+
+
+# --- statistics outputs (rules/stats.smk, rules/report.smk) -------------------------------------------------
+def _tables(*names):
+    """Named outputs <name>_csv / <name>_md under results/stats/tables/."""
+    out = {}
+    for name in names:
+        out[f"{name}_csv"] = f"results/stats/tables/{name}.csv"
+        out[f"{name}_md"] = f"results/stats/tables/{name}.md"
+    return out
+
+
+def analysis_outputs():
+    """Analysis -> {output name: path}: its tables (CSV + Markdown) and figures (PNG), from the library."""
+    from modprefs.stats.catalog import OUTPUTS
+
+    return {name: {**_tables(*tables), **{f: f"results/stats/figures/{f}.png" for f in figures}}
+            for name, (tables, figures) in OUTPUTS.items()}
+
+
+def stats_outputs():
+    return [path for outputs in STATS_OUTPUTS.values() for path in outputs.values()]
+
+
+def reported(outputs: dict) -> dict:
+    """Outputs for `snakemake --report`: figures and CSV tables flagged with report(), captioned."""
+    flagged = {}
+    for key, path in outputs.items():
+        name = Path(path).stem
+        if path.endswith(".png"):
+            flagged[key] = report(path, caption=f"../workflow/report/{name}.rst", category="Figures",
+                                  labels={"figure": name})
+        elif path.endswith(".csv"):
+            flagged[key] = report(path, caption="../workflow/report/table.rst", category="Tables",
+                                  labels={"table": name})
+        else:
+            flagged[key] = path
+    return flagged
+
+
+# --- reward models (rules/reward.smk; REWARD is set there) ----------------------------------------------------
+def reward_run_model(wildcards):
+    return run_settings(REWARD, wildcards.run, config["seed"])[0]
+
+
+def reward_run_train(wildcards):
+    return run_settings(REWARD, wildcards.run, config["seed"])[1]

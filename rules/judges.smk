@@ -14,7 +14,7 @@ rule judge_modality:
         "results/judges/{modality}.csv",
     params:
         judges={k: v for k, v in config["judges"].items() if k != "allocation"},
-        out_dir="results/judges",
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     threads: 2
     resources:
         mem_mb=3000,

@@ -27,9 +27,7 @@ rule report:
         "results/report/report.html",
     params:
         icc_ci_method=config["stats"]["icc_ci_method"],
-        coverage=COVERAGE_JSON,
         table2_random=config["stats"]["table2_random"],
-        table2_null=TABLE2_NULL_JSON,
     conda:
         "../envs/stats.yaml"
     log:

@@ -15,14 +15,6 @@ localrules:
     reward_summary,
 
 
-def reward_run_model(wildcards):
-    return run_settings(REWARD, wildcards.run, config["seed"])[0]
-
-
-def reward_run_train(wildcards):
-    return run_settings(REWARD, wildcards.run, config["seed"])[1]
-
-
 rule reward_pairs:
     """Preference pairs: study ratings (human and judge, text and audio), clean-vs-degraded clips, colloquial
     pairs (rule-based rewrites by default) and, with a user corpus, natural vs TTS (several voices)."""
@@ -37,7 +29,7 @@ rule reward_pairs:
         summary="results/reward/pairs/summary.json",
     params:
         pairs=REWARD["pairs"],
-        judge_ratings=judge_ratings_path(config),
+        judge_ratings=lambda wildcards, input: input.judges[0] if input.judges else None,
         tts=study_tts_config(),
         audio_dir="results/reward/audio",
         seed=config["seed"],
@@ -100,7 +92,7 @@ rule reward_eval:
     wildcard_constraints:
         run="|".join(REWARD_RUNS),
     params:
-        engines_dir="results/audio/engines",
+        engines_dir=lambda wildcards, input: os.path.dirname(os.path.dirname(input.engines[0])) if input.engines else "",
         engines=[e["backend"] for e in config["tts"].get("engines", [])],
         cache_dir=REWARD_CACHE,
     threads: lambda wildcards: train_threads(REWARD, wildcards.run)

@@ -25,15 +25,6 @@ rule icc_table:
         "../workflow/scripts/icc_table.py"
 
 
-def _tables(*names):
-    """Named outputs <name>_csv / <name>_md under results/stats/tables/."""
-    out = {}
-    for name in names:
-        out[f"{name}_csv"] = f"results/stats/tables/{name}.csv"
-        out[f"{name}_md"] = f"results/stats/tables/{name}.md"
-    return out
-
-
 STUDY_TABLES = dict(
     ratings="results/ratings/ratings.csv",
     trials="results/ratings/trials.csv",
@@ -42,43 +33,9 @@ STUDY_TABLES = dict(
     assignments="results/study/assignments.csv",
 )
 
-STATS_OUTPUTS = {
-    "table1": _tables("table1_demographics"),
-    "table3": _tables("table3_session", "behaviour"),
-    "decision_thresholds": {**_tables("thresholds_gaps", "thresholds_recommendations"),
-                            "figure2_gap_cdf": "results/stats/figures/figure2_gap_cdf.png"},
-    "table4": _tables("table4_reliability"),
-    "raters_needed": {**_tables("raters_needed"), "figure4_icc_by_k": "results/stats/figures/figure4_icc_by_k.png"},
-    "cross_modality": {**_tables("cross_modality_agreement", "cross_modality_binomial"),
-                       "figure3_agreement": "results/stats/figures/figure3_agreement.png"},
-    "justifications": _tables("justifications", "justifications_counts"),
-    "table2": _tables("table2_lmm", "practice_effects"),
-    "modality_effects": _tables("random_slope", "audio_quality", "per_prompt_icc"),
-    "table5": {**_tables("table5_ai_human", "table5_clips"),
-               "figure_ai_human": "results/stats/figures/figure_ai_human.png"},
-    "table6": {**_tables("table6_ai_diff_icc", "table6_per_prompt"),
-               "figure_ai_diff_icc": "results/stats/figures/figure_ai_diff_icc.png"},
-}
-
-
-def stats_outputs():
-    return [path for outputs in STATS_OUTPUTS.values() for path in outputs.values()]
-
-
-def reported(outputs: dict) -> dict:
-    """Outputs for `snakemake --report`: figures and CSV tables flagged with report(), captioned."""
-    flagged = {}
-    for key, path in outputs.items():
-        name = Path(path).stem
-        if path.endswith(".png"):
-            flagged[key] = report(path, caption=f"../workflow/report/{name}.rst", category="Figures",
-                                  labels={"figure": name})
-        elif path.endswith(".csv"):
-            flagged[key] = report(path, caption="../workflow/report/table.rst", category="Tables",
-                                  labels={"table": name})
-        else:
-            flagged[key] = path
-    return flagged
+# Each analysis' tables and figures, as modprefs.stats.analyses.OUTPUTS declares them (one declaration: the
+# library writes what it declares, the rules below ask for it).
+STATS_OUTPUTS = analysis_outputs()
 
 
 localrules:
@@ -208,7 +165,6 @@ rule justifications:
         **reported(STATS_OUTPUTS["justifications"]),
     params:
         analysis="justifications",
-        modality_terms=config["stats"]["modality_terms"],
     conda:
         "../envs/stats.yaml"
     log:

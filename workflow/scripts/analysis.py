@@ -19,6 +19,8 @@ def main(sm) -> None:  # noqa: ANN001
     inputs = {name: path for name, path in sm.input.items() if str(path).endswith(".csv")}
     study = read_study({k: v for k, v in inputs.items() if k != "assignments"}, design=inputs.get("assignments"))
     params = dict(sm.params.items())
+    if "modality_terms" in sm.input.keys():  # the justification analysis' stop list (an input, so edits rerun it)
+        params["modality_terms"] = sm.input.modality_terms
     result = run_analysis(params.pop("analysis"), study.tables, params, study.present)
     write_result(result, dict(sm.output.items()))
 

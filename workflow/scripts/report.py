@@ -32,7 +32,7 @@ def reward_title(path: Path) -> str:
     return f"Reward model {path.parents[1].name}: {path.stem.replace('_', ' ')}"
 
 
-def method_checks(coverage: Path, table2_null: Path) -> list:
+def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
     """The benchmark tables behind the notes on the ICC intervals and Table 2 (where they were run)."""
     items = []
     table = coverage_table(coverage)
@@ -57,8 +57,10 @@ def main(sm) -> None:  # noqa: ANN001
     figures = [Path(p) for p in sm.input.figures]
     ratings = read_table(sm.input.ratings)
     notes = [SIMULATED_NOTE] if (ratings["source"] == "simulated").any() else []
-    notes.append(coverage_note(sm.params.icc_ci_method, Path(sm.params.coverage)))
-    notes.append(table2_note(sm.params.table2_random, Path(sm.params.table2_null)))
+    coverage = Path(sm.input.coverage[0]) if sm.input.get("coverage") else None  # absent: not measured
+    table2_null = Path(sm.input.table2_null[0]) if sm.input.get("table2_null") else None
+    notes.append(coverage_note(sm.params.icc_ci_method, coverage))
+    notes.append(table2_note(sm.params.table2_random, table2_null))
     if "judges" in sm.input.keys():
         note = judges_note(read_table(sm.input.judges, allow_empty=True)[["modality", "kind", "backend", "model"]])
         if note:
@@ -69,7 +71,7 @@ def main(sm) -> None:  # noqa: ANN001
         reward = [(reward_title(Path(p)), read_table(p, allow_empty=True)) for p in sm.input.reward_tables]
         curves = [(f"Reward model {Path(p).parent.name}: training curve", Path(p)) for p in sm.input.reward_curves]
         sections.append(("Reward models", reward + curves))
-    checks = method_checks(Path(sm.params.coverage), Path(sm.params.table2_null))
+    checks = method_checks(coverage, table2_null)
     if checks:
         sections.append(("Method checks", checks))
     write_text(build_report(sections, dict(sm.config), notes), sm.output[0])

@@ -27,7 +27,7 @@ def main(smk) -> None:
         pairs_summary = json.loads(Path(smk.input.pairs_summary).read_text())
         write_summary(evals, Path(smk.output.runs_csv).parent, pairs_summary)
         return
-    out = evaluate_run(Path(smk.input.checkpoint).parent, read_pairs(smk.input.pairs), smk.params.engines_dir,
+    out = evaluate_run(Path(smk.input.checkpoint).parent, read_pairs(smk.input.pairs), smk.params.engines_dir or None,
                        smk.params.engines, out_dir=Path(smk.output.summary).parent, cache_dir=smk.params.cache_dir)
     logging.info("run %s: %s", smk.wildcards.run, out["summary"])
 

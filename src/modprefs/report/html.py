@@ -85,9 +85,9 @@ def markdown_title(md_path: Path) -> str | None:
     return first[0][2:].strip() if first and first[0].startswith("# ") else None
 
 
-def coverage_table(coverage_json: Path) -> pd.DataFrame | None:
+def coverage_table(coverage_json: Path | None) -> pd.DataFrame | None:
     """The ICC interval coverage benchmark (benchmarks/icc_coverage.py) as one row per model x size x method."""
-    if not coverage_json.is_file():
+    if coverage_json is None or not coverage_json.is_file():
         return None
     summary = json.loads(coverage_json.read_text(encoding="utf-8")).get("summary", {})
     rows = []
@@ -105,7 +105,7 @@ def coverage_table(coverage_json: Path) -> pd.DataFrame | None:
     return pd.DataFrame(rows) if rows else None
 
 
-def coverage_note(method: str, coverage_json: Path) -> str:
+def coverage_note(method: str, coverage_json: Path | None) -> str:
     """Which ICC CI method the run used, and its coverage range over the benchmark's models and sizes."""
     from modprefs.stats.icc_ci import ci_method_label  # noqa: PLC0415
 
@@ -125,10 +125,10 @@ def coverage_note(method: str, coverage_json: Path) -> str:
     )
 
 
-def table2_null_table(null_json: Path) -> pd.DataFrame | None:
+def table2_null_table(null_json: Path | None) -> pd.DataFrame | None:
     """False-positive rates of Table 2's modality interactions (benchmarks/table2_null.py), one row per model x
     random-effects structure x term."""
-    if not null_json.is_file():
+    if null_json is None or not null_json.is_file():
         return None
     summary = json.loads(null_json.read_text(encoding="utf-8")).get("summary", {})
     rows = []
@@ -145,7 +145,7 @@ def table2_null_table(null_json: Path) -> pd.DataFrame | None:
     return pd.DataFrame(rows) if rows else None
 
 
-def table2_note(structure: str, null_json: Path) -> str:
+def table2_note(structure: str, null_json: Path | None) -> str:
     """Which random-effects structure Table 2 used and the false-positive rates measured for both."""
     table = table2_null_table(null_json)
     text = f"Table 2's omnibus model used stats.table2_random = {structure}."

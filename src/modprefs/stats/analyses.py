@@ -29,6 +29,7 @@ import pandas as pd
 
 from modprefs.errors import InsufficientDataError
 from modprefs.stats import agreement, ai_alignment, descriptive, modality, rater_scaling, reliability, thresholds
+from modprefs.stats.catalog import OUTPUTS
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.icc_ci import ci_method_label, icc_with_ci
 from modprefs.stats.justifications import justification_terms
@@ -264,20 +265,6 @@ NEEDS: dict[str, Needs] = {
     "random_slope": Needs(conditions=BOTH),
     "audio_quality": Needs((*_ORDER, "stimuli.n_chars"), varying=("ratings.audio_quality",), conditions=("audio",)),
     "per_prompt_icc": Needs(),
-}
-# Outputs of each analysis: (tables, figures), as rules/stats.smk declares them.
-OUTPUTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "table1": (("table1_demographics",), ()),
-    "table3": (("table3_session", "behaviour"), ()),
-    "decision_thresholds": (("thresholds_gaps", "thresholds_recommendations"), ("figure2_gap_cdf",)),
-    "table4": (("table4_reliability",), ()),
-    "raters_needed": (("raters_needed",), ("figure4_icc_by_k",)),
-    "cross_modality": (("cross_modality_agreement", "cross_modality_binomial"), ("figure3_agreement",)),
-    "justifications": (("justifications", "justifications_counts"), ()),
-    "table2": (("table2_lmm", "practice_effects"), ()),
-    "modality_effects": (("random_slope", "audio_quality", "per_prompt_icc"), ()),
-    "table5": (tuple(TABLE5_TITLES), ("figure_ai_human",)),
-    "table6": (tuple(TABLE6_TITLES), ("figure_ai_diff_icc",)),
 }
 
 
