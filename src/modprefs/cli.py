@@ -137,12 +137,19 @@ def main(argv: list[str] | None = None) -> int:
     from modprefs.app.cli import add_parser as add_app_parser  # `modprefs app ...` (docs/app.md)
 
     add_app_parser(sub)
+    from modprefs.plan.cli import add_parser as add_plan_parser  # `modprefs plan ...` (docs/plan.md)
+
+    add_plan_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.command == "app":
         from modprefs.app.cli import run as run_app
 
         return run_app(args)
+    if args.command == "plan":
+        from modprefs.plan.cli import run as run_plan
+
+        return run_plan(args)
     from modprefs.ratings.ingest import RatingsValidationError
 
     params = {"seed": args.seed, "n_boot": args.n_boot, "n_perm": args.n_perm, "n_boot_alpha": args.n_boot_alpha,
