@@ -45,18 +45,18 @@ def parse_int_list(text: str, argument: str, minimum: int = 1) -> list[int]:
         if not part:
             continue
         try:
-            if ":" in part:
-                bits = [int(b) for b in part.split(":")]
-                if len(bits) not in (2, 3):
-                    raise ValueError
-                start, stop, step = bits[0], bits[1], bits[2] if len(bits) == 3 else 1
-                if step <= 0 or stop < start:
-                    raise PlanInputError(f"{argument}: range {part!r} needs start <= stop and a positive step")
-                values.extend(range(start, stop + 1, step))
-            else:
-                values.append(int(part))
+            bits = [int(b) for b in part.split(":")]
         except ValueError:
             raise PlanInputError(f"{argument}: {part!r} is not an integer or a start:stop[:step] range") from None
+        if len(bits) == 1:
+            values.append(bits[0])
+            continue
+        if len(bits) > 3:
+            raise PlanInputError(f"{argument}: {part!r} is not an integer or a start:stop[:step] range")
+        start, stop, step = bits[0], bits[1], bits[2] if len(bits) == 3 else 1
+        if step <= 0 or stop < start:
+            raise PlanInputError(f"{argument}: range {part!r} needs start <= stop and a positive step")
+        values.extend(range(start, stop + 1, step))
     if not values:
         raise PlanInputError(f"{argument}: no values given")
     low = [v for v in values if v < minimum]

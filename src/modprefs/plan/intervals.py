@@ -8,10 +8,13 @@ half-width is then put on the scale of the interval the lab will actually see. T
 
 ``analysis`` (default)
     Per design, the analysis' own interval (:data:`ANALYSIS_CI_METHOD`, ``n_boot`` resamples) is
-    computed on the first ``n_calibration`` simulated studies; the Wald half-widths of all studies are
-    multiplied by mean(analysis half-width) / mean(Wald half-width) over those studies. The ratio is
-    design-specific (the paper's ratings are heavy-tailed and clipped, so how far the Gaussian SE is
-    off depends on the numbers of clips and raters), which is why it is measured per design.
+    computed on the first ``n_calibration`` simulated studies. The ratio analysis / Wald half-width
+    depends on the design (the paper's ratings are heavy-tailed and clipped, so how far the Gaussian
+    SE is off depends on the numbers of clips and raters), so it is modelled across the grid:
+    log ratio = a + b log(raters) + c log(trials) + d log(prompts), least squares over every
+    calibration study of every design (:func:`fit_ratio_model`; terms without variation in the
+    grid are dropped); the Wald half-widths of all of a design's studies are multiplied by the
+    model's ratio for that design.
 ``sampling``
     Wald SEs rescaled so their root-mean-square equals the standard deviation of the estimates over
     the design's simulated studies: the half-width of an interval with correct coverage (what a
@@ -26,6 +29,7 @@ method (``--method``), on fresh studies at three designs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats
@@ -63,16 +67,48 @@ def analysis_half_widths(study: SimulatedStudy, method: str, n_boot: int, rng: n
     return out
 
 
+def _ratio_features(designs: np.ndarray) -> np.ndarray:
+    """(n, 3) log(raters), log(trials), log(prompts) of (n, 3) [prompts, raters, trials] rows."""
+    d = np.asarray(designs, float)
+    return np.log(d[:, [1, 2, 0]])
+
+
+def fit_ratio_model(designs: np.ndarray, log_ratio: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Least-squares model of log(analysis / Wald half-width) on log design sizes (see the module docstring).
+
+    Args:
+        designs: (n, 3) [prompts, raters, trials] of each calibration study.
+        log_ratio: (n,) log of its analysis / Wald half-width (non-finite rows ignored).
+
+    Returns:
+        A function mapping (m, 3) designs to (m,) ratios. Raises ValueError without finite rows.
+    """
+    X = _ratio_features(designs)
+    ok = np.isfinite(log_ratio) & np.isfinite(X).all(axis=1)
+    if not ok.any():
+        raise ValueError("no finite calibration ratio")
+    keep = [j for j in range(3) if np.ptp(X[ok, j]) > 0]
+    A = np.column_stack([np.ones(ok.sum())] + [X[ok, j] for j in keep])
+    coef, *_ = np.linalg.lstsq(A, log_ratio[ok], rcond=None)
+
+    def predict(new: np.ndarray) -> np.ndarray:
+        Z = _ratio_features(np.atleast_2d(new))
+        B = np.column_stack([np.ones(Z.shape[0])] + [Z[:, j] for j in keep])
+        return np.exp(B @ coef)
+
+    return predict
+
+
 def predicted_half_widths(icck: np.ndarray, sek: np.ndarray, interval: str, level: float,
-                          calibration: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, float]:
+                          analysis_ratio: float | None = None) -> tuple[np.ndarray, float]:
     """Per-study predicted half-widths of the reported ICC(2,k) interval, and the scale factor used.
 
     Args:
         icck, sek: (n,) ICC(2,k) estimates and their Wald SEs over a design's simulated studies.
         interval: one of :data:`INTERVALS`.
         level: the interval's coverage (e.g. .95).
-        calibration: for ``analysis``: (analysis half-widths, Wald half-widths) of the calibration
-            studies (NaN entries ignored).
+        analysis_ratio: for ``analysis``: the design's analysis / Wald half-width ratio
+            (:func:`fit_ratio_model`).
     """
     if interval not in INTERVALS:
         raise ValueError(f"unknown planning interval {interval!r}; expected one of {INTERVALS}")
@@ -85,11 +121,6 @@ def predicted_half_widths(icck: np.ndarray, sek: np.ndarray, interval: str, leve
             return np.full_like(wald, np.nan), math.nan
         factor = float(np.std(icck[ok], ddof=1) / math.sqrt(np.mean(sek[ok] ** 2)))
         return wald_half_width(icck, sek * factor, level), factor
-    if calibration is None:
-        raise ValueError("the 'analysis' interval needs calibration half-widths")
-    hw_m, hw_w = (np.asarray(a, float) for a in calibration)
-    ok = np.isfinite(hw_m) & np.isfinite(hw_w)
-    if not ok.any():
-        return np.full_like(wald, np.nan), math.nan
-    factor = float(hw_m[ok].mean() / hw_w[ok].mean())
-    return wald * factor, factor
+    if analysis_ratio is None or not math.isfinite(analysis_ratio):
+        raise ValueError("the 'analysis' interval needs the design's calibrated ratio")
+    return wald * analysis_ratio, float(analysis_ratio)

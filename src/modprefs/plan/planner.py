@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from modprefs.plan.engine import SimSettings, Task, run_tasks
 from modprefs.plan.grid import Costs, Design, Targets
+from modprefs.plan.intervals import fit_ratio_model
 from modprefs.plan.priors import SCENARIOS, Priors, icc_diff_params
 from modprefs.plan.summary import recommend, shortfalls, summarise
 
@@ -27,6 +29,27 @@ class PlanResult:
     recommendations: pd.DataFrame
     unmet: dict[str, list[str]]
     statement: str
+
+
+def analysis_ratios(results: dict[Design, dict[str, np.ndarray]]) -> dict[Design, dict[str, float]]:
+    """Per design and condition, the analysis / Wald half-width ratio from the grid-wide model
+    (:func:`modprefs.plan.intervals.fit_ratio_model`) over every design's calibration studies."""
+    out: dict[Design, dict[str, float]] = {d: {} for d in results}
+    conditions = sorted({c for d in results for c in d.conditions})
+    for c in conditions:
+        rows, logs = [], []
+        for d, res in results.items():
+            if f"cal_analysis:{c}" in res:
+                lr = np.log(res[f"cal_analysis:{c}"] / res[f"cal_wald:{c}"])
+                rows += [[d.prompts, d.raters, d.trials]] * lr.size
+                logs.append(lr)
+        if not logs:
+            continue
+        model = fit_ratio_model(np.array(rows, float), np.concatenate(logs))
+        for d in results:
+            if c in d.conditions:
+                out[d][c] = float(model(np.array([[d.prompts, d.raters, d.trials]], float))[0])
+    return out
 
 
 def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Costs, settings: SimSettings,
@@ -56,9 +79,10 @@ def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Co
     by = {key: res for key, res in zip(index, results)}
     rows = []
     for s in scenarios:
+        ratios = analysis_ratios({d: by[(s, d, "main")] for d in designs}) if settings.interval == "analysis" else {}
         for d in designs:
             row = summarise(d, by[(s, d, "main")], priors.scenarios[s], targets, costs, settings.interval,
-                            by.get((s, d, "icc_diff")))
+                            by.get((s, d, "icc_diff")), ratios.get(d))
             rows.append({"scenario": s, **row})
     table = pd.DataFrame(rows)
     recs, unmet = [], {}

@@ -80,8 +80,10 @@ def table2_power(rec: dict[str, np.ndarray], term: str, effect: float, alpha: fl
 
 
 def summarise(design: Design, main: dict[str, np.ndarray], params: SimulationParams, targets: Targets,
-              costs: Costs, interval: str, alt: dict[str, np.ndarray] | None = None) -> dict[str, object]:
-    """One row of the design table (see the module docstring)."""
+              costs: Costs, interval: str, alt: dict[str, np.ndarray] | None = None,
+              analysis_ratio: dict[str, float] | None = None) -> dict[str, object]:
+    """One row of the design table (see the module docstring); ``analysis_ratio``: per condition, the
+    design's analysis / Wald half-width ratio (``interval="analysis"``)."""
     row: dict[str, object] = {"prompts": design.prompts, "raters": design.raters, "trials": design.trials,
                               "conditions": "+".join(design.conditions),
                               "n_sims": int(main[next(k for k in main if k.startswith("rec:"))].size)}
@@ -91,10 +93,8 @@ def summarise(design: Design, main: dict[str, np.ndarray], params: SimulationPar
         row[f"k_{c}"], _ = _mean_se(main[f"rec:k_{c}"])
         row[f"icc_1_{c}"], row[f"icc_1_{c}_mcse"] = _mean_se(main[f"rec:icc1_{c}"])
         row[f"icc_k_{c}"], row[f"icc_k_{c}_mcse"] = _mean_se(icck)
-        cal = None
-        if f"cal_analysis:{c}" in main:
-            cal = (main[f"cal_analysis:{c}"], main[f"cal_wald:{c}"])
-        hw, factor = predicted_half_widths(icck, sek, interval, targets.ci_level, cal)
+        ratio = (analysis_ratio or {}).get(c) if interval == "analysis" else None
+        hw, factor = predicted_half_widths(icck, sek, interval, targets.ci_level, ratio)
         row[f"ci_half_width_{c}"], row[f"ci_half_width_{c}_mcse"] = _mean_se(hw)
         row[f"interval_factor_{c}"] = factor
         if targets.ci_half_width is not None:

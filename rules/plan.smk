@@ -1,0 +1,39 @@
+# Plan a study before running it (docs/plan.md): prompts, raters, trials and cost for precision and
+# power targets, by simulation from the paper's priors or a pilot. Not part of `rule all`; run on demand:
+#   snakemake --cores 2 plan
+# Its settings are the `plan:` config block, whose keys are `modprefs plan`'s options (`_` for `-`).
+# With `plan: {pilot: DIR}` the priors are fitted to that ratings directory (e.g. results/ratings of a pilot run).
+
+PLAN = config.get("plan") or {}
+PLAN_OUT = "results/plan"
+
+
+def plan_inputs(wildcards):
+    """The pilot's tables when the plan is fitted to a pilot (so a changed pilot reruns the plan)."""
+    if not PLAN.get("pilot"):
+        return []
+    folder = Path(PLAN["pilot"])
+    files = [folder / "ratings.csv", folder / "participants.csv"]
+    if (folder / "trials.csv").exists() or str(folder).startswith("results/ratings"):
+        files.append(folder / "trials.csv")
+    return [str(f) for f in files] + ([PLAN["pilot_clips"]] if PLAN.get("pilot_clips") else [])
+
+
+rule plan:
+    """Design table, recommendation per scenario (pessimistic / central / optimistic priors), figures, report."""
+    input:
+        plan_inputs,
+    output:
+        designs=f"{PLAN_OUT}/designs.csv",
+        recommendation=f"{PLAN_OUT}/recommendation.csv",
+        priors=f"{PLAN_OUT}/priors.csv",
+        summary=f"{PLAN_OUT}/plan.json",
+        report=f"{PLAN_OUT}/report.html",
+    params:
+        options=PLAN,
+        out=PLAN_OUT,
+    threads: max(1, workflow.cores)
+    log:
+        "results/logs/plan/plan.log",
+    script:
+        "../workflow/scripts/plan.py"
