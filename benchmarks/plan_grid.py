@@ -5,7 +5,8 @@ trials {10, 20}, both conditions; targets: ICC(2,k) CI half-width <= .08 (audio 
 the analysis-calibrated interval), expected ICC(2,k) >= .75, power .8 for an ICC(2,1) difference of .15
 (so every design is simulated twice: at the priors and at the alternative, with 2 permutation draws
 per study), Table 2 modality effect -6, agreement half-width .15; central priors only (each further
-scenario costs the same again). A cold cache (a fresh temporary folder) and the priors computed
+scenario costs the same again). Also the paper check: the paper's design (100 prompts, 46 analysed
+raters, 20 trials) at the central priors, expected ICC(2,k) vs the paper's .821 / .788. A cold cache (a fresh temporary folder) and the priors computed
 first (timed separately). Wall time on a shared machine depends on the other load: the JSON records
 wall and CPU seconds and the 1-minute load average; CPU seconds / 2 is the wall time on 2 idle cores.
 
@@ -48,7 +49,15 @@ def main() -> None:
         again = make_plan(priors, designs, targets, Costs(), SimSettings(n_sims=args.n_sims, seed=1), ("central",),
                           jobs=args.jobs, cache_dir=cache)
         t_cached = clock.seconds()
-    same = bool(again.table.drop(columns=[]).equals(result.table))
+    same = bool(again.table.equals(result.table))
+    # the paper check: its design (100 prompts, 46 analysed raters, 20 trials) at the central priors
+    paper = make_plan(priors, design_grid([100], [46], [20], "both"), Targets(icc_k=0.75), Costs(),
+                      SimSettings(n_sims=args.n_sims, seed=1, interval="sampling", table2=False), ("central",),
+                      jobs=args.jobs).table.iloc[0]
+    paper_check = {c: {"icc_k": float(paper[f"icc_k_{c}"]), "mcse": float(paper[f"icc_k_{c}_mcse"]),
+                       "k": float(paper[f"k_{c}"]), "paper_icc_k": ref, "paper_k": k_ref,
+                       "z": float((paper[f"icc_k_{c}"] - ref) / paper[f"icc_k_{c}_mcse"])}
+                   for c, ref, k_ref in (("audio", 0.821, 9.2), ("text", 0.788, 8.9))}
     n_studies = len(designs) * args.n_sims
     out = {
         "grid": {"designs": len(designs), "n_sims": args.n_sims, "simulated_studies_main": n_studies,
@@ -61,6 +70,7 @@ def main() -> None:
         "grid_cpu_minutes_per_core_at_2_cores": round(t_grid["cpu_s"] / 2 / 60, 2),
         "target_minutes": 5.0,
         "ms_cpu_per_simulated_study": round(1000 * t_grid["cpu_s"] / (2 * n_studies), 1),
+        "paper_check_central_icc_k_at_paper_design": paper_check,
         "recommendation": json.loads(result.recommendations.to_json(orient="records")),
     }
     write_json(out, OUT / "plan_grid.json")

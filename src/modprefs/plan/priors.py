@@ -37,7 +37,7 @@ SCENARIOS: tuple[str, ...] = ("pessimistic", "central", "optimistic")
 PAPER_DESIGN = {"prompts": 100, "recruited": 53, "trials": 20}
 PAPER_COUNTS = {"audio": {"recruited": 53, "failed": 7, "passed": 46, "incomplete": 2, "n_time": 46},
                 "text": {"recruited": 53, "failed": 5, "passed": 48, "incomplete": 4, "n_time": 48}}
-CURVE_MULTIPLIERS = np.array([0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 0.8, 1.0, 1.25, 1.6, 2.2, 3.0, 4.5, 7.0, 12.0])
+CURVE_MULTIPLIERS = np.array([0.01, 0.03, 0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 0.8, 1.0, 1.25, 1.6, 2.2, 3.0, 4.5, 7.0, 12.0])
 
 
 @dataclass
@@ -143,12 +143,14 @@ def build_scenarios(central: SimulationParams, curves: dict[str, IccCurve], esti
         b = boot[c][np.isfinite(boot[c])]
         med, lo, hi = (float(np.quantile(b, q)) for q in (0.5, q_lo, q_hi))
         est = estimate[c]
-        bounds = {"pessimistic": max(est - (hi - med), curve.icc[0]), "central": est,
-                  "optimistic": min(est + (med - lo), curve.icc[-1])}
         base = curve(1.0)
-        for s in ("pessimistic", "optimistic"):
-            m = curve.inverse(base + bounds[s] - est, "priors")
-            scen[s] = scale_clip_variance(scen[s], c, m)
+        bounds = {"central": est}
+        # move the central's expected ICC by the bootstrap's spread; at the curve's ends the scenario
+        # stops there (a reliability the simulator cannot produce with these other parameters)
+        for s, shift in (("pessimistic", -(hi - med)), ("optimistic", med - lo)):
+            target = float(np.clip(base + shift, curve.icc[0], curve.icc[-1]))
+            scen[s] = scale_clip_variance(scen[s], c, curve.inverse(target, "priors"))
+            bounds[s] = est + target - base
         rows.append({"quantity": "ICC(2,1)", "condition": c, "central": est, "pessimistic": bounds["pessimistic"],
                      "optimistic": bounds["optimistic"], "bootstrap_sd": float(np.std(b, ddof=1)),
                      "method": f"parametric bootstrap of the source design ({len(b)} studies), basic {q_lo:.0%}-{q_hi:.0%}"})
@@ -169,22 +171,35 @@ def build_scenarios(central: SimulationParams, curves: dict[str, IccCurve], esti
     return scen, pd.DataFrame(rows)
 
 
+def priors_for_source(central: SimulationParams, layout: Layout, source: str, seed: int = 1, n_boot: int = 60,
+                      quantiles: tuple[float, float] = (0.1, 0.9),
+                      rates: dict[str, dict[str, tuple[float, float, float]]] | None = None,
+                      minutes: dict[str, tuple[float, float, float]] | None = None,
+                      notes: list[str] | None = None) -> Priors:
+    """Priors centred on ``central`` with the ICC uncertainty of a study laid out as ``layout``.
+
+    ``rates`` / ``minutes``: the attrition and timing intervals (:func:`build_scenarios`); none = fixed.
+    """
+    curves = {c: icc_curve(central, c, seed) for c in ("audio", "text")}
+    boot = bootstrap_iccs(central, layout, n_boot, seed)
+    # the central's expectation at the source's design
+    estimate = {c: float(np.nanmean(boot[c])) for c in boot}
+    scen, table = build_scenarios(central, {c: curves[c] for c in boot}, estimate, boot, rates or {}, minutes or {},
+                                  quantiles)
+    return Priors(source=source, scenarios=scen, curves=curves, table=table, notes=list(notes or []))
+
+
 def paper_priors(seed: int = 1, n_boot: int = 60, quantiles: tuple[float, float] = (0.1, 0.9),
                  params: SimulationParams | None = None) -> Priors:
     """The paper's priors: :class:`SimulationParams` defaults, with the uncertainty of a paper-size study."""
     central = params if params is not None else SimulationParams()
-    curves = {c: icc_curve(central, c, seed) for c in ("audio", "text")}
     rng = np.random.default_rng([seed, 0x9A9E])
     layout = balanced_layout(PAPER_DESIGN["prompts"], PAPER_DESIGN["recruited"], PAPER_DESIGN["trials"],
                              ("audio", "text"), rng)
     # the paper's analysed panel: its passers (46 audio, 48 text) did the trials
-    passers = {c: PAPER_COUNTS[c]["passed"] for c in ("audio", "text")}
-    layout = _keep_participants(layout, passers)
-    boot = bootstrap_iccs(central, layout, n_boot, seed)
-    # the simulator's expectation at the paper's design (the paper reports .333 audio, .295 text)
-    estimate = {c: float(np.nanmean(boot[c])) for c in boot}
+    layout = _keep_participants(layout, {c: PAPER_COUNTS[c]["passed"] for c in ("audio", "text")})
     q_lo, q_hi = quantiles
-    rates = {"p_fail_attention": {}, "p_incomplete": {}}
+    rates: dict[str, dict[str, tuple[float, float, float]]] = {"p_fail_attention": {}, "p_incomplete": {}}
     minutes = {}
     for c, k in PAPER_COUNTS.items():
         rates["p_fail_attention"][c] = (central.by_condition("p_fail_attention", c),
@@ -194,11 +209,11 @@ def paper_priors(seed: int = 1, n_boot: int = 60, quantiles: tuple[float, float]
         m = central.by_condition("trial_time_mean", c) / 60
         se = central.by_condition("trial_time_sd", c) / 60 / math.sqrt(k["n_time"])
         minutes[c] = (m, m + stats.norm.ppf(q_lo) * se, m + stats.norm.ppf(q_hi) * se)
-    scen, table = build_scenarios(central, curves, estimate, boot, rates, minutes, quantiles)
-    return Priors(source="paper (SimulationParams defaults, calibrated to the paper's Tables 1-4)", scenarios=scen,
-                  curves=curves, table=table,
-                  notes=["ICC(2,1) uncertainty: a paper-size study (100 prompts, 46 audio / 48 text analysed raters, "
-                         "20 trials) simulated at the priors and refitted."])
+    return priors_for_source(
+        central, layout, "paper (SimulationParams defaults, calibrated to the paper's Tables 1-4)", seed, n_boot,
+        quantiles, rates, minutes,
+        ["ICC(2,1) uncertainty: a paper-size study (100 prompts, 46 audio / 48 text analysed raters, 20 trials) "
+         "simulated at the priors and refitted; the paper reports ICC(2,1) .333 audio / .295 text."])
 
 
 def _keep_participants(layout: Layout, n: dict[str, int]) -> Layout:
