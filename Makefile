@@ -19,10 +19,12 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# the laptop profile (profiles/local: rerun-incomplete, failed logs shown, ...); CORES overrides its cores
 run: $(VENV)/.installed
-	$(VENV)/bin/snakemake --cores $(CORES)
+	$(VENV)/bin/snakemake --workflow-profile profiles/local --cores $(CORES)
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q
+	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run once)
+	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile
 
 .PHONY: install run test

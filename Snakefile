@@ -2,6 +2,22 @@
 # Stages: data -> sampling -> speech (QC, replacement) -> study design -> ratings, judges -> statistics,
 # reward models -> report.
 
+import sys
+from pathlib import Path
+
+# The library lives in src/; make it importable here and for `script:` jobs without an install.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from modprefs.config_files import exit_on_user_error, load_config_file  # noqa: E402
+
+# Read config.yaml ourselves first: a YAML error is then named by file, line and column, and an
+# empty file says so (Snakemake's own messages name neither). Files given with --configfile are
+# read by Snakemake before this line runs (docs: README, "If the config is wrong").
+if Path("config.yaml").exists():
+    with exit_on_user_error():
+        load_config_file("config.yaml")
+
+
 configfile: "config.yaml"
 
 

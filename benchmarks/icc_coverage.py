@@ -1,49 +1,45 @@
-"""Coverage of the ICC(2,1) bootstrap CIs: the paper's stimulus bootstrap vs methods that resample raters.
+"""Coverage of the ICC(2,1) and ICC(2,k) confidence intervals: 3 generating models x 2 design sizes x methods.
 
-Issue #4. Table 4's intervals resample stimuli only, but raters are sampled too. Over many
-simulated studies this measures how often each method's 95 % interval covers the TRUE
-population ICC(2,1) of the audio condition (the ICC model of Table 4,
-``rating ~ presented_first + trial_z + (1|clip_id) + (1|participant_id)``, REML).
+For each generating model and design size, ``--n-studies`` studies are simulated; the audio
+condition's ICC model (Table 4: ``rating ~ presented_first + trial_z + (1|clip_id) +
+(1|participant_id)``, REML) is fitted and each CI method of :mod:`modprefs.stats.icc_ci` gives a
+nominal 95 % interval. Coverage = share of studies whose interval contains the TRUE value, with a
+Clopper-Pearson 95 % interval; misses below/above and mean width are reported.
 
-Study design (moderate, to fit the time budget): 40 prompts x 2 clips drawn at random from a
-PRISM-like stimulus set (tests/test_recovery.py's ``paper_stimuli``, a fresh set per study),
-36 raters per condition x 10 trials (``make_assignments``), attention failures and dropouts as
-simulated -> ~8 ratings per clip, ~33 analysed raters, ~640 ratings. The paper: 200 clips, ~9
-ratings per clip.
+Generating models (only the first is the paper-calibrated simulator; the other two are written
+independently in benchmarks/generators.py):
 
-Settings and their truths:
+``simulator``            modprefs.ratings.simulate defaults: clipped to 1..100, heavy-tailed clip effects and
+                         residuals, rater scale heterogeneity, tie snapping, within-prompt correlation;
+``gaussian_crossed``     the textbook Gaussian crossed LMM (clip, clip x modality, prompt, participant, noise);
+``heavy_scale_clipped``  Student t(4) effects, rater-specific scale use (a rater x clip interaction the LMM
+                         does not model), rounded and clipped to 1..100.
 
-``gaussian``
-    A pure crossed Gaussian LMM: ``clip_ratings=False``, ``tie_mode="threshold"``, ``clip_df`` =
-    ``resid_df`` = inf, ``resid_scale_cv`` = 0, within-prompt and cross-modality clip
-    correlations 0, otherwise the paper calibration. The ICC model omits the length covariate,
-    so the clip variance it estimates is var_clip + b_len^2 * var(len_z) = var_clip + b_len^2
-    (len_z is standardised over each stimulus set, sample variance exactly 1); ratings are
-    rounded to integers, which adds 1/12 to the residual variance. Truth (analytic):
-    (var_clip + b_len^2) / (var_clip + b_len^2 + var_participant + var_resid + 1/12).
-    A large simulation (below) checks it.
-``default``
-    The paper calibration (``SimulationParams()``): ratings clipped to 1..100, heavy-tailed
-    clip effects and residuals, rater scale heterogeneity, tie snapping, within-prompt clip
-    correlation. Clipping and the omitted covariate move the estimand away from any input
-    parameter, so the population ICC(2,1) is DEFINED by a very large simulation: the mean of
-    the REML ICC(2,1) over ``--truth-reps`` studies of ``--truth-prompts`` prompts with raters
-    scaled to keep the same ratings per clip (same design density, so the same estimand), with
-    its Monte Carlo SE.
+Sizes: ``small`` = 40 prompts, 36 raters per condition x 10 trials (~9 ratings per clip); ``paper`` =
+100 prompts, 53 raters x 20 trials (the paper's design).
 
-Per study and method, ``--n-boot`` resamples (default 199, smaller than the paper's 2,000 to fit
-the time) give percentile and basic 95 % intervals from the same replicates; coverage is
-reported with a Clopper-Pearson 95 % interval, with mean width, misses below/above, and runtime.
+Truth. ``gaussian_crossed``: analytic (the length effect counts as clip variance; the ICC model omits
+len_z). The others: the population ICC(2,1) is defined by simulation -- the mean REML ICC(2,1) over
+``--truth-reps`` studies ``--truth-scale`` times larger (prompts and raters scaled, same trials, so the
+same design density), with its Monte-Carlo SE. ICC(2,k)'s truth is the Spearman-Brown image of ICC(2,1)'s
+at the study's own k (ratings per clip), so both intervals of a method that maps ICC(2,1)'s bounds
+(the jackknife) cover together; bootstrap methods' ICC(2,k) intervals are their own percentiles.
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/icc_coverage.py [--n-studies 500] [--n-boot 199]
+Methods: ``jackknife`` (the default; logit-t interval from leave-one-prompt-out and
+leave-one-participant-out refits with the noise term from ``--n-boot`` residual-bootstrap refits),
+``stimulus`` (the paper's), ``prompt``, ``two_way``, ``parametric`` (percentile intervals of
+``--n-boot`` resamples; the workflow's default n_boot is 2,000).
 
-Writes benchmarks/out/icc_coverage.json (rewritten as studies finish, so partial results survive).
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/icc_coverage.py [--n-studies 500] [--n-boot 99]
+        [--models simulator,gaussian_crossed,heavy_scale_clipped] [--sizes small,paper] [--keep-other]
+
+Writes benchmarks/out/icc_coverage.json (rewritten as studies finish; ``--keep-other`` keeps the
+cells of models/sizes not run now from an existing file) and icc_coverage.md (the table).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -55,204 +51,220 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from generators import GeneratorParams, generate, study_design  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.stats.icc import _fit_iccs, analysable_ratings, condition_design  # noqa: E402
-from modprefs.stats.icc_ci import CI_METHODS, INTERVALS, bootstrap_iccs, interval_from_boot  # noqa: E402
-from modprefs.study.design import make_assignments  # noqa: E402
-from test_recovery import paper_stimuli  # noqa: E402
+from modprefs.stats.icc_ci import (  # noqa: E402
+    BOOTSTRAP_METHODS,
+    CI_METHODS,
+    DEFAULT_CI_METHOD,
+    bootstrap_iccs,
+    interval_from_boot,
+    jackknife_interval,
+    spearman_brown,
+)
 
 OUT = ROOT / "benchmarks" / "out" / "icc_coverage.json"
 CONDITION = "audio"
-N_PROMPTS, RATERS, TRIALS = 40, 36, 10
+SIZES = {"small": (40, 36, 10), "paper": (100, 53, 20)}
+MODELS = ("simulator", "gaussian_crossed", "heavy_scale_clipped")
 LEVEL = 0.95
 
 
-def setting_params(name: str) -> SimulationParams:
-    if name == "default":
-        return SimulationParams()
-    if name == "gaussian":
-        return dataclasses.replace(
-            SimulationParams(), clip_ratings=False, tie_mode="threshold", clip_df=math.inf, resid_df=math.inf,
-            resid_scale_cv=0.0, rho_clip_within_prompt_audio=0.0, rho_clip_within_prompt_text=0.0,
-            rho_clip_modality=0.0)
-    raise ValueError(name)
+def simulate_design(model: str, size: str, seed: int, scale: int = 1):
+    n_prompts, raters, trials = SIZES[size]
+    stimuli, assignments = study_design(n_prompts * scale, raters * scale, trials, seed)
+    if model == "simulator":
+        ratings, _, participants, _ = simulate_ratings(stimuli, assignments, SimulationParams(), seed=seed)
+    else:
+        ratings, participants = generate(GeneratorParams(model=model), stimuli, assignments, seed)
+    return condition_design(analysable_ratings(ratings, participants, CONDITION, stimuli))
 
 
-def analytic_truth_gaussian() -> float:
-    p = setting_params("gaussian")
-    v_clip = p.var_clip_audio + p.b_len ** 2
-    return v_clip / (v_clip + p.var_participant_audio + p.var_resid_audio + 1.0 / 12.0)
+def analytic_truth(model: str) -> float:
+    return GeneratorParams(model=model).icc_truth_gaussian(CONDITION) if model == "gaussian_crossed" else math.nan
 
 
-def study_stimuli(n_prompts: int, seed: int) -> pd.DataFrame:
-    """``n_prompts`` prompts drawn at random from fresh ``paper_stimuli`` sets (ids made unique)."""
-    rng = np.random.default_rng([seed, 0x1CC])
-    sets = []
-    for j in range(math.ceil(n_prompts / 100)):
-        s = paper_stimuli(int(rng.integers(2**31)))
-        s["prompt_id"] = f"s{j}_" + s["prompt_id"]
-        s["clip_id"] = f"s{j}_" + s["clip_id"]
-        sets.append(s)
-    stim = pd.concat(sets, ignore_index=True)
-    prompts = list(dict.fromkeys(stim["prompt_id"]))
-    keep = set(rng.choice(prompts, size=n_prompts, replace=False))
-    return stim[stim["prompt_id"].isin(keep)].reset_index(drop=True)
-
-
-def simulate_design(setting: str, n_prompts: int, raters: int, seed: int):
-    stim = study_stimuli(n_prompts, seed)
-    prompts = list(dict.fromkeys(stim["prompt_id"]))
-    assignments = make_assignments(prompts, raters, TRIALS, seed=seed)
-    ratings, _, participants, _ = simulate_ratings(stim, assignments, setting_params(setting), seed=seed)
-    return condition_design(analysable_ratings(ratings, participants, CONDITION, stim))
-
-
-def truth_task(args: tuple[str, int, int]) -> dict:
-    setting, rep, n_prompts = args
+def truth_task(args: tuple[str, str, int, int]) -> dict:
+    model, size, rep, scale = args
     t0 = time.perf_counter()
-    design = simulate_design(setting, n_prompts, round(n_prompts * RATERS / N_PROMPTS), seed=10_000_000 + rep)
-    fit, k, icc1, _ = _fit_iccs(design)
-    return {"kind": "truth", "setting": setting, "rep": rep, "icc_2_1": icc1, "k": k, "n_ratings": int(design.y.size),
-            "var_clip": fit.var_g1, "var_participant": fit.var_g2, "var_resid": fit.var_resid,
-            "seconds": time.perf_counter() - t0}
+    design = simulate_design(model, size, 10_000_000 + rep, scale)
+    _, k, icc1, _ = _fit_iccs(design)
+    return {"model": model, "size": size, "rep": rep, "icc_2_1": icc1, "k": k, "seconds": time.perf_counter() - t0}
 
 
-def study_task(args: tuple[str, int, int]) -> dict:
-    setting, study, n_boot = args
-    design = simulate_design(setting, N_PROMPTS, RATERS, seed=study)
+def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
+    model, size, study, n_boot, methods = args
+    design = simulate_design(model, size, study)
     fit, k, icc1, icck = _fit_iccs(design)
-    out = {"kind": "study", "setting": setting, "study": study, "icc_2_1": icc1, "k": k,
+    out = {"model": model, "size": size, "study": study, "icc_2_1": icc1, "icc_2_k": icck, "k": k,
            "n_ratings": int(design.y.size), "n_participants": design.n_participants, "methods": {}}
-    for m_i, method in enumerate(CI_METHODS):
+    for m_i, method in enumerate(methods):
         rng = np.random.default_rng([study, m_i, 0xB007])
         t0 = time.perf_counter()
-        boot, failed = bootstrap_iccs(design, fit, method, n_boot, rng)
-        sec = time.perf_counter() - t0
-        res = {"seconds": sec, "failed": failed, "boot_mean": float(np.nanmean(boot[:, 0]))}
-        for interval in INTERVALS:
-            (lo, hi), _ = interval_from_boot(np.array([icc1, icck]), boot, LEVEL, interval)
-            res[interval] = (float(lo), float(hi))
-        out["methods"][method] = res
+        if method == "jackknife":
+            jk = jackknife_interval(design, fit, icc1, n_boot, rng, LEVEL)
+            ci1 = (jk.lo, jk.hi)
+            cik = tuple(float(v) for v in spearman_brown(np.array(ci1), k))
+            extra = {"var_prompt": jk.var_prompt, "var_participant": jk.var_participant, "var_noise": jk.var_noise,
+                     "df": jk.df, "failed": jk.failed}
+        else:
+            boot, failed = bootstrap_iccs(design, fit, method, n_boot, rng)
+            (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot, LEVEL)
+            ci1, cik = (float(lo1), float(hi1)), (float(lok), float(hik))
+            extra = {"failed": failed}
+        out["methods"][method] = {"icc_2_1": ci1, "icc_2_k": cik, "seconds": time.perf_counter() - t0, **extra}
     return out
 
 
-def clopper_pearson(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
+def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
     a = 1 - level
     lo = 0.0 if x == 0 else float(stats.beta.ppf(a / 2, x, n - x + 1))
     hi = 1.0 if x == n else float(stats.beta.ppf(1 - a / 2, x + 1, n - x))
-    return lo, hi
+    return [lo, hi]
 
 
-def summarise(studies: list[dict], truths: dict[str, float]) -> dict:
-    out = {}
-    for setting, truth in truths.items():
-        rows = [s for s in studies if s["setting"] == setting]
+def coverage_block(intervals: np.ndarray, truths: np.ndarray) -> dict:
+    ok = np.isfinite(intervals).all(axis=1)
+    ci, t = intervals[ok], truths[ok]
+    below = int(np.sum(ci[:, 1] < t))  # the whole interval below the truth
+    above = int(np.sum(ci[:, 0] > t))
+    n = int(ok.sum())
+    covered = n - below - above
+    return {"coverage": covered / n if n else None, "covered": covered, "n": n,
+            "coverage_ci95_clopper_pearson": clopper_pearson(covered, n) if n else None,
+            "misses_below": below, "misses_above": above, "undefined": int((~ok).sum()),
+            "mean_width": float(np.mean(ci[:, 1] - ci[:, 0])) if n else None}
+
+
+def summarise(studies: list[dict], truths: dict[str, float], methods: list[str]) -> dict:
+    out: dict = {}
+    for key, truth in truths.items():
+        model, size = key.split("/")
+        rows = [s for s in studies if s["model"] == model and s["size"] == size]
         if not rows or not np.isfinite(truth):
             continue
         est = np.array([r["icc_2_1"] for r in rows])
-        block = {"n_studies": len(rows), "truth_icc_2_1": truth, "mean_estimate": float(est.mean()),
-                 "sd_estimate": float(est.std(ddof=1)) if len(rows) > 1 else None,
-                 "mean_bias": float(est.mean() - truth), "mean_k": float(np.mean([r["k"] for r in rows])),
-                 "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows])),
+        k = np.array([r["k"] for r in rows])
+        truth_k = spearman_brown(truth, k)
+        block = {"n_studies": len(rows), "truth_icc_2_1": truth, "mean_estimate_icc_2_1": float(est.mean()),
+                 "sd_estimate_icc_2_1": float(est.std(ddof=1)) if len(rows) > 1 else None,
+                 "mean_k": float(k.mean()), "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows])),
                  "mean_n_participants": float(np.mean([r["n_participants"] for r in rows])), "methods": {}}
-        for method in CI_METHODS:
-            m = {"seconds_per_study": float(np.mean([r["methods"][method]["seconds"] for r in rows])),
-                 "failed_refits": int(sum(r["methods"][method]["failed"] for r in rows)),
-                 "mean_boot_icc_2_1": float(np.mean([r["methods"][method]["boot_mean"] for r in rows]))}
-            for interval in INTERVALS:
-                ci = np.array([r["methods"][method][interval] for r in rows])
-                ok = np.isfinite(ci).all(axis=1)
-                below = int(np.sum(ci[ok, 1] < truth))  # interval entirely below the truth
-                above = int(np.sum(ci[ok, 0] > truth))
-                n = int(ok.sum())
-                covered = n - below - above
-                lo, hi = clopper_pearson(covered, n)
-                m[interval] = {"coverage": covered / n if n else None, "covered": covered, "n": n,
-                               "coverage_ci95_clopper_pearson": [lo, hi], "misses_below": below,
-                               "misses_above": above, "mean_width": float(np.mean(ci[ok, 1] - ci[ok, 0])),
-                               "median_width": float(np.median(ci[ok, 1] - ci[ok, 0]))}
+        for method in methods:
+            have = [r for r in rows if method in r["methods"]]
+            if not have:
+                continue
+            idx = [rows.index(r) for r in have]
+            m = {"seconds_per_study": float(np.median([r["methods"][method]["seconds"] for r in have])),
+                 "failed_refits": int(sum(r["methods"][method]["failed"] for r in have)),
+                 "icc_2_1": coverage_block(np.array([r["methods"][method]["icc_2_1"] for r in have], float),
+                                           np.full(len(have), truth)),
+                 "icc_2_k": coverage_block(np.array([r["methods"][method]["icc_2_k"] for r in have], float),
+                                           truth_k[idx])}
             block["methods"][method] = m
-        out[setting] = block
+        out[key] = block
     return out
+
+
+def markdown(doc: dict) -> str:
+    lines = ["# ICC interval coverage (nominal 95 %)", "",
+             f"Audio condition; {doc['config']['n_boot']} resamples per bootstrap (and residual refits for the "
+             "jackknife's noise term). Coverage [Clopper-Pearson 95 %], mean width; default method "
+             f"`{DEFAULT_CI_METHOD}`.", "",
+             "| model | size | studies | truth ICC(2,1) | method | ICC(2,1) coverage | width | ICC(2,k) coverage | width |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, block in doc["summary"].items():
+        model, size = key.split("/")
+        for method, m in block["methods"].items():
+            c1, ck = m["icc_2_1"], m["icc_2_k"]
+            cell = lambda c: f"{c['coverage']:.3f} [{c['coverage_ci95_clopper_pearson'][0]:.3f}, {c['coverage_ci95_clopper_pearson'][1]:.3f}]"  # noqa: E731
+            lines.append(f"| {model} | {size} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | "
+                         f"{cell(c1)} | {c1['mean_width']:.3f} | {cell(ck)} | {ck['mean_width']:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-studies", type=int, default=500)
-    ap.add_argument("--n-boot", type=int, default=199)
-    ap.add_argument("--settings", default="gaussian,default")
-    ap.add_argument("--truth-reps", type=int, default=20)
-    ap.add_argument("--truth-prompts", type=int, default=1000)
+    ap.add_argument("--n-boot", type=int, default=99)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--sizes", default=",".join(SIZES))
+    ap.add_argument("--methods", default=",".join(CI_METHODS))
+    ap.add_argument("--truth-reps", type=int, default=40)
+    ap.add_argument("--truth-scale", type=int, default=10)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep-other", action="store_true")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    settings = args.settings.split(",")
+    models, sizes, methods = args.models.split(","), args.sizes.split(","), args.methods.split(",")
+    unknown = set(methods) - set(CI_METHODS)
+    if unknown:
+        ap.error(f"unknown methods {sorted(unknown)}")
     t_start = time.perf_counter()
-    config = {"condition": CONDITION, "n_prompts": N_PROMPTS, "n_clips": 2 * N_PROMPTS, "raters_per_condition": RATERS,
-              "trials_per_participant": TRIALS, "n_studies_per_setting": args.n_studies, "n_boot": args.n_boot,
-              "ci_level": LEVEL, "methods": list(CI_METHODS), "intervals": list(INTERVALS),
-              "truth_reps": args.truth_reps, "truth_prompts": args.truth_prompts,
-              "truth_raters_per_condition": round(args.truth_prompts * RATERS / N_PROMPTS),
+    config = {"condition": CONDITION, "sizes": {s: dict(zip(("n_prompts", "raters_per_condition", "trials"), SIZES[s]))
+                                                for s in SIZES},
+              "n_studies": args.n_studies, "n_boot": args.n_boot, "ci_level": LEVEL, "methods": methods,
+              "bootstrap_methods": list(BOOTSTRAP_METHODS), "default_method": DEFAULT_CI_METHOD,
+              "truth_reps": args.truth_reps, "truth_scale": args.truth_scale,
               "model": "rating ~ presented_first + trial_z + (1|clip_id) + (1|participant_id), REML",
-              "workers": args.workers, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")}
-    truth_def = {
-        "gaussian": "analytic: (var_clip_audio + b_len^2) / (var_clip_audio + b_len^2 + var_participant_audio + "
-                    "var_resid_audio + 1/12); the length effect counts as clip variance (len_z omitted from the "
-                    "ICC model, sample variance 1), rounding adds 1/12 to the residual; checked by the large "
-                    "simulation",
-        "default": f"defined by simulation: mean REML ICC(2,1) over {args.truth_reps} studies of "
-                   f"{args.truth_prompts} prompts ({2 * args.truth_prompts} clips) and "
-                   f"{config['truth_raters_per_condition']} raters per condition x {TRIALS} trials (same ratings per "
-                   "clip as the studies), clipped heavy-tailed paper calibration",
-    }
-    truths = {s: (analytic_truth_gaussian() if s == "gaussian" else math.nan) for s in settings}
+              "workers": args.workers}
+    keys = [f"{m}/{s}" for m in models for s in sizes]
+    truths = {key: analytic_truth(key.split("/")[0]) for key in keys}
+    kept: dict = {}
+    if args.keep_other and args.out.exists():
+        old = json.loads(args.out.read_text(encoding="utf-8"))
+        kept = {k: v for k, v in old.get("summary", {}).items() if k not in keys}
+        kept_truth = {k: v for k, v in old.get("truth", {}).items() if k not in keys}
+    else:
+        kept_truth = {}
     truth_runs: list[dict] = []
     studies: list[dict] = []
 
-    def write(final: bool = False) -> None:
-        tr = {}
-        for s in settings:
-            vals = np.array([r["icc_2_1"] for r in truth_runs if r["setting"] == s])
-            tr[s] = {"definition": truth_def[s], "truth_icc_2_1": truths[s],
-                     "large_sim_reps": int(vals.size),
-                     "large_sim_mean": float(vals.mean()) if vals.size else None,
-                     "large_sim_se": float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else None,
-                     "large_sim_mean_k": float(np.mean([r["k"] for r in truth_runs if r["setting"] == s]))
-                     if vals.size else None,
-                     "large_sim_seconds_each": float(np.mean([r["seconds"] for r in truth_runs if r["setting"] == s]))
-                     if vals.size else None}
-        doc = {"config": config, "truth": tr, "summary": summarise(studies, truths),
-               "studies_done": len(studies), "complete": final,
-               "runtime_s": time.perf_counter() - t_start}
+    def write(final: bool) -> None:
+        truth_doc = dict(kept_truth)
+        for key in keys:
+            vals = np.array([r["icc_2_1"] for r in truth_runs if f"{r['model']}/{r['size']}" == key])
+            truth_doc[key] = {"truth_icc_2_1": truths[key],
+                              "definition": "analytic" if key.startswith("gaussian") else
+                              f"mean REML ICC(2,1) of {vals.size} studies {args.truth_scale}x larger",
+                              "large_sim_mean": float(vals.mean()) if vals.size else None,
+                              "large_sim_se": float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else None}
+        doc = {"config": config, "truth": truth_doc, "summary": {**kept, **summarise(studies, truths, methods)},
+               "studies_done": len(studies), "complete": final, "runtime_s": time.perf_counter() - t_start}
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=2, allow_nan=True) + "\n", encoding="utf-8")
-        tmp.replace(args.out)
+        for path, text in ((args.out, json.dumps(doc, indent=2, allow_nan=True) + "\n"),
+                           (args.out.with_suffix(".md"), markdown(doc))):
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
 
-    truth_tasks = [(s, rep, args.truth_prompts) for s in settings for rep in range(args.truth_reps)]
-    study_tasks = [(s, i, args.n_boot) for i in range(args.n_studies) for s in settings]
-    with get_context("fork").Pool(args.workers) as pool:
-        for r in pool.imap_unordered(truth_task, truth_tasks):
-            truth_runs.append(r)
-        for s in settings:
-            if s == "default":
-                truths[s] = float(np.mean([r["icc_2_1"] for r in truth_runs if r["setting"] == s]))
-        write()
-        print("truths", truths, f"{time.perf_counter() - t_start:.0f}s", flush=True)
-        for i, r in enumerate(pool.imap_unordered(study_task, study_tasks, chunksize=2)):
-            studies.append(r)
-            if (i + 1) % 20 == 0:
-                write()
-                print(f"{i + 1}/{len(study_tasks)} {time.perf_counter() - t_start:.0f}s", flush=True)
-    write(final=True)
-    print(json.dumps(summarise(studies, truths), indent=1))
+    with get_context("spawn").Pool(args.workers) as pool:
+        truth_tasks = [(m, s, r, args.truth_scale) for m in models if m != "gaussian_crossed" for s in sizes
+                       for r in range(args.truth_reps)]
+        for res in pool.imap_unordered(truth_task, truth_tasks):
+            truth_runs.append(res)
+        for key in keys:
+            vals = [r["icc_2_1"] for r in truth_runs if f"{r['model']}/{r['size']}" == key]
+            if vals:
+                truths[key] = float(np.mean(vals))
+        write(False)
+        print("truths", truths, flush=True)
+        tasks = [(m, s, i, args.n_boot, methods) for i in range(args.n_studies) for m in models for s in sizes]
+        for n_done, res in enumerate(pool.imap_unordered(study_task, tasks), 1):
+            studies.append(res)
+            if n_done % 20 == 0:
+                write(False)
+                print(f"{n_done}/{len(tasks)} studies, {time.perf_counter() - t_start:.0f} s", flush=True)
+    write(True)
+    print(markdown(json.loads(args.out.read_text())))
 
 
 if __name__ == "__main__":

@@ -7,24 +7,28 @@ from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
-# Small-matrix numerics run 2-8x slower and erratically with several BLAS threads (DESIGN.md).
+# Small-matrix numerics run 2-8x slower and erratically with several BLAS threads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-# The library lives in src/; make it importable for `script:` jobs without an install.
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-
 from modprefs.config_checks import check_config, validate_config  # noqa: E402
-
-# Every schema problem, named by its dotted key, before any job is scheduled; then
-# snakemake's own validation fills in the schema's defaults.
-validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
-validate(config, schema="../workflow/schemas/config.schema.yaml")
-check_config(config)
-
+from modprefs.config_files import config_sources, exit_on_user_error  # noqa: E402
 from modprefs.judges.startup import check_judges_at_start  # noqa: E402
+from modprefs.speech.render import clip_fingerprint  # noqa: E402
 
-# API judges: key, endpoint and models are checked now, not when the judge job runs.
-check_judges_at_start(config["judges"])
+# The whole config, checked before any job is scheduled: every schema problem named by its dotted key
+# and the file and line that set it; snakemake's own validation then fills in the schema's defaults;
+# then the cross-key, file, voice/language and data-size checks (modprefs.config_checks) and, for API
+# judges, key, endpoint and models. An error prints one message and exits 1, without a traceback.
+with exit_on_user_error():
+    # lowest precedence first: the Snakefile's config.yaml, then --configfile files, then --config
+    _cli_files = [str(f) for f in workflow.config_settings.configfiles]
+    _own_files = [str(f) for f in workflow.configfiles if str(f) not in _cli_files]
+    CONFIG_SOURCES = config_sources([*_own_files, *_cli_files], workflow.config_settings.config)
+    validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml", CONFIG_SOURCES)
+    validate(config, schema="../workflow/schemas/config.schema.yaml")
+    if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
+        check_config(config, ".", CONFIG_SOURCES)
+        check_judges_at_start(config["judges"])
 
 RATING_TABLES = ["ratings", "trials", "participants"]
 
@@ -53,6 +57,10 @@ def engine_config(engine: str) -> dict:
         if entry["backend"] == engine:
             return {**entry}
     raise ValueError(f"tts.engines has no engine {engine!r}")
+
+
+def engine_shard_manifests(engine: str) -> list[str]:
+    return [f"results/audio/engines/{engine}/shards/{shard}.csv" for shard in speech_shards()]
 
 
 def engine_manifests() -> list[str]:
@@ -84,6 +92,11 @@ def round_shards(round_) -> list[int]:
         return speech_shards()
     replacements = checkpoints.audio_review.get(round=r - 1).output.replacements
     return list(range(math.ceil(2 * _csv_rows(replacements) / config["tts"]["shard_size"])))
+
+
+def shard_manifest(round_, shard) -> str:
+    """The manifest render_shard writes for one shard of one round (the WAVs it rendered)."""
+    return f"results/audio/rounds/{int(round_)}/shards/{int(shard)}.csv"
 
 
 def round_files(round_, kind: str) -> list[str]:

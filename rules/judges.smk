@@ -28,7 +28,7 @@ rule judge_modality:
 
 
 rule judges_table:
-    """results/judges/ratings.csv: both modalities' synthetic ratings (columns in DESIGN.md)."""
+    """results/judges/ratings.csv: both modalities' synthetic ratings (columns in docs/CONTRACTS.md)."""
     input:
         expand("results/judges/{modality}.csv", modality=JUDGE_MODALITIES),
     output:

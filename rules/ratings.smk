@@ -19,16 +19,21 @@ if config["ratings"]["source"] == "simulate":
             "../workflow/scripts/simulate_ratings.py"
 
 else:
+    from modprefs.ratings.sources import source_files  # noqa: E402
 
     rule ingest_ratings:
-        """Validate ratings collected elsewhere and copy them into results/ratings/."""
+        """Validate a ratings source (a folder, one table in long or wide format, Parquet, a datasets folder,
+        hf://owner/name; ratings.columns maps foreign names) into results/ratings/."""
         input:
-            ratings=Path(config["ratings"]["source"]) / "ratings.csv",
-            trials=Path(config["ratings"]["source"]) / "trials.csv",
-            participants=Path(config["ratings"]["source"]) / "participants.csv",
+            # every file the source reads (a hub id reads none: its params are the input)
+            source=[str(p) for p in source_files(config["ratings"]["source"])],
             stimuli="results/study/stimuli.csv",
+            assignments="results/study/assignments.csv",
         output:
             expand("results/ratings/{table}.csv", table=RATING_TABLES),
+        params:
+            source=config["ratings"]["source"],
+            columns=config["ratings"].get("columns", {}),
         conda:
             "../envs/stats.yaml"
         log:

@@ -24,8 +24,8 @@ def reward_run_train(wildcards):
 
 
 rule reward_pairs:
-    """Preference pairs: study ratings (human and judge, text and audio), clean-vs-degraded clips, and a user
-    corpus (natural vs TTS) and colloquial rewrites where configured."""
+    """Preference pairs: study ratings (human and judge, text and audio), clean-vs-degraded clips, colloquial
+    pairs (rule-based rewrites by default) and, with a user corpus, natural vs TTS (several voices)."""
     input:
         ratings="results/ratings/ratings.csv",
         stimuli="results/study/stimuli.csv",
@@ -107,6 +107,7 @@ rule reward_eval:
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
     conda:
         "../envs/reward.yaml"
     log:
@@ -116,12 +117,14 @@ rule reward_eval:
 
 
 rule reward_summary:
-    """Across runs: cross-modal transfer (text labels -> audio labels and back), drift with/without centering."""
+    """Across runs: accuracy by pair type, cross-modal transfer (text labels -> audio labels and back), drift
+    with/without centering."""
     input:
         evals=expand("results/reward/{run}/eval/eval.json", run=REWARD_RUNS),
+        pairs_summary="results/reward/pairs/summary.json",
     output:
-        **{f"{name}_{ext}": f"results/reward/summary/{name}.{ext}" for name in ("transfer", "drift", "runs")
-           for ext in ("csv", "md")},
+        **{f"{name}_{ext}": f"results/reward/summary/{name}.{ext}" for name in ("runs", "pair_types", "transfer",
+                                                                              "drift") for ext in ("csv", "md")},
     params:
         runs=REWARD_RUNS,
     conda:

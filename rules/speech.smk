@@ -11,7 +11,8 @@ rule render_shard:
     """Render one shard of one round's clips (model loaded once per job) to results/audio/clips/.
 
     Round 0 renders the first draw and the attention check; round r > 0 renders the prompts that
-    replaced those whose audio failed QC in round r - 1.
+    replaced those whose audio failed QC in round r - 1. The manifest lists the WAVs; the shard's QC
+    takes their fingerprint as a param, so a clip changed or damaged afterwards reruns its QC.
     """
     input:
         prompts=lambda wildcards: round_prompts(wildcards.round),
@@ -40,13 +41,19 @@ rule render_shard:
 
 
 rule audio_qc:
-    """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate."""
+    """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate.
+
+    `clips` fingerprints the shard's WAVs (modprefs.speech.render.clip_fingerprint): a clip changed after
+    rendering reruns this QC, which fails an unreadable clip (reason `unreadable`) so the review replaces it.
+    """
     input:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     output:
         "results/audio/rounds/{round}/qc/{shard}.csv",
     params:
         qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
+        # by name, not via `input`: Snakemake does not compare params derived from input
+        clips=lambda wildcards: clip_fingerprint(shard_manifest(wildcards.round, wildcards.shard)),
     threads: 2
     resources:
         mem_mb=2000,
@@ -130,10 +137,11 @@ rule render_engine_shard:
 
 
 rule engine_manifest:
-    """One manifest per other engine: results/audio/engines/{engine}/manifest.csv."""
+    """One manifest per other engine: results/audio/engines/{engine}/manifest.csv (every clip checked readable)."""
     input:
-        lambda wildcards: expand("results/audio/engines/{engine}/shards/{shard}.csv", engine=wildcards.engine,
-                                 shard=speech_shards()),
+        shards=lambda wildcards: engine_shard_manifests(wildcards.engine),
+    params:
+        clips=lambda wildcards: clip_fingerprint(engine_shard_manifests(wildcards.engine)),  # see audio_qc
     output:
         "results/audio/engines/{engine}/manifest.csv",
     conda:

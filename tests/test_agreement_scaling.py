@@ -89,7 +89,11 @@ def test_clip_means_use_analysable_raters_only():
 
 def test_icc_permutation_has_power_and_size():
     # a strong modality difference in reliability -> small p; equal settings -> not small (typically)
-    stimuli, _, ratings, _, participants = _study(2, var_clip_text=60.0, var_clip_audio=1500.0)
+    # Gaussian, mid-scale settings fixed here so the contrast does not depend on the simulator's calibrated
+    # (heavy-tailed, clipped) rater noise
+    stimuli, _, ratings, _, participants = _study(2, var_clip_text=60.0, var_clip_audio=1500.0, var_resid_audio=1000.0,
+                                                  var_resid_text=1000.0, resid_scale_cv=0.0, resid_df=float("inf"),
+                                                  clip_df=float("inf"), intercept=50.0)
     strong = icc_permutation_test(ratings, participants, n_perm=99, seed=1, stimuli=stimuli)
     assert strong["icc_2_1"]["observed"] > 0 and strong["icc_2_1"]["p_value"] <= 0.02
     assert strong["icc_2_1"]["n_valid"] >= 95

@@ -196,4 +196,16 @@ def test_full_sessions_in_both_conditions(browser, tmp_path):
     assert audio.loc[1, "justification"].startswith("<script>")  # stored verbatim, rendered inert
     ev = pd.read_csv(tmp_path / "export/events.csv")
     assert (ev.kind == "seek_refused").any()
+    # what the browser sessions exported goes through `modprefs stats` (one rater per condition: the ICC rows
+    # are there, labelled, and the analyses that need more raters say so)
+    from modprefs.cli import main as modprefs_main
+
+    study.stimuli.to_csv(tmp_path / "clips.csv", index=False)
+    rc = modprefs_main(["stats", "--ratings", str(tmp_path / "export"), "--clips", str(tmp_path / "clips.csv"),
+                        "--out", str(tmp_path / "stats"), "--n-boot", "10", "--n-perm", "0", "--n-boot-alpha", "0",
+                        "--n-perm-alpha", "0"])
+    assert rc == 0
+    icc = pd.read_csv(tmp_path / "stats/tables/icc.csv")
+    assert set(icc["condition"]) == {"audio", "text"} and (icc["n_participants"] == 1).all()
+    assert (tmp_path / "stats/report.html").is_file()
     print(f"browser sessions: {time.monotonic() - t0:.1f} s; screenshots: {sorted(str(p) for p in shots.values())}")

@@ -33,7 +33,14 @@ def _set(cfg: dict, dotted: str, value) -> dict:
     return cfg
 
 
-_DELETE = object()
+class _Delete:
+    """Marks a key to delete (a stable repr, so that test ids are the same in every xdist worker)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+_DELETE = _Delete()
 
 SCHEMA_CASES = [
     ("sampling.n_prompts", "twelve", "sampling.n_prompts"),
@@ -82,7 +89,9 @@ def test_all_problems_reported_at_once():
     ("study.trials_per_participant", 13, "study.trials_per_participant: 13 exceeds sampling.n_prompts"),
     ("data.source", "missing.jsonl", "data.source: file not found"),
     ("attention_check", "nope.json", "attention_check: file not found"),
-    ("ratings.source", "no/such/dir", "ratings.source: directory not found"),
+    ("ratings.source", "no/such/dir", "ratings.source: not found: 'no/such/dir'"),
+    ("ratings.source", "results/ratings", "ratings.source: 'results/ratings' is inside results/"),
+    ("ratings.columns", {"ratng": "score"}, "ratings.columns: unknown column 'ratng'"),
 ])
 def test_cross_key_checks(key, value, expected):
     with pytest.raises(ConfigError, match=expected):
@@ -95,6 +104,161 @@ def test_snakemake_stops_before_any_job(tmp_path):
     path.write_text(yaml.safe_dump(cfg))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "sampling.long_fraction" in proc.stdout + proc.stderr
-    assert "Job stats" not in proc.stdout + proc.stderr
+    assert f"{path} line " in out and "sampling.long_fraction" in out
+    assert "Job stats" not in out
+    assert "Traceback" not in out and 'File "' not in out  # one message, no stack
+
+
+# --- the schema covers every nested key --------------------------------------------------------------------
+
+def _schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def test_schema_lists_every_key_the_dataclasses_read():
+    """judges.local / judges.allocation / tts.engines[] keys in the schema = what the code reads (no drift)."""
+    import dataclasses
+
+    from modprefs.judges.allocation import AllocationConfig
+    from modprefs.judges.local import LocalJudgeConfig
+    from modprefs.speech.preflight import BACKEND_KEYS
+
+    judges = _schema()["properties"]["judges"]["properties"]
+    assert set(judges["local"]["properties"]) == {f.name for f in dataclasses.fields(LocalJudgeConfig)} - {"judge"}
+    assert set(judges["allocation"]["properties"]) == {f.name for f in dataclasses.fields(AllocationConfig)}
+    tts = _schema()["properties"]["tts"]["properties"]
+    engine_keys = set(tts["engines"]["items"]["properties"])
+    assert engine_keys == {"backend", "voice", "lang", "speed"} | set().union(*BACKEND_KEYS.values())
+    assert engine_keys <= set(tts)
+    for block in (judges["local"], judges["allocation"], tts["engines"]["items"]):
+        assert block["additionalProperties"] is False
+
+
+NESTED_CASES = [
+    ("tts.engines.0.voise", "x", "tts.engines[0].voise: unknown key"),
+    ("judges.allocation.targt", 0.5, "judges.allocation.targt: unknown key"),
+    ("judges.allocation.icc_model", "guess", "judges.allocation.icc_model"),
+    ("judges.local.modle_file", "x.gguf", "judges.local.modle_file: unknown key"),
+    ("judges.local.min_answer_mass", 1.5, "judges.local.min_answer_mass"),
+    ("judges.prompts", {"text/response_qualty": "x"}, "judges.prompts"),
+    ("judges.response_format", {"txt": True}, "judges.response_format.txt: unknown key"),
+    ("judges.prices", {"gpt-4o": {"inptu": 1}}, "judges.prices.gpt-4o.inptu: unknown key"),
+]
+
+
+def _set_path(cfg: dict, dotted: str, value) -> dict:
+    cfg = copy.deepcopy(cfg)
+    *path, last = dotted.split(".")
+    node = cfg
+    for p in path:
+        node = node[int(p)] if isinstance(node, list) else node.setdefault(p, {})
+    node[last] = value
+    return cfg
+
+
+@pytest.mark.parametrize("key,value,expected", NESTED_CASES, ids=[c[0] for c in NESTED_CASES])
+def test_nested_schema_errors(key, value, expected):
+    with pytest.raises(ConfigError) as info:
+        validate_config(_set_path(_default(), key, value), SCHEMA)
+    assert expected in str(info.value)
+
+
+# --- cross-key, file, voice/language and data checks --------------------------------------------------------
+
+def _bad_file(tmp_path: Path, name: str, content: bytes | str) -> str:
+    path = tmp_path / name
+    path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return str(path)
+
+
+CROSS_CASES = [
+    (lambda c, d: c["tts"].update(voice="zz_nobody"), "tts.voice: 'zz_nobody' is not a kokoro-onnx voice"),
+    (lambda c, d: c["tts"].update(lang="klingon"), "tts.lang: 'klingon' is not a language"),
+    (lambda c, d: c["sampling"]["screening"].update(language="xx"), "sampling.screening.language: 'xx' is not"),
+    (lambda c, d: c["tts"]["engines"][0].update(voice="zz_nobody"), "tts.engines[0].voice: 'zz_nobody'"),
+    (lambda c, d: c["tts"]["engines"].append({"backend": "piper"}), "tts.engines: backend 'piper' appears more"),
+    (lambda c, d: c["judges"]["allocation"].update(min_raters=40), "judges.allocation: need 1 <= min_raters"),
+    (lambda c, d: c["audio_qc"].update(thresholds={"max_wr": 0.2}), "audio_qc.thresholds: QC threshold 'max_wr'"),
+    (lambda c, d: c["sampling"].update(n_prompts=100), "sampling.n_prompts: 100 prompts requested but only 64"),
+    (lambda c, d: c["sampling"].update(n_prompts=40, long_fraction=0.9), "stratum 'long_diff' needs 36"),
+    (lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x",\n "responses": [}')),
+     "a.json, line 2, column 16: not valid JSON"),
+    (lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x", "responses": [{"text": "ok"}]}')),
+     "'responses' must be a list of two"),
+    (lambda c, d: c.update(attention_check=_bad_file(
+        d, "a.json", '{"prompt": "x", "responses": [{"text": "Fine."}, {"text": "\\ud83d\\ude00"}]}')),
+     "clip attn_1: nothing speakable left"),
+    (lambda c, d: c["sampling"]["screening"].update(harmful_terms=_bad_file(d, "t.txt", "# only a comment\n")),
+     "t.txt lists no term"),
+    (lambda c, d: c["sampling"]["screening"].update(harmful_terms=_bad_file(d, "t.txt", b"ok\nbad \xff\n")),
+     "t.txt line 2, column 5: not UTF-8"),
+    (lambda c, d: c["data"].update(source=_bad_file(d, "c.jsonl", '{"conversation_id": 1,\n')),
+     "c.jsonl line 1, column 23: not valid JSON"),
+    (lambda c, d: c["data"].update(source=_bad_file(d, "c.jsonl", "")), "holds no eligible 'unguided' conversation"),
+]
+
+
+@pytest.mark.parametrize("edit,expected", CROSS_CASES, ids=[c[1][:40] for c in CROSS_CASES])
+def test_cross_key_file_voice_and_data_checks(edit, expected, tmp_path):
+    cfg = _default()
+    edit(cfg, tmp_path)
+    with pytest.raises(ConfigError) as info:
+        check_config(cfg, ROOT)
+    assert expected in str(info.value)
+
+
+def test_problems_name_the_file_and_line_that_set_the_key(tmp_path):
+    from modprefs.config_files import config_sources
+
+    override = tmp_path / "override.yaml"
+    override.write_text("tts:\n  voice: zz_nobody\njudges:\n  allocation:\n    targt: 1\n")
+    sources = config_sources([ROOT / "config.yaml", override], {"seed": -3})
+    cfg = _default()
+    cfg["tts"]["voice"] = "zz_nobody"
+    cfg["judges"]["allocation"]["targt"] = 1
+    cfg["seed"] = -3
+    with pytest.raises(ConfigError) as info:
+        validate_config(cfg, SCHEMA, sources)
+    text = str(info.value)
+    assert f"{override} line 5: judges.allocation.targt: unknown key" in text
+    assert "--config: seed: -3 is less than the minimum of 0" in text
+    del cfg["judges"]["allocation"]["targt"]
+    cfg["seed"] = 1
+    with pytest.raises(ConfigError) as info:
+        check_config(cfg, ROOT, sources)
+    assert f"{override} line 2: tts.voice: 'zz_nobody'" in str(info.value)
+    cfg["tts"]["voice"] = "jf_alpha"
+    cfg["sampling"]["n_prompts"] = 100
+    with pytest.raises(ConfigError) as info:
+        check_config(cfg, ROOT, sources)
+    line = next(i for i, text in enumerate((ROOT / "config.yaml").read_text().splitlines(), 1) if "n_prompts:" in text)
+    assert f"{ROOT / 'config.yaml'} line {line}: sampling.n_prompts" in str(info.value)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("seed: 1\ndata:\n  source: [x\n", "line 4, column 1: not valid YAML: expected ',' or ']'"),
+    ("seed: 1\n\tdata: 2\n", "line 2, column 1: not valid YAML"),
+    ("", "the config file is empty"),
+    ("# nothing but a comment\n", "the config file is empty"),
+    ("- seed\n- data\n", "must map keys to values at its top level"),
+    (b"seed: \xff\n", "not UTF-8 text"),
+])
+def test_config_file_errors_name_file_line_and_column(tmp_path, text, expected):
+    from modprefs.config_files import load_config_file
+
+    path = tmp_path / "config.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ConfigError) as info:
+        load_config_file(path)
+    assert str(info.value).startswith(str(path)) and expected in str(info.value)
+
+
+def test_paper_config_is_valid():
+    """config/paper.yaml over config.yaml (as `--configfile config/paper.yaml` merges them) passes every check."""
+    from workflow_runner import deep_update
+
+    cfg = deep_update(_default(), yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
+    validate_config(cfg, SCHEMA)
+    check_config(cfg, ROOT)

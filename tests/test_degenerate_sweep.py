@@ -24,7 +24,7 @@ import pytest
 from _ratings_helpers import make_assignments, make_stimuli
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.stats.analyses import ANALYSES
-from modprefs.stats.icc import icc_by_condition
+from modprefs.stats.icc_ci import DEFAULT_CI_METHOD, icc_with_ci
 
 matplotlib.use("Agg")
 
@@ -81,7 +81,7 @@ SHAPES = {"one_rater": _one_rater, "constant": _constant, "single_rating_clip": 
 
 
 def _icc(t):
-    return icc_by_condition(t["ratings"], t["participants"], n_boot=20, seed=1, stimuli=t["stimuli"])
+    return icc_with_ci(t["ratings"], t["participants"], DEFAULT_CI_METHOD, n_boot=20, seed=1, stimuli=t["stimuli"])
 
 
 def _nan_rows_explained(name: str, table: pd.DataFrame) -> list[str]:

@@ -195,7 +195,8 @@ def test_snakemake_adapter_writes_csv_md_and_log(tables, tmp_path):
         input=SimpleNamespace(**{k: str(v) for k, v in paths.items()}),
         params=SimpleNamespace(n_boot=20, ci_level=0.9, seed=5, ci_method="two_way"),
         output=SimpleNamespace(csv=str(out_csv), md=str(out_md)), log=[str(log)])
-    runpy.run_path(str(ROOT / "workflow" / "scripts" / "icc_table.py"), init_globals={"snakemake": snakemake})
+    runpy.run_path(str(ROOT / "workflow" / "scripts" / "icc_table.py"), init_globals={"snakemake": snakemake},
+                   run_name="__main__")
     written = pd.read_csv(out_csv, keep_default_na=True)
     direct = icc_with_ci(ratings, participants, method="two_way", n_boot=20, seed=5, ci_level=0.9, stimuli=stimuli)
     np.testing.assert_array_equal(written["icc_2_1_hi"].to_numpy(), direct["icc_2_1_hi"].to_numpy())

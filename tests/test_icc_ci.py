@@ -1,4 +1,5 @@
-"""ICC confidence-interval methods (modprefs.stats.icc_ci): stimulus, two-way and parametric bootstraps.
+"""ICC confidence-interval methods (modprefs.stats.icc_ci): the crossed jackknife (default) and the stimulus,
+prompt, two-way and parametric bootstraps.
 
 Coverage itself is measured by benchmarks/icc_coverage.py (too slow for a test).
 """
@@ -25,12 +26,21 @@ from modprefs.stats.icc import (
 )
 from modprefs.stats.icc_ci import (
     CI_METHODS,
+    DEFAULT_CI_METHOD,
     bootstrap_iccs,
     ci_method_label,
+    crossed_blups,
     icc_with_ci,
     interval_from_boot,
+    jackknife_iccs,
+    jackknife_interval,
+    reflate,
     resample_clips_and_participants,
+    resample_prompts,
+    residual_bootstrap_iccs,
+    spearman_brown,
 )
+from modprefs.stats.reml import fit_crossed_intercepts
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 
@@ -165,10 +175,100 @@ def test_basic_interval_and_empty_condition(small):
 def test_invalid_arguments(small):
     ratings, participants, _ = small
     with pytest.raises(ValueError, match="unknown CI method"):
-        icc_with_ci(ratings, participants, "jackknife", n_boot=5, seed=0)
-    with pytest.raises(ValueError, match="unknown interval"):
+        icc_with_ci(ratings, participants, "bca", n_boot=5, seed=0)
+    with pytest.raises(ValueError, match="percentile or basic intervals, not 'bca'"):
         icc_with_ci(ratings, participants, "two_way", n_boot=5, seed=0, interval="bca")
+    with pytest.raises(ValueError, match="logit-t intervals, not 'percentile'"):
+        icc_with_ci(ratings, participants, "jackknife", n_boot=5, seed=0, interval="percentile")
     with pytest.raises(ValueError, match="n_boot"):
         icc_with_ci(ratings, participants, "two_way", n_boot=-1, seed=0)
     with pytest.raises(ValueError, match="ci_level"):
         icc_with_ci(ratings, participants, "two_way", n_boot=5, seed=0, ci_level=1.5)
+
+
+# --- the crossed jackknife (the default) and its pieces --------------------------------------------
+
+def test_default_method_is_the_jackknife():
+    assert DEFAULT_CI_METHOD == "jackknife" and DEFAULT_CI_METHOD in CI_METHODS
+    assert ci_method_label("jackknife").startswith("logit-t, crossed jackknife")
+
+
+def test_prompt_bootstrap_keeps_a_prompts_clips_together(small):
+    ratings, participants, stim = small
+    design = condition_design(analysable_ratings(ratings, participants, "audio", stim))
+    assert design.n_prompts == stim["prompt_id"].nunique() and design.n_clips == 2 * design.n_prompts
+    rows, clip = resample_prompts(design, np.random.default_rng(4))
+    drawn = np.random.default_rng(4).integers(0, design.n_prompts, size=design.n_prompts)
+    # every drawn prompt copy brings all its rows; each copy's two clips are two new levels
+    assert np.bincount(design.prompt[rows], minlength=design.n_prompts).tolist() == (
+        np.bincount(drawn, minlength=design.n_prompts) * np.bincount(design.prompt, minlength=design.n_prompts)).tolist()
+    assert clip.max() + 1 == 2 * design.n_prompts
+    for c in np.unique(clip):
+        assert len(set(design.clip[rows][clip == c].tolist())) == 1  # a new level is one original clip
+    pairs = pd.DataFrame({"new": clip, "prompt": design.prompt[rows]}).drop_duplicates()
+    assert (pairs.groupby("prompt")["new"].nunique() % 2 == 0).all()
+
+
+def test_blups_solve_the_mixed_model_equations(small):
+    ratings, participants, stim = small
+    design = condition_design(analysable_ratings(ratings, participants, "text", stim))
+    fit, *_ = _fit_iccs(design)
+    u, v, e = crossed_blups(design, fit)
+    Z = np.zeros((design.y.size, design.n_clips + design.n_participants))
+    Z[np.arange(design.y.size), design.clip] = 1
+    Z[np.arange(design.y.size), design.n_clips + design.participant] = 1
+    penalty = np.r_[np.full(design.n_clips, fit.var_resid / fit.var_g1),
+                    np.full(design.n_participants, fit.var_resid / fit.var_g2)]
+    b = np.linalg.solve(Z.T @ Z + np.diag(penalty), Z.T @ (design.y - design.X @ fit.beta))
+    np.testing.assert_allclose(np.r_[u, v], b, atol=1e-6)
+    np.testing.assert_allclose(e, design.y - design.X @ fit.beta - Z @ b, atol=1e-6)
+    r = reflate(u, 7.0)
+    assert abs(r.mean()) < 1e-12 and np.mean(r ** 2) == pytest.approx(7.0)
+
+
+def test_jackknife_refits_leave_one_unit_out(small):
+    ratings, participants, stim = small
+    design = condition_design(analysable_ratings(ratings, participants, "audio", stim))
+    fit, k, icc1, _ = _fit_iccs(design)
+    jp, jr = jackknife_iccs(design, fit, "prompt"), jackknife_iccs(design, fit, "participant")
+    assert jp.shape == (design.n_prompts, 2) and jr.shape == (design.n_participants, 2)
+    keep = design.participant != 3
+    f = fit_crossed_intercepts(design.y[keep], design.X[keep], design.clip[keep], design.participant[keep])
+    assert jr[3, 0] == pytest.approx(f.var_g1 / (f.var_g1 + f.var_g2 + f.var_resid), rel=1e-6)
+    with pytest.raises(ValueError, match="jackknife unit"):
+        jackknife_iccs(design, fit, "clip")
+
+
+def test_jackknife_interval_variance_decomposition(small):
+    ratings, participants, stim = small
+    design = condition_design(analysable_ratings(ratings, participants, "audio", stim))
+    fit, k, icc1, icck = _fit_iccs(design)
+    jk = jackknife_interval(design, fit, icc1, 30, np.random.default_rng(2))
+    logit = lambda x: np.log(x / (1 - x))  # noqa: E731
+    for values, v in ((jackknife_iccs(design, fit, "prompt")[:, 0], jk.var_prompt),
+                      (jackknife_iccs(design, fit, "participant")[:, 0], jk.var_participant)):
+        lv = logit(values)
+        assert v == pytest.approx((lv.size - 1) / lv.size * np.sum((lv - lv.mean()) ** 2))
+    noise = residual_bootstrap_iccs(design, fit, 30, np.random.default_rng(2))[:, 0]
+    assert jk.var_noise == pytest.approx(np.var(logit(noise), ddof=1))
+    assert jk.variance == pytest.approx(max(jk.var_prompt + jk.var_participant - jk.var_noise,
+                                            jk.var_prompt, jk.var_participant))
+    # the noise is counted once: it is a real, non-negligible part of both one-way variances
+    assert 0 < jk.var_noise < min(jk.var_prompt, jk.var_participant) * 1.5
+    from scipy import stats
+    q = stats.t.ppf(0.975, jk.df)
+    assert logit(jk.hi) - logit(icc1) == pytest.approx(q * np.sqrt(jk.variance))
+    assert logit(icc1) - logit(jk.lo) == pytest.approx(q * np.sqrt(jk.variance))
+    row = icc_with_ci(ratings, participants, "jackknife", n_boot=30, seed=5, stimuli=stim).set_index("condition")
+    audio = row.loc["audio"]
+    np.testing.assert_allclose([audio.icc_2_k_lo, audio.icc_2_k_hi],
+                               spearman_brown(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_mean_raters))
+    assert spearman_brown(audio.icc_2_1, audio.k_mean_raters) == pytest.approx(audio.icc_2_k)
+
+
+def test_jackknife_interval_is_undefined_with_one_prompt_left(small):
+    ratings, participants, stim = small
+    first = stim["prompt_id"].iloc[0]
+    one = ratings[ratings["prompt_id"].isin([first, "attn"])]
+    out = icc_with_ci(one, participants, "jackknife", n_boot=5, seed=0, stimuli=stim, conditions=("audio",)).iloc[0]
+    assert math.isnan(out["icc_2_1_lo"]) and out["note"]

@@ -11,6 +11,7 @@ from conftest import ROOT
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 from modprefs.stats.justifications import (
     MODALITY_TERMS_PATH,
+    STOP_WORDS_PATH,
     TERM_COLUMNS,
     analyze,
     analyze_justifications,
@@ -20,6 +21,7 @@ from modprefs.stats.justifications import (
     load_terms,
     presence_test,
     stem,
+    stop_words,
 )
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
@@ -134,7 +136,7 @@ def test_modality_terms_file():
 
 def test_tokenizer_and_min_df():
     assert analyze("It was MORE detailed, and the responses gave 2 details; user's help!") == [
-        "detail", "respons", "gave", "detail", "user", "help"]
+        "more", "detail", "respons", "gave", "detail", "user", "help"]
     assert "wa" not in analyze("it was")  # stop words are removed before stemming
     trials, participants = toy_corpus()
     extra = pd.DataFrame([{"participant_id": "A000", "prompt_id": "z", "trial": 5, "preference": "0",
@@ -145,10 +147,68 @@ def test_tokenizer_and_min_df():
     assert "zebra" in set(res.term)
 
 
-def _simulated(strength: float, seed: int):
+#: the terms §4.3 reports, as words a justification would use
+PAPER_TERMS = {"user": "user", "users": "user", "help": "help", "helps": "help", "helpful": "help",
+               "response": "respons", "responses": "respons", "detail": "detail", "details": "detail",
+               "detailed": "detail", "give": "give", "gives": "give", "giving": "give"}
+#: words about order, length, amount, clarity, tone and ties that the analysis must see
+DOMAIN_WORDS = ("first", "second", "third", "last", "next", "former", "latter", "before", "after", "order",
+                "short", "shorter", "long", "longer", "length", "full", "empty", "whole", "enough", "more", "less",
+                "few", "much", "brief", "concise", "clear", "clearer", "clarity", "vague", "tone", "well", "serious",
+                "sincere", "same", "answer", "show", "describe", "find", "explain", "top", "bottom")
+
+
+@pytest.mark.parametrize("word", sorted(PAPER_TERMS))
+def test_paper_terms_survive_analyze(word):
+    """§4.3's reported terms reach the vocabulary, alone and in a sentence (scikit-learn's list dropped
+    "detail" and "give": ``analyze("More detail.")`` returned [])."""
+    assert analyze(word) == [PAPER_TERMS[word]]
+    assert PAPER_TERMS[word] in analyze(f"The second one was better, it has more {word} than the other.")
+    assert word not in stop_words()
+
+
+def test_more_detail_regression():
+    assert analyze("More detail.") == ["more", "detail"]
+    assert analyze("Give the first and last one.") == ["give", "first", "last"]
+
+
+@pytest.mark.parametrize("word", DOMAIN_WORDS)
+def test_order_length_clarity_words_survive(word):
+    assert analyze(word) == [stem(word)], word
+
+
+def test_real_stop_words_still_go():
+    text = ("I think that it was the one which we would have chosen, because it is so very much "
+            "better than those, and they don't do it too; isn't it?")
+    kept = analyze(text)
+    for gone in ("that", "was", "the", "which", "we", "would", "have", "because", "is", "so", "very", "than",
+                 "those", "and", "they", "don", "do", "too", "isn", "it", "i"):
+        assert stem(gone) not in kept, gone
+    assert kept == ["think", "chosen", "much", "better"]
+
+
+def test_stop_word_file_is_documented_and_function_words_only():
+    text = STOP_WORDS_PATH.read_text(encoding="utf-8")
+    head = text.split("\n\n", 1)[0]
+    assert head.startswith("#") and "scikit-learn" in head and "Rule" in text and "BEFORE" in head
+    words = stop_words()
+    assert 250 <= len(words) <= 330
+    assert all(w == w.lower() and w.isalpha() for w in words)
+    # the scikit-learn content words the file says it keeps are really kept, and are sklearn's
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    record = text.split("for the record:", 1)[1]
+    kept = {w for line in record.splitlines() for w in line.lstrip("#").split()}
+    assert {"detail", "give", "first", "last", "full", "well", "same"} <= kept
+    assert kept <= set(ENGLISH_STOP_WORDS) and not kept & words
+    # every other sklearn word is still a stop word (the list is sklearn minus the documented content words)
+    assert set(ENGLISH_STOP_WORDS) - kept <= words
+
+
+def _simulated(strength: float, seed: int, raters: int = 53):
     stimuli = paper_stimuli()
     prompts = list(dict.fromkeys(stimuli.prompt_id))
-    assignments = make_assignments(prompts, 53, 20, seed=5000 + seed)
+    assignments = make_assignments(prompts, raters, 20, seed=5000 + seed)
     params = SimulationParams(justification_modality_strength=strength)
     _, trials, participants, _ = simulate_ratings(stimuli, assignments, params, seed=seed)
     return trials, participants
@@ -156,10 +216,18 @@ def _simulated(strength: float, seed: int):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_simulated_paper_directions(seed):
+    """At the default (paper-calibrated) strength the five terms lean the paper's way.
+
+    A paper-size study's chi2 for "help" averages 9.8, so one study does not always reach BH
+    significance; with three times the raters (about 1,050 / 930 justifications) every paper term
+    is significant in its direction. Paper-size counts are checked for the document numbers.
+    """
     trials, participants = _simulated(1.0, seed)
     res = analyze_justifications(trials, participants, TERMS_FILE)
     assert 250 <= res.n_docs["audio"] <= 450 and 220 <= res.n_docs["text"] <= 400  # paper: 347 / 311
-    table = res.terms.set_index("term")
+    assert 150 <= res.vocabulary_size <= 300  # paper: 223 terms
+    trials, participants = _simulated(1.0, seed, raters=159)
+    table = analyze_justifications(trials, participants, TERMS_FILE).terms.set_index("term")
     for term, modality in (("user", "audio"), ("help", "audio"), ("detail", "text"), ("respons", "text"),
                            ("give", "text")):
         assert table.loc[term, "more_in"] == modality, term

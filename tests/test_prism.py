@@ -66,7 +66,7 @@ def test_seed_changes_choices():
 def test_schema_errors_name_row_and_key():
     bad = _rows()
     del bad[1]["conversation_history"][0]["role"]
-    with pytest.raises(PrismFormatError, match=r"row 2 \(c2\).*conversation_history\[0\].*role"):
+    with pytest.raises(PrismFormatError, match=r"row 2 \(conversation 'c2'\).*conversation_history\[0\].*role"):
         build_interactions(bad, seed=1)
     dup = _rows() + [_rows()[0]]
     with pytest.raises(PrismFormatError, match="duplicate conversation_id 'c1'"):
@@ -74,5 +74,69 @@ def test_schema_errors_name_row_and_key():
 
 
 def test_missing_file_is_named(tmp_path):
-    with pytest.raises(FileNotFoundError, match="data.source"):
+    with pytest.raises(PrismFormatError, match="data.source"):
         load_prism_rows(str(tmp_path / "nope.jsonl"))
+
+
+def _lines(tmp_path, edit=None, raw: bytes | None = None):
+    """The three rows as JSONL; ``edit(rows)`` changes them first; ``raw`` replaces line 2's bytes."""
+    import json
+
+    rows = _rows()
+    if edit:
+        edit(rows)
+    lines = [json.dumps(r).encode() for r in rows]
+    if raw is not None:
+        lines[1] = raw
+    path = tmp_path / "conv.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _drop(key):
+    return lambda rows: rows[1].pop(key)
+
+
+def _set_utt(key, value):
+    def edit(rows):
+        rows[1]["conversation_history"][1][key] = value
+    return edit
+
+
+BAD_JSONL = [
+    ("no conversation_id", _drop("conversation_id"), None, r"line 2: missing key\(s\) \['conversation_id'\]"),
+    ("null conversation_id", lambda r: r[1].update(conversation_id=None), None, r"line 2: missing key.*conversation_id"),
+    ("no conversation_type", _drop("conversation_type"), None, r"line 2: missing key\(s\) \['conversation_type'\]"),
+    ("unknown conversation_type", lambda r: r[1].update(conversation_type="Unguided"), None,
+     r"line 2 \(conversation 'c2'\): conversation_type is 'Unguided'"),
+    ("turn zero", _set_utt("turn", "zero"), None, r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.turn is 'zero'"),
+    ("score high", _set_utt("score", "high"), None, r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.score is 'high'"),
+    ("history not a list", lambda r: r[1].update(conversation_history="hello"), None,
+     r"line 2 \(conversation 'c2'\): conversation_history is str"),
+    ("malformed line", None, b'{"conversation_id": "c2", ', r"line 2, column \d+: not valid JSON"),
+    ("not an object", None, b'["c2"]', r"line 2: expected a JSON object"),
+    ("non-UTF-8 byte", None, b'{"conversation_id": "c\xe92"}', r"line 2, column 23: not UTF-8 text \(byte 0xe9\)"),
+]
+
+
+@pytest.mark.parametrize("edit,raw,expected", [c[1:] for c in BAD_JSONL], ids=[c[0] for c in BAD_JSONL])
+def test_bad_jsonl_names_file_and_line(tmp_path, edit, raw, expected):
+    path = _lines(tmp_path, edit, raw)
+    with pytest.raises(PrismFormatError, match=expected) as info:
+        build_interactions(load_prism_rows(str(path)), seed=1)
+    assert str(path) in str(info.value)
+
+
+def test_blank_lines_and_bom_are_fine(tmp_path):
+    path = _lines(tmp_path)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\n\n", 1))
+    rows = load_prism_rows(str(path))
+    assert rows.locations == [f"{path} line 1", f"{path} line 3", f"{path} line 4"]
+    table, counts = build_interactions(rows, seed=1)
+    assert counts["rows"] == 3 and len(table) == 2
+
+
+def test_duplicate_names_both_lines(tmp_path):
+    path = _lines(tmp_path, lambda rows: rows[2].update(conversation_id="c1"))
+    with pytest.raises(PrismFormatError, match=r"line 3: duplicate conversation_id 'c1' \(first at .*line 1\)"):
+        build_interactions(load_prism_rows(str(path)), seed=1)

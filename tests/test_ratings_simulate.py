@@ -14,7 +14,8 @@ import yaml
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import validate_ratings_dir
 from modprefs.ratings.schema import load_table_schema
-from modprefs.ratings.simulate import SimulationParams, justification_pool_weights, simulate_ratings
+from modprefs.ratings.justification_text import aspect_weights
+from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -189,9 +190,10 @@ def test_table_schemas_accept_simulated_rows(sim):
 
 
 def test_justification_strength_zero_is_a_null():
-    assert justification_pool_weights("audio", 0.0) == justification_pool_weights("text", 0.0)
-    wa, wt = justification_pool_weights("audio", 1.0), justification_pool_weights("text", 1.0)
-    assert wa["user_help"] > wt["user_help"] and wa["detail_response"] < wt["detail_response"]
+    assert aspect_weights("audio", 0.0) == aspect_weights("text", 0.0)
+    wa, wt = aspect_weights("audio", 1.0), aspect_weights("text", 1.0)
+    assert wa["user"] > wt["user"] and wa["help"] > wt["help"]
+    assert all(wa[k] < wt[k] for k in ("response", "detail", "give"))
 
 
 def test_justification_words_differ_by_condition(design):
@@ -204,3 +206,88 @@ def test_justification_words_differ_by_condition(design):
     detail = t["justification"].str.contains("detail")
     assert user[cond == "audio"].mean() > user[cond == "text"].mean()
     assert detail[cond == "text"].mean() > detail[cond == "audio"].mean()
+
+
+# ---- mechanisms added for the paper calibration (issue #12 item 4) ----------------------------------
+def test_clip_effect_correlations_match_parameters():
+    """u = prompt part + clip deviation: within-prompt, cross-modality and cross-clip correlations."""
+    from modprefs.ratings.simulate import _clip_effects
+
+    n = 6000
+    stim = pd.DataFrame({"prompt_id": np.repeat([f"p{i}" for i in range(n)], 2), "response": np.tile([0, 1], n)})
+    p = SimulationParams(var_clip_audio=400.0, var_clip_text=900.0, rho_clip_within_prompt_audio=0.6,
+                         rho_clip_within_prompt_text=0.3, rho_prompt_modality=0.8, rho_clip_modality=0.2,
+                         clip_df=math.inf)
+    u = _clip_effects(stim, p, np.random.default_rng(0))
+    u0, u1 = u[0::2], u[1::2]  # (prompt, [audio, text]) for response 0 and 1
+    assert u0[:, 0].var() == pytest.approx(400, rel=0.06) and u0[:, 1].var() == pytest.approx(900, rel=0.06)
+    corr = lambda a, b: float(np.corrcoef(a, b)[0, 1])  # noqa: E731
+    assert corr(u0[:, 0], u1[:, 0]) == pytest.approx(0.6, abs=0.03)  # within prompt, audio
+    assert corr(u0[:, 1], u1[:, 1]) == pytest.approx(0.3, abs=0.03)  # within prompt, text
+    shared = 0.8 * math.sqrt(0.6 * 0.3)
+    assert corr(u0[:, 0], u1[:, 1]) == pytest.approx(shared, abs=0.03)  # other clip, other modality
+    assert corr(u0[:, 0], u0[:, 1]) == pytest.approx(shared + 0.2 * math.sqrt(0.4 * 0.7), abs=0.03)  # same clip
+    # the within-prompt gap carries only the deviations: Var(u0 - u1) = 2 (1 - rho_w) var_clip
+    assert (u0[:, 0] - u1[:, 0]).var() == pytest.approx(2 * 0.4 * 400, rel=0.06)
+    with pytest.raises(ValueError, match="rho_clip_within_prompt_audio"):
+        SimulationParams(rho_clip_within_prompt_audio=-0.1)
+
+
+@pytest.fixture(scope="module")
+def big_panel():
+    """Many raters on paper-like stimuli (clips ~25 s), so participant-level moments can be checked."""
+    from modprefs.study.design import make_assignments as design_assignments
+    from test_recovery import paper_stimuli
+
+    stim = paper_stimuli(2)
+    return stim, design_assignments(list(dict.fromkeys(stim["prompt_id"])), 700, 20, seed=2)
+
+
+def test_trial_time_moments_over_participants(big_panel):
+    """Table 3's trial duration M (SD) are over participants' mean trial times: solved exactly (audio:
+    as long as listening takes less than 3/4 of M, see ``_other_time_params``)."""
+    stim, asg = big_panel
+    p = SimulationParams(incomplete_speed_effect=0.0)
+    _, trials, parts, _ = simulate_ratings(stim, asg, p, seed=3)
+    cond = trials["participant_id"].map(parts.set_index("participant_id")["condition"])
+    rated = trials[trials["trial"] > 0]
+    for c in ("text", "audio"):
+        pm = rated[cond[rated.index] == c].groupby("participant_id")["decision_time_s"].mean()
+        m, sd = p.by_condition("trial_time_mean", c), p.by_condition("trial_time_sd", c)
+        assert pm.mean() == pytest.approx(m, abs=3.5 * sd / math.sqrt(len(pm))), c
+        assert pm.std() == pytest.approx(sd, rel=0.12), c
+
+
+def test_slow_raters_drop_out_more(big_panel):
+    stim, asg = big_panel
+    slow_mean = {}
+    for beta in (0.0, 1.5):
+        p = SimulationParams(incomplete_speed_effect=beta, p_incomplete_audio=0.2, p_incomplete_text=0.2,
+                             p_fail_attention_audio=0.0, p_fail_attention_text=0.0)
+        _, _, parts, truth = simulate_ratings(stim, asg, p, seed=4)
+        slowness = truth[truth["kind"] == "participant"].set_index("participant_id")["time_effect"]
+        dropped = parts.loc[~parts["completed"], "participant_id"]
+        assert 0.15 < len(dropped) / len(parts) < 0.25  # the tilt keeps the expected dropout rate
+        slow_mean[beta] = float(slowness[dropped].mean())
+    assert abs(slow_mean[0.0]) < 0.2 and slow_mean[1.5] > 0.9
+
+
+def test_session_overhead_and_attention_time(design):
+    stim, asg = design
+    base = dict(p_fail_attention_audio=0.0, p_fail_attention_text=0.0, p_incomplete_audio=0.0, p_incomplete_text=0.0,
+                session_overhead_cv=0.0)
+    _, trials, parts, _ = simulate_ratings(stim, asg, SimulationParams(session_overhead_min_audio=7.0,
+                                                                       session_overhead_min_text=2.0, **base), seed=5)
+    trial_min = trials.groupby("participant_id")["decision_time_s"].sum() / 60
+    extra = parts.set_index("participant_id")["session_minutes"] - trial_min
+    by_cond = extra.groupby(parts.set_index("participant_id")["condition"])
+    assert by_cond.min()["audio"] == pytest.approx(7.0, abs=0.01)
+    assert by_cond.max()["text"] == pytest.approx(2.0, abs=0.01)
+    # the attention check's non-listening time scales with attention_time_factor (same seed, same draws)
+    t1 = simulate_ratings(stim, asg, SimulationParams(attention_time_factor=1.0, **base), seed=6)[1]
+    t2 = simulate_ratings(stim, asg, SimulationParams(attention_time_factor=0.25, **base), seed=6)[1]
+    text = t1["participant_id"].map(parts.set_index("participant_id")["condition"]) == "text"
+    attn = (t1["trial"] == 0) & text
+    np.testing.assert_allclose(t2.loc[attn, "decision_time_s"], 0.25 * t1.loc[attn, "decision_time_s"], atol=0.011)
+    rated = t1["trial"] > 0
+    pd.testing.assert_series_equal(t1.loc[rated, "decision_time_s"], t2.loc[rated, "decision_time_s"])

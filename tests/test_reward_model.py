@@ -100,6 +100,10 @@ def test_length_bias_and_transfer_tables() -> None:
     t = transfer_table({"text_labels": (["human_text"], scores), "audio_labels": (["human_audio"], scores)})
     assert t["trained_on"].tolist() == ["human_text", "human_audio"]
     assert t.loc[0, "human_text_n"] == n // 2 and np.isnan(t.loc[0, "judge_text_accuracy"])
+    # n per cell, and a caveat naming the cells under 20 pairs
+    assert "judge_text (0)" in t.loc[0, "caveat"] and "human_text (" not in t.loc[0, "caveat"]
+    small = transfer_table({"r": (None, scores.iloc[:10])})
+    assert "human_text (5)" in small.loc[0, "caveat"] and "indicative only" in small.loc[0, "caveat"]
     d = drift_table(scores.assign(r_chosen=scores["r_chosen"] + 10, r_rejected=scores["r_rejected"] + 10), 0.0)
     assert d.loc[0, "mean_reward"] > 10 and abs(d.loc[0, "mean_chosen_centered"] + d.loc[0, "mean_rejected_centered"]) < 1e-9
 
@@ -132,12 +136,20 @@ def test_train_run_folder_and_evaluation_with_ood_engines(pairs: pd.DataFrame, t
     assert list(micro.index) == ["study", "piper", "espeak-ng"]
     assert micro.loc["piper", "accuracy"] == micro.loc["study", "accuracy"]
     assert micro.loc["espeak-ng", "n"] == len(pairs) - 2  # the clip without a rendition (2 pairs) is left out
+    assert micro.loc["study", "n"] == 24 and micro.loc["study", "caveat"] == ""
+    val = ood[(ood["split"] == "val") & (ood["level"] == "micro")]
+    assert (val["n"] < 20).all() and val["caveat"].str.contains("indicative only").all()
+    assert all((n >= 20) == (c == "") for n, c in zip(ood["n"], ood["caveat"]))
     assert out["summary"]["val_micro"] >= 0.9
     again = read_eval(tmp_path / "eval")
     for name in ("accuracy", "ood", "drift", "length_bias", "scores"):
         assert (tmp_path / "eval" / f"{name}.csv").is_file()
-    tables = summary_tables({"main": again})
+    tables = summary_tables({"main": again}, {"skipped": {"modality": "no human-speech corpus configured"}})
     assert tables["runs"].loc[0, "run"] == "main" and "mean_reward" in tables["drift"]
+    types = tables["pair_types"].set_index("pair_type")
+    assert set(types.index) == {"noise", "clipping", "lowpass", "modality"}
+    assert types.loc["noise", "label"].startswith("clean vs degraded") and types.loc["noise", "all_n"] > 0
+    assert types.loc["modality", "caveat"] == "no human-speech corpus configured"
     # the evaluation reproduces the run's own scores
     own = pd.read_csv(run / "scores.csv")
     np.testing.assert_allclose(again["scores"]["r_chosen"], own["r_chosen"], atol=1e-5)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from modprefs.reward.synthetic import write_clips
+from modprefs.reward.synthetic import TINY_THINKER, write_clips
 from modprefs.reward.backbones import QwenOmniBackbone, build_backbone
 from modprefs.reward.examples import Example, Turn
 from modprefs.reward.loss import bradley_terry_loss
@@ -21,18 +21,6 @@ from modprefs.reward.pooling import POOLINGS
 
 torch.set_num_threads(2)
 
-TINY_THINKER = {
-    "audio_config": {"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
-                     "num_mel_bins": 128, "output_dim": 64, "n_window": 50, "max_source_positions": 1500},
-    "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                      "out_hidden_size": 64, "fullatt_block_indexes": [0]},
-    "text_config": {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-                    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
-                    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}},
-    "audio_token_index": 500, "image_token_index": 501, "video_token_index": 502,
-    "audio_start_token_id": 503, "audio_end_token_id": 504, "vision_start_token_id": 505,
-    "vision_end_token_id": 506, "position_id_per_seconds": 25, "seconds_per_chunk": 2,
-}
 REAL_MODEL = os.environ.get("MODPREFS_QWEN_MODEL", "Qwen/Qwen2.5-Omni-3B")
 
 
@@ -153,3 +141,112 @@ def test_real_qwen_weights_load(clips: list[str]) -> None:
                                         "local_files_only": local}), "mean")
     scores = model.score(_examples(clips)[:2], batch_size=2)
     assert np.isfinite(scores).all()
+
+
+# ------------------------------------------------------------------------- the GPU path, on the tiny thinker
+
+def _fidelity(tmp_path: Path, n: int = 4):
+    from modprefs.reward.synthetic import fidelity_pairs
+    return fidelity_pairs(tmp_path / "clips", n, per_clip=1, seed=0)
+
+
+def test_updates_below_bf16_resolution_are_not_lost(tmp_path: Path) -> None:
+    """A bf16 checkpoint (as Qwen2.5-Omni loads) trains with fp32 master weights: one AdamW step at lr 1e-5 moves
+    nearly every LM weight, mostly by less than half a bf16 ulp (an update bf16 weights would round away);
+    the same step applied to bf16 weights keeps only a small share of the changes."""
+    import copy
+
+    from modprefs.reward.loss import bradley_terry_loss
+    from modprefs.reward.model import pair_examples
+    from modprefs.reward.train import TrainConfig, train_reward_model
+    pairs = _fidelity(tmp_path)
+    torch.manual_seed(0)
+    base = RewardModel(build_backbone({"name": "qwen2.5-omni", "thinker_config": TINY_THINKER}), "mean")
+    torch.nn.init.normal_(base.head.weight, std=0.5)
+    base.to(torch.bfloat16)
+    start = {n: p.detach().float().clone() for n, p in base.named_parameters()}
+    layers = [n for n in start if n.startswith("backbone.model.language_model.layers.")]
+    cfg = TrainConfig(epochs=1, batch_size=8, lr=1e-5, lr_schedule="constant", val_fraction=0.0, max_grad_norm=0.0,
+                      progress=False, device="cpu")
+    model, metrics = train_reward_model(pairs, None, {}, cfg, model=copy.deepcopy(base))
+    after = dict(model.named_parameters())
+    assert all(after[n].dtype == torch.float32 for n in layers)
+    assert metrics["parameters"]["upcast_to_fp32"] == metrics["parameters"]["total_params"]
+    delta = torch.cat([(after[n].detach() - start[n]).ravel() for n in layers])
+    w = torch.cat([start[n].ravel() for n in layers])
+    ulp = torch.abs(w) * 2.0 ** -7  # bf16 spacing near w (8 significant bits)
+    changed = float((delta != 0).float().mean())
+    below = float(((delta != 0) & (delta.abs() < ulp / 2)).float().mean())
+    assert changed > 0.95 and below > 0.5, (changed, below)
+    # control: AdamW directly on bf16 weights (what training did before) loses most of those updates
+    plain = copy.deepcopy(base)
+    opt = torch.optim.AdamW(list(plain.parameters()), lr=1e-5)
+    ec, er = pair_examples(pairs, plain.criteria)
+    r = plain(plain.backbone.collate(plain.featurize(ec + er)))
+    bradley_terry_loss(r[: len(ec)], r[len(ec):], center_coef=0.01)[0].backward()
+    opt.step()
+    kept = float(torch.cat([(dict(plain.named_parameters())[n].detach().float() != start[n]).ravel()
+                            for n in layers]).float().mean())
+    assert kept < 0.5 * changed, (kept, changed)
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory) -> Path:
+    from modprefs.reward.synthetic import tiny_thinker_folder
+    return tiny_thinker_folder(tmp_path_factory.mktemp("tiny_thinker"), seed=0, dtype="bfloat16")
+
+
+def test_lora_checkpoint_is_adapter_and_head_and_reloads_identically(tiny_folder: Path, tmp_path: Path) -> None:
+    import json
+
+    from safetensors import safe_open
+
+    from modprefs.reward.evaluate import score_pairs
+    from modprefs.reward.train import TrainConfig, resolve_lr, train_reward_model
+    pairs = _fidelity(tmp_path, 6)
+    backbone = {"name": "qwen2.5-omni", "model_id": str(tiny_folder), "revision": None, "tokenizer": "bytes",
+                "local_files_only": True, "lora": {"r": 4, "alpha": 8}}
+    cfg = TrainConfig(epochs=2, batch_size=4, grad_accum=2, lr=2e-2, progress=False, device="cpu")
+    model, metrics = train_reward_model(pairs, tmp_path / "run", {"backbone": backbone, "pooling": "attention"}, cfg)
+    assert metrics["gradient_checkpointing"] is True  # on by default for a large backbone
+    assert model.backbone.default_lr == 1e-4 and resolve_lr("auto", model.backbone) == 1e-4  # LoRA's lr: auto
+    with safe_open(str(tmp_path / "run" / "model.safetensors"), "pt") as fh:
+        keys = list(fh.keys())
+        lora_b = [fh.get_tensor(k) for k in keys if "lora_B" in k]
+    assert keys and all("lora_" in k or k in ("head.weight", "pool.score.weight") for k in keys)
+    assert any(t.abs().sum() > 0 for t in lora_b)  # the adapter trained (lora_B starts at zero)
+    assert not any("visual" in k for k in keys) and model.backbone.model.visual is None
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())["backbone"]
+    assert saved["local_files_only"] is True and "revision" in saved and saved["lora"]["r"] == 4
+    assert saved["thinker_config"] is None and saved["model_id"] == str(tiny_folder)
+    again = load_reward_model(tmp_path / "run")
+    a = score_pairs(model, pairs).set_index("pair_id")
+    b = score_pairs(again, pairs.iloc[::-1], batch_size=3).set_index("pair_id").loc[a.index]
+    assert np.ptp(a["r_chosen"]) > 1e-4
+    np.testing.assert_allclose(b["r_chosen"], a["r_chosen"], atol=1e-5)
+    np.testing.assert_allclose(b["r_rejected"], a["r_rejected"], atol=1e-5)
+
+
+def test_full_fine_tune_checkpoint_leaves_out_what_the_hub_gives(tiny_folder: Path, tmp_path: Path) -> None:
+    """A hub model with a frozen audio tower: the checkpoint holds the LM, not the audio tower nor the vision tower."""
+    from safetensors import safe_open
+    model = RewardModel(build_backbone({"name": "qwen2.5-omni", "model_id": str(tiny_folder), "tokenizer": "bytes",
+                                        "local_files_only": True, "freeze_audio_tower": True}), "mean")
+    assert model.backbone.default_lr == 1e-5
+    model.save(tmp_path / "ckpt")
+    with safe_open(str(tmp_path / "ckpt" / "model.safetensors"), "pt") as fh:
+        keys = list(fh.keys())
+    assert any(k.startswith("backbone.model.language_model.") for k in keys)
+    assert not any(k.startswith(("backbone.model.audio_tower.", "backbone.model.visual.")) for k in keys)
+
+
+def test_missing_weights_and_missing_gpu_say_what_they_need(tmp_path: Path, tiny_folder: Path) -> None:
+    from modprefs.errors import UserInputError
+    from modprefs.reward.train import TrainConfig, train_reward_model
+    with pytest.raises(UserInputError, match=r"needs the weights of .*huggingface-cli download.*local_files_only"):
+        build_backbone({"name": "qwen2.5-omni", "model_id": "Qwen/Not-There-0B", "local_files_only": True})
+    if not torch.cuda.is_available():
+        with pytest.raises(UserInputError, match=r"needs a CUDA GPU.*reward.train.device: cpu"):
+            train_reward_model(_fidelity(tmp_path), None, {"backbone": {
+                "name": "qwen2.5-omni", "model_id": str(tiny_folder), "tokenizer": "bytes", "local_files_only": True}},
+                TrainConfig(epochs=1, progress=False))

@@ -208,7 +208,7 @@ def test_failing_slurm_job_fails_the_run(slurm_run, tmp_path):
     slurm_logs = list(work.glob(f"results/logs/slurm/*/{job_id}.log"))
     assert len(slurm_logs) == 1 and str(slurm_logs[0]) in text, text[-4000:]
     assert re.search(rf"SLURM-job '{job_id}' failed|Error in (group|rule) ", text), text[-4000:]
-    assert "RatingsValidationError" in slurm_logs[0].read_text()
+    assert "problem(s) with the ratings" in slurm_logs[0].read_text()  # run_adapter: the message, no traceback
     log = (work / "results/logs/ratings/ingest_ratings.log").read_text()
     assert parse_origin(log)["slurm_job_id"] == job_id
     assert "ratings.csv" in log and "row 6" in log and "rating" in log

@@ -211,3 +211,77 @@ def test_espeak_language_name_resolves_to_voice_file() -> None:
 
 def test_registry_knows_the_new_backends() -> None:
     assert {"kokoro-onnx", "piper", "espeak-ng"} <= set(backends.known_backends())
+
+
+# --- checks before any job (modprefs.speech.preflight) -----------------------------------------------------
+
+from modprefs.speech import espeak_backend, preflight  # noqa: E402
+
+PREFLIGHT_BAD = [
+    ({"backend": "kokoro-onnx", "voice": "zz_nobody"}, "tts.voice: 'zz_nobody' is not a kokoro-onnx voice"),
+    ({"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "klingon"}, "tts.lang: 'klingon' is not a language"),
+    ({"backend": "kokoro-onnx", "voice": "jf_alpha", "model_path": "nope.onnx"}, "tts.model_path: file not found"),
+    ({"backend": "piper", "voice": "zz_nobody"}, "tts.voice: 'zz_nobody' is not a piper voice"),
+    ({"backend": "piper", "voice": "en_US-joe-medium", "lang": "de"}, "tts.lang: 'de' does not match"),
+    ({"backend": "piper", "voice": "en_US-joe-medium", "voices_path": "x.npz"}, "tts.voices_path: not used by backend"),
+    ({"backend": "espeak-ng", "voice": "zz_nobody"}, "tts.voice: 'zz_nobody' is not an espeak-ng voice"),
+    ({"backend": "espeak-ng", "voice": "en-us", "lang": "fr"}, "tts.lang: 'fr' does not match"),
+    ({"backend": "kokoro", "voice": "zz_nobody"}, "tts.voice: 'zz_nobody' is not a Kokoro voice name"),
+    ({"backend": "kokoro", "voice": "af_heart", "lang": "klingon"}, "tts.lang: 'klingon' is not a kokoro language"),
+]
+
+
+@pytest.mark.parametrize("tts,expected", PREFLIGHT_BAD, ids=[f"{c[0]['backend']}:{c[1][:24]}" for c in PREFLIGHT_BAD])
+def test_preflight_names_key_and_value(tts, expected, tmp_path) -> None:
+    problems = preflight.tts_problems(tts, "tts", tmp_path)
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize("tts", [{"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"},
+                                 {"backend": "piper", "voice": "en_US-joe-medium"},
+                                 {"backend": "espeak-ng", "voice": "en-us+f3", "lang": "en-gb"},
+                                 {"backend": "kokoro", "voice": "af_heart", "lang": "en-gb"}],
+                         ids=lambda t: t["backend"])
+def test_preflight_accepts_what_the_backends_accept(tts) -> None:
+    assert preflight.tts_problems(tts) == []
+
+
+def test_preflight_names_an_engine_item_and_bad_files(tmp_path) -> None:
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    (tmp_path / "garbage.npz").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "v.onnx").write_bytes(b"x")
+    (tmp_path / "v.onnx.json").write_text("{not json")
+    assert preflight.tts_problems({"backend": "kokoro-onnx", "model_path": "empty.onnx"}, "tts.engines[2]",
+                                  tmp_path) == ["tts.engines[2].model_path: 'empty.onnx' is an empty file"]
+    [msg] = preflight.tts_problems({"backend": "kokoro-onnx", "voices_path": "garbage.npz"}, "tts", tmp_path)
+    assert msg.startswith("tts.voices_path: ") and "not a kokoro-onnx voices archive" in msg
+    [msg] = preflight.tts_problems({"backend": "piper", "voice": "v", "model_path": "v.onnx"}, "tts", tmp_path)
+    assert msg.startswith("tts.config_path: ") and "not a readable JSON file" in msg
+
+
+def test_espeak_names_read_from_files_are_voices_the_library_sets() -> None:
+    """Every name the file-based check (run before any job) accepts, the loaded library accepts too."""
+    names = espeak_backend.data_languages(espeak_backend.default_data_path())
+    backend = espeak_backend.EspeakNgBackend()
+    assert {"en-us", "en-gb", "en", "fr-fr", "de"} <= names and len(names) > 100
+    rejected = sorted(n for n in names if not espeak_backend._set_voice(backend._lib, n))
+    assert rejected == []
+    assert not espeak_backend._set_voice(backend._lib, "zz_nobody")
+
+
+def test_kokoro_onnx_languages_read_from_files_are_languages_its_g2p_takes() -> None:
+    """tts.lang for kokoro-onnx is checked against the files' languages; phonemizer must accept them."""
+    from kokoro_onnx.tokenizer import Tokenizer
+
+    langs = espeak_backend.data_languages(espeak_backend.default_data_path(), file_names=False)
+    tokenizer = Tokenizer()
+    refused = []
+    for lang in sorted(langs):
+        try:
+            tokenizer.phonemize("hello", lang)
+        except RuntimeError:
+            refused.append(lang)
+    # phonemizer cannot parse this one private-use tag (measured); every other language phonemizes
+    assert set(refused) <= {"chr-us-qaaa-x-west"} and len(langs) > 100, refused
+    with pytest.raises(RuntimeError):
+        tokenizer.phonemize("hello", "klingon")

@@ -252,3 +252,27 @@ def test_transcriber_rejects_a_directory_without_a_model(tmp_path) -> None:
 def test_quality_checker_rejects_threshold_typo_before_loading() -> None:
     with pytest.raises(ValueError, match="min_dnsmos"):
         qc.QualityChecker(thresholds={"min_dnsmos": 3.0}, asr=False, dnsmos=False)
+
+
+@pytest.mark.parametrize("content", [b"", b"RIFF\x00\x00", bytes(range(256)) * 8, None],
+                         ids=["zero bytes", "truncated header", "random bytes", "missing file"])
+def test_unreadable_clip_fails_qc_instead_of_raising(tmp_path, content) -> None:
+    """A clip damaged after rendering is a failed clip (reason ``unreadable``), so the review replaces it."""
+    path = tmp_path / "clip.wav"
+    if content is not None:
+        path.write_bytes(content)
+    checker = qc.QualityChecker(asr=False, dnsmos=False)
+    row = checker.check_file(path, "Hello there.")
+    assert row["qc_pass"] is False
+    assert row["qc_reasons"].startswith("unreadable: ")
+    assert set(row) == set(QC_COLUMNS)
+    assert math.isnan(row["duration_s"]) and row["transcript"] == ""
+
+
+def test_header_only_wav_is_unreadable(tmp_path) -> None:
+    import soundfile as sf
+
+    path = tmp_path / "empty.wav"
+    sf.write(path, np.zeros(0, dtype=np.float32), 16000, subtype="PCM_16")
+    row = qc.QualityChecker(asr=False, dnsmos=False).check_file(path, "Hello there.")
+    assert row["qc_pass"] is False and row["qc_reasons"] == "unreadable: no audio samples"

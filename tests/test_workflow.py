@@ -273,6 +273,9 @@ def test_every_analysis_is_in_the_report(default_run):
     assert html.count("data:image/png;base64,") == len(figures) + 2  # + the rater plan, a reward training curve
     assert "Reward models: " in html and "Reward model main: accuracy" in html
     assert "SIMULATED" in html and "Software versions" in html
+    # the interval method and Table 2's random structure are named, with the measured coverage / null rates
+    assert "ICC confidence intervals: logit-t, crossed jackknife" in html
+    assert "stats.table2_random = stimulus_modality" in html and "Table 2 false-positive rates" in html
     assert "CASCADE" in html and "gpt-4o-audio-preview" in html  # the offline AI-audio rows say what they are
     t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
     assert {"ICC(2,1)", "ICC(2,k)", "Krippendorff's alpha (cont.)", "Krippendorff's alpha (ord.)",
@@ -338,3 +341,18 @@ def test_reward_models_trained_and_evaluated(default_run):
     assert {"piper", "espeak-ng"} <= set(ood.astype(str).stack())
     cfg = json.loads((default_run / "results/reward/main/config.json").read_text())
     assert cfg["backbone"]["name"] == "minilm-logmel" and cfg["pooling"] == "mean"
+    assert cfg["backbone"]["condition"] == "cross"  # the default conditions on criterion and context
+    # colloquial pairs are built offline (rule-based), trained on, and reported beside the other pair types
+    assert summary["colloquial"]["pairs"] > 0 and summary["colloquial"]["rewriter"] == "rule-based"
+    assert "human-speech corpus" in summary["skipped"]["modality"]
+    assert main["n_pairs"] > summary["colloquial"]["pairs"] and "colloquialness" in main["criteria"]
+    types = _read(default_run, "results/reward/summary/pair_types.csv")
+    col = types[(types.run == "main") & (types.pair_type == "colloquial_rule_based")]
+    assert len(col) == 1 and "RULE-BASED" in col.label.iloc[0] and col.all_n.iloc[0] > 0
+    assert {"human_text", "noise"} <= set(types[types.run == "main"].pair_type)
+    html = (default_run / "results/report/report.html").read_text()
+    assert "RULE-BASED" in html and "Accuracy by pair type" in html
+    # the evaluation reproduces the training run's own scores (batch-invariant scoring)
+    own = _read(default_run, "results/reward/main/scores.csv").set_index("pair_id")
+    ev = _read(default_run, "results/reward/main/eval/scores.csv").set_index("pair_id").loc[own.index]
+    assert np.max(np.abs(own.r_chosen - ev.r_chosen)) <= 1e-5 and np.max(np.abs(own.r_rejected - ev.r_rejected)) <= 1e-5

@@ -1,14 +1,21 @@
 """Command line: ``modprefs stats`` runs the statistics on ratings collected anywhere.
 
-    modprefs stats --ratings DIR --clips clips.csv --out DIR [--seed N] [--n-boot N] [--n-perm N]
-                   [--n-boot-alpha N] [--n-perm-alpha N] [--ci-level X]
+    modprefs stats --ratings SOURCE --clips clips.csv --out DIR [--overwrite] [--map CANON=SOURCE,...]
+                   [--judges F] [--modality-terms F] [--seed N] [--n-boot N] [--n-perm N]
+                   [--n-boot-alpha N] [--n-perm-alpha N] [--ci-level X] [--ci-method M]
 
-``DIR`` holds ratings.csv, trials.csv and participants.csv in the workflow's schemas
-(``workflow/schemas/``); ``clips.csv`` has clip_id, prompt_id, n_chars (response, the clip's response
-index 0/1, is read from the clip id's ``_0``/``_1`` suffix when absent). The inputs are validated
-first (every problem with file, row and column); then the same tables, figures and report as the
-workflow's statistics stage are written under ``--out`` (tables/, figures/, report.html).
-Analyses whose inputs are absent are skipped with the reason printed and logged.
+``SOURCE`` is any ratings source (:mod:`modprefs.ratings.sources`): a folder with ratings.csv
+(+ trials.csv, participants.csv) in the workflow's schemas, one CSV/TSV/Parquet table (long, or
+wide with rating_0/rating_1), a ``datasets`` save_to_disk folder, a folder of data files, or
+``hf://owner/name``; only participant, condition, clip (or prompt + response) and rating are
+required, ``--map`` renames foreign columns. ``clips.csv`` has clip_id, prompt_id and optionally
+response (else read from the clip id's ``_0``/``_1``) and n_chars. Every input and argument is
+checked before anything is written (every problem with file, row and column; exit status 2, no
+traceback). The results are built in a temporary folder beside ``--out`` and moved into place
+when complete: ratings/ (the validated tables), tables/, figures/, report.html. A non-empty
+``--out`` is refused unless ``--overwrite``, which replaces it whole. Analyses whose columns are
+absent are skipped with the missing column named (printed, and in the report). The defaults are
+the workflow's (:data:`modprefs.stats.defaults.STATS_DEFAULTS`), so both give identical tables.
 
 ``modprefs app ...`` (load, serve, invite, export, status) runs the annotation web app that collects
 such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
@@ -17,123 +24,242 @@ such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
-
-from modprefs.io import write_csv, write_markdown_table, write_text
+from modprefs.errors import UserInputError
+from modprefs.stats.defaults import STATS_DEFAULTS
 
 log = logging.getLogger("modprefs")
 
+REPO = Path(__file__).resolve().parents[2]
 TABLE_ANALYSES = ("table1", "table2", "table3", "decision_thresholds", "table4", "raters_needed",
                   "cross_modality", "modality_effects", "justifications")
+CI_METHODS = ("jackknife", "stimulus", "prompt", "two_way", "parametric")  # modprefs.stats.icc_ci.CI_METHODS
+TABLE2_RANDOM = ("stimulus_modality", "paper")  # modprefs.stats.modality.TABLE2_RANDOM (both kept import-free)
 
 
-def read_clips(path: Path) -> pd.DataFrame:
-    """clips.csv -> a stimuli table (prompt_id, clip_id, response, n_chars); errors name the column."""
-    clips = pd.read_csv(path, dtype={"clip_id": str, "prompt_id": str})
-    missing = [c for c in ("clip_id", "prompt_id", "n_chars") if c not in clips.columns]
+def _count(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative (must be >= 0)")
+    return value
+
+
+def _level(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not strictly between 0 and 1 (e.g. 0.95)")
+    return value
+
+
+class _DefaultsHelp(argparse.RawDescriptionHelpFormatter):
+    """Every optional argument's help ends with its default (``none``/``off`` when unset)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.required or not action.option_strings or action.default is argparse.SUPPRESS:
+            return text
+        default = action.default
+        shown = ("off" if default is False else "none" if default in (None, []) else "%(default)s")
+        return f"{text} (default: {shown})"
+
+
+def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    st = sub.add_parser("stats", help="statistics and report from ratings collected elsewhere",
+                        description=__doc__.split("\n\n")[2], formatter_class=_DefaultsHelp)
+    st.add_argument("--ratings", required=True, metavar="SOURCE",
+                    help="ratings source: folder with ratings.csv [trials.csv participants.csv], a CSV/TSV/Parquet "
+                         "table (long or wide), a datasets save_to_disk folder, a folder of data files, or "
+                         "hf://owner/name")
+    st.add_argument("--clips", type=Path, required=True,
+                    help="clips/stimuli table: clip_id, prompt_id [, response, n_chars, prism_score]")
+    st.add_argument("--out", type=Path, required=True,
+                    help="output folder: ratings/, tables/, figures/, report.html (must be empty or absent "
+                         "unless --overwrite)")
+    st.add_argument("--overwrite", action="store_true", help="replace a non-empty --out as a whole")
+    st.add_argument("--map", action="append", default=[], metavar="CANON=SOURCE[,...]",
+                    help="rename foreign columns, e.g. rating=score,clip_id=stimulus (repeatable; canonical names "
+                         "as in workflow/schemas, plus rating_0/rating_1/first_clip for wide tables)")
+    st.add_argument("--judges", type=Path, default=None,
+                    help="AI judge ratings (results/judges/ratings.csv columns) for Tables 5-6; without it they "
+                         "are skipped")
+    st.add_argument("--modality-terms", type=Path, default=REPO / STATS_DEFAULTS["modality_terms"],
+                    help="words left out of the justification analysis")
+    st.add_argument("--seed", type=_count, default=STATS_DEFAULTS["seed"],
+                    help="seed of every bootstrap and permutation stream")
+    st.add_argument("--n-boot", type=_count, default=STATS_DEFAULTS["n_boot"],
+                    help="bootstrap resamples for the ICC intervals (0 = no intervals)")
+    st.add_argument("--ci-method", choices=CI_METHODS, default=STATS_DEFAULTS["icc_ci_method"],
+                    help="ICC interval: crossed jackknife over prompts and participants (jackknife; measured "
+                         "coverage in benchmarks/out/icc_coverage.md), or a bootstrap of clips (stimulus, the "
+                         "paper's), prompts (prompt), clips and participants (two_way), or new data from the "
+                         "fitted model (parametric)")
+    st.add_argument("--table2-random", choices=sorted(TABLE2_RANDOM), default=STATS_DEFAULTS["table2_random"],
+                    help="Table 2's omnibus random effects: + (1|clip:modality) (stimulus_modality) or the "
+                         "paper's (1|participant) + (1|clip) (paper)")
+    st.add_argument("--n-perm", type=_count, default=STATS_DEFAULTS["n_perm"],
+                    help="participant permutations for the ICC modality test")
+    st.add_argument("--n-boot-alpha", type=_count, default=STATS_DEFAULTS["n_boot_alpha"],
+                    help="bootstrap resamples for Krippendorff's alpha intervals")
+    st.add_argument("--n-perm-alpha", type=_count, default=STATS_DEFAULTS["n_perm_alpha"],
+                    help="participant permutations for the alpha modality test")
+    st.add_argument("--ci-level", type=_level, default=STATS_DEFAULTS["ci_level"],
+                    help="two-sided level of every interval, in (0, 1)")
+    return st
+
+
+def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:
+    """``--out`` is absent, an empty folder, or (with ``--overwrite``) a folder that holds no input and not the
+    working directory -- it is replaced as a whole."""
+    if out.exists() and not out.is_dir():
+        raise UserInputError(f"--out {out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise UserInputError(f"--out {out}: the folder is not empty; pass --overwrite to replace it as a whole "
+                                 "(or choose another folder)")
+        here, target = Path.cwd().resolve(), out.resolve()
+        if target == here or target in here.parents:
+            raise UserInputError(f"--out {out}: is the working directory or holds it; --overwrite would replace it")
+        for path in inputs:
+            if target in path.resolve().parents or path.resolve() == target:
+                raise UserInputError(f"--out {out}: holds the input {path}; --overwrite would delete it")
+
+
+def _check_text_file(path: Path, option: str) -> None:
+    if not path.is_file():
+        raise UserInputError(f"{option} {path}: file not found")
+    try:
+        path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserInputError(f"{option} {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                             f"{exc.start}); save it as UTF-8") from None
+
+
+def _read_judges(path: Path) -> Any:
+    from modprefs.io_tables import read_table  # noqa: PLC0415
+    from modprefs.stats.ai_alignment import JUDGE_COLUMNS  # noqa: PLC0415
+
+    judges = read_table(path, what=f"--judges {path}")
+    missing = [c for c in JUDGE_COLUMNS if c not in judges.columns]
     if missing:
-        raise SystemExit(f"{path}: missing column(s) {missing} (need clip_id, prompt_id, n_chars)")
-    if "response" not in clips.columns:
-        suffix = clips["clip_id"].str.extract(r"_([01])$")[0]
-        bad = clips.index[suffix.isna()]
-        if len(bad):
-            raise SystemExit(f"{path}: row {bad[0] + 2}, column clip_id: {clips.loc[bad[0], 'clip_id']!r} has no _0/_1 "
-                             "suffix; add a `response` column (0/1)")
-        clips["response"] = suffix.astype(int)
-    return clips
+        raise UserInputError(f"--judges {path}: missing column(s) {missing} (results/judges/ratings.csv has "
+                             f"{list(JUDGE_COLUMNS)})")
+    return judges
 
 
-def assignments_from_ratings(ratings: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
-    """The assignments a ratings table implies: first_clip = the response index presented first."""
-    first = ratings[ratings["presented_first"].astype(str).str.lower().isin(["true", "1"])]
-    response = first["clip_id"].astype(str).str.extract(r"_([01])$")[0].astype(int)
-    out = first[["participant_id", "condition", "trial", "prompt_id"]].assign(first_clip=response.to_numpy())
-    return out.sort_values(["participant_id", "trial"]).reset_index(drop=True)
+def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges: Path | None = None,
+              columns: dict[str, str] | None = None, overwrite: bool = False) -> list[str]:
+    """Validate every input, analyse, write ``out`` atomically; returns the skipped outputs with reasons.
 
-
-def run_stats(ratings_dir: Path, clips: Path, out: Path, params: dict, judges: Path | None = None) -> list[str]:
-    """Validate, analyse and write; returns the skipped analyses with reasons.
-
-    ``judges``: an AI judge table (results/judges/ratings.csv columns) for Tables 5-6; without it
-    they are skipped with that reason.
+    ``params``: :data:`~modprefs.stats.defaults.STATS_DEFAULTS` keys (``modality_terms`` a path).
+    Raises a :class:`~modprefs.errors.UserInputError` (before anything is written) for any bad input.
     """
-    from modprefs.ratings.ingest import validate_ratings_dir
-    from modprefs.report.html import build_report
-    from modprefs.stats.analyses import ANALYSES
-    from modprefs.stats.icc import icc_by_condition
+    from modprefs.ratings.ingest import ingest_ratings  # noqa: PLC0415
 
-    stimuli = read_clips(clips)
-    validate_ratings_dir(ratings_dir, stimuli)
-    # Once valid, read the files as the workflow's statistics rules do (plain CSV dtypes).
-    ids = {c: str for c in ("participant_id", "prompt_id", "clip_id", "preference")}
-    tables = {t: pd.read_csv(ratings_dir / f"{t}.csv", dtype=ids) for t in ("ratings", "trials", "participants")}
-    if "source" not in tables["ratings"].columns:
-        tables["ratings"]["source"] = "collected"
-    tables["stimuli"] = stimuli
-    tables["assignments"] = assignments_from_ratings(tables["ratings"], stimuli)
-    tables["icc"] = icc_by_condition(tables["ratings"], tables["participants"], params["n_boot"], params["seed"],
-                                     params["ci_level"], stimuli)
-    written: list[tuple[str, object]] = []
+    from modprefs.ratings.read import read_stimuli  # noqa: PLC0415
+
+    out = Path(out)
+    _check_out(out, overwrite, [Path(str(ratings)), Path(clips), Path(params["modality_terms"]),
+                                *([Path(judges)] if judges is not None else [])])
+    _check_text_file(Path(params["modality_terms"]), "--modality-terms")
+    stimuli = read_stimuli(clips, what=f"--clips {clips}")
+    judge_table = _read_judges(judges) if judges is not None else None
+    valid = ingest_ratings(ratings, stimuli, columns or {})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        skipped, notes = _analyse(valid, stimuli, judge_table, tmp, params,
+                                  {"ratings": str(ratings), "clips": str(clips),
+                                   "judges": str(judges) if judges else None, "columns": columns or {}, **params})
+        _move_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return skipped
+
+
+def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
+             config: dict) -> tuple[list[str], list[str]]:
+    """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
+    from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
+    from modprefs.ratings.read import read_study  # noqa: PLC0415
+    from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
+    from modprefs.io import write_text  # noqa: PLC0415
+    from modprefs.stats.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
+    from modprefs.stats.outputs import output_paths, write_result  # noqa: PLC0415
+
+    paths = {t: tmp / "ratings" / f"{t}.csv" for t in ("ratings", "trials", "participants")}
+    write_valid(valid, paths)
+    study = read_study(paths, stimuli=stimuli)
+    tables = study.tables
+    written: list[tuple[str, Any]] = []
     figures: list[tuple[str, Path]] = []
+    skipped: list[str] = []
 
-    def emit(name: str, table: pd.DataFrame, title: str | None) -> None:
-        write_csv(table, out / "tables" / f"{name}.csv")
-        write_markdown_table(table, out / "tables" / f"{name}.md", title=title, floatfmt=".4g")
-        written.append((title or name, table))
+    def emit(result: Any, table_names: tuple[str, ...], figure_names: tuple[str, ...]) -> None:
+        write_result(result, output_paths(table_names, figure_names, tmp))
+        for name, table in result.tables.items():
+            written.append((result.titles.get(name, name), table))
+            if list(table.columns) == ["status", "reason"] and (table["status"] == "skipped").all():
+                skipped.append(f"{name}: {table['reason'].iloc[0]}")
+        for name in result.figures:
+            figures.append((name.replace("_", " "), tmp / "figures" / f"{name}.png"))
 
-    emit("icc", tables["icc"], "ICC per condition (stimulus bootstrap)")
-    skipped = []
+    icc = icc_table(tables, params)
+    emit(icc, ("icc",), ())
+    tables["icc"] = icc.tables["icc"]
     analyses = list(TABLE_ANALYSES)
     if judges is None:
         skipped.append("table5, table6: no AI judge ratings given (--judges results/judges/ratings.csv)")
     else:
-        tables["judges"] = pd.read_csv(judges, dtype={"prompt_id": str, "clip_id": str})
+        tables["judges"] = judges
+        study.present["judges"] = frozenset(judges.columns)
         analyses += ["table5", "table6"]
     for name in analyses:
-        if name == "justifications" and tables["trials"]["justification"].fillna("").astype(str).str.strip().eq("").all():
-            skipped.append(f"{name}: no written justifications in trials.csv")
-            continue
-        try:
-            result = ANALYSES[name](tables, params)
-        except (ValueError, KeyError) as exc:
-            skipped.append(f"{name}: {exc}")
-            continue
-        for tname, table in result.tables.items():
-            emit(tname, table, result.titles.get(tname))
-        for fname, draw in result.figures.items():
-            path = out / "figures" / f"{fname}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            draw(str(path))
-            figures.append((fname.replace("_", " "), path))
-    notes = [f"skipped {s}" for s in skipped]
+        emit(run_analysis(name, tables, params, study.present), *OUTPUTS[name])
+    notes = [*valid.notes, *(n for n in study.notes if n not in valid.notes), *(f"skipped {s}" for s in skipped)]
     if (tables["ratings"]["source"].astype(str) == "simulated").any():
         notes.insert(0, "The ratings are SIMULATED.")
-    config = {"ratings": str(ratings_dir), "clips": str(clips), **{k: v for k, v in params.items()}}
-    write_text(build_report([("Tables", written), ("Figures", figures)], config, notes), out / "report.html")
-    return skipped
+    notes += [coverage_note(params["icc_ci_method"], REPO / "benchmarks" / "out" / "icc_coverage.json"),
+              table2_note(params["table2_random"], REPO / "benchmarks" / "out" / "table2_null.json")]
+    write_text(build_report([("Tables", written), ("Figures", figures)], config, notes), tmp / "report.html")
+    return skipped, notes
+
+
+def _move_into_place(tmp: Path, out: Path) -> None:
+    """``tmp`` becomes ``out``; an existing ``out`` (only with --overwrite) is replaced as a whole."""
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+        old.rmdir()
+        out.rename(old)
+        try:
+            tmp.rename(out)
+        except BaseException:
+            old.rename(out)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="modprefs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    st = sub.add_parser("stats", help="statistics and report from ratings collected elsewhere")
-    st.add_argument("--ratings", type=Path, required=True, help="folder with ratings.csv, trials.csv, participants.csv")
-    st.add_argument("--clips", type=Path, required=True, help="clips.csv: clip_id, prompt_id, n_chars [, response]")
-    st.add_argument("--out", type=Path, required=True)
-    st.add_argument("--judges", type=Path, default=None,
-                    help="AI judge ratings (results/judges/ratings.csv columns) for Tables 5-6")
-    st.add_argument("--seed", type=int, default=1)
-    st.add_argument("--n-boot", type=int, default=2000)
-    st.add_argument("--n-perm", type=int, default=2000)
-    st.add_argument("--n-boot-alpha", type=int, default=5000)
-    st.add_argument("--n-perm-alpha", type=int, default=5000)
-    st.add_argument("--ci-level", type=float, default=0.95)
-    st.add_argument("--modality-terms", type=Path,
-                    default=Path(__file__).resolve().parents[2] / "resources/analysis/modality_terms.txt")
+    add_stats_parser(sub)
     from modprefs.app.cli import add_parser as add_app_parser  # `modprefs app ...` (docs/app.md)
 
     add_app_parser(sub)
@@ -150,20 +276,23 @@ def main(argv: list[str] | None = None) -> int:
         from modprefs.plan.cli import run as run_plan
 
         return run_plan(args)
-    from modprefs.ratings.ingest import RatingsValidationError
-
-    params = {"seed": args.seed, "n_boot": args.n_boot, "n_perm": args.n_perm, "n_boot_alpha": args.n_boot_alpha,
-              "n_perm_alpha": args.n_perm_alpha, "ci_level": args.ci_level, "modality_terms": str(args.modality_terms)}
+    params = {k: getattr(args, k) for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "ci_level")}
+    params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random,
+                  modality_terms=str(args.modality_terms))
     try:
-        skipped = run_stats(args.ratings, args.clips, args.out, params, args.judges)
-    except RatingsValidationError as exc:
-        print(exc, file=sys.stderr)
+        from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415
+
+        skipped = run_stats(args.ratings, args.clips, args.out, params, args.judges, parse_column_map(args.map),
+                            args.overwrite)
+    except UserInputError as exc:
+        print(f"modprefs stats: error: {exc}", file=sys.stderr)
         return 2
     for s in skipped:
         print(f"skipped {s}", file=sys.stderr)
-    print(f"wrote {args.out}/tables, {args.out}/figures and {args.out}/report.html")
+    print(f"wrote {args.out}/ratings, {args.out}/tables, {args.out}/figures and {args.out}/report.html")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())

@@ -1,22 +1,47 @@
-"""Checks on the workflow configuration that a JSON Schema cannot express.
+"""Checks of the workflow configuration, all run when the workflow starts, before any job.
 
-The schema (``workflow/schemas/config.schema.yaml``) catches wrong types, unknown keys and
-out-of-range values; :func:`check_config` then checks relations between keys and that the files
-the config names exist, so that a bad config stops the run before any job starts.
+The schema (``workflow/schemas/config.schema.yaml``) catches wrong types, unknown keys (at every
+level: ``judges.local.*``, ``judges.allocation.*``, items of ``tts.engines``, ...) and out-of-range
+values; :func:`check_config` then checks what a schema cannot: relations between keys, that the
+files the config names exist and can be read (the data JSONL, the attention check, the term list),
+that each TTS block's voice and language exist for its backend (:mod:`modprefs.speech.preflight`),
+and that the data holds enough eligible conversations for ``sampling.n_prompts`` (before text
+screening, which runs in the sampling job and can only remove more). Every problem is reported at
+once, each prefixed with the config file and line that set the key (:mod:`modprefs.config_files`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
+from modprefs.config_files import ConfigError, ConfigSource, dotted, format_problems
 
-class ConfigError(ValueError):
-    """A configuration problem; the message names the offending key."""
+__all__ = ["ConfigError", "check_config", "dataclass_kwargs", "schema_errors", "validate_config"]
+
+Problem = tuple[tuple[str, ...], str]
+
+
+def _schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[Problem]:
+    schema_path = Path(schema_path).resolve()
+    schema = yaml.safe_load(schema_path.read_text())
+    registry = _sibling_registry(schema_path.parent)
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator = validator_cls(schema, registry=registry)
+    problems: list[Problem] = []
+    for err in sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.path))):
+        path = tuple(str(p) for p in err.absolute_path)
+        if err.validator == "additionalProperties":
+            allowed = ", ".join(sorted(err.schema.get("properties", {})))
+            for name in sorted(set(err.instance) - set(err.schema.get("properties", {}))):
+                problems.append(((*path, str(name)), f"{dotted((*path, name))}: unknown key (allowed: {allowed})"))
+            continue
+        problems.append((path, f"{dotted(path)}: {err.message}"))
+    return problems
 
 
 def schema_errors(config: Mapping[str, Any], schema_path: str | Path) -> list[str]:
@@ -25,22 +50,7 @@ def schema_errors(config: Mapping[str, Any], schema_path: str | Path) -> list[st
     Used to turn jsonschema's first-error report into a list a user can act on at once.
     The schema may ``$ref`` sibling files by relative name.
     """
-    schema_path = Path(schema_path).resolve()
-    schema = yaml.safe_load(schema_path.read_text())
-    registry = _sibling_registry(schema_path.parent)
-    validator_cls = jsonschema.validators.validator_for(schema)
-    validator = validator_cls(schema, registry=registry)
-    lines = []
-    for err in sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.path))):
-        key = ".".join(str(p) for p in err.absolute_path) or "<top level>"
-        if err.validator == "additionalProperties":
-            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-            prefix = f"{key}." if err.absolute_path else ""
-            for name in extra:
-                lines.append(f"{prefix}{name}: unknown key (allowed: {', '.join(sorted(err.schema.get('properties', {})))})")
-            continue
-        lines.append(f"{key}: {err.message}")
-    return lines
+    return [text for _, text in _schema_problems(config, schema_path)]
 
 
 def _sibling_registry(folder: Path):
@@ -62,57 +72,155 @@ def _draft():
     return DRAFT202012
 
 
-def check_config(config: Mapping[str, Any], base_dir: str | Path = ".") -> None:
-    """Raise :class:`ConfigError` listing every cross-key or missing-file problem in ``config``.
+def _data_problems(config: Mapping[str, Any], source: Path) -> list[Problem]:
+    """The JSONL's rows are valid and hold enough eligible conversations for the configured draw."""
+    from modprefs.data.prism import PrismFormatError, build_interactions, load_prism_rows
+    from modprefs.sampling.draw import sample_size_problems
+
+    data, sampling = config["data"], config["sampling"]
+    ctype = data.get("conversation_type", "unguided")
+    try:
+        table, _ = build_interactions(load_prism_rows(str(source)), seed=int(config["seed"]), conversation_type=ctype)
+    except PrismFormatError as err:
+        return [(("data", "source"), f"data.source: {err}")]
+    if table.empty:
+        return [(("data", "source"), f"data.source: {source} holds no eligible {ctype!r} conversation "
+                 "(data.conversation_type; a conversation needs a turn with two responses)")]
+    return [(("sampling", "n_prompts"), text) for text in
+            sample_size_problems(table, int(sampling["n_prompts"]), float(sampling["long_fraction"]),
+                                 float(sampling["long_percentile"]))]
+
+
+def _tts_problems(tts: Mapping[str, Any], base: Path) -> list[Problem]:
+    from modprefs.speech.preflight import tts_problems
+
+    blocks = [(("tts",), "tts", {k: v for k, v in tts.items() if k != "engines"})]
+    engines = tts.get("engines") or []
+    blocks += [(("tts", "engines", str(i)), f"tts.engines[{i}]", e) for i, e in enumerate(engines)]
+    problems: list[Problem] = []
+    for path, where, block in blocks:
+        for text in tts_problems(block, where, base):
+            key = text.split(":", 1)[0].replace(where, "", 1).lstrip(".")
+            problems.append(((*path, *(k for k in [key] if k)), text))
+    names = [e.get("backend") for e in engines]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append((("tts", "engines"), f"tts.engines: backend {name!r} appears more than once "
+                         "(each engine renders to results/audio/engines/<backend>/)"))
+    return problems
+
+
+def _strip(err: Exception, prefix: str) -> str:
+    return str(err).removeprefix(prefix)
+
+
+def _judges_problems(judges: Mapping[str, Any]) -> list[Problem]:
+    """Relations the judge settings' own validators check (min_raters <= max_raters, ranges, ...)."""
+    from modprefs.judges.allocation import AllocationConfig
+    from modprefs.judges.client import JudgeSetupError
+    from modprefs.judges.local import LocalJudgeConfig
+
+    problems: list[Problem] = []
+    try:
+        AllocationConfig.from_mapping(judges.get("allocation"))
+    except ValueError as err:
+        problems.append((("judges", "allocation"), f"judges.allocation: {_strip(err, 'invalid judges.allocation config: ')}"))
+    if judges.get("backend", "local") == "local":
+        try:
+            LocalJudgeConfig.from_judges(judges)
+        except JudgeSetupError as err:
+            problems.append((("judges", "local"), f"judges.local: {_strip(err, 'invalid judges.local config: ')}"))
+    return problems
+
+
+def check_config(config: Mapping[str, Any], base_dir: str | Path = ".",
+                 sources: Sequence[ConfigSource] | None = None) -> None:
+    """Raise :class:`ConfigError` listing every cross-key, file, TTS or data problem in ``config``.
 
     ``base_dir`` is the folder relative paths are resolved against (the working directory
-    Snakemake runs in).
+    Snakemake runs in); ``sources`` (from :func:`modprefs.config_files.config_sources`) lets each
+    problem name the file and line that set its key.
     """
     base = Path(base_dir)
-    problems: list[str] = []
+    problems: list[Problem] = []
 
-    def exists(key: str, value: str, kind: str = "file") -> None:
+    def readable(key: str, value: str, kind: str = "file") -> bool:
         path = base / value
         ok = path.is_file() if kind == "file" else path.is_dir()
         if not ok:
-            problems.append(f"{key}: {kind} not found: {value!r}")
+            problems.append((tuple(key.split(".")), f"{key}: {kind} not found: {value!r}"))
+        return ok
 
     source = config["data"]["source"]
-    if source != "prism":
-        exists("data.source", source)
-    exists("attention_check", config["attention_check"])
+    if source != "prism" and readable("data.source", source):
+        problems += _data_problems(config, base / source)
+    if readable("attention_check", config["attention_check"]):
+        from modprefs.speech.clips import AttentionCheckError, read_attention_check
+
+        try:
+            read_attention_check(base / config["attention_check"])
+        except AttentionCheckError as err:
+            problems.append((("attention_check",), f"attention_check: {err}"))
     screening = config["sampling"].get("screening", {})
-    if "harmful_terms" in screening:
-        exists("sampling.screening.harmful_terms", screening["harmful_terms"])
+    language = screening.get("language")
+    if language:
+        from modprefs.sampling.screening import detectable_languages
+
+        if language not in detectable_languages():
+            problems.append((("sampling", "screening", "language"),
+                             f"sampling.screening.language: {language!r} is not a language the screening can detect "
+                             f"(ISO 639-1: {', '.join(detectable_languages())})"))
+    if "harmful_terms" in screening and readable("sampling.screening.harmful_terms", screening["harmful_terms"]):
+        from modprefs.sampling.screening import ScreeningError, WordListModerator
+
+        try:
+            WordListModerator.from_file(base / screening["harmful_terms"])
+        except ScreeningError as err:
+            problems.append((("sampling", "screening", "harmful_terms"), f"sampling.screening.harmful_terms: {err}"))
 
     if "modality_terms" in config["stats"]:
-        exists("stats.modality_terms", config["stats"]["modality_terms"])
+        readable("stats.modality_terms", config["stats"]["modality_terms"])
 
     n_prompts = config["sampling"]["n_prompts"]
     trials = config["study"]["trials_per_participant"]
     if trials > n_prompts:
-        problems.append(
-            f"study.trials_per_participant: {trials} exceeds sampling.n_prompts ({n_prompts}); "
-            "a participant cannot rate the same prompt twice"
-        )
+        problems.append((("study", "trials_per_participant"),
+                         f"study.trials_per_participant: {trials} exceeds sampling.n_prompts ({n_prompts}); "
+                         "a participant cannot rate the same prompt twice"))
 
-    ratings_source = config["ratings"]["source"]
-    if ratings_source != "simulate":
-        exists("ratings.source", ratings_source, kind="directory")
+    problems += _tts_problems(config["tts"], base)
+    thresholds = (config.get("audio_qc") or {}).get("thresholds") or {}
+    if thresholds:
+        import math
+
+        from modprefs.speech.qc import QC_COLUMNS, check_thresholds
+
+        try:
+            check_thresholds(dict.fromkeys(QC_COLUMNS, math.nan), thresholds)
+        except ValueError as err:
+            problems.append((("audio_qc", "thresholds"), f"audio_qc.thresholds: {err}"))
+    problems += _judges_problems(config.get("judges") or {})
+
+    from modprefs.ratings.sources import ratings_config_problems  # noqa: PLC0415
+
+    for message in ratings_config_problems(config["ratings"], base):
+        key = message.split(":", 1)[0]
+        problems.append((tuple(key.split(".")) if key.startswith("ratings.") and " " not in key else ("ratings",),
+                         message))
 
     if problems:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+        raise ConfigError(format_problems(problems, sources))
 
 
-def validate_config(config: dict[str, Any], schema_path: str | Path) -> None:
-    """Schema validation that reports every problem with its dotted key, then :func:`check_config`.
+def validate_config(config: dict[str, Any], schema_path: str | Path,
+                    sources: Sequence[ConfigSource] | None = None) -> None:
+    """Schema validation that reports every problem with its dotted key (and file and line, given ``sources``).
 
     Raises :class:`ConfigError`. Defaults from the schema are *not* filled in here; the
-    Snakefile calls ``snakemake.utils.validate`` for that after this passes.
+    Snakefile calls ``snakemake.utils.validate`` for that after this passes, then :func:`check_config`.
     """
-    lines = schema_errors(config, schema_path)
-    if lines:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
+    problems = _schema_problems(config, schema_path)
+    if problems:
+        raise ConfigError(format_problems(problems, sources))
 
 
 def dataclass_kwargs(cls: type, mapping: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
@@ -127,5 +235,5 @@ def dataclass_kwargs(cls: type, mapping: Mapping[str, Any] | None, where: str) -
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
     return values

@@ -12,3 +12,9 @@ from __future__ import annotations
 
 class UserInputError(ValueError):
     """An expected, user-fixable error; its message names the file/row/column or config key."""
+
+
+class InsufficientDataError(ValueError):
+    """The data cannot support a model (too few observations for its parameters, too few levels of a
+    grouping factor, collinear fixed effects). Analyses that meet it are skipped with this message
+    as the reason, rather than failing the whole run: it is a property of the study, not a bug."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,18 +17,37 @@ from typing import Any
 import pandas as pd
 
 
+#: Mode asked for when creating a file; the process umask then removes bits, as for ``open(path, "w")``
+#: (a lab's umask 002 gives group-writable outputs, the usual 022 gives 0644). ``tempfile.mkstemp`` would
+#: create 0600 files regardless of the umask, and the rename would keep that mode.
+FILE_MODE = 0o666
+
+
+def _new_temp_file(target: Path) -> Path:
+    """Create an empty, uniquely named file beside ``target`` (mode :data:`FILE_MODE` minus the umask)."""
+    for _ in range(100):
+        tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp{target.suffix}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"no free temporary name beside {target}")
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it onto ``target`` on success.
 
     The temporary file keeps the target's suffix so that libraries which pick a format from
-    the extension (soundfile, pandas) behave as they would for the target.
+    the extension (soundfile, pandas) behave as they would for the target. The file gets the
+    permissions a plain ``open(target, "w")`` would (0666 minus the umask), so outputs on a shared
+    file system are as readable to a lab's group as its umask says.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = _new_temp_file(target)
     try:
         yield tmp_path
         os.replace(tmp_path, target)

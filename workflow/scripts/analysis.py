@@ -1,30 +1,27 @@
-"""Snakemake adapter for the statistics rules: read the named inputs, run one analysis of
-``modprefs.stats.analyses.ANALYSES`` (``params.analysis``), write each table as CSV + Markdown and
-each figure as PNG to the rule's outputs of the same name (atomically)."""
+"""Snakemake adapter for the statistics rules: read the named inputs with the shared reader, run one
+analysis of ``modprefs.stats.analyses`` (``params.analysis``; outputs whose inputs are absent are
+skipped with the reason) and write each table (CSV + Markdown) and figure (PNG) to the rule's
+output of the same name, atomically."""
 
-import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-import pandas as pd  # noqa: E402
+from modprefs.ratings.read import read_study  # noqa: E402
+from modprefs.stats.analyses import run_analysis  # noqa: E402
+from modprefs.stats.outputs import write_result  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
-from modprefs.io import write_csv, write_markdown_table  # noqa: E402
-from modprefs.stats.analyses import ANALYSES  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
 
-sm = snakemake  # noqa: F821
-setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
-ids = {c: str for c in ("participant_id", "prompt_id", "clip_id", "conversation_id", "preference")}
-tables = {name: pd.read_csv(path, dtype=ids) for name, path in sm.input.items() if str(path).endswith(".csv")}
-params = dict(sm.params.items())
-result = ANALYSES[params.pop("analysis")](tables, params)
-outputs = dict(sm.output.items())
-for name, table in result.tables.items():
-    write_csv(table, outputs[f"{name}_csv"])
-    write_markdown_table(table, outputs[f"{name}_md"], title=result.titles.get(name), floatfmt=".4g")
-    logging.info("%s: %d rows", name, len(table))
-for name, draw in result.figures.items():
-    draw(outputs[name])
-    logging.info("figure %s", outputs[name])
+def main(sm) -> None:  # noqa: ANN001
+    setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
+    inputs = {name: path for name, path in sm.input.items() if str(path).endswith(".csv")}
+    study = read_study({k: v for k, v in inputs.items() if k != "assignments"}, design=inputs.get("assignments"))
+    params = dict(sm.params.items())
+    result = run_analysis(params.pop("analysis"), study.tables, params, study.present)
+    write_result(result, dict(sm.output.items()))
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    run_adapter(main, snakemake)  # noqa: F821

@@ -1,34 +1,36 @@
-"""Snakemake adapter (rule audio_qc): QC of one shard's clips -> results/audio/qc/{shard}.csv.
+"""Snakemake adapter (rule audio_qc): QC of one shard's clips -> results/audio/rounds/{round}/qc/{shard}.csv.
 
-Round-trip ASR (faster-whisper tiny.en, English forced), DNSMOS and signal metrics per clip, with
-the thresholds of config ``audio_qc.thresholds`` (modprefs.speech.qc.DEFAULT_THRESHOLDS otherwise).
-The models load once per shard job.
+Round-trip ASR (faster-whisper tiny.en, English forced), DNSMOS and signal metrics per clip, with the
+thresholds of config ``audio_qc.thresholds`` (modprefs.speech.qc.DEFAULT_THRESHOLDS otherwise); the
+models load once per shard job. A clip whose WAV cannot be read fails with reason ``unreadable``.
 """
 
+import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-import logging  # noqa: E402
-
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.speech.qc import QC_COLUMNS, QualityChecker  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
-smk = snakemake  # noqa: F821
-setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
-manifest = pd.read_csv(smk.input.manifest, dtype={"clip_id": str, "prompt_id": str}, keep_default_na=False)
-cfg = dict(smk.params.qc)
-rows = []
-if len(manifest):
-    checker = QualityChecker(cfg.get("thresholds"), threads=smk.threads, asr=cfg.get("asr", True),
-                             dnsmos=cfg.get("dnsmos", True))
-    for clip in manifest.itertuples(index=False):
-        result = checker.check_file(clip.path, clip.spoken_text)
-        rows.append({"clip_id": clip.clip_id, **result})
-        logging.info("%s: %s %s", clip.clip_id, "pass" if result["qc_pass"] else "FAIL", result["qc_reasons"])
-table = pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS])
-write_csv(table, smk.output[0])
+
+def main(smk) -> None:  # noqa: ANN001
+    setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
+    manifest = pd.read_csv(smk.input.manifest, dtype={"clip_id": str, "prompt_id": str}, keep_default_na=False)
+    cfg = dict(smk.params.qc)
+    rows = []
+    if len(manifest):
+        checker = QualityChecker(cfg.get("thresholds"), threads=smk.threads, asr=cfg.get("asr", True),
+                                 dnsmos=cfg.get("dnsmos", True))
+        for clip in manifest.itertuples(index=False):
+            result = checker.check_file(clip.path, clip.spoken_text)
+            rows.append({"clip_id": clip.clip_id, **result})
+            logging.info("%s: %s %s", clip.clip_id, "pass" if result["qc_pass"] else "FAIL", result["qc_reasons"])
+    write_csv(pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS]), smk.output[0])
+
+
+run_adapter(main, snakemake)  # noqa: F821

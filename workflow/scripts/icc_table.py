@@ -1,4 +1,5 @@
-"""Snakemake adapter: ratings + participants + stimuli -> stats/tables/icc.csv and icc.md."""
+"""Snakemake adapter: ratings + participants + stimuli -> stats/tables/icc.csv and icc.md
+(``modprefs.stats.analyses.icc_table``, the same call as ``modprefs stats``)."""
 
 import logging
 import sys
@@ -6,26 +7,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-import pandas as pd  # noqa: E402
+from modprefs.ratings.read import read_study  # noqa: E402
+from modprefs.stats.analyses import icc_table  # noqa: E402
+from modprefs.stats.outputs import write_result  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
-from modprefs.io import write_csv, write_markdown_table  # noqa: E402
-from modprefs.stats.icc_ci import icc_with_ci  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
 
-setup_logging(snakemake, fmt="%(asctime)s %(name)s %(message)s")  # noqa: F821
-ids = {"participant_id": str, "prompt_id": str, "clip_id": str}
-ratings = pd.read_csv(snakemake.input.ratings, dtype=ids)  # noqa: F821
-participants = pd.read_csv(snakemake.input.participants, dtype={"participant_id": str})  # noqa: F821
-stimuli = pd.read_csv(snakemake.input.stimuli, dtype={"prompt_id": str, "clip_id": str})  # noqa: F821
-params = snakemake.params  # noqa: F821
-logging.info("ICC: %d ratings, %d participants, %d stimuli, n_boot=%s, ci_level=%s, seed=%s", len(ratings),
-             len(participants), len(stimuli), params.n_boot, params.ci_level, params.seed)
-table = icc_with_ci(ratings, participants, method=params.ci_method, n_boot=int(params.n_boot),
-                    seed=int(params.seed), ci_level=float(params.ci_level), stimuli=stimuli)
-write_csv(table, snakemake.output.csv)  # noqa: F821
-title = (f"ICC per condition ({float(params.ci_level):.0%} CI, {int(params.n_boot)} {params.ci_method} bootstrap "
-         "resamples)")
-shown = ["condition", "n_ratings", "n_clips", "n_participants", "k_mean_raters", "var_clip", "var_participant",
-         "var_resid", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo", "icc_2_k_hi", "note"]
-write_markdown_table(table[shown], snakemake.output.md, title=title, floatfmt=".3f")  # noqa: F821
-logging.info("wrote %s\n%s", snakemake.output.csv, table.to_string())  # noqa: F821
+def main(sm) -> None:  # noqa: ANN001
+    setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
+    study = read_study({"ratings": sm.input.ratings, "participants": sm.input.participants,
+                        "stimuli": sm.input.stimuli})
+    params = {"icc_ci_method": sm.params.ci_method, "n_boot": sm.params.n_boot, "seed": sm.params.seed,
+              "ci_level": sm.params.ci_level}
+    logging.info("ICC: %d ratings, params %s; %s", len(study.tables["ratings"]), params, "; ".join(study.notes))
+    result = icc_table(study.tables, params)
+    write_result(result, {"icc_csv": sm.output.csv, "icc_md": sm.output.md})
+    logging.info("wrote %s\n%s", sm.output.csv, result.tables["icc"].to_string())
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    run_adapter(main, snakemake)  # noqa: F821

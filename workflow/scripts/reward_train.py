@@ -11,22 +11,21 @@ import torch  # noqa: E402
 
 from modprefs.reward.pairs import read_pairs  # noqa: E402
 from modprefs.reward.train import TrainConfig, train_reward_model  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
-smk = snakemake  # noqa: F821
-setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
-logging.captureWarnings(True)
-try:
+
+def main(smk) -> None:
+    setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
+    logging.captureWarnings(True)
     pairs = read_pairs(smk.input.pairs)
     train = TrainConfig.from_dict({**smk.params.train, "threads": smk.threads, "progress": sys.stderr.isatty()})
     logging.info("run %s: %d pairs (%s), model %s, train %s", smk.wildcards.run, len(pairs),
                  pairs["category"].value_counts().to_dict(), smk.params.model, train)
     torch.set_num_threads(max(1, int(smk.threads)))
-    _, metrics = train_reward_model(pairs, Path(smk.output.metrics).parent, smk.params.model, train,
-                                    cache_dir=smk.params.cache_dir)
-    logging.info("run %s: train acc %.3f, val %s, mean reward %.3f, %.1f s (%.1f pairs/s)", smk.wildcards.run,
-                 metrics["train"]["accuracy"], metrics["val"] and round(metrics["val"]["accuracy"], 3),
-                 metrics["all"]["mean_reward"], metrics["timing"]["total_s"], metrics["timing"]["train_pairs_per_s"])
-except Exception:
-    logging.exception("reward training failed")
-    raise
+    _, m = train_reward_model(pairs, Path(smk.output.metrics).parent, smk.params.model, train,
+                              cache_dir=smk.params.cache_dir)
+    logging.info("run %s: train acc %.3f, val %s, %.1f s", smk.wildcards.run, m["train"]["accuracy"],
+                 m["val"] and round(m["val"]["accuracy"], 3), m["timing"]["total_s"])
+
+
+run_adapter(main, snakemake)  # noqa: F821

@@ -11,16 +11,22 @@ import pandas as pd  # noqa: E402
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.sampling.draw import draw_prompts  # noqa: E402
 from modprefs.sampling.screening import screen_from_config  # noqa: E402
-from modprefs.workflow_log import setup_logging  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
-setup_logging(snakemake)  # noqa: F821
-sampling = snakemake.params.sampling  # noqa: F821
-interactions = pd.read_parquet(snakemake.input.conversations)  # noqa: F821
-screen = screen_from_config(sampling.get("screening", {}), snakemake.input.harmful_terms)  # noqa: F821
-prompts, removals, info = draw_prompts(interactions, sampling["n_prompts"], sampling["long_fraction"],
-                                       sampling["long_percentile"], snakemake.params.seed, screen)  # noqa: F821
-logging.info("strata: %s", info)
-for rem in removals.itertuples():
-    logging.info("removed %s (%s): %s -> replaced by %s", rem.conversation_id, rem.reason, rem.detail, rem.replaced_by)
-write_csv(removals, snakemake.output.removals)  # noqa: F821
-write_csv(prompts, snakemake.output.prompts)  # noqa: F821
+
+def main(smk) -> None:  # noqa: ANN001
+    setup_logging(smk)
+    sampling = smk.params.sampling
+    interactions = pd.read_parquet(smk.input.conversations)
+    screen = screen_from_config(sampling.get("screening", {}), smk.input.harmful_terms)
+    prompts, removals, info = draw_prompts(interactions, sampling["n_prompts"], sampling["long_fraction"],
+                                           sampling["long_percentile"], smk.params.seed, screen)
+    logging.info("strata: %s", info)
+    for rem in removals.itertuples():
+        logging.info("removed %s (%s): %s -> replaced by %s", rem.conversation_id, rem.reason, rem.detail,
+                     rem.replaced_by)
+    write_csv(removals, smk.output.removals)
+    write_csv(prompts, smk.output.prompts)
+
+
+run_adapter(main, snakemake)  # noqa: F821

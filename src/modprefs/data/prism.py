@@ -24,13 +24,18 @@ sampling (reason ``empty``).
 
 from __future__ import annotations
 
+import json
+import math
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from modprefs.errors import UserInputError
 
 EMPTY_STRING = "EMPTY STRING"
 
@@ -45,56 +50,160 @@ INTERACTION_COLUMNS = [
 ]
 
 
-class PrismFormatError(ValueError):
-    """A row does not follow PRISM's ``conversations`` schema; the message names row and key."""
+class PrismFormatError(UserInputError):
+    """A row does not follow PRISM's ``conversations`` schema; the message names the file and line (or row) and key."""
+
+
+#: PRISM's conversation types (``conversation_type``); a row with another value is a format error.
+CONVERSATION_TYPES = ("unguided", "values guided", "controversy guided")
+
+
+@dataclass
+class PrismRows:
+    """Rows of PRISM's ``conversations`` table, each with where it came from.
+
+    ``locations[i]`` names row ``i`` for error messages: ``"<file> line <n>"`` for a JSONL file,
+    ``"<dataset> row <n>"`` for the hub dataset. Iterating yields the rows.
+    """
+
+    rows: list[Mapping[str, Any]]
+    locations: list[str]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def read_jsonl(path: str | Path) -> PrismRows:
+    """Every non-blank line of a JSONL file as a JSON object, located by file and line number.
+
+    Raises:
+        PrismFormatError: a line is not UTF-8, not valid JSON, or not a JSON object (the message
+            names the file, the line and, where known, the column).
+    """
+    path = Path(path)
+    rows: list[Mapping[str, Any]] = []
+    locations: list[str] = []
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            where = f"{path} line {n}"
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:
+                raise PrismFormatError(
+                    f"{where}, column {err.start + 1}: not UTF-8 text (byte 0x{raw[err.start]:02x}); "
+                    "save the file as UTF-8") from None
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise PrismFormatError(f"{where}, column {err.colno}: not valid JSON ({err.msg}); each line must "
+                                       "hold one conversation as a JSON object") from None
+            if not isinstance(row, dict):
+                raise PrismFormatError(f"{where}: expected a JSON object (one conversation per line), "
+                                       f"got {type(row).__name__}")
+            rows.append(row)
+            locations.append(where)
+    return PrismRows(rows, locations)
 
 
 def load_prism_rows(source: str, hf_dataset: str = "HannahRoseKirk/prism-alignment",
-                    hf_config: str = "conversations", hf_split: str = "train") -> Iterable[Mapping[str, Any]]:
-    """Rows of PRISM's ``conversations`` table through :mod:`datasets`.
+                    hf_config: str = "conversations", hf_split: str = "train") -> PrismRows:
+    """Rows of PRISM's ``conversations`` table, each located for error messages.
 
-    ``source == "prism"`` loads the hub dataset (needs network access or a populated HF cache);
-    any other value is a path to a JSONL file with the same schema, read by the ``json`` builder,
-    so that both go through one code path (Arrow rows with the same field types).
+    ``source == "prism"`` loads the hub dataset through :mod:`datasets` (needs network access or a
+    populated HF cache); any other value is a path to a JSONL file with the same schema, read line by
+    line (:func:`read_jsonl`) so that an error names the line. Both are checked row by row by
+    :func:`build_interactions` (:func:`check_row`).
     """
-    import datasets
-
     if source == "prism":
+        import datasets
+
         try:
-            return datasets.load_dataset(hf_dataset, hf_config, split=hf_split)
+            table = datasets.load_dataset(hf_dataset, hf_config, split=hf_split)
         except Exception as exc:  # the hub is unreachable or the dataset is gated
-            raise RuntimeError(
+            raise PrismFormatError(
                 f"data.source 'prism': could not load {hf_dataset!r} (config {hf_config!r}) from the "
                 f"Hugging Face hub: {exc}. Log in with `huggingface-cli login` and accept the dataset's "
                 "terms, or download it and point data.source at a JSONL export."
             ) from exc
+        return PrismRows(list(table), [f"{hf_dataset} row {i + 1}" for i in range(len(table))])
     path = Path(source)
     if not path.is_file():
-        raise FileNotFoundError(f"data.source: no such file: {source}")
-    try:
-        return datasets.load_dataset("json", data_files=str(path), split="train")
-    except Exception as exc:
-        raise PrismFormatError(f"{source}: not a readable JSONL file of PRISM conversations: {exc}") from exc
+        raise PrismFormatError(f"data.source: no such file: {source}")
+    return read_jsonl(path)
 
 
-def _check_row(row: Mapping[str, Any], index: int) -> None:
-    missing = [k for k in REQUIRED_ROW_KEYS if k not in row]
+def _is_int(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and value.is_integer())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _utterance_problem(utt: Any) -> str | None:
+    """What is wrong with one ``conversation_history`` entry (None when it follows the schema)."""
+    if not isinstance(utt, dict):
+        return f"is {type(utt).__name__}, expected an object"
+    missing = [k for k in REQUIRED_UTTERANCE_KEYS if k not in utt]
     if missing:
-        raise PrismFormatError(f"row {index + 1}: missing key(s) {missing}")
+        return f"missing key(s) {missing}"
+    role = utt["role"]
+    if role not in ("user", "model"):
+        return f".role is {role!r}, expected 'user' or 'model'"
+    checks = [
+        ("turn", _is_int(utt["turn"]) and utt["turn"] >= 0, "a whole number >= 0"),
+        ("content", isinstance(utt["content"], str) or (role == "model" and utt["content"] is None),
+         "a string" if role == "user" else "a string or null"),
+        ("within_turn_id", _is_int(utt["within_turn_id"]) or (role == "user" and utt["within_turn_id"] is None),
+         "a whole number" if role == "model" else "a whole number or null"),
+        ("score", utt["score"] is None or _is_number(utt["score"]), "a number or null"),
+        ("if_chosen", utt["if_chosen"] is None or isinstance(utt["if_chosen"], bool), "true, false or null"),
+        ("model_name", utt["model_name"] is None or isinstance(utt["model_name"], str), "a string or null"),
+    ]
+    for key, ok, expected in checks:
+        if not ok:
+            return f".{key} is {utt[key]!r}, expected {expected}"
+    return None
+
+
+def check_row(row: Mapping[str, Any], where: str) -> str:
+    """Check one row against PRISM's ``conversations`` schema; return its conversation id as a string.
+
+    Raises:
+        PrismFormatError: naming ``where`` (file and line, or row), the conversation and the key.
+    """
+    if not isinstance(row, Mapping):
+        raise PrismFormatError(f"{where}: expected an object, got {type(row).__name__}")
+    missing = [k for k in REQUIRED_ROW_KEYS if k not in row or row[k] is None]
+    if missing:
+        raise PrismFormatError(f"{where}: missing key(s) {missing} (a PRISM conversations row needs "
+                               f"{', '.join(REQUIRED_ROW_KEYS)})")
+    cid = row["conversation_id"]
+    if not (isinstance(cid, str) and cid.strip()) and not _is_int(cid):
+        raise PrismFormatError(f"{where}: conversation_id is {cid!r}, expected a non-empty string")
+    cid = str(cid)
+    ctype = row["conversation_type"]
+    if ctype not in CONVERSATION_TYPES:
+        raise PrismFormatError(f"{where} (conversation {cid!r}): conversation_type is {ctype!r}, expected one of "
+                               f"{', '.join(repr(t) for t in CONVERSATION_TYPES)}")
     history = row["conversation_history"]
     if not isinstance(history, list):
-        raise PrismFormatError(f"row {index + 1} ({row['conversation_id']}): conversation_history is not a list")
+        raise PrismFormatError(f"{where} (conversation {cid!r}): conversation_history is "
+                               f"{type(history).__name__}, expected a list")
     for j, utt in enumerate(history):
-        missing = [k for k in REQUIRED_UTTERANCE_KEYS if k not in utt]
-        if missing:
-            raise PrismFormatError(
-                f"row {index + 1} ({row['conversation_id']}): conversation_history[{j}] missing key(s) {missing}"
-            )
-        if utt["role"] not in ("user", "model"):
-            raise PrismFormatError(
-                f"row {index + 1} ({row['conversation_id']}): conversation_history[{j}].role is {utt['role']!r}, "
-                "expected 'user' or 'model'"
-            )
+        problem = _utterance_problem(utt)
+        if problem:
+            sep = "" if problem.startswith(".") else " "
+            raise PrismFormatError(f"{where} (conversation {cid!r}): conversation_history[{j}]{sep}{problem}")
+    return cid
 
 
 def _turns(history: list[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
@@ -169,19 +278,22 @@ def build_interactions(rows: Iterable[Mapping[str, Any]], seed: int,
                        conversation_type: str = "unguided") -> tuple[pd.DataFrame, dict[str, int]]:
     """Interactions for every conversation of ``conversation_type`` (one row each).
 
-    Returns the table (columns :data:`INTERACTION_COLUMNS`, sorted by conversation_id) and counts
-    for the log: rows read, rows of the type, rows without an eligible turn.
+    Every row is checked first (:func:`check_row`; a :class:`PrismRows` names file and line in the
+    error, a plain iterable the row number). Returns the table (columns :data:`INTERACTION_COLUMNS`,
+    sorted by conversation_id) and counts for the log: rows read, rows of the type, rows without an
+    eligible turn.
     """
+    locations = rows.locations if isinstance(rows, PrismRows) else None
     records = []
     counts = {"rows": 0, "of_type": 0, "no_eligible_turn": 0}
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for i, row in enumerate(rows):
         counts["rows"] += 1
-        _check_row(row, i)
-        cid = str(row["conversation_id"])
+        where = locations[i] if locations is not None else f"row {i + 1}"
+        cid = check_row(row, where)
         if cid in seen:
-            raise PrismFormatError(f"row {i + 1}: duplicate conversation_id {cid!r}")
-        seen.add(cid)
+            raise PrismFormatError(f"{where}: duplicate conversation_id {cid!r} (first at {seen[cid]})")
+        seen[cid] = where
         if row["conversation_type"] != conversation_type:
             continue
         counts["of_type"] += 1

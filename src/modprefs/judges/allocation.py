@@ -72,6 +72,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.errors import UserInputError
 from modprefs.stats.rater_scaling import icc_k
 
 #: Table 6's "AI Differentiation" coefficient: ICC(2,1) per point of AI gap.
@@ -369,6 +370,51 @@ def plan_summary(plan: pd.DataFrame) -> pd.DataFrame:
                      "mean_icc_k_uniform": float(b["predicted_icc_uniform"].mean()),
                      "budget_binding": bool(b["budget_binding"].iloc[0]), "icc_model": b["icc_model"].iloc[0]})
     return pd.DataFrame(rows)
+
+
+class RaterPlanInputError(UserInputError):
+    """The judge table cannot drive a rater plan (no usable AI ratings); the message says why."""
+
+
+def plan_from_tables(judges: pd.DataFrame, stimuli: pd.DataFrame, config: AllocationConfig,
+                     judge_by_modality: Mapping[str, str | None] | None = None,
+                     per_prompt_icc: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(plan, summary)`` from the workflow's tables: results/judges/ratings.csv and stimuli.csv.
+
+    The AI differentiation per prompt comes from one judge per modality
+    (:func:`modprefs.stats.ai_alignment.select_judge_ratings`); ``per_prompt_icc`` (human per-prompt
+    ICC(2,1), optional) feeds the fitted model.
+
+    Raises:
+        RaterPlanInputError: the judge table has no usable response-quality rating.
+    """
+    from modprefs.stats.ai_alignment import ai_clip_means, ai_differentiation, judges_skip_reason, select_judge_ratings
+
+    reason = judges_skip_reason(judges)
+    if reason:
+        raise RaterPlanInputError(f"rater plan: {reason}")
+    ai = select_judge_ratings(judges, judge_by_modality or None)
+    plan = rater_plan(ai_differentiation(ai_clip_means(ai, stimuli), stimuli), config, per_prompt_icc)
+    return plan, plan_summary(plan)
+
+
+def summary_lines(summary: pd.DataFrame, target: float) -> list[str]:
+    """One log line per modality of :func:`plan_summary`'s table."""
+    return [f"{r.modality}: {r.n_prompts} prompts, {r.total_planned} raters planned vs {r.total_uniform} uniform "
+            f"(predicted share reaching {target:.2f}: {r.share_reaching_target_plan:.2f} vs "
+            f"{r.share_reaching_target_uniform:.2f}); budget binding: {r.budget_binding}; model: {r.icc_model}"
+            for r in summary.itertuples(index=False)]
+
+
+def plan_warnings(plan: pd.DataFrame) -> list[str]:
+    """What a user should know about a plan: the prior model's cost, and every prompt note."""
+    out = []
+    if plan["icc_model"].astype(str).str.startswith("prior").any():
+        out.append("the plan uses the paper's prior slope; benchmarks/judges_allocation.py found it costs more raters "
+                   "than a uniform design unless the AI explains most of the per-prompt ICC heterogeneity: prefer "
+                   "icc_model 'fitted' with human per-prompt ICCs from a pilot")
+    out += [f"rater plan note: {note}" for note in plan.loc[plan["note"] != "", "note"].unique()]
+    return out
 
 
 def figure_rater_plan(plan: pd.DataFrame, target: str | os.PathLike[str]) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
+from modprefs.errors import UserInputError
 from modprefs.judges import records as rec
 from modprefs.judges.parse import RATING_JSON_SCHEMA, parse_rating
 from modprefs.judges.prompts import DEFAULT_PROMPTS, DEFAULT_REASK, Prompt, format_conversation, load_prompt
@@ -54,7 +55,7 @@ AUDIO_TOKENS_PER_S = 10.0      # rough estimate used only for the tokens-per-min
 EST_OUTPUT_TOKENS = 16
 
 
-class JudgeSetupError(RuntimeError):
+class JudgeSetupError(UserInputError, RuntimeError):
     """Configuration or endpoint problem found before any request was made."""
 
 

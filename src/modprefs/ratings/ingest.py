@@ -1,39 +1,64 @@
-"""Validate a directory of collected (or simulated) ratings: ratings.csv, trials.csv, participants.csv.
+"""Validate collected (or simulated) ratings from any ratings source, every problem at once.
 
-:func:`validate_ratings_dir` collects *every* problem before giving up, each as a message naming
-the file, the row as a spreadsheet shows it (the header is row 1, so the first data row is row 2)
-and the column. If there is any problem it raises :class:`RatingsValidationError` listing them
-(the first :data:`MAX_LISTED`, then a count); otherwise it returns the three tables, typed.
+:func:`ingest_ratings` loads a source (:mod:`modprefs.ratings.sources`: the three-table folder, a
+single CSV/Parquet table in long or wide format with a column map, a ``datasets`` folder, ...) and
+:func:`validate_ratings` checks it. Every problem is a message naming the user's file, the row as a
+spreadsheet shows it (the header is row 1, so the first data row of a CSV is row 2; for Parquet and
+``datasets`` row 1 is the first record) and the user's column name. If there is any problem,
+:class:`RatingsValidationError` lists them (the first :data:`MAX_LISTED`, then a count);
+otherwise the typed tables come back with notes on what was derived.
 
-Checks, per file: the file exists and parses; every required column is present; every cell has
-the column's type and allowed values/range (workflow/schemas/*.schema.yaml: e.g. ratings 1..100
-integers, preference 0/1/tie). Across rows and files: unique keys (participant x clip in ratings,
-participant x trial in trials, participant in participants); prompt_id and clip_id known (the
-stimuli's plus the attention check's ``attn``, ``attn_0``, ``attn_1``) and the clip belonging to
-the row's prompt; the attention check at trial 0 only; the rating row's condition equal to the
+Required: ratings with participant_id, condition, clip_id (or prompt_id + response) and rating.
+Everything else is optional and checked when present (workflow/schemas/*.schema.yaml: types,
+ranges, allowed values). trials.csv and participants.csv are optional; without participants.csv
+the participants (id, condition) are derived from the ratings.
+
+Checks across rows and files, each where its columns exist: unique keys (participant x clip in
+ratings, participant x trial in trials, participant in participants); prompt_id and clip_id known
+(the stimuli's plus the attention check's ``attn``, ``attn_0``, ``attn_1``) and the clip belonging
+to the row's prompt; the attention check at trial 0 only; the rating row's condition equal to the
 participant's; audio_quality present in the audio condition and absent in text; audio-only trial
 measures (deliberation_time_s, replays_0/1, relistened_first true) absent in text; every
-participant of ratings/trials listed in participants.csv; every trial with exactly one rating of
-each of its prompt's two clips, exactly one of them presented first, and every rating with its
-trial row.
+participant of ratings/trials listed in participants.csv (when given); every trial with exactly one
+rating of each of its prompt's two clips, exactly one of them presented first, and every rating
+with its trial row (when trials are given).
+
+Attention check (trial 0, prompt ``attn``: ``attn_0`` coherent, ``attn_1`` nonsensical): a
+participant passes unless they preferred the nonsensical response (preference ``1``; ``0`` and
+``tie`` pass, as the annotation app scores it). When participants.csv has ``passed_attention``
+and trials.csv a trial-0 preference, they must agree: a disagreement is an ERROR naming the
+participant, both rows and both values (the analyses exclude by ``passed_attention``; a record
+contradicting the participant's own answer means one of them is wrong). Without
+``passed_attention`` it is derived from the trial-0 preference (noted).
+
+Study-level checks: a study without rating rows (an empty or header-only ratings table), or with
+no rating left to analyse (every participant failed the attention check, only trial-0 rows) is an
+error. A single condition is accepted: analyses comparing conditions are skipped later, with that
+reason. Ratings by participants not in the design (``assignments``; the annotation app's reissued
+``<slot>_r2`` participants) are accepted and noted: the analyses take each trial's presentation
+order from the ratings' ``presented_first``, not from assignments.csv.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from modprefs.ratings.schema import TABLE_FILES, TABLES, column_specs, parse_column
+from modprefs.errors import UserInputError
+from modprefs.ratings.schema import TABLES, column_specs, parse_column
+from modprefs.ratings.sources import ATTENTION_CLIPS, Origin, RawTables, load_ratings_source
 
 ATTENTION_PROMPT = "attn"
-ATTENTION_CLIPS = {"attn_0": ("attn", 0), "attn_1": ("attn", 1)}
 MAX_LISTED = 50
 AUDIO_ONLY_TRIAL_COLUMNS = ("deliberation_time_s", "replays_0", "replays_1")
+FAILED_ATTENTION_PREFERENCE = "1"  # the nonsensical response attn_1
 
 
-class RatingsValidationError(ValueError):
+class RatingsValidationError(UserInputError):
     """Raised with every problem found; ``.problems`` holds the full list of messages."""
 
     def __init__(self, problems: list[str], directory: str | Path | None = None):
@@ -45,54 +70,58 @@ class RatingsValidationError(ValueError):
         super().__init__(f"{len(self.problems)} problem(s) with the ratings{where}:\n{shown}{tail}")
 
 
+@dataclass
+class ValidRatings:
+    """Typed tables (only the columns the source has, plus ``source`` and derived participants) and notes."""
+
+    tables: dict[str, pd.DataFrame]
+    notes: list[str] = field(default_factory=list)
+
+
 class _Problems:
-    def __init__(self) -> None:
+    def __init__(self, origins: Mapping[str, Origin]) -> None:
         self.items: list[str] = []
+        self.origins = origins
 
-    def file(self, file: str, msg: str) -> None:
-        self.items.append(f"{file}: {msg}")
+    def file(self, table: str, msg: str) -> None:
+        self.items.append(f"{self.origins[table].file()}: {msg}")
 
-    def cell(self, file: str, idx: int, column: str, msg: str) -> None:
-        # idx is the 0-based data-row index; the spreadsheet row is idx + 2 (header = row 1)
-        self.items.append(f"{file} row {idx + 2}, column {column}: {msg}")
+    def cell(self, table: str, idx: int, column: str, msg: str) -> None:
+        self.items.append(f"{self.origins[table].where(idx, column)}: {msg}")
 
-
-def _read_raw(path: Path, file: str, problems: _Problems) -> pd.DataFrame | None:
-    if not path.is_file():
-        problems.file(file, f"file not found ({path})")
-        return None
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
-    except pd.errors.EmptyDataError:
-        problems.file(file, "the file is empty (no header row)")
-        return None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        problems.file(file, f"cannot be parsed as CSV ({exc})")
-        return None
-    df.columns = [str(c).strip() for c in df.columns]
-    dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
-    for c in dup:
-        problems.file(file, f"column {c!r} appears more than once in the header")
-    return df
+    def at(self, table: str, idx: int) -> str:
+        return self.origins[table].where(idx)
 
 
 def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems) -> pd.DataFrame:
-    file = TABLE_FILES[table]
+    """Typed columns per the schema; missing optional columns stay absent, extra columns stay strings."""
     out = pd.DataFrame(index=raw.index)
-    for spec in column_specs(table):
-        if spec.name not in raw.columns:
+    specs = {s.name: s for s in column_specs(table)}
+    for name, spec in specs.items():
+        if name not in raw.columns:
             if spec.required:
-                problems.file(file, f"missing column {spec.name!r}")
-            out[spec.name] = pd.Series(pd.NA, index=raw.index, dtype=object)
+                hint = " (or prompt_id + response)" if (table, name) == ("ratings", "clip_id") else ""
+                problems.file(table, f"missing column {problems.origins[table].column(name)!r}{hint}")
             continue
-        series, errs = parse_column(raw[spec.name], spec)
+        series, errs = parse_column(raw[name], spec)
         for idx, msg in errs:
-            problems.cell(file, idx, spec.name, msg)
-        out[spec.name] = series
-    extra = [c for c in raw.columns if c not in out.columns]
-    for c in extra:  # extra columns are kept as strings
-        out[c] = raw[c]
+            problems.cell(table, idx, name, msg)
+        out[name] = series
+    for c in raw.columns:
+        if c not in out.columns:
+            out[c] = raw[c]
     return out
+
+
+def _present(x: object) -> bool:
+    return x is not None and not (isinstance(x, float) and x != x) and x is not pd.NA
+
+
+def _col(df: pd.DataFrame | None, name: str) -> list:
+    """The column as a list, or all-None when the table lacks it."""
+    if df is None:
+        return []
+    return df[name].tolist() if name in df.columns else [None] * len(df)
 
 
 def _stimulus_maps(stimuli: pd.DataFrame) -> tuple[set[str], dict[str, tuple[str, int]], dict[str, set[str]]]:
@@ -107,159 +136,320 @@ def _stimulus_maps(stimuli: pd.DataFrame) -> tuple[set[str], dict[str, tuple[str
     return prompts, clip_of, clips_by_prompt
 
 
-def _present(x: object) -> bool:
-    return x is not None and not (isinstance(x, float) and x != x) and x is not pd.NA
+def ingest_ratings(source: str | Path, stimuli: pd.DataFrame, columns: Mapping[str, str] | None = None,
+                   assignments: pd.DataFrame | None = None) -> ValidRatings:
+    """Load ``source`` (:func:`modprefs.ratings.sources.load_ratings_source`) and validate it.
+
+    Raises:
+        RatingsValidationError: every problem with the values; RatingsSourceError / TableError: a
+        source, file or column map that cannot be read (each names the file).
+    """
+    raw = load_ratings_source(source, columns, stimuli)
+    return validate_ratings(raw, stimuli, assignments)
 
 
 def validate_ratings_dir(directory: str | Path, stimuli: pd.DataFrame,
-                         paths: dict[str, str | Path] | None = None) -> dict[str, pd.DataFrame]:
-    """Validate the three rating tables in ``directory`` against ``stimuli`` (see module docstring).
+                         columns: Mapping[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """Validate the tables of the ratings source ``directory`` against ``stimuli``; the typed tables.
+
+    The tables' checks only (as the annotation app's ``export --validate`` needs): an export made
+    before anyone rated passes. :func:`ingest_ratings` adds the study-level checks for analysis.
+    """
+    raw = load_ratings_source(directory, columns, stimuli)
+    return validate_ratings(raw, stimuli, study_checks=False).tables
+
+
+def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.DataFrame | None = None,
+                     study_checks: bool = True) -> ValidRatings:
+    """Check the loaded tables (see the module docstring); raise :class:`RatingsValidationError` on any problem.
 
     Args:
-        directory: folder holding ratings.csv, trials.csv and participants.csv.
-        stimuli: the stimulus table (results/study/stimuli.csv): prompt_id, clip_id, response.
-        paths: optional explicit path per table name (overrides ``directory``/<table>.csv).
+        raw: the source's tables as strings with their provenance.
+        stimuli: the stimulus table: prompt_id, clip_id, response.
+        assignments: the study design (participant_id, ...); participants not in it are noted.
+        study_checks: also refuse a study with nothing to analyse (no rating rows, or none left
+            after the attention check); off for validating an export's tables only.
 
     Returns:
-        {"ratings": df, "trials": df, "participants": df}, typed (Int64/Float64/boolean columns),
-        with ``source`` filled with ``collected`` where the column is absent.
-
-    Raises:
-        RatingsValidationError: listing every problem found.
+        :class:`ValidRatings`: typed ratings, trials (when given) and participants (given, or
+        derived from the ratings), ``source`` filled with ``collected`` where absent.
     """
-    directory = Path(directory)
-    paths = {t: Path(paths[t]) if paths and t in paths else directory / TABLE_FILES[t] for t in TABLES}
-    problems = _Problems()
-    tables: dict[str, pd.DataFrame | None] = {}
+    problems = _Problems(raw.origins)
+    notes = list(raw.notes)
+    tables: dict[str, pd.DataFrame | None] = {t: None for t in TABLES}
     for t in TABLES:
-        raw = _read_raw(paths[t], TABLE_FILES[t], problems)
-        tables[t] = None if raw is None else _parse_table(t, raw, problems)
-        if tables[t] is not None and "source" in tables[t].columns:
-            had_source = raw is not None and "source" in raw.columns
-            if not had_source:
-                tables[t]["source"] = "collected"
-    _cross_checks(tables, stimuli, problems)
+        if t in raw.tables and t != "ratings" and raw.tables[t].empty:
+            notes.append(f"{raw.origins[t].file()}: no rows, treated as absent")
+        elif t in raw.tables:
+            tables[t] = _parse_table(t, raw.tables[t], problems)
+    ratings = tables["ratings"]
+    assert ratings is not None
+    if ratings.empty and study_checks:
+        problems.file("ratings", "no rating rows (a header without data, or an empty dataset): an empty study has "
+                                 "nothing to analyse")
+    given_participants = tables["participants"] is not None
+    _cross_checks(tables, stimuli, problems, given_participants)
+    if not problems.items:
+        tables["participants"] = _participants(tables, notes)
+        _attention_check(tables, problems, notes)
+    if not problems.items and study_checks:
+        _study_checks(tables, problems, notes, assignments)
     if problems.items:
-        raise RatingsValidationError(problems.items, directory)
-    return {t: tables[t] for t in TABLES}  # type: ignore[misc]
+        raise RatingsValidationError(problems.items, raw.source)
+    out = {t: df for t, df in tables.items() if df is not None}
+    for df in out.values():
+        if "source" not in df.columns:
+            df["source"] = "collected"
+    return ValidRatings(out, notes)
 
 
-def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame, problems: _Problems) -> None:
+def _participants(tables: dict[str, pd.DataFrame | None], notes: list[str]) -> pd.DataFrame:
+    """participants.csv as given (condition filled from the ratings when absent) or derived from the ratings."""
+    ratings = tables["ratings"]
+    assert ratings is not None
+    cond = ratings.dropna(subset=["participant_id"]).drop_duplicates("participant_id").set_index("participant_id")
+    parts = tables["participants"]
+    if parts is None:
+        notes.append("no participants table: participants (id, condition) derived from the ratings")
+        return pd.DataFrame({"participant_id": cond.index.to_list(), "condition": cond["condition"].to_list()})
+    if "condition" not in parts.columns:
+        notes.append("participants table without condition: taken from the ratings")
+        parts = parts.assign(condition=parts["participant_id"].map(cond["condition"]))
+    return parts
+
+
+def _attention_check(tables: dict[str, pd.DataFrame | None], problems: _Problems, notes: list[str]) -> None:
+    """passed_attention against the trial-0 preference (module docstring); derive it when absent."""
+    trials, parts = tables["trials"], tables["participants"]
+    if trials is None or "preference" not in trials.columns:
+        return
+    if "trial" in trials.columns:
+        attn = trials["trial"].astype("Int64") == 0
+    else:
+        attn = trials["prompt_id"].astype(str) == ATTENTION_PROMPT
+    attn = attn.fillna(False).to_numpy(bool)
+    answer = {pid: (i, pref) for i, (pid, pref, is_attn) in
+              enumerate(zip(trials["participant_id"], trials["preference"], attn)) if is_attn and _present(pref)}
+    if not answer:
+        return
+    assert parts is not None
+    if "passed_attention" not in parts.columns:
+        passed = {pid: pref != FAILED_ATTENTION_PREFERENCE for pid, (_, pref) in answer.items()}
+        parts["passed_attention"] = parts["participant_id"].map(passed).astype("boolean")
+        notes.append("passed_attention derived from the attention check's preference (trial 0: 1 = the nonsensical "
+                     "response = failed)")
+        unanswered = parts.loc[parts["passed_attention"].isna(), "participant_id"].tolist()
+        if unanswered:
+            notes.append(f"{len(unanswered)} participant(s) without an attention-check answer are not analysed, "
+                         f"e.g. {', '.join(repr(p) for p in unanswered[:5])}")
+        return
+    for i, (pid, flag) in enumerate(zip(parts["participant_id"], parts["passed_attention"])):
+        if pid not in answer or not _present(flag):
+            continue
+        j, pref = answer[pid]
+        expected = pref != FAILED_ATTENTION_PREFERENCE
+        verdict = "not the nonsensical response: passed" if expected else "the nonsensical response attn_1: failed"
+        if bool(flag) != expected:
+            problems.cell("participants", i, "passed_attention",
+                          f"participant {pid!r} has passed_attention {str(bool(flag)).lower()}, but at the attention "
+                          f"check ({problems.at('trials', j)}) preferred {pref!r} "
+                          f"({verdict})")
+
+
+def _study_checks(tables: dict[str, pd.DataFrame | None], problems: _Problems, notes: list[str],
+                  assignments: pd.DataFrame | None) -> None:
+    ratings, parts = tables["ratings"], tables["participants"]
+    assert ratings is not None and parts is not None
+    if ratings.empty:
+        return
+    if "passed_attention" in parts.columns:
+        ok = set(parts.loc[parts["passed_attention"].fillna(False).astype(bool), "participant_id"])
+    else:
+        ok = set(parts["participant_id"])
+    rated = ratings["participant_id"].isin(ok) & (ratings["prompt_id"].astype(str) != ATTENTION_PROMPT
+                                                  if "prompt_id" in ratings.columns else True)
+    if "trial" in ratings.columns:
+        rated &= ratings["trial"].astype("Int64").fillna(0) >= 1
+    if not rated.any():
+        problems.file("ratings", "no rating left to analyse: every participant failed the attention check "
+                                 "(passed_attention) or only attention-check (trial 0) ratings are present")
+        return
+    if assignments is not None and len(assignments):
+        design = set(assignments["participant_id"].astype(str))
+        extra = sorted(set(ratings["participant_id"].dropna()) - design)
+        if extra:
+            shown = ", ".join(repr(p) for p in extra[:5]) + (" ..." if len(extra) > 5 else "")
+            notes.append(f"{len(extra)} participant(s) not in the design (assignments.csv), e.g. {shown}: accepted; "
+                         "their presentation order is taken from ratings.presented_first")
+
+
+def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame, problems: _Problems,
+                  given_participants: bool) -> None:
     prompts, clip_of, clips_by_prompt = _stimulus_maps(stimuli)
     ratings, trials, parts = tables["ratings"], tables["trials"], tables["participants"]
-    RF, TF, PF = TABLE_FILES["ratings"], TABLE_FILES["trials"], TABLE_FILES["participants"]
+    assert ratings is not None
 
     # ---- participants ----------------------------------------------------------------------------
     cond_of: dict[str, str] = {}
+    known_participants: set[str] | None = None
     if parts is not None:
         first_row: dict[str, int] = {}
-        for i, (pid, cond) in enumerate(zip(parts["participant_id"], parts["condition"])):
+        for i, (pid, cond) in enumerate(zip(_col(parts, "participant_id"), _col(parts, "condition"))):
             if not _present(pid):
                 continue
             if pid in first_row:
-                problems.cell(PF, i, "participant_id", f"duplicate participant {pid!r} (first at row {first_row[pid] + 2})")
+                problems.cell("participants", i, "participant_id",
+                              f"duplicate participant {pid!r} (first at {problems.at('participants', first_row[pid])})")
                 continue
             first_row[pid] = i
             if _present(cond):
                 cond_of[pid] = cond
-    known_participants = set(cond_of) if parts is not None else None
+        known_participants = set(first_row) if given_participants else None
 
-    def check_participant(file: str, i: int, pid: object) -> None:
+    def check_participant(table: str, i: int, pid: object) -> None:
         if known_participants is not None and _present(pid) and pid not in known_participants:
-            problems.cell(file, i, "participant_id", f"unknown participant {pid!r} (not in participants.csv)")
+            problems.cell(table, i, "participant_id",
+                          f"unknown participant {pid!r} (not in {problems.origins['participants'].file()})")
 
-    def check_prompt(file: str, i: int, prompt: object, trial: object) -> None:
+    def check_prompt(table: str, i: int, prompt: object, trial: object) -> None:
         if not _present(prompt):
             return
         if prompt not in prompts:
-            problems.cell(file, i, "prompt_id", f"unknown prompt {prompt!r} (not in stimuli.csv nor the attention check)")
+            problems.cell(table, i, "prompt_id",
+                          f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)")
         elif _present(trial):
             if trial == 0 and prompt != ATTENTION_PROMPT:
-                problems.cell(file, i, "prompt_id", f"trial 0 is the attention check, but prompt is {prompt!r}")
+                problems.cell(table, i, "prompt_id", f"trial 0 is the attention check, but prompt is {prompt!r}")
             elif trial != 0 and prompt == ATTENTION_PROMPT:
-                problems.cell(file, i, "trial", f"the attention check must be trial 0, not {trial}")
+                problems.cell(table, i, "trial", f"the attention check must be trial 0, not {trial}")
+
+    # Trials are keyed by (participant, trial) when both tables have trial numbers, else by (participant, prompt).
+    by_trial = "trial" in ratings.columns and (trials is None or "trial" in trials.columns)
+    key_col = "trial" if by_trial else "prompt_id"
+    can_key = key_col in ratings.columns and (trials is None or key_col in trials.columns)
+
+    def key_of(pid: object, trial: object, prompt: object) -> tuple | None:
+        value = trial if by_trial else prompt
+        if not (can_key and _present(pid) and _present(value)):
+            return None
+        return (pid, int(value) if by_trial else value)
+
+    def key_text(key: tuple) -> str:
+        return f"trial {key[1]}" if by_trial else f"prompt {key[1]!r}"
 
     # ---- trials ------------------------------------------------------------------------------------
-    trial_rows: dict[tuple[str, int], int] = {}
-    trial_prompt: dict[tuple[str, int], str] = {}
+    trial_rows: dict[tuple, int] = {}
+    trial_prompt: dict[tuple, str] = {}
     if trials is not None:
-        for i, row in enumerate(trials.itertuples(index=False)):
-            pid, prompt, trial = row.participant_id, row.prompt_id, row.trial
-            check_participant(TF, i, pid)
-            check_prompt(TF, i, prompt, trial)
-            if _present(pid) and _present(trial):
-                key = (pid, int(trial))
+        cols = {c: _col(trials, c) for c in ("participant_id", "prompt_id", "trial", "relistened_first",
+                                              *AUDIO_ONLY_TRIAL_COLUMNS)}
+        for i in range(len(trials)):
+            pid, prompt, trial = cols["participant_id"][i], cols["prompt_id"][i], cols["trial"][i]
+            check_participant("trials", i, pid)
+            check_prompt("trials", i, prompt, trial)
+            key = key_of(pid, trial, prompt)
+            if key is not None:
                 if key in trial_rows:
-                    problems.cell(TF, i, "trial", f"duplicate trial {trial} of participant {pid!r} "
-                                                  f"(first at row {trial_rows[key] + 2})")
+                    problems.cell("trials", i, key_col, f"duplicate {key_text(key)} of participant {pid!r} "
+                                                        f"(first at {problems.at('trials', trial_rows[key])})")
                 else:
                     trial_rows[key] = i
                     if _present(prompt):
                         trial_prompt[key] = prompt
             if _present(pid) and cond_of.get(pid) == "text":
                 for col in AUDIO_ONLY_TRIAL_COLUMNS:
-                    if _present(getattr(row, col)):
-                        problems.cell(TF, i, col, f"audio-only measure present for text-condition participant {pid!r}")
-                if _present(row.relistened_first) and bool(row.relistened_first):
-                    problems.cell(TF, i, "relistened_first",
+                    if _present(cols[col][i]):
+                        problems.cell("trials", i, col,
+                                      f"audio-only measure present for text-condition participant {pid!r}")
+                if _present(cols["relistened_first"][i]) and bool(cols["relistened_first"][i]):
+                    problems.cell("trials", i, "relistened_first",
                                   f"re-listening is audio-only, but participant {pid!r} is in the text condition")
 
     # ---- ratings -----------------------------------------------------------------------------------
     seen_clip: dict[tuple[str, str], int] = {}
-    per_trial: dict[tuple[str, int], list[int]] = defaultdict(list)
-    if ratings is not None:
-        for i, row in enumerate(ratings.itertuples(index=False)):
-            pid, cond, prompt, clip, trial = row.participant_id, row.condition, row.prompt_id, row.clip_id, row.trial
-            check_participant(RF, i, pid)
-            check_prompt(RF, i, prompt, trial)
-            if _present(clip):
-                if clip not in clip_of:
-                    problems.cell(RF, i, "clip_id", f"unknown clip {clip!r} (not in stimuli.csv nor the attention check)")
-                elif _present(prompt) and clip_of[clip][0] != prompt:
-                    problems.cell(RF, i, "clip_id", f"clip {clip!r} belongs to prompt {clip_of[clip][0]!r}, "
-                                                    f"not to this row's prompt {prompt!r}")
-                if _present(pid):
-                    key = (pid, clip)
-                    if key in seen_clip:
-                        problems.cell(RF, i, "clip_id", f"duplicate rating of clip {clip!r} by participant {pid!r} "
-                                                        f"(first at row {seen_clip[key] + 2})")
-                    else:
-                        seen_clip[key] = i
-            if _present(pid) and _present(cond) and pid in cond_of and cond_of[pid] != cond:
-                problems.cell(RF, i, "condition", f"{cond!r} but participant {pid!r} is in the "
-                                                  f"{cond_of[pid]!r} condition (participants.csv)")
-            if _present(cond):
-                if cond == "text" and _present(row.audio_quality):
-                    problems.cell(RF, i, "audio_quality", "audio_quality is present in the text condition")
-                if cond == "audio" and not _present(row.audio_quality):
-                    problems.cell(RF, i, "audio_quality", "audio_quality is missing in the audio condition")
-            if _present(pid) and _present(trial):
-                key = (pid, int(trial))
-                per_trial[key].append(i)
-                if trials is not None and key not in trial_rows:
-                    problems.cell(RF, i, "trial", f"no row in trials.csv for participant {pid!r} trial {trial}")
-                elif key in trial_prompt and _present(prompt) and trial_prompt[key] != prompt:
-                    problems.cell(RF, i, "prompt_id", f"{prompt!r} but trials.csv has prompt "
-                                                      f"{trial_prompt[key]!r} for participant {pid!r} trial {trial}")
+    per_trial: dict[tuple, list[int]] = defaultdict(list)
+    has_aq = "audio_quality" in ratings.columns
+    cols = {c: _col(ratings, c) for c in ("participant_id", "condition", "prompt_id", "clip_id", "trial",
+                                          "audio_quality", "presented_first")}
+    for i in range(len(ratings)):
+        pid, cond, prompt = cols["participant_id"][i], cols["condition"][i], cols["prompt_id"][i]
+        clip, trial = cols["clip_id"][i], cols["trial"][i]
+        check_participant("ratings", i, pid)
+        check_prompt("ratings", i, prompt, trial)
+        if _present(clip):
+            if clip not in clip_of:
+                problems.cell("ratings", i, "clip_id",
+                              f"unknown clip {clip!r} (not in the stimuli nor the attention check)")
+            elif _present(prompt) and clip_of[clip][0] != prompt:
+                problems.cell("ratings", i, "clip_id", f"clip {clip!r} belongs to prompt {clip_of[clip][0]!r}, "
+                                                       f"not to this row's prompt {prompt!r}")
+            if _present(pid):
+                key = (pid, clip)
+                if key in seen_clip:
+                    problems.cell("ratings", i, "clip_id", f"duplicate rating of clip {clip!r} by participant {pid!r} "
+                                                           f"(first at {problems.at('ratings', seen_clip[key])})")
+                else:
+                    seen_clip[key] = i
+        if _present(pid) and _present(cond) and pid in cond_of and cond_of[pid] != cond:
+            where = problems.at("participants", _row_of(parts, pid))
+            problems.cell("ratings", i, "condition", f"{cond!r} but participant {pid!r} is in the "
+                                                     f"{cond_of[pid]!r} condition ({where})")
+        if _present(cond) and has_aq:
+            if cond == "text" and _present(cols["audio_quality"][i]):
+                problems.cell("ratings", i, "audio_quality", "audio_quality is present in the text condition")
+            if cond == "audio" and not _present(cols["audio_quality"][i]):
+                problems.cell("ratings", i, "audio_quality", "audio_quality is missing in the audio condition")
+        key = key_of(pid, trial, prompt)
+        if key is not None:
+            per_trial[key].append(i)
+            if trials is not None and key not in trial_rows:
+                problems.cell("ratings", i, key_col, f"no row in {problems.origins['trials'].file()} for participant "
+                                                     f"{pid!r} {key_text(key)}")
+            elif by_trial and key in trial_prompt and _present(prompt) and trial_prompt[key] != prompt:
+                problems.cell("ratings", i, "prompt_id",
+                              f"{prompt!r} but {problems.origins['trials'].file()} has prompt {trial_prompt[key]!r} "
+                              f"for participant {pid!r} trial {trial}")
 
     # ---- each trial: exactly the prompt's two clips, one presented first ----------------------------
-    if trials is not None and ratings is not None:
-        for key, i in trial_rows.items():
-            pid, trial = key
-            rows = per_trial.get(key, [])
-            if not rows:
-                problems.cell(TF, i, "trial", f"no ratings in ratings.csv for participant {pid!r} trial {trial}")
-                continue
-            prompt = trial_prompt.get(key)
-            clips = [ratings.at[ratings.index[r], "clip_id"] for r in rows]
-            expected = clips_by_prompt.get(prompt, set()) if prompt is not None else set()
-            if expected and (len(rows) != 2 or set(clips) != expected):
-                problems.cell(TF, i, "trial", f"participant {pid!r} trial {trial} has {len(rows)} rating row(s) "
-                                              f"(clips {sorted(str(c) for c in clips)}); expected one per clip "
-                                              f"{sorted(expected)} (ratings.csv rows {[r + 2 for r in rows]})")
-                continue
-            firsts = [ratings.at[ratings.index[r], "presented_first"] for r in rows]
-            if all(_present(f) for f in firsts) and sum(bool(f) for f in firsts) != 1:
-                problems.cell(RF, rows[0], "presented_first",
-                              f"participant {pid!r} trial {trial}: exactly one of the two clips must be "
-                              f"presented first (rows {[r + 2 for r in rows]})")
+    groups = trial_rows if trials is not None else {k: rows[0] for k, rows in per_trial.items()}
+    for key, i in groups.items():
+        pid = key[0]
+        rows = per_trial.get(key, [])
+        if not rows:
+            problems.cell("trials", i, key_col, f"no ratings for participant {pid!r} {key_text(key)}")
+            continue
+        prompt = trial_prompt.get(key) if trials is not None else cols["prompt_id"][rows[0]]
+        if not by_trial and prompt is None:
+            prompt = key[1]
+        clips = [cols["clip_id"][r] for r in rows]
+        expected = clips_by_prompt.get(prompt, set()) if _present(prompt) else set()
+        if expected and (len(rows) != 2 or set(clips) != expected):
+            where = ("trials", i) if trials is not None else ("ratings", rows[0])
+            problems.cell(where[0], where[1], key_col,
+                          f"participant {pid!r} {key_text(key)} has {len(rows)} rating row(s) (clips "
+                          f"{sorted(str(c) for c in clips)}); expected one per clip {sorted(expected)} (rating rows "
+                          f"{', '.join(problems.at('ratings', r) for r in rows)})")
+            continue
+        firsts = [cols["presented_first"][r] for r in rows]
+        if ("presented_first" in ratings.columns and all(_present(f) for f in firsts)
+                and sum(bool(f) for f in firsts) != 1):
+            problems.cell("ratings", rows[0], "presented_first",
+                          f"participant {pid!r} {key_text(key)}: exactly one of the two clips must be presented first "
+                          f"(rows {', '.join(problems.at('ratings', r) for r in rows)})")
+
+
+def write_valid(valid: ValidRatings, paths: Mapping[str, str | Path]) -> None:
+    """Write the validated tables (atomically) to ``paths`` ({table: file}); a source without trials gets a
+    trials file with the key columns and no rows (the analyses that need trials are then skipped)."""
+    from modprefs.io import write_csv  # noqa: PLC0415
+
+    for table in TABLES:
+        df = valid.tables.get(table)
+        if df is None:
+            df = pd.DataFrame(columns=["participant_id", "prompt_id", "trial"])
+        write_csv(df, paths[table])
+
+
+def _row_of(parts: pd.DataFrame | None, pid: object) -> int:
+    assert parts is not None
+    return int(parts.index[parts["participant_id"] == pid][0])

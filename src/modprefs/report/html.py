@@ -78,21 +78,76 @@ def markdown_title(md_path: Path) -> str | None:
     return first[0][2:].strip() if first and first[0].startswith("# ") else None
 
 
-def coverage_note(method: str, coverage_json: Path) -> str:
-    """Which ICC CI method the run used and its coverage measured by benchmarks/icc_coverage.py."""
-    text = f"ICC confidence intervals: {method} bootstrap, percentile intervals."
+def coverage_table(coverage_json: Path) -> pd.DataFrame | None:
+    """The ICC interval coverage benchmark (benchmarks/icc_coverage.py) as one row per model x size x method."""
     if not coverage_json.is_file():
+        return None
+    summary = json.loads(coverage_json.read_text(encoding="utf-8")).get("summary", {})
+    rows = []
+    for key, block in summary.items():
+        model, _, size = key.partition("/")
+        for method, m in block.get("methods", {}).items():
+            row = {"model": model, "size": size, "studies": block.get("n_studies"),
+                   "truth_icc_2_1": block.get("truth_icc_2_1"), "method": method}
+            for stat in ("icc_2_1", "icc_2_k"):
+                c = m.get(stat) or {}
+                lo, hi = c.get("coverage_ci95_clopper_pearson") or (None, None)
+                row.update({f"{stat}_coverage": c.get("coverage"), f"{stat}_coverage_lo": lo,
+                            f"{stat}_coverage_hi": hi, f"{stat}_width": c.get("mean_width")})
+            rows.append(row)
+    return pd.DataFrame(rows) if rows else None
+
+
+def coverage_note(method: str, coverage_json: Path) -> str:
+    """Which ICC CI method the run used, and its coverage range over the benchmark's models and sizes."""
+    from modprefs.stats.icc_ci import ci_method_label  # noqa: PLC0415
+
+    text = f"ICC confidence intervals: {ci_method_label(method)}."
+    table = coverage_table(coverage_json)
+    if table is None:
         return text + " Its coverage has not been measured on this installation (benchmarks/icc_coverage.py)."
-    summary = json.loads(coverage_json.read_text()).get("summary", {})
+    mine = table[table["method"] == method]
+    if mine.empty:
+        return text + " The coverage benchmark does not include this method."
+    cov = mine[["icc_2_1_coverage", "icc_2_k_coverage"]].to_numpy(float)
+    return (text + f" Measured coverage of its nominal 95 % intervals: {cov.min():.3f}-{cov.max():.3f} over "
+            f"{len(mine)} settings ({', '.join(sorted(set(mine['model'])))}; sizes {', '.join(sorted(set(mine['size'])))}; "
+            f"{int(mine['studies'].min())}+ simulated studies each) -- the table 'ICC interval coverage' below "
+            "(benchmarks/out/icc_coverage.json).")
+
+
+def table2_null_table(null_json: Path) -> pd.DataFrame | None:
+    """False-positive rates of Table 2's modality interactions (benchmarks/table2_null.py), one row per model x
+    random-effects structure x term."""
+    if not null_json.is_file():
+        return None
+    summary = json.loads(null_json.read_text(encoding="utf-8")).get("summary", {})
+    rows = []
+    for model, block in summary.items():
+        for structure in ("stimulus_modality", "paper"):
+            for term in ("modality_x_length", "modality_x_order", "modality_x_trial"):
+                t = block.get(structure, {}).get(term)
+                if t:
+                    rows.append({"model": model, "table2_random": structure, "term": term,
+                                 "studies": block.get("n_studies"), "false_positive_rate": t["rate"],
+                                 "rate_lo": t["rate_ci95"][0], "rate_hi": t["rate_ci95"][1]})
+    return pd.DataFrame(rows) if rows else None
+
+
+def table2_note(structure: str, null_json: Path) -> str:
+    """Which random-effects structure Table 2 used and the false-positive rates measured for both."""
+    table = table2_null_table(null_json)
+    text = f"Table 2's omnibus model used stats.table2_random = {structure}."
+    if table is None:
+        return text + " Its false-positive rate has not been measured on this installation (benchmarks/table2_null.py)."
     parts = []
-    for setting, label in (("default", "the default (clipped, heavy-tailed) simulator"), ("gaussian", "a Gaussian LMM")):
-        m = summary.get(setting, {}).get("methods", {}).get(method, {}).get("percentile")
-        if m:
-            lo, hi = m["coverage_ci95_clopper_pearson"]
-            parts.append(f"{m['coverage']:.3f} [{lo:.3f}, {hi:.3f}] over {m['n']} simulated studies of {label}")
-    if parts:
-        text += " Measured coverage of the nominal 95 % interval: " + "; ".join(parts) + " (benchmarks/out/icc_coverage.json)."
-    return text
+    for name in ("stimulus_modality", "paper"):
+        rates = table[(table["table2_random"] == name) & table["term"].isin(["modality_x_length", "modality_x_order"])]
+        if not rates.empty:
+            parts.append(f"{name}: {rates['false_positive_rate'].min():.3f}-{rates['false_positive_rate'].max():.3f}")
+    return (text + " Rejection rates at alpha = .05 of the modality x length and modality x order interactions in null "
+            "simulations (no interaction; " + ", ".join(sorted(set(table["model"]))) + "): " + "; ".join(parts)
+            + " -- the table 'Table 2 false-positive rates' below (benchmarks/out/table2_null.json).")
 
 
 def judges_note(judges: pd.DataFrame) -> str | None:

@@ -22,13 +22,15 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
+from modprefs.errors import UserInputError
+
 SAMPLE_RATE = 16_000
 DEGRADATIONS = ("noise", "clipping", "lowpass")
 DEFAULT_PARAMS = {"noise": {"snr_db": 10.0}, "clipping": {"gain": 4.0, "level": 0.3},
                   "lowpass": {"cutoff_hz": 1500.0}}
 
 
-class AudioReadError(ValueError):
+class AudioReadError(UserInputError):
     """An audio file is missing or unreadable; the message names it."""
 
 

@@ -1,8 +1,12 @@
 """The ``reward:`` section of the workflow config: defaults, merging and per-run settings.
 
-The workflow works without a ``reward:`` section (every key has a default here); a user's section
-is deep-merged over :data:`DEFAULTS`. ``runs`` maps a run name to overrides of ``train`` (and of
-``model`` under a ``model`` key); each run is trained into ``results/reward/{run}/``.
+The workflow works without a ``reward:`` section (every key has a default here, and config.yaml shows
+each one); a user's section is deep-merged over :data:`DEFAULTS`. Unknown or mistyped keys at any depth
+(``reward.pairs.degradaton``) are rejected by the config schema (workflow/schemas/config.schema.yaml)
+with their dotted name before any job runs; :func:`reward_config` checks the top level for Python
+callers. A ``null`` set (``pairs.colloquial: null``) turns that pair set off. ``runs`` maps a run name
+to overrides of ``train`` (and of ``model`` under a ``model`` key); each run is trained into
+``results/reward/{run}/``.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ DEFAULTS: dict[str, Any] = {
         "min_gap": {"text": 0.0, "audio": 0.0},  # decisiveness thresholds on the 1-100 mean gap
         "criterion_by_modality": False,       # true: quality_text / quality_audio instructions instead of one
         "degradation": {"kinds": ["noise", "clipping", "lowpass"], "per_clip": 1},
-        "corpus": None,       # {manifest: path, name: corpus, max_pairs: 200, min_context_turns: 1}
-        "colloquial": None,   # {rewrites: path (item_id, written, spoken)} or {endpoint: {base_url, model, api_key_env}, n: 24}
+        # natural vs TTS; needs a human-speech corpus manifest (null: no modality pairs)
+        "corpus": {"manifest": None, "name": "corpus", "max_pairs": 200, "min_context_turns": 1,
+                   "voices": None},       # null: modprefs.reward.build.DEFAULT_VOICES
+        # spoken-style rewrite vs written excerpt of study responses (null: none)
+        "colloquial": {"rewriter": "rule-based", "n": 12, "max_chars": 160, "rewrites": None, "endpoint": None,
+                       # one voice for both sides; piper renders 7x faster than the study's kokoro-onnx
+                       # (benchmarks/out/tts_rtf.json); null: the study voice
+                       "tts": {"backend": "piper", "voice": "en_US-joe-medium"}},
     },
     "model": {"backbone": {"name": "minilm-logmel"}, "pooling": "mean"},
-    "train": {"epochs": 20, "batch_size": 16, "grad_accum": 1, "lr": 0.002, "center_coef": 0.01,
+    "train": {"epochs": 20, "batch_size": 16, "grad_accum": 1, "lr": "auto", "center_coef": 0.01,
               "margin_scale": 0.0, "val_fraction": 0.25, "device": "auto", "precision": "auto"},
     "runs": {
         "main": {},

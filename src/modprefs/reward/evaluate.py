@@ -13,6 +13,12 @@
   response), accuracy on pairs whose longer response was rejected vs chosen.
 - :func:`transfer_table`: runs trained on one label set (e.g. human text labels) scored on
   another's held-out pairs (e.g. human audio labels): the cross-modal transfer table.
+- :func:`pair_type_table`: each run's accuracy by pair type (held out and all), each type labelled
+  with where its labels come from (the rule-based colloquial pairs say so), and the builders that
+  made nothing with the reason (e.g. no human-speech corpus for natural-vs-TTS pairs).
+
+The OOD, transfer and pair-type tables carry every cell's ``n``; a cell with fewer than
+:data:`MIN_N` pairs gets a caveat (a 95 % interval of an accuracy on 10 pairs is about ±0.3).
 """
 
 from __future__ import annotations
@@ -34,6 +40,31 @@ from modprefs.reward.train import pair_accuracy, scores_table
 log = logging.getLogger(__name__)
 
 ACC_COLUMNS = ["split", "level", "key", "n", "correct", "wrong", "ties", "accuracy", "accuracy_ties_half"]
+MIN_N = 20
+PAIR_TYPE_LABELS = {
+    "human_text": "study: human labels, text condition",
+    "human_audio": "study: human labels, audio condition",
+    "judge_text": "study: AI judge labels, text",
+    "judge_audio": "study: AI judge labels, audio",
+    "noise": "clean vs degraded audio (noise)",
+    "clipping": "clean vs degraded audio (clipping)",
+    "lowpass": "clean vs degraded audio (low-pass)",
+    "colloquial_rule_based": "colloquial: RULE-BASED spoken-style rewrite vs written text (same voice)",
+    "colloquial": "colloquial: LLM/user rewrite vs written text (same voice)",
+    "wild": "modality: natural speech vs TTS (corpus tier wild)",
+    "semi-wild": "modality: natural speech vs TTS (corpus tier semi-wild)",
+    "scripted": "modality: natural speech vs TTS (corpus tier scripted)",
+}
+
+
+def caveat(n: int, min_n: int = MIN_N) -> str:
+    """'' for ``n >= min_n``; else a note that the accuracy of so few pairs is indicative only."""
+    if n >= min_n:
+        return ""
+    if n == 0:
+        return "no pairs"
+    half = 1.96 * np.sqrt(0.25 / n)
+    return f"n={n} < {min_n}: indicative only (95% CI about ±{half:.2f})"
 
 
 def score_pairs(model: RewardModel, pairs: pd.DataFrame, split: Sequence[str] | None = None,
@@ -122,7 +153,9 @@ def ood_table(model: RewardModel, pairs: pd.DataFrame, engines_dir: str | os.Pat
             for key, h in g.groupby(g["source"].astype(str)):
                 rows.append({"engine": engine, "split": sp, "level": "source", "key": key,
                              **pair_accuracy(h["r_chosen"], h["r_rejected"], tie_tol)})
-    return pd.DataFrame(rows, columns=["engine"] + ACC_COLUMNS)
+    out = pd.DataFrame(rows, columns=["engine"] + ACC_COLUMNS)
+    out["caveat"] = [caveat(int(n)) for n in out["n"]]
+    return out
 
 
 def drift_table(scores: pd.DataFrame, center_coef: float | None = None) -> pd.DataFrame:
@@ -182,8 +215,33 @@ def transfer_table(runs: Mapping[str, tuple[Any, pd.DataFrame]], split: str = "v
             acc = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol) if len(g) else None
             row[f"{c}_accuracy"] = acc["accuracy"] if acc else np.nan
             row[f"{c}_n"] = acc["n"] if acc else 0
+        small = [f"{c} ({row[f'{c}_n']})" for c in categories if row[f"{c}_n"] < MIN_N]
+        row["caveat"] = (f"n < {MIN_N} held-out pairs in {', '.join(small)}: those accuracies are indicative only"
+                         if small else "")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def pair_type_table(evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mapping[str, Any] | None = None,
+                    tie_tol: float = 1e-6) -> pd.DataFrame:
+    """Per run and pair type (``category``): held-out and overall accuracy with n, the type's label and a
+    caveat; then one row per builder that made no pairs, with the reason (from the pairs' summary.json)."""
+    rows = []
+    for run, e in evals.items():
+        s = e["scores"]
+        for cat, g in s.groupby(s["category"].astype(str), sort=True):
+            val = g[g["split"] == "val"]
+            acc_val = pair_accuracy(val["r_chosen"], val["r_rejected"], tie_tol) if len(val) else None
+            acc_all = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)
+            rows.append({"run": run, "pair_type": cat, "label": PAIR_TYPE_LABELS.get(cat, cat),
+                         "source": str(g["source"].iloc[0]), "val_n": len(val),
+                         "val_accuracy": acc_val["accuracy"] if acc_val else np.nan,
+                         "all_n": len(g), "all_accuracy": acc_all["accuracy"], "caveat": caveat(len(val))})
+    for builder, why in ((pairs_summary or {}).get("skipped") or {}).items():
+        rows.append({"run": "-", "pair_type": builder, "label": f"{builder}: not built", "source": builder,
+                     "val_n": 0, "val_accuracy": np.nan, "all_n": 0, "all_accuracy": np.nan, "caveat": why})
+    return pd.DataFrame(rows, columns=["run", "pair_type", "label", "source", "val_n", "val_accuracy", "all_n",
+                                       "all_accuracy", "caveat"])
 
 
 def evaluate_run(run_dir: str | os.PathLike[str], pairs: pd.DataFrame, engines_dir: str | os.PathLike[str] | None = None,
@@ -193,7 +251,9 @@ def evaluate_run(run_dir: str | os.PathLike[str], pairs: pd.DataFrame, engines_d
     With ``out_dir``: writes scores.csv, accuracy.csv, ood.csv, drift.csv, length_bias.csv, eval.json."""
     from modprefs.io import write_csv, write_json
     from modprefs.reward.examples import FeatureCache
-    model = load_reward_model(run_dir, cache=FeatureCache(cache_dir))
+    import torch
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU when one is visible (qwen2.5-omni runs)
+    model = load_reward_model(run_dir, device=device, cache=FeatureCache(cache_dir))
     train_cfg = model.extra_config.get("train", {})
     pairs = pairs.reset_index(drop=True)
     split = assign_split(pairs, float(train_cfg.get("val_fraction", 0.25)), int(train_cfg.get("seed", 0))).tolist()
@@ -222,15 +282,40 @@ def evaluate_run(run_dir: str | os.PathLike[str], pairs: pd.DataFrame, engines_d
     return {"summary": summary, **tables}
 
 
-def summary_tables(evals: Mapping[str, Mapping[str, Any]]) -> dict[str, pd.DataFrame]:
-    """Across runs: the transfer table, drift (λ vs no λ) and headline accuracies.
-    ``evals``: run -> {"summary": ..., "scores": DataFrame, "drift": DataFrame} (as :func:`evaluate_run`)."""
+def summary_tables(evals: Mapping[str, Mapping[str, Any]],
+                   pairs_summary: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
+    """Across runs: headline accuracies, accuracy by pair type, the transfer table and drift (λ vs no λ).
+    ``evals``: run -> {"summary": ..., "scores": DataFrame, "drift": DataFrame} (as :func:`evaluate_run`);
+    ``pairs_summary``: the pair builders' summary.json (for the types that were not built, and why)."""
     transfer = transfer_table({r: (e["summary"].get("train_on"), e["scores"]) for r, e in evals.items()})
     drift = pd.concat([e["drift"].assign(run=r) for r, e in evals.items()], ignore_index=True)
     drift = drift[["run"] + [c for c in drift.columns if c != "run"]]
     headline = pd.DataFrame([{"run": r, **{k: v for k, v in e["summary"].items() if k != "run_dir"}}
                              for r, e in evals.items()])
-    return {"transfer": transfer, "drift": drift, "runs": headline}
+    return {"runs": headline, "pair_types": pair_type_table(evals, pairs_summary), "transfer": transfer,
+            "drift": drift}
+
+
+SUMMARY_TITLES = {
+    "runs": "Reward runs: held-out micro/macro accuracy and mean reward",
+    "pair_types": "Accuracy by pair type (held out and all; rule-based colloquial pairs are labelled; "
+                  "n < 20 flagged)",
+    "transfer": "Cross-modal transfer: held-out accuracy by label set (rows: what the run trained on; "
+                "n per cell, n < 20 flagged)",
+    "drift": "Reward drift: mean chosen/rejected reward per run (centering λ) and source",
+}
+
+
+def write_summary(evals: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str],
+                  pairs_summary: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
+    """:func:`summary_tables` as ``out_dir/{name}.csv`` and titled ``.md``."""
+    from modprefs.io import write_csv, write_markdown_table
+    tables = summary_tables(evals, pairs_summary)
+    for name, df in tables.items():
+        write_csv(df, Path(out_dir) / f"{name}.csv")
+        write_markdown_table(df, Path(out_dir) / f"{name}.md", title=SUMMARY_TITLES[name], floatfmt=".3f")
+    log.info("summary of %d runs\n%s", len(evals), tables["runs"].to_string())
+    return tables
 
 
 def read_eval(out_dir: str | os.PathLike[str]) -> dict[str, Any]:

@@ -6,9 +6,14 @@ several criteria. The head has no bias: a bias cancels in every pairwise differe
 only let the reward scale drift.
 
 Checkpoint (a folder): ``model.safetensors`` (every parameter except the backbone's
-``frozen_prefixes``, which come from an installed package) and ``config.json`` (format, backbone
-config, pooling, criteria and their instructions, training settings such as the centering λ and
-the training data hash). :func:`load_reward_model` rebuilds the same scorer from the folder.
+``frozen_prefixes``, which come back from an installed package or from the hub model named in the
+config: MiniLM for the default backbone, the whole base of a Qwen2.5-Omni LoRA run, so such a
+checkpoint is the adapter, the pooling and the head) and ``config.json`` (format, backbone config
+with model id, revision and ``local_files_only``, pooling, criteria and their instructions,
+training settings such as the centering λ, the learning rate used and the training data hash).
+:func:`load_reward_model` rebuilds the same scorer from the folder. Format 2 (this one) masks the
+audio conv stack and conditions the default backbone on criterion and context; format-1 folders
+need retraining.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from torch import nn
 from modprefs.reward.backbones import build_backbone
 from modprefs.reward.examples import Example, FeatureCache, Turn
 from modprefs.reward.pooling import make_pooling
+from modprefs.reward.precision import prepare_precision
 
-CHECKPOINT_FORMAT = "modprefs.reward/1"
+CHECKPOINT_FORMAT = "modprefs.reward/2"
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 
@@ -119,13 +125,15 @@ def load_reward_model(directory: str | os.PathLike[str], device: str | torch.dev
         raise FileNotFoundError(f"reward checkpoint: {cfg_path} not found")
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     if cfg.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{cfg_path}: format {cfg.get('format')!r}, expected {CHECKPOINT_FORMAT!r}")
+        raise ValueError(f"{cfg_path}: format {cfg.get('format')!r}, expected {CHECKPOINT_FORMAT!r} "
+                         "(a checkpoint of an older modprefs: train it again)")
     backbone_cfg = dict(cfg["backbone"])
     if backbone_cfg.get("name") == "qwen2.5-omni" and backbone_cfg.get("thinker_config") is not None:
         backbone_cfg["model_id"] = None  # rebuilt from the saved config, weights below
     model = RewardModel(build_backbone(backbone_cfg, cache=cache), cfg["pooling"], cfg["criteria"])
     model.extra_config = {k: v for k, v in cfg.items()
                           if k not in ("format", "backbone", "pooling", "criteria", "hidden_size")}
+    prepare_precision(model, torch.device(device))  # the dtypes training had: the saved fp32 weights stay fp32
     state = load_file(str(directory / WEIGHTS_FILE))
     missing, unexpected = model.load_state_dict(state, strict=False)
     frozen = tuple(f"backbone.{p}" for p in getattr(model.backbone, "frozen_prefixes", ()))

@@ -31,7 +31,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.errors import UserInputError
 from modprefs.reward.audio import DEGRADATIONS, AudioReadError, check_audio, degradation_spec
 
 log = logging.getLogger(__name__)
@@ -46,14 +46,14 @@ log = logging.getLogger(__name__)
 PAIR_COLUMNS = ["pair_id", "criterion", "category", "source", "label_modality", "group", "prompt_id", "context",
                 "chosen_audio", "chosen_text", "chosen_transform", "chosen_clip_id", "chosen_chars",
                 "rejected_audio", "rejected_text", "rejected_transform", "rejected_clip_id", "rejected_chars",
-                "margin", "n_raters"]
+                "margin", "n_raters", "rewriter", "tts_voice"]
 CORPUS_COLUMNS = ["audio_path", "transcript", "dialogue_id", "turn", "speaker", "tier"]
 TIERS = ("wild", "semi-wild", "scripted")
 REWRITE_COLUMNS = ["item_id", "written", "spoken"]
 MODALITIES = ("text", "audio")
 
 
-class PairDataError(ValueError):
+class PairDataError(UserInputError):
     """Bad input for pairs or training; the message names the file/column/pair at fault."""
 
 
@@ -77,8 +77,11 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df[PAIR_COLUMNS]
 
 
-def _sanitise(cid: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", str(cid))
+def normalise_id(cid: Any) -> str:
+    """The file-name-safe id of a conversation or dialogue: the sampling stage's prompt id
+    (:func:`modprefs.sampling.draw.prompt_id_for`), so pairs find the context of any conversation id."""
+    from modprefs.sampling.draw import prompt_id_for
+    return prompt_id_for(str(cid))
 
 
 # ------------------------------------------------------------------------------------- (a) study
@@ -91,7 +94,7 @@ def study_context(conversations: pd.DataFrame, prompts: pd.DataFrame | None = No
         require_columns(prompts, ["prompt_id", "conversation_id"], "prompts.csv")
         mapping = {str(p): str(c) for p, c in zip(prompts["prompt_id"], prompts["conversation_id"])}
     else:
-        mapping = {_sanitise(c): c for c in by_conv}
+        mapping = {normalise_id(c): c for c in by_conv}
     out = {}
     for pid, cid in mapping.items():
         row = by_conv.get(cid)
@@ -242,8 +245,10 @@ Renderer = Callable[[str, str], str]
 
 def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: int = 1,
                    max_pairs: int | None = None, seed: int = 0, criterion: str = "modality",
-                   corpus_name: str = "corpus") -> pd.DataFrame:
-    """Natural turn (chosen) vs its TTS re-synthesis (rejected), same natural-speech context."""
+                   corpus_name: str = "corpus", voice_of: Callable[[str], str] | None = None) -> pd.DataFrame:
+    """Natural turn (chosen) vs its TTS re-synthesis (rejected), same natural-speech context.
+    ``render(text, key)`` synthesises the turn (key ``{dialogue}_{turn}``); ``voice_of(key)``, when given,
+    names the voice it used (the ``tts_voice`` column)."""
     corpus = validate_corpus(corpus)
     rows = []
     candidates = []
@@ -255,7 +260,7 @@ def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: in
         pick = sorted(np.random.default_rng(seed).choice(len(candidates), size=max_pairs, replace=False))
         candidates = [candidates[i] for i in pick]
     for did, ctx, row in candidates:
-        key = f"{_sanitise(did)}_{int(row.turn)}"
+        key = f"{normalise_id(did)}_{int(row.turn)}"
         synthetic = render(str(row.transcript), key)
         text = str(row.transcript)
         rows.append({
@@ -267,6 +272,7 @@ def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: in
             "chosen_clip_id": None, "chosen_chars": len(text),
             "rejected_audio": str(synthetic), "rejected_text": text, "rejected_transform": None,
             "rejected_clip_id": None, "rejected_chars": len(text), "margin": 0.0, "n_raters": 0,
+            "tts_voice": voice_of(key) if voice_of else None,
         })
     return _frame(rows)
 
@@ -309,17 +315,23 @@ def openai_completer(base_url: str, model: str, api_key_env: str = "OPENAI_API_K
 
 
 def colloquial_pairs(rewrites: pd.DataFrame, render: Renderer, contexts: Mapping[str, list[dict]] | None = None,
-                     criterion: str = "colloquialness", name: str = "rewrites table") -> pd.DataFrame:
-    """Spoken-style (chosen) vs written-style (rejected) final turn, same TTS, same context."""
+                     criterion: str = "colloquialness", name: str = "rewrites table", category: str = "colloquial",
+                     rewriter: str | None = None, tts_voice: str | None = None,
+                     groups: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Spoken-style (chosen) vs written-style (rejected) final turn, same TTS voice, same context.
+    ``category``/``rewriter`` label where the rewrites come from (``colloquial_rule_based``/``rule-based``
+    for :mod:`modprefs.reward.colloquial`); ``groups``: item -> split group (default: the item's prompt,
+    ``p1`` of a clip id ``p1_0``, so both responses of a prompt land on the same side)."""
     require_columns(rewrites, REWRITE_COLUMNS, name)
     rows = []
     for r in rewrites.itertuples(index=False):
-        item = _sanitise(r.item_id)
+        item = normalise_id(r.item_id)
         written, spoken = str(r.written), str(r.spoken)
+        group = (groups or {}).get(str(r.item_id), str(r.item_id).rsplit("_", 1)[0])
         rows.append({
-            "pair_id": f"colloquial:{item}", "criterion": criterion, "category": "colloquial",
-            "source": "colloquial", "label_modality": "audio", "group": str(r.item_id),
-            "prompt_id": str(r.item_id), "context": (contexts or {}).get(str(r.item_id), []),
+            "pair_id": f"colloquial:{item}", "criterion": criterion, "category": category,
+            "source": "colloquial", "label_modality": "audio", "group": group, "rewriter": rewriter,
+            "tts_voice": tts_voice, "prompt_id": group, "context": (contexts or {}).get(str(r.item_id), []),
             "chosen_audio": str(render(spoken, f"{item}_spoken")), "chosen_text": spoken, "chosen_transform": None,
             "chosen_clip_id": None, "chosen_chars": len(spoken),
             "rejected_audio": str(render(written, f"{item}_written")), "rejected_text": written,

@@ -6,8 +6,11 @@
    or unreadable audio — :func:`modprefs.reward.pairs.validate_pairs`);
 2. splits by group (prompt / dialogue) with a seeded hash, so every run holds out the same prompts;
 3. featurizes every pair side once (frozen encoders, log-mel, token ids; optionally cached on disk);
-4. trains with AdamW: seeded shuffling, gradient accumulation, gradient clipping, bf16 autocast on
-   CUDA, gradient checkpointing for large backbones, a tqdm progress bar;
+4. trains with AdamW: seeded shuffling, gradient accumulation, gradient clipping, a tqdm progress bar;
+   every trainable parameter in fp32 (master weights: a bf16 checkpoint is upcast where it trains, so
+   updates smaller than bf16's resolution are not rounded away), bf16 autocast for the compute on CUDA,
+   frozen weights left in their load dtype on CUDA (LoRA: a bf16 base); gradient checkpointing for large
+   backbones; the learning rate ``auto`` = the backbone's ``default_lr``;
 5. writes ``run_dir/``: ``model.safetensors`` + ``config.json`` (the checkpoint), ``metrics.json``,
    ``scores.csv`` (per pair: rewards and split) and ``curve.png`` (loss, accuracy, mean reward).
 """
@@ -29,11 +32,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from modprefs.reward.backbones import build_backbone
+from modprefs.reward.backbones import RewardSetupError, build_backbone
 from modprefs.reward.examples import FeatureCache
 from modprefs.reward.loss import bradley_terry_loss
 from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, pair_examples
 from modprefs.reward.pairs import PairDataError, assign_split, pairs_hash, validate_pairs
+from modprefs.reward.precision import prepare_precision
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,7 @@ class TrainConfig:
     epochs: int = 20
     batch_size: int = 16
     grad_accum: int = 1
-    lr: float = 2e-3
+    lr: Any = "auto"                   # auto: the backbone's default_lr (2e-3 minilm-logmel; 1e-5 / LoRA 1e-4 qwen)
     weight_decay: float = 0.0
     lr_schedule: str = "linear"        # linear (decay to 0, as TRL's default) | constant
     warmup_ratio: float = 0.0
@@ -72,8 +76,31 @@ def resolve_device(device: str = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"reward training: device {device!r} asked for, but CUDA is not available")
+        raise RewardSetupError(f"reward.train.device is {device!r}, but CUDA is not available here "
+                               "(set reward.train.device: auto or cpu, or run the job on a GPU node)")
     return dev
+
+
+def resolve_lr(lr: Any, backbone: Any) -> float:
+    """``lr`` as a number: ``auto`` is the backbone's ``default_lr`` (2e-3 if it has none)."""
+    if lr in (None, "auto"):
+        return float(getattr(backbone, "default_lr", 2e-3))
+    try:
+        return float(lr)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"reward.train.lr: {lr!r} is neither a number nor 'auto'") from exc
+
+
+def check_device_for(model: RewardModel, device: torch.device, asked: str) -> None:
+    """A real large backbone (hub weights) on the CPU only when asked for explicitly (``device: cpu``);
+    otherwise stop and say what it needs."""
+    bb = model.backbone
+    if getattr(bb, "large", False) and getattr(bb, "model_id", None) and device.type != "cuda" and asked != "cpu":
+        raise RewardSetupError(
+            f"reward backbone {bb.name} ({bb.model_id}) needs a CUDA GPU to train (about 20 GB with LoRA, 60+ GB "
+            "for a full fine-tune of the 3B model; docs/reward.md has the memory table) and none is visible here. "
+            "Run the job on a GPU node (profiles/slurm asks for one), or set reward.train.device: cpu to run it "
+            "on the CPU anyway (days for 3B).")
 
 
 def seed_everything(seed: int) -> None:
@@ -164,6 +191,7 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     cache = FeatureCache(cache_dir)
     if model is None:
         model = build_model({**model_config, "criteria": criteria}, cache)
+    check_device_for(model, device, train.device)
     gc = train.gradient_checkpointing
     if (gc is True or (gc == "auto" and getattr(model.backbone, "large", False))) and \
             hasattr(model.backbone, "enable_gradient_checkpointing"):
@@ -172,6 +200,8 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     else:
         gc = False
     model.to(device)
+    precision = prepare_precision(model, device)
+    lr = resolve_lr(train.lr, model.backbone)
 
     t0 = time.perf_counter()
     ex_c, ex_r = pair_examples(pairs, criteria, features)
@@ -185,7 +215,7 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
                           if "margin" in pairs else np.zeros(n), dtype=torch.float32) * float(train.margin_scale)
 
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=train.lr, weight_decay=train.weight_decay)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=train.weight_decay)
     gen = torch.Generator().manual_seed(train.seed)
     steps_per_epoch = math.ceil(len(train_idx) / (train.batch_size * train.grad_accum))
     total_steps = max(1, train.epochs * steps_per_epoch)
@@ -202,28 +232,31 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     history: list[dict[str, Any]] = []
 
+    run_c, run_r = np.full(n, np.nan, dtype=np.float32), np.full(n, np.nan, dtype=np.float32)
+
     def evaluate(epoch: int, loss_sum: float, n_loss: int) -> dict[str, Any]:
-        rc = model.score_features(f_chosen, train.batch_size * 2)
-        rr = model.score_features(f_rejected, train.batch_size * 2)
+        """The epoch's curve point: train metrics from the scores the training steps computed during the
+        epoch (running, before each step's update), held-out metrics from scoring the val pairs now."""
         row = {"epoch": epoch, "train_loss": loss_sum / n_loss if n_loss else float("nan")}
-        for name, idx in (("train", train_idx), ("val", val_idx)):
-            acc = pair_accuracy(rc[idx], rr[idx], train.tie_tol)
+        vc = model.score_features([f_chosen[i] for i in val_idx], train.batch_size * 2)
+        vr = model.score_features([f_rejected[i] for i in val_idx], train.batch_size * 2)
+        for name, (c, r) in (("train", (run_c[train_idx], run_r[train_idx])), ("val", (vc, vr))):
+            acc = pair_accuracy(c, r, train.tie_tol)
             row[f"{name}_accuracy"] = acc["accuracy"]
             row[f"{name}_ties"] = acc["ties"]
-            row.update({f"{name}_{k}": v for k, v in reward_summary(rc[idx], rr[idx]).items()})
+            row.update({f"{name}_{k}": v for k, v in reward_summary(c, r).items()})
         if len(val_idx):
             with torch.no_grad():
-                vl, _ = bradley_terry_loss(torch.from_numpy(rc[val_idx]), torch.from_numpy(rr[val_idx]),
-                                           margin[val_idx], train.center_coef)
+                vl, _ = bradley_terry_loss(torch.from_numpy(vc), torch.from_numpy(vr), margin[val_idx],
+                                           train.center_coef)
             row["val_loss"] = float(vl)
-        return row | {"_rc": rc, "_rr": rr}
+        return row
 
     from tqdm.auto import tqdm
     t1 = time.perf_counter()
     pairs_seen = 0
     bar = tqdm(total=train.epochs * steps_per_epoch, desc="reward training", disable=not train.progress,
                leave=False, mininterval=1.0)
-    last = None
     for epoch in range(1, train.epochs + 1):
         model.train()
         order = train_idx[torch.randperm(len(train_idx), generator=gen).numpy()]
@@ -238,6 +271,7 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
                     r = model(batch)
                 rc, rr = r[: len(b)].float(), r[len(b):].float()
+                run_c[b], run_r[b] = rc.detach().cpu().numpy(), rr.detach().cpu().numpy()
                 loss, parts = bradley_terry_loss(rc, rr, margin[b].to(rc.device), train.center_coef)
                 (loss * (len(b) / total)).backward()
                 loss_sum += float(loss.detach()) * len(b)
@@ -250,26 +284,28 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
             bar.update(1)
             bar.set_postfix(loss=f"{loss_sum / max(n_loss, 1):.4f}", epoch=epoch)
         last = evaluate(epoch, loss_sum, n_loss)
-        history.append({k: v for k, v in last.items() if not k.startswith("_")})
-        log.info("epoch %d: loss %.4f train acc %.3f val acc %s mean reward %.3f", epoch, last["train_loss"],
-                 last["train_accuracy"], f"{last['val_accuracy']:.3f}" if len(val_idx) else "-",
+        history.append(last)
+        log.info("epoch %d: loss %.4f train acc (running) %.3f val acc %s mean reward %.3f", epoch,
+                 last["train_loss"], last["train_accuracy"], f"{last['val_accuracy']:.3f}" if len(val_idx) else "-",
                  last["train_mean_reward"])
     bar.close()
+    rc = model.score_features(f_chosen, train.batch_size * 2)  # the trained model on every pair (scores.csv)
+    rr = model.score_features(f_rejected, train.batch_size * 2)
     train_s = time.perf_counter() - t1
-    rc, rr = last["_rc"], last["_rr"]
 
     data_hash = pairs_hash(pairs, include_audio=backbone_name != "features")
     metrics: dict[str, Any] = {
         "backbone": model.backbone.config(), "pooling": model.pooling_name, "criteria": sorted(criteria),
         "center_coef": train.center_coef, "margin_scale": train.margin_scale, "train_on": train.train_on,
         "n_pairs": int(n), "n_train": int(len(train_idx)), "n_val": int(len(val_idx)),
-        "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol) | reward_summary(rc[train_idx], rr[train_idx]),
+        "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol)
+        | reward_summary(rc[train_idx], rr[train_idx]),
         "val": (pair_accuracy(rc[val_idx], rr[val_idx], train.tie_tol) | reward_summary(rc[val_idx], rr[val_idx]))
         if len(val_idx) else None,
         "all": reward_summary(rc, rr),
         "history": history, "device": str(device), "precision": "bf16" if use_bf16 else "fp32",
         "gradient_checkpointing": gc, "seed": train.seed, "epochs": train.epochs, "batch_size": train.batch_size,
-        "grad_accum": train.grad_accum, "lr": train.lr, "training_data_sha256": data_hash,
+        "grad_accum": train.grad_accum, "lr": lr, "training_data_sha256": data_hash, "parameters": precision,
         "timing": {"featurize_s": featurize_s, "train_s": train_s, "total_s": time.perf_counter() - t_start,
                    "train_pairs_per_s": pairs_seen / train_s if train_s > 0 else float("nan"),
                    "peak_rss_mb": _peak_rss_mb()},
@@ -278,6 +314,7 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     if device.type == "cuda":
         metrics["timing"]["peak_cuda_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
     train_settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in ("progress",)}
+    train_settings["lr_resolved"] = lr
     model.extra_config.update({"center_coef": train.center_coef, "training_data_sha256": data_hash,
                                "train": train_settings})
     if run_dir is not None:
@@ -318,7 +355,7 @@ def plot_curve(history: list[dict[str, Any]], target: str | os.PathLike[str], ti
     if "val_loss" in h:
         axes[0].plot(h["epoch"], h["val_loss"], label="val")
     axes[0].set(title="loss", xlabel="epoch")
-    axes[1].plot(h["epoch"], h["train_accuracy"], label="train")
+    axes[1].plot(h["epoch"], h["train_accuracy"], label="train (running, during the epoch)")
     if "val_accuracy" in h:
         axes[1].plot(h["epoch"], h["val_accuracy"], label="val")
     axes[1].set(title="pairwise accuracy", xlabel="epoch", ylim=(0, 1.02))
@@ -326,7 +363,7 @@ def plot_curve(history: list[dict[str, Any]], target: str | os.PathLike[str], ti
     axes[2].plot(h["epoch"], h["train_mean_rejected"], label="rejected")
     axes[2].plot(h["epoch"], h["train_mean_reward"], label="mean", linestyle="--")
     axes[2].axhline(0, color="grey", linewidth=0.5)
-    axes[2].set(title="mean reward (train)", xlabel="epoch")
+    axes[2].set(title="mean reward (train, running)", xlabel="epoch")
     for ax in axes:
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)

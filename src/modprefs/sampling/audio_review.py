@@ -14,11 +14,12 @@ The attention check cannot be replaced: if its clips fail QC the review stops wi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from modprefs.errors import UserInputError
 from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
 from modprefs.sampling.screening import ScreeningResult
 
@@ -27,7 +28,7 @@ DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass
 ON_EXHAUSTED = ("error", "drop")
 
 
-class AudioReviewError(RuntimeError):
+class AudioReviewError(UserInputError, RuntimeError):
     """The review cannot produce a study whose every clip passes QC (the message says why and what to do)."""
 
 
@@ -54,6 +55,25 @@ def failed_prompts(qc: pd.DataFrame, clips: pd.DataFrame) -> dict[str, str]:
     for row in failing.itertuples(index=False):
         detail.setdefault(str(row.prompt_id), []).append(f"{row.clip_id}: {row.qc_reasons}")
     return {pid: " | ".join(parts) for pid, parts in detail.items()}
+
+
+def used_conversations(earlier: Sequence[pd.DataFrame], prompts: pd.DataFrame) -> tuple[set[str], int]:
+    """Conversation ids drawn or removed before a round, and the ``draw_order`` its first replacement gets.
+
+    Args:
+        earlier: the tables naming every conversation drawn or removed before the round (prompts.csv,
+            screening_removals.csv, earlier rounds' replacements and removals; ``conversation_id``,
+            optionally ``draw_order``).
+        prompts: the round's prompts (their draw_order counts too).
+    """
+    used: set[str] = set()
+    max_order = -1
+    for table in [*earlier, prompts]:
+        if table is not prompts:
+            used |= set(table["conversation_id"].astype(str))
+        if "draw_order" in table.columns and len(table):
+            max_order = max(max_order, int(table["draw_order"].astype(int).max()))
+    return used, max_order + 1
 
 
 def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, qc: pd.DataFrame,
@@ -90,11 +110,12 @@ def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, q
     round_ids = set(prompts["prompt_id"].astype(str))
     outside = sorted(pid for pid in failed if pid not in round_ids)
     if outside:
-        raise AudioReviewError(
-            "attention-check clip(s) failed audio QC and cannot be replaced: "
-            + "; ".join(failed[pid] for pid in outside)
-            + ". Reword the attention check (config attention_check) or adjust audio_qc.thresholds."
-        )
+        reasons = "; ".join(failed[pid] for pid in outside)
+        fix = ("A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
+               "holding the attention check) and rerun with --forcerun audio_review to render it again"
+               if "unreadable" in reasons else
+               "Reword the attention check (config attention_check) or adjust audio_qc.thresholds")
+        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
     empty_prompts = prompts.iloc[0:0]
     removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
     if not failed:

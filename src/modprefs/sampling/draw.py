@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.errors import UserInputError
 from modprefs.sampling.screening import ScreeningResult
 
 PROMPT_COLUMNS = ["prompt_id", "conversation_id", "stratum", "chars_0", "chars_1", "abs_char_diff",
@@ -36,7 +37,7 @@ REMOVAL_REASONS = ("audio_quality", "other_language", "empty", "harmful")
 STRATA = ("long_diff", "other")
 
 
-class SamplingError(ValueError):
+class SamplingError(UserInputError):
     """The requested sample cannot be drawn (e.g. a stratum runs out of passing candidates)."""
 
 
@@ -57,6 +58,33 @@ def assign_strata(abs_char_diff: pd.Series, long_percentile: float) -> tuple[pd.
 def stratum_quotas(n_prompts: int, long_fraction: float) -> dict[str, int]:
     n_long = int(math.floor(long_fraction * n_prompts + 0.5))
     return {"long_diff": n_long, "other": n_prompts - n_long}
+
+
+def sample_size_problems(interactions: pd.DataFrame, n_prompts: int, long_fraction: float,
+                         long_percentile: float) -> list[str]:
+    """Why ``n_prompts`` cannot be drawn from ``interactions`` before any screening (empty list: it can).
+
+    The eligible interactions (conversations.parquet) must number at least ``n_prompts``, and each
+    stratum at least its quota. Screening can only remove candidates, so this is a necessary
+    condition, cheap enough to check when the workflow starts.
+    """
+    n = len(interactions)
+    if n_prompts > n:
+        return [f"sampling.n_prompts: {n_prompts} prompts requested but only {n} eligible conversations "
+                "exist in data.source (before text screening, which can only remove more); lower "
+                "sampling.n_prompts or add data"]
+    strata, threshold = assign_strata(interactions["abs_char_diff"], long_percentile)
+    sizes = strata.value_counts().to_dict()
+    problems = []
+    for stratum, quota in stratum_quotas(n_prompts, long_fraction).items():
+        have = int(sizes.get(stratum, 0))
+        if quota > have:
+            problems.append(
+                f"sampling.long_fraction: stratum {stratum!r} needs {quota} of the {n_prompts} prompts but holds "
+                f"only {have} eligible conversations (|chars_0 - chars_1| "
+                f"{'>=' if stratum == 'long_diff' else '<'} {threshold:.0f}, sampling.long_percentile "
+                f"{long_percentile}); lower sampling.n_prompts or sampling.long_fraction, or add data")
+    return problems
 
 
 def _ordered_pools(interactions: pd.DataFrame, long_percentile: float, seed: int
@@ -117,10 +145,9 @@ def draw_prompts(interactions: pd.DataFrame, n_prompts: int, long_fraction: floa
     in draw order); ``removals`` has :data:`REMOVAL_COLUMNS`; ``info`` holds the threshold and
     pool sizes for the log.
     """
-    if n_prompts > len(interactions):
-        raise SamplingError(
-            f"sampling.n_prompts = {n_prompts} but only {len(interactions)} eligible interactions exist"
-        )
+    problems = sample_size_problems(interactions, n_prompts, long_fraction, long_percentile)
+    if problems:
+        raise SamplingError("; ".join(problems))
     pools, threshold, table = _ordered_pools(interactions, long_percentile, seed)
     quotas = stratum_quotas(n_prompts, long_fraction)
     chosen: list[dict[str, Any]] = []

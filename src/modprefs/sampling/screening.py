@@ -28,8 +28,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from modprefs.data.prism import EMPTY_STRING
+from modprefs.errors import UserInputError
 
 MIN_WORDS_FOR_LANGUAGE_ID = 4
+
+
+class ScreeningError(UserInputError):
+    """The screening configuration cannot be used (e.g. an unreadable or empty term list)."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,29 @@ class WordListModerator:
 
     @classmethod
     def from_file(cls, path: str | Path) -> WordListModerator:
-        """One term or phrase per line; ``#`` starts a comment."""
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-        terms = [line.split("#", 1)[0].strip() for line in lines]
-        return cls([t for t in terms if t])
+        """One term or phrase per line; ``#`` starts a comment.
+
+        Raises:
+            ScreeningError: the file is missing, not UTF-8 (line named) or lists no term.
+        """
+        try:
+            data = Path(path).read_bytes()
+        except OSError as err:
+            raise ScreeningError(f"harmful-term list {path}: cannot be read ({err.strerror})") from None
+        terms = []
+        for n, raw in enumerate(data.splitlines(), start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise ScreeningError(f"harmful-term list {path} line {n}, column {err.start + 1}: not UTF-8 text "
+                                     f"(byte 0x{raw[err.start]:02x})") from None
+            term = line.split("#", 1)[0].strip()
+            if term:
+                terms.append(term)
+        if not terms:
+            raise ScreeningError(f"harmful-term list {path} lists no term (one term or phrase per line; "
+                                 "'#' starts a comment)")
+        return cls(terms)
 
     def flag(self, text: str) -> str | None:
         match = self._pattern.search(text)
@@ -73,6 +97,13 @@ def _language_detector():
     from lingua import LanguageDetectorBuilder
 
     return LanguageDetectorBuilder.from_all_languages().build()
+
+
+def detectable_languages() -> list[str]:
+    """ISO 639-1 codes lingua can tell apart (``sampling.screening.language`` must be one), sorted."""
+    from lingua import Language
+
+    return sorted(lang.iso_code_639_1.name.lower() for lang in Language.all())
 
 
 def detect_language(text: str) -> tuple[str | None, float]:

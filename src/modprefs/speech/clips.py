@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-__all__ = ["CLIP_COLUMNS", "clip_id", "study_clips", "shard", "read_study_clips"]
+from modprefs.errors import UserInputError
+
+__all__ = ["CLIP_COLUMNS", "AttentionCheckError", "clip_id", "read_attention_check", "study_clips", "shard",
+           "read_study_clips"]
 
 CLIP_COLUMNS = ["clip_id", "prompt_id", "response", "text"]
 
@@ -22,6 +26,56 @@ CLIP_COLUMNS = ["clip_id", "prompt_id", "response", "text"]
 def clip_id(prompt_id: str, response: int) -> str:
     """``("p12", 1)`` -> ``"p12_1"``."""
     return f"{prompt_id}_{int(response)}"
+
+
+class AttentionCheckError(UserInputError):
+    """The attention-check file (config ``attention_check``) is unreadable or malformed; names the file."""
+
+
+def read_attention_check(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The attention check (docs/CONTRACTS.md, ``resources/attention_check.json``), checked.
+
+    It needs a ``prompt`` string and ``responses``, a list of two ``{"text": ...}`` objects with
+    something to speak (response 0 the coherent one); ``prompt_id`` (default ``attn``) must be
+    file-name safe and ``history`` (default none) a list of ``{role, content}`` turns.
+
+    Raises:
+        AttentionCheckError: naming the file, and the line and column of a JSON syntax error.
+    """
+    from modprefs.speech.text import speakable_text
+
+    try:
+        text = open(path, "rb").read().decode("utf-8")
+    except OSError as err:
+        raise AttentionCheckError(f"attention check {path}: cannot be read ({err.strerror})") from None
+    except UnicodeDecodeError as err:
+        raise AttentionCheckError(f"attention check {path}: not UTF-8 text (byte {err.start + 1})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise AttentionCheckError(f"attention check {path}, line {err.lineno}, column {err.colno}: not valid JSON "
+                                  f"({err.msg})") from None
+    if not isinstance(data, dict):
+        raise AttentionCheckError(f"attention check {path}: expected a JSON object, got {type(data).__name__}")
+    problems = []
+    prompt_id = data.get("prompt_id", "attn")
+    if not isinstance(prompt_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", prompt_id):
+        problems.append(f"prompt_id {prompt_id!r} must be letters, digits, '_' or '-'")
+    if not isinstance(data.get("prompt"), str) or not data["prompt"].strip():
+        problems.append("'prompt' must be a non-empty string")
+    history = data.get("history", [])
+    if not isinstance(history, list) or not all(
+            isinstance(h, Mapping) and h.get("role") in ("user", "model") and isinstance(h.get("content"), str)
+            for h in history):
+        problems.append("'history' must be a list of {\"role\": \"user\"|\"model\", \"content\": str} turns")
+    try:
+        for row in _attention_rows(data):
+            speakable_text(row["text"], clip_id=row["clip_id"])
+    except ValueError as err:
+        problems.append(str(err))
+    if problems:
+        raise AttentionCheckError(f"attention check {path}: " + "; ".join(problems))
+    return data
 
 
 def _attention_rows(attention_check: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -107,8 +161,5 @@ def read_study_clips(prompts_csv: str | os.PathLike[str], conversations_parquet:
     """:func:`study_clips` from the workflow's files (ids read as strings); no attention check if None."""
     prompts = pd.read_csv(prompts_csv, dtype={"prompt_id": str, "conversation_id": str}, keep_default_na=False)
     conversations = pd.read_parquet(conversations_parquet)
-    attention_check = None
-    if attention_check_json is not None:
-        with open(attention_check_json, encoding="utf-8") as fh:
-            attention_check = json.load(fh)
+    attention_check = None if attention_check_json is None else read_attention_check(attention_check_json)
     return study_clips(prompts, conversations, attention_check)

@@ -74,6 +74,33 @@ def _default_paths() -> tuple[Path, Path]:
     return Path(espeakng_loader.get_library_path()), data
 
 
+def default_data_path() -> Path:
+    """espeakng-loader's ``espeak-ng-data`` directory (ModelNotInstalledError when it is not installed)."""
+    return _default_paths()[1]
+
+
+def data_languages(data_path: str | os.PathLike[str], file_names: bool = True) -> set[str]:
+    """The languages an ``espeak-ng-data`` directory offers, lower case, read without loading the library.
+
+    Each voice file under ``lang/`` names its language on its first ``language <name>`` line (``en-us``,
+    ``en-gb``, ...; later ``language`` lines are lower-priority aliases that neither espeak_SetVoiceByName
+    nor phonemizer accept). With ``file_names`` the voice files' own names (``en``, ``en-gb-x-rp``) are
+    included too: :func:`_set_voice` accepts both, phonemizer (kokoro-onnx's G2P) only the languages.
+    """
+    names: set[str] = set()
+    for path in (Path(data_path) / "lang").rglob("*"):
+        if not path.is_file():
+            continue
+        if file_names:
+            names.add(path.name.lower())
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "language":
+                names.add(parts[1].lower())
+                break
+    return names
+
+
 def _load_private_copy(library: Path) -> ctypes.CDLL:
     """dlopen a copy of ``library`` so that its global state is this backend's alone."""
     real = library.resolve()

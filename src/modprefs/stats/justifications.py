@@ -9,11 +9,18 @@ modality-specific terms excluded):
    check). The condition comes from participants.csv. One justification = one document.
 2. **Tokens** (:func:`analyze`). Lowercase; tokens are runs of ASCII letters ``[a-z]`` of length
    >= 2 (as scikit-learn's default ``token_pattern``, except that digits and ``_`` are not word
-   characters; "don't" gives "don"); English stop words removed *before* stemming, using scikit-learn's
-   ``ENGLISH_STOP_WORDS`` (318 words, the list ``TfidfVectorizer(stop_words="english")`` uses);
-   then Porter stemming with NLTK's ``PorterStemmer()`` (its default ``NLTK_EXTENSIONS`` mode;
-   pure code, no downloaded data). Removing stop words before stemming matters: sklearn removes them
-   after a custom tokenizer, so e.g. "was" -> "wa" would survive.
+   characters; "don't" gives "don"); stop words removed *before* stemming, using the project's
+   documented list ``resources/analysis/stop_words.txt`` (:data:`STOP_WORDS_PATH`; provenance and
+   rule at its top): scikit-learn's ``ENGLISH_STOP_WORDS`` with every content word taken out, so
+   the words preference justifications are about -- order (first, last, next, before, after),
+   length and amount (full, enough, more, less, few), content and help (detail, give, show,
+   describe, find), tone and ties (well, same, serious) -- are never removed. scikit-learn's list
+   itself would delete "detail", "give", "first" and "last": ``analyze("More detail.")`` returned
+   [] with it, and on simulated paper-size studies documents with the stem "detail" fell by about
+   half (benchmarks/ratings_calibration.py reports both counts). Then Porter stemming with NLTK's
+   ``PorterStemmer()`` (its default ``NLTK_EXTENSIONS`` mode; pure code, no downloaded data).
+   Removing stop words before stemming matters: sklearn removes them after a custom tokenizer, so
+   e.g. "was" -> "wa" would survive.
 3. **Vocabulary.** ``sklearn.feature_extraction.text.TfidfVectorizer`` over those tokens with
    ``min_df`` (default :data:`DEFAULT_MIN_DF` = 5 documents; an int is a document count, a float a
    proportion, as in sklearn). Why 5: the paper's 223 terms from 658 short justifications. Short
@@ -69,16 +76,20 @@ DEFAULT_MIN_DF = 5
 DEFAULT_ALPHA = 0.05
 #: the documented exclusion list, relative to the repository root
 MODALITY_TERMS_PATH = Path("resources") / "analysis" / "modality_terms.txt"
-STOP_WORDS_NAME = "scikit-learn ENGLISH_STOP_WORDS"
+#: the documented stop list (function words only), resolved against the repository root
+STOP_WORDS_PATH = Path(__file__).resolve().parents[3] / "resources" / "analysis" / "stop_words.txt"
+STOP_WORDS_NAME = "resources/analysis/stop_words.txt (scikit-learn ENGLISH_STOP_WORDS minus content words)"
 STEMMER_NAME = "nltk PorterStemmer (NLTK_EXTENSIONS mode)"
 _TOKEN = re.compile(r"[a-z]{2,}")
 
 
 @lru_cache(maxsize=1)
-def _stop_words() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS)
+def stop_words() -> frozenset[str]:
+    """The stop list of :data:`STOP_WORDS_PATH` (lowercase words; see the file's header for its rule)."""
+    if not STOP_WORDS_PATH.is_file():
+        raise FileNotFoundError(f"justification stop list not found: {STOP_WORDS_PATH} "
+                                "(resources/analysis/stop_words.txt of the modprefs repository)")
+    return frozenset(load_terms(STOP_WORDS_PATH))
 
 
 @lru_cache(maxsize=1)
@@ -96,7 +107,7 @@ def stem(word: str) -> str:
 
 def analyze(doc: str) -> list[str]:
     """Tokens of one justification: lowercase letter runs (>= 2), stop words dropped, Porter-stemmed."""
-    stops = _stop_words()
+    stops = stop_words()
     return [stem(tok) for tok in _TOKEN.findall(str(doc).lower()) if tok not in stops]
 
 

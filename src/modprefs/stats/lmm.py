@@ -42,6 +42,7 @@ import pandas as pd
 import scipy.optimize
 import scipy.stats
 
+from modprefs.errors import InsufficientDataError
 from modprefs.stats.lmm_criterion import Evaluation, ProfiledLmm
 from modprefs.stats.lmm_formula import build_design
 
@@ -232,10 +233,10 @@ def _check_inputs(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
     if not re_terms:
         raise ValueError("at least one random-effects term is needed (use OLS otherwise)")
     if p == 0 or n <= p + 1:
-        raise ValueError(f"need at least one fixed effect and n > p + 1 (n = {n}, p = {p})")
+        raise InsufficientDataError(f"need at least one fixed effect and n > p + 1 (n = {n}, p = {p})")
     rank = np.linalg.matrix_rank(X)
     if rank < p:
-        raise ValueError(f"X is rank deficient (rank {rank} < {p} columns)")
+        raise InsufficientDataError(f"X is rank deficient (rank {rank} < {p} columns)")
     codes, levels, Zs = [], [], []
     for t in re_terms:
         Z = np.asarray(t.Z, dtype=float)
@@ -247,9 +248,9 @@ def _check_inputs(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
         c, lev = _encode(t.group, t.name, n)
         q = lev.size
         if q < 2:
-            raise ValueError(f"grouping factor {t.name!r} has {q} level(s); it needs at least 2")
+            raise InsufficientDataError(f"grouping factor {t.name!r} has {q} level(s); it needs at least 2")
         if q >= n or q * Z.shape[1] >= n:
-            raise ValueError(f"term {t.name!r} has {q * Z.shape[1]} random effects ({q} levels) for {n} "
+            raise InsufficientDataError(f"term {t.name!r} has {q * Z.shape[1]} random effects ({q} levels) for {n} "
                              "observations; the model is unidentifiable (lme4 stops here too)")
         if t.coef_names is not None and len(t.coef_names) != Z.shape[1]:
             raise ValueError(f"term {t.name!r}: {len(t.coef_names)} coef_names for {Z.shape[1]} columns")

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from modprefs.errors import UserInputError
+
 ASSIGNMENT_COLUMNS = ["participant_id", "condition", "trial", "prompt_id", "first_clip"]
 CONDITIONS = ("text", "audio")
 ATTENTION_PROMPT_ID = "attn"
@@ -48,13 +50,18 @@ def _alternate(n: int, rng: np.random.Generator) -> np.ndarray:
     return (start + np.arange(n)) % 2
 
 
+class DesignError(UserInputError):
+    """The study design cannot be built from the final prompts (the message names the config key)."""
+
+
 def make_assignments(prompt_ids: list[str], raters_per_condition: int, trials_per_participant: int,
                      seed: int) -> pd.DataFrame:
     """The assignments table (:data:`ASSIGNMENT_COLUMNS`), one row per participant × trial."""
     if trials_per_participant > len(prompt_ids):
-        raise ValueError(
-            f"study.trials_per_participant ({trials_per_participant}) exceeds the number of prompts "
-            f"({len(prompt_ids)})"
+        raise DesignError(
+            f"study.trials_per_participant ({trials_per_participant}) exceeds the number of prompts in the final "
+            f"study ({len(prompt_ids)}; fewer than sampling.n_prompts when audio_qc.on_exhausted: drop removed "
+            "some); lower study.trials_per_participant"
         )
     if len(set(prompt_ids)) != len(prompt_ids):
         raise ValueError("duplicate prompt ids in the stimulus set")

@@ -1,0 +1,155 @@
+"""Data-generating models for the statistical benchmarks, written independently of the project's simulator.
+
+The project's simulator (:mod:`modprefs.ratings.simulate`) is calibrated to the paper; checking the
+analyses only against it would be circular. These generators are small, explicit crossed
+random-effects models on the SAME study design (stimuli + assignments from
+:func:`modprefs.study.design.make_assignments`), returning ``ratings`` and ``participants`` tables in
+the workflow's schemas (every participant passed the attention check; no dropouts), so every
+analysis runs on them unchanged.
+
+Models (rating units; ``c`` = condition, ``i`` = clip, ``p`` = participant)::
+
+    gaussian_crossed     y = mu_c + b_first*first + b_len_c*len_z_i + a_i + d_ic + w_prompt(i) + v_p + e
+                         every effect normal, no rounding, no clipping (the textbook LMM)
+    heavy_scale_clipped  y = clip(round(mu_c + b_first*first + b_len_c*len_z_i
+                                        + s_p * (a_i + d_ic + w_prompt(i) + e) + v_p), 1, 100)
+                         a, d, w, e Student t (df 4, scaled to their variances); s_p a rater's own scale
+                         use (lognormal, E[s_p^2] = 1, CV ``scale_cv``): some raters spread their ratings,
+                         others compress them -- a rater x clip interaction the LMM does not model.
+
+``a_i`` is the clip's effect shared by both modalities, ``d_ic`` its modality-specific deviation (the
+clip x modality variance Table 2's default model estimates), ``w`` a prompt effect shared by the
+prompt's two clips (within-prompt correlation). ``len_z`` is the z-score of ``n_chars`` over the
+stimulus set (sample SD), ``first`` = presented first, ``trial_z`` is not in the generating model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+MODELS = ("gaussian_crossed", "heavy_scale_clipped")
+
+
+@dataclass(frozen=True)
+class GeneratorParams:
+    """Parameters of :func:`generate` (variances in squared rating units)."""
+
+    model: str = "gaussian_crossed"
+    mu_audio: float = 70.0
+    mu_text: float = 66.0
+    b_first: float = -2.5
+    b_len_audio: float = 3.5
+    b_len_text: float = 3.5         # = b_len_audio: no modality x length interaction (a null)
+    b_first_text: float = 0.0       # order effect difference in text (0: a null)
+    var_clip_shared: float = 300.0  # a_i
+    var_clip_modality: float = 200.0  # d_ic, per condition
+    var_prompt: float = 100.0       # w, shared by a prompt's two clips
+    var_participant: float = 150.0
+    var_resid: float = 900.0
+    df: float = 4.0                 # heavy_scale_clipped: Student t degrees of freedom
+    scale_cv: float = 0.5           # heavy_scale_clipped: CV of the rater's scale s_p
+
+    def icc_truth_gaussian(self, condition: str) -> float:
+        """Population ICC(2,1) of ``rating ~ first + trial_z + (1|clip) + (1|participant)`` for the Gaussian
+        model: the length effect is clip variance (len_z has variance 1 over the stimulus set)."""
+        b_len = self.b_len_text if condition == "text" else self.b_len_audio
+        v_clip = self.var_clip_shared + self.var_clip_modality + self.var_prompt + b_len ** 2
+        return v_clip / (v_clip + self.var_participant + self.var_resid)
+
+
+def _t_scaled(rng: np.random.Generator, df: float, var: float, size) -> np.ndarray:
+    """Student t draws scaled to variance ``var`` (normal when df is inf)."""
+    if not math.isfinite(df):
+        return math.sqrt(var) * rng.standard_normal(size)
+    return math.sqrt(var * (df - 2) / df) * rng.standard_t(df, size)
+
+
+def generate(params: GeneratorParams, stimuli: pd.DataFrame, assignments: pd.DataFrame,
+             seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ratings, participants) for the design; deterministic in ``seed``.
+
+    ``stimuli``: prompt_id, clip_id, response (0/1), n_chars. ``assignments``: participant_id,
+    condition, trial, prompt_id, first_clip (trial 0 = the attention check: skipped here).
+    """
+    if params.model not in MODELS:
+        raise ValueError(f"unknown model {params.model!r}; expected one of {MODELS}")
+    rng = np.random.default_rng([seed, 0x6E4])
+    heavy = params.model == "heavy_scale_clipped"
+    df = params.df if heavy else math.inf
+    clips = stimuli[["prompt_id", "clip_id", "response", "n_chars"]].reset_index(drop=True)
+    n_chars = clips["n_chars"].astype(float)
+    len_z = ((n_chars - n_chars.mean()) / n_chars.std(ddof=1)).to_numpy()
+    prompts = pd.Index(pd.unique(clips["prompt_id"]))
+    prompt_of_clip = prompts.get_indexer(clips["prompt_id"])
+    a = _t_scaled(rng, df, params.var_clip_shared, len(clips))
+    d = {c: _t_scaled(rng, df, params.var_clip_modality, len(clips)) for c in ("audio", "text")}
+    w = _t_scaled(rng, df, params.var_prompt, len(prompts))[prompt_of_clip]
+    clip_index = pd.Series(np.arange(len(clips)), index=clips["clip_id"].astype(str))
+
+    trials = assignments[assignments["trial"] >= 1].reset_index(drop=True)
+    people = trials.drop_duplicates("participant_id")[["participant_id", "condition"]].reset_index(drop=True)
+    v = math.sqrt(params.var_participant) * rng.standard_normal(len(people))
+    cv = params.scale_cv if heavy else 0.0
+    sigma2 = math.log1p(cv ** 2)
+    s = np.exp(math.sqrt(sigma2) * rng.standard_normal(len(people)) - sigma2) if cv > 0 else np.ones(len(people))
+    who = pd.Series(np.arange(len(people)), index=people["participant_id"].astype(str))
+
+    rows = []
+    for response in (0, 1):
+        part = trials.assign(clip_id=trials["prompt_id"].astype(str) + f"_{response}",
+                             presented_first=trials["first_clip"].astype(int) == response)
+        rows.append(part)
+    long = pd.concat(rows, ignore_index=True).sort_values(["participant_id", "trial", "clip_id"]).reset_index(drop=True)
+    i = clip_index.loc[long["clip_id"]].to_numpy()
+    p = who.loc[long["participant_id"].astype(str)].to_numpy()
+    is_text = (long["condition"] == "text").to_numpy()
+    mu = np.where(is_text, params.mu_text, params.mu_audio)
+    b_len = np.where(is_text, params.b_len_text, params.b_len_audio)
+    first = long["presented_first"].to_numpy(float)
+    d_ic = np.where(is_text, d["text"][i], d["audio"][i])
+    e = _t_scaled(rng, df, params.var_resid, len(long))
+    fixed = mu + (params.b_first + params.b_first_text * is_text) * first + b_len * len_z[i]
+    y = fixed + s[p] * (a[i] + d_ic + w[i] + e) + v[p]
+    if heavy:
+        y = np.clip(np.round(y), 1, 100)
+    ratings = pd.DataFrame({"participant_id": long["participant_id"].astype(str), "condition": long["condition"],
+                            "prompt_id": long["prompt_id"].astype(str), "clip_id": long["clip_id"],
+                            "trial": long["trial"].astype(int), "presented_first": long["presented_first"],
+                            "rating": y, "source": "simulated"})
+    participants = people.assign(passed_attention=True, completed=True, source="simulated")
+    return ratings, participants
+
+
+def replace(params: GeneratorParams, **changes) -> GeneratorParams:
+    return dataclasses.replace(params, **changes)
+
+
+def study_stimuli(n_prompts: int, seed: int, long_fraction: float = 0.25) -> pd.DataFrame:
+    """``n_prompts`` prompts x 2 clips with PRISM-like character lengths (a quarter long-difference pairs)."""
+    rng = np.random.default_rng([seed, 0x571])
+    rows = []
+    n_long = round(long_fraction * n_prompts)
+    for k in range(n_prompts):
+        first = int(rng.lognormal(5.6, 0.5))
+        second = first + int(rng.integers(450, 1200)) if k < n_long else max(20, first + int(rng.normal(0, 120)))
+        for response, n in enumerate((first, second)):
+            rows.append({"prompt_id": f"p{k:03d}", "clip_id": f"p{k:03d}_{response}", "response": response,
+                         "stratum": "long_diff" if k < n_long else "other", "n_chars": n, "n_chars_spoken": n,
+                         "duration_s": n / 15.0, "model_name": "m", "prism_score": 50.0, "history_chars": 0,
+                         "history_turns": 0})
+    return pd.DataFrame(rows)
+
+
+def study_design(n_prompts: int, raters_per_condition: int, trials: int, seed: int
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(stimuli, assignments) of one simulated study, as the workflow's design step makes them."""
+    from modprefs.study.design import make_assignments
+
+    stimuli = study_stimuli(n_prompts, seed)
+    prompts = list(dict.fromkeys(stimuli["prompt_id"]))
+    return stimuli, make_assignments(prompts, raters_per_condition, trials, seed=seed)

@@ -1,0 +1,522 @@
+"""Any ratings table in: load a ratings source into the canonical tables, remembering where each cell came from.
+
+A *ratings source* (``modprefs stats --ratings``, the workflow's ``ratings.source``) is one of
+
+* a **folder** holding ``ratings.csv`` (or ``.tsv``/``.parquet``) and optionally ``trials.*`` and
+  ``participants.*`` -- the workflow's own layout (schemas in ``workflow/schemas/``);
+* a **single table** file (CSV/TSV/Parquet): the ratings, with any trial- or participant-level
+  columns in it split off into those tables (:func:`split_levels`);
+* a Hugging Face ``datasets`` **folder** written by ``save_to_disk`` (a Dataset, or a DatasetDict
+  whose splits are ``ratings``/``trials``/``participants`` or a single split of ratings);
+* a **data-files folder** (e.g. a dataset repository's ``data/*.parquet``): every CSV/TSV/Parquet
+  file under it, files whose names start with ``trials``/``participants`` going to those tables and
+  all others concatenated as the ratings;
+* a **hub id** ``hf://owner/name`` (or ``hf://datasets/owner/name``), loaded with
+  ``datasets.load_dataset`` where the hub is reachable; otherwise a clear error saying so.
+
+Only four things are required: participant, condition, clip (or prompt + response) and rating.
+Foreign column names are mapped with ``columns`` ({canonical: source name}, e.g. ``{"rating":
+"score", "clip_id": "stimulus"}``; ``participant``, ``clip``, ``prompt`` are accepted for the
+``*_id`` names). A ratings table with ``rating_0`` and ``rating_1`` (after the map) and no
+``rating`` is **wide**: one row per trial, with ``prompt_id``, optionally ``first_clip`` (the
+response shown first, 0/1; gives ``presented_first``) and ``audio_quality_0``/``_1``; it becomes
+two long rows per trial. Clip ids come from the stimuli for (prompt, response) and prompt ids from
+the stimuli for a clip when a table lacks them.
+
+Every cell keeps its provenance (:class:`Origin`): validation messages name the user's file, row
+and column -- the foreign column name and, for a wide table, the row of the trial.
+Nothing here judges values; :mod:`modprefs.ratings.ingest` does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from modprefs.errors import UserInputError
+from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, read_table, strings_frame
+from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE_FILES, TABLES, TRIALS_COLUMNS
+
+WIDE_COLUMNS = ("rating_0", "rating_1", "audio_quality_0", "audio_quality_1", "first_clip")
+ALIASES = {"participant": "participant_id", "clip": "clip_id", "prompt": "prompt_id"}
+MAP_KEYS = tuple(dict.fromkeys([*RATINGS_COLUMNS, *TRIALS_COLUMNS, *PARTICIPANTS_COLUMNS, *WIDE_COLUMNS,
+                                "response"]))
+HUB_PREFIX = "hf://"
+# Columns that belong to one trial / one participant when they appear in the ratings table.
+TRIAL_LEVEL = tuple(c for c in TRIALS_COLUMNS if c not in ("participant_id", "prompt_id", "trial", "source"))
+PARTICIPANT_LEVEL = tuple(c for c in PARTICIPANTS_COLUMNS if c not in ("participant_id", "condition", "source"))
+ATTENTION_CLIPS = {"attn_0": ("attn", 0), "attn_1": ("attn", 1)}
+
+
+class RatingsSourceError(UserInputError):
+    """The ratings source cannot be read or mapped; the message names the source, file and column."""
+
+
+@dataclass
+class Origin:
+    """Where the rows and columns of a canonical table came from (for messages).
+
+    ``files``/``rows``: the source file (as shown) and its row label per table row; ``columns``:
+    canonical -> source column name; ``row_columns``: per-row source names for columns that differ
+    by row (a wide table's ``rating`` comes from ``rating_0`` or ``rating_1``).
+    """
+
+    files: list[str]
+    rows: list[int]
+    columns: dict[str, str] = field(default_factory=dict)
+    row_columns: dict[str, list[str]] = field(default_factory=dict)
+    name: str = ""  # the file(s) as shown in file-level messages
+
+    @classmethod
+    def of_file(cls, name: str, n: int, first_row: int, columns: Mapping[str, str] | None = None) -> Origin:
+        return cls([name] * n, list(range(first_row, first_row + n)), dict(columns or {}), name=name)
+
+    def where(self, i: int, column: str | None = None) -> str:
+        """``'<file> row <r>, column <c>'`` for table row ``i`` (``'<file>'`` when there are no rows)."""
+        if not self.files:
+            return "(no rows)"
+        text = f"{self.files[i]} row {self.rows[i]}"
+        if column is not None:
+            text += f", column {self.column(column, i)}"
+        return text
+
+    def column(self, name: str, i: int | None = None) -> str:
+        if i is not None and name in self.row_columns:
+            return self.row_columns[name][i]
+        return self.columns.get(name, name)
+
+    def file(self) -> str:
+        """The file name(s) of this table, for file-level messages."""
+        return self.name or ", ".join(dict.fromkeys(self.files))
+
+    def take(self, idx: list[int] | np.ndarray) -> Origin:
+        idx = [int(i) for i in idx]
+        return Origin([self.files[i] for i in idx], [self.rows[i] for i in idx], dict(self.columns),
+                      {k: [v[i] for i in idx] for k, v in self.row_columns.items()}, self.name)
+
+
+@dataclass
+class RawTables:
+    """Canonical tables as strings ('' = empty); ``ratings`` always, ``trials``/``participants`` if given."""
+
+    tables: dict[str, pd.DataFrame]
+    origins: dict[str, Origin]
+    source: str
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- reading ------------------------------------------------------------------------------------------
+def _table_file(folder: Path, table: str) -> Path | None:
+    for suffix in (".csv", ".tsv", *PARQUET_SUFFIXES):
+        path = folder / f"{table}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def _first_row(path: Path) -> int:
+    """Row label of the first record: 2 for a text table (its header is row 1), 1 for Parquet."""
+    return 1 if path.suffix.lower() in PARQUET_SUFFIXES else 2
+
+
+def is_datasets_folder(path: Path) -> bool:
+    """A ``datasets`` ``save_to_disk`` folder (a Dataset or a DatasetDict)."""
+    return (path / "dataset_dict.json").is_file() or ((path / "state.json").is_file()
+                                                      and (path / "dataset_info.json").is_file())
+
+
+def source_files(source: str | Path) -> list[Path]:
+    """Every file a ratings source reads (the workflow declares them as the ingest rule's inputs).
+
+    A hub id reads no local file (empty list); a missing path gives an empty list (the config check
+    reports it).
+    """
+    text = str(source)
+    if text.startswith(HUB_PREFIX):
+        return []
+    path = Path(text)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        return []
+    if is_datasets_folder(path):
+        return sorted(p for p in path.rglob("*") if p.is_file())
+    native = [_table_file(path, t) for t in TABLES]
+    if native[0] is not None:
+        return [p for p in native if p is not None]
+    return _data_files(path)
+
+
+def _data_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def load_ratings_source(source: str | Path, columns: Mapping[str, str] | None = None,
+                        stimuli: pd.DataFrame | None = None) -> RawTables:
+    """Read ``source`` (see the module docstring) into :class:`RawTables` with canonical column names.
+
+    Args:
+        source: folder, file, ``datasets`` folder, data-files folder or ``hf://owner/name``.
+        columns: {canonical name: source column name} for foreign names (aliases allowed).
+        stimuli: the stimulus table (prompt_id, clip_id, response) used to fill clip/prompt ids.
+
+    Raises:
+        RatingsSourceError / TableError: unreadable source or files, or a column map that does not fit.
+    """
+    text = str(source)
+    path = Path(text)
+    raw: dict[str, tuple[pd.DataFrame, Origin]]
+    if text.startswith(HUB_PREFIX):
+        raw = _from_hub(text)
+        files: list[Path] = []
+    elif path.is_file():
+        if path.suffix.lower() not in TABLE_SUFFIXES:
+            raise RatingsSourceError(f"ratings source {text}: unsupported file type {path.suffix!r} "
+                                     f"(expected one of {', '.join(TABLE_SUFFIXES)})")
+        raw = {"ratings": _read(path, path.name)}
+        files = [path]
+    elif path.is_dir() and is_datasets_folder(path):
+        raw = _from_datasets_folder(path)
+        files = source_files(path)
+    elif path.is_dir() and _table_file(path, "ratings") is not None:
+        raw = {}
+        for t in TABLES:
+            p = _table_file(path, t)
+            if p is not None:
+                raw[t] = _read(p, p.name)
+        files = source_files(path)
+    elif path.is_dir():
+        raw, files = _from_data_files(path)
+    else:
+        raise RatingsSourceError(f"ratings source {text}: no such file or folder (expected a folder with "
+                                 "ratings.csv, a CSV/TSV/Parquet file, a datasets save_to_disk folder, a folder "
+                                 f"of data files, or a Hugging Face hub id {HUB_PREFIX}owner/name)")
+    mapped = apply_column_map(raw, columns or {}, text)
+    tables = {t: df for t, (df, _) in mapped.items()}
+    origins = {t: o for t, (_, o) in mapped.items()}
+    notes: list[str] = []
+    if _is_wide(tables["ratings"]):
+        notes.append("wide ratings table: one row per trial, rating_0/rating_1 turned into two rating rows")
+        _wide_to_long(tables, origins, stimuli)
+    _fill_ids(tables, origins, stimuli)
+    split_levels(tables, origins, notes)
+    return RawTables(tables, origins, text, files, notes)
+
+
+def _read(path: Path, name: str) -> tuple[pd.DataFrame, Origin]:
+    df = read_table(path, strings=True, allow_empty=True, what=name)
+    return df, Origin.of_file(name, len(df), _first_row(path))
+
+
+def _from_data_files(folder: Path) -> tuple[dict[str, tuple[pd.DataFrame, Origin]], list[Path]]:
+    files = _data_files(folder)
+    if not files:
+        raise RatingsSourceError(f"ratings source {folder}: the folder holds no ratings.csv and no CSV/TSV/Parquet "
+                                 "data files")
+    groups: dict[str, list[Path]] = {t: [] for t in TABLES}
+    for p in files:
+        table = next((t for t in ("trials", "participants") if p.name.lower().startswith(t)), "ratings")
+        groups[table].append(p)
+    if not groups["ratings"]:
+        raise RatingsSourceError(f"ratings source {folder}: no ratings data file (only "
+                                 f"{', '.join(p.name for p in files)})")
+    out = {}
+    for table, paths in groups.items():
+        if not paths:
+            continue
+        parts = []
+        for p in paths:
+            shown = str(p.relative_to(folder))
+            df, origin = _read(p, shown)
+            parts.append((df, origin, shown))
+        cols = list(parts[0][0].columns)
+        for df, _, shown in parts[1:]:
+            if list(df.columns) != cols:
+                raise RatingsSourceError(f"ratings source {folder}: {shown} has columns {list(df.columns)}, but "
+                                         f"{parts[0][2]} has {cols}; data files of one table must agree")
+        merged = pd.concat([d for d, _, _ in parts], ignore_index=True)
+        origin = Origin(sum((o.files for _, o, _ in parts), []), sum((o.rows for _, o, _ in parts), []),
+                        name=", ".join(shown for _, _, shown in parts))
+        out[table] = (merged, origin)
+    return out, files
+
+
+def _dataset_frames(obj, name: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
+    """A Dataset or DatasetDict as canonical tables (see the module docstring)."""
+    import datasets  # noqa: PLC0415 - optional path
+
+    if isinstance(obj, datasets.Dataset):
+        splits = {"ratings": ("", obj)}
+    else:
+        names = list(obj.keys())
+        if "ratings" in names:
+            splits = {t: (t, obj[t]) for t in TABLES if t in names}
+        elif len(names) == 1:
+            splits = {"ratings": (names[0], obj[names[0]])}
+        else:
+            raise RatingsSourceError(f"ratings source {name}: the dataset has splits {names}; name them ratings "
+                                     "(and optionally trials, participants) or keep a single split")
+    out = {}
+    for table, (split, ds) in splits.items():
+        df = strings_frame(ds.to_pandas())
+        shown = f"{name} (split {split})" if split else name
+        out[table] = (df, Origin.of_file(shown, len(df), 1))
+    return out
+
+
+def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
+    import datasets  # noqa: PLC0415
+
+    try:
+        obj = datasets.load_from_disk(str(path))
+    except Exception as exc:  # datasets raises FileNotFoundError, ValueError, ArrowInvalid...
+        raise RatingsSourceError(f"ratings source {path}: cannot load the datasets folder "
+                                 f"({type(exc).__name__}: {exc})") from None
+    return _dataset_frames(obj, f"dataset {path.name}")
+
+
+def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
+    repo = source[len(HUB_PREFIX):]
+    repo = repo[len("datasets/"):] if repo.startswith("datasets/") else repo
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+        raise RatingsSourceError(f"ratings source {source}: a hub id is {HUB_PREFIX}owner/name")
+    import datasets  # noqa: PLC0415
+
+    try:
+        obj = datasets.load_dataset(repo)
+    except Exception as exc:  # offline, unknown repo, gated, ...: all end here with the reason
+        raise RatingsSourceError(
+            f"ratings source {source}: could not load the Hugging Face dataset {repo!r} from the hub "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). The hub must be reachable "
+            "(and the dataset's terms accepted); or load it where it is and save_to_disk(), then point the "
+            "source at that folder") from None
+    return _dataset_frames(obj, f"hub dataset {repo}")
+
+
+# ---- column map, wide format, derived ids -----------------------------------------------------------------
+def parse_column_map(items: list[str] | str | None) -> dict[str, str]:
+    """``["rating=score,clip_id=stimulus", ...]`` (the CLI's ``--map``) -> ``{"rating": "score", ...}``."""
+    if not items:
+        return {}
+    items = [items] if isinstance(items, str) else items
+    out: dict[str, str] = {}
+    for item in items:
+        for pair in str(item).split(","):
+            if not pair.strip():
+                continue
+            if "=" not in pair:
+                raise RatingsSourceError(f"--map {pair!r}: expected canonical=source (e.g. rating=score)")
+            key, value = (s.strip() for s in pair.split("=", 1))
+            if not key or not value:
+                raise RatingsSourceError(f"--map {pair!r}: expected canonical=source (e.g. rating=score)")
+            if key in out:
+                raise RatingsSourceError(f"--map: {key!r} is mapped twice ({out[key]!r} and {value!r})")
+            out[key] = value
+    return out
+
+
+def check_column_map(columns: Mapping[str, str], where: str) -> dict[str, str]:
+    """The map with aliases resolved; unknown canonical names or a source used twice are errors."""
+    problems, out = [], {}
+    for key, value in columns.items():
+        canon = ALIASES.get(key, key)
+        if canon not in MAP_KEYS:
+            problems.append(f"{where}: unknown column {key!r} (known: {', '.join(MAP_KEYS)}; aliases "
+                            f"{', '.join(ALIASES)})")
+            continue
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"{where}.{key}: the source column name must be a non-empty string")
+            continue
+        if canon in out:
+            problems.append(f"{where}: {canon!r} is mapped twice")
+            continue
+        out[canon] = value
+    used = [v for v in out.values()]
+    for v in sorted({v for v in used if used.count(v) > 1}):
+        problems.append(f"{where}: source column {v!r} is mapped to more than one column")
+    if problems:
+        raise RatingsSourceError("\n".join(problems))
+    return out
+
+
+def apply_column_map(raw: dict[str, tuple[pd.DataFrame, Origin]], columns: Mapping[str, str], source: str
+                     ) -> dict[str, tuple[pd.DataFrame, Origin]]:
+    """Rename source columns to canonical ones in every table holding them (see :func:`check_column_map`)."""
+    mapping = check_column_map(columns, "column map") if columns else {}
+    problems = []
+    found = set()
+    out = {}
+    for table, (df, origin) in raw.items():
+        rename = {src: canon for canon, src in mapping.items() if src in df.columns}
+        for src, canon in rename.items():
+            if canon in df.columns and canon not in rename:
+                problems.append(f"{origin.file()}: column map {canon}={src}, but the table already has a column "
+                                f"{canon!r}")
+        found |= set(rename)
+        origin.columns.update({canon: src for src, canon in rename.items()})
+        out[table] = (df.rename(columns=rename), origin)
+    for canon, src in mapping.items():
+        if src not in found:
+            shown = "; ".join(f"{o.file()}: {', '.join(map(str, df.columns))}" for df, o in raw.values())
+            problems.append(f"ratings source {source}: column map {canon}={src}, but no table has a column {src!r} "
+                            f"(columns: {shown})")
+    if problems:
+        raise RatingsSourceError("\n".join(problems))
+    return out
+
+
+def _is_wide(df: pd.DataFrame) -> bool:
+    if "rating" in df.columns:
+        return False
+    present = [c for c in ("rating_0", "rating_1") if c in df.columns]
+    if len(present) == 1:
+        missing = "rating_1" if present[0] == "rating_0" else "rating_0"
+        raise RatingsSourceError(f"the ratings table has {present[0]!r} but no {missing!r}: a wide table needs both "
+                                 "(or a long table a 'rating' column)")
+    return len(present) == 2
+
+
+def _clip_lookup(stimuli: pd.DataFrame | None) -> tuple[dict[tuple[str, str], str], dict[str, tuple[str, str]]]:
+    """{(prompt_id, response as text): clip_id} and {clip_id: (prompt_id, response)}, attention check included."""
+    by_pair = {(p, str(r)): c for c, (p, r) in ATTENTION_CLIPS.items()}
+    by_clip = {c: (p, str(r)) for c, (p, r) in ATTENTION_CLIPS.items()}
+    if stimuli is not None and {"prompt_id", "clip_id", "response"} <= set(stimuli.columns):
+        for p, c, r in zip(stimuli["prompt_id"].astype(str), stimuli["clip_id"].astype(str), stimuli["response"]):
+            r = str(int(r)) if pd.notna(r) else ""
+            by_pair[(p, r)] = c
+            by_clip[c] = (p, r)
+    return by_pair, by_clip
+
+
+def _wide_to_long(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], stimuli: pd.DataFrame | None) -> None:
+    """Two long rating rows per wide row; the wide row's trial-level columns stay for :func:`split_levels`."""
+    wide, origin = tables["ratings"], origins["ratings"]
+    if "prompt_id" not in wide.columns:
+        raise RatingsSourceError(f"{origin.file()}: a wide ratings table (rating_0, rating_1) needs a prompt_id column "
+                                 "(map yours, e.g. --map prompt_id=item)")
+    by_pair, _ = _clip_lookup(stimuli)
+    n = len(wide)
+    idx = np.repeat(np.arange(n), 2)
+    resp = np.tile([0, 1], n)
+    long = wide.iloc[idx].reset_index(drop=True)
+    prompts = long["prompt_id"].astype(str).str.strip()
+    long["clip_id"] = [by_pair.get((p, str(r)), f"{p}_{r}") if p else "" for p, r in zip(prompts, resp)]
+    long["rating"] = np.where(resp == 0, wide["rating_0"].to_numpy()[idx], wide["rating_1"].to_numpy()[idx])
+    row_columns = {"rating": [origin.column(f"rating_{r}") for r in resp],
+                   "clip_id": [origin.column("prompt_id")] * 2 * n}
+    if "audio_quality_0" in wide.columns or "audio_quality_1" in wide.columns:
+        aq = {r: wide[f"audio_quality_{r}"].to_numpy()[idx] if f"audio_quality_{r}" in wide.columns
+              else np.full(2 * n, "", dtype=object) for r in (0, 1)}
+        long["audio_quality"] = np.where(resp == 0, aq[0], aq[1])
+        row_columns["audio_quality"] = [origin.column(f"audio_quality_{r}") for r in resp]
+    if "first_clip" in wide.columns:
+        first = wide["first_clip"].astype(str).str.strip().to_numpy()[idx]
+        long["presented_first"] = [("" if f == "" else ("true" if f == str(r) else
+                                                        ("false" if f in ("0", "1") else f"first_clip={f}")))
+                                   for f, r in zip(first, resp)]
+        row_columns["presented_first"] = [origin.column("first_clip")] * 2 * n
+    long = long.drop(columns=[c for c in WIDE_COLUMNS if c in long.columns])
+    o = origin.take(idx)
+    o.row_columns.update(row_columns)
+    tables["ratings"], origins["ratings"] = long, o
+
+
+def _fill_ids(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], stimuli: pd.DataFrame | None) -> None:
+    """clip_id from (prompt_id, response) and prompt_id from clip_id, via the stimuli, where absent."""
+    r, origin = tables["ratings"], origins["ratings"]
+    by_pair, by_clip = _clip_lookup(stimuli)
+    if "clip_id" not in r.columns and {"prompt_id", "response"} <= set(r.columns):
+        resp = r["response"].astype(str).str.strip().str.replace(r"\.0$", "", regex=True)
+        r["clip_id"] = [by_pair.get((p.strip(), x), f"{p.strip()}_{x}") if p.strip() and x else ""
+                        for p, x in zip(r["prompt_id"].astype(str), resp)]
+        origin.columns.setdefault("clip_id", f"{origin.column('prompt_id')} + {origin.column('response')}")
+    if "prompt_id" not in r.columns and "clip_id" in r.columns:
+        r["prompt_id"] = [by_clip.get(c.strip(), ("", ""))[0] for c in r["clip_id"].astype(str)]
+        origin.columns.setdefault("prompt_id", f"{origin.column('clip_id')} (prompt from the stimuli)")
+    tables["ratings"] = r
+
+
+def split_levels(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], notes: list[str]) -> None:
+    """Move trial- and participant-level columns of the ratings table into trials / participants tables.
+
+    Only when that table was not given. A trial-level column needs the trial's key (``trial``, or in
+    a wide table the row itself); its value must be the same on every rating row of the trial, as a
+    participant-level column must be on every row of the participant -- otherwise a
+    :class:`RatingsSourceError` names both rows and the column.
+    """
+    r, origin = tables["ratings"], origins["ratings"]
+    for table, level_cols, keys in (("trials", TRIAL_LEVEL, ["participant_id", "trial"]),
+                                    ("participants", PARTICIPANT_LEVEL, ["participant_id"])):
+        cols = [c for c in level_cols if c in r.columns]
+        if table in tables or not cols:
+            continue
+        if table == "trials" and "trial" not in r.columns:
+            keys = ["participant_id", "prompt_id"]
+        missing = [k for k in keys if k not in r.columns]
+        if missing:
+            raise RatingsSourceError(f"{origin.file()}: column(s) {cols} hold one value per {table[:-1]}, which needs "
+                                     f"the column(s) {missing} to tell them apart")
+        carry = ["prompt_id"] if table == "trials" and "prompt_id" in r.columns and "prompt_id" not in keys else []
+        if table == "participants" and "condition" in r.columns:
+            carry = ["condition"]
+        key = ["\x1f".join(parts) for parts in zip(*(r[k].astype(str).str.strip() for k in keys))]
+        first_of: dict[str, int] = {}
+        rows: list[int] = []
+        problems: list[str] = []
+        for i, k in enumerate(key):
+            j = first_of.get(k)
+            if j is None:
+                first_of[k] = i
+                rows.append(i)
+                continue
+            for c in cols:
+                a, b = str(r.iat[j, r.columns.get_loc(c)]).strip(), str(r.iat[i, r.columns.get_loc(c)]).strip()
+                if a != b and len(problems) < 20:
+                    problems.append(f"{origin.where(i, c)}: {b!r}, but {origin.where(j)} of the same {table[:-1]} "
+                                    f"({', '.join(f'{kk}={r.iat[i, r.columns.get_loc(kk)]!r}' for kk in keys)}) has "
+                                    f"{a!r}; a {table[:-1]}-level column must agree on every row")
+        if problems:
+            raise RatingsSourceError("\n".join(problems))
+        tables[table] = r.iloc[rows][keys + carry + cols].reset_index(drop=True)
+        origins[table] = origin.take(rows)
+        tables["ratings"] = r = r.drop(columns=cols)
+        notes.append(f"{', '.join(cols)}: taken from the ratings table into {TABLE_FILES[table]}")
+
+
+def ratings_config_problems(ratings: Mapping, base_dir: str | Path = ".") -> list[str]:
+    """Config-time checks of the ``ratings`` block: the source exists, lies outside ``results/`` (the
+    workflow's own outputs: ``results/ratings`` is what ingest writes, a cycle), and the column map
+    names known columns. One message per problem, each naming its key."""
+    source = str(ratings.get("source", "simulate"))
+    problems: list[str] = []
+    if source != "simulate":
+        if source.startswith(HUB_PREFIX):
+            repo = source[len(HUB_PREFIX):].removeprefix("datasets/")
+            if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+                problems.append(f"ratings.source: {source!r} is not a hub id ({HUB_PREFIX}owner/name)")
+        else:
+            base = Path(base_dir)
+            path = base / source
+            results = (base / "results").resolve()
+            resolved = path.resolve()
+            if resolved == results or results in resolved.parents:
+                problems.append(f"ratings.source: {source!r} is inside results/, the workflow's own output folder "
+                                "(ingest writes results/ratings from the source): copy the collected ratings "
+                                "elsewhere and point ratings.source there")
+            elif not path.exists():
+                problems.append(f"ratings.source: not found: {source!r} (a folder, a CSV/TSV/Parquet file, a datasets "
+                                f"folder, or {HUB_PREFIX}owner/name)")
+    columns = ratings.get("columns") or {}
+    if columns:
+        try:
+            check_column_map(columns, "ratings.columns")
+        except RatingsSourceError as exc:
+            problems += str(exc).splitlines()
+    return problems
