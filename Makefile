@@ -1,6 +1,7 @@
 # Two commands for a new user:
 #   make run    install into .venv and run the whole workflow on the embedded default (offline)
 #   make test   install into .venv and run the test suite
+# and for developers: make lint (the gate CI runs first)
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
@@ -24,7 +25,12 @@ run: $(VENV)/.installed
 	$(VENV)/bin/snakemake --workflow-profile profiles/local --cores $(CORES)
 
 test: $(VENV)/.installed
-	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run once)
-	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile
+	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run
+	# once), the longest files first (tests/conftest.py); the 30 slowest tests are listed at the end
+	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
 
-.PHONY: install run test
+# the lint gate (CI runs it before the tests): ruff's E, F, I, B and UP rules, settings in pyproject.toml
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+.PHONY: install run test lint

@@ -84,8 +84,16 @@ def compare_dry_runs(baseline: str, runs: int, data: Path, tmp: Path) -> dict:
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", baseline], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
     work = tmp / "work"
-    write_config(work, {"data": {"source": str(data)}, "sampling": {"n_prompts": make_prism_scale.N_CONVERSATIONS,
-                                                                  "long_fraction": make_prism_scale.long_fraction_for()}})
+    write_config(
+        work,
+        {
+            "data": {"source": str(data)},
+            "sampling": {
+                "n_prompts": make_prism_scale.N_CONVERSATIONS,
+                "long_fraction": make_prism_scale.long_fraction_for(),
+            },
+        },
+    )
     times: dict[str, list[float]] = {"this checkout": [], f"baseline {baseline}": []}
     for _ in range(runs):
         times["this checkout"].append(round(_dry_run_seconds(ROOT, work), 2))

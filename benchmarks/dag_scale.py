@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import make_prism_scale  # noqa: E402
+
 from workflow_runner import planned_jobs, write_config  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "dag_scale.json"
@@ -109,15 +110,25 @@ def main() -> None:
         n_clips = 2 * n_prompts + 2
         result = {
             "what": "snakemake -n at PRISM scale (synthetic 3,113 unguided conversations)",
-            "machine": {"python": platform.python_version(), "cpus_visible": os.cpu_count(),
-                        "pinned_to_2_cpus": bool(shutil.which("taskset") and (os.cpu_count() or 1) > 2)},
-            "config": {"n_prompts": n_prompts, "long_fraction": long_fraction,
-                       "long_percentile": cfg["sampling"]["long_percentile"], "shard_size": cfg["tts"]["shard_size"],
-                       "raters_per_condition": cfg["study"]["raters_per_condition"],
-                       "trials_per_participant": cfg["study"]["trials_per_participant"]},
+            "machine": {
+                "python": platform.python_version(),
+                "cpus_visible": os.cpu_count(),
+                "pinned_to_2_cpus": bool(shutil.which("taskset") and (os.cpu_count() or 1) > 2),
+            },
+            "config": {
+                "n_prompts": n_prompts,
+                "long_fraction": long_fraction,
+                "long_percentile": cfg["sampling"]["long_percentile"],
+                "shard_size": cfg["tts"]["shard_size"],
+                "raters_per_condition": cfg["study"]["raters_per_condition"],
+                "trials_per_participant": cfg["study"]["trials_per_participant"],
+            },
             "clips": n_clips,
-            "dry_run_seconds": {"runs": [round(t, 2) for t in times], "median": round(sorted(times)[len(times) // 2], 2),
-                                "target": TARGET_S},
+            "dry_run_seconds": {
+                "runs": [round(t, 2) for t in times],
+                "median": round(sorted(times)[len(times) // 2], 2),
+                "target": TARGET_S,
+            },
             "jobs_per_rule": jobs,
             "jobs_total": sum(jobs.values()),
             "max_jobs_one_rule": max(jobs.values()),

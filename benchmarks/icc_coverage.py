@@ -51,7 +51,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from scipy import stats  # noqa: E402
+from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -125,10 +125,9 @@ def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
 
 
 def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
-    a = 1 - level
-    lo = 0.0 if x == 0 else float(stats.beta.ppf(a / 2, x, n - x + 1))
-    hi = 1.0 if x == n else float(stats.beta.ppf(1 - a / 2, x + 1, n - x))
-    return [lo, hi]
+    """Exact (Clopper-Pearson) interval of a binomial proportion x/n (statsmodels' "beta" method)."""
+    lo, hi = proportion_confint(x, n, alpha=1 - level, method="beta")
+    return [float(lo), float(hi)]
 
 
 def coverage_block(intervals: np.ndarray, truths: np.ndarray) -> dict:
@@ -175,17 +174,25 @@ def summarise(studies: list[dict], truths: dict[str, float], methods: list[str])
 
 
 def markdown(doc: dict) -> str:
-    lines = ["# ICC interval coverage (nominal 95 %)", "",
-             f"Audio condition; {doc['config']['n_boot']} resamples per bootstrap (and residual refits for the "
-             "jackknife's noise term). Coverage [Clopper-Pearson 95 %], mean width; default method "
-             f"`{DEFAULT_CI_METHOD}`.", "",
-             "| model | size | studies | truth ICC(2,1) | method | ICC(2,1) coverage | width | ICC(2,k) coverage | width |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# ICC interval coverage (nominal 95 %)",
+        "",
+        f"Audio condition; {doc['config']['n_boot']} resamples per bootstrap (and residual refits for the "
+        "jackknife's noise term). Coverage [Clopper-Pearson 95 %], mean width; default method "
+        f"`{DEFAULT_CI_METHOD}`.",
+        "",
+        "| model | size | studies | truth ICC(2,1) | method | ICC(2,1) coverage | width | ICC(2,k) coverage | width |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, block in doc["summary"].items():
         model, size = key.split("/")
         for method, m in block["methods"].items():
             c1, ck = m["icc_2_1"], m["icc_2_k"]
-            cell = lambda c: f"{c['coverage']:.3f} [{c['coverage_ci95_clopper_pearson'][0]:.3f}, {c['coverage_ci95_clopper_pearson'][1]:.3f}]"  # noqa: E731
+
+            def cell(c: dict) -> str:
+                lo, hi = c["coverage_ci95_clopper_pearson"]
+                return f"{c['coverage']:.3f} [{lo:.3f}, {hi:.3f}]"
+
             lines.append(f"| {model} | {size} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | "
                          f"{cell(c1)} | {c1['mean_width']:.3f} | {cell(ck)} | {ck['mean_width']:.3f} |")
     return "\n".join(lines) + "\n"

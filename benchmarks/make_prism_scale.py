@@ -46,9 +46,13 @@ TOPICS = ["saving money on groceries", "learning a new language", "training for 
 ASKS = ["What is the best way to get started with {t}?", "Can you give me some advice on {t}?",
         "I need help with {t}. Where should I begin?", "What mistakes do people make when {t}?",
         "How much time does {t} usually take?", "Could you explain the basics of {t}?"]
-OPENERS = ["A good place to start is to keep things simple.", "Most people find it easier with a clear plan.",
-           "It helps to think about what you want to achieve first.", "There is no single right answer, but a few habits help.",
-           "Start small and build up as you go."]
+OPENERS = [
+    "A good place to start is to keep things simple.",
+    "Most people find it easier with a clear plan.",
+    "It helps to think about what you want to achieve first.",
+    "There is no single right answer, but a few habits help.",
+    "Start small and build up as you go.",
+]
 SENTENCES = ["Set aside a little time each day and write down what worked.",
              "Ask a friend to join you, because it is easier to keep going together.",
              "Look for a short guide from a library or a trusted website before spending money.",

@@ -43,7 +43,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -52,8 +51,8 @@ from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa
 from modprefs.stats import agreement, descriptive, modality, thresholds  # noqa: E402
 from modprefs.stats.alpha import alpha_table  # noqa: E402
 from modprefs.stats.justifications import (  # noqa: E402
-    MODALITY_TERMS_PATH,
     _TOKEN,
+    MODALITY_TERMS_PATH,
     analyze,
     analyze_justifications,
     select_justifications,

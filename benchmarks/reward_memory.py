@@ -138,7 +138,7 @@ def measure(model, examples, gc: bool) -> dict:
     state = sum(v.numel() * v.element_size() for s in opt.state.values() for v in s.values()
                 if torch.is_tensor(v) and v.dim() > 0)
     n_tokens = int(batch["attention_mask"].sum())
-    n_frames = int(sum((QwenFrames.tower_frames(int(m)) for m in batch["feature_attention_mask"].sum(1))))
+    n_frames = int(sum(QwenFrames.tower_frames(int(m)) for m in batch["feature_attention_mask"].sum(1)))
     return {"weights": weights, "grads": grads, "optimizer": state, "activations": sum(saved.values()),
             "weight_copies": sum(weight_copies.values()), "n_trainable": sum(p.numel() for p in trainable),
             "tokens": n_tokens, "audio_tower_frames": n_frames}

@@ -74,6 +74,10 @@ def stage_config(code: Path, upstream: Path, workdir: Path) -> None:
     cfg.pop("reward", None)
     if "reward" in own:
         cfg["reward"] = own["reward"]
+    for section, values in cfg.items():  # keys newer than ``code`` (e.g. stats.n_boot_threshold): its schema
+        if isinstance(values, dict) and isinstance(own.get(section), dict):  # would refuse them; they do
+            for key in [k for k in values if k not in own[section]]:  # not reach the reward stage
+                values.pop(key)
     (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 

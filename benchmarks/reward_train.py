@@ -42,7 +42,6 @@ RESPONSE = ("Sure. Here is a short overview of how it works, step by step, with 
 
 
 def worker(n_pairs: int, epochs: int, clip_s: float, threads: int = 2) -> dict:
-    import numpy as np
     import pandas as pd
     import soundfile as sf
     import torch

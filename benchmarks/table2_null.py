@@ -34,7 +34,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from scipy import stats  # noqa: E402
+from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -83,10 +83,9 @@ def study_task(args: tuple[str, int]) -> dict:
 
 
 def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
-    a = 1 - level
-    lo = 0.0 if x == 0 else float(stats.beta.ppf(a / 2, x, n - x + 1))
-    hi = 1.0 if x == n else float(stats.beta.ppf(1 - a / 2, x + 1, n - x))
-    return [lo, hi]
+    """Exact (Clopper-Pearson) interval of a binomial proportion x/n (statsmodels' "beta" method)."""
+    lo, hi = proportion_confint(x, n, alpha=1 - level, method="beta")
+    return [float(lo), float(hi)]
 
 
 def summarise(results: list[dict]) -> dict:
@@ -119,8 +118,11 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--keep-other-models", action="store_true",
-                    help="keep the summaries of models not run now from an existing --out (runs of one model at a time)")
+    ap.add_argument(
+        "--keep-other-models",
+        action="store_true",
+        help="keep the summaries of models not run now from an existing --out (runs of one model at a time)",
+    )
     args = ap.parse_args()
     models = args.models.split(",")
     t_start = time.perf_counter()
@@ -134,7 +136,9 @@ def main() -> None:
     kept: dict = {}
     if args.keep_other_models and args.out.exists():
         old = json.loads(args.out.read_text(encoding="utf-8"))
-        kept = {m: {**block, "run": old.get("runs", {}).get(m)} for m, block in old["summary"].items() if m not in models}
+        kept = {
+            m: {**block, "run": old.get("runs", {}).get(m)} for m, block in old["summary"].items() if m not in models
+        }
     run_info = {m: {"n_studies": args.n_studies, "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
                 for m in models}
 

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
+from tts_rtf import BACKENDS, THREADS, benchmark_texts, pin_cpus  # noqa: E402
 
 from modprefs.speech.qc import DEFAULT_THRESHOLDS, DnsMos, Transcriber, qc_clip, signal_metrics  # noqa: E402
-from tts_rtf import BACKENDS, THREADS, benchmark_texts, pin_cpus  # noqa: E402
 
 
 def render_all(directory: Path) -> None:

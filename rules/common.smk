@@ -17,8 +17,9 @@ from modprefs.speech.render import clip_fingerprint  # noqa: E402
 
 # The whole config, checked before any job is scheduled: every schema problem named by its dotted key
 # and the file and line that set it; snakemake's own validation then fills in the schema's defaults;
-# then the cross-key, file, voice/language and data-size checks (modprefs.config_checks) and, for API
-# judges, key, endpoint and models. An error prints one message and exits 1, without a traceback.
+# then the cross-key, file, voice/language and data-size checks (modprefs.config_checks). An error prints
+# one message and exits 1, without a traceback. API judges' key, endpoint and models are checked at onstart
+# (below), not here: parsing also happens for -n, --lint, --report and inside every cluster job.
 with exit_on_user_error():
     # lowest precedence first: the Snakefile's config.yaml, then --configfile files, then --config
     _cli_files = [str(f) for f in workflow.config_settings.configfiles]
@@ -28,13 +29,35 @@ with exit_on_user_error():
     validate(config, schema="../workflow/schemas/config.schema.yaml")
     if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
         check_config(config, ".", CONFIG_SOURCES)
-        check_judges_at_start(config["judges"])
+
+
+onstart:
+    # Once the DAG is built and jobs are about to run (Snakemake skips onstart for -n, --lint, --report and
+    # when nothing is to be done): API judges' key, endpoint and models, so a bad key stops the run before
+    # any job rather than when the judge job starts. `modprefs check-judges` runs the same check on demand.
+    if workflow.is_main_process:
+        with exit_on_user_error():
+            check_judges_at_start(config["judges"])
 
 RATING_TABLES = ["ratings", "trials", "participants"]
 
 
 localrules:
     all,
+
+
+def tracked_clips(manifests) -> str:
+    """The clip-fingerprint param of the rules that read clips, in local runs; a constant on a cluster.
+
+    Snakemake records a job's params as evaluated when the DAG is built. Locally it evaluates them again
+    just before the job runs (after the WAVs exist); a cluster executor (SLURM) keeps the DAG-time value,
+    "pending", so the next run would see a changed param and redo QC and everything after it. On a cluster
+    a clip damaged after rendering is therefore not noticed by the DAG: `--forcerun audio_qc` checks
+    every clip again (docs/cluster.md).
+    """
+    if workflow.remote_exec or not workflow.local_exec:
+        return "not tracked on a cluster executor"
+    return clip_fingerprint(manifests)
 
 
 def n_clips() -> int:

@@ -43,8 +43,9 @@ rule render_shard:
 rule audio_qc:
     """Per-clip QC of one shard: round-trip WER (faster-whisper), DNSMOS, level, silences, speaking rate.
 
-    `clips` fingerprints the shard's WAVs (modprefs.speech.render.clip_fingerprint): a clip changed after
-    rendering reruns this QC, which fails an unreadable clip (reason `unreadable`) so the review replaces it.
+    `clips` fingerprints the shard's WAVs (modprefs.speech.render.clip_fingerprint): in a local run a clip
+    changed after rendering reruns this QC, which fails an unreadable clip (reason `unreadable`) so the
+    review replaces it. Not on a cluster executor (see tracked_clips in rules/common.smk).
     """
     input:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
@@ -53,7 +54,7 @@ rule audio_qc:
     params:
         qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
         # by name, not via `input`: Snakemake does not compare params derived from input
-        clips=lambda wildcards: clip_fingerprint(shard_manifest(wildcards.round, wildcards.shard)),
+        clips=lambda wildcards: tracked_clips(shard_manifest(wildcards.round, wildcards.shard)),
     threads: 2
     resources:
         mem_mb=2000,
@@ -141,7 +142,7 @@ rule engine_manifest:
     input:
         shards=lambda wildcards: engine_shard_manifests(wildcards.engine),
     params:
-        clips=lambda wildcards: clip_fingerprint(engine_shard_manifests(wildcards.engine)),  # see audio_qc
+        clips=lambda wildcards: tracked_clips(engine_shard_manifests(wildcards.engine)),  # see audio_qc
     output:
         "results/audio/engines/{engine}/manifest.csv",
     conda:

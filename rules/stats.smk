@@ -3,7 +3,7 @@ localrules:
 
 
 rule icc_table:
-    """ICC(2,1) and ICC(2,k) per modality with stimulus-bootstrap CIs (Table 4's first rows)."""
+    """ICC(2,1) and ICC(2,k) per modality with 95 % CIs by stats.icc_ci_method (default: the crossed jackknife; Table 4's first rows)."""
     input:
         ratings="results/ratings/ratings.csv",
         participants="results/ratings/participants.csv",
@@ -135,6 +135,7 @@ rule decision_thresholds:
         **reported(STATS_OUTPUTS["decision_thresholds"]),
     params:
         analysis="decision_thresholds",
+        n_boot_threshold=config["stats"]["n_boot_threshold"],
         seed=config["seed"],
     conda:
         "../envs/stats.yaml"

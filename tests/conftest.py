@@ -42,3 +42,20 @@ def write_jsonl(rows: list[dict], path: Path) -> Path:
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT
+
+
+# The longest files first, so that under `make test` (xdist --dist loadfile --no-loadscope-reorder) each
+# worker starts on one of them and the many short files fill the time after, instead of the longest file
+# starting last and holding the run open alone.
+LONGEST_FIRST = ("tests/test_workflow.py", "tests/test_slurm.py")
+
+
+def _run_order(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    if path in LONGEST_FIRST:
+        return LONGEST_FIRST.index(path)
+    return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_run_order)  # stable: the order within a group is pytest's

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 #: lme4 1.1-31's nloptwrap passes optCtrl through to nloptr (BOBYQA); these are its stopping rules.
-#: DESIGN.md's xtol_abs/ftol_abs alone leave nloptr's default xtol_rel = 1e-4 in force, which stops
+#: xtol_abs/ftol_abs alone leave nloptr's default xtol_rel = 1e-4 in force, which stops
 #: BOBYQA ~1e-6 (relative) short in the variance components; xtol_rel is tightened too.
 TIGHT_CONTROL = ('lmerControl(optimizer="nloptwrap", '
                  'optCtrl=list(xtol_abs=1e-14, ftol_abs=1e-14, xtol_rel=1e-14, maxeval=1e5))')

@@ -108,7 +108,10 @@ def _fit_dict(raw: dict) -> dict:
     for key in ("sigma2", "objective", "loglik"):
         out[key] = _num(raw[key])
     out["theta_names"] = raw["theta_names"] if isinstance(raw["theta_names"], list) else [raw["theta_names"]]
-    listify = (lambda v: v if isinstance(v, list) else [v])
+
+    def listify(v):  # R's jsonlite writes a length-1 vector as a scalar
+        return v if isinstance(v, list) else [v]
+
     out["varcorr"] = pd.DataFrame({"grp": listify(raw["vc_grp"]), "var1": listify(raw["vc_var1"]),
                                    "var2": listify(raw["vc_var2"]), "vcov": np.atleast_1d(_num(raw["vc_vcov"])),
                                    "sdcor": np.atleast_1d(_num(raw["vc_sdcor"]))})

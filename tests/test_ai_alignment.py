@@ -14,7 +14,6 @@ import scipy.stats
 from modprefs.stats import ai_alignment as A
 from modprefs.stats.analyses import ANALYSES
 
-
 # --- a study with a known link between AI gap and per-prompt ICC --------------------------------
 
 def linked_study(n_prompts: int = 150, n_raters: int = 40, b0: dict | None = None, slope: dict | None = None,

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_sim import CSRF_RE, nonsensical_position, page_data, run_participant  # noqa: E402
 from app_study import ROOT, load, make_study  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
 
 from modprefs.app import service  # noqa: E402
 from modprefs.app.export import export_dir  # noqa: E402
@@ -30,7 +31,6 @@ from modprefs.app.loader import StudyLoadError, load_study  # noqa: E402
 from modprefs.app.protocol import derive_measures  # noqa: E402
 from modprefs.app.server import create_app  # noqa: E402
 from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
 
 SECRET = "s3cret-for-tests"
 FAST = {"text_min_read_s": 0.3}  # a short reading time: the text trials of these tests wait for it for real
@@ -64,7 +64,10 @@ def enter(client, age="30", native="yes", **params):
     assert r.status_code == 200, r.text
     token = str(r.url).rsplit("/", 1)[-1]
     csrf = CSRF_RE.search(r.text).group(1)
-    assert client.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"}, follow_redirects=False).status_code == 303
+    assert (
+        client.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"}, follow_redirects=False).status_code
+        == 303
+    )
     demo = {"csrf": csrf, "age": age, "native_english": native, "timezone": "Europe/London"}
     if native == "no":
         demo["english_proficiency"] = params.pop("_prof", "None")
@@ -106,7 +109,9 @@ def listen(client, token, csrf, trial, durations, positions="AB", prefix="L", t0
         if fetch:
             assert client.get(srcs[pos]).status_code == 200
         dur = durations[srcs[pos].rsplit("/", 1)[-1][:-4]]
-        post_events(client, token, csrf, trial, [{"id": f"{prefix}{pos}p", "kind": "play", "pos": pos, "t": t0, "x": 0}])
+        post_events(
+            client, token, csrf, trial, [{"id": f"{prefix}{pos}p", "kind": "play", "pos": pos, "t": t0, "x": 0}]
+        )
         time.sleep(dur)
         res = post_events(client, token, csrf, trial, [{"id": f"{prefix}{pos}e", "kind": "ended", "pos": pos,
                                                         "t": t0 + int(1000 * dur) + k, "x": dur}])
@@ -434,7 +439,9 @@ def test_oversized_and_malformed_input_is_rejected(served):
     assert client.post(f"/p/{token}/events", content=b"{not json", headers={"X-CSRF-Token": csrf,
                        "Content-Type": "application/json"}).status_code == 422
     for field, value in (("rating_A", "0"), ("rating_B", "101"), ("rating_A", ""), ("preference", "C")):
-        assert client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False, **{field: value})).status_code == 422
+        assert (
+            client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False, **{field: value})).status_code == 422
+        )
     # the demographics form bounds its text fields
     r = client.get("/start")
     t2 = str(r.url).rsplit("/", 1)[-1]
@@ -445,7 +452,10 @@ def test_oversized_and_malformed_input_is_rejected(served):
     assert r.status_code == 422 and "at most 100 characters" in r.text
     # still a valid trial afterwards (once Response B has been revealed)
     read_text(client, token, csrf, 0)
-    assert client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False), follow_redirects=False).status_code == 303
+    assert (
+        client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False), follow_redirects=False).status_code
+        == 303
+    )
 
 
 def test_audio_is_served_with_range_support(served):

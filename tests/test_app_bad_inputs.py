@@ -22,8 +22,8 @@ import soundfile as sf
 sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_study import ROOT, load, make_study  # noqa: E402
-from bad_inputs import assert_clean_failure  # noqa: E402
 
+from bad_inputs import assert_clean_failure  # noqa: E402
 from modprefs.app.db import Database  # noqa: E402
 
 
@@ -104,52 +104,105 @@ def resample(path: Path) -> None:
 
 # (id, argv(w), fragments the message must contain)
 CASES = [
-    ("export-missing-db", lambda w: app("export", "--db", missing(w), "--out", str(w.out)),
-     ["missing.db", "does not exist", "modprefs app load"]),
+    (
+        "export-missing-db",
+        lambda w: app("export", "--db", missing(w), "--out", str(w.out)),
+        ["missing.db", "does not exist", "modprefs app load"],
+    ),
     ("status-missing-db", lambda w: app("status", "--db", missing(w)), ["missing.db", "does not exist", "app load"]),
     ("invite-missing-db", lambda w: app("invite", "--db", missing(w), "-n", "2"), ["missing.db", "does not exist"]),
-    ("serve-missing-db", lambda w: app("serve", "--db", missing(w), "--port", "8765"),
-     ["missing.db", "does not exist"]),
+    (
+        "serve-missing-db",
+        lambda w: app("serve", "--db", missing(w), "--port", "8765"),
+        ["missing.db", "does not exist"],
+    ),
     ("invite-empty-db", lambda w: app("invite", "--db", w.empty_url, "-n", "2"), ["empty.db", "holds no study"]),
-    ("export-empty-db", lambda w: app("export", "--db", w.empty_url, "--out", str(w.out)),
-     ["empty.db", "holds no study", "app load"]),
+    (
+        "export-empty-db",
+        lambda w: app("export", "--db", w.empty_url, "--out", str(w.out)),
+        ["empty.db", "holds no study", "app load"],
+    ),
     ("status-not-a-database", lambda w: app("status", "--db", w.junk_url), ["junk.db", "cannot open the database"]),
     ("status-not-a-url", lambda w: app("status", "--db", "nonsense://x/y"), ["nonsense://", "cannot open"]),
     ("invite-n-negative", lambda w: app("invite", "--db", w.url, "-n", "-3"), ["-n", "-3 is not in 1..100000"]),
     ("invite-n-zero", lambda w: app("invite", "--db", w.url, "-n", "0"), ["-n", "0 is not in 1..100000"]),
-    ("invite-bad-base-url", lambda w: app("invite", "--db", w.url, "-n", "1", "--base-url", "study.example"),
-     ["--base-url", "not an http:// or https:// URL"]),
-    ("serve-port-99999", lambda w: app("serve", "--db", w.url, "--port", "99999"), ["--port", "99999 is not in 1..65535"]),
+    (
+        "invite-bad-base-url",
+        lambda w: app("invite", "--db", w.url, "-n", "1", "--base-url", "study.example"),
+        ["--base-url", "not an http:// or https:// URL"],
+    ),
+    (
+        "serve-port-99999",
+        lambda w: app("serve", "--db", w.url, "--port", "99999"),
+        ["--port", "99999 is not in 1..65535"],
+    ),
     ("serve-port-0", lambda w: app("serve", "--db", w.url, "--port", "0"), ["--port", "0 is not in 1..65535"]),
-    ("serve-port-text", lambda w: app("serve", "--db", w.url, "--port", "http"), ["--port", "'http' is not an integer"]),
-    ("serve-workers-sqlite", lambda w: app("serve", "--db", w.url, "--workers", "2"),
-     ["--workers 2 needs PostgreSQL", "study.db"]),
+    (
+        "serve-port-text",
+        lambda w: app("serve", "--db", w.url, "--port", "http"),
+        ["--port", "'http' is not an integer"],
+    ),
+    (
+        "serve-workers-sqlite",
+        lambda w: app("serve", "--db", w.url, "--workers", "2"),
+        ["--workers 2 needs PostgreSQL", "study.db"],
+    ),
     ("serve-workers-zero", lambda w: app("serve", "--db", w.url, "--workers", "0"), ["--workers", "not in 1..256"]),
-    ("serve-abandon-zero", lambda w: app("serve", "--db", w.url, "--abandon-minutes", "0"),
-     ["--abandon-minutes", "must be a finite number > 0"]),
-    ("serve-abandon-nan", lambda w: app("serve", "--db", w.url, "--abandon-minutes", "nan"),
-     ["--abandon-minutes", "finite"]),
-    ("serve-tolerance-negative", lambda w: app("serve", "--db", w.url, "--timing-tolerance", "-1"),
-     ["--timing-tolerance", ">= 0"]),
-    ("serve-rate-negative", lambda w: app("serve", "--db", w.url, "--rate-start-ip", "-5"),
-     ["--rate-start-ip", "not in 0..10000000"]),
+    (
+        "serve-abandon-zero",
+        lambda w: app("serve", "--db", w.url, "--abandon-minutes", "0"),
+        ["--abandon-minutes", "must be a finite number > 0"],
+    ),
+    (
+        "serve-abandon-nan",
+        lambda w: app("serve", "--db", w.url, "--abandon-minutes", "nan"),
+        ["--abandon-minutes", "finite"],
+    ),
+    (
+        "serve-tolerance-negative",
+        lambda w: app("serve", "--db", w.url, "--timing-tolerance", "-1"),
+        ["--timing-tolerance", ">= 0"],
+    ),
+    (
+        "serve-rate-negative",
+        lambda w: app("serve", "--db", w.url, "--rate-start-ip", "-5"),
+        ["--rate-start-ip", "not in 0..10000000"],
+    ),
     ("serve-keep-alive-zero", lambda w: app("serve", "--db", w.url, "--keep-alive", "0"), ["--keep-alive"]),
-    ("load-zero-byte-wav", lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db",
-                                                    broken_clip(w, "zero", lambda p: p.write_bytes(b"")))),
-     ["zero/clips/", ".wav", "is empty (0 bytes)"]),
-    ("load-random-bytes-wav", lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db", broken_clip(
-        w, "noise", lambda p: p.write_bytes(np.random.default_rng(1).bytes(20000))))),
-     ["noise/clips/", ".wav", "cannot be decoded as audio"]),
-    ("load-wav-longer-than-manifest", lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db",
-                                                               broken_clip(w, "long", resample))),
-     ["long/clips/", "but the manifest says", "0.1 s"]),
-    ("load-assignments-bad-trial", lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db",
-                                                            assignments=bad_assignments(w))),
-     ["bad_assignments.csv", "row 4", "column trial", "'two'"]),
+    (
+        "load-zero-byte-wav",
+        lambda w: app(
+            *load_args(w, f"sqlite:///{w.missing_dir}/new.db", broken_clip(w, "zero", lambda p: p.write_bytes(b"")))
+        ),
+        ["zero/clips/", ".wav", "is empty (0 bytes)"],
+    ),
+    (
+        "load-random-bytes-wav",
+        lambda w: app(
+            *load_args(
+                w,
+                f"sqlite:///{w.missing_dir}/new.db",
+                broken_clip(w, "noise", lambda p: p.write_bytes(np.random.default_rng(1).bytes(20000))),
+            )
+        ),
+        ["noise/clips/", ".wav", "cannot be decoded as audio"],
+    ),
+    (
+        "load-wav-longer-than-manifest",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db", broken_clip(w, "long", resample))),
+        ["long/clips/", "but the manifest says", "0.1 s"],
+    ),
+    (
+        "load-assignments-bad-trial",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db", assignments=bad_assignments(w))),
+        ["bad_assignments.csv", "row 4", "column trial", "'two'"],
+    ),
     ("load-into-loaded-db", lambda w: app(*load_args(w, w.url)), ["already holds a study", "--replace"]),
-    ("export-validate-missing-stimuli", lambda w: app("export", "--db", w.url, "--out", str(w.out), "--validate",
-                                                      str(w.tmp / "no_stimuli.csv")),
-     ["no_stimuli.csv", "cannot read the stimuli table"]),
+    (
+        "export-validate-missing-stimuli",
+        lambda w: app("export", "--db", w.url, "--out", str(w.out), "--validate", str(w.tmp / "no_stimuli.csv")),
+        ["no_stimuli.csv", "cannot read the stimuli table"],
+    ),
 ]
 
 

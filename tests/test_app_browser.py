@@ -96,7 +96,7 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
             if trial == 0:
                 # seeking ahead on the first listen is refused (reverted, logged)
                 dur = page.evaluate("document.getElementById('audio-A').duration")
-                page.evaluate("document.getElementById('audio-A').currentTime = document.getElementById('audio-A').duration - 0.05")
+                page.evaluate("(a => { a.currentTime = a.duration - 0.05; })(document.getElementById('audio-A'))")
                 time.sleep(0.15)
                 pos = page.evaluate("document.getElementById('audio-A').currentTime")
                 assert pos < dur - 0.4, f"seek on first listen was not refused ({pos} of {dur})"
@@ -120,9 +120,13 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
                 # after its first full listen a clip can be replayed at will (and seeked)
                 before = ended_count(page, "A")
                 page.click("#play-A")
-                wait_until(page, f"window.__modprefs.events.filter(e => e.kind === 'ended' && e.pos === 'A').length > {before}")
+                wait_until(
+                    page, f"window.__modprefs.events.filter(e => e.kind === 'ended' && e.pos === 'A').length > {before}"
+                )
                 info["replayed"] = d["trial"]
-        for i, sel in enumerate(["#rating_A", "#rating_B"] + (["#audio_quality_A", "#audio_quality_B"] if cond == "audio" else [])):
+        for i, sel in enumerate(
+            ["#rating_A", "#rating_B"] + (["#audio_quality_A", "#audio_quality_B"] if cond == "audio" else [])
+        ):
             set_slider(page, sel, [0.8, 0.3, 0.6, 0.7][i])
         set_slider(page, "#rating_B", 0.9)  # a change of mind: B now above A (a reversal)
         if trial == 0:
@@ -149,7 +153,7 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
     return info
 
 
-def test_full_sessions_in_both_conditions(browser, tmp_path):
+def test_full_sessions_in_both_conditions(browser, tmp_path):  # noqa: F811 (browser_kit fixture)
     import pandas as pd
 
     from modprefs.app.export import export_dir

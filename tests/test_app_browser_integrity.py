@@ -99,7 +99,7 @@ def audio_app(tmp_path_factory):
 
 
 @pytest.fixture
-def context(browser):
+def context(browser):  # noqa: F811 (the fixture imported from browser_kit)
     ctx = browser.new_context(viewport={"width": 1100, "height": 900}, has_touch=True)
     errors: list[str] = []
     ctx.on("weberror", lambda e: errors.append(str(e.error)))
@@ -209,7 +209,9 @@ def test_reload_mid_trial_loses_no_event_and_restores_the_entered_values(audio_a
     page.fill("#justification", "Clearer & kinder <b>answer</b>")
     time.sleep(0.8)  # the page tries to send, the network is down
     assert page.evaluate("window.__modprefs.pending()") >= 5
-    values = {s: page.locator(s).input_value() for s in ("#rating_A", "#rating_B", "#audio_quality_A", "#audio_quality_B")}
+    values = {
+        s: page.locator(s).input_value() for s in ("#rating_A", "#rating_B", "#audio_quality_A", "#audio_quality_B")
+    }
     ids += [e["id"] for e in events_of(page)][len(ids):]
     context.set_offline(False)
     page.reload()  # the old page's beacon and the new page's re-send race
@@ -384,7 +386,7 @@ def test_text_reveal_auto_mode(tmp_path, context):
 
 # ---- rate limits -------------------------------------------------------------------------------------------
 
-def test_start_beyond_the_limit_gets_429_with_retry_after(tmp_path, context, browser):
+def test_start_beyond_the_limit_gets_429_with_retry_after(tmp_path, context, browser):  # noqa: F811
     st = one_condition(tmp_path / "study", "text", slots=4)
     url = f"sqlite:///{tmp_path}/rate.db"
     load(st, url)
@@ -429,7 +431,8 @@ RENDER = """async ([src, rendering, intervals]) => {
   node.connect(ctx.destination);
   node.start();
   const out = await ctx.startRendering();
-  const ears = channels === 2 ? [out.getChannelData(0), out.getChannelData(1)] : [out.getChannelData(0), out.getChannelData(0)];
+  const ears = channels === 2 ? [out.getChannelData(0), out.getChannelData(1)]
+                              : [out.getChannelData(0), out.getChannelData(0)];
   const levels = intervals.map(([a, b]) => {
     const i0 = Math.floor(a * out.sampleRate), i1 = Math.floor(b * out.sampleRate);
     return ears.reduce((acc, x) => { let s = 0; for (let i = i0; i < i1; i++) s += x[i] * x[i];
@@ -439,7 +442,7 @@ RENDER = """async ([src, rendering, intervals]) => {
 }"""
 
 
-def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):
+def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):  # noqa: F811
     """Two audio participants take the antiphase check in the browser. Their answers come from the
     check's own sounds rendered by chromium's Web Audio (decodeAudioData + an OfflineAudioContext)
     as they would reach the ears: a listener with stereo headphones (left channel to the left ear,
@@ -463,7 +466,7 @@ def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):
             pages[rendering] = (token, page)
         answers = {r: [] for r in pages}
         for i in range(headphones.N_TRIALS):
-            for rendering, (_, page) in pages.items():
+            for _, page in pages.values():
                 assert page.is_disabled(f"input[name=q{i}][value='1']")  # no answer before listening
                 page.click(f"#hp-play-{i}")
             for rendering, (_, page) in pages.items():
@@ -471,7 +474,7 @@ def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):
                 answers[rendering].append(page.evaluate(RENDER, [src, rendering, headphones.intervals()]))
                 wait_until(page, f"window.__modprefs.hpEnded['{i}'] === true", timeout=15)
                 page.check(f"input[name=q{i}][value='{answers[rendering][-1]}']")
-        for rendering, (token, page) in pages.items():
+        for rendering, (_, page) in pages.items():
             wavs = [httpx.get(base + page.locator(f"#hp-audio-{i}").get_attribute("src")).content
                     for i in range(headphones.N_TRIALS)]
             assert headphone_answers(wavs, rendering) == answers[rendering]

@@ -119,10 +119,15 @@ def test_settings_are_typed_and_checked():
                             "unknown_key": "x"}, text_min_read_s=1.5)
     assert (s.abandon_minutes, s.rate_start_ip, s.headphone_check, s.text_min_read_s) == (12.0, 5, "record", 1.5)
     assert s.extra == {"unknown_key": "x"}
-    for meta, key in (({"abandon_minutes": "soon"}, "abandon_minutes"), ({"rate_start_ip": "-1"}, "rate_start_ip"),
-                      ({"text_reveal": "sideways"}, "text_reveal"), ({"headphone_check": "maybe"}, "headphone_check"),
-                      ({"timing_tolerance_s": "nan"}, "timing_tolerance_s"), ({"abandon_minutes": "0"}, "abandon_minutes"),
-                      ({"rate_session_token": "1.5"}, "rate_session_token")):
+    for meta, key in (
+        ({"abandon_minutes": "soon"}, "abandon_minutes"),
+        ({"rate_start_ip": "-1"}, "rate_start_ip"),
+        ({"text_reveal": "sideways"}, "text_reveal"),
+        ({"headphone_check": "maybe"}, "headphone_check"),
+        ({"timing_tolerance_s": "nan"}, "timing_tolerance_s"),
+        ({"abandon_minutes": "0"}, "abandon_minutes"),
+        ({"rate_session_token": "1.5"}, "rate_session_token"),
+    ):
         with pytest.raises(SettingsError, match=key):
             Settings.from_meta(meta)
 

@@ -50,9 +50,15 @@ def test_replacement_is_next_unused_candidate_of_the_same_stratum():
     assert reps["conversation_id"].iloc[0] == bigger[bigger["stratum"] == "long_diff"]["conversation_id"].iloc[3]
     assert reps["conversation_id"].iloc[0] not in set(first["conversation_id"])
     assert reps["draw_order"].iloc[0] == 12
-    assert rems.to_dict("records") == [{"conversation_id": long_first["conversation_id"].iloc[0], "stratum": "long_diff",
-                                        "reason": "audio_quality", "detail": "x",
-                                        "replaced_by": reps["conversation_id"].iloc[0]}]
+    assert rems.to_dict("records") == [
+        {
+            "conversation_id": long_first["conversation_id"].iloc[0],
+            "stratum": "long_diff",
+            "reason": "audio_quality",
+            "detail": "x",
+            "replaced_by": reps["conversation_id"].iloc[0],
+        }
+    ]
     again, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
     assert again.equals(reps)
 
@@ -67,7 +73,11 @@ def test_replacement_skips_used_and_logs_text_screened_candidates():
     assert used_skip["conversation_id"].iloc[0] != skipped
 
     def screen(row):
-        return ScreeningResult("empty", "response 1 is empty") if row["conversation_id"] == skipped else ScreeningResult(None)
+        return (
+            ScreeningResult("empty", "response 1 is empty")
+            if row["conversation_id"] == skipped
+            else ScreeningResult(None)
+        )
 
     screened, rems = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, screen, 12)
     assert screened["conversation_id"].iloc[0] == used_skip["conversation_id"].iloc[0]
@@ -106,7 +116,9 @@ def test_review_rounds_converge_and_final_set_is_all_passing():
     final = final_prompts(first, [(dec0, rep0), (dec1, rep1), (dec2, rep2)])
     assert len(final) == 12 and final["prompt_id"].is_unique
     assert (final["stratum"] == "long_diff").sum() == 3
-    failed_ids = set(dec0.loc[dec0["action"] != "keep", "prompt_id"]) | set(dec1.loc[dec1["action"] != "keep", "prompt_id"])
+    failed_ids = set(dec0.loc[dec0["action"] != "keep", "prompt_id"]) | set(
+        dec1.loc[dec1["action"] != "keep", "prompt_id"]
+    )
     assert not failed_ids & set(final["prompt_id"])
 
 

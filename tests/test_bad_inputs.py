@@ -6,7 +6,8 @@ directory whose ``results/`` already holds a tiny run's data and sampling stages
 key), no Python traceback, and every file under ``results/`` byte-identical before and after. The
 config is the working directory's ``config.yaml`` (the Snakefile's own, so a YAML error names its line
 and column); a few cases add a ``--configfile`` or ``--config`` layer. Every one of these problems is
-found when the workflow starts (``snakemake -n`` is enough): no job runs, so nothing can change.
+found when the workflow starts (``snakemake -n`` is enough; the API judges' key, checked at onstart of a
+real run and not in a dry run, is checked with a real run): no job runs, so nothing can change.
 
 Clips damaged after rendering are not errors of this kind: they make Snakemake redo the QC that
 replaces them (study clips) or stop the engine's manifest rule with the shard to re-render; both are
@@ -43,9 +44,9 @@ def workdir(tmp_path_factory) -> Path:
     return work
 
 
-def snakemake_cmd(work: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile", str(ROOT / "Snakefile"),
-            "--directory", str(work), *extra]
+def snakemake_cmd(work: Path, *extra: str, dry_run: bool = True) -> list[str]:
+    return [sys.executable, "-m", "snakemake", *(["-n"] if dry_run else []), "--cores", "1", "--snakefile",
+            str(ROOT / "Snakefile"), "--directory", str(work), *extra]
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Case:
     text: str | bytes | None = None
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    dry_run: bool = True  # False: a real run (for what is checked at onstart, once jobs are about to run)
 
 
 def _set(path: str, value) -> Callable[[dict, Path], None]:
@@ -116,90 +118,206 @@ CASES = [
     Case("config is a list", ["config.yaml", "top level"], text="- seed\n- data\n"),
     # --- schema: every nested key -------------------------------------------------------------------------
     Case("unknown top-level key", ["config.yaml line", "colour: unknown key"], _set("colour", "blue")),
-    Case("n_prompts not a number", ["config.yaml line", "sampling.n_prompts", "'twelve'"], _set("sampling.n_prompts", "twelve")),
+    Case(
+        "n_prompts not a number",
+        ["config.yaml line", "sampling.n_prompts", "'twelve'"],
+        _set("sampling.n_prompts", "twelve"),
+    ),
     Case("negative seed", ["config.yaml line", "seed: -1"], _set("seed", -1)),
     Case("unknown tts backend", ["config.yaml line", "tts.backend", "festival"], _set("tts.backend", "festival")),
-    Case("engine item typo voise", ["config.yaml line", "tts.engines[0].voise: unknown key"],
-         _set("tts.engines.0.voise", "en_US-joe-medium")),
-    Case("judges.allocation typo", ["config.yaml line", "judges.allocation.targt: unknown key"],
-         _set("judges.allocation.targt", 0.8)),
-    Case("judges.local typo", ["config.yaml", "judges.local.modle_file: unknown key"],
-         _set("judges.local", {"modle_file": "x.gguf"})),
-    Case("judges.local out of range", ["config.yaml", "judges.local.min_answer_mass"],
-         _set("judges.local", {"min_answer_mass": 1.5})),
+    Case(
+        "engine item typo voise",
+        ["config.yaml line", "tts.engines[0].voise: unknown key"],
+        _set("tts.engines.0.voise", "en_US-joe-medium"),
+    ),
+    Case(
+        "judges.allocation typo",
+        ["config.yaml line", "judges.allocation.targt: unknown key"],
+        _set("judges.allocation.targt", 0.8),
+    ),
+    Case(
+        "judges.local typo",
+        ["config.yaml", "judges.local.modle_file: unknown key"],
+        _set("judges.local", {"modle_file": "x.gguf"}),
+    ),
+    Case(
+        "judges.local out of range",
+        ["config.yaml", "judges.local.min_answer_mass"],
+        _set("judges.local", {"min_answer_mass": 1.5}),
+    ),
     Case("ci_level as a percentage", ["config.yaml line", "stats.ci_level", "95"], _set("stats.ci_level", 95)),
-    Case("simulation typo", ["config.yaml line", "ratings.simulation.b_frist: unknown key"],
-         _set("ratings.simulation.b_frist", -2.6)),
+    Case(
+        "simulation typo",
+        ["config.yaml line", "ratings.simulation.b_frist: unknown key"],
+        _set("ratings.simulation.b_frist", -2.6),
+    ),
     # --- cross-key checks ----------------------------------------------------------------------------------
-    Case("allocation min > max", ["config.yaml line", "judges.allocation", "min_raters <= max_raters"],
-         _set("judges.allocation.min_raters", 40)),
-    Case("trials exceed prompts", ["config.yaml line", "study.trials_per_participant: 9 exceeds"],
-         _set("study.trials_per_participant", 9)),
-    Case("voice not in the backend", ["config.yaml line", "tts.voice: 'zz_nobody'", "available: jf_alpha"],
-         _set("tts.voice", "zz_nobody")),
+    Case(
+        "allocation min > max",
+        ["config.yaml line", "judges.allocation", "min_raters <= max_raters"],
+        _set("judges.allocation.min_raters", 40),
+    ),
+    Case(
+        "trials exceed prompts",
+        ["config.yaml line", "study.trials_per_participant: 9 exceeds"],
+        _set("study.trials_per_participant", 9),
+    ),
+    Case(
+        "voice not in the backend",
+        ["config.yaml line", "tts.voice: 'zz_nobody'", "available: jf_alpha"],
+        _set("tts.voice", "zz_nobody"),
+    ),
     Case("language not supported", ["config.yaml line", "tts.lang: 'klingon'"], _set("tts.lang", "klingon")),
-    Case("engine voice not installed", ["config.yaml line", "tts.engines[0].voice: 'zz_nobody'"],
-         _set("tts.engines.0.voice", "zz_nobody")),
-    Case("engine lang does not match voice", ["config.yaml line", "tts.engines[1].lang: 'fr'"],
-         _set("tts.engines.1.lang", "fr")),
-    Case("kokoro torch voice", ["config.yaml line", "tts.voice: 'zz_nobody' is not a Kokoro voice"],
-         lambda c, _: c["tts"].update(backend="kokoro", voice="zz_nobody")),
-    Case("key not used by the backend", ["config.yaml line", "tts.engines[0].voices_path: not used by backend 'piper'"],
-         _set("tts.engines.0.voices_path", "voices.bin")),
-    Case("engine listed twice", ["config.yaml line", "tts.engines: backend 'piper' appears more than once"],
-         _append_engine({"backend": "piper"})),
-    Case("QC threshold typo", ["config.yaml line", "audio_qc.thresholds", "'max_wr'"],
-         _set("audio_qc.thresholds", {"max_wr": 0.2})),
-    Case("n_prompts above eligible conversations", ["config.yaml line", "sampling.n_prompts: 100", "only 64 eligible"],
-         _set("sampling.n_prompts", 100)),
-    Case("a stratum too small", ["config.yaml line", "sampling.long_fraction: stratum 'long_diff' needs"],
-         lambda c, _: c["sampling"].update(n_prompts=40, long_fraction=0.9)),
+    Case(
+        "engine voice not installed",
+        ["config.yaml line", "tts.engines[0].voice: 'zz_nobody'"],
+        _set("tts.engines.0.voice", "zz_nobody"),
+    ),
+    Case(
+        "engine lang does not match voice",
+        ["config.yaml line", "tts.engines[1].lang: 'fr'"],
+        _set("tts.engines.1.lang", "fr"),
+    ),
+    Case(
+        "kokoro torch voice",
+        ["config.yaml line", "tts.voice: 'zz_nobody' is not a Kokoro voice"],
+        lambda c, _: c["tts"].update(backend="kokoro", voice="zz_nobody"),
+    ),
+    Case(
+        "key not used by the backend",
+        ["config.yaml line", "tts.engines[0].voices_path: not used by backend 'piper'"],
+        _set("tts.engines.0.voices_path", "voices.bin"),
+    ),
+    Case(
+        "engine listed twice",
+        ["config.yaml line", "tts.engines: backend 'piper' appears more than once"],
+        _append_engine({"backend": "piper"}),
+    ),
+    Case(
+        "QC threshold typo",
+        ["config.yaml line", "audio_qc.thresholds", "'max_wr'"],
+        _set("audio_qc.thresholds", {"max_wr": 0.2}),
+    ),
+    Case(
+        "n_prompts above eligible conversations",
+        ["config.yaml line", "sampling.n_prompts: 100", "only 64 eligible"],
+        _set("sampling.n_prompts", 100),
+    ),
+    Case(
+        "a stratum too small",
+        ["config.yaml line", "sampling.long_fraction: stratum 'long_diff' needs"],
+        lambda c, _: c["sampling"].update(n_prompts=40, long_fraction=0.9),
+    ),
     Case("data file missing", ["config.yaml line", "data.source: file not found"], _set("data.source", "nope.jsonl")),
-    Case("--configfile layer", ["{dir}/override.yaml line 3", "judges.allocation.targt: unknown key"],
-         lambda c, d: (d / "override.yaml").write_text("judges:\n  allocation:\n    targt: 0.8\n"),
-         args=["--configfile", "{dir}/override.yaml"]),
+    Case(
+        "--configfile layer",
+        ["{dir}/override.yaml line 3", "judges.allocation.targt: unknown key"],
+        lambda c, d: (d / "override.yaml").write_text("judges:\n  allocation:\n    targt: 0.8\n"),
+        args=["--configfile", "{dir}/override.yaml"],
+    ),
     Case("--config layer", ["--config: seed: -5"], args=["--config", "seed=-5"]),
-    Case("API judges without a key", ["judges.api_key_env", "OPENAI_API_KEY", "not set"],
-         _set("judges.backend", "openai"), env={"OPENAI_API_KEY": ""}),
+    Case(
+        "API judges without a key",
+        ["judges.api_key_env", "OPENAI_API_KEY", "not set"],
+        _set("judges.backend", "openai"),
+        env={"OPENAI_API_KEY": ""},
+        dry_run=False,
+    ),
     # --- audio settings: model files ----------------------------------------------------------------------
-    Case("voices archive of random bytes", ["config.yaml line", "tts.voices_path", "not a kokoro-onnx voices archive"],
-         _file("tts.voices_path", "voices.bin", bytes(range(256)) * 16)),
-    Case("empty model file", ["config.yaml line", "tts.model_path", "is an empty file"],
-         _file("tts.model_path", "model.onnx", b"")),
-    Case("piper voice config not JSON", ["tts.engines[0].config_path", "not a readable JSON file"],
-         lambda c, d: ((d / "v.onnx").write_bytes(b"x"), (d / "v.onnx.json").write_text("{not json"),
-                       c["tts"]["engines"][0].update(voice="v", model_path=str(d / "v.onnx")))),
-    Case("espeak data folder", ["tts.engines[1].espeak_data", "not an espeak-ng-data directory"],
-         lambda c, d: c["tts"]["engines"][1].update(espeak_data=str(d))),
+    Case(
+        "voices archive of random bytes",
+        ["config.yaml line", "tts.voices_path", "not a kokoro-onnx voices archive"],
+        _file("tts.voices_path", "voices.bin", bytes(range(256)) * 16),
+    ),
+    Case(
+        "empty model file",
+        ["config.yaml line", "tts.model_path", "is an empty file"],
+        _file("tts.model_path", "model.onnx", b""),
+    ),
+    Case(
+        "piper voice config not JSON",
+        ["tts.engines[0].config_path", "not a readable JSON file"],
+        lambda c, d: (
+            (d / "v.onnx").write_bytes(b"x"),
+            (d / "v.onnx.json").write_text("{not json"),
+            c["tts"]["engines"][0].update(voice="v", model_path=str(d / "v.onnx")),
+        ),
+    ),
+    Case(
+        "espeak data folder",
+        ["tts.engines[1].espeak_data", "not an espeak-ng-data directory"],
+        lambda c, d: c["tts"]["engines"][1].update(espeak_data=str(d)),
+    ),
     # --- attention check and term list --------------------------------------------------------------------
-    Case("attention check JSON error", ["{dir}/attention.json, line 2, column", "not valid JSON"],
-         _attention('{"prompt": "x",\n "responses": [}')),
-    Case("attention check with one response", ["{dir}/attention.json", "'responses' must be a list of two"],
-         _attention({**GOOD_ATTENTION, "responses": [{"text": "Only one."}]})),
-    Case("attention check nothing to speak", ["{dir}/attention.json", "clip attn_1: nothing speakable"],
-         _attention({**GOOD_ATTENTION, "responses": [{"text": "Fine."}, {"text": "\U0001F600\U0001F600"}]})),
-    Case("term list empty", ["{dir}/terms.txt lists no term"],
-         _file("sampling.screening.harmful_terms", "terms.txt", "# nothing\n")),
-    Case("term list not UTF-8", ["{dir}/terms.txt line 2, column 1: not UTF-8"],
-         _file("sampling.screening.harmful_terms", "terms.txt", b"kill\n\xff\xfe\n")),
+    Case(
+        "attention check JSON error",
+        ["{dir}/attention.json, line 2, column", "not valid JSON"],
+        _attention('{"prompt": "x",\n "responses": [}'),
+    ),
+    Case(
+        "attention check with one response",
+        ["{dir}/attention.json", "'responses' must be a list of two"],
+        _attention({**GOOD_ATTENTION, "responses": [{"text": "Only one."}]}),
+    ),
+    Case(
+        "attention check nothing to speak",
+        ["{dir}/attention.json", "clip attn_1: nothing speakable"],
+        _attention({**GOOD_ATTENTION, "responses": [{"text": "Fine."}, {"text": "\U0001f600\U0001f600"}]}),
+    ),
+    Case(
+        "term list empty",
+        ["{dir}/terms.txt lists no term"],
+        _file("sampling.screening.harmful_terms", "terms.txt", "# nothing\n"),
+    ),
+    Case(
+        "term list not UTF-8",
+        ["{dir}/terms.txt line 2, column 1: not UTF-8"],
+        _file("sampling.screening.harmful_terms", "terms.txt", b"kill\n\xff\xfe\n"),
+    ),
     # --- the data JSONL ------------------------------------------------------------------------------------
-    Case("row without conversation_id", ["{dir}/conversations.jsonl line 2", "missing key(s) ['conversation_id']"],
-         _jsonl(edit_row=lambda r: r.pop("conversation_id"))),
-    Case("row without conversation_type", ["{dir}/conversations.jsonl line 2", "['conversation_type']"],
-         _jsonl(edit_row=lambda r: r.pop("conversation_type"))),
-    Case("turn 'zero'", ["{dir}/conversations.jsonl line 2", "conversation_history[1].turn is 'zero'"],
-         _jsonl(edit_row=_utterance("turn", "zero"))),
-    Case("score 'high'", ["{dir}/conversations.jsonl line 2", "conversation_history[1].score is 'high'"],
-         _jsonl(edit_row=_utterance("score", "high"))),
-    Case("malformed line", ["{dir}/conversations.jsonl line 2, column", "not valid JSON"],
-         _jsonl(line2='{"conversation_id": "c1", "conversation_type": ')),
-    Case("non-UTF-8 byte", ["{dir}/conversations.jsonl line 2, column 23", "not UTF-8 text (byte 0xe9)"],
-         _jsonl(line2=b'{"conversation_id": "c\xe9"}')),
-    Case("duplicate conversation", ["{dir}/conversations.jsonl line 3", "duplicate conversation_id 'c0'"],
-         lambda c, d: _jsonl(edit_row=lambda r: None)(c, d) or (d / "conversations.jsonl").write_text(
-             (d / "conversations.jsonl").read_text().replace('"c2"', '"c0"'))),
-    Case("empty data file", ["{dir}/conversations.jsonl", "no eligible 'unguided' conversation"],
-         _file("data.source", "conversations.jsonl", "")),
+    Case(
+        "row without conversation_id",
+        ["{dir}/conversations.jsonl line 2", "missing key(s) ['conversation_id']"],
+        _jsonl(edit_row=lambda r: r.pop("conversation_id")),
+    ),
+    Case(
+        "row without conversation_type",
+        ["{dir}/conversations.jsonl line 2", "['conversation_type']"],
+        _jsonl(edit_row=lambda r: r.pop("conversation_type")),
+    ),
+    Case(
+        "turn 'zero'",
+        ["{dir}/conversations.jsonl line 2", "conversation_history[1].turn is 'zero'"],
+        _jsonl(edit_row=_utterance("turn", "zero")),
+    ),
+    Case(
+        "score 'high'",
+        ["{dir}/conversations.jsonl line 2", "conversation_history[1].score is 'high'"],
+        _jsonl(edit_row=_utterance("score", "high")),
+    ),
+    Case(
+        "malformed line",
+        ["{dir}/conversations.jsonl line 2, column", "not valid JSON"],
+        _jsonl(line2='{"conversation_id": "c1", "conversation_type": '),
+    ),
+    Case(
+        "non-UTF-8 byte",
+        ["{dir}/conversations.jsonl line 2, column 23", "not UTF-8 text (byte 0xe9)"],
+        _jsonl(line2=b'{"conversation_id": "c\xe9"}'),
+    ),
+    Case(
+        "duplicate conversation",
+        ["{dir}/conversations.jsonl line 3", "duplicate conversation_id 'c0'"],
+        lambda c, d: (
+            _jsonl(edit_row=lambda r: None)(c, d)
+            or (d / "conversations.jsonl").write_text((d / "conversations.jsonl").read_text().replace('"c2"', '"c0"'))
+        ),
+    ),
+    Case(
+        "empty data file",
+        ["{dir}/conversations.jsonl", "no eligible 'unguided' conversation"],
+        _file("data.source", "conversations.jsonl", ""),
+    ),
 ]
 
 
@@ -215,12 +333,15 @@ def test_bad_input_fails_cleanly(workdir, case, tmp_path):
             case.edit(cfg, tmp_path)
             config.write_text(yaml.safe_dump(cfg, sort_keys=False))
         args = [a.replace("{dir}", str(tmp_path)) for a in case.args]
-        result = assert_clean_failure(snakemake_cmd(workdir, *args), watch=[workdir / "results"],
+        result = assert_clean_failure(snakemake_cmd(workdir, *args, dry_run=case.dry_run),
+                                      watch=[workdir / "results"],
                                       must_mention=[m.replace("{dir}", str(tmp_path)) for m in case.mention],
                                       env=case.env, timeout=300)
     finally:
         config.write_bytes(good)
-    assert "Job stats" not in result.output and 'File "' not in result.output  # no job, no stack summary
+    assert "Finished jobid" not in result.output and 'File "' not in result.output  # no job, no stack summary
+    if case.dry_run:
+        assert "Job stats" not in result.output  # stopped before the DAG was planned
 
 
 def test_suite_size():

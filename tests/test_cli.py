@@ -10,8 +10,8 @@ import yaml
 
 from modprefs.cli import CI_METHODS, main
 from modprefs.ratings.read import first_clips
-from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 
@@ -41,8 +41,11 @@ def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
     d, _, _, _ = _write_study(tmp_path)
     out = tmp_path / "out"
     rc = main(["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(out),
-               "--n-boot", "30", "--n-perm", "20", "--n-boot-alpha", "50", "--n-perm-alpha", "50"])
+               "--n-boot", "30", "--n-perm", "20", "--n-boot-alpha", "50", "--n-perm-alpha", "50",
+               "--n-boot-threshold", "40"])
     assert rc == 0, capsys.readouterr().err
+    recs = pd.read_csv(out / "tables" / "thresholds_recommendations.csv")
+    assert recs["n_boot"].max() <= 40 and (recs["n_boot"] > 0).any()  # the participant resamples asked for
     for name in ("icc", "table1_demographics", "table3_session", "table4_reliability", "thresholds_gaps",
                  "raters_needed", "cross_modality_agreement", "justifications"):
         assert (out / "tables" / f"{name}.csv").is_file(), name
@@ -125,6 +128,7 @@ def test_help_documents_every_option_with_its_default(capsys):
     expected = {"--seed": STATS_DEFAULTS["seed"], "--n-boot": STATS_DEFAULTS["n_boot"],
                 "--n-perm": STATS_DEFAULTS["n_perm"],
                 "--n-boot-alpha": STATS_DEFAULTS["n_boot_alpha"], "--n-perm-alpha": STATS_DEFAULTS["n_perm_alpha"],
+                "--n-boot-threshold": STATS_DEFAULTS["n_boot_threshold"],
                 "--ci-level": STATS_DEFAULTS["ci_level"], "--ci-method": STATS_DEFAULTS["icc_ci_method"],
                 "--table2-random": STATS_DEFAULTS["table2_random"],
                 "--overwrite": "off", "--map": "none", "--judges": "none"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -187,3 +188,27 @@ def test_make_run_uses_the_local_profile():
     assert run_line and "--workflow-profile profiles/local" in run_line[-1], proc.stdout
     profile = yaml.safe_load((ROOT / "profiles/local/config.yaml").read_text())
     assert profile["rerun-incomplete"] is True and profile["cores"] == 2
+
+
+def test_readme_install_line_is_what_make_does():
+    """Every command `make run` runs (pip installs, snakemake) is in the README's description of it."""
+    proc = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "VENV": ".venv-nonexistent"})
+    commands = [" ".join(line.replace(".venv-nonexistent", ".venv").split()) for line in proc.stdout.splitlines()
+                if line.startswith(("python3 -m venv", ".venv-nonexistent/bin/"))]
+    commands = [c.replace(" --quiet", "") for c in commands if "--upgrade pip" not in c]
+    assert len(commands) >= 5, proc.stdout
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for command in commands:
+        assert f"`{command}`" in readme, command
+
+
+def test_cluster_doc_names_every_rule():
+    """docs/cluster.md's "What runs where" says where each rule of the workflow runs."""
+    rules = set()
+    for smk in [ROOT / "Snakefile", *sorted((ROOT / "rules").glob("*.smk"))]:
+        rules |= set(re.findall(r"^(?:rule|checkpoint) (\w+):", smk.read_text(), flags=re.M))
+    doc = (ROOT / "docs/cluster.md").read_text()
+    table = doc.split("## What runs where", 1)[1].split("\n\n", 2)[1]
+    assert len(rules) >= 30
+    assert sorted(r for r in rules if f"`{r}`" not in table) == []

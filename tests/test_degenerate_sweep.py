@@ -28,7 +28,7 @@ from modprefs.stats.icc_ci import DEFAULT_CI_METHOD, icc_with_ci
 
 matplotlib.use("Agg")
 
-PARAMS = {"seed": 1, "n_perm": 20, "n_boot_alpha": 20, "n_perm_alpha": 20, "ci_level": 0.95,
+PARAMS = {"seed": 1, "n_perm": 20, "n_boot_alpha": 20, "n_perm_alpha": 20, "n_boot_threshold": 10, "ci_level": 0.95,
           "modality_terms": None}
 REASON_WORDS = ("note", "reason", "status", "warning", "comment", "message")
 
@@ -123,7 +123,9 @@ def test_degenerate_input_gives_clear_error_or_explained_nan(base, shape, analys
             if analysis == "justifications":
                 from pathlib import Path
 
-                params["modality_terms"] = str(Path(__file__).resolve().parents[1] / "resources/analysis/modality_terms.txt")
+                params["modality_terms"] = str(
+                    Path(__file__).resolve().parents[1] / "resources/analysis/modality_terms.txt"
+                )
             out = ANALYSES[analysis](tables, params)
             results, figures = out.tables, out.figures
     except ValueError as err:

@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modprefs.stats.icc_ci import icc_with_ci
 from modprefs.stats.icc import (
     CI_METHOD,
     ICC_COLUMNS,
@@ -22,6 +21,7 @@ from modprefs.stats.icc import (
     icc_from_components,
     resample_clips,
 )
+from modprefs.stats.icc_ci import icc_with_ci
 from modprefs.stats.reml import fit_crossed_intercepts
 
 ROOT = Path(__file__).resolve().parents[1]

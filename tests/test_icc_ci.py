@@ -152,7 +152,9 @@ def test_two_way_intervals_wider_than_stimulus_only(small):
     for seed in (1, 2, 3, 4, 5):
         ratings, participants, stim = _simulate(30, 24, 8, seed=seed)
         for m in widths:
-            row = icc_with_ci(ratings, participants, m, n_boot=39, seed=seed, stimuli=stim, conditions=("audio",)).iloc[0]
+            row = icc_with_ci(ratings, participants, m, n_boot=39, seed=seed, stimuli=stim, conditions=("audio",)).iloc[
+                0
+            ]
             widths[m].append(row["icc_2_1_hi"] - row["icc_2_1_lo"])
     assert np.mean(widths["two_way"]) > np.mean(widths["stimulus"])
 
@@ -168,8 +170,10 @@ def test_basic_interval_and_empty_condition(small):
     assert video["n_ratings"] == 0 and math.isnan(video["icc_2_1"]) and "no analysable" in video["note"]
     # basic = 2 * estimate - reversed percentile quantiles
     boot = np.array([[0.2, 0.5], [0.3, 0.6], [0.4, 0.7], [np.nan, np.nan]])
-    np.testing.assert_allclose(interval_from_boot(np.array([0.3, 0.6]), boot, 0.5, "basic"),
-                               2 * np.array([[0.3], [0.6]]) - interval_from_boot(np.array([0.3, 0.6]), boot, 0.5)[:, ::-1])
+    np.testing.assert_allclose(
+        interval_from_boot(np.array([0.3, 0.6]), boot, 0.5, "basic"),
+        2 * np.array([[0.3], [0.6]]) - interval_from_boot(np.array([0.3, 0.6]), boot, 0.5)[:, ::-1],
+    )
 
 
 def test_invalid_arguments(small):
@@ -200,8 +204,12 @@ def test_prompt_bootstrap_keeps_a_prompts_clips_together(small):
     rows, clip = resample_prompts(design, np.random.default_rng(4))
     drawn = np.random.default_rng(4).integers(0, design.n_prompts, size=design.n_prompts)
     # every drawn prompt copy brings all its rows; each copy's two clips are two new levels
-    assert np.bincount(design.prompt[rows], minlength=design.n_prompts).tolist() == (
-        np.bincount(drawn, minlength=design.n_prompts) * np.bincount(design.prompt, minlength=design.n_prompts)).tolist()
+    assert (
+        np.bincount(design.prompt[rows], minlength=design.n_prompts).tolist()
+        == (
+            np.bincount(drawn, minlength=design.n_prompts) * np.bincount(design.prompt, minlength=design.n_prompts)
+        ).tolist()
+    )
     assert clip.max() + 1 == 2 * design.n_prompts
     for c in np.unique(clip):
         assert len(set(design.clip[rows][clip == c].tolist())) == 1  # a new level is one original clip

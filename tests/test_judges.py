@@ -22,7 +22,6 @@ import soundfile as sf
 pytest.importorskip("openai")
 
 from fault_server import FaultServer  # noqa: E402
-
 from modprefs.judges import JudgeItem, JudgeSetupError, parse_rating, run_judges  # noqa: E402
 from modprefs.judges.prompts import PROMPTS_DIR  # noqa: E402
 from modprefs.judges.ratelimit import TokenBucket  # noqa: E402
@@ -184,7 +183,9 @@ def test_prompt_edit_changes_version_and_cache(tmp_path):
     shutil.copytree(PROMPTS_DIR, pdir)
     with FaultServer() as srv:
         a = run_judges(items, config(srv, samples_per_item=2, prompts_dir=str(pdir)), tmp_path / "out")
-        (pdir / "response_quality_text_v1.txt").write_text((pdir / "response_quality_text_v1.txt").read_text() + "\nBe fair.\n")
+        (pdir / "response_quality_text_v1.txt").write_text(
+            (pdir / "response_quality_text_v1.txt").read_text() + "\nBe fair.\n"
+        )
         b = run_judges(items, config(srv, samples_per_item=2, prompts_dir=str(pdir)), tmp_path / "out")
         assert len(srv.chat_log()) == 4
     assert set(a.table["prompt_version"]).isdisjoint(set(b.table["prompt_version"]))
@@ -268,7 +269,9 @@ def test_cli_yaml_config_and_table(tmp_path):
     (tmp_path / "items.json").write_text(json.dumps([i.__dict__ for i in items]))
     with FaultServer() as srv:
         cfg = config(srv, samples_per_item=2)
-        (tmp_path / "config.yaml").write_text("judges:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cfg.items()))
+        (tmp_path / "config.yaml").write_text(
+            "judges:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cfg.items())
+        )
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         done = subprocess.run([sys.executable, "-m", "modprefs.judges.client", "--items", str(tmp_path / "items.json"),
                                "--config", str(tmp_path / "config.yaml"), "--out", str(tmp_path / "out"),
@@ -286,10 +289,13 @@ def test_cli_yaml_config_and_table(tmp_path):
 
 def test_build_items_from_stage_tables(tmp_path):
     import pandas as pd
+
     from modprefs.judges import build_items
     conv = pd.DataFrame([{"conversation_id": "c1", "history": HISTORY, "prompt": "Q?", "text_0": "A0", "text_1": "A1"}])
     prompts = pd.DataFrame([{"prompt_id": "c1", "conversation_id": "c1"}])
-    manifest = pd.DataFrame([{"clip_id": f"c1_{r}", "path": str(write_clip(tmp_path / f"c1_{r}.wav", r))} for r in (0, 1)])
+    manifest = pd.DataFrame(
+        [{"clip_id": f"c1_{r}", "path": str(write_clip(tmp_path / f"c1_{r}.wav", r))} for r in (0, 1)]
+    )
     items = build_items(conv, prompts, manifest)
     assert [(i.clip_id, i.modality, i.kind) for i in items] == [
         ("c1_0", "text", "response_quality"), ("c1_0", "audio", "response_quality"), ("c1_0", "audio", "audio_quality"),

@@ -13,8 +13,15 @@ import pytest
 import soundfile as sf
 
 from modprefs.judges import JudgeItem, JudgeSetupError, LocalModelNotInstalledError, run_judges, run_local_judges
-from modprefs.judges.local import (CASCADE_BACKEND, DNSMOS_BACKEND, TEXT_BACKEND, LocalJudgeConfig, dnsmos_rating,
-                                   expected_rating, load_yes_no_prompt)
+from modprefs.judges.local import (
+    CASCADE_BACKEND,
+    DNSMOS_BACKEND,
+    TEXT_BACKEND,
+    LocalJudgeConfig,
+    dnsmos_rating,
+    expected_rating,
+    load_yes_no_prompt,
+)
 from modprefs.judges.records import TABLE_COLUMNS, iter_records, ratings_table
 
 ROOT = Path(__file__).resolve().parents[1]

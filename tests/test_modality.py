@@ -65,7 +65,9 @@ def test_table2_random_structures(latent_study):
     # the simulated clip effects are independent across modalities: a large clip x modality variance
     assert d.loc["Modality x Char. length", "se"] > 1.3 * q.loc["Modality x Char. length", "se"]
     # order varies within clips: its interaction's SE barely moves
-    assert d.loc["Presented first x Modality", "se"] == pytest.approx(q.loc["Presented first x Modality", "se"], rel=0.2)
+    assert d.loc["Presented first x Modality", "se"] == pytest.approx(
+        q.loc["Presented first x Modality", "se"], rel=0.2
+    )
     # the simple-effects models do not depend on the choice
     pd.testing.assert_frame_equal(default[~default.model.str.startswith("omnibus")].reset_index(drop=True),
                                   paper[~paper.model.str.startswith("omnibus")].reset_index(drop=True))

@@ -10,13 +10,31 @@ from modprefs.data.prism import PrismFormatError, build_interactions, load_prism
 
 def _rows():
     return [
-        prism_row("c1", [("Hi, how do I boil an egg?", [("m1", "Boil it ten minutes.", 60),
-                                                           ("m2", "Place it in boiling water for 9 minutes, then cool.", 80),
-                                                           ("m3", "EMPTY STRING", 1)])]),
-        prism_row("c2", [("Tell me about cats.", [("m1", "Cats are small felines.", 50), ("m2", "Cats purr.", 70)]),
-                         ("And dogs?", [("m2", "Dogs bark and are loyal.", 60), ("m2", "Dogs are canines.", 40)])]),
-        prism_row("c3", [("Abortion views?", [("m1", "It is contested.", 50), ("m2", "Views vary.", 60)])],
-                  ctype="controversy guided"),
+        prism_row(
+            "c1",
+            [
+                (
+                    "Hi, how do I boil an egg?",
+                    [
+                        ("m1", "Boil it ten minutes.", 60),
+                        ("m2", "Place it in boiling water for 9 minutes, then cool.", 80),
+                        ("m3", "EMPTY STRING", 1),
+                    ],
+                )
+            ],
+        ),
+        prism_row(
+            "c2",
+            [
+                ("Tell me about cats.", [("m1", "Cats are small felines.", 50), ("m2", "Cats purr.", 70)]),
+                ("And dogs?", [("m2", "Dogs bark and are loyal.", 60), ("m2", "Dogs are canines.", 40)]),
+            ],
+        ),
+        prism_row(
+            "c3",
+            [("Abortion views?", [("m1", "It is contested.", 50), ("m2", "Views vary.", 60)])],
+            ctype="controversy guided",
+        ),
     ]
 
 
@@ -28,8 +46,11 @@ def test_jsonl_loader_and_interactions(tmp_path):
     c1 = table.iloc[0]
     assert c1["turn"] == 0 and len(c1["history"]) == 0
     assert c1["text_0"] != c1["text_1"]
-    assert {c1["text_0"], c1["text_1"]} <= {"Boil it ten minutes.", "Place it in boiling water for 9 minutes, then cool.",
-                                            "EMPTY STRING"}
+    assert {c1["text_0"], c1["text_1"]} <= {
+        "Boil it ten minutes.",
+        "Place it in boiling water for 9 minutes, then cool.",
+        "EMPTY STRING",
+    }
     assert c1["chars_0"] == len(c1["text_0"]) and c1["abs_char_diff"] == abs(c1["chars_0"] - c1["chars_1"])
     c2 = table.iloc[1]
     if c2["turn"] == 1:
@@ -105,14 +126,37 @@ def _set_utt(key, value):
 
 BAD_JSONL = [
     ("no conversation_id", _drop("conversation_id"), None, r"line 2: missing key\(s\) \['conversation_id'\]"),
-    ("null conversation_id", lambda r: r[1].update(conversation_id=None), None, r"line 2: missing key.*conversation_id"),
+    (
+        "null conversation_id",
+        lambda r: r[1].update(conversation_id=None),
+        None,
+        r"line 2: missing key.*conversation_id",
+    ),
     ("no conversation_type", _drop("conversation_type"), None, r"line 2: missing key\(s\) \['conversation_type'\]"),
-    ("unknown conversation_type", lambda r: r[1].update(conversation_type="Unguided"), None,
-     r"line 2 \(conversation 'c2'\): conversation_type is 'Unguided'"),
-    ("turn zero", _set_utt("turn", "zero"), None, r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.turn is 'zero'"),
-    ("score high", _set_utt("score", "high"), None, r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.score is 'high'"),
-    ("history not a list", lambda r: r[1].update(conversation_history="hello"), None,
-     r"line 2 \(conversation 'c2'\): conversation_history is str"),
+    (
+        "unknown conversation_type",
+        lambda r: r[1].update(conversation_type="Unguided"),
+        None,
+        r"line 2 \(conversation 'c2'\): conversation_type is 'Unguided'",
+    ),
+    (
+        "turn zero",
+        _set_utt("turn", "zero"),
+        None,
+        r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.turn is 'zero'",
+    ),
+    (
+        "score high",
+        _set_utt("score", "high"),
+        None,
+        r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.score is 'high'",
+    ),
+    (
+        "history not a list",
+        lambda r: r[1].update(conversation_history="hello"),
+        None,
+        r"line 2 \(conversation 'c2'\): conversation_history is str",
+    ),
     ("malformed line", None, b'{"conversation_id": "c2", ', r"line 2, column \d+: not valid JSON"),
     ("not an object", None, b'["c2"]', r"line 2: expected a JSON object"),
     ("non-UTF-8 byte", None, b'{"conversation_id": "c\xe92"}', r"line 2, column 23: not UTF-8 text \(byte 0xe9\)"),

@@ -7,8 +7,8 @@ import pytest
 
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import MAX_LISTED, RatingsValidationError, ingest_ratings, validate_ratings_dir
-from modprefs.ratings.sources import RatingsSourceError
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.sources import RatingsSourceError
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ import yaml
 
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import validate_ratings_dir
-from modprefs.ratings.schema import load_table_schema
 from modprefs.ratings.justification_text import aspect_weights
+from modprefs.ratings.schema import load_table_schema
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 
 ROOT = Path(__file__).resolve().parents[1]

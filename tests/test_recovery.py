@@ -103,7 +103,9 @@ def test_recovery_at_a_different_setting_with_clipping():
     for c in est:
         truth = recovery_targets(params, c)
         icc = est[c]["var_clip"].mean() / sum(est[c][t].mean() for t in ("var_clip", "var_participant", "var_resid"))
-        assert icc == pytest.approx(truth["var_clip"] / (truth["var_clip"] + truth["var_participant"] + truth["var_resid"]), abs=0.02)
+        assert icc == pytest.approx(
+            truth["var_clip"] / (truth["var_clip"] + truth["var_participant"] + truth["var_resid"]), abs=0.02
+        )
 
 
 def test_recovery_detects_a_wrong_truth():

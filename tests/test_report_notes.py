@@ -24,7 +24,10 @@ def test_coverage_table_and_note_quote_the_benchmark(tmp_path):
     path = _coverage_json(tmp_path / "icc_coverage.json")
     table = coverage_table(path)
     assert len(table) == 4 and set(table["method"]) == {"jackknife", "two_way"}
-    assert table.loc[(table["model"] == "simulator") & (table["method"] == "jackknife"), "icc_2_1_coverage"].item() == 0.931
+    assert (
+        table.loc[(table["model"] == "simulator") & (table["method"] == "jackknife"), "icc_2_1_coverage"].item()
+        == 0.931
+    )
     note = coverage_note("jackknife", path)
     assert "crossed jackknife" in note and "0.931-0.963" in note and "500+ simulated studies" in note
     assert "has not been measured" in coverage_note("jackknife", tmp_path / "missing.json")
@@ -35,9 +38,13 @@ def test_table2_null_table_and_note_name_both_structures(tmp_path):
     def term(rate: float) -> dict:
         return {"rate": rate, "rate_ci95": [rate - 0.01, rate + 0.01]}
 
-    summary = {"gaussian_crossed": {"n_studies": 500,
-                                    "stimulus_modality": {"modality_x_length": term(0.048), "modality_x_order": term(0.038)},
-                                    "paper": {"modality_x_length": term(0.244), "modality_x_order": term(0.224)}}}
+    summary = {
+        "gaussian_crossed": {
+            "n_studies": 500,
+            "stimulus_modality": {"modality_x_length": term(0.048), "modality_x_order": term(0.038)},
+            "paper": {"modality_x_length": term(0.244), "modality_x_order": term(0.224)},
+        }
+    }
     path = tmp_path / "table2_null.json"
     path.write_text(json.dumps({"summary": summary}), encoding="utf-8")
     table = table2_null_table(path)

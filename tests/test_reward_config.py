@@ -52,7 +52,6 @@ def test_judge_table_only_when_configured() -> None:
 
 import copy  # noqa: E402
 import dataclasses  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 

@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 import torch
 
-from modprefs.reward.synthetic import fidelity_pairs
 from modprefs.reward.evaluate import accuracy_table, score_pairs
 from modprefs.reward.examples import Example
 from modprefs.reward.model import DEFAULT_CRITERIA
+from modprefs.reward.synthetic import fidelity_pairs
 from modprefs.reward.train import TrainConfig, build_model, train_reward_model
 
 torch.set_num_threads(2)

@@ -12,13 +12,20 @@ import pytest
 import soundfile as sf
 import torch
 
-from modprefs.reward.synthetic import SR, fidelity_pairs, speechlike
 from modprefs.reward.backbones import build_backbone, known_backbones
-from modprefs.reward.evaluate import (accuracy_table, drift_table, evaluate_run, length_bias, read_eval,
-                                      summary_tables, transfer_table)
+from modprefs.reward.evaluate import (
+    accuracy_table,
+    drift_table,
+    evaluate_run,
+    length_bias,
+    read_eval,
+    summary_tables,
+    transfer_table,
+)
 from modprefs.reward.examples import Example, Turn
 from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, load_reward_model
 from modprefs.reward.pooling import POOLINGS
+from modprefs.reward.synthetic import SR, fidelity_pairs, speechlike
 from modprefs.reward.train import TrainConfig, train_reward_model
 
 torch.set_num_threads(2)
@@ -105,7 +112,10 @@ def test_length_bias_and_transfer_tables() -> None:
     small = transfer_table({"r": (None, scores.iloc[:10])})
     assert "human_text (5)" in small.loc[0, "caveat"] and "indicative only" in small.loc[0, "caveat"]
     d = drift_table(scores.assign(r_chosen=scores["r_chosen"] + 10, r_rejected=scores["r_rejected"] + 10), 0.0)
-    assert d.loc[0, "mean_reward"] > 10 and abs(d.loc[0, "mean_chosen_centered"] + d.loc[0, "mean_rejected_centered"]) < 1e-9
+    assert (
+        d.loc[0, "mean_reward"] > 10
+        and abs(d.loc[0, "mean_chosen_centered"] + d.loc[0, "mean_rejected_centered"]) < 1e-9
+    )
 
 
 def test_train_run_folder_and_evaluation_with_ood_engines(pairs: pd.DataFrame, tmp_path: Path) -> None:

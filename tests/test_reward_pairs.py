@@ -10,12 +10,25 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from modprefs.reward.synthetic import SR, speechlike, write_clips
 from modprefs.reward import train as train_mod
-from modprefs.reward.audio import AudioReadError, degrade, degradation_spec, load_audio
-from modprefs.reward.pairs import (CORPUS_COLUMNS, PAIR_COLUMNS, PairDataError, assign_split, colloquial_pairs,
-                                   degradation_pairs, modality_pairs, read_corpus_manifest, read_pairs,
-                                   request_rewrites, study_pairs, validate_corpus, validate_pairs, write_pairs)
+from modprefs.reward.audio import AudioReadError, degradation_spec, degrade, load_audio
+from modprefs.reward.pairs import (
+    CORPUS_COLUMNS,
+    PAIR_COLUMNS,
+    PairDataError,
+    assign_split,
+    colloquial_pairs,
+    degradation_pairs,
+    modality_pairs,
+    read_corpus_manifest,
+    read_pairs,
+    request_rewrites,
+    study_pairs,
+    validate_corpus,
+    validate_pairs,
+    write_pairs,
+)
+from modprefs.reward.synthetic import SR, speechlike, write_clips
 from modprefs.reward.train import TrainConfig, train_reward_model
 
 
@@ -32,10 +45,11 @@ def study(tmp_path: Path) -> dict[str, pd.DataFrame]:
         for k, v in enumerate(values):
             rows.append({"participant_id": f"{cond}{k}", "condition": cond, "prompt_id": pid, "clip_id": clip,
                          "trial": 1, "rating": v})
-    rate("p1", "text", "p1_0", [30, 50]); rate("p1", "text", "p1_1", [70, 90])
-    rate("p1", "audio", "p1_0", [70, 70]); rate("p1", "audio", "p1_1", [60, 60])
-    rate("p2", "text", "p2_0", [50, 50]); rate("p2", "text", "p2_1", [40, 60])
-    rate("p3", "audio", "p3_0", [90]); rate("p3", "audio", "p3_1", [20])
+    for args in (("p1", "text", "p1_0", [30, 50]), ("p1", "text", "p1_1", [70, 90]),
+                 ("p1", "audio", "p1_0", [70, 70]), ("p1", "audio", "p1_1", [60, 60]),
+                 ("p2", "text", "p2_0", [50, 50]), ("p2", "text", "p2_1", [40, 60]),
+                 ("p3", "audio", "p3_0", [90]), ("p3", "audio", "p3_1", [20])):
+        rate(*args)
     rows.append({"participant_id": "text0", "condition": "text", "prompt_id": "attn", "clip_id": "attn_0",
                  "trial": 0, "rating": 90})
     judges = pd.DataFrame([
@@ -50,10 +64,13 @@ def study(tmp_path: Path) -> dict[str, pd.DataFrame]:
         {"judge": "j", "modality": "audio", "kind": "audio_quality", "prompt_id": "p2", "clip_id": "p2_1",
          "sample": 0, "rating": 99, "status": "ok"},
     ])
-    conversations = pd.DataFrame({"conversation_id": ["p1", "p2", "p3"],
-                                  "history": [[{"role": "user", "content": "hi"}, {"role": "model", "content": "hello"}],
-                                              [], []],
-                                  "prompt": ["What is rain?", "Tell a joke.", "Plan a trip."]})
+    conversations = pd.DataFrame(
+        {
+            "conversation_id": ["p1", "p2", "p3"],
+            "history": [[{"role": "user", "content": "hi"}, {"role": "model", "content": "hello"}], [], []],
+            "prompt": ["What is rain?", "Tell a joke.", "Plan a trip."],
+        }
+    )
     return {"ratings": pd.DataFrame(rows), "stimuli": stimuli, "manifest": manifest,
             "conversations": conversations, "judges": judges}
 
@@ -108,9 +125,16 @@ def test_pairs_parquet_round_trip(study: dict[str, pd.DataFrame], tmp_path: Path
 
 def _corpus(tmp_path: Path) -> pd.DataFrame:
     m = write_clips(tmp_path / "natural", 5, seed=2, seconds=0.5)
-    return pd.DataFrame({"audio_path": m["path"], "transcript": m["spoken_text"],
-                         "dialogue_id": ["d1", "d1", "d1", "d2", "d2"], "turn": [0, 1, 2, 0, 1],
-                         "speaker": ["A", "B", "A", "A", "B"], "tier": ["wild", "wild", "wild", "Scripted", "scripted"]})
+    return pd.DataFrame(
+        {
+            "audio_path": m["path"],
+            "transcript": m["spoken_text"],
+            "dialogue_id": ["d1", "d1", "d1", "d2", "d2"],
+            "turn": [0, 1, 2, 0, 1],
+            "speaker": ["A", "B", "A", "A", "B"],
+            "tier": ["wild", "wild", "wild", "Scripted", "scripted"],
+        }
+    )
 
 
 def _fake_tts(tmp_path: Path):

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from modprefs.reward.synthetic import TINY_THINKER, write_clips
 from modprefs.reward.backbones import QwenOmniBackbone, build_backbone
 from modprefs.reward.examples import Example, Turn
 from modprefs.reward.loss import bradley_terry_loss
 from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, load_reward_model
 from modprefs.reward.pooling import POOLINGS
+from modprefs.reward.synthetic import TINY_THINKER, write_clips
 
 torch.set_num_threads(2)
 

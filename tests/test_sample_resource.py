@@ -48,8 +48,43 @@ PROVIDERS = {  # model names as PRISM spells them, with their providers
 
 # Function words that are frequent in one language and (nearly) absent from English prose.
 FUNCTION_WORDS = {
-    "en": {"the", "and", "to", "of", "is", "it", "you", "for", "with", "your", "that", "or", "on", "if", "be", "can", "are"},
-    "es": {"el", "la", "los", "las", "una", "y", "que", "con", "por", "para", "porque", "se", "del", "al", "como", "lejos"},
+    "en": {
+        "the",
+        "and",
+        "to",
+        "of",
+        "is",
+        "it",
+        "you",
+        "for",
+        "with",
+        "your",
+        "that",
+        "or",
+        "on",
+        "if",
+        "be",
+        "can",
+        "are",
+    },
+    "es": {
+        "el",
+        "la",
+        "los",
+        "las",
+        "una",
+        "y",
+        "que",
+        "con",
+        "por",
+        "para",
+        "porque",
+        "se",
+        "del",
+        "al",
+        "como",
+        "lejos",
+    },
     "fr": {"le", "les", "une", "et", "des", "du", "pour", "dans", "sur", "vous", "est", "pendant", "avec", "sol"},
     "de": {"der", "die", "das", "und", "sie", "ist", "nicht", "wenn", "mit", "den", "im", "auf", "aus", "durch"},
 }
@@ -240,7 +275,10 @@ def test_other_unguided_pairs_differ_by_less_than_250_and_responses_are_short(ro
                 assert abs(len(a["content"]) - len(b["content"])) < 250, r["conversation_id"]
                 checked += 1
             for e in responses(r):
-                assert e["content"] == EMPTY or 60 <= len(e["content"]) <= 400, (r["conversation_id"], len(e["content"]))
+                assert e["content"] == EMPTY or 60 <= len(e["content"]) <= 400, (
+                    r["conversation_id"],
+                    len(e["content"]),
+                )
     assert checked >= 100
     for r in rows:  # guided ones are filtered out, but keep them short too
         assert all(len(e["content"]) <= 800 for e in responses(r))
@@ -370,7 +408,15 @@ def test_attention_check():
         assert language_guess(text) == "en"
 
     def content_words(text):
-        return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 3} - {"what", "that", "with", "from", "this", "longer", "whenever"}
+        return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 3} - {
+            "what",
+            "that",
+            "with",
+            "from",
+            "this",
+            "longer",
+            "whenever",
+        }
 
     prompt_words = content_words(data["prompt"])
     assert prompt_words & content_words(coherent)        # response 0 answers the question

@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 from modprefs.sampling.draw import SamplingError, assign_strata, draw_prompts, stratum_quotas
-from modprefs.sampling.screening import (ScreeningResult, WordListModerator, detect_language,
-                                         screen_interaction)
+from modprefs.sampling.screening import ScreeningResult, WordListModerator, detect_language, screen_interaction
 
 
 def _interactions(n: int = 100, seed: int = 0) -> pd.DataFrame:

@@ -16,8 +16,7 @@ import soundfile as sf
 
 from modprefs.speech import backends
 from modprefs.speech.clips import read_study_clips, shard, study_clips
-from modprefs.speech.render import (MANIFEST_COLUMNS, ClipRenderError, audio_qc, combine_manifests,
-                                    render_clips)
+from modprefs.speech.render import MANIFEST_COLUMNS, ClipRenderError, audio_qc, combine_manifests, render_clips
 from modprefs.speech.text import speakable_text
 
 # ---------------------------------------------------------------- text

@@ -14,8 +14,15 @@ import numpy as np
 import pytest
 
 from modprefs.speech import qc
-from modprefs.speech.qc import (DEFAULT_THRESHOLDS, QC_COLUMNS, check_thresholds, qc_clip, rate_outliers, resample,
-                                signal_metrics)
+from modprefs.speech.qc import (
+    DEFAULT_THRESHOLDS,
+    QC_COLUMNS,
+    check_thresholds,
+    qc_clip,
+    rate_outliers,
+    resample,
+    signal_metrics,
+)
 from modprefs.speech.wer import edit_counts, normalize_words, number_to_words, word_error_rate
 
 SR = 16000

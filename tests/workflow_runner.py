@@ -33,7 +33,8 @@ def tiny_overrides() -> dict[str, Any]:
     """The smallest config that still exercises every stage (a few short clips)."""
     return {"sampling": {"n_prompts": 4}, "study": {"raters_per_condition": 6, "trials_per_participant": 3},
             "tts": {"shard_size": 5},
-            "stats": {"n_boot": 50, "n_perm": 50, "n_boot_alpha": 100, "n_perm_alpha": 100}}
+            "stats": {"n_boot": 50, "n_perm": 50, "n_boot_alpha": 100, "n_perm_alpha": 100,
+                      "n_boot_threshold": 50}}
 
 
 def write_config(workdir: Path, overrides: dict[str, Any] | None = None) -> Path:

@@ -19,6 +19,10 @@ the workflow's (:data:`modprefs.stats.defaults.STATS_DEFAULTS`), so both give id
 
 ``modprefs app ...`` (load, serve, invite, export, status) runs the annotation web app that collects
 such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
+
+``modprefs check-judges [--configfile F ...]`` checks the API judges' key, endpoint and models of the
+workflow's config (config.yaml, then each file, later ones winning), as a real ``snakemake`` run does at
+its start; ``snakemake -n``, ``--lint`` and ``--report`` do not.
 """
 
 from __future__ import annotations
@@ -117,6 +121,8 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
                     help="bootstrap resamples for Krippendorff's alpha intervals")
     st.add_argument("--n-perm-alpha", type=_count, default=STATS_DEFAULTS["n_perm_alpha"],
                     help="participant permutations for the alpha modality test")
+    st.add_argument("--n-boot-threshold", type=_count, default=STATS_DEFAULTS["n_boot_threshold"],
+                    help="participant resamples for the binarisation thresholds' intervals (0 = none)")
     st.add_argument("--ci-level", type=_level, default=STATS_DEFAULTS["ci_level"],
                     help="two-sided level of every interval, in (0, 1)")
     return st
@@ -169,7 +175,6 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     Raises a :class:`~modprefs.errors.UserInputError` (before anything is written) for any bad input.
     """
     from modprefs.ratings.ingest import ingest_ratings  # noqa: PLC0415
-
     from modprefs.ratings.read import read_stimuli  # noqa: PLC0415
 
     out = Path(out)
@@ -195,10 +200,10 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
 def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
              config: dict) -> tuple[list[str], list[str]]:
     """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
+    from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import read_study  # noqa: PLC0415
     from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
-    from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.stats.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
     from modprefs.stats.outputs import output_paths, write_result  # noqa: PLC0415
 
@@ -256,6 +261,37 @@ def _move_into_place(tmp: Path, out: Path) -> None:
         tmp.rename(out)
 
 
+def _merged_judges(files: list[Path]) -> dict[str, Any]:
+    """The ``judges`` section of config.yaml overlaid by each file's (nested mappings merged, as Snakemake does)."""
+    from snakemake.utils import update_config  # noqa: PLC0415 (Snakemake's own merge of --configfile layers)
+
+    from modprefs.config_files import load_config_file  # noqa: PLC0415
+
+    judges: dict[str, Any] = {}
+    for path in [REPO / "config.yaml", *files]:
+        section = load_config_file(path).get("judges") or {}
+        if not isinstance(section, dict):
+            raise UserInputError(f"{path}: judges must be a mapping, got {type(section).__name__}")
+        update_config(judges, section)
+    return judges
+
+
+def check_judges(files: list[Path]) -> int:
+    """``modprefs check-judges``: 0 when the judges can start, 2 with the problem printed otherwise."""
+    from modprefs.judges.startup import check_judges_at_start  # noqa: PLC0415
+
+    try:
+        judges = _merged_judges(files)
+        check_judges_at_start(judges)
+    except UserInputError as exc:
+        print(f"modprefs check-judges: error: {exc}", file=sys.stderr)
+        return 2
+    backend = judges.get("backend", "local")
+    print(f"judges: backend {backend}: " + ("key, endpoint and models ok" if backend == "openai"
+                                            else "offline, nothing to check before the run"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="modprefs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -266,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     from modprefs.plan.cli import add_parser as add_plan_parser  # `modprefs plan ...` (docs/plan.md)
 
     add_plan_parser(sub)
+    cj = sub.add_parser("check-judges",
+                        help="check the API judges' key, endpoint and models (as a run's start does)")
+    cj.add_argument("--configfile", type=Path, nargs="*", default=[],
+                    help="config files over config.yaml, later ones winning (default: none)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.command == "app":
@@ -276,7 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         from modprefs.plan.cli import run as run_plan
 
         return run_plan(args)
-    params = {k: getattr(args, k) for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "ci_level")}
+    if args.command == "check-judges":
+        return check_judges(args.configfile)
+    params = {
+        k: getattr(args, k)
+        for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold", "ci_level")
+    }
     params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random,
                   modality_terms=str(args.modality_terms))
     try:

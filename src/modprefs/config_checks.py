@@ -123,7 +123,9 @@ def _judges_problems(judges: Mapping[str, Any]) -> list[Problem]:
     try:
         AllocationConfig.from_mapping(judges.get("allocation"))
     except ValueError as err:
-        problems.append((("judges", "allocation"), f"judges.allocation: {_strip(err, 'invalid judges.allocation config: ')}"))
+        problems.append(
+            (("judges", "allocation"), f"judges.allocation: {_strip(err, 'invalid judges.allocation config: ')}")
+        )
     if judges.get("backend", "local") == "local":
         try:
             LocalJudgeConfig.from_judges(judges)

@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-
 #: Mode asked for when creating a file; the process umask then removes bits, as for ``open(path, "w")``
 #: (a lab's umask 002 gives group-writable outputs, the usual 022 gives 0644). ``tempfile.mkstemp`` would
 #: create 0600 files regardless of the umask, and the rename would keep that mode.

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-
 from app_study import ATTENTION
 from listener import headphone_answers
 
@@ -145,14 +144,14 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
             clock += rng.randint(200, 2500) if gap_ms is None else gap_ms
             e = {"id": f"sim{seed}-{n_ids}", "kind": kind, "pos": pos, "t": clock, "x": x, "field": fld}
             n_ids += 1
-            events.append(e)
+            events.append(e)  # noqa: B023 (called in this iteration)
             return e
 
         async def send_now(e: dict[str, Any]) -> dict[str, Any]:
             """Post one event at once (as the page does for onset, play, ended, reveal)."""
-            events.remove(e)
-            res = _check(await client.post(f"{base}/events", json={"trial": trial, "events": [e]},
-                                           headers={"X-CSRF-Token": data["csrf"]})).json()
+            events.remove(e)  # noqa: B023 (called in this iteration)
+            res = _check(await client.post(f"{base}/events", json={"trial": trial, "events": [e]},  # noqa: B023 (called in this iteration)
+                                           headers={"X-CSRF-Token": data["csrf"]})).json()  # noqa: B023 (called in this iteration)
             out.receipts.append(res)
             return res
 
@@ -209,8 +208,10 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
             _check(await client.post(f"{base}/trial/{trial}", data=form), 303)
         out.submitted.append(trial)
     if page == "difficulty":
-        _check(await client.post(f"{base}/difficulty", data={"csrf": data["csrf"], "difficulty": str(rng.randint(1, 5))}),
-               303)
+        _check(
+            await client.post(f"{base}/difficulty", data={"csrf": data["csrf"], "difficulty": str(rng.randint(1, 5))}),
+            303,
+        )
         r = _check(await client.get(base))
         m = re.search(r'id="completion-code">([^<]+)<', r.text)
         out.code = m.group(1) if m else None

@@ -4,7 +4,7 @@
 #   bash tests/cluster/slurm_up.sh        # install (Debian packages), configure, start, wait until idle
 #
 # Idempotent: when `sinfo` already answers with a usable node it returns at once. Needs root (apt-get,
-# daemons). Settings and pitfalls: /work/shared/DESIGN.md, "A real SLURM on one machine".
+# daemons). Settings and pitfalls (below; docs/cluster.md, "Testing the profile on one machine"):
 #   - no accounting database: the test profile uses `slurm-status-command: squeue`, so MinJobAge
 #     (how long squeue still lists a finished job) must outlast several status checks: 300 s;
 #   - the config must be at /etc/slurm/slurm.conf (the jobstep plugin drops SLURM_CONF): symlinked;

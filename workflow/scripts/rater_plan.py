@@ -9,8 +9,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.io_tables import read_table  # noqa: E402
-from modprefs.judges.allocation import (AllocationConfig, figure_rater_plan, plan_from_tables,  # noqa: E402
-                                       plan_warnings, summary_lines)
+from modprefs.judges.allocation import (  # noqa: E402
+    AllocationConfig,
+    figure_rater_plan,
+    plan_from_tables,
+    plan_warnings,
+    summary_lines,
+)
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 

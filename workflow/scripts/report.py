@@ -8,8 +8,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.io import write_text  # noqa: E402
 from modprefs.io_tables import read_table  # noqa: E402
-from modprefs.report.html import (build_report, coverage_note, coverage_table, judges_note,  # noqa: E402
-                                  markdown_title, table2_note, table2_null_table)
+from modprefs.report.html import (  # noqa: E402
+    build_report,
+    coverage_note,
+    coverage_table,
+    judges_note,
+    markdown_title,
+    table2_note,
+    table2_null_table,
+)
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 SIMULATED_NOTE = ("The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
@@ -34,8 +41,13 @@ def method_checks(coverage: Path, table2_null: Path) -> list:
                       "(benchmarks/icc_coverage.py)", table))
     table = table2_null_table(table2_null)
     if table is not None:
-        items.append(("Table 2 false-positive rates: rejection at alpha = .05 of the modality interactions in null "
-                      "simulations, by generating model and random-effects structure (benchmarks/table2_null.py)", table))
+        items.append(
+            (
+                "Table 2 false-positive rates: rejection at alpha = .05 of the modality interactions in null "
+                "simulations, by generating model and random-effects structure (benchmarks/table2_null.py)",
+                table,
+            )
+        )
     return items
 
 

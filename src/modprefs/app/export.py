@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ def to_csv(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
 
 
 def _iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
 def _minutes(p: Participant) -> float:
@@ -86,8 +86,11 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
     with db.transaction() as s:
         people = s.scalars(select(Participant).order_by(Participant.id)).all()
         results = s.scalars(select(TrialResult).order_by(TrialResult.participant, TrialResult.trial)).all()
-        events = s.execute(select(Event, Participant.participant_id).join(Participant, Event.participant == Participant.id)
-                           .order_by(Event.participant, Event.trial, Event.seq)).all()
+        events = s.execute(
+            select(Event, Participant.participant_id)
+            .join(Participant, Event.participant == Participant.id)
+            .order_by(Event.participant, Event.trial, Event.seq)
+        ).all()
         incidents = s.execute(select(Incident, Participant.participant_id)
                               .join(Participant, Incident.participant == Participant.id).order_by(Incident.id)).all()
     by_id = {p.id: p for p in people}
@@ -95,13 +98,28 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
                 and not (exclude_headphone_failed and p.headphone_check == "failed")}
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     for p in people:
-        tables["sessions"].append({
-            "participant_id": p.participant_id, "slot_id": p.slot_id, "condition": p.condition, "entry": p.entry,
-            "prolific_pid": p.prolific_pid, "study_id": p.study_id, "session_id": p.session_id, "state": p.state,
-            "screen_reason": p.screen_reason, "current_trial": p.current_trial, "n_trials": p.n_trials,
-            "passed_attention": p.passed_attention, "completed": bool(p.completed),
-            "headphone_check": _headphones(p), "headphone_correct": p.headphone_correct, "created_utc": _iso(p.created_at),
-            "finished_utc": _iso(p.finished_at), "session_minutes": _minutes(p)})
+        tables["sessions"].append(
+            {
+                "participant_id": p.participant_id,
+                "slot_id": p.slot_id,
+                "condition": p.condition,
+                "entry": p.entry,
+                "prolific_pid": p.prolific_pid,
+                "study_id": p.study_id,
+                "session_id": p.session_id,
+                "state": p.state,
+                "screen_reason": p.screen_reason,
+                "current_trial": p.current_trial,
+                "n_trials": p.n_trials,
+                "passed_attention": p.passed_attention,
+                "completed": bool(p.completed),
+                "headphone_check": _headphones(p),
+                "headphone_correct": p.headphone_correct,
+                "created_utc": _iso(p.created_at),
+                "finished_utc": _iso(p.finished_at),
+                "session_minutes": _minutes(p),
+            }
+        )
         if p.id not in exported:
             continue
         row = {"participant_id": p.participant_id, "condition": p.condition,
@@ -138,8 +156,14 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
     return tables
 
 
-COLUMNS = {"ratings": RATINGS_COLUMNS, "trials": TRIALS_COLUMNS, "participants": PARTICIPANTS_COLUMNS + [HEADPHONE_COLUMN],
-           "sessions": SESSIONS_COLUMNS, "events": EVENTS_COLUMNS, "incidents": INCIDENTS_COLUMNS}
+COLUMNS = {
+    "ratings": RATINGS_COLUMNS,
+    "trials": TRIALS_COLUMNS,
+    "participants": PARTICIPANTS_COLUMNS + [HEADPHONE_COLUMN],
+    "sessions": SESSIONS_COLUMNS,
+    "events": EVENTS_COLUMNS,
+    "incidents": INCIDENTS_COLUMNS,
+}
 
 
 def export_csv_texts(db: Database, exclude_headphone_failed: bool = False) -> dict[str, str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import delete, func, inspect, select
+from sqlalchemy import func, inspect, select
 
 from modprefs.app.db import Database, sqlite_path
 from modprefs.app.models import SCHEMA_VERSION, Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
@@ -294,28 +294,3 @@ def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force:
                             first_clip=int(row.first_clip)))
     return {"slots": int(asg["participant_id"].nunique()), "trials": int(len(asg)),
             "prompts": len(study["prompts"]), "clips": len(study["clips"])}
-
-
-def set_meta(db: Database, values: dict[str, str]) -> None:
-    with db.transaction() as s:
-        for k, v in values.items():
-            s.merge(Meta(key=k, value=str(v)))
-
-
-def get_meta(db: Database) -> dict[str, str]:
-    with db.transaction() as s:
-        return {m.key: m.value for m in s.scalars(select(Meta))}
-
-
-def clear_participants(db: Database) -> None:
-    """Delete every participant's data and reopen every slot (tests, dry runs)."""
-    from modprefs.app.models import Event, Fetch, Incident, TrialResult
-
-    with db.transaction() as s:
-        s.execute(delete(Event))
-        s.execute(delete(Fetch))
-        s.execute(delete(Incident))
-        s.execute(delete(TrialResult))
-        s.execute(delete(Participant))
-        for slot in s.scalars(select(Slot)):
-            slot.status, slot.holder, slot.issues = "open", None, 0

@@ -22,8 +22,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text,
-                        UniqueConstraint)
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 ID_LEN = 64

@@ -49,8 +49,7 @@ from sqlalchemy.orm import Session
 
 from modprefs.app import headphones, plausibility
 from modprefs.app.db import Database
-from modprefs.app.models import (Clip, Event, Fetch, Incident, Meta, Participant, Prompt, Slot, SlotTrial,
-                                 TrialResult)
+from modprefs.app.models import Clip, Event, Fetch, Incident, Meta, Participant, Prompt, Slot, SlotTrial, TrialResult
 from modprefs.app.protocol import derive_measures
 from modprefs.errors import UserInputError
 

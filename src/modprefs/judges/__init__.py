@@ -10,13 +10,23 @@
 - :mod:`.local_model` the GGUF model loaded with transformers, scoring P(Yes) of the next token
 """
 
-from modprefs.judges.client import (JudgeAbort, JudgeConfig, JudgeItem, JudgeSetupError, RunResult,
-                                    arun_judges, build_items, run_judges)
-from modprefs.judges.local import LocalJudgeConfig, run_local_judges
-from modprefs.judges.local_model import LocalModelNotInstalledError
-from modprefs.judges.parse import ParseResult, parse_rating
-from modprefs.judges.records import TABLE_COLUMNS, ratings_table
+from importlib import import_module
+from typing import Any
 
-__all__ = ["JudgeAbort", "JudgeConfig", "JudgeItem", "JudgeSetupError", "LocalJudgeConfig",
-           "LocalModelNotInstalledError", "ParseResult", "RunResult", "TABLE_COLUMNS", "arun_judges", "build_items",
-           "parse_rating", "ratings_table", "run_judges", "run_local_judges"]
+# Loaded on first use (PEP 562), so that importing one submodule (e.g. ``judges.allocation`` for the rater
+# plan, ``judges.records`` for the reward pairs) does not load the openai client, torch or transformers.
+_EXPORTS = {
+    "JudgeAbort": "client", "JudgeConfig": "client", "JudgeItem": "client", "JudgeSetupError": "client",
+    "RunResult": "client", "arun_judges": "client", "build_items": "client", "run_judges": "client",
+    "LocalJudgeConfig": "local", "run_local_judges": "local", "LocalModelNotInstalledError": "local_model",
+    "ParseResult": "parse", "parse_rating": "parse", "TABLE_COLUMNS": "records", "ratings_table": "records",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

@@ -137,7 +137,7 @@ class AllocationConfig:
             raise ValueError("invalid judges.allocation config: " + "; ".join(problems))
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[str, Any] | None) -> "AllocationConfig":
+    def from_mapping(cls, mapping: Mapping[str, Any] | None) -> AllocationConfig:
         """From a ``judges.allocation`` mapping; unknown keys are an error (a typo must not be ignored)."""
         from modprefs.config_checks import dataclass_kwargs
 

@@ -273,8 +273,14 @@ def build_units(items: list[JudgeItem], cfg: JudgeConfig, out_dir: str | Path) -
             if item.audio_path not in audio_cache:
                 audio_cache[item.audio_path] = _wav_info(item.audio_path)
             audio_sha, seconds = audio_cache[item.audio_path]
-        content: Any = text if item.modality == "text" else [
-            {"type": "text", "text": text}, {"type": "input_audio", "input_audio": {"format": "wav", "sha256": audio_sha}}]
+        content: Any = (
+            text
+            if item.modality == "text"
+            else [
+                {"type": "text", "text": text},
+                {"type": "input_audio", "input_audio": {"format": "wav", "sha256": audio_sha}},
+            ]
+        )
         use_rf = cfg.use_response_format(item.modality)
         est = len(text) / 4 + seconds * AUDIO_TOKENS_PER_S + EST_OUTPUT_TOKENS
         for s in range(int(cfg.samples_per_item)):
@@ -389,7 +395,9 @@ class _Runner:
                 return resp, attempt, time.monotonic() - t0, errors
             except openai.RateLimitError as e:
                 if (e.code or "") == "insufficient_quota":
-                    raise JudgeAbort(f"{cfg.base_url}: insufficient quota (HTTP 429 insufficient_quota): {e.message}") from e
+                    raise JudgeAbort(
+                        f"{cfg.base_url}: insufficient quota (HTTP 429 insufficient_quota): {e.message}"
+                    ) from e
                 retry_after = retry_after_seconds(e.response.headers)
                 err = "HTTP 429 rate limited" + (f" (Retry-After {retry_after:g} s)" if retry_after is not None else "")
             except openai.APITimeoutError:

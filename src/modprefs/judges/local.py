@@ -50,8 +50,14 @@ from typing import Any
 
 from modprefs.judges import records as rec
 from modprefs.judges.client import JudgeItem, JudgeSetupError, RunResult
-from modprefs.judges.local_model import (LocalModelNotInstalledError, YesNoScore, YesNoScorer, check_runtime,
-                                         file_sha256, resolve_gguf)
+from modprefs.judges.local_model import (
+    LocalModelNotInstalledError,
+    YesNoScore,
+    YesNoScorer,
+    check_runtime,
+    file_sha256,
+    resolve_gguf,
+)
 from modprefs.judges.prompts import ROLE_NAMES, Prompt, load_prompt
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from modprefs.io import write_text
 
 RECORD_SCHEMA = "modprefs.judge_call/1"
 
-#: DESIGN.md's artifact contract, row "judges"
+#: docs/CONTRACTS.md, results/judges/ratings.csv
 TABLE_COLUMNS = ["judge", "backend", "model", "prompt_version", "modality", "kind", "prompt_id", "clip_id",
                  "sample", "rating", "status", "reason"]
 

@@ -45,7 +45,7 @@ def schema_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[3] / "workflow" / "schemas"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(path: str) -> dict[str, Any]:
     with open(path, encoding="utf-8") as fh:
         return yaml.safe_load(fh)

@@ -777,7 +777,7 @@ def _demographics(cond: np.ndarray, p: SimulationParams, rng: np.random.Generato
     primary = np.where(native, "English", rng.choice(OTHER_PRIMARY, size=n))
     proficiency = np.where(native, None, rng.choice(ENGLISH_PROFICIENCY, size=n, p=[0.05, 0.20, 0.40, 0.35]))
     other = []
-    for is_native, prim in zip(native, primary):
+    for is_native in native:
         if not is_native:
             other.append("English")
         elif rng.random() < 0.3:

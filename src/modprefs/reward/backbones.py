@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,32 +64,21 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "qwen2.5-omni": (__name__, "QwenOmniBackbone"),
     "features": (__name__, "FeatureBackbone"),
 }
-_REGISTERED: dict[str, Callable[..., nn.Module]] = {}
-
 DEFAULT_BACKBONE = "minilm-logmel"
 
 
-def register_backbone(name: str, factory: Callable[..., nn.Module]) -> None:
-    """Make ``build_backbone({"name": name, **params})`` call ``factory(**params)``."""
-    _REGISTERED[name] = factory
-
-
 def known_backbones() -> list[str]:
-    return sorted(set(_BUILTIN) | set(_REGISTERED))
+    return sorted(_BUILTIN)
 
 
 def build_backbone(config: dict[str, Any], cache: FeatureCache | None = None) -> nn.Module:
     """Build the backbone named by ``config["name"]`` with the rest of ``config`` as parameters."""
     params = dict(config)
     name = str(params.pop("name", DEFAULT_BACKBONE))
-    if name in _REGISTERED:
-        factory = _REGISTERED[name]
-    elif name in _BUILTIN:
-        module, attr = _BUILTIN[name]
-        factory = getattr(importlib.import_module(module), attr)
-    else:
+    if name not in _BUILTIN:
         raise ValueError(f"unknown reward backbone {name!r}; known: {', '.join(known_backbones())}")
-    return factory(cache=cache, **params)
+    module, attr = _BUILTIN[name]
+    return getattr(importlib.import_module(module), attr)(cache=cache, **params)
 
 
 def _audio_key(ex_audio: str, transform: str | None, max_s: float | None, tag: str) -> str:
@@ -440,8 +429,11 @@ class QwenOmniBackbone(nn.Module):
                  local_files_only: bool = False, tokenizer: str | None = None,
                  cache: FeatureCache | None = None, _model: nn.Module | None = None, _tokenizer: Any = None):
         super().__init__()
-        from transformers import (Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration,
-                                  WhisperFeatureExtractor)
+        from transformers import (
+            Qwen2_5OmniThinkerConfig,
+            Qwen2_5OmniThinkerForConditionalGeneration,
+            WhisperFeatureExtractor,
+        )
         if (model_id is None) == (thinker_config is None) and _model is None:
             raise ValueError("qwen2.5-omni backbone: give exactly one of model_id (real weights) or "
                              "thinker_config (a randomly initialised thinker)")
@@ -497,9 +489,11 @@ class QwenOmniBackbone(nn.Module):
                      if self.local_files_only else "the Hugging Face hub was not reachable or refused the request")
             raise RewardSetupError(
                 f"qwen2.5-omni backbone needs the weights of {model_id!r} (revision {self.revision or 'main'}; "
-                f"about 11 GB for 3B, 22 GB for 7B) and {where}: {' '.join(str(exc).split())} Download them once on a machine with "
+                f"about 11 GB for 3B, 22 GB for 7B) and {where}: {' '.join(str(exc).split())} "
+                "Download them once on a machine with "
                 f"network access (`huggingface-cli download {model_id}`; set HF_HOME to share the cache) and "
-                "set reward.model.backbone.local_files_only: true on the training nodes.") from exc
+                "set reward.model.backbone.local_files_only: true on the training nodes."
+            ) from exc
 
     def _inject_lora(self) -> None:
         try:
@@ -576,10 +570,10 @@ class QwenOmniBackbone(nn.Module):
             ids: list[int] = []
             mels: list[np.ndarray] = []
 
-            def text(t: str) -> None:
+            def text(t: str, ids: list[int] = ids) -> None:
                 ids.extend(self._tokens(t))
 
-            def audio(path: str, transform: str | None) -> None:
+            def audio(path: str, transform: str | None, ids: list[int] = ids, mels: list[np.ndarray] = mels) -> None:
                 mel = self._mel(path, transform)
                 mels.append(mel)
                 ids.extend([self.audio_start_id] + [self.audio_token_id] * self.n_audio_tokens(mel.shape[1])

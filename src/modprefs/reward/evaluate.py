@@ -244,14 +244,21 @@ def pair_type_table(evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mappi
                                        "all_accuracy", "caveat"])
 
 
-def evaluate_run(run_dir: str | os.PathLike[str], pairs: pd.DataFrame, engines_dir: str | os.PathLike[str] | None = None,
-                 backends: Iterable[str] = (), out_dir: str | os.PathLike[str] | None = None,
-                 batch_size: int = 16, cache_dir: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+def evaluate_run(
+    run_dir: str | os.PathLike[str],
+    pairs: pd.DataFrame,
+    engines_dir: str | os.PathLike[str] | None = None,
+    backends: Iterable[str] = (),
+    out_dir: str | os.PathLike[str] | None = None,
+    batch_size: int = 16,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """Load the run's checkpoint, score every pair (split as in training), and build all tables.
     With ``out_dir``: writes scores.csv, accuracy.csv, ood.csv, drift.csv, length_bias.csv, eval.json."""
+    import torch
+
     from modprefs.io import write_csv, write_json
     from modprefs.reward.examples import FeatureCache
-    import torch
     device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU when one is visible (qwen2.5-omni runs)
     model = load_reward_model(run_dir, device=device, cache=FeatureCache(cache_dir))
     train_cfg = model.extra_config.get("train", {})

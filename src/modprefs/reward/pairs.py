@@ -122,7 +122,9 @@ def _pairs_from_means(means: pd.DataFrame, source: str, stim: pd.DataFrame, mani
     for (modality, pid), g in means.groupby(["modality", "prompt_id"], sort=True):
         key = f"{source}_{modality}"
         if len(g) != 2:
-            skipped[f"{key}: prompt without two rated clips"] = skipped.get(f"{key}: prompt without two rated clips", 0) + 1
+            skipped[f"{key}: prompt without two rated clips"] = (
+                skipped.get(f"{key}: prompt without two rated clips", 0) + 1
+            )
             continue
         g = g.sort_values("rating", ascending=False)
         hi, lo = g.iloc[0], g.iloc[1]
@@ -136,17 +138,30 @@ def _pairs_from_means(means: pd.DataFrame, source: str, stim: pd.DataFrame, mani
         missing = [c for c in (hi.clip_id, lo.clip_id) if c not in clip.index]
         if missing:
             raise PairDataError(f"audio manifest.csv has no row for clip(s) {missing} (rated in the {key} labels)")
-        rows.append({
-            "pair_id": f"{source}:{modality}:{pid}", "criterion": f"{criterion}_{modality}" if by_modality else criterion,
-            "category": key, "source": source,
-            "label_modality": modality, "group": str(pid), "prompt_id": str(pid), "context": context.get(str(pid), []),
-            "chosen_audio": str(clip.at[hi.clip_id, "path"]), "chosen_text": str(clip.at[hi.clip_id, "spoken_text"]),
-            "chosen_transform": None, "chosen_clip_id": str(hi.clip_id), "chosen_chars": int(chars.get(hi.clip_id, 0)),
-            "rejected_audio": str(clip.at[lo.clip_id, "path"]), "rejected_text": str(clip.at[lo.clip_id, "spoken_text"]),
-            "rejected_transform": None, "rejected_clip_id": str(lo.clip_id),
-            "rejected_chars": int(chars.get(lo.clip_id, 0)),
-            "margin": gap, "n_raters": int(min(hi.n, lo.n)),
-        })
+        rows.append(
+            {
+                "pair_id": f"{source}:{modality}:{pid}",
+                "criterion": f"{criterion}_{modality}" if by_modality else criterion,
+                "category": key,
+                "source": source,
+                "label_modality": modality,
+                "group": str(pid),
+                "prompt_id": str(pid),
+                "context": context.get(str(pid), []),
+                "chosen_audio": str(clip.at[hi.clip_id, "path"]),
+                "chosen_text": str(clip.at[hi.clip_id, "spoken_text"]),
+                "chosen_transform": None,
+                "chosen_clip_id": str(hi.clip_id),
+                "chosen_chars": int(chars.get(hi.clip_id, 0)),
+                "rejected_audio": str(clip.at[lo.clip_id, "path"]),
+                "rejected_text": str(clip.at[lo.clip_id, "spoken_text"]),
+                "rejected_transform": None,
+                "rejected_clip_id": str(lo.clip_id),
+                "rejected_chars": int(chars.get(lo.clip_id, 0)),
+                "margin": gap,
+                "n_raters": int(min(hi.n, lo.n)),
+            }
+        )
     return rows
 
 

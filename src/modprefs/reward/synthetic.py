@@ -136,8 +136,11 @@ def tiny_thinker_folder(directory: Path, seed: int = 0, dtype: str = "float32") 
     ``local_files_only: true``: the hub-weights code path (LoRA on a frozen base, revision and
     local_files_only in the checkpoint) without the hub."""
     import torch
-    from transformers import (Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2_5OmniThinkerConfig,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+        WhisperFeatureExtractor,
+    )
     directory = Path(directory)
     if (directory / "config.json").is_file():
         return directory

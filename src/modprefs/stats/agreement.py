@@ -85,7 +85,9 @@ def figure3_agreement(curve: pd.DataFrame, target: str | os.PathLike[str]) -> No
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax2 = ax.twinx()
-    ax2.bar(curve["tau"], curve["n_both_decisive"], color="#2ca02c", alpha=0.25, width=0.8, label="prompts decisive in both")
+    ax2.bar(
+        curve["tau"], curve["n_both_decisive"], color="#2ca02c", alpha=0.25, width=0.8, label="prompts decisive in both"
+    )
     ax.plot(curve["tau"], 100 * curve["agree_decisive"], color="#1f77b4", label="agreement (both decisive)")
     ax.plot(curve["tau"], 100 * curve["agree_all"], color="#d62728", label="agreement (tie vs decisive = disagree)")
     ax.axhline(50, color="grey", lw=0.8, ls=":")

@@ -3,7 +3,7 @@ and Table 6 (AI differentiation predicts human per-prompt agreement).
 
 Inputs
 ------
-* The AI judge table ``results/judges/ratings.csv`` (DESIGN.md's "judges" row): only rows with
+* The AI judge table ``results/judges/ratings.csv`` (docs/CONTRACTS.md, results/judges/): only rows with
   ``status == "ok"`` and ``kind == "response_quality"`` enter (audio-quality ratings and failed calls
   never do). A judge is identified by ``judge@prompt_version``; each modality must have exactly one
   (or one chosen with ``judge_by_modality``, e.g. ``{"text": "openai:gpt-4o"}``), otherwise a
@@ -128,7 +128,7 @@ def select_judge_ratings(judges: pd.DataFrame, judge_by_modality: Mapping[str, s
     """The ``ok`` response-quality AI ratings, one judge per modality.
 
     Args:
-        judges: the judge table (DESIGN.md columns; at least :data:`JUDGE_COLUMNS`).
+        judges: the judge table (docs/CONTRACTS.md columns; at least :data:`JUDGE_COLUMNS`).
         judge_by_modality: optional ``{modality: "judge"}`` or ``{modality: "judge@prompt_version"}``;
             needed when a modality has several judges (or prompt versions) in the table.
 

@@ -452,17 +452,6 @@ def _passed(participants: pd.DataFrame) -> set[str]:
     return set(participants.loc[_as_bool(participants["passed_attention"]), "participant_id"].astype(str))
 
 
-def continuous_matrix(ratings: pd.DataFrame, participants: pd.DataFrame, condition: str,
-                      stimuli: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Participants x clips matrix of the raw 1-100 ratings of one condition (interval alpha).
-
-    Units = clips (``clip_id``); coders = participants who passed the attention check; trial 0
-    (the attention check) is dropped — the rows of :func:`modprefs.stats.icc.analysable_ratings`.
-    """
-    df = analysable_ratings(ratings, participants, condition, stimuli)
-    return reliability_matrix(df, "participant_id", "clip_id", "rating")
-
-
 def _normalise_preference(values: pd.Series) -> pd.Series:
     """'0'/'1'/'tie' (also 0, 1, 0.0, 'Tie') -> '0'/'1'/'tie'; anything else -> NA."""
     text = values.astype("string").str.strip().str.lower()

@@ -117,7 +117,7 @@ def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     gaps = thresholds.trial_gaps(t["ratings"], t["trials"], t["participants"])
     return AnalysisResult(
         {"thresholds_gaps": thresholds.gap_table(gaps),
-         "thresholds_recommendations": thresholds.threshold_recommendations(gaps, n_boot=p.get("n_boot_threshold", 0),
+         "thresholds_recommendations": thresholds.threshold_recommendations(gaps, n_boot=p["n_boot_threshold"],
                                                                            seed=p["seed"])},
         {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path)},
         _titles("thresholds_gaps", "thresholds_recommendations"))
@@ -165,7 +165,9 @@ def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     if _want(p, "practice_effects"):
         tables["practice_effects"] = modality.practice_effects(t["trials"], t["participants"])
     titles = _titles("table2_lmm", "practice_effects")
-    titles["table2_lmm"] += f"; omnibus random effects: {modality.TABLE2_RANDOM[random]} (stats.table2_random: {random})"
+    titles["table2_lmm"] += (
+        f"; omnibus random effects: {modality.TABLE2_RANDOM[random]} (stats.table2_random: {random})"
+    )
     return AnalysisResult(tables, titles=titles)
 
 

@@ -1,6 +1,6 @@
 """The statistics' defaults, in one place: ``modprefs stats`` uses them, and the workflow's config has the same.
 
-``tests/test_stats_defaults.py`` checks that :data:`STATS_DEFAULTS` equals the defaults of the
+``tests/test_cli.py`` checks that :data:`STATS_DEFAULTS` equals the defaults of the
 ``stats`` section (and the top-level ``seed``) of ``workflow/schemas/config.schema.yaml`` and the
 values of the embedded ``config.yaml``, so the two entry points give identical tables on the same
 data. Keys: ``seed`` (the config's top-level ``seed``), the rest as in the config's ``stats:``.
@@ -11,14 +11,18 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType({
-    "seed": 20261130,              # every bootstrap/permutation stream derives from it
-    "n_boot": 2000,                # bootstrap resamples for the ICC CIs (paper 2,000)
-    "icc_ci_method": "jackknife",  # ICC CI: jackknife | stimulus | prompt | two_way | parametric (modprefs.stats.icc_ci)
-    "table2_random": "stimulus_modality",  # Table 2's omnibus random effects: stimulus_modality | paper
-    "n_perm": 2000,                # participant permutations for the ICC modality test (paper 2,000)
-    "n_boot_alpha": 5000,          # stimulus-bootstrap resamples for Krippendorff's alpha (paper 5,000)
-    "n_perm_alpha": 5000,          # participant permutations for the alpha modality test (paper 5,000)
-    "ci_level": 0.95,              # two-sided level of every interval
-    "modality_terms": "resources/analysis/modality_terms.txt",  # words left out of the justification analysis
-})
+STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
+    {
+        "seed": 20261130,  # every bootstrap/permutation stream derives from it
+        "n_boot": 2000,  # bootstrap resamples for the ICC CIs (paper 2,000)
+        # ICC CI: jackknife | stimulus | prompt | two_way | parametric (modprefs.stats.icc_ci)
+        "icc_ci_method": "jackknife",
+        "table2_random": "stimulus_modality",  # Table 2's omnibus random effects: stimulus_modality | paper
+        "n_perm": 2000,  # participant permutations for the ICC modality test (paper 2,000)
+        "n_boot_alpha": 5000,  # stimulus-bootstrap resamples for Krippendorff's alpha (paper 5,000)
+        "n_perm_alpha": 5000,  # participant permutations for the alpha modality test (paper 5,000)
+        "n_boot_threshold": 1000,  # participant resamples for the binarisation thresholds' intervals (0 = none)
+        "ci_level": 0.95,  # two-sided level of every interval
+        "modality_terms": "resources/analysis/modality_terms.txt",  # words left out of the justification analysis
+    }
+)

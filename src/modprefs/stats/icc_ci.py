@@ -56,6 +56,8 @@ from scipy import stats
 
 from modprefs.stats.icc import (
     CI_METHOD as STIMULUS_PERCENTILE,
+)
+from modprefs.stats.icc import (
     CONDITIONS,
     ICC_COLUMNS,
     ConditionDesign,
@@ -151,8 +153,11 @@ def crossed_blups(design: ConditionDesign, fit: CrossedFit, tol: float = 1e-10,
     u = np.zeros(design.n_clips)
     v = np.zeros(design.n_participants)
     for _ in range(max_sweeps):
-        u_new = (np.bincount(design.clip, r - v[design.participant], design.n_clips) / (n_c + fit.var_resid / fit.var_g1)
-                 if fit.var_g1 > 0 else np.zeros_like(u))
+        u_new = (
+            np.bincount(design.clip, r - v[design.participant], design.n_clips) / (n_c + fit.var_resid / fit.var_g1)
+            if fit.var_g1 > 0
+            else np.zeros_like(u)
+        )
         v_new = (np.bincount(design.participant, r - u_new[design.clip], design.n_participants)
                  / (n_p + fit.var_resid / fit.var_g2) if fit.var_g2 > 0 else np.zeros_like(v))
         step = max(np.abs(u_new - u).max(initial=0.0), np.abs(v_new - v).max(initial=0.0))
@@ -372,7 +377,11 @@ def jackknife_interval(design: ConditionDesign, fit: CrossedFit, icc1: float, n_
     variance = max(v_p + v_r - v_e, v_p, v_r)
     denom = v_p ** 2 / (n_p - 1) + v_r ** 2 / (n_r - 1)
     df = variance ** 2 / denom if denom > 0 else math.inf
-    q = float(stats.t.ppf(0.5 + ci_level / 2.0, df)) if math.isfinite(df) else float(stats.norm.ppf(0.5 + ci_level / 2.0))
+    q = (
+        float(stats.t.ppf(0.5 + ci_level / 2.0, df))
+        if math.isfinite(df)
+        else float(stats.norm.ppf(0.5 + ci_level / 2.0))
+    )
     centre = float(_logit(icc1))
     lo, hi = _expit([centre - q * math.sqrt(variance), centre + q * math.sqrt(variance)])
     return JackknifeInterval(v_p, v_r, v_e, variance, df, float(lo), float(hi), failed)

@@ -24,8 +24,8 @@ each observation belongs to one level. The term with the most columns ("eliminat
 ``e``) is removed exactly by block elimination; only the dense Schur complement S of size
 m = (q - q_e r_e) + p is Cholesky-factorised. With C0 = Lambda_e' Z_e'[Z_rest X] and
 D = Lambda_e' Z_e'Z_e Lambda_e + I (block diagonal), S = Lambda~_v' S0 Lambda~_v + diag(I, 0) where
-S0 = [Z_rest X]'[Z_rest X] - C0' D^-1 C0 is formed with one symmetric rank-k product. Everything is computed from cross-products formed
-once (O(n) work), so an evaluation costs O(q_e r_e m^2 + m^3), independent of n.
+S0 = [Z_rest X]'[Z_rest X] - C0' D^-1 C0 is formed with one symmetric rank-k product. Everything is computed
+from cross-products formed once (O(n) work), so an evaluation costs O(q_e r_e m^2 + m^3), independent of n.
 
 Derivatives (used by the optimiser and by the Satterthwaite approximation):
 

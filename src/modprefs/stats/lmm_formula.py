@@ -183,7 +183,7 @@ def _term_columns(df: pd.DataFrame, term: tuple[str, ...], cache: dict) -> tuple
             cache[v] = _column_codes(df, v)
         cols, suffixes = cache[v]
         mats_new, names_new = [], []
-        for i, (m_prev, n_prev) in enumerate(zip(mats[0].T, names)):
+        for m_prev, n_prev in zip(mats[0].T, names):
             for j, suf in enumerate(suffixes):
                 mats_new.append(m_prev * cols[:, j])
                 label = f"{v}{suf}"

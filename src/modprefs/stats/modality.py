@@ -120,7 +120,9 @@ def practice_effects(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.Dat
     """Log trial duration over trials: interaction model and per-modality slopes (§4.1 Practice)."""
     cond = participants.set_index(participants["participant_id"].astype(str))["condition"]
     passed = participants.loc[participants["passed_attention"].astype(str).str.lower() == "true", "participant_id"]
-    d = trials[(pd.to_numeric(trials["trial"]) >= 1) & trials["participant_id"].astype(str).isin(set(passed.astype(str)))].copy()
+    d = trials[
+        (pd.to_numeric(trials["trial"]) >= 1) & trials["participant_id"].astype(str).isin(set(passed.astype(str)))
+    ].copy()
     d["participant_id"] = d["participant_id"].astype(str)
     d["condition"] = d["participant_id"].map(cond)
     d["log_time"] = np.log(pd.to_numeric(d["decision_time_s"], errors="coerce"))
@@ -154,11 +156,25 @@ def random_slope_test(frame: pd.DataFrame) -> pd.DataFrame:
     test = anova_refit_ml(null, full)
     slope = next(r for r in full.random_effects if r.group == "prompt_id")
     i = list(full.x_names).index("modality")
-    return pd.DataFrame([{
-        "n_trials": null.n_obs, "modality_b": full.beta[i], "modality_se": full.beta_se[i], "modality_df": full.df[i],
-        "modality_p": full.p_value[i], "chi2": test.chi2, "lrt_df": test.df, "lrt_p": test.p,
-        "slope_sd": float(slope.sd[-1]), "intercept_sd": float(slope.sd[0]), "slope_intercept_corr": float(slope.corr[1, 0]),
-        "singular": full.singular, "note": "LRT on ML refits (lme4 anova); estimates from the REML fit"}])
+    return pd.DataFrame(
+        [
+            {
+                "n_trials": null.n_obs,
+                "modality_b": full.beta[i],
+                "modality_se": full.beta_se[i],
+                "modality_df": full.df[i],
+                "modality_p": full.p_value[i],
+                "chi2": test.chi2,
+                "lrt_df": test.df,
+                "lrt_p": test.p,
+                "slope_sd": float(slope.sd[-1]),
+                "intercept_sd": float(slope.sd[0]),
+                "slope_intercept_corr": float(slope.corr[1, 0]),
+                "singular": full.singular,
+                "note": "LRT on ML refits (lme4 anova); estimates from the REML fit",
+            }
+        ]
+    )
 
 
 def audio_quality_analysis(frame: pd.DataFrame) -> pd.DataFrame:
@@ -184,10 +200,18 @@ def audio_quality_analysis(frame: pd.DataFrame) -> pd.DataFrame:
                             "audio + audio quality").set_index("term")
     for term in ("Presented first", "Character length (z)", "Audio quality (z)"):
         if term in adj.index:
-            rows.append({"statistic": f"{term}: b without / with audio quality",
-                         "value": float(adj.loc[term, "b"]),
-                         "note": (f"without {base.loc[term, 'b']:.3f} (p {base.loc[term, 'p']:.3g}); "
-                                  if term in base.index else "") + f"with {adj.loc[term, 'b']:.3f} (p {adj.loc[term, 'p']:.3g})"})
+            rows.append(
+                {
+                    "statistic": f"{term}: b without / with audio quality",
+                    "value": float(adj.loc[term, "b"]),
+                    "note": (
+                        f"without {base.loc[term, 'b']:.3f} (p {base.loc[term, 'p']:.3g}); "
+                        if term in base.index
+                        else ""
+                    )
+                    + f"with {adj.loc[term, 'b']:.3f} (p {adj.loc[term, 'p']:.3g})",
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -76,7 +76,14 @@ def figure4_icc_by_k(icc: pd.DataFrame, target: str | os.PathLike[str], k_max: i
         if not np.isfinite(r.icc_2_1):
             continue
         colour = colours.get(r.condition, None)
-        ax.plot(ks, icc_k(r.icc_2_1, ks), marker="o", ms=3, color=colour, label=f"{r.condition} (ICC(2,1) = {r.icc_2_1:.3f})")
+        ax.plot(
+            ks,
+            icc_k(r.icc_2_1, ks),
+            marker="o",
+            ms=3,
+            color=colour,
+            label=f"{r.condition} (ICC(2,1) = {r.icc_2_1:.3f})",
+        )
         if np.isfinite(r.icc_2_1_lo) and np.isfinite(r.icc_2_1_hi):
             ax.fill_between(ks, icc_k(r.icc_2_1_lo, ks), icc_k(r.icc_2_1_hi, ks), color=colour, alpha=0.15, lw=0)
         ax.axvline(r.k_mean_raters, color=colour, ls=":", lw=1)

@@ -80,7 +80,9 @@ def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assig
                                                       icc.loc[c, f"{name}_hi"])
         row["diff"] = row["audio"] - row["text"]
         row["p_value"] = perm.get(name, {}).get("p_value", np.nan)
-        row["note"] = "; ".join(n for n in (icc.loc["audio", "note"], icc.loc["text", "note"]) if isinstance(n, str) and n)
+        row["note"] = "; ".join(
+            n for n in (icc.loc["audio", "note"], icc.loc["text", "note"]) if isinstance(n, str) and n
+        )
         rows.append(row)
     alphas = alpha_table(ratings, trials, assignments, participants, n_boot=n_boot_alpha, n_perm=n_perm_alpha,
                          seed=seed, ci_level=ci_level, stimuli=stimuli)

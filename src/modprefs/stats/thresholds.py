@@ -169,11 +169,6 @@ def prompt_mean_gaps(gaps: pd.DataFrame, kind: str = "decisive") -> pd.DataFrame
 # --------------------------------------------------------------------------------------------------
 # binarisation thresholds
 # --------------------------------------------------------------------------------------------------
-def _labels(diff: np.ndarray, tau: float) -> np.ndarray:
-    """'tie' if |diff| <= tau else the higher-rated response index as '0'/'1'."""
-    return np.where(np.abs(diff) <= tau, "tie", np.where(diff > 0, "0", "1"))
-
-
 def agreement_curve(gaps: pd.DataFrame, condition: str, taus: np.ndarray = TAUS) -> pd.DataFrame:
     """For each tau: 3-class agreement with stated preferences, and precision/coverage of gap > tau.
 
@@ -181,19 +176,25 @@ def agreement_curve(gaps: pd.DataFrame, condition: str, taus: np.ndarray = TAUS)
     stated preference is the higher-rated response; NaN when none kept), coverage (n_kept / n).
     """
     g = gaps[gaps["condition"] == condition]
-    diff = g["diff"].to_numpy(dtype=float)
-    pref = g["preference"].to_numpy(dtype=str)
+    return _curve(g["diff"].to_numpy(dtype=float), g["preference"].to_numpy(dtype=str), taus)
+
+
+def _curve(diff: np.ndarray, pref: np.ndarray, taus: np.ndarray) -> pd.DataFrame:
+    """:func:`agreement_curve` of n trials' rating gaps ``diff`` (n,) and stated preferences ``pref`` (n,),
+    all taus at once: a (len(taus), n) mask of the trials kept (|gap| > tau)."""
     n = len(diff)
-    higher = np.where(diff > 0, "0", "1")
-    rows = []
-    for tau in taus:
-        kept = np.abs(diff) > tau
-        k = int(kept.sum())
-        rows.append(dict(tau=float(tau),
-                         agreement=float(np.mean(_labels(diff, tau) == pref)) if n else math.nan,
-                         n_kept=k, precision=float(np.mean(pref[kept] == higher[kept])) if k else math.nan,
-                         coverage=k / n if n else math.nan))
-    return pd.DataFrame(rows)
+    taus = np.asarray(taus, dtype=float)
+    kept = np.abs(diff)[None, :] > taus[:, None]
+    higher_stated = pref == np.where(diff > 0, "0", "1")
+    hits = kept & higher_stated[None, :]
+    n_kept = kept.sum(axis=1)
+    agree = (hits | (~kept & (pref == "tie")[None, :])).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return pd.DataFrame({"tau": taus,
+                             "agreement": agree / n if n else np.full(len(taus), math.nan),
+                             "n_kept": n_kept.astype(int),
+                             "precision": np.where(n_kept > 0, hits.sum(axis=1) / np.maximum(n_kept, 1), math.nan),
+                             "coverage": n_kept / n if n else np.full(len(taus), math.nan)})
 
 
 def _pick(curve: pd.DataFrame, rule: str, target: float) -> float:
@@ -230,11 +231,11 @@ def threshold_recommendations(gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0
         boot: dict[str, list[float]] = {rule: [] for rule, _ in RULES}
         if n_boot > 0 and n:
             g = gaps[gaps["condition"] == c]
-            by_p = {pid: df for pid, df in g.groupby("participant_id")}
-            ids = list(by_p)
+            diff, pref = g["diff"].to_numpy(dtype=float), g["preference"].to_numpy(dtype=str)
+            rows_of = list(g.groupby("participant_id", sort=True).indices.values())  # positions in g
             for _ in range(n_boot):
-                sample = pd.concat([by_p[ids[i]] for i in rng.integers(len(ids), size=len(ids))])
-                cv = agreement_curve(sample, c, taus)
+                take = np.concatenate([rows_of[i] for i in rng.integers(len(rows_of), size=len(rows_of))])
+                cv = _curve(diff[take], pref[take], taus)
                 for rule, target in RULES:
                     boot[rule].append(_pick(cv, rule, target))
         for rule, target in RULES:
