@@ -32,7 +32,6 @@ from _plan_common import OUT, ROOT, Clock
 
 sys.path.insert(0, str(ROOT / "tests"))
 from _ratings_helpers import write_tables  # noqa: E402
-
 from modprefs.io import write_json  # noqa: E402
 from modprefs.plan.engine import SimSettings  # noqa: E402
 from modprefs.plan.grid import Costs, Targets, design_grid  # noqa: E402
@@ -44,8 +43,9 @@ from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa
 from modprefs.study.design import make_assignments  # noqa: E402
 
 CACHE = ROOT / "results" / "plan_benchmark_cache"
-TRUTH = dataclasses.replace(SimulationParams(), var_clip_audio=1800.0, var_resid_audio=800.0, var_clip_text=700.0,
-                            intercept=70.0)
+TRUTH = dataclasses.replace(
+    SimulationParams(), var_clip_audio=1800.0, var_resid_audio=800.0, var_clip_text=700.0, intercept=70.0
+)
 PILOT = {"prompts": 20, "recruited": 20, "trials": 10}
 TARGET = Targets(icc_k=0.80, target_conditions=("audio",))
 
@@ -53,8 +53,19 @@ TARGET = Targets(icc_k=0.80, target_conditions=("audio",))
 def pilot_dir(folder: Path, seed: int) -> Path:
     rng = np.random.default_rng([seed, 0x9117])
     lengths = prism_like_lengths(PILOT["prompts"], rng)
-    stim = pd.DataFrame([{"prompt_id": f"q{i:03d}", "clip_id": f"q{i:03d}_{r}", "response": r, "n_chars": int(n),
-                          "duration_s": n / 15} for i, pair in enumerate(lengths) for r, n in enumerate(pair)])
+    stim = pd.DataFrame(
+        [
+            {
+                "prompt_id": f"q{i:03d}",
+                "clip_id": f"q{i:03d}_{r}",
+                "response": r,
+                "n_chars": int(n),
+                "duration_s": n / 15,
+            }
+            for i, pair in enumerate(lengths)
+            for r, n in enumerate(pair)
+        ]
+    )
     prompts = list(dict.fromkeys(stim["prompt_id"]))
     asg = make_assignments(prompts, PILOT["recruited"], PILOT["trials"], seed=seed)
     ratings, trials, participants, _ = simulate_ratings(stim, asg, TRUTH, seed=seed)
@@ -68,7 +79,8 @@ def recommended(priors, designs, settings, jobs) -> dict[str, float]:
     rec = result.recommendations.set_index("scenario")
     icc = result.table.pivot_table(index="raters", columns="scenario", values="icc_k_audio")
     return {s: (float(rec.loc[s, "raters"]) if rec.loc[s, "met"] else float("nan")) for s in rec.index} | {
-        "icc_k_audio_central": json.loads(icc["central"].to_json())}
+        "icc_k_audio_central": json.loads(icc["central"].to_json())
+    }
 
 
 def main() -> None:
@@ -93,24 +105,37 @@ def main() -> None:
                 truth["icc_1"] = json.loads(truth_priors.table.to_json(orient="records"))
             rec = recommended(priors, designs, settings, args.jobs)
             fitted = priors.table[priors.table["quantity"] == "ICC(2,1)"].set_index("condition")
-            pilots.append({"pilot": i, "recommended_raters": {s: rec[s] for s in ("pessimistic", "central", "optimistic")},
-                           "fitted_icc_1": fitted[["central", "pessimistic", "optimistic"]].to_dict(orient="index"),
-                           "central_in_truth_range": bool(truth["optimistic"] <= rec["central"] <= truth["pessimistic"]),
-                           "truth_in_pilot_range": bool(rec["optimistic"] <= truth["central"] <= rec["pessimistic"])})
+            pilots.append(
+                {
+                    "pilot": i,
+                    "recommended_raters": {s: rec[s] for s in ("pessimistic", "central", "optimistic")},
+                    "fitted_icc_1": fitted[["central", "pessimistic", "optimistic"]].to_dict(orient="index"),
+                    "central_in_truth_range": bool(truth["optimistic"] <= rec["central"] <= truth["pessimistic"]),
+                    "truth_in_pilot_range": bool(rec["optimistic"] <= truth["central"] <= rec["pessimistic"]),
+                }
+            )
             print(pilots[-1], flush=True)
-    out = {"truth_params": {k: getattr(TRUTH, k) for k in ("var_clip_audio", "var_resid_audio", "var_clip_text",
-                                                           "intercept")},
-           "pilot_design": PILOT, "plan_grid": {"prompts": 40, "trials": 10, "raters": "8:40:2"},
-           "target": {"icc_k": 0.80, "condition": "audio"}, "n_sims": args.n_sims,
-           "truth_recommended_raters": {s: truth[s] for s in ("pessimistic", "central", "optimistic")},
-           "truth_icc_k_audio_by_raters": truth["icc_k_audio_central"], "truth_priors": truth["icc_1"],
-           "pilots": pilots,
-           "share_central_in_truth_range": float(np.mean([p["central_in_truth_range"] for p in pilots])),
-           "share_truth_in_pilot_range": float(np.mean([p["truth_in_pilot_range"] for p in pilots])),
-           "nominal_share": 0.8, "seconds": clock.seconds()}
+    out = {
+        "truth_params": {
+            k: getattr(TRUTH, k) for k in ("var_clip_audio", "var_resid_audio", "var_clip_text", "intercept")
+        },
+        "pilot_design": PILOT,
+        "plan_grid": {"prompts": 40, "trials": 10, "raters": "8:40:2"},
+        "target": {"icc_k": 0.80, "condition": "audio"},
+        "n_sims": args.n_sims,
+        "truth_recommended_raters": {s: truth[s] for s in ("pessimistic", "central", "optimistic")},
+        "truth_icc_k_audio_by_raters": truth["icc_k_audio_central"],
+        "truth_priors": truth["icc_1"],
+        "pilots": pilots,
+        "share_central_in_truth_range": float(np.mean([p["central_in_truth_range"] for p in pilots])),
+        "share_truth_in_pilot_range": float(np.mean([p["truth_in_pilot_range"] for p in pilots])),
+        "nominal_share": 0.8,
+        "seconds": clock.seconds(),
+    }
     write_json(out, OUT / "plan_pilot.json")
-    print(json.dumps({k: v for k, v in out.items() if k not in ("truth_priors", "truth_icc_k_audio_by_raters")},
-                     indent=1))
+    print(
+        json.dumps({k: v for k, v in out.items() if k not in ("truth_priors", "truth_icc_k_audio_by_raters")}, indent=1)
+    )
 
 
 if __name__ == "__main__":

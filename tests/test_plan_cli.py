@@ -10,8 +10,19 @@ import pytest
 
 from modprefs.cli import main
 
-FAST = ["--n-sims", "20", "--prior-boot", "10", "--n-calibration", "2", "--n-boot", "20", "--jobs", "1",
-        "--no-progress"]
+FAST = [
+    "--n-sims",
+    "20",
+    "--prior-boot",
+    "10",
+    "--n-calibration",
+    "2",
+    "--n-boot",
+    "20",
+    "--jobs",
+    "1",
+    "--no-progress",
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +36,41 @@ def _plan(out, cache, *argv):
 
 
 def test_plan_on_paper_priors_writes_every_output(tmp_path, cache, capsys):
-    rc = _plan(tmp_path, cache, "--prompts", "12", "--raters", "8,16", "--trials", "6", "--target-icc-k", "0.5",
-               "--target-ci-half-width", "0.3", "--target-conditions", "audio", "--target-power-table2", "-10",
-               "--scenarios", "central,pessimistic")
+    rc = _plan(
+        tmp_path,
+        cache,
+        "--prompts",
+        "12",
+        "--raters",
+        "8,16",
+        "--trials",
+        "6",
+        "--target-icc-k",
+        "0.5",
+        "--target-ci-half-width",
+        "0.3",
+        "--target-conditions",
+        "audio",
+        "--target-power-table2",
+        "-10",
+        "--scenarios",
+        "central,pessimistic",
+    )
     out = capsys.readouterr().out
     designs = pd.read_csv(tmp_path / "designs.csv")
     rec = pd.read_csv(tmp_path / "recommendation.csv")
     assert set(designs["scenario"]) == {"central", "pessimistic"} and len(designs) == 4
-    for col in ("icc_k_audio", "icc_k_audio_mcse", "ci_half_width_audio", "assurance_audio", "power_table2",
-                "power_table2_mcse", "recruits", "cost", "meets_all"):
+    for col in (
+        "icc_k_audio",
+        "icc_k_audio_mcse",
+        "ci_half_width_audio",
+        "assurance_audio",
+        "power_table2",
+        "power_table2_mcse",
+        "recruits",
+        "cost",
+        "meets_all",
+    ):
         assert col in designs.columns
     assert (designs["recruits"] > designs["raters"] * 2).all()  # attention failures are recruited too
     assert "The priors drive this answer" in out
@@ -50,8 +87,20 @@ def test_plan_on_paper_priors_writes_every_output(tmp_path, cache, capsys):
 
 
 def test_unmet_targets_exit_3_naming_them(tmp_path, cache, capsys):
-    rc = _plan(tmp_path, cache, "--prompts", "12", "--raters", "8", "--trials", "6", "--target-icc-k", "0.97",
-               "--scenarios", "central")
+    rc = _plan(
+        tmp_path,
+        cache,
+        "--prompts",
+        "12",
+        "--raters",
+        "8",
+        "--trials",
+        "6",
+        "--target-icc-k",
+        "0.97",
+        "--scenarios",
+        "central",
+    )
     err = capsys.readouterr().err
     assert rc == 3
     assert "--target-icc-k (audio): best expected ICC(2,k)" in err and "Traceback" not in err
@@ -59,8 +108,20 @@ def test_unmet_targets_exit_3_naming_them(tmp_path, cache, capsys):
 
 
 def test_unreachable_icc_difference_is_a_clear_error(tmp_path, cache, capsys):
-    rc = _plan(tmp_path, cache, "--prompts", "12", "--raters", "8", "--trials", "6", "--target-power-icc-diff",
-               "0.95", "--scenarios", "central")
+    rc = _plan(
+        tmp_path,
+        cache,
+        "--prompts",
+        "12",
+        "--raters",
+        "8",
+        "--trials",
+        "6",
+        "--target-power-icc-diff",
+        "0.95",
+        "--scenarios",
+        "central",
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "--target-power-icc-diff: an expected audio ICC(2,1)" in err and "Traceback" not in err
@@ -72,9 +133,34 @@ def test_paper_priors_reproduce_the_papers_icc_k_at_9_raters(tmp_path, cache):
     The paper's design (100 prompts, 20 trials) with 46 analysed raters per condition; the central
     expectation must lie within 3 Monte-Carlo SEs (+ .01, the calibration's tolerance) of the paper.
     """
-    rc = main(["plan", "--prompts", "100", "--raters", "46", "--trials", "20", "--target-icc-k", "0.75",
-               "--interval", "sampling", "--n-sims", "60", "--prior-boot", "10", "--jobs", "2", "--no-progress",
-               "--scenarios", "central", "--cache", str(cache), "--out", str(tmp_path)])
+    rc = main(
+        [
+            "plan",
+            "--prompts",
+            "100",
+            "--raters",
+            "46",
+            "--trials",
+            "20",
+            "--target-icc-k",
+            "0.75",
+            "--interval",
+            "sampling",
+            "--n-sims",
+            "60",
+            "--prior-boot",
+            "10",
+            "--jobs",
+            "2",
+            "--no-progress",
+            "--scenarios",
+            "central",
+            "--cache",
+            str(cache),
+            "--out",
+            str(tmp_path),
+        ]
+    )
     row = pd.read_csv(tmp_path / "designs.csv").iloc[0]
     for c, paper in (("audio", 0.821), ("text", 0.788)):
         assert abs(row[f"icc_k_{c}"] - paper) <= 3 * row[f"icc_k_{c}_mcse"] + 0.01, (c, row[f"icc_k_{c}"])
@@ -86,7 +172,6 @@ def _pilot_dir(tmp_path):
     import dataclasses
 
     from _ratings_helpers import make_stimuli, write_tables
-
     from modprefs.ratings.simulate import SimulationParams, simulate_ratings
     from modprefs.study.design import make_assignments
 
@@ -101,12 +186,30 @@ def _pilot_dir(tmp_path):
 
 def test_plan_from_a_pilot(tmp_path, cache, capsys):
     pilot = _pilot_dir(tmp_path)
-    rc = _plan(tmp_path / "out", cache, "--pilot", str(pilot), "--pilot-clips", str(tmp_path / "clips.csv"),
-               "--prompts", "12", "--raters", "8,16", "--trials", "6", "--target-icc-k", "0.5", "--scenarios", "central")
+    rc = _plan(
+        tmp_path / "out",
+        cache,
+        "--pilot",
+        str(pilot),
+        "--pilot-clips",
+        str(tmp_path / "clips.csv"),
+        "--prompts",
+        "12",
+        "--raters",
+        "8,16",
+        "--trials",
+        "6",
+        "--target-icc-k",
+        "0.5",
+        "--scenarios",
+        "central",
+    )
     out = capsys.readouterr().out
     assert rc in (0, 3)
     priors = pd.read_csv(tmp_path / "out" / "priors.csv")
-    assert {"pilot var_clip", "pilot tie_rate", "attention-check failure rate", "minutes per trial"} <= set(priors["quantity"])
+    assert {"pilot var_clip", "pilot tie_rate", "attention-check failure rate", "minutes per trial"} <= set(
+        priors["quantity"]
+    )
     assert f"pilot {pilot}" in out
 
 
@@ -114,8 +217,24 @@ def test_pilot_with_foreign_column_names_is_refused_by_name(tmp_path, capsys):
     pilot = _pilot_dir(tmp_path)
     r = pd.read_csv(pilot / "ratings.csv").rename(columns={"rating": "score"})
     r.to_csv(pilot / "ratings.csv", index=False)
-    rc = main(["plan", "--pilot", str(pilot), "--prompts", "12", "--raters", "8", "--trials", "6",
-               "--target-icc-k", "0.5", "--out", str(tmp_path / "out"), "--no-progress"])
+    rc = main(
+        [
+            "plan",
+            "--pilot",
+            str(pilot),
+            "--prompts",
+            "12",
+            "--raters",
+            "8",
+            "--trials",
+            "6",
+            "--target-icc-k",
+            "0.5",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "lacks column(s) ['rating']" in err and "Traceback" not in err
 
@@ -124,9 +243,21 @@ def test_pilot_with_foreign_column_names_is_refused_by_name(tmp_path, capsys):
 def test_workflow_plan_target(tmp_path):
     from workflow_runner import run_workflow, write_config
 
-    config = write_config(tmp_path, {"plan": {"prompts": 12, "raters": "8,16", "trials": 6, "target_icc_k": 0.5,
-                                               "scenarios": "central", "n_sims": 20, "prior_boot": 10,
-                                               "interval": "sampling"}})
+    config = write_config(
+        tmp_path,
+        {
+            "plan": {
+                "prompts": 12,
+                "raters": "8,16",
+                "trials": 6,
+                "target_icc_k": 0.5,
+                "scenarios": "central",
+                "n_sims": 20,
+                "prior_boot": 10,
+                "interval": "sampling",
+            }
+        },
+    )
     proc = run_workflow(tmp_path, "plan", configfile=config)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for name in ("designs.csv", "recommendation.csv", "priors.csv", "plan.json", "report.html"):

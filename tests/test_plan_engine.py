@@ -51,18 +51,27 @@ def test_first_studies_do_not_depend_on_n_sims():
 
 def test_cache_key_changes_with_params_design_and_settings():
     base = _tasks()[0]
-    keys = {task_key(base),
-            task_key(dataclasses.replace(base, params=dataclasses.replace(base.params, var_clip_audio=900.0))),
-            task_key(dataclasses.replace(base, design=Design(12, 9, 6))),
-            task_key(dataclasses.replace(base, settings=dataclasses.replace(SETTINGS, seed=4)))}
+    keys = {
+        task_key(base),
+        task_key(dataclasses.replace(base, params=dataclasses.replace(base.params, var_clip_audio=900.0))),
+        task_key(dataclasses.replace(base, design=Design(12, 9, 6))),
+        task_key(dataclasses.replace(base, settings=dataclasses.replace(SETTINGS, seed=4))),
+    }
     assert len(keys) == 4
     assert task_key(base) == task_key(_tasks()[0])
 
 
 def _gaussian() -> SimulationParams:
-    return dataclasses.replace(SimulationParams(), clip_ratings=False, tie_mode="threshold", clip_df=math.inf,
-                               resid_df=math.inf, resid_scale_cv=0.0, rho_clip_within_prompt_audio=0.0,
-                               rho_clip_within_prompt_text=0.0)
+    return dataclasses.replace(
+        SimulationParams(),
+        clip_ratings=False,
+        tie_mode="threshold",
+        clip_df=math.inf,
+        resid_df=math.inf,
+        resid_scale_cv=0.0,
+        rho_clip_within_prompt_audio=0.0,
+        rho_clip_within_prompt_text=0.0,
+    )
 
 
 def test_wald_se_matches_the_sampling_sd_under_a_gaussian_lmm():
@@ -84,8 +93,9 @@ def test_wald_se_is_too_small_for_the_paper_calibration():
     icck, sek = [], []
     for s in range(60):
         rng = np.random.default_rng([6, s])
-        study = simulate_study(SimulationParams(), balanced_layout(60, 30, 20, ("audio",), rng),
-                               prism_like_lengths(60, rng), rng)
+        study = simulate_study(
+            SimulationParams(), balanced_layout(60, 30, 20, ("audio",), rng), prism_like_lengths(60, rng), rng
+        )
         rec, _ = condition_record(study.ratings["audio"])
         icck.append(rec["icck"]), sek.append(rec["sek"])
     assert np.std(icck, ddof=1) / math.sqrt(np.nanmean(np.square(sek))) > 1.3
@@ -101,7 +111,7 @@ def test_logit_interval_and_half_widths():
     hw, f = predicted_half_widths(icck, sek, "analysis", 0.95, 1.5)
     assert f == 1.5 and np.allclose(hw, 1.5 * wald)
     hw, f = predicted_half_widths(icck, sek, "sampling", 0.95)
-    assert f == pytest.approx(np.std(icck, ddof=1) / math.sqrt(np.mean(sek ** 2)))
+    assert f == pytest.approx(np.std(icck, ddof=1) / math.sqrt(np.mean(sek**2)))
     with pytest.raises(ValueError, match="calibrated ratio"):
         predicted_half_widths(icck, sek, "analysis", 0.95, None)
 
@@ -111,7 +121,7 @@ def test_ratio_model_recovers_a_power_law():
     designs = np.array([[p, r, t] for p in (40, 100) for r in (10, 20, 40) for t in (10, 20)] * 6, float)
     truth = 0.9 * designs[:, 1] ** 0.2 * designs[:, 0] ** -0.1
     model = fit_ratio_model(designs, np.log(truth) + 0.01 * rng.standard_normal(len(designs)))
-    assert model(np.array([[60, 30, 15]]))[0] == pytest.approx(0.9 * 30 ** 0.2 * 60 ** -0.1, rel=0.02)
+    assert model(np.array([[60, 30, 15]]))[0] == pytest.approx(0.9 * 30**0.2 * 60**-0.1, rel=0.02)
 
 
 def test_wilson_half_width():
@@ -134,8 +144,12 @@ def test_icc_diff_power_uses_the_permutation_spread():
     rng = np.random.default_rng(2)
     n = 4000
     se = np.full(n, 0.05)
-    alt = {"rec:diff1": rng.normal(0.0, 0.05, n), "rec:se1_audio": se / math.sqrt(2), "rec:se1_text": se / math.sqrt(2),
-           "perm": rng.normal(0.0, 0.05, 2 * n)}
+    alt = {
+        "rec:diff1": rng.normal(0.0, 0.05, n),
+        "rec:se1_audio": se / math.sqrt(2),
+        "rec:se1_text": se / math.sqrt(2),
+        "perm": rng.normal(0.0, 0.05, 2 * n),
+    }
     power, _, crit = icc_diff_power(alt, 0.05)
     assert crit == pytest.approx(1.96, rel=0.03) and power == pytest.approx(0.05, abs=0.012)
     alt["perm"] = rng.normal(0.0, 0.025, 2 * n)  # a permutation null half as wide: the test rejects more
@@ -144,15 +158,24 @@ def test_icc_diff_power_uses_the_permutation_spread():
 
 
 def test_recommend_picks_the_cheapest_design_meeting_all():
-    table = pd.DataFrame({"prompts": [40, 40, 80], "raters": [10, 20, 10], "cost": [100.0, 200.0, 150.0],
-                          "ratings": [400, 800, 400], "meets_all": [False, True, True]})
+    table = pd.DataFrame(
+        {
+            "prompts": [40, 40, 80],
+            "raters": [10, 20, 10],
+            "cost": [100.0, 200.0, 150.0],
+            "ratings": [400, 800, 400],
+            "meets_all": [False, True, True],
+        }
+    )
     assert recommend(table)["cost"] == 150.0
     assert recommend(table.assign(meets_all=False)) is None
 
 
 def test_icc_design_standardises_trial_within_rows():
     rng = np.random.default_rng(3)
-    study = simulate_study(SimulationParams(), balanced_layout(10, 6, 5, ("text",), rng), prism_like_lengths(10, rng), rng)
+    study = simulate_study(
+        SimulationParams(), balanced_layout(10, 6, 5, ("text",), rng), prism_like_lengths(10, rng), rng
+    )
     d = icc_design(study.ratings["text"])
     assert d.terms == ("presented_first", "trial_z")
     assert d.X[:, 2].mean() == pytest.approx(0.0, abs=1e-12) and d.X[:, 2].std(ddof=1) == pytest.approx(1.0)

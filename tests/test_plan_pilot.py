@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
-from _ratings_helpers import make_assignments, make_stimuli, write_tables
 
+from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.pilot import attrition_counts, fit_pilot, pilot_arrays, read_pilot
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings

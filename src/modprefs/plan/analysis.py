@@ -25,8 +25,15 @@ from modprefs.stats.icc import ConditionDesign, _fit_iccs, model_formula
 from modprefs.stats.reml import fit_crossed_intercepts
 
 #: Table 2's fixed effects in the engine's column order (lme4's expansion of TABLE2_FIXED).
-TABLE2_TERMS = ("presented_first", "modality", "len_z", "trial_z", "presented_first:modality", "modality:len_z",
-                "modality:trial_z")
+TABLE2_TERMS = (
+    "presented_first",
+    "modality",
+    "len_z",
+    "trial_z",
+    "presented_first:modality",
+    "modality:len_z",
+    "modality:trial_z",
+)
 
 
 def _zscore(x: np.ndarray) -> np.ndarray:
@@ -41,17 +48,33 @@ def icc_design(r: ConditionRatings) -> ConditionDesign:
     X = np.column_stack([np.ones(r.y.size)] + [covariates[t] for t in terms])
     _, clip = np.unique(r.clip, return_inverse=True)
     _, part = np.unique(r.participant, return_inverse=True)
-    return ConditionDesign(y=r.y.astype(float), X=X, clip=clip.astype(np.intp), participant=part.astype(np.intp),
-                           n_clips=int(clip.max()) + 1 if clip.size else 0,
-                           n_participants=int(part.max()) + 1 if part.size else 0, terms=terms,
-                           formula=model_formula(terms))
+    return ConditionDesign(
+        y=r.y.astype(float),
+        X=X,
+        clip=clip.astype(np.intp),
+        participant=part.astype(np.intp),
+        n_clips=int(clip.max()) + 1 if clip.size else 0,
+        n_participants=int(part.max()) + 1 if part.size else 0,
+        terms=terms,
+        formula=model_formula(terms),
+    )
 
 
-def condition_record(r: ConditionRatings, theta0: np.ndarray | None = None) -> tuple[dict[str, float], np.ndarray | None]:
+def condition_record(
+    r: ConditionRatings, theta0: np.ndarray | None = None
+) -> tuple[dict[str, float], np.ndarray | None]:
     """ICC(2,1), ICC(2,k), k and Wald SEs of one condition; and the fit's theta (a warm start for the next)."""
-    out = {"n_ratings": float(r.y.size), "k": math.nan, "icc1": math.nan, "icck": math.nan, "se1": math.nan,
-           "sek": math.nan, "ok": 0.0, "tie_rate": float(r.tie.mean()) if r.tie.size else math.nan,
-           "mean_rating": float(r.y.mean()) if r.y.size else math.nan}
+    out = {
+        "n_ratings": float(r.y.size),
+        "k": math.nan,
+        "icc1": math.nan,
+        "icck": math.nan,
+        "se1": math.nan,
+        "sek": math.nan,
+        "ok": 0.0,
+        "tie_rate": float(r.tie.mean()) if r.tie.size else math.nan,
+        "mean_rating": float(r.y.mean()) if r.y.size else math.nan,
+    }
     try:
         design = icc_design(r)
         fit, k, icc1, icck = _fit_iccs(design, theta0=theta0)
@@ -65,7 +88,9 @@ def condition_record(r: ConditionRatings, theta0: np.ndarray | None = None) -> t
     return out, fit.theta
 
 
-def table2_record(study: SimulatedStudy, theta0: np.ndarray | None = None) -> tuple[dict[str, float], np.ndarray | None]:
+def table2_record(
+    study: SimulatedStudy, theta0: np.ndarray | None = None
+) -> tuple[dict[str, float], np.ndarray | None]:
     """Table 2's modality and modality x length estimates and SEs from the fast two-factor fit."""
     out = {"t2_modality_b": math.nan, "t2_modality_se": math.nan, "t2_len_b": math.nan, "t2_len_se": math.nan}
     if set(study.ratings) != {"audio", "text"}:
@@ -82,16 +107,21 @@ def table2_record(study: SimulatedStudy, theta0: np.ndarray | None = None) -> tu
     modality = np.concatenate([np.full(p[0].y.size, p[1]) for p in parts])
     len_z = np.concatenate([study.len_z.ravel()[p[0].clip] for p in parts])
     trial_z = _zscore(np.concatenate([p[0].trial for p in parts]).astype(float))
-    X = np.column_stack([np.ones(y.size), first, modality, len_z, trial_z, first * modality, modality * len_z,
-                         modality * trial_z])
+    X = np.column_stack(
+        [np.ones(y.size), first, modality, len_z, trial_z, first * modality, modality * len_z, modality * trial_z]
+    )
     cells = np.concatenate([p[2] for p in parts])
     people = np.concatenate([p[3] for p in parts])
     try:
         fit = fit_crossed_intercepts(y, X, cells, people, reml=True, theta0=theta0)
     except (ValueError, np.linalg.LinAlgError):
         return out, None
-    out.update(t2_modality_b=float(fit.beta[2]), t2_modality_se=float(fit.beta_se[2]),
-               t2_len_b=float(fit.beta[6]), t2_len_se=float(fit.beta_se[6]))
+    out.update(
+        t2_modality_b=float(fit.beta[2]),
+        t2_modality_se=float(fit.beta_se[2]),
+        t2_len_b=float(fit.beta[6]),
+        t2_len_se=float(fit.beta_se[6]),
+    )
     return out, fit.theta
 
 
@@ -128,8 +158,9 @@ def agreement_record(study: SimulatedStudy) -> dict[str, float]:
     return out
 
 
-def study_record(study: SimulatedStudy, warm: dict[str, np.ndarray | None] | None = None,
-                 table2: bool = True) -> dict[str, float]:
+def study_record(
+    study: SimulatedStudy, warm: dict[str, np.ndarray | None] | None = None, table2: bool = True
+) -> dict[str, float]:
     """Every planning quantity of one study as a flat dict (keys ``{name}_{condition}`` per condition).
 
     ``warm`` maps "audio"/"text"/"table2" to starting thetas and is updated in place with this
@@ -151,8 +182,9 @@ def study_record(study: SimulatedStudy, warm: dict[str, np.ndarray | None] | Non
     return rec
 
 
-def permutation_draws(study: SimulatedStudy, n: int, rng: np.random.Generator,
-                      theta0: np.ndarray | None = None) -> np.ndarray:
+def permutation_draws(
+    study: SimulatedStudy, n: int, rng: np.random.Generator, theta0: np.ndarray | None = None
+) -> np.ndarray:
     """``n`` draws of Table 4's permutation statistic: ICC(2,1) difference of random pseudo-groups.
 
     As :func:`modprefs.stats.reliability.icc_permutation_test`: the analysed participants of both
@@ -164,9 +196,13 @@ def permutation_draws(study: SimulatedStudy, n: int, rng: np.random.Generator,
     n_a = int(a.participant.max()) + 1 if a.participant.size else 0
     n_t = int(t.participant.max()) + 1 if t.participant.size else 0
     pooled = ConditionRatings(
-        y=np.concatenate([a.y, t.y]), first=np.concatenate([a.first, t.first]),
-        trial=np.concatenate([a.trial, t.trial]), clip=np.concatenate([a.clip, t.clip]),
-        participant=np.concatenate([a.participant, t.participant + n_a]), tie=np.zeros(0, bool))
+        y=np.concatenate([a.y, t.y]),
+        first=np.concatenate([a.first, t.first]),
+        trial=np.concatenate([a.trial, t.trial]),
+        clip=np.concatenate([a.clip, t.clip]),
+        participant=np.concatenate([a.participant, t.participant + n_a]),
+        tie=np.zeros(0, bool),
+    )
     out = np.full(n, np.nan)
     for i in range(n):
         is_a = np.zeros(n_a + n_t, bool)
@@ -174,8 +210,14 @@ def permutation_draws(study: SimulatedStudy, n: int, rng: np.random.Generator,
         iccs = []
         for member in (is_a, ~is_a):
             rows = member[pooled.participant]
-            group = ConditionRatings(y=pooled.y[rows], first=pooled.first[rows], trial=pooled.trial[rows],
-                                     clip=pooled.clip[rows], participant=pooled.participant[rows], tie=np.zeros(0, bool))
+            group = ConditionRatings(
+                y=pooled.y[rows],
+                first=pooled.first[rows],
+                trial=pooled.trial[rows],
+                clip=pooled.clip[rows],
+                participant=pooled.participant[rows],
+                tie=np.zeros(0, bool),
+            )
             try:
                 fit, _, icc1, _ = _fit_iccs(icc_design(group), theta0=theta0)
             except (ValueError, np.linalg.LinAlgError):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -42,6 +41,7 @@ def _number(minimum: float | None = None, strict: bool = False) -> Callable[[str
             bound = "" if minimum is None else f" {'>' if strict else '>='} {minimum:g}"
             raise argparse.ArgumentTypeError(f"{raw} must be a finite number{bound}")
         return value
+
     return parse
 
 
@@ -54,40 +54,75 @@ def _int(minimum: int) -> Callable[[str], int]:
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{value} is below the minimum {minimum}")
         return value
+
     return parse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``plan`` options (shared by the CLI and the workflow adapter); imports nothing heavy."""
     g = p.add_argument_group("priors")
-    g.add_argument("--pilot", type=Path, default=None,
-                   help="pilot ratings directory (ratings.csv, participants.csv [, trials.csv]); default: the paper's priors")
-    g.add_argument("--pilot-clips", type=Path, default=None, help="clips.csv of the pilot (clip_id, prompt_id, n_chars)")
-    g.add_argument("--quantiles", default="0.1,0.9", help="quantiles of the pessimistic / optimistic priors (default 0.1,0.9)")
-    g.add_argument("--prior-boot", type=_int(10), default=60, help="parametric-bootstrap studies for the priors' uncertainty")
+    g.add_argument(
+        "--pilot",
+        type=Path,
+        default=None,
+        help="pilot ratings directory (ratings.csv, participants.csv [, trials.csv]); default: the paper's priors",
+    )
+    g.add_argument(
+        "--pilot-clips", type=Path, default=None, help="clips.csv of the pilot (clip_id, prompt_id, n_chars)"
+    )
+    g.add_argument(
+        "--quantiles", default="0.1,0.9", help="quantiles of the pessimistic / optimistic priors (default 0.1,0.9)"
+    )
+    g.add_argument(
+        "--prior-boot", type=_int(10), default=60, help="parametric-bootstrap studies for the priors' uncertainty"
+    )
     g = p.add_argument_group("design grid")
     g.add_argument("--prompts", default="100", help="prompt counts, e.g. 40,100 or 40:120:20 (default 100)")
     g.add_argument("--raters", default="10:50:10", help="analysable raters per condition (default 10:50:10)")
     g.add_argument("--trials", default="20", help="rated trials per participant, at most the prompts (default 20)")
     g.add_argument("--conditions", default="both", help="both | audio | text (default both)")
-    g.add_argument("--clips", type=Path, default=None,
-                   help="clips.csv whose n_chars the simulated prompts draw from (default: PRISM-like lengths)")
+    g.add_argument(
+        "--clips",
+        type=Path,
+        default=None,
+        help="clips.csv whose n_chars the simulated prompts draw from (default: PRISM-like lengths)",
+    )
     g = p.add_argument_group("targets (at least one)")
-    g.add_argument("--target-ci-half-width", type=_number(), default=None,
-                   help="half-width of the ICC(2,k) interval the analysis reports, per target condition")
+    g.add_argument(
+        "--target-ci-half-width",
+        type=_number(),
+        default=None,
+        help="half-width of the ICC(2,k) interval the analysis reports, per target condition",
+    )
     g.add_argument("--target-icc-k", type=_number(), default=None, help="expected ICC(2,k) per target condition")
     g.add_argument("--target-conditions", default=None, help="conditions the ICC targets apply to (default: all run)")
-    g.add_argument("--assurance", type=_number(), default=0.8,
-                   help="share of studies that must meet the CI half-width target (default 0.8)")
-    g.add_argument("--target-power-icc-diff", type=_number(), default=None,
-                   help="audio - text ICC(2,1) difference Table 4's test must detect")
-    g.add_argument("--target-power-table2", type=_number(), default=None,
-                   help="Table 2 effect (rating points, observed scale) of --table2-term to detect")
+    g.add_argument(
+        "--assurance",
+        type=_number(),
+        default=0.8,
+        help="share of studies that must meet the CI half-width target (default 0.8)",
+    )
+    g.add_argument(
+        "--target-power-icc-diff",
+        type=_number(),
+        default=None,
+        help="audio - text ICC(2,1) difference Table 4's test must detect",
+    )
+    g.add_argument(
+        "--target-power-table2",
+        type=_number(),
+        default=None,
+        help="Table 2 effect (rating points, observed scale) of --table2-term to detect",
+    )
     g.add_argument("--table2-term", default="modality", help="modality (default) or modality:len_z")
     g.add_argument("--power", type=_number(), default=0.8, help="power the power targets need (default 0.8)")
     g.add_argument("--alpha", type=_number(), default=0.05, help="tests' significance level (default 0.05)")
-    g.add_argument("--target-agreement-half-width", type=_number(), default=None,
-                   help="95%% half-width of the cross-modality winner agreement")
+    g.add_argument(
+        "--target-agreement-half-width",
+        type=_number(),
+        default=None,
+        help="95%% half-width of the cross-modality winner agreement",
+    )
     g = p.add_argument_group("costs (defaults: the priors' Table 3 / pilot values)")
     g.add_argument("--pay-per-hour", type=_number(0), default=12.0, help="pay per participant hour (paper: 12)")
     g.add_argument("--fee-rate", type=_number(0), default=0.0, help="platform fee as a fraction of pay (default 0)")
@@ -98,17 +133,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--overhead-minutes", type=_number(0), default=None, help="minutes per session besides the trials")
     g.add_argument("--no-pay-failed", action="store_true", help="participants failing the attention check are not paid")
     g = p.add_argument_group("simulation")
-    g.add_argument("--n-sims", type=_int(20), default=200, help="simulated studies per design and scenario (default 200)")
+    g.add_argument(
+        "--n-sims", type=_int(20), default=200, help="simulated studies per design and scenario (default 200)"
+    )
     g.add_argument("--seed", type=_int(0), default=1)
     g.add_argument("--scenarios", default="pessimistic,central,optimistic", help="which priors to plan under")
-    g.add_argument("--interval", choices=("analysis", "sampling", "wald"), default="analysis",
-                   help="planning interval (modprefs.plan.intervals; default analysis)")
-    g.add_argument("--ci-method", default=None,
-                   help="the analysis' ICC CI method the interval is calibrated to (default: the analysis' default)")
+    g.add_argument(
+        "--interval",
+        choices=("analysis", "sampling", "wald"),
+        default="analysis",
+        help="planning interval (modprefs.plan.intervals; default analysis)",
+    )
+    g.add_argument(
+        "--ci-method",
+        default=None,
+        help="the analysis' ICC CI method the interval is calibrated to (default: the analysis' default)",
+    )
     g.add_argument("--ci-level", type=_number(), default=0.95)
-    g.add_argument("--n-boot", type=_int(20), default=100, help="resamples of the analysis' interval in the calibration")
+    g.add_argument(
+        "--n-boot", type=_int(20), default=100, help="resamples of the analysis' interval in the calibration"
+    )
     g.add_argument("--n-calibration", type=_int(2), default=6, help="studies per design calibrating the interval")
-    g.add_argument("--perm-draws", type=_int(1), default=2, help="permutation draws per study for the ICC difference test")
+    g.add_argument(
+        "--perm-draws", type=_int(1), default=2, help="permutation draws per study for the ICC difference test"
+    )
     g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")
     g.add_argument("--no-cache", action="store_true")
@@ -118,8 +166,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``modprefs plan``."""
-    p = sub.add_parser("plan", help="plan a study: prompts, raters, trials and cost for precision and power targets",
-                       description=__doc__.split("\n\n")[0])
+    p = sub.add_parser(
+        "plan",
+        help="plan a study: prompts, raters, trials and cost for precision and power targets",
+        description=__doc__.split("\n\n")[0],
+    )
     add_arguments(p)
     return p
 
@@ -156,23 +207,41 @@ def plan_from_args(args: argparse.Namespace) -> int:
     from modprefs.plan.report import figures, plan_report_html, recommendation_lines
 
     t0 = time.perf_counter()
-    designs = design_grid(parse_int_list(args.prompts, "--prompts", 2), parse_int_list(args.raters, "--raters", 2),
-                          parse_int_list(args.trials, "--trials", 1), args.conditions)
+    designs = design_grid(
+        parse_int_list(args.prompts, "--prompts", 2),
+        parse_int_list(args.raters, "--raters", 2),
+        parse_int_list(args.trials, "--trials", 1),
+        args.conditions,
+    )
     conditions = CONDITION_CHOICES[args.conditions]
-    target_conditions = conditions if args.target_conditions is None else \
-        _split(args.target_conditions, "--target-conditions", conditions)
-    targets = Targets(ci_half_width=args.target_ci_half_width, icc_k=args.target_icc_k,
-                      icc_diff=args.target_power_icc_diff, table2_effect=args.target_power_table2,
-                      table2_term=args.table2_term, agreement_half_width=args.target_agreement_half_width,
-                      target_conditions=target_conditions, assurance=args.assurance, power=args.power,
-                      alpha=args.alpha, ci_level=args.ci_level)
+    target_conditions = (
+        conditions
+        if args.target_conditions is None
+        else _split(args.target_conditions, "--target-conditions", conditions)
+    )
+    targets = Targets(
+        ci_half_width=args.target_ci_half_width,
+        icc_k=args.target_icc_k,
+        icc_diff=args.target_power_icc_diff,
+        table2_effect=args.target_power_table2,
+        table2_term=args.table2_term,
+        agreement_half_width=args.target_agreement_half_width,
+        target_conditions=target_conditions,
+        assurance=args.assurance,
+        power=args.power,
+        alpha=args.alpha,
+        ci_level=args.ci_level,
+    )
     targets.check(conditions)
-    costs = Costs(pay_per_hour=args.pay_per_hour, fee_rate=args.fee_rate, overhead_minutes=args.overhead_minutes,
-                  minutes_per_trial={c: v for c in conditions if (v := getattr(args, f"minutes_per_trial_{c}")) is not None},
-                  attention_fail_rate={c: v for c in conditions
-                                       if (v := getattr(args, f"attention_fail_rate_{c}")) is not None},
-                  incomplete_rate={c: v for c in conditions if (v := getattr(args, f"incomplete_rate_{c}")) is not None},
-                  pay_failed=not args.no_pay_failed)
+    costs = Costs(
+        pay_per_hour=args.pay_per_hour,
+        fee_rate=args.fee_rate,
+        overhead_minutes=args.overhead_minutes,
+        minutes_per_trial={c: v for c in conditions if (v := getattr(args, f"minutes_per_trial_{c}")) is not None},
+        attention_fail_rate={c: v for c in conditions if (v := getattr(args, f"attention_fail_rate_{c}")) is not None},
+        incomplete_rate={c: v for c in conditions if (v := getattr(args, f"incomplete_rate_{c}")) is not None},
+        pay_failed=not args.no_pay_failed,
+    )
     costs.check()
     scenarios = _split(args.scenarios, "--scenarios", SCENARIOS)
     quantiles = _quantiles(args.quantiles)
@@ -184,44 +253,85 @@ def plan_from_args(args: argparse.Namespace) -> int:
         from modprefs.plan.errors import PlanInputError
 
         raise PlanInputError(f"--ci-method: {ci_method!r} is not one of {list(CI_METHODS)}")
-    settings = SimSettings(n_sims=args.n_sims, seed=args.seed, interval=args.interval, ci_method=ci_method,
-                           n_calibration=args.n_calibration, n_boot=args.n_boot, ci_level=args.ci_level,
-                           perm_draws=args.perm_draws, table2=targets.table2_effect is not None)
+    settings = SimSettings(
+        n_sims=args.n_sims,
+        seed=args.seed,
+        interval=args.interval,
+        ci_method=ci_method,
+        n_calibration=args.n_calibration,
+        n_boot=args.n_boot,
+        ci_level=args.ci_level,
+        perm_draws=args.perm_draws,
+        table2=targets.table2_effect is not None,
+    )
     cache = None if args.no_cache else (args.cache or args.out / "cache")
     if args.pilot is not None:
         from modprefs.plan.pilot import pilot_priors, read_pilot
 
         pilot = read_pilot(args.pilot, args.pilot_clips)
-        payload = {"pilot": [pilot.ratings.to_json(), pilot.participants.to_json(),
-                             None if pilot.trials is None else pilot.trials.to_json(),
-                             None if pilot.clips is None else pilot.clips.to_json()],
-                   "seed": args.seed, "boot": args.prior_boot, "q": quantiles}
+        payload = {
+            "pilot": [
+                pilot.ratings.to_json(),
+                pilot.participants.to_json(),
+                None if pilot.trials is None else pilot.trials.to_json(),
+                None if pilot.clips is None else pilot.clips.to_json(),
+            ],
+            "seed": args.seed,
+            "boot": args.prior_boot,
+            "q": quantiles,
+        }
         priors = cached_object(cache, payload, lambda: pilot_priors(pilot, args.seed, args.prior_boot, quantiles))
     else:
         payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles}
         priors = cached_object(cache, payload, lambda: paper_priors(args.seed, args.prior_boot, quantiles))
     if args.clips is not None:
         priors = dataclasses.replace(priors, lengths_pool=_lengths_pool(args.clips))
-    result = make_plan(priors, designs, targets, costs, settings, scenarios, jobs=args.jobs, cache_dir=cache,
-                       progress=not args.no_progress)
+    result = make_plan(
+        priors,
+        designs,
+        targets,
+        costs,
+        settings,
+        scenarios,
+        jobs=args.jobs,
+        cache_dir=cache,
+        progress=not args.no_progress,
+    )
     out = args.out
     write_csv(result.table, out / "designs.csv")
-    shown = [c for c in result.table.columns if not c.endswith("_mcse") and not c.startswith("meets_")
-             and not c.startswith("interval_factor")]
-    write_markdown_table(result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)",
-                         floatfmt=".3g")
+    shown = [
+        c
+        for c in result.table.columns
+        if not c.endswith("_mcse") and not c.startswith("meets_") and not c.startswith("interval_factor")
+    ]
+    write_markdown_table(
+        result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)", floatfmt=".3g"
+    )
     write_csv(result.recommendations, out / "recommendation.csv")
     write_csv(priors.table, out / "priors.csv")
     figs = figures(result, targets, out / "figures")
-    config = {"command": "modprefs plan", **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
-                                              if k not in ("func",)}}
+    config = {
+        "command": "modprefs plan",
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("func",)},
+    }
     write_text(plan_report_html(result, priors, targets, figs, config), out / "report.html")
     lines = recommendation_lines(result)
-    write_json({"statement": result.statement, "recommendation": lines, "priors_source": priors.source,
-                "priors_notes": priors.notes, "settings": dataclasses.asdict(settings),
-                "targets": dataclasses.asdict(targets), "costs": dataclasses.asdict(costs),
-                "unmet": result.unmet, "seconds": round(time.perf_counter() - t0, 1), "n_designs": len(designs),
-                "scenarios": list(scenarios)}, out / "plan.json")
+    write_json(
+        {
+            "statement": result.statement,
+            "recommendation": lines,
+            "priors_source": priors.source,
+            "priors_notes": priors.notes,
+            "settings": dataclasses.asdict(settings),
+            "targets": dataclasses.asdict(targets),
+            "costs": dataclasses.asdict(costs),
+            "unmet": result.unmet,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "n_designs": len(designs),
+            "scenarios": list(scenarios),
+        },
+        out / "plan.json",
+    )
     print(result.statement)
     for note in priors.notes:
         print(note)
@@ -230,9 +340,13 @@ def plan_from_args(args: argparse.Namespace) -> int:
     print(f"wrote {out}/designs.csv, recommendation.csv, priors.csv, plan.json, figures/ and report.html")
     main_scenario = "central" if "central" in scenarios else scenarios[0]
     if main_scenario in result.unmet:
-        print(f"error: no design in the grid meets every target under the {main_scenario} priors: "
-              + "; ".join(result.unmet[main_scenario]) + ". Widen the grid (--prompts/--raters/--trials) or relax "
-              "the targets.", file=sys.stderr)
+        print(
+            f"error: no design in the grid meets every target under the {main_scenario} priors: "
+            + "; ".join(result.unmet[main_scenario])
+            + ". Widen the grid (--prompts/--raters/--trials) or relax "
+            "the targets.",
+            file=sys.stderr,
+        )
         return EXIT_UNMET
     return 0
 

@@ -38,7 +38,7 @@ class Design:
 
 
 def parse_int_list(text: str, argument: str, minimum: int = 1) -> list[int]:
-    """"10,20,40" or "10:40:10" (inclusive) -> sorted distinct integers >= ``minimum``; errors name ``argument``."""
+    """ "10,20,40" or "10:40:10" (inclusive) -> sorted distinct integers >= ``minimum``; errors name ``argument``."""
     values: list[int] = []
     for part in str(text).split(","):
         part = part.strip()
@@ -81,17 +81,23 @@ def design_grid(prompts: list[int], raters: list[int], trials: list[int], condit
         if min(values) < minimum:
             raise PlanInputError(f"{name}: {min(values)} is below the minimum {minimum}")
     if max(trials) > min(prompts):
-        raise PlanInputError(f"--trials: {max(trials)} trials per participant exceeds {min(prompts)} prompts "
-                             "(--prompts); each participant rates distinct prompts")
+        raise PlanInputError(
+            f"--trials: {max(trials)} trials per participant exceeds {min(prompts)} prompts "
+            "(--prompts); each participant rates distinct prompts"
+        )
     designs = [Design(p, r, t, CONDITION_CHOICES[conditions]) for p, r, t in itertools.product(prompts, raters, trials)]
     thin = [d for d in designs if d.raters * d.trials < 2 * d.prompts]
     if thin:
         d = thin[0]
-        raise PlanInputError(f"--raters: {d.raters} raters x {d.trials} trials cannot give every one of {d.prompts} "
-                             f"prompts' clips 2 ratings per condition (need raters x trials >= {2 * d.prompts}); "
-                             "raise --raters or --trials, or lower --prompts")
+        raise PlanInputError(
+            f"--raters: {d.raters} raters x {d.trials} trials cannot give every one of {d.prompts} "
+            f"prompts' clips 2 ratings per condition (need raters x trials >= {2 * d.prompts}); "
+            "raise --raters or --trials, or lower --prompts"
+        )
     if len(designs) > MAX_DESIGNS:
-        raise PlanInputError(f"--prompts/--raters/--trials: the grid has {len(designs)} designs (at most {MAX_DESIGNS})")
+        raise PlanInputError(
+            f"--prompts/--raters/--trials: the grid has {len(designs)} designs (at most {MAX_DESIGNS})"
+        )
     return designs
 
 
@@ -134,28 +140,39 @@ class Targets:
         _unit(self.ci_level, "--ci-level")
         _unit(self.agreement_half_width, "--target-agreement-half-width", 0.0, 0.5)
         if self.icc_diff is not None and not (math.isfinite(self.icc_diff) and 0 < abs(self.icc_diff) < 1):
-            raise PlanInputError(f"--target-power-icc-diff: {self.icc_diff} must be a non-zero ICC difference "
-                                 "strictly between -1 and 1")
+            raise PlanInputError(
+                f"--target-power-icc-diff: {self.icc_diff} must be a non-zero ICC difference strictly between -1 and 1"
+            )
         if self.table2_effect is not None and not (math.isfinite(self.table2_effect) and self.table2_effect != 0):
-            raise PlanInputError(f"--target-power-table2: {self.table2_effect} must be a non-zero finite effect "
-                                 "(rating points)")
+            raise PlanInputError(
+                f"--target-power-table2: {self.table2_effect} must be a non-zero finite effect (rating points)"
+            )
         if self.table2_term not in TABLE2_TERMS:
             raise PlanInputError(f"--table2-term: {self.table2_term!r} is not one of {sorted(TABLE2_TERMS)}")
         both = set(conditions) == {"audio", "text"}
-        for value, argument in ((self.icc_diff, "--target-power-icc-diff"), (self.table2_effect, "--target-power-table2"),
-                                (self.agreement_half_width, "--target-agreement-half-width")):
+        for value, argument in (
+            (self.icc_diff, "--target-power-icc-diff"),
+            (self.table2_effect, "--target-power-table2"),
+            (self.agreement_half_width, "--target-agreement-half-width"),
+        ):
             if value is not None and not both:
                 raise PlanInputError(f"{argument}: compares the modalities, so it needs --conditions both")
         unknown = set(self.target_conditions) - set(conditions)
         if unknown and (self.ci_half_width is not None or self.icc_k is not None):
-            raise PlanInputError(f"--target-conditions: {sorted(unknown)} not run (--conditions gives {list(conditions)})")
+            raise PlanInputError(
+                f"--target-conditions: {sorted(unknown)} not run (--conditions gives {list(conditions)})"
+            )
         if not self.any():
-            raise PlanInputError("no target given: set at least one of --target-ci-half-width, --target-icc-k, "
-                                 "--target-power-icc-diff, --target-power-table2, --target-agreement-half-width")
+            raise PlanInputError(
+                "no target given: set at least one of --target-ci-half-width, --target-icc-k, "
+                "--target-power-icc-diff, --target-power-table2, --target-agreement-half-width"
+            )
 
     def any(self) -> bool:
-        return any(v is not None for v in (self.ci_half_width, self.icc_k, self.icc_diff, self.table2_effect,
-                                           self.agreement_half_width))
+        return any(
+            v is not None
+            for v in (self.ci_half_width, self.icc_k, self.icc_diff, self.table2_effect, self.agreement_half_width)
+        )
 
 
 #: Table 2 terms a power target can name -> the fast fit's record key (:mod:`modprefs.plan.analysis`).
@@ -189,9 +206,14 @@ class Costs:
         for c, m in self.minutes_per_trial.items():
             if not (math.isfinite(m) and m > 0):
                 raise PlanInputError(f"--minutes-per-trial-{c}: {m} must be a positive number of minutes")
-        if self.overhead_minutes is not None and not (math.isfinite(self.overhead_minutes) and self.overhead_minutes >= 0):
+        if self.overhead_minutes is not None and not (
+            math.isfinite(self.overhead_minutes) and self.overhead_minutes >= 0
+        ):
             raise PlanInputError(f"--overhead-minutes: {self.overhead_minutes} must be >= 0")
-        for name, rates in (("attention-fail-rate", self.attention_fail_rate), ("incomplete-rate", self.incomplete_rate)):
+        for name, rates in (
+            ("attention-fail-rate", self.attention_fail_rate),
+            ("incomplete-rate", self.incomplete_rate),
+        ):
             for c, r in rates.items():
                 if not (math.isfinite(r) and 0 <= r < 1):
                     raise PlanInputError(f"--{name}-{c}: {r} must lie in [0, 1)")

@@ -75,8 +75,10 @@ def _check_column(df: pd.DataFrame, path: Path, column: str, ok: pd.Series, what
     bad = np.flatnonzero(~ok.to_numpy())
     if bad.size:
         i = int(bad[0])
-        raise PlanInputError(f"--pilot: {path}, row {i + 2}, column {column}: {df[column].iloc[i]!r} is not {what}"
-                             + (f" ({bad.size} such rows)" if bad.size > 1 else ""))
+        raise PlanInputError(
+            f"--pilot: {path}, row {i + 2}, column {column}: {df[column].iloc[i]!r} is not {what}"
+            + (f" ({bad.size} such rows)" if bad.size > 1 else "")
+        )
 
 
 def read_pilot(directory: str | Path, clips: str | Path | None = None) -> Pilot:
@@ -91,19 +93,21 @@ def read_pilot(directory: str | Path, clips: str | Path | None = None) -> Pilot:
     participants = _read_csv(d / "participants.csv", PARTICIPANTS_NEEDED, "--pilot")
     path = d / "ratings.csv"
     rating = pd.to_numeric(ratings["rating"], errors="coerce")
-    _check_column(ratings, path, "rating", rating.between(1, 100) | (ratings["trial"].astype(str) == "0"),
-                  "a rating in 1..100")
+    _check_column(
+        ratings, path, "rating", rating.between(1, 100) | (ratings["trial"].astype(str) == "0"), "a rating in 1..100"
+    )
     _check_column(ratings, path, "condition", ratings["condition"].astype(str).isin(CONDITIONS), "audio or text")
     trial = pd.to_numeric(ratings["trial"], errors="coerce")
-    _check_column(ratings, path, "trial", trial.notna() & (trial >= 0) & (trial == trial.round()),
-                  "a trial number (0, 1, 2, ...)")
+    _check_column(
+        ratings, path, "trial", trial.notna() & (trial >= 0) & (trial == trial.round()), "a trial number (0, 1, 2, ...)"
+    )
     first = ratings["presented_first"].astype(str).str.strip().str.lower()
-    _check_column(ratings, path, "presented_first", first.isin(["true", "false", "1", "0", "1.0", "0.0"]),
-                  "true/false")
+    _check_column(ratings, path, "presented_first", first.isin(["true", "false", "1", "0", "1.0", "0.0"]), "true/false")
     response = ratings["clip_id"].astype(str).str.extract(r"_([01])$")[0]
     rated = trial >= 1
-    _check_column(ratings, path, "clip_id", response.notna() | ~rated,
-                  "a clip id ending in _0 or _1 (the response index)")
+    _check_column(
+        ratings, path, "clip_id", response.notna() | ~rated, "a clip id ending in _0 or _1 (the response index)"
+    )
     unknown = sorted(set(ratings["participant_id"].astype(str)) - set(participants["participant_id"].astype(str)))
     if unknown:
         raise PlanInputError(f"--pilot: {path}: participant(s) {unknown[:5]} are not in participants.csv")
@@ -136,8 +140,10 @@ def pilot_arrays(pilot: Pilot) -> PilotArrays:
     frames = {c: analysable_ratings(pilot.ratings, pilot.participants, c) for c in CONDITIONS}
     frames = {c: f for c, f in frames.items() if not f.empty}
     if not frames:
-        raise PlanInputError(f"--pilot: {pilot.directory}/ratings.csv has no analysable ratings "
-                             "(participants who passed the attention check, trial >= 1)")
+        raise PlanInputError(
+            f"--pilot: {pilot.directory}/ratings.csv has no analysable ratings "
+            "(participants who passed the attention check, trial >= 1)"
+        )
     prompts = sorted(set().union(*(set(f["prompt_id"].astype(str)) for f in frames.values())))
     code = {p: i for i, p in enumerate(prompts)}
     ratings, rows = {}, []
@@ -150,9 +156,14 @@ def pilot_arrays(pilot: Pilot) -> PilotArrays:
         first = _as_bool(f["presented_first"]).to_numpy()
         trial = pd.to_numeric(f["trial"]).to_numpy(np.int64)
         part = f["participant_id"].astype(str).map(pcode).to_numpy()
-        ratings[c] = ConditionRatings(y=pd.to_numeric(f["rating"]).to_numpy(float), first=first.astype(float),
-                                      trial=trial, clip=2 * prompt + response, participant=part,
-                                      tie=_pilot_ties(pilot, f, c))
+        ratings[c] = ConditionRatings(
+            y=pd.to_numeric(f["rating"]).to_numpy(float),
+            first=first.astype(float),
+            trial=trial,
+            clip=2 * prompt + response,
+            participant=part,
+            tie=_pilot_ties(pilot, f, c),
+        )
         trial_rows = f[first].assign(first_clip=response[first])
         rows.append(trial_rows[["participant_id", "condition", "trial", "prompt_id", "first_clip"]])
     assignments = pd.concat(rows, ignore_index=True)
@@ -173,10 +184,15 @@ def _pilot_ties(pilot: Pilot, f: pd.DataFrame, condition: str) -> np.ndarray:
     """(n_trials,) tie flags of the analysed trials from trials.csv (empty when it is absent)."""
     if pilot.trials is None or "preference" not in pilot.trials.columns:
         return np.zeros(0, bool)
-    t = pilot.trials.assign(participant_id=pilot.trials["participant_id"].astype(str),
-                            trial=pd.to_numeric(pilot.trials["trial"], errors="coerce"))
-    keys = f[["participant_id", "trial"]].drop_duplicates().assign(participant_id=lambda x: x["participant_id"].astype(str),
-                                                                   trial=lambda x: pd.to_numeric(x["trial"]))
+    t = pilot.trials.assign(
+        participant_id=pilot.trials["participant_id"].astype(str),
+        trial=pd.to_numeric(pilot.trials["trial"], errors="coerce"),
+    )
+    keys = (
+        f[["participant_id", "trial"]]
+        .drop_duplicates()
+        .assign(participant_id=lambda x: x["participant_id"].astype(str), trial=lambda x: pd.to_numeric(x["trial"]))
+    )
     merged = keys.merge(t, on=["participant_id", "trial"], how="left")
     return (merged["preference"].astype(str).str.strip().str.lower() == "tie").to_numpy()
 
@@ -188,10 +204,17 @@ def statistics(r: ConditionRatings) -> dict[str, float]:
     design = icc_design(r)
     fit, k, icc1, _ = _fit_iccs(design)
     beta = dict(zip(("intercept",) + design.terms, fit.beta))
-    return {"var_clip": fit.var_g1, "var_participant": fit.var_g2, "var_resid": fit.var_resid,
-            "b_first": float(beta.get("presented_first", math.nan)), "b_trial": float(beta.get("trial_z", math.nan)),
-            "mean_rating": float(r.y.mean()), "tie_rate": float(r.tie.mean()) if r.tie.size else math.nan,
-            "icc1": icc1, "k": k}
+    return {
+        "var_clip": fit.var_g1,
+        "var_participant": fit.var_g2,
+        "var_resid": fit.var_resid,
+        "b_first": float(beta.get("presented_first", math.nan)),
+        "b_trial": float(beta.get("trial_z", math.nan)),
+        "mean_rating": float(r.y.mean()),
+        "tie_rate": float(r.tie.mean()) if r.tie.size else math.nan,
+        "icc1": icc1,
+        "k": k,
+    }
 
 
 def _replicas(p: SimulationParams, arrays: PilotArrays, n: int, seed: int) -> dict[str, pd.DataFrame]:
@@ -210,8 +233,9 @@ def _replicas(p: SimulationParams, arrays: PilotArrays, n: int, seed: int) -> di
     return {c: pd.DataFrame(v) for c, v in out.items()}
 
 
-def _update(p: SimulationParams, target: dict[str, dict[str, float]], sim: dict[str, pd.DataFrame],
-            floor: SimulationParams) -> SimulationParams:
+def _update(
+    p: SimulationParams, target: dict[str, dict[str, float]], sim: dict[str, pd.DataFrame], floor: SimulationParams
+) -> SimulationParams:
     """One indirect-inference step: variances multiplicatively, means and fixed effects additively."""
     new: dict[str, float] = {}
     shift: dict[str, dict[str, float]] = {}
@@ -227,8 +251,11 @@ def _update(p: SimulationParams, target: dict[str, dict[str, float]], sim: dict[
             new[name] = getattr(p, name) * float(np.clip(ratio, 0.5, 2.0))
         shift[c] = {k: t[k] - m[k] for k in ("mean_rating", "b_first", "b_trial") if math.isfinite(t[k])}
     audio, text = shift.get("audio", {}), shift.get("text", {})
-    for key, base, inter in (("mean_rating", "intercept", "b_text"), ("b_first", "b_first", "b_first_text"),
-                             ("b_trial", "b_trial", "b_trial_text")):
+    for key, base, inter in (
+        ("mean_rating", "intercept", "b_text"),
+        ("b_first", "b_first", "b_first_text"),
+        ("b_trial", "b_trial", "b_trial_text"),
+    ):
         if key in audio:
             new[base] = getattr(p, base) + audio[key]
             if key in text:
@@ -250,8 +277,14 @@ class PilotFit:
     iterations: int
 
 
-def fit_pilot(pilot: Pilot, base: SimulationParams | None = None, seed: int = 1, n_iter: int = 8, n_rep: int = 16,
-              n_boot: int = 100) -> PilotFit:
+def fit_pilot(
+    pilot: Pilot,
+    base: SimulationParams | None = None,
+    seed: int = 1,
+    n_iter: int = 8,
+    n_rep: int = 16,
+    n_boot: int = 100,
+) -> PilotFit:
     """Fit the simulator to a pilot (see the module docstring); ``base`` = the starting priors (paper)."""
     base = base if base is not None else SimulationParams()
     arrays = pilot_arrays(pilot)
@@ -274,11 +307,18 @@ def fit_pilot(pilot: Pilot, base: SimulationParams | None = None, seed: int = 1,
             updates[f"p_incomplete_{c}"] = k["incomplete"] / k["passed"]
         if math.isfinite(k["minutes"]):
             updates[f"trial_time_mean_{c}"] = 60 * k["minutes"]
-            updates[f"trial_time_sd_{c}"] = 60 * k["minutes_sd"] if math.isfinite(k["minutes_sd"]) else \
-                base.by_condition("trial_time_sd", c)
+            updates[f"trial_time_sd_{c}"] = (
+                60 * k["minutes_sd"] if math.isfinite(k["minutes_sd"]) else base.by_condition("trial_time_sd", c)
+            )
     p = dataclasses.replace(p, **updates)
-    return PilotFit(params=p, target=target, fitted=_replicas(p, arrays, n_rep, seed + 1),
-                    boot=_replicas(p, arrays, n_boot, seed + 2), arrays=arrays, iterations=n_iter)
+    return PilotFit(
+        params=p,
+        target=target,
+        fitted=_replicas(p, arrays, n_rep, seed + 1),
+        boot=_replicas(p, arrays, n_boot, seed + 2),
+        arrays=arrays,
+        iterations=n_iter,
+    )
 
 
 def attrition_counts(pilot: Pilot) -> dict[str, dict[str, float]]:
@@ -303,13 +343,25 @@ def attrition_counts(pilot: Pilot) -> dict[str, dict[str, float]]:
                 per_person = secs.groupby(t["participant_id"].astype(str)).mean()
                 minutes = float(secs.mean() / 60)
                 minutes_sd = float(per_person.std(ddof=1) / 60) if len(per_person) > 1 else math.nan
-        out[c] = {"recruited": len(g), "failed": int((~passed).sum()), "passed": int(passed.sum()),
-                  "incomplete": incomplete, "minutes": minutes, "minutes_sd": minutes_sd, "n_time": int(passed.sum())}
+        out[c] = {
+            "recruited": len(g),
+            "failed": int((~passed).sum()),
+            "passed": int(passed.sum()),
+            "incomplete": incomplete,
+            "minutes": minutes,
+            "minutes_sd": minutes_sd,
+            "n_time": int(passed.sum()),
+        }
     return out
 
 
-def pilot_priors(pilot: Pilot, seed: int = 1, n_boot: int = 100, quantiles: tuple[float, float] = (0.1, 0.9),
-                 base: SimulationParams | None = None) -> Priors:
+def pilot_priors(
+    pilot: Pilot,
+    seed: int = 1,
+    n_boot: int = 100,
+    quantiles: tuple[float, float] = (0.1, 0.9),
+    base: SimulationParams | None = None,
+) -> Priors:
     """Priors fitted to a pilot, with pessimistic / optimistic scenarios from its parametric bootstrap."""
     base = base if base is not None else SimulationParams()
     fit = fit_pilot(pilot, base, seed=seed, n_boot=n_boot)
@@ -319,23 +371,34 @@ def pilot_priors(pilot: Pilot, seed: int = 1, n_boot: int = 100, quantiles: tupl
     for c, t in fit.target.items():
         estimate[c] = icc_from_components(t["var_clip"], t["var_participant"], t["var_resid"], 1.0)[0]
         b = fit.boot[c]
-        boot[c] = np.array([icc_from_components(x.var_clip, x.var_participant, x.var_resid, 1.0)[0]
-                            for x in b.itertuples()])
+        boot[c] = np.array(
+            [icc_from_components(x.var_clip, x.var_participant, x.var_resid, 1.0)[0] for x in b.itertuples()]
+        )
     q_lo, q_hi = quantiles
     rates: dict[str, dict[str, tuple[float, float, float]]] = {"p_fail_attention": {}, "p_incomplete": {}}
     minutes = {}
     for c, k in attrition_counts(pilot).items():
         if k["recruited"]:
-            rates["p_fail_attention"][c] = (k["failed"] / k["recruited"], jeffreys(k["failed"], k["recruited"], q_lo),
-                                            jeffreys(k["failed"], k["recruited"], q_hi))
+            rates["p_fail_attention"][c] = (
+                k["failed"] / k["recruited"],
+                jeffreys(k["failed"], k["recruited"], q_lo),
+                jeffreys(k["failed"], k["recruited"], q_hi),
+            )
         if k["passed"] and k["incomplete"] is not None:
-            rates["p_incomplete"][c] = (k["incomplete"] / k["passed"], jeffreys(k["incomplete"], k["passed"], q_lo),
-                                        jeffreys(k["incomplete"], k["passed"], q_hi))
+            rates["p_incomplete"][c] = (
+                k["incomplete"] / k["passed"],
+                jeffreys(k["incomplete"], k["passed"], q_lo),
+                jeffreys(k["incomplete"], k["passed"], q_hi),
+            )
         if math.isfinite(k["minutes"]) and math.isfinite(k["minutes_sd"]):
             from scipy import stats
 
             se = k["minutes_sd"] / math.sqrt(max(k["n_time"], 1))
-            minutes[c] = (k["minutes"], k["minutes"] + stats.norm.ppf(q_lo) * se, k["minutes"] + stats.norm.ppf(q_hi) * se)
+            minutes[c] = (
+                k["minutes"],
+                k["minutes"] + stats.norm.ppf(q_lo) * se,
+                k["minutes"] + stats.norm.ppf(q_hi) * se,
+            )
     scen, table = build_scenarios(central, {c: curves[c] for c in estimate}, estimate, boot, rates, minutes, quantiles)
     extra = []
     for c, t in fit.target.items():
@@ -343,20 +406,37 @@ def pilot_priors(pilot: Pilot, seed: int = 1, n_boot: int = 100, quantiles: tupl
             if not math.isfinite(t[s]):
                 continue
             b = fit.boot[c][s].dropna()
-            extra.append({"quantity": f"pilot {s}", "condition": c, "central": t[s],
-                          "pessimistic": math.nan, "optimistic": math.nan,
-                          "bootstrap_sd": float(b.std(ddof=1)) if len(b) > 1 else math.nan,
-                          "method": f"pilot estimate; replicas at the fit average {fit.fitted[c][s].mean():.4g}"})
-    notes = [f"Fitted to the pilot {pilot.directory} ({sum(len(np.unique(r.participant)) for r in fit.arrays.ratings.values())} "
-             "analysed raters) by indirect inference; tail shapes, within-prompt and cross-modality clip correlations "
-             "and rater scale heterogeneity stay at the paper's priors."]
+            extra.append(
+                {
+                    "quantity": f"pilot {s}",
+                    "condition": c,
+                    "central": t[s],
+                    "pessimistic": math.nan,
+                    "optimistic": math.nan,
+                    "bootstrap_sd": float(b.std(ddof=1)) if len(b) > 1 else math.nan,
+                    "method": f"pilot estimate; replicas at the fit average {fit.fitted[c][s].mean():.4g}",
+                }
+            )
+    n_raters = sum(len(np.unique(r.participant)) for r in fit.arrays.ratings.values())
+    notes = [
+        f"Fitted to the pilot {pilot.directory} ({n_raters} "
+        "analysed raters) by indirect inference; tail shapes, within-prompt and cross-modality clip correlations "
+        "and rater scale heterogeneity stay at the paper's priors."
+    ]
     missing = [c for c in ("audio", "text") if c not in fit.target]
     if missing:
-        notes.append(f"The pilot has no analysable {', '.join(missing)} ratings: that condition keeps the paper's priors.")
+        notes.append(
+            f"The pilot has no analysable {', '.join(missing)} ratings: that condition keeps the paper's priors."
+        )
     if pilot.clips is None:
         notes.append("No clips table (--pilot-clips): the length effect stays at the paper's priors.")
     if all(not r.tie.size for r in fit.arrays.ratings.values()):
         notes.append("No trials.csv preferences: tie behaviour stays at the paper's priors.")
-    return Priors(source=f"pilot {pilot.directory}", scenarios=scen, curves=curves,
-                  table=pd.concat([table, pd.DataFrame(extra)], ignore_index=True),
-                  lengths_pool=None, notes=notes)
+    return Priors(
+        source=f"pilot {pilot.directory}",
+        scenarios=scen,
+        curves=curves,
+        table=pd.concat([table, pd.DataFrame(extra)], ignore_index=True),
+        lengths_pool=None,
+        notes=notes,
+    )

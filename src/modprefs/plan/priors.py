@@ -35,9 +35,13 @@ from modprefs.ratings.simulate import SimulationParams
 SCENARIOS: tuple[str, ...] = ("pessimistic", "central", "optimistic")
 #: the paper's recruitment (§3.3, Table 3): recruited per condition, failures, non-completers among passers
 PAPER_DESIGN = {"prompts": 100, "recruited": 53, "trials": 20}
-PAPER_COUNTS = {"audio": {"recruited": 53, "failed": 7, "passed": 46, "incomplete": 2, "n_time": 46},
-                "text": {"recruited": 53, "failed": 5, "passed": 48, "incomplete": 4, "n_time": 48}}
-CURVE_MULTIPLIERS = np.array([0.01, 0.03, 0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 0.8, 1.0, 1.25, 1.6, 2.2, 3.0, 4.5, 7.0, 12.0])
+PAPER_COUNTS = {
+    "audio": {"recruited": 53, "failed": 7, "passed": 46, "incomplete": 2, "n_time": 46},
+    "text": {"recruited": 53, "failed": 5, "passed": 48, "incomplete": 4, "n_time": 48},
+}
+CURVE_MULTIPLIERS = np.array(
+    [0.01, 0.03, 0.05, 0.1, 0.15, 0.25, 0.4, 0.6, 0.8, 1.0, 1.25, 1.6, 2.2, 3.0, 4.5, 7.0, 12.0]
+)
 
 
 @dataclass
@@ -55,8 +59,10 @@ class IccCurve:
         """The multiplier giving ``icc``; PlanInputError naming ``argument`` when out of reach."""
         lo, hi = float(self.icc[0]), float(self.icc[-1])
         if not lo <= icc <= hi:
-            raise PlanInputError(f"{argument}: an expected {self.condition} ICC(2,1) of {icc:.3f} is outside what "
-                                 f"the simulator reaches under these priors ({lo:.3f} to {hi:.3f})")
+            raise PlanInputError(
+                f"{argument}: an expected {self.condition} ICC(2,1) of {icc:.3f} is outside what "
+                f"the simulator reaches under these priors ({lo:.3f} to {hi:.3f})"
+            )
         return float(math.exp(np.interp(icc, self.icc, np.log(self.multipliers))))
 
 
@@ -82,8 +88,9 @@ def scale_clip_variance(p: SimulationParams, condition: str, multiplier: float) 
     return dataclasses.replace(p, **{name: getattr(p, name) * multiplier})
 
 
-def icc_curve(p: SimulationParams, condition: str, seed: int, reps: int = 6,
-              multipliers: np.ndarray = CURVE_MULTIPLIERS) -> IccCurve:
+def icc_curve(
+    p: SimulationParams, condition: str, seed: int, reps: int = 6, multipliers: np.ndarray = CURVE_MULTIPLIERS
+) -> IccCurve:
     """Mean fitted ICC(2,1) over ``reps`` large studies (300 prompts, 60 raters, 20 trials) per multiplier.
 
     The same random numbers at every multiplier (common random numbers), so the curve is smooth;
@@ -107,8 +114,9 @@ def jeffreys(successes: float, n: float, q: float) -> float:
     return float(stats.beta.ppf(q, successes + 0.5, n - successes + 0.5))
 
 
-def bootstrap_iccs(p: SimulationParams, layout: Layout, n_boot: int, seed: int,
-                   lengths: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def bootstrap_iccs(
+    p: SimulationParams, layout: Layout, n_boot: int, seed: int, lengths: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Fitted ICC(2,1) per condition over ``n_boot`` simulated studies of ``layout`` (attention failures
     are in the layout's participants already: everyone in it passes)."""
     out: dict[str, list[float]] = {c: [] for c in layout.conditions}
@@ -121,10 +129,15 @@ def bootstrap_iccs(p: SimulationParams, layout: Layout, n_boot: int, seed: int,
     return {c: np.asarray(v) for c, v in out.items()}
 
 
-def build_scenarios(central: SimulationParams, curves: dict[str, IccCurve], estimate: dict[str, float],
-                    boot: dict[str, np.ndarray], rates: dict[str, dict[str, tuple[float, float, float]]],
-                    minutes: dict[str, tuple[float, float, float]], quantiles: tuple[float, float]
-                    ) -> tuple[dict[str, SimulationParams], pd.DataFrame]:
+def build_scenarios(
+    central: SimulationParams,
+    curves: dict[str, IccCurve],
+    estimate: dict[str, float],
+    boot: dict[str, np.ndarray],
+    rates: dict[str, dict[str, tuple[float, float, float]]],
+    minutes: dict[str, tuple[float, float, float]],
+    quantiles: tuple[float, float],
+) -> tuple[dict[str, SimulationParams], pd.DataFrame]:
     """Pessimistic / central / optimistic parameters and the priors table.
 
     Args:
@@ -151,31 +164,64 @@ def build_scenarios(central: SimulationParams, curves: dict[str, IccCurve], esti
             target = float(np.clip(base + shift, curve.icc[0], curve.icc[-1]))
             scen[s] = scale_clip_variance(scen[s], c, curve.inverse(target, "priors"))
             bounds[s] = est + target - base
-        rows.append({"quantity": "ICC(2,1)", "condition": c, "central": est, "pessimistic": bounds["pessimistic"],
-                     "optimistic": bounds["optimistic"], "bootstrap_sd": float(np.std(b, ddof=1)),
-                     "method": f"parametric bootstrap of the source design ({len(b)} studies), basic {q_lo:.0%}-{q_hi:.0%}"})
-    for name, label, worse in (("p_fail_attention", "attention-check failure rate", "hi"),
-                               ("p_incomplete", "dropout rate (passed, did not finish)", "hi")):
+        rows.append(
+            {
+                "quantity": "ICC(2,1)",
+                "condition": c,
+                "central": est,
+                "pessimistic": bounds["pessimistic"],
+                "optimistic": bounds["optimistic"],
+                "bootstrap_sd": float(np.std(b, ddof=1)),
+                "method": f"parametric bootstrap of the source design ({len(b)} studies), basic {q_lo:.0%}-{q_hi:.0%}",
+            }
+        )
+    for name, label, worse in (
+        ("p_fail_attention", "attention-check failure rate", "hi"),
+        ("p_incomplete", "dropout rate (passed, did not finish)", "hi"),
+    ):
         for c, (mid, lo, hi) in rates.get(name, {}).items():
             pess, opt = (hi, lo) if worse == "hi" else (lo, hi)
             scen["pessimistic"] = dataclasses.replace(scen["pessimistic"], **{f"{name}_{c}": pess})
             scen["optimistic"] = dataclasses.replace(scen["optimistic"], **{f"{name}_{c}": opt})
-            rows.append({"quantity": label, "condition": c, "central": mid, "pessimistic": pess, "optimistic": opt,
-                         "bootstrap_sd": math.nan, "method": f"Jeffreys interval {q_lo:.0%}-{q_hi:.0%}"})
+            rows.append(
+                {
+                    "quantity": label,
+                    "condition": c,
+                    "central": mid,
+                    "pessimistic": pess,
+                    "optimistic": opt,
+                    "bootstrap_sd": math.nan,
+                    "method": f"Jeffreys interval {q_lo:.0%}-{q_hi:.0%}",
+                }
+            )
     for c, (mid, lo, hi) in minutes.items():
         scen["pessimistic"] = dataclasses.replace(scen["pessimistic"], **{f"trial_time_mean_{c}": hi * 60})
         scen["optimistic"] = dataclasses.replace(scen["optimistic"], **{f"trial_time_mean_{c}": lo * 60})
-        rows.append({"quantity": "minutes per trial", "condition": c, "central": mid, "pessimistic": hi,
-                     "optimistic": lo, "bootstrap_sd": math.nan,
-                     "method": f"normal interval of the mean {q_lo:.0%}-{q_hi:.0%}"})
+        rows.append(
+            {
+                "quantity": "minutes per trial",
+                "condition": c,
+                "central": mid,
+                "pessimistic": hi,
+                "optimistic": lo,
+                "bootstrap_sd": math.nan,
+                "method": f"normal interval of the mean {q_lo:.0%}-{q_hi:.0%}",
+            }
+        )
     return scen, pd.DataFrame(rows)
 
 
-def priors_for_source(central: SimulationParams, layout: Layout, source: str, seed: int = 1, n_boot: int = 60,
-                      quantiles: tuple[float, float] = (0.1, 0.9),
-                      rates: dict[str, dict[str, tuple[float, float, float]]] | None = None,
-                      minutes: dict[str, tuple[float, float, float]] | None = None,
-                      notes: list[str] | None = None) -> Priors:
+def priors_for_source(
+    central: SimulationParams,
+    layout: Layout,
+    source: str,
+    seed: int = 1,
+    n_boot: int = 60,
+    quantiles: tuple[float, float] = (0.1, 0.9),
+    rates: dict[str, dict[str, tuple[float, float, float]]] | None = None,
+    minutes: dict[str, tuple[float, float, float]] | None = None,
+    notes: list[str] | None = None,
+) -> Priors:
     """Priors centred on ``central`` with the ICC uncertainty of a study laid out as ``layout``.
 
     ``rates`` / ``minutes``: the attrition and timing intervals (:func:`build_scenarios`); none = fixed.
@@ -184,36 +230,54 @@ def priors_for_source(central: SimulationParams, layout: Layout, source: str, se
     boot = bootstrap_iccs(central, layout, n_boot, seed)
     # the central's expectation at the source's design
     estimate = {c: float(np.nanmean(boot[c])) for c in boot}
-    scen, table = build_scenarios(central, {c: curves[c] for c in boot}, estimate, boot, rates or {}, minutes or {},
-                                  quantiles)
+    scen, table = build_scenarios(
+        central, {c: curves[c] for c in boot}, estimate, boot, rates or {}, minutes or {}, quantiles
+    )
     return Priors(source=source, scenarios=scen, curves=curves, table=table, notes=list(notes or []))
 
 
-def paper_priors(seed: int = 1, n_boot: int = 60, quantiles: tuple[float, float] = (0.1, 0.9),
-                 params: SimulationParams | None = None) -> Priors:
+def paper_priors(
+    seed: int = 1, n_boot: int = 60, quantiles: tuple[float, float] = (0.1, 0.9), params: SimulationParams | None = None
+) -> Priors:
     """The paper's priors: :class:`SimulationParams` defaults, with the uncertainty of a paper-size study."""
     central = params if params is not None else SimulationParams()
     rng = np.random.default_rng([seed, 0x9A9E])
-    layout = balanced_layout(PAPER_DESIGN["prompts"], PAPER_DESIGN["recruited"], PAPER_DESIGN["trials"],
-                             ("audio", "text"), rng)
+    layout = balanced_layout(
+        PAPER_DESIGN["prompts"], PAPER_DESIGN["recruited"], PAPER_DESIGN["trials"], ("audio", "text"), rng
+    )
     # the paper's analysed panel: its passers (46 audio, 48 text) did the trials
     layout = _keep_participants(layout, {c: PAPER_COUNTS[c]["passed"] for c in ("audio", "text")})
     q_lo, q_hi = quantiles
     rates: dict[str, dict[str, tuple[float, float, float]]] = {"p_fail_attention": {}, "p_incomplete": {}}
     minutes = {}
     for c, k in PAPER_COUNTS.items():
-        rates["p_fail_attention"][c] = (central.by_condition("p_fail_attention", c),
-                                        jeffreys(k["failed"], k["recruited"], q_lo), jeffreys(k["failed"], k["recruited"], q_hi))
-        rates["p_incomplete"][c] = (central.by_condition("p_incomplete", c),
-                                    jeffreys(k["incomplete"], k["passed"], q_lo), jeffreys(k["incomplete"], k["passed"], q_hi))
+        rates["p_fail_attention"][c] = (
+            central.by_condition("p_fail_attention", c),
+            jeffreys(k["failed"], k["recruited"], q_lo),
+            jeffreys(k["failed"], k["recruited"], q_hi),
+        )
+        rates["p_incomplete"][c] = (
+            central.by_condition("p_incomplete", c),
+            jeffreys(k["incomplete"], k["passed"], q_lo),
+            jeffreys(k["incomplete"], k["passed"], q_hi),
+        )
         m = central.by_condition("trial_time_mean", c) / 60
         se = central.by_condition("trial_time_sd", c) / 60 / math.sqrt(k["n_time"])
         minutes[c] = (m, m + stats.norm.ppf(q_lo) * se, m + stats.norm.ppf(q_hi) * se)
     return priors_for_source(
-        central, layout, "paper (SimulationParams defaults, calibrated to the paper's Tables 1-4)", seed, n_boot,
-        quantiles, rates, minutes,
-        ["ICC(2,1) uncertainty: a paper-size study (100 prompts, 46 audio / 48 text analysed raters, 20 trials) "
-         "simulated at the priors and refitted; the paper reports ICC(2,1) .333 audio / .295 text."])
+        central,
+        layout,
+        "paper (SimulationParams defaults, calibrated to the paper's Tables 1-4)",
+        seed,
+        n_boot,
+        quantiles,
+        rates,
+        minutes,
+        [
+            "ICC(2,1) uncertainty: a paper-size study (100 prompts, 46 audio / 48 text analysed raters, 20 trials) "
+            "simulated at the priors and refitted; the paper reports ICC(2,1) .333 audio / .295 text."
+        ],
+    )
 
 
 def _keep_participants(layout: Layout, n: dict[str, int]) -> Layout:
@@ -221,8 +285,14 @@ def _keep_participants(layout: Layout, n: dict[str, int]) -> Layout:
     out = {}
     for c, lay in layout.conditions.items():
         keep = lay.participant < n[c]
-        out[c] = dataclasses.replace(lay, participant=lay.participant[keep], prompt=lay.prompt[keep],
-                                     trial=lay.trial[keep], first=lay.first[keep], n_assigned=lay.n_assigned[:n[c]])
+        out[c] = dataclasses.replace(
+            lay,
+            participant=lay.participant[keep],
+            prompt=lay.prompt[keep],
+            trial=lay.trial[keep],
+            first=lay.first[keep],
+            n_assigned=lay.n_assigned[: n[c]],
+        )
     return dataclasses.replace(layout, conditions=out)
 
 

@@ -19,8 +19,14 @@ from modprefs.plan.priors import Priors
 SCENARIO_STYLE = {"central": "-", "pessimistic": ":", "optimistic": "--"}
 
 
-def _panels(table: pd.DataFrame, metrics: list[tuple[str, str]], target_of: dict[str, float | None],
-            path: str | os.PathLike[str], title: str, ylim: tuple[float, float] | None = None) -> None:
+def _panels(
+    table: pd.DataFrame,
+    metrics: list[tuple[str, str]],
+    target_of: dict[str, float | None],
+    path: str | os.PathLike[str],
+    title: str,
+    ylim: tuple[float, float] | None = None,
+) -> None:
     """Lines of ``metric`` vs raters per condition, one per prompt count (central: solid, with a band
     from the pessimistic to the optimistic scenario); one column of panels per trials value."""
     import matplotlib
@@ -31,8 +37,7 @@ def _panels(table: pd.DataFrame, metrics: list[tuple[str, str]], target_of: dict
     from modprefs.stats.figures import save_png
 
     trials = sorted(table["trials"].unique())
-    fig, axes = plt.subplots(len(metrics), len(trials), figsize=(4.2 * len(trials), 3.2 * len(metrics)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(metrics), len(trials), figsize=(4.2 * len(trials), 3.2 * len(metrics)), squeeze=False)
     prompts = sorted(table["prompts"].unique())
     colours = plt.get_cmap("viridis")(np.linspace(0.1, 0.85, len(prompts)))
     for i, (metric, label) in enumerate(metrics):
@@ -66,17 +71,32 @@ def figures(result: PlanResult, targets: Targets, folder: Path) -> list[tuple[st
     conds = [c for c in ("audio", "text") if f"icc_k_{c}" in table]
     out = []
     path = folder / "precision.png"
-    _panels(table, [(f"ci_half_width_{c}", f"ICC(2,k) CI half-width, {c}") for c in conds],
-            {f"ci_half_width_{c}": targets.ci_half_width for c in conds}, path,
-            "Precision: expected half-width of the reported ICC(2,k) interval")
+    _panels(
+        table,
+        [(f"ci_half_width_{c}", f"ICC(2,k) CI half-width, {c}") for c in conds],
+        {f"ci_half_width_{c}": targets.ci_half_width for c in conds},
+        path,
+        "Precision: expected half-width of the reported ICC(2,k) interval",
+    )
     out.append(("Precision vs raters per condition", path))
     path = folder / "icc_k.png"
-    _panels(table, [(f"icc_k_{c}", f"expected ICC(2,k), {c}") for c in conds],
-            {f"icc_k_{c}": targets.icc_k for c in conds}, path, "Expected ICC(2,k)", (0, 1))
+    _panels(
+        table,
+        [(f"icc_k_{c}", f"expected ICC(2,k), {c}") for c in conds],
+        {f"icc_k_{c}": targets.icc_k for c in conds},
+        path,
+        "Expected ICC(2,k)",
+        (0, 1),
+    )
     out.append(("Expected ICC(2,k) vs raters per condition", path))
-    powers = [(m, label) for m, label in (("power_icc_diff", f"power, ICC(2,1) difference {targets.icc_diff}"),
-                                          ("power_table2", f"power, Table 2 {targets.table2_term} = {targets.table2_effect}"))
-              if m in table]
+    powers = [
+        (m, label)
+        for m, label in (
+            ("power_icc_diff", f"power, ICC(2,1) difference {targets.icc_diff}"),
+            ("power_table2", f"power, Table 2 {targets.table2_term} = {targets.table2_effect}"),
+        )
+        if m in table
+    ]
     if powers:
         path = folder / "power.png"
         _panels(table, powers, {m: targets.power for m, _ in powers}, path, "Power", (0, 1))
@@ -91,12 +111,16 @@ def recommendation_lines(result: PlanResult) -> list[str]:
         if not r["met"]:
             lines.append(f"{r['scenario']}: no design in the grid meets every target ({r['note']})")
             continue
-        parts = [f"{int(r['prompts'])} prompts, {int(r['raters'])} raters per condition, {int(r['trials'])} trials each "
-                 f"({r['conditions']}): recruit ~{int(r['recruits'])} participants, cost {r['cost']:.0f}"]
+        parts = [
+            f"{int(r['prompts'])} prompts, {int(r['raters'])} raters per condition, {int(r['trials'])} trials each "
+            f"({r['conditions']}): recruit ~{int(r['recruits'])} participants, cost {r['cost']:.0f}"
+        ]
         for c in ("audio", "text"):
             if f"icc_k_{c}" in r and pd.notna(r.get(f"icc_k_{c}")):
-                parts.append(f"{c} ICC(2,k) {r[f'icc_k_{c}']:.3f} (k {r[f'k_{c}']:.1f}), CI half-width "
-                             f"{r[f'ci_half_width_{c}']:.3f}")
+                parts.append(
+                    f"{c} ICC(2,k) {r[f'icc_k_{c}']:.3f} (k {r[f'k_{c}']:.1f}), CI half-width "
+                    f"{r[f'ci_half_width_{c}']:.3f}"
+                )
         for m in ("power_icc_diff", "power_table2"):
             if m in r and pd.notna(r.get(m)):
                 parts.append(f"{m.replace('_', ' ')} {r[m]:.2f}")
@@ -104,8 +128,9 @@ def recommendation_lines(result: PlanResult) -> list[str]:
     return lines
 
 
-def plan_report_html(result: PlanResult, priors: Priors, targets: Targets, figure_paths: list[tuple[str, Path]],
-                     config: dict) -> str:
+def plan_report_html(
+    result: PlanResult, priors: Priors, targets: Targets, figure_paths: list[tuple[str, Path]], config: dict
+) -> str:
     """The plan's own HTML page (recommendation, priors, design table, figures, configuration)."""
     from modprefs.report.html import build_report
 

@@ -65,7 +65,7 @@ def icc_diff_power(alt: dict[str, np.ndarray], alpha: float) -> tuple[float, flo
     perm = alt["perm"].reshape(d.size, -1)
     zstar = (perm / se[:, None]).ravel()
     zstar = zstar[np.isfinite(zstar)]
-    crit = z_value(1 - alpha) * math.sqrt(float(np.mean(zstar ** 2)))
+    crit = z_value(1 - alpha) * math.sqrt(float(np.mean(zstar**2)))
     power, mcse = _share(np.abs(d / se) > crit)
     return power, mcse, crit
 
@@ -79,14 +79,25 @@ def table2_power(rec: dict[str, np.ndarray], term: str, effect: float, alpha: fl
     return _share(np.abs(shifted / se[ok]) > z_value(1 - alpha))
 
 
-def summarise(design: Design, main: dict[str, np.ndarray], params: SimulationParams, targets: Targets,
-              costs: Costs, interval: str, alt: dict[str, np.ndarray] | None = None,
-              analysis_ratio: dict[str, float] | None = None) -> dict[str, object]:
+def summarise(
+    design: Design,
+    main: dict[str, np.ndarray],
+    params: SimulationParams,
+    targets: Targets,
+    costs: Costs,
+    interval: str,
+    alt: dict[str, np.ndarray] | None = None,
+    analysis_ratio: dict[str, float] | None = None,
+) -> dict[str, object]:
     """One row of the design table (see the module docstring); ``analysis_ratio``: per condition, the
     design's analysis / Wald half-width ratio (``interval="analysis"``)."""
-    row: dict[str, object] = {"prompts": design.prompts, "raters": design.raters, "trials": design.trials,
-                              "conditions": "+".join(design.conditions),
-                              "n_sims": int(main[next(k for k in main if k.startswith("rec:"))].size)}
+    row: dict[str, object] = {
+        "prompts": design.prompts,
+        "raters": design.raters,
+        "trials": design.trials,
+        "conditions": "+".join(design.conditions),
+        "n_sims": int(main[next(k for k in main if k.startswith("rec:"))].size),
+    }
     meets = {}
     for c in design.conditions:
         icck, sek = main[f"rec:icck_{c}"], main[f"rec:sek_{c}"]
@@ -98,7 +109,9 @@ def summarise(design: Design, main: dict[str, np.ndarray], params: SimulationPar
         row[f"ci_half_width_{c}"], row[f"ci_half_width_{c}_mcse"] = _mean_se(hw)
         row[f"interval_factor_{c}"] = factor
         if targets.ci_half_width is not None:
-            row[f"assurance_{c}"], row[f"assurance_{c}_mcse"] = _share(np.nan_to_num(hw, nan=np.inf) <= targets.ci_half_width)
+            row[f"assurance_{c}"], row[f"assurance_{c}_mcse"] = _share(
+                np.nan_to_num(hw, nan=np.inf) <= targets.ci_half_width
+            )
         if c in targets.target_conditions:
             if targets.ci_half_width is not None:
                 meets[f"ci_half_width_{c}"] = row[f"assurance_{c}"] >= targets.assurance
@@ -113,11 +126,14 @@ def summarise(design: Design, main: dict[str, np.ndarray], params: SimulationPar
         if targets.agreement_half_width is not None:
             meets["agreement_half_width"] = row["agreement_half_width"] <= targets.agreement_half_width
     if targets.table2_effect is not None:
-        row["power_table2"], row["power_table2_mcse"] = table2_power(main, targets.table2_term, targets.table2_effect,
-                                                                     targets.alpha)
+        row["power_table2"], row["power_table2_mcse"] = table2_power(
+            main, targets.table2_term, targets.table2_effect, targets.alpha
+        )
         meets["power_table2"] = row["power_table2"] >= targets.power
     if targets.icc_diff is not None and alt is not None:
-        row["power_icc_diff"], row["power_icc_diff_mcse"], row["icc_diff_critical_z"] = icc_diff_power(alt, targets.alpha)
+        row["power_icc_diff"], row["power_icc_diff_mcse"], row["icc_diff_critical_z"] = icc_diff_power(
+            alt, targets.alpha
+        )
         row["icc_diff_alt_mean"], _ = _mean_se(alt["rec:diff1"])
         meets["power_icc_diff"] = row["power_icc_diff"] >= targets.power
     row.update(design_cost(design, params, costs))
@@ -141,7 +157,7 @@ def shortfalls(table: pd.DataFrame) -> list[str]:
     out = []
     for col in [c for c in table.columns if c.startswith("meets_") and c != "meets_all"]:
         if not table[col].any():
-            name = col[len("meets_"):]
+            name = col[len("meets_") :]
             if name.startswith("ci_half_width_"):
                 c = name.rsplit("_", 1)[1]
                 out.append(f"--target-ci-half-width ({c}): best assurance {table[f'assurance_{c}'].max():.2f}")
