@@ -65,7 +65,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--pilot",
         type=Path,
         default=None,
-        help="pilot ratings directory (ratings.csv, participants.csv [, trials.csv]); default: the paper's priors",
+        help="pilot ratings: any source 'modprefs stats --ratings' takes (a folder of ratings/participants/trials "
+        "tables, one long or wide table, a datasets folder, ...); default: the paper's priors",
+    )
+    g.add_argument(
+        "--pilot-map",
+        action="append",
+        default=[],
+        metavar="CANON=SOURCE[,...]",
+        help="rename the pilot's foreign columns, e.g. rating=score,participant_id=worker (as 'modprefs stats --map')",
     )
     g.add_argument(
         "--pilot-clips", type=Path, default=None, help="clips.csv of the pilot (clip_id, prompt_id, n_chars)"

@@ -1,9 +1,9 @@
 """Priors from a pilot: read its ratings, refit the simulator to them, bootstrap the uncertainty.
 
-Input: a ratings directory in the native schema (``ratings.csv`` + ``participants.csv``, optionally
-``trials.csv``; workflow/schemas/) and optionally a clips table (clip_id, prompt_id, n_chars) for
-the length effect. :func:`read_pilot` is the single entry point for pilot data, so a reader of other
-formats only has to return the same tables.
+Input: any ratings source ``modprefs stats`` accepts (a folder of ratings/trials/participants tables, one
+long or wide table, a ``datasets`` folder, ...; foreign column names mapped with ``--pilot-map``), validated
+by the project's ratings ingest, and optionally a clips table (clip_id, prompt_id, n_chars) for the length
+effect. :func:`read_pilot` is the single entry point for pilot data.
 
 Fit (per condition, on the ratings the ICC analysis keeps: passed the attention check, trial >= 1).
 The pilot's summary statistics -- the ICC model's REML variance components (clip, participant,
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,87 +40,88 @@ from modprefs.plan.errors import PlanInputError
 from modprefs.plan.fastsim import ConditionRatings, simulate_study
 from modprefs.plan.layout import CONDITIONS, Layout, layout_from_assignments, prism_like_lengths
 from modprefs.plan.priors import Priors, build_scenarios, icc_curve, jeffreys
+from modprefs.ratings.ingest import validate_ratings
+from modprefs.ratings.read import read_stimuli
 from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
 from modprefs.stats.icc import _as_bool, _fit_iccs, analysable_ratings, icc_from_components
 
-RATINGS_NEEDED = ("participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first", "rating")
-PARTICIPANTS_NEEDED = ("participant_id", "passed_attention")
+PILOT_COLUMNS = ("trial", "presented_first")  # beyond what every ratings source has: the fit's layout needs them
 STATS = ("var_clip", "var_participant", "var_resid", "b_first", "b_trial", "mean_rating", "tie_rate")
 
 
 @dataclass
 class Pilot:
-    """A pilot's tables (native schema); ``trials`` and ``clips`` may be None."""
+    """A pilot's validated tables (canonical schema, typed); ``trials`` and ``clips`` may be None.
 
-    directory: Path
+    ``source`` is the ratings source as given (a folder, a table file, a ``datasets`` folder, ...).
+    """
+
+    source: str
     ratings: pd.DataFrame
     participants: pd.DataFrame
     trials: pd.DataFrame | None
     clips: pd.DataFrame | None
 
 
-def _read_csv(path: Path, needed: tuple[str, ...], argument: str) -> pd.DataFrame:
-    if not path.is_file():
-        raise PlanInputError(f"{argument}: {path} does not exist")
-    try:
-        df = pd.read_csv(path, dtype={c: str for c in ("participant_id", "prompt_id", "clip_id", "preference")})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise PlanInputError(f"{argument}: {path} is not a readable CSV table ({exc})") from None
-    missing = [c for c in needed if c not in df.columns]
-    if missing:
-        raise PlanInputError(f"{argument}: {path} lacks column(s) {missing} (needs {list(needed)})")
-    return df
+def _stimuli_from_ratings(raw: RawTables) -> pd.DataFrame:
+    """The stimulus table a pilot without ``--pilot-clips`` implies: its rated clips, ``{prompt_id}_{0|1}``."""
+    ratings = raw.tables["ratings"]
+    if "clip_id" in ratings.columns:
+        clips = ratings["clip_id"].dropna().astype(str)
+    elif {"prompt_id", "response"} <= set(ratings.columns):
+        clips = ratings["prompt_id"].astype(str) + "_" + ratings["response"].astype(str).str.replace(r"\.0$", "", regex=True)
+    else:
+        raise PlanInputError(f"--pilot: {raw.origins['ratings'].file()}: no clip_id (or prompt_id and response) column "
+                             f"after --pilot-map (has {list(ratings.columns)})")
+    clips = clips[~clips.isin(list(ATTENTION_CLIPS))]
+    suffix = clips.str.extract(r"^(.*)_([01])$")
+    bad = clips[suffix[0].isna()]
+    if len(bad):
+        raise PlanInputError(f"--pilot: {raw.origins['ratings'].file()}: clip id {bad.iloc[0]!r} does not end in _0 or "
+                             "_1 (the response index); give --pilot-clips with each clip's prompt_id and response")
+    prompts = sorted(set(suffix[0]))
+    return pd.DataFrame({"prompt_id": [p for p in prompts for _ in (0, 1)],
+                         "clip_id": [f"{p}_{r}" for p in prompts for r in (0, 1)],
+                         "response": [r for _ in prompts for r in (0, 1)]})
 
 
-def _check_column(df: pd.DataFrame, path: Path, column: str, ok: pd.Series, what: str) -> None:
-    bad = np.flatnonzero(~ok.to_numpy())
-    if bad.size:
-        i = int(bad[0])
-        raise PlanInputError(
-            f"--pilot: {path}, row {i + 2}, column {column}: {df[column].iloc[i]!r} is not {what}"
-            + (f" ({bad.size} such rows)" if bad.size > 1 else "")
-        )
+def read_pilot(source: str | Path, clips: str | Path | None = None,
+               columns: Mapping[str, str] | None = None) -> Pilot:
+    """Read and validate a pilot: any ratings source ``modprefs stats`` accepts, foreign names mapped by ``columns``.
 
+    Args:
+        source: the pilot's ratings source (:func:`modprefs.ratings.sources.load_ratings_source`: a folder of
+            ratings/trials/participants tables, one long or wide table, a ``datasets`` folder, ...).
+        clips: the pilot's clips table (clip_id, prompt_id [, response, n_chars]); without it the stimuli are the
+            rated clips (ids ``{prompt_id}_{0|1}``) and the length effect stays at the paper's prior.
+        columns: {canonical name: the pilot's column name} (``--pilot-map``).
 
-def read_pilot(directory: str | Path, clips: str | Path | None = None) -> Pilot:
-    """Read and check a pilot directory (ratings.csv, participants.csv [, trials.csv]) and clips table.
-
-    Raises :class:`PlanInputError` naming the file, row and column of the first problem.
+    The tables go through the project's ratings validation (:func:`modprefs.ratings.ingest.validate_ratings`),
+    so every problem names the file, row and column; the fit also needs each rating's ``trial`` and
+    ``presented_first``. Raises :class:`PlanInputError` (or the ingest's errors, all
+    :class:`~modprefs.errors.UserInputError`).
     """
-    d = Path(directory)
-    if not d.is_dir():
-        raise PlanInputError(f"--pilot: {d} is not a directory (it should hold ratings.csv and participants.csv)")
-    ratings = _read_csv(d / "ratings.csv", RATINGS_NEEDED, "--pilot")
-    participants = _read_csv(d / "participants.csv", PARTICIPANTS_NEEDED, "--pilot")
-    path = d / "ratings.csv"
-    rating = pd.to_numeric(ratings["rating"], errors="coerce")
-    _check_column(
-        ratings, path, "rating", rating.between(1, 100) | (ratings["trial"].astype(str) == "0"), "a rating in 1..100"
-    )
-    _check_column(ratings, path, "condition", ratings["condition"].astype(str).isin(CONDITIONS), "audio or text")
-    trial = pd.to_numeric(ratings["trial"], errors="coerce")
-    _check_column(
-        ratings, path, "trial", trial.notna() & (trial >= 0) & (trial == trial.round()), "a trial number (0, 1, 2, ...)"
-    )
-    first = ratings["presented_first"].astype(str).str.strip().str.lower()
-    _check_column(ratings, path, "presented_first", first.isin(["true", "false", "1", "0", "1.0", "0.0"]), "true/false")
-    response = ratings["clip_id"].astype(str).str.extract(r"_([01])$")[0]
-    rated = trial >= 1
-    _check_column(
-        ratings, path, "clip_id", response.notna() | ~rated, "a clip id ending in _0 or _1 (the response index)"
-    )
-    unknown = sorted(set(ratings["participant_id"].astype(str)) - set(participants["participant_id"].astype(str)))
-    if unknown:
-        raise PlanInputError(f"--pilot: {path}: participant(s) {unknown[:5]} are not in participants.csv")
-    trials = None
-    if (d / "trials.csv").is_file():
-        trials = _read_csv(d / "trials.csv", ("participant_id", "trial"), "--pilot")
+    stimuli = read_stimuli(clips, what=f"--pilot-clips {clips}") if clips is not None else None
+    if not str(source).startswith("hf://") and not Path(source).exists():
+        raise PlanInputError(f"--pilot: {source} does not exist (a ratings folder, table file or datasets folder)")
+    raw = load_ratings_source(source, columns, stimuli)
+    valid = validate_ratings(raw, stimuli if stimuli is not None else _stimuli_from_ratings(raw))
+    ratings = valid.tables["ratings"]
+    missing = [c for c in PILOT_COLUMNS if c not in ratings.columns or ratings[c].isna().all()]
+    if missing:
+        raise PlanInputError(f"--pilot: {raw.origins['ratings'].file()}: no {' or '.join(missing)} column (after "
+                             "--pilot-map): the fit replicates the pilot's trial order and presentation order "
+                             f"(has {list(ratings.columns)})")
+    participants = valid.tables["participants"]
+    if "passed_attention" not in participants.columns:
+        raise PlanInputError(f"--pilot: {source}: no passed_attention (participants) and no attention-check "
+                             "answer (trial 0 preference in trials) to derive it from")
     clip_table = None
-    if clips is not None:
-        clip_table = _read_csv(Path(clips), ("clip_id", "prompt_id", "n_chars"), "--pilot-clips")
-        n = pd.to_numeric(clip_table["n_chars"], errors="coerce")
-        _check_column(clip_table, Path(clips), "n_chars", n.notna() & (n > 0), "a positive character count")
-    return Pilot(d, ratings, participants, trials, clip_table)
+    if stimuli is not None:
+        if "n_chars" in stimuli.columns:
+            clip_table = stimuli
+    return Pilot(str(source), ratings, participants, valid.tables.get("trials"), clip_table)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,7 +143,7 @@ def pilot_arrays(pilot: Pilot) -> PilotArrays:
     frames = {c: f for c, f in frames.items() if not f.empty}
     if not frames:
         raise PlanInputError(
-            f"--pilot: {pilot.directory}/ratings.csv has no analysable ratings "
+            f"--pilot: {pilot.source} has no analysable ratings "
             "(participants who passed the attention check, trial >= 1)"
         )
     prompts = sorted(set().union(*(set(f["prompt_id"].astype(str)) for f in frames.values())))
@@ -173,7 +175,7 @@ def pilot_arrays(pilot: Pilot) -> PilotArrays:
         table = pilot.clips.assign(clip_id=pilot.clips["clip_id"].astype(str))
         n_chars = table.set_index("clip_id")["n_chars"].astype(float)
         wanted = [f"{p}_{r}" for p in prompts for r in (0, 1)]
-        lacking = [w for w in wanted if w not in n_chars.index]
+        lacking = [w for w in wanted if w not in n_chars.index or pd.isna(n_chars.get(w))]
         if lacking:
             raise PlanInputError(f"--pilot-clips: no n_chars for clip(s) {lacking[:5]} rated in the pilot")
         lengths = n_chars.reindex(wanted).to_numpy().reshape(-1, 2)
@@ -419,7 +421,7 @@ def pilot_priors(
             )
     n_raters = sum(len(np.unique(r.participant)) for r in fit.arrays.ratings.values())
     notes = [
-        f"Fitted to the pilot {pilot.directory} ({n_raters} "
+        f"Fitted to the pilot {pilot.source} ({n_raters} "
         "analysed raters) by indirect inference; tail shapes, within-prompt and cross-modality clip correlations "
         "and rater scale heterogeneity stay at the paper's priors."
     ]
@@ -433,7 +435,7 @@ def pilot_priors(
     if all(not r.tie.size for r in fit.arrays.ratings.values()):
         notes.append("No trials.csv preferences: tie behaviour stays at the paper's priors.")
     return Priors(
-        source=f"pilot {pilot.directory}",
+        source=f"pilot {pilot.source}",
         scenarios=scen,
         curves=curves,
         table=pd.concat([table, pd.DataFrame(extra)], ignore_index=True),
