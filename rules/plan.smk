@@ -2,21 +2,21 @@
 # power targets, by simulation from the paper's priors or a pilot. Not part of `rule all`; run on demand:
 #   snakemake --cores 2 plan
 # Its settings are the `plan:` config block, whose keys are `modprefs plan`'s options (`_` for `-`).
-# With `plan: {pilot: DIR}` the priors are fitted to that ratings directory (e.g. results/ratings of a pilot run).
+# With `plan: {pilot: SOURCE}` the priors are fitted to that ratings source (e.g. results/ratings of a pilot run; any
+# source `modprefs stats` reads, foreign columns renamed by `pilot_map: {rating: score, ...}`).
 
 PLAN = config.get("plan") or {}
 PLAN_OUT = "results/plan"
 
 
 def plan_inputs(wildcards):
-    """The pilot's tables when the plan is fitted to a pilot (so a changed pilot reruns the plan)."""
+    """The pilot's files when the plan is fitted to a pilot (so a changed pilot reruns the plan)."""
     if not PLAN.get("pilot"):
         return []
-    folder = Path(PLAN["pilot"])
-    files = [folder / "ratings.csv", folder / "participants.csv"]
-    if (folder / "trials.csv").exists() or str(folder).startswith("results/ratings"):
-        files.append(folder / "trials.csv")
-    return [str(f) for f in files] + ([PLAN["pilot_clips"]] if PLAN.get("pilot_clips") else [])
+    from modprefs.ratings.sources import source_files
+
+    files = [str(f) for f in source_files(PLAN["pilot"])]
+    return files + ([PLAN["pilot_clips"]] if PLAN.get("pilot_clips") else [])
 
 
 rule plan:

@@ -73,8 +73,8 @@ def test_fast_simulator_gives_the_distribution_of_simulate_ratings(slow_runs):
 
 
 def test_the_comparison_detects_a_wrong_simulator(slow_runs):
-    """Negative control: the same comparison flags a fast simulator with 2x the audio clip variance."""
-    wrong = dataclasses.replace(SimulationParams(), var_clip_audio=2 * SimulationParams().var_clip_audio)
+    """Negative control: the same comparison flags a fast simulator with 3x the audio clip variance."""
+    wrong = dataclasses.replace(SimulationParams(), var_clip_audio=3 * SimulationParams().var_clip_audio)
     fast = pd.DataFrame([_fast(wrong, 1000 + s) for s in range(N)])
     assert abs(_z(fast["icc1_audio"], slow_runs["icc1_audio"])) > 4
 
@@ -121,8 +121,12 @@ def test_fast_analysis_equals_the_analysis_on_the_same_ratings():
                            prism_like_lengths(16, rng), rng)
     ratings, participants, stimuli = study_tables(study)
     for c in ("audio", "text"):
-        fast = _fit_iccs(icc_design(study.ratings[c]))
-        slow = _fit_iccs(condition_design(analysable_ratings(ratings, participants, c, stimuli)))
+        fast_design = icc_design(study.ratings[c])
+        slow_design = condition_design(analysable_ratings(ratings, participants, c, stimuli))
+        # the same prompts (the jackknife's unit): equal counts and the same partition of the ratings by prompt
+        assert fast_design.n_prompts == slow_design.n_prompts > 0
+        assert sorted(np.bincount(fast_design.prompt)) == sorted(np.bincount(slow_design.prompt))
+        fast, slow = _fit_iccs(fast_design), _fit_iccs(slow_design)
         assert fast[1:] == pytest.approx(slow[1:], rel=1e-6)
         assert fast[0].var_g1 == pytest.approx(slow[0].var_g1, rel=1e-6)
 

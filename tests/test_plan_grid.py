@@ -92,8 +92,8 @@ def test_design_cost_by_hand():
     out = design_cost(d, p, Costs(pay_per_hour=12.0))
     f = p.p_fail_attention_audio
     minutes = p.trial_time_mean_audio / 60
-    pass_min = p.session_overhead_min + minutes + minutes * expected_trials_done(20, p.p_incomplete_audio, 2.5)
-    fail_min = p.session_overhead_min + minutes
+    pass_min = p.session_overhead_min_audio + minutes + minutes * expected_trials_done(20, p.p_incomplete_audio, 2.5)
+    fail_min = p.session_overhead_min_audio + minutes
     failures = 46 / (1 - f) - 46
     assert out["recruits"] == math.ceil(46 / (1 - f)) == 53
     assert out["cost"] == pytest.approx(12 / 60 * (46 * pass_min + failures * fail_min))
@@ -114,7 +114,7 @@ def test_design_cost_by_hand():
     (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--quantiles", "0.9,0.1"],
      "--quantiles"),
     (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--pilot", "/nonexistent"],
-     "--pilot: /nonexistent is not a directory"),
+     "--pilot: /nonexistent does not exist"),
 ])
 def test_cli_bad_arguments_exit_2_with_a_message_naming_them(argv, match, capsys, tmp_path):
     assert main(["plan", *argv, "--out", str(tmp_path / "out")]) == 2

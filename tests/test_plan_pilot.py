@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
+from modprefs.errors import UserInputError
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.pilot import attrition_counts, fit_pilot, pilot_arrays, read_pilot
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.sources import parse_column_map
 
 TRUTH = dataclasses.replace(SimulationParams(), var_clip_audio=1800.0, var_clip_text=700.0, var_resid_audio=800.0,
                             intercept=70.0)
@@ -43,27 +46,56 @@ def test_read_pilot_and_its_arrays(pilot):
 
 
 @pytest.mark.parametrize("corrupt, match", [
-    (lambda d: (d / "participants.csv").unlink(), "participants.csv does not exist"),
+    (lambda d: ((d / "participants.csv").unlink(), (d / "trials.csv").unlink()), "no passed_attention"),
     (lambda d: pd.read_csv(d / "ratings.csv").drop(columns="trial").to_csv(d / "ratings.csv", index=False),
-     r"lacks column\(s\) \['trial'\]"),
+     r"ratings \(ratings.csv\) have no trial column"),
     (lambda d: pd.read_csv(d / "ratings.csv").assign(rating=lambda x: x["rating"].astype(object).where(
-        x.index != 5, "high")).to_csv(d / "ratings.csv", index=False), "row 7, column rating: 'high'"),
+        x.index != 5, "high")).to_csv(d / "ratings.csv", index=False), "ratings.csv row 7, column rating: 'high'"),
     (lambda d: pd.read_csv(d / "ratings.csv").assign(condition=lambda x: x["condition"].where(
-        x.index != 3, "video")).to_csv(d / "ratings.csv", index=False), "row 5, column condition: 'video'"),
+        x.index != 3, "video")).to_csv(d / "ratings.csv", index=False), "ratings.csv row 5, column condition: 'video'"),
     (lambda d: pd.read_csv(d / "participants.csv").iloc[1:].to_csv(d / "participants.csv", index=False),
-     "not in participants.csv"),
+     r"trials.csv row 2, column participant_id: unknown participant .* \(not in participants.csv\)"),
+    (lambda d: shutil.rmtree(d), "does not exist"),
 ])
 def test_bad_pilots_are_named_by_file_row_and_column(pilot, corrupt, match):
     corrupt(pilot / "pilot")
-    with pytest.raises(PlanInputError, match=match):
+    with pytest.raises(UserInputError, match=match):
         read_pilot(pilot / "pilot")
 
 
+def test_pilot_with_foreign_column_names_reads_as_the_native_one(pilot, tmp_path):
+    """One long table with a lab's own column names (and the participant columns in it), mapped by --pilot-map."""
+    d = pilot / "pilot"
+    native = read_pilot(d, pilot / "clips.csv")
+    parts = pd.read_csv(d / "participants.csv")[["participant_id", "passed_attention", "completed"]]
+    foreign = (pd.read_csv(d / "ratings.csv").merge(parts, on="participant_id")
+               .rename(columns={"participant_id": "worker", "condition": "arm", "clip_id": "stimulus",
+                                "rating": "score", "trial": "trial_no", "presented_first": "shown_first",
+                                "passed_attention": "attn_ok"}))
+    foreign.to_csv(tmp_path / "lab_export.csv", index=False)
+    mapping = parse_column_map(["participant_id=worker,condition=arm,clip_id=stimulus,rating=score",
+                                "trial=trial_no,presented_first=shown_first,passed_attention=attn_ok"])
+    mapped = read_pilot(tmp_path / "lab_export.csv", pilot / "clips.csv", mapping)
+    a, b = pilot_arrays(native), pilot_arrays(mapped)
+    for c in a.ratings:
+        np.testing.assert_array_equal(a.ratings[c].y, b.ratings[c].y)
+        np.testing.assert_array_equal(a.ratings[c].clip, b.ratings[c].clip)
+        np.testing.assert_array_equal(a.ratings[c].first, b.ratings[c].first)
+    np.testing.assert_array_equal(a.lengths, b.lengths)
+    assert attrition_counts(native)["audio"]["failed"] == attrition_counts(mapped)["audio"]["failed"]
+    # without the map the lab's table is refused with the missing canonical column named
+    with pytest.raises(UserInputError, match="participant_id"):
+        read_pilot(tmp_path / "lab_export.csv", pilot / "clips.csv")
+
+
 def test_clips_table_must_cover_the_pilot(pilot):
-    clips = pd.read_csv(pilot / "clips.csv").iloc[2:]
-    clips.to_csv(pilot / "clips.csv", index=False)
+    clips = pd.read_csv(pilot / "clips.csv")
+    clips.iloc[2:].to_csv(pilot / "short.csv", index=False)
+    with pytest.raises(UserInputError, match=r"ratings.csv row \d+, column clip_id: unknown clip"):
+        read_pilot(pilot / "pilot", pilot / "short.csv")
+    clips.assign(n_chars=clips["n_chars"].where(clips.index != 3)).to_csv(pilot / "gap.csv", index=False)
     with pytest.raises(PlanInputError, match="--pilot-clips: no n_chars"):
-        pilot_arrays(read_pilot(pilot / "pilot", pilot / "clips.csv"))
+        pilot_arrays(read_pilot(pilot / "pilot", pilot / "gap.csv"))
 
 
 def test_fit_matches_the_pilots_statistics(pilot):

@@ -48,6 +48,7 @@ def icc_design(r: ConditionRatings) -> ConditionDesign:
     X = np.column_stack([np.ones(r.y.size)] + [covariates[t] for t in terms])
     _, clip = np.unique(r.clip, return_inverse=True)
     _, part = np.unique(r.participant, return_inverse=True)
+    _, prompt = np.unique(r.clip // 2, return_inverse=True)  # clip code = 2 x prompt + response
     return ConditionDesign(
         y=r.y.astype(float),
         X=X,
@@ -57,6 +58,8 @@ def icc_design(r: ConditionRatings) -> ConditionDesign:
         n_participants=int(part.max()) + 1 if part.size else 0,
         terms=terms,
         formula=model_formula(terms),
+        prompt=prompt.astype(np.intp),
+        n_prompts=int(prompt.max()) + 1 if prompt.size else 0,
     )
 
 

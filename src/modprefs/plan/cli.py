@@ -1,6 +1,7 @@
 """``modprefs plan``: how many prompts, raters and trials a study needs, by simulation, before paying for it.
 
-    modprefs plan [--pilot DIR [--pilot-clips clips.csv]] --prompts 40,100 --raters 10:50:10 --trials 10,20
+    modprefs plan [--pilot SOURCE [--pilot-clips clips.csv] [--pilot-map CANON=SOURCE,...]]
+                  --prompts 40,100 --raters 10:50:10 --trials 10,20
                   [--conditions both|audio|text] [--target-ci-half-width W] [--target-icc-k T]
                   [--target-conditions audio,text] [--assurance 0.8] [--target-power-icc-diff D]
                   [--target-power-table2 B [--table2-term modality|modality:len_z]] [--power 0.8]
@@ -8,7 +9,8 @@
                   [--n-sims 200] [--seed 1] [--jobs N] [--out results/plan]
 
 Priors are the paper's (the simulator's calibrated defaults) unless ``--pilot`` gives a ratings
-directory to fit them to (:mod:`modprefs.plan.pilot`). Every design of the grid is simulated
+source (anything ``modprefs stats --ratings`` reads; ``--pilot-map`` renames foreign columns) to fit
+them to (:mod:`modprefs.plan.pilot`). Every design of the grid is simulated
 ``--n-sims`` times under each scenario (pessimistic / central / optimistic priors), analysed the fast
 way (:mod:`modprefs.plan.analysis`), and summarised (:mod:`modprefs.plan.summary`); the cheapest design
 meeting every target is recommended per scenario. Writes under ``--out``: designs.csv, recommendation.csv,
@@ -275,8 +277,9 @@ def plan_from_args(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else (args.cache or args.out / "cache")
     if args.pilot is not None:
         from modprefs.plan.pilot import pilot_priors, read_pilot
+        from modprefs.ratings.sources import parse_column_map
 
-        pilot = read_pilot(args.pilot, args.pilot_clips)
+        pilot = read_pilot(args.pilot, args.pilot_clips, parse_column_map(args.pilot_map))
         payload = {
             "pilot": [
                 pilot.ratings.to_json(),
@@ -403,6 +406,8 @@ def options_from_config(block: dict | None) -> list[str]:
             continue
         if value is True:
             argv.append(flag)
+        elif isinstance(value, dict):  # a column map: {canonical: source}
+            argv += [flag, ",".join(f"{k}={v}" for k, v in value.items())]
         elif isinstance(value, (list, tuple)):
             argv += [flag, ",".join(str(v) for v in value)]
         else:

@@ -7,7 +7,7 @@ all of them, or, with probability ``p_incomplete``, only K ~ Poisson(``incomplet
 truncated to 0..T-1 (the simulator's dropout model; their completed trials are analysed). Those who
 fail stop after the attention trial. Minutes per trial default to the priors' mean trial duration
 (Table 3: 136.4 s audio, 78.8 s text, or the pilot's); the session overhead to the simulator's
-``session_overhead_min``.
+``session_overhead_min_audio`` / ``_text``.
 
 cost per condition = pay_per_hour / 60 x (passers x their minutes + failures x theirs [if paid])
 x (1 + fee_rate).
@@ -38,10 +38,14 @@ def resolved(costs: Costs, params: SimulationParams, condition: str) -> dict[str
     minutes = costs.minutes_per_trial.get(condition, params.by_condition("trial_time_mean", condition) / 60.0)
     return {
         "minutes_per_trial": float(minutes),
-        "overhead_minutes": float(params.session_overhead_min if costs.overhead_minutes is None
-                                  else costs.overhead_minutes),
-        "attention_fail_rate": float(costs.attention_fail_rate.get(condition,
-                                                                   params.by_condition("p_fail_attention", condition))),
+        "overhead_minutes": float(
+            params.by_condition("session_overhead_min", condition)
+            if costs.overhead_minutes is None
+            else costs.overhead_minutes
+        ),
+        "attention_fail_rate": float(
+            costs.attention_fail_rate.get(condition, params.by_condition("p_fail_attention", condition))
+        ),
         "incomplete_rate": float(costs.incomplete_rate.get(condition, params.by_condition("p_incomplete", condition))),
     }
 
@@ -59,9 +63,12 @@ def design_cost(design: Design, params: SimulationParams, costs: Costs) -> dict[
         recruits = design.raters / (1.0 - fail)
         failures = recruits - design.raters
         attention_minutes = r["minutes_per_trial"]
-        pass_minutes = (r["overhead_minutes"] + attention_minutes
-                        + r["minutes_per_trial"] * expected_trials_done(design.trials, r["incomplete_rate"],
-                                                                        params.incomplete_trials_mean))
+        pass_minutes = (
+            r["overhead_minutes"]
+            + attention_minutes
+            + r["minutes_per_trial"]
+            * expected_trials_done(design.trials, r["incomplete_rate"], params.incomplete_trials_mean)
+        )
         fail_minutes = r["overhead_minutes"] + attention_minutes
         minutes = design.raters * pass_minutes + failures * fail_minutes
         paid = design.raters * pass_minutes + (failures * fail_minutes if costs.pay_failed else 0.0)

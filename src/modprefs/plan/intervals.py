@@ -40,10 +40,8 @@ from modprefs.plan.wald import logit_interval
 from modprefs.stats import icc_ci
 
 INTERVALS: tuple[str, ...] = ("analysis", "sampling", "wald")
-#: The workflow's default ``stats.icc_ci_method`` (workflow/schemas/config.schema.yaml) until
-#: :mod:`modprefs.stats.icc_ci` names its default itself (``DEFAULT_CI_METHOD``), which then wins.
-WORKFLOW_DEFAULT_CI_METHOD = "two_way"
-ANALYSIS_CI_METHOD: str = getattr(icc_ci, "DEFAULT_CI_METHOD", WORKFLOW_DEFAULT_CI_METHOD)
+#: The interval the analysis reports by default (``stats.icc_ci_method``, ``modprefs stats --ci-method``).
+ANALYSIS_CI_METHOD: str = icc_ci.DEFAULT_CI_METHOD
 
 
 def z_value(level: float) -> float:

@@ -140,13 +140,22 @@ def layout_from_assignments(assignments: pd.DataFrame, prompt_ids: list[str]) ->
 def prism_like_lengths(n_prompts: int, rng: np.random.Generator, long_fraction: float = 0.25) -> np.ndarray:
     """(n_prompts, 2) response lengths in characters, like the study's PRISM samples.
 
-    Response 0 is lognormal (median ~270 characters); in the long-difference stratum (the first
-    ``round(long_fraction * n_prompts)`` prompts, as ``sampling.long_fraction``) response 1 is
-    450-1200 characters longer, otherwise it differs by N(0, 120) (at least 20 characters).
+    The distribution the simulator was calibrated with (benchmarks/ratings_calibration.py draws its
+    stimuli with this function, so the planner's paper priors are the calibrated simulator, lengths
+    included): both responses lognormal (median 380 characters, log-SD .55); in the long-difference
+    stratum (the first ``round(long_fraction * n_prompts)`` prompts, as ``sampling.long_fraction``)
+    the second is 449 + Exp(mean 350) characters longer than the first, elsewhere the pair is redrawn
+    until the two differ by less than 449; then the two are swapped with probability 1/2.
     """
-    a = rng.lognormal(5.6, 0.5, n_prompts).astype(int)
     n_long = int(round(long_fraction * n_prompts))
-    longer = a + rng.integers(450, 1200, n_prompts)
-    other = np.maximum(20, a + rng.normal(0, 120, n_prompts).astype(int))
-    b = np.where(np.arange(n_prompts) < n_long, longer, other)
-    return np.column_stack([a, b]).astype(float)
+    out = np.empty((n_prompts, 2))
+    for i in range(n_prompts):
+        long = i < n_long
+        while True:
+            a, b = np.rint(rng.lognormal(np.log(380), 0.55, 2))
+            if long:
+                b = a + 449 + rng.exponential(350)
+            if (abs(a - b) >= 449) == long:
+                break
+        out[i] = (a, b) if rng.random() < 0.5 else (b, a)
+    return out

@@ -70,24 +70,35 @@ def _stimuli_from_ratings(raw: RawTables) -> pd.DataFrame:
     if "clip_id" in ratings.columns:
         clips = ratings["clip_id"].dropna().astype(str)
     elif {"prompt_id", "response"} <= set(ratings.columns):
-        clips = ratings["prompt_id"].astype(str) + "_" + ratings["response"].astype(str).str.replace(r"\.0$", "", regex=True)
+        clips = (
+            ratings["prompt_id"].astype(str)
+            + "_"
+            + ratings["response"].astype(str).str.replace(r"\.0$", "", regex=True)
+        )
     else:
-        raise PlanInputError(f"--pilot: {raw.origins['ratings'].file()}: no clip_id (or prompt_id and response) column "
-                             f"after --pilot-map (has {list(ratings.columns)})")
+        raise PlanInputError(
+            f"--pilot: {raw.origins['ratings'].file()}: no clip_id (or prompt_id and response) column "
+            f"after --pilot-map (has {list(ratings.columns)})"
+        )
     clips = clips[~clips.isin(list(ATTENTION_CLIPS))]
     suffix = clips.str.extract(r"^(.*)_([01])$")
     bad = clips[suffix[0].isna()]
     if len(bad):
-        raise PlanInputError(f"--pilot: {raw.origins['ratings'].file()}: clip id {bad.iloc[0]!r} does not end in _0 or "
-                             "_1 (the response index); give --pilot-clips with each clip's prompt_id and response")
+        raise PlanInputError(
+            f"--pilot: {raw.origins['ratings'].file()}: clip id {bad.iloc[0]!r} does not end in _0 or "
+            "_1 (the response index); give --pilot-clips with each clip's prompt_id and response"
+        )
     prompts = sorted(set(suffix[0]))
-    return pd.DataFrame({"prompt_id": [p for p in prompts for _ in (0, 1)],
-                         "clip_id": [f"{p}_{r}" for p in prompts for r in (0, 1)],
-                         "response": [r for _ in prompts for r in (0, 1)]})
+    return pd.DataFrame(
+        {
+            "prompt_id": [p for p in prompts for _ in (0, 1)],
+            "clip_id": [f"{p}_{r}" for p in prompts for r in (0, 1)],
+            "response": [r for _ in prompts for r in (0, 1)],
+        }
+    )
 
 
-def read_pilot(source: str | Path, clips: str | Path | None = None,
-               columns: Mapping[str, str] | None = None) -> Pilot:
+def read_pilot(source: str | Path, clips: str | Path | None = None, columns: Mapping[str, str] | None = None) -> Pilot:
     """Read and validate a pilot: any ratings source ``modprefs stats`` accepts, foreign names mapped by ``columns``.
 
     Args:
@@ -110,13 +121,18 @@ def read_pilot(source: str | Path, clips: str | Path | None = None,
     ratings = valid.tables["ratings"]
     missing = [c for c in PILOT_COLUMNS if c not in ratings.columns or ratings[c].isna().all()]
     if missing:
-        raise PlanInputError(f"--pilot: {raw.origins['ratings'].file()}: no {' or '.join(missing)} column (after "
-                             "--pilot-map): the fit replicates the pilot's trial order and presentation order "
-                             f"(has {list(ratings.columns)})")
+        raise PlanInputError(
+            f"--pilot: {source}: the ratings ({raw.origins['ratings'].file()}) have no "
+            f"{' or '.join(missing)} column (after "
+            "--pilot-map): the fit replicates the pilot's trial order and presentation order "
+            f"(has {list(ratings.columns)})"
+        )
     participants = valid.tables["participants"]
     if "passed_attention" not in participants.columns:
-        raise PlanInputError(f"--pilot: {source}: no passed_attention (participants) and no attention-check "
-                             "answer (trial 0 preference in trials) to derive it from")
+        raise PlanInputError(
+            f"--pilot: {source}: no passed_attention (participants) and no attention-check "
+            "answer (trial 0 preference in trials) to derive it from"
+        )
     clip_table = None
     if stimuli is not None:
         if "n_chars" in stimuli.columns:
@@ -284,7 +300,7 @@ def fit_pilot(
     base: SimulationParams | None = None,
     seed: int = 1,
     n_iter: int = 8,
-    n_rep: int = 16,
+    n_rep: int = 32,
     n_boot: int = 100,
 ) -> PilotFit:
     """Fit the simulator to a pilot (see the module docstring); ``base`` = the starting priors (paper)."""
@@ -296,10 +312,8 @@ def fit_pilot(
             target[c] = statistics(r)
         except (ValueError, np.linalg.LinAlgError) as exc:
             raise PlanInputError(f"--pilot: the {c} ratings cannot be fitted ({exc})") from None
-    p = base
-    for _ in range(n_iter):
-        p = _update(p, target, _replicas(p, arrays, n_rep, seed), base)
-    # attrition and timing from the pilot's participants and trials
+    # attrition and timing from the pilot's participants and trials, first: the simulator's rating model
+    # reads the trial times (listening, dropout), so the replicas must have the pilot's
     counts = attrition_counts(pilot)
     updates: dict[str, float] = {}
     for c, k in counts.items():
@@ -312,7 +326,9 @@ def fit_pilot(
             updates[f"trial_time_sd_{c}"] = (
                 60 * k["minutes_sd"] if math.isfinite(k["minutes_sd"]) else base.by_condition("trial_time_sd", c)
             )
-    p = dataclasses.replace(p, **updates)
+    p = dataclasses.replace(base, **updates)
+    for _ in range(n_iter):
+        p = _update(p, target, _replicas(p, arrays, n_rep, seed), base)
     return PilotFit(
         params=p,
         target=target,

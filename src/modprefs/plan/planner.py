@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.plan.engine import SimSettings, Task, run_tasks
+from modprefs.plan.errors import PlanInputError
 from modprefs.plan.grid import Costs, Design, Targets
 from modprefs.plan.intervals import fit_ratio_model
 from modprefs.plan.priors import SCENARIOS, Priors, icc_diff_params
@@ -45,7 +46,13 @@ def analysis_ratios(results: dict[Design, dict[str, np.ndarray]]) -> dict[Design
                 logs.append(lr)
         if not logs:
             continue
-        model = fit_ratio_model(np.array(rows, float), np.concatenate(logs))
+        lr = np.concatenate(logs)
+        if not np.isfinite(lr).any():
+            raise PlanInputError(
+                f"--n-calibration: none of the {lr.size} calibration studies of the {c} condition gave both the "
+                "analysis' interval and the Wald interval of ICC(2,k) (designs this small often put the ICC at 0 "
+                "or 1); raise --n-calibration, use larger designs, or --interval sampling")
+        model = fit_ratio_model(np.array(rows, float), lr)
         for d in results:
             if c in d.conditions:
                 out[d][c] = float(model(np.array([[d.prompts, d.raters, d.trials]], float))[0])
