@@ -35,6 +35,7 @@ include: "rules/stats.smk"
 include: "rules/reward.smk"
 include: "rules/report.smk"
 include: "rules/app.smk"
+include: "rules/plan.smk"
 
 
 rule all:

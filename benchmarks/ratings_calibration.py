@@ -47,6 +47,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from modprefs.plan.layout import prism_like_lengths  # noqa: E402
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.stats import agreement, descriptive, modality, thresholds  # noqa: E402
 from modprefs.stats.alpha import alpha_table  # noqa: E402
@@ -210,22 +211,15 @@ JUSTIFICATION_TERMS = {"user": "audio", "help": "audio", "respons": "text", "det
 
 
 def paper_stimuli(seed: int, n_prompts: int = 100, n_long: int = 25) -> pd.DataFrame:
-    """A PRISM-like stimulus set: response lengths lognormal; the long stratum differs by >= 449 chars."""
+    """A PRISM-like stimulus set (:func:`modprefs.plan.layout.prism_like_lengths`, the planner's default lengths)."""
     rng = np.random.default_rng([seed, 77])
+    lengths = prism_like_lengths(n_prompts, rng, n_long / n_prompts)
     rows = []
-    for i in range(n_prompts):
+    for i, lens in enumerate(lengths):
         pid = f"p{i:03d}"
-        long = i < n_long
-        while True:
-            a, b = np.rint(rng.lognormal(np.log(380), 0.55, 2))
-            if long:
-                b = a + 449 + rng.exponential(350)
-            if (abs(a - b) >= 449) == long:
-                break
-        lens = [a, b] if rng.random() < 0.5 else [b, a]
         for r, n in enumerate(lens):
             rows.append({"prompt_id": pid, "clip_id": f"{pid}_{r}", "response": r,
-                         "stratum": "long_diff" if long else "other", "n_chars": int(n),
+                         "stratum": "long_diff" if i < n_long else "other", "n_chars": int(n),
                          "n_chars_spoken": int(n), "duration_s": round(n / 15.0, 2), "model_name": "m",
                          "prism_score": 70, "history_chars": 0, "history_turns": 0})
     return pd.DataFrame(rows)

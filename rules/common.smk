@@ -213,3 +213,16 @@ def reward_run_model(wildcards):
 
 def reward_run_train(wildcards):
     return run_settings(REWARD, wildcards.run, config["seed"])[1]
+
+
+PLAN = config.get("plan") or {}  # the optional `plan` target's options (rules/plan.smk)
+
+
+def plan_inputs(wildcards):
+    """The pilot's files when the plan is fitted to a pilot (so a changed pilot reruns the plan)."""
+    if not PLAN.get("pilot"):
+        return []
+    from modprefs.ratings.sources import source_files
+
+    files = [str(f) for f in source_files(PLAN["pilot"])]
+    return files + ([PLAN["pilot_clips"]] if PLAN.get("pilot_clips") else [])

@@ -299,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     from modprefs.app.cli import add_parser as add_app_parser  # `modprefs app ...` (docs/app.md)
 
     add_app_parser(sub)
+    from modprefs.plan.cli import add_parser as add_plan_parser  # `modprefs plan ...` (docs/plan.md)
+
+    add_plan_parser(sub)
     cj = sub.add_parser("check-judges",
                         help="check the API judges' key, endpoint and models (as a run's start does)")
     cj.add_argument("--configfile", type=Path, nargs="*", default=[],
@@ -309,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
         from modprefs.app.cli import run as run_app
 
         return run_app(args)
+    if args.command == "plan":
+        from modprefs.plan.cli import run as run_plan
+
+        return run_plan(args)
     if args.command == "check-judges":
         return check_judges(args.configfile)
     params = {

@@ -1,0 +1,220 @@
+"""Validation of ``modprefs plan`` against the analysis itself, on fresh simulated studies (issue #17, 4a and 4c).
+
+``--part precision`` (plan_precision.json)
+    Paper priors; grid: 40 prompts, 10 trials, raters {12, 16, ..., 40}; target: audio ICC(2,k) CI
+    half-width <= .12 in >= 80 % of studies, with the default (analysis-calibrated) planning interval.
+    The recommended design is then simulated afresh (``--n-fresh`` studies from streams the planner
+    never used) and the analysis' own interval (:func:`modprefs.stats.icc_ci.icc_ci_for_design`,
+    its default method, ``--n-boot`` resamples) computed on each: the share meeting .12 must be >= the
+    promised .80 within Monte-Carlo error, and is compared with the planner's predicted assurance.
+``--part power_icc`` (plan_power_icc.json)
+    Design 40 prompts x 20 raters x 10 trials. For audio - text ICC(2,1) differences .1, .2, .3 (the
+    planner's alternative, :func:`modprefs.plan.priors.icc_diff_params`): the planner's power
+    (``--n-sims`` studies) vs the empirical rejection rate of Table 4's own test,
+    :func:`modprefs.stats.reliability.icc_permutation_test` (``--n-perm`` permutations, reject at
+    p <= .05), on fresh studies at the same parameters.
+``--part power_table2`` (plan_power_table2.json)
+    Same design. Latent modality effects b_text 0, -4, -9, -14: Table 2's own model
+    (:func:`modprefs.stats.modality.table2` default structure via ``fit_formula``, Satterthwaite p) on fresh
+    studies; the planner's power (location shift of its central studies) at the mean estimated effect.
+``--part null`` (plan_null.json)
+    Two nulls at the same design, the planned test's rejection rate (the planner's own machinery on
+    ``--n-sims`` studies) and the permutation test's (fresh studies): ``exchangeable`` -- no modality
+    difference at all (text = audio parameters, same clip effects up to rho .999); ``equal_icc`` --
+    the planner's alternative at difference 0 (equal expected ICC(2,1), modality-specific clips).
+
+    OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/plan_validation.py --part precision
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+
+import numpy as np
+from _plan_common import OUT, ROOT, Clock, fresh_study, mc_se, parallel_map
+
+from modprefs.io import write_json
+from modprefs.plan.engine import SimSettings, Task, cached_object, run_tasks
+from modprefs.plan.fastsim import study_tables
+from modprefs.plan.grid import Costs, Design, Targets, design_grid
+from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths
+from modprefs.plan.planner import make_plan
+from modprefs.plan.priors import icc_diff_params, paper_priors
+from modprefs.plan.summary import icc_diff_power, table2_power
+
+CACHE = ROOT / "results" / "plan_benchmark_cache"
+DESIGN = Design(40, 20, 10, ("audio", "text"))
+ALPHA = 0.05
+
+
+def priors():
+    return cached_object(CACHE, {"paper": True, "seed": 1, "boot": 60, "q": (0.1, 0.9)},
+                         lambda: paper_priors(seed=1, n_boot=60))
+
+
+def _z(a: float, se_a: float, b: float, se_b: float) -> float:
+    return float((a - b) / math.sqrt(se_a ** 2 + se_b ** 2)) if se_a + se_b > 0 else math.nan
+
+
+# ------------------------------------------------------------------------------------------- precision
+def _fresh_hw(args):
+    params, design, i, method, n_boot = args
+    study, rng = fresh_study(params, design, 7, i)
+    return analysis_half_widths(study, method, n_boot, rng, 0.95)["audio"]
+
+
+def part_precision(args) -> dict:
+    pr = priors()
+    designs = design_grid([40], [12, 16, 20, 24, 28, 32, 40], [10], "both")
+    targets = Targets(ci_half_width=0.12, target_conditions=("audio",), assurance=0.8)
+    result = make_plan(pr, designs, targets, Costs(), SimSettings(n_sims=args.n_sims, seed=1), ("central",),
+                       jobs=args.jobs, cache_dir=CACHE)
+    rec = result.recommendations.iloc[0]
+    if not rec["met"]:
+        raise SystemExit(f"no design met the target: {rec['note']}")
+    d = Design(int(rec["prompts"]), int(rec["raters"]), int(rec["trials"]), ("audio", "text"))
+    hw = np.array(parallel_map(_fresh_hw, [(pr.central, d, i, ANALYSIS_CI_METHOD, args.n_boot)
+                                           for i in range(args.n_fresh)], args.jobs))
+    ok = np.isfinite(hw)
+    share = float(np.mean(hw[ok] <= 0.12))
+    table = result.table[["raters", "ci_half_width_audio", "ci_half_width_audio_mcse", "assurance_audio",
+                          "assurance_audio_mcse", "interval_factor_audio", "cost"]]
+    return {
+        "target": {"ci_half_width": 0.12, "condition": "audio", "assurance": 0.8},
+        "analysis_ci_method": ANALYSIS_CI_METHOD, "n_boot_fresh": args.n_boot,
+        "recommended": {"prompts": d.prompts, "raters": d.raters, "trials": d.trials,
+                        "predicted_assurance": float(rec["assurance_audio"]),
+                        "predicted_assurance_mcse": float(rec["assurance_audio_mcse"]),
+                        "predicted_mean_half_width": float(rec["ci_half_width_audio"])},
+        "fresh": {"n_studies": int(ok.sum()), "share_meeting_target": share,
+                  "share_mcse": mc_se(share, int(ok.sum())), "mean_half_width": float(hw[ok].mean()),
+                  "mean_half_width_mcse": float(hw[ok].std(ddof=1) / math.sqrt(ok.sum()))},
+        "meets_promise_within_mc_error": bool(share + 2 * mc_se(share, int(ok.sum())) >= 0.8),
+        "z_fresh_share_vs_predicted": _z(share, mc_se(share, int(ok.sum())), float(rec["assurance_audio"]),
+                                         float(rec["assurance_audio_mcse"])),
+        "grid": json.loads(table.to_json(orient="records")),
+    }
+
+
+# ------------------------------------------------------------------------------------------- ICC power
+def _perm_reject(args):
+    from modprefs.stats.reliability import icc_permutation_test
+
+    params, design, i, n_perm = args
+    study, _ = fresh_study(params, design, 11, i)
+    ratings, participants, _ = study_tables(study)
+    res = icc_permutation_test(ratings, participants, n_perm, seed=i)["icc_2_1"]
+    return res["p_value"], res["observed"]
+
+
+def planned_icc_test(params, n_sims: int, jobs: int, seed: int = 1) -> dict:
+    """The planner's ICC-difference test on ``n_sims`` studies at ``params`` (its own engine)."""
+    settings = SimSettings(n_sims=n_sims, seed=seed, interval="sampling", table2=False)
+    [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
+    power, se, crit = icc_diff_power(res, ALPHA)
+    return {"power": power, "mcse": se, "critical_z": crit, "mean_diff": float(np.nanmean(res["rec:diff1"])),
+            "n": n_sims}
+
+
+def empirical_perm(params, n: int, n_perm: int, jobs: int) -> dict:
+    out = np.array(parallel_map(_perm_reject, [(params, DESIGN, i, n_perm) for i in range(n)], jobs))
+    rate = float(np.mean(out[:, 0] <= ALPHA))
+    return {"rejection_rate": rate, "mcse": mc_se(rate, n), "mean_diff": float(np.nanmean(out[:, 1])), "n": n,
+            "n_perm": n_perm}
+
+
+def part_power_icc(args) -> dict:
+    pr = priors()
+    points = []
+    for delta in (0.1, 0.2, 0.3):
+        params = icc_diff_params(pr.central, pr, delta)
+        planned = planned_icc_test(params, args.n_sims, args.jobs)
+        emp = empirical_perm(params, args.n_fresh, args.n_perm, args.jobs)
+        z = _z(planned["power"], planned["mcse"], emp["rejection_rate"], emp["mcse"])
+        points.append({"delta": delta, "planned": planned, "permutation_test": emp, "z": z,
+                       "agree_within_2_mcse": bool(abs(z) <= 2)})
+    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "points": points,
+            "n_agreeing": sum(p["agree_within_2_mcse"] for p in points)}
+
+
+# ------------------------------------------------------------------------------------------- Table 2 power
+def _table2_fit(args):
+    from modprefs.stats.lmm import fit_formula
+    from modprefs.stats.modality import rating_frame, table2_formula
+
+    params, design, i = args
+    study, _ = fresh_study(params, design, 13, i)
+    ratings, participants, stimuli = study_tables(study)
+    ct = fit_formula(rating_frame(ratings, participants, stimuli), table2_formula()).coef_table().set_index("term")
+    return ct.loc["modality", "estimate"], ct.loc["modality", "p"]
+
+
+def part_power_table2(args) -> dict:
+    pr = priors()
+    settings = SimSettings(n_sims=args.n_sims, seed=1, interval="sampling", table2=True)
+    [central] = run_tasks([Task("central", "main", pr.central, DESIGN, settings)], jobs=1, cache_dir=CACHE)
+    points = []
+    for b_latent in (0.0, -4.0, -9.0, -14.0):
+        params = dataclasses.replace(pr.central, b_text=b_latent)
+        fits = np.array(parallel_map(_table2_fit, [(params, DESIGN, i) for i in range(args.n_fresh)], args.jobs))
+        effect = float(fits[:, 0].mean())
+        rate = float(np.mean(fits[:, 1] < ALPHA))
+        planned, se = table2_power(central, "modality", effect, ALPHA)
+        z = _z(planned, se, rate, mc_se(rate, len(fits)))
+        points.append({"b_text_latent": b_latent, "mean_estimated_effect": effect,
+                       "table2_rejection_rate": rate, "table2_mcse": mc_se(rate, len(fits)), "planned_power": planned,
+                       "planned_mcse": se, "z": z, "agree_within_2_mcse": bool(abs(z) <= 2), "n": len(fits)})
+    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "term": "modality",
+            "model": "table2_formula() default (stimulus_modality), Satterthwaite p", "points": points,
+            "n_agreeing": sum(p["agree_within_2_mcse"] for p in points)}
+
+
+# ------------------------------------------------------------------------------------------- nulls
+def exchangeable_null(p):
+    """Text = audio for every per-condition parameter, no modality fixed effects, (almost) the same clips."""
+    same = {f.name: getattr(p, f.name.replace("_text", "_audio")) for f in dataclasses.fields(p)
+            if f.name.endswith("_text") and hasattr(p, f.name.replace("_text", "_audio"))}
+    same.update(b_text=0.0, b_len_text=0.0, b_trial_text=0.0, b_first_text=0.0, rho_clip_modality=0.999)
+    return dataclasses.replace(p, **same)
+
+
+def part_null(args) -> dict:
+    pr = priors()
+    out = {}
+    for name, params in (("exchangeable", exchangeable_null(pr.central)),
+                         ("equal_icc", icc_diff_params(pr.central, pr, 0.0))):
+        planned = planned_icc_test(params, args.n_sims, args.jobs, seed=2)
+        emp = empirical_perm(params, args.n_fresh, args.n_perm, args.jobs)
+        out[name] = {"planned_test_size": planned, "permutation_test_size": emp,
+                     "planned_within_2_mcse_of_5pct": bool(abs(planned["power"] - ALPHA) <= 2 * planned["mcse"]),
+                     "permutation_within_2_mcse_of_5pct": bool(abs(emp["rejection_rate"] - ALPHA) <= 2 * emp["mcse"])}
+    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "nulls": out}
+
+
+PARTS = {"precision": (part_precision, "plan_precision.json"), "power_icc": (part_power_icc, "plan_power_icc.json"),
+         "power_table2": (part_power_table2, "plan_power_table2.json"), "null": (part_null, "plan_null.json")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", choices=sorted(PARTS), required=True)
+    ap.add_argument("--n-sims", type=int, default=200, help="planner studies per design")
+    ap.add_argument("--n-fresh", type=int, default=100, help="fresh studies per point for the analysis' own test")
+    ap.add_argument("--n-perm", type=int, default=79, help="permutations of Table 4's test (79: exact size .05)")
+    ap.add_argument("--n-boot", type=int, default=200, help="resamples of the analysis' interval on fresh studies")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    fn, name = PARTS[args.part]
+    clock = Clock()
+    result = fn(args)
+    result["settings"] = vars(args)
+    result["seconds"] = clock.seconds()
+    write_json(result, OUT / name)
+    print(json.dumps(result, indent=1, default=str)[:4000])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,415 @@
+"""``modprefs plan``: how many prompts, raters and trials a study needs, by simulation, before paying for it.
+
+    modprefs plan [--pilot SOURCE [--pilot-clips clips.csv] [--pilot-map CANON=SOURCE,...]]
+                  --prompts 40,100 --raters 10:50:10 --trials 10,20
+                  [--conditions both|audio|text] [--target-ci-half-width W] [--target-icc-k T]
+                  [--target-conditions audio,text] [--assurance 0.8] [--target-power-icc-diff D]
+                  [--target-power-table2 B [--table2-term modality|modality:len_z]] [--power 0.8]
+                  [--target-agreement-half-width W] [--pay-per-hour 12] [--fee-rate 0] ...
+                  [--n-sims 200] [--seed 1] [--jobs N] [--out results/plan]
+
+Priors are the paper's (the simulator's calibrated defaults) unless ``--pilot`` gives a ratings
+source (anything ``modprefs stats --ratings`` reads; ``--pilot-map`` renames foreign columns) to fit
+them to (:mod:`modprefs.plan.pilot`). Every design of the grid is simulated
+``--n-sims`` times under each scenario (pessimistic / central / optimistic priors), analysed the fast
+way (:mod:`modprefs.plan.analysis`), and summarised (:mod:`modprefs.plan.summary`); the cheapest design
+meeting every target is recommended per scenario. Writes under ``--out``: designs.csv, recommendation.csv,
+priors.csv, plan.json, figures/*.png and report.html. Exit status: 0 a design meets the targets under
+the central priors; 3 none does (the message names the targets missed); 2 a bad argument or input.
+docs/plan.md explains the method and its validation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+EXIT_UNMET = 3
+
+
+def _number(minimum: float | None = None, strict: bool = False) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+        if not math.isfinite(value) or (minimum is not None and (value < minimum or (strict and value == minimum))):
+            bound = "" if minimum is None else f" {'>' if strict else '>='} {minimum:g}"
+            raise argparse.ArgumentTypeError(f"{raw} must be a finite number{bound}")
+        return value
+
+    return parse
+
+
+def _int(minimum: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below the minimum {minimum}")
+        return value
+
+    return parse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``plan`` options (shared by the CLI and the workflow adapter); imports nothing heavy."""
+    g = p.add_argument_group("priors")
+    g.add_argument(
+        "--pilot",
+        type=Path,
+        default=None,
+        help="pilot ratings: any source 'modprefs stats --ratings' takes (a folder of ratings/participants/trials "
+        "tables, one long or wide table, a datasets folder, ...); default: the paper's priors",
+    )
+    g.add_argument(
+        "--pilot-map",
+        action="append",
+        default=[],
+        metavar="CANON=SOURCE[,...]",
+        help="rename the pilot's foreign columns, e.g. rating=score,participant_id=worker (as 'modprefs stats --map')",
+    )
+    g.add_argument(
+        "--pilot-clips", type=Path, default=None, help="clips.csv of the pilot (clip_id, prompt_id, n_chars)"
+    )
+    g.add_argument(
+        "--quantiles", default="0.1,0.9", help="quantiles of the pessimistic / optimistic priors (default 0.1,0.9)"
+    )
+    g.add_argument(
+        "--prior-boot", type=_int(10), default=60, help="parametric-bootstrap studies for the priors' uncertainty"
+    )
+    g = p.add_argument_group("design grid")
+    g.add_argument("--prompts", default="100", help="prompt counts, e.g. 40,100 or 40:120:20 (default 100)")
+    g.add_argument("--raters", default="10:50:10", help="analysable raters per condition (default 10:50:10)")
+    g.add_argument("--trials", default="20", help="rated trials per participant, at most the prompts (default 20)")
+    g.add_argument("--conditions", default="both", help="both | audio | text (default both)")
+    g.add_argument(
+        "--clips",
+        type=Path,
+        default=None,
+        help="clips.csv whose n_chars the simulated prompts draw from (default: PRISM-like lengths)",
+    )
+    g = p.add_argument_group("targets (at least one)")
+    g.add_argument(
+        "--target-ci-half-width",
+        type=_number(),
+        default=None,
+        help="half-width of the ICC(2,k) interval the analysis reports, per target condition",
+    )
+    g.add_argument("--target-icc-k", type=_number(), default=None, help="expected ICC(2,k) per target condition")
+    g.add_argument("--target-conditions", default=None, help="conditions the ICC targets apply to (default: all run)")
+    g.add_argument(
+        "--assurance",
+        type=_number(),
+        default=0.8,
+        help="share of studies that must meet the CI half-width target (default 0.8)",
+    )
+    g.add_argument(
+        "--target-power-icc-diff",
+        type=_number(),
+        default=None,
+        help="audio - text ICC(2,1) difference Table 4's test must detect",
+    )
+    g.add_argument(
+        "--target-power-table2",
+        type=_number(),
+        default=None,
+        help="Table 2 effect (rating points, observed scale) of --table2-term to detect",
+    )
+    g.add_argument("--table2-term", default="modality", help="modality (default) or modality:len_z")
+    g.add_argument("--power", type=_number(), default=0.8, help="power the power targets need (default 0.8)")
+    g.add_argument("--alpha", type=_number(), default=0.05, help="tests' significance level (default 0.05)")
+    g.add_argument(
+        "--target-agreement-half-width",
+        type=_number(),
+        default=None,
+        help="95%% half-width of the cross-modality winner agreement",
+    )
+    g = p.add_argument_group("costs (defaults: the priors' Table 3 / pilot values)")
+    g.add_argument("--pay-per-hour", type=_number(0), default=12.0, help="pay per participant hour (paper: 12)")
+    g.add_argument("--fee-rate", type=_number(0), default=0.0, help="platform fee as a fraction of pay (default 0)")
+    for c in ("audio", "text"):
+        g.add_argument(f"--minutes-per-trial-{c}", type=_number(0, strict=True), default=None)
+        g.add_argument(f"--attention-fail-rate-{c}", type=_number(0), default=None)
+        g.add_argument(f"--incomplete-rate-{c}", type=_number(0), default=None)
+    g.add_argument("--overhead-minutes", type=_number(0), default=None, help="minutes per session besides the trials")
+    g.add_argument("--no-pay-failed", action="store_true", help="participants failing the attention check are not paid")
+    g = p.add_argument_group("simulation")
+    g.add_argument(
+        "--n-sims", type=_int(20), default=200, help="simulated studies per design and scenario (default 200)"
+    )
+    g.add_argument("--seed", type=_int(0), default=1)
+    g.add_argument("--scenarios", default="pessimistic,central,optimistic", help="which priors to plan under")
+    g.add_argument(
+        "--interval",
+        choices=("analysis", "sampling", "wald"),
+        default="analysis",
+        help="planning interval (modprefs.plan.intervals; default analysis)",
+    )
+    g.add_argument(
+        "--ci-method",
+        default=None,
+        help="the analysis' ICC CI method the interval is calibrated to (default: the analysis' default)",
+    )
+    g.add_argument("--ci-level", type=_number(), default=0.95)
+    g.add_argument(
+        "--n-boot", type=_int(20), default=100, help="resamples of the analysis' interval in the calibration"
+    )
+    g.add_argument("--n-calibration", type=_int(2), default=6, help="studies per design calibrating the interval")
+    g.add_argument(
+        "--perm-draws", type=_int(1), default=2, help="permutation draws per study for the ICC difference test"
+    )
+    g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")
+    g.add_argument("--no-cache", action="store_true")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--out", type=Path, default=Path("results/plan"), help="output folder (default results/plan)")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``modprefs plan``."""
+    p = sub.add_parser(
+        "plan",
+        help="plan a study: prompts, raters, trials and cost for precision and power targets",
+        description=__doc__.split("\n\n")[0],
+    )
+    add_arguments(p)
+    return p
+
+
+def _split(text: str, argument: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    from modprefs.plan.errors import PlanInputError
+
+    items = tuple(x.strip() for x in str(text).split(",") if x.strip())
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise PlanInputError(f"{argument}: {bad or text!r} not among {list(allowed)}")
+    return items
+
+
+def _quantiles(text: str) -> tuple[float, float]:
+    from modprefs.plan.errors import PlanInputError
+
+    try:
+        lo, hi = (float(x) for x in str(text).split(","))
+    except ValueError:
+        raise PlanInputError(f"--quantiles: {text!r} is not two numbers 'lo,hi'") from None
+    if not 0 < lo < 0.5 < hi < 1:
+        raise PlanInputError(f"--quantiles: need 0 < lo < 0.5 < hi < 1, got {lo}, {hi}")
+    return lo, hi
+
+
+def plan_from_args(args: argparse.Namespace) -> int:
+    """Run a plan from parsed options; writes the outputs; returns the exit status (see the module docstring)."""
+    from modprefs.io import write_csv, write_json, write_markdown_table, write_text
+    from modprefs.plan.engine import SimSettings, cached_object
+    from modprefs.plan.grid import CONDITION_CHOICES, Costs, Targets, design_grid, parse_int_list
+    from modprefs.plan.planner import make_plan
+    from modprefs.plan.priors import SCENARIOS, paper_priors
+    from modprefs.plan.report import figures, plan_report_html, recommendation_lines
+
+    t0 = time.perf_counter()
+    designs = design_grid(
+        parse_int_list(args.prompts, "--prompts", 2),
+        parse_int_list(args.raters, "--raters", 2),
+        parse_int_list(args.trials, "--trials", 1),
+        args.conditions,
+    )
+    conditions = CONDITION_CHOICES[args.conditions]
+    target_conditions = (
+        conditions
+        if args.target_conditions is None
+        else _split(args.target_conditions, "--target-conditions", conditions)
+    )
+    targets = Targets(
+        ci_half_width=args.target_ci_half_width,
+        icc_k=args.target_icc_k,
+        icc_diff=args.target_power_icc_diff,
+        table2_effect=args.target_power_table2,
+        table2_term=args.table2_term,
+        agreement_half_width=args.target_agreement_half_width,
+        target_conditions=target_conditions,
+        assurance=args.assurance,
+        power=args.power,
+        alpha=args.alpha,
+        ci_level=args.ci_level,
+    )
+    targets.check(conditions)
+    costs = Costs(
+        pay_per_hour=args.pay_per_hour,
+        fee_rate=args.fee_rate,
+        overhead_minutes=args.overhead_minutes,
+        minutes_per_trial={c: v for c in conditions if (v := getattr(args, f"minutes_per_trial_{c}")) is not None},
+        attention_fail_rate={c: v for c in conditions if (v := getattr(args, f"attention_fail_rate_{c}")) is not None},
+        incomplete_rate={c: v for c in conditions if (v := getattr(args, f"incomplete_rate_{c}")) is not None},
+        pay_failed=not args.no_pay_failed,
+    )
+    costs.check()
+    scenarios = _split(args.scenarios, "--scenarios", SCENARIOS)
+    quantiles = _quantiles(args.quantiles)
+    from modprefs.plan.intervals import ANALYSIS_CI_METHOD
+    from modprefs.stats.icc_ci import CI_METHODS
+
+    ci_method = args.ci_method or ANALYSIS_CI_METHOD
+    if ci_method not in CI_METHODS:
+        from modprefs.plan.errors import PlanInputError
+
+        raise PlanInputError(f"--ci-method: {ci_method!r} is not one of {list(CI_METHODS)}")
+    settings = SimSettings(
+        n_sims=args.n_sims,
+        seed=args.seed,
+        interval=args.interval,
+        ci_method=ci_method,
+        n_calibration=args.n_calibration,
+        n_boot=args.n_boot,
+        ci_level=args.ci_level,
+        perm_draws=args.perm_draws,
+        table2=targets.table2_effect is not None,
+    )
+    cache = None if args.no_cache else (args.cache or args.out / "cache")
+    if args.pilot is not None:
+        from modprefs.plan.pilot import pilot_priors, read_pilot
+        from modprefs.ratings.sources import parse_column_map
+
+        pilot = read_pilot(args.pilot, args.pilot_clips, parse_column_map(args.pilot_map))
+        payload = {
+            "pilot": [
+                pilot.ratings.to_json(),
+                pilot.participants.to_json(),
+                None if pilot.trials is None else pilot.trials.to_json(),
+                None if pilot.clips is None else pilot.clips.to_json(),
+            ],
+            "seed": args.seed,
+            "boot": args.prior_boot,
+            "q": quantiles,
+        }
+        priors = cached_object(cache, payload, lambda: pilot_priors(pilot, args.seed, args.prior_boot, quantiles))
+    else:
+        payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles}
+        priors = cached_object(cache, payload, lambda: paper_priors(args.seed, args.prior_boot, quantiles))
+    if args.clips is not None:
+        priors = dataclasses.replace(priors, lengths_pool=_lengths_pool(args.clips))
+    result = make_plan(
+        priors,
+        designs,
+        targets,
+        costs,
+        settings,
+        scenarios,
+        jobs=args.jobs,
+        cache_dir=cache,
+        progress=not args.no_progress,
+    )
+    out = args.out
+    write_csv(result.table, out / "designs.csv")
+    shown = [
+        c
+        for c in result.table.columns
+        if not c.endswith("_mcse") and not c.startswith("meets_") and not c.startswith("interval_factor")
+    ]
+    write_markdown_table(
+        result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)", floatfmt=".3g"
+    )
+    write_csv(result.recommendations, out / "recommendation.csv")
+    write_csv(priors.table, out / "priors.csv")
+    figs = figures(result, targets, out / "figures")
+    config = {
+        "command": "modprefs plan",
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("func",)},
+    }
+    write_text(plan_report_html(result, priors, targets, figs, config), out / "report.html")
+    lines = recommendation_lines(result)
+    write_json(
+        {
+            "statement": result.statement,
+            "recommendation": lines,
+            "priors_source": priors.source,
+            "priors_notes": priors.notes,
+            "settings": dataclasses.asdict(settings),
+            "targets": dataclasses.asdict(targets),
+            "costs": dataclasses.asdict(costs),
+            "unmet": result.unmet,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "n_designs": len(designs),
+            "scenarios": list(scenarios),
+        },
+        out / "plan.json",
+    )
+    print(result.statement)
+    for note in priors.notes:
+        print(note)
+    for line in lines:
+        print(line)
+    print(f"wrote {out}/designs.csv, recommendation.csv, priors.csv, plan.json, figures/ and report.html")
+    main_scenario = "central" if "central" in scenarios else scenarios[0]
+    if main_scenario in result.unmet:
+        print(
+            f"error: no design in the grid meets every target under the {main_scenario} priors: "
+            + "; ".join(result.unmet[main_scenario])
+            + ". Widen the grid (--prompts/--raters/--trials) or relax "
+            "the targets.",
+            file=sys.stderr,
+        )
+        return EXIT_UNMET
+    return 0
+
+
+def _lengths_pool(path: Path):
+    import numpy as np
+    import pandas as pd
+
+    from modprefs.plan.errors import PlanInputError
+
+    if not path.is_file():
+        raise PlanInputError(f"--clips: {path} does not exist")
+    clips = pd.read_csv(path, dtype={"clip_id": str, "prompt_id": str})
+    missing = [c for c in ("clip_id", "prompt_id", "n_chars") if c not in clips.columns]
+    if missing:
+        raise PlanInputError(f"--clips: {path} lacks column(s) {missing}")
+    response = clips["clip_id"].str.extract(r"_([01])$")[0]
+    if "response" in clips.columns:
+        response = clips["response"].astype(str)
+    wide = clips.assign(response=response).pivot_table(index="prompt_id", columns="response", values="n_chars")
+    if not {"0", "1"} <= set(map(str, wide.columns)):
+        raise PlanInputError(f"--clips: {path} needs both responses (_0 and _1) of each prompt")
+    wide.columns = [str(c) for c in wide.columns]
+    wide = wide[["0", "1"]].dropna()
+    return np.asarray(wide.to_numpy(float))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``modprefs plan``; expected errors print their message (naming the argument) and return 2."""
+    from modprefs.errors import UserInputError
+
+    try:
+        return plan_from_args(args)
+    except UserInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def options_from_config(block: dict | None) -> list[str]:
+    """The workflow's ``plan:`` config block as ``modprefs plan`` arguments (keys are the long options
+    with ``_`` for ``-``; ``true`` flags are given bare, ``false`` / null ones left out)."""
+    argv: list[str] = []
+    for key, value in (block or {}).items():
+        flag = "--" + str(key).replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, dict):  # a column map: {canonical: source}
+            argv += [flag, ",".join(f"{k}={v}" for k, v in value.items())]
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, ",".join(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return argv

@@ -1,0 +1,181 @@
+"""The planner's engine, interval and summary: determinism, caching, workers, Wald SEs, power and recommendation."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modprefs.plan.analysis import condition_record, icc_design
+from modprefs.plan.engine import SimSettings, Task, run_tasks, task_key
+from modprefs.plan.fastsim import simulate_study
+from modprefs.plan.grid import Design
+from modprefs.plan.intervals import fit_ratio_model, predicted_half_widths, wald_half_width
+from modprefs.plan.layout import balanced_layout, prism_like_lengths
+from modprefs.plan.summary import icc_diff_power, recommend, table2_power, wilson_half_width
+from modprefs.plan.wald import logit_interval
+from modprefs.ratings.simulate import SimulationParams
+
+SETTINGS = SimSettings(n_sims=6, seed=3, interval="analysis", n_calibration=2, n_boot=20, perm_draws=1)
+DESIGN = Design(12, 8, 6, ("audio", "text"))
+
+
+def _tasks():
+    p = SimulationParams()
+    return [Task("central", "main", p, DESIGN, SETTINGS), Task("central", "icc_diff", p, DESIGN, SETTINGS)]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
+
+
+def test_results_do_not_depend_on_workers_or_cache(tmp_path):
+    one = run_tasks(_tasks(), jobs=1)
+    two = run_tasks(_tasks(), jobs=2, cache_dir=tmp_path)
+    cached = run_tasks(_tasks(), jobs=1, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("*.npz"))) == 2
+    for a, b, c in zip(one, two, cached):
+        assert _same(a, b) and _same(a, c)
+    assert "perm" in one[1] and one[1]["perm"].size == SETTINGS.n_sims
+    assert "cal_analysis:audio" in one[0] and one[0]["cal_analysis:audio"].size == 2
+
+
+def test_first_studies_do_not_depend_on_n_sims():
+    small = run_tasks([Task("central", "main", SimulationParams(), DESIGN, dataclasses.replace(SETTINGS, n_sims=3))])[0]
+    full = run_tasks([_tasks()[0]])[0]
+    assert np.array_equal(small["rec:icc1_audio"], full["rec:icc1_audio"][:3])
+
+
+def test_cache_key_changes_with_params_design_and_settings():
+    base = _tasks()[0]
+    keys = {
+        task_key(base),
+        task_key(dataclasses.replace(base, params=dataclasses.replace(base.params, var_clip_audio=900.0))),
+        task_key(dataclasses.replace(base, design=Design(12, 9, 6))),
+        task_key(dataclasses.replace(base, settings=dataclasses.replace(SETTINGS, seed=4))),
+    }
+    assert len(keys) == 4
+    assert task_key(base) == task_key(_tasks()[0])
+
+
+def _gaussian() -> SimulationParams:
+    return dataclasses.replace(
+        SimulationParams(),
+        clip_ratings=False,
+        tie_mode="threshold",
+        clip_df=math.inf,
+        resid_df=math.inf,
+        resid_scale_cv=0.0,
+        rho_clip_within_prompt_audio=0.0,
+        rho_clip_within_prompt_text=0.0,
+    )
+
+
+def test_wald_se_matches_the_sampling_sd_under_a_gaussian_lmm():
+    """Under the model the Wald SEs assume, RMS(SE) ~ the SD of the estimates over studies (within 20 %)."""
+    p = _gaussian()
+    icc1, se1, icck, sek = [], [], [], []
+    for s in range(80):
+        rng = np.random.default_rng([5, s])
+        study = simulate_study(p, balanced_layout(40, 20, 10, ("audio",), rng), prism_like_lengths(40, rng), rng)
+        rec, _ = condition_record(study.ratings["audio"])
+        icc1.append(rec["icc1"]), se1.append(rec["se1"]), icck.append(rec["icck"]), sek.append(rec["sek"])
+    for est, se in ((icc1, se1), (icck, sek)):
+        ratio = np.std(est, ddof=1) / math.sqrt(np.nanmean(np.square(se)))
+        assert 0.8 < ratio < 1.25, ratio
+
+
+def test_wald_se_is_too_small_for_the_paper_calibration():
+    """The reason the planner rescales it: heavy tails and clipping make the Gaussian SE too small."""
+    icck, sek = [], []
+    for s in range(60):
+        rng = np.random.default_rng([6, s])
+        study = simulate_study(
+            SimulationParams(), balanced_layout(60, 30, 20, ("audio",), rng), prism_like_lengths(60, rng), rng
+        )
+        rec, _ = condition_record(study.ratings["audio"])
+        icck.append(rec["icck"]), sek.append(rec["sek"])
+    assert np.std(icck, ddof=1) / math.sqrt(np.nanmean(np.square(sek))) > 1.3
+
+
+def test_logit_interval_and_half_widths():
+    lo, hi = logit_interval(np.array([0.5, 0.9, 1.0]), np.array([0.05, 0.05, 0.05]), 1.96)
+    assert lo[0] == pytest.approx(0.5 - (hi[0] - 0.5)) and 0 < lo[1] < 0.9 < hi[1] < 1
+    assert np.isnan(lo[2])
+    icck = np.array([0.7, 0.8, 0.75, 0.72])
+    sek = np.array([0.03, 0.02, 0.025, 0.03])
+    wald = wald_half_width(icck, sek, 0.95)
+    hw, f = predicted_half_widths(icck, sek, "analysis", 0.95, 1.5)
+    assert f == 1.5 and np.allclose(hw, 1.5 * wald)
+    hw, f = predicted_half_widths(icck, sek, "sampling", 0.95)
+    assert f == pytest.approx(np.std(icck, ddof=1) / math.sqrt(np.mean(sek**2)))
+    with pytest.raises(ValueError, match="calibrated ratio"):
+        predicted_half_widths(icck, sek, "analysis", 0.95, None)
+
+
+def test_ratio_model_recovers_a_power_law():
+    rng = np.random.default_rng(0)
+    designs = np.array([[p, r, t] for p in (40, 100) for r in (10, 20, 40) for t in (10, 20)] * 6, float)
+    truth = 0.9 * designs[:, 1] ** 0.2 * designs[:, 0] ** -0.1
+    model = fit_ratio_model(designs, np.log(truth) + 0.01 * rng.standard_normal(len(designs)))
+    assert model(np.array([[60, 30, 15]]))[0] == pytest.approx(0.9 * 30**0.2 * 60**-0.1, rel=0.02)
+
+
+def test_wilson_half_width():
+    assert wilson_half_width(np.array([0.5]), np.array([100]))[0] == pytest.approx(0.0960, abs=5e-4)
+    assert np.isnan(wilson_half_width(np.array([0.5]), np.array([0]))[0])
+
+
+def test_table2_power_location_shift():
+    rng = np.random.default_rng(1)
+    rec = {"rec:t2_modality_b": rng.normal(-6, 2, 4000), "rec:t2_modality_se": np.full(4000, 2.0)}
+    # |b|/se > 1.96 with b ~ N(effect, 2): power = Phi(effect/2 - 1.96) + Phi(-effect/2 - 1.96)
+    from scipy import stats
+
+    for effect in (0.0, 4.0, -8.0):
+        want = stats.norm.cdf(abs(effect) / 2 - 1.96) + stats.norm.cdf(-abs(effect) / 2 - 1.96)
+        assert table2_power(rec, "modality", effect, 0.05)[0] == pytest.approx(want, abs=0.025)
+
+
+def test_icc_diff_power_uses_the_permutation_spread():
+    rng = np.random.default_rng(2)
+    n = 4000
+    se = np.full(n, 0.05)
+    alt = {
+        "rec:diff1": rng.normal(0.0, 0.05, n),
+        "rec:se1_audio": se / math.sqrt(2),
+        "rec:se1_text": se / math.sqrt(2),
+        "perm": rng.normal(0.0, 0.05, 2 * n),
+    }
+    power, _, crit = icc_diff_power(alt, 0.05)
+    assert crit == pytest.approx(1.96, rel=0.03) and power == pytest.approx(0.05, abs=0.012)
+    alt["perm"] = rng.normal(0.0, 0.025, 2 * n)  # a permutation null half as wide: the test rejects more
+    power, _, crit = icc_diff_power(alt, 0.05)
+    assert crit == pytest.approx(0.98, rel=0.03) and power > 0.25
+
+
+def test_recommend_picks_the_cheapest_design_meeting_all():
+    table = pd.DataFrame(
+        {
+            "prompts": [40, 40, 80],
+            "raters": [10, 20, 10],
+            "cost": [100.0, 200.0, 150.0],
+            "ratings": [400, 800, 400],
+            "meets_all": [False, True, True],
+        }
+    )
+    assert recommend(table)["cost"] == 150.0
+    assert recommend(table.assign(meets_all=False)) is None
+
+
+def test_icc_design_standardises_trial_within_rows():
+    rng = np.random.default_rng(3)
+    study = simulate_study(
+        SimulationParams(), balanced_layout(10, 6, 5, ("text",), rng), prism_like_lengths(10, rng), rng
+    )
+    d = icc_design(study.ratings["text"])
+    assert d.terms == ("presented_first", "trial_z")
+    assert d.X[:, 2].mean() == pytest.approx(0.0, abs=1e-12) and d.X[:, 2].std(ddof=1) == pytest.approx(1.0)

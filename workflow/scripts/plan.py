@@ -1,0 +1,29 @@
+"""Snakemake adapter: the `plan:` config block -> `modprefs plan` -> results/plan/ (designs, recommendation, report).
+
+A design grid that meets no target still writes every output (recommendation.csv says so and the log
+warns); a bad option fails the job with the message naming it (no traceback).
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+from modprefs.plan.cli import EXIT_UNMET, add_arguments, options_from_config, plan_from_args  # noqa: E402
+from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
+
+
+def main(sm) -> None:
+    setup_logging(sm)
+    parser = argparse.ArgumentParser(prog="plan (config key plan)")
+    add_arguments(parser)
+    argv = options_from_config(sm.params.options) + ["--out", sm.params.out, "--jobs", str(sm.threads), "--no-progress"]
+    logging.info("modprefs plan %s", " ".join(argv))
+    if plan_from_args(parser.parse_args(argv)) == EXIT_UNMET:
+        logging.warning("no design in the grid meets every target under the central priors: see %s",
+                        sm.output.recommendation)
+
+
+run_adapter(main, snakemake)  # noqa: F821
