@@ -179,3 +179,37 @@ def test_icc_design_standardises_trial_within_rows():
     d = icc_design(study.ratings["text"])
     assert d.terms == ("presented_first", "trial_z")
     assert d.X[:, 2].mean() == pytest.approx(0.0, abs=1e-12) and d.X[:, 2].std(ddof=1) == pytest.approx(1.0)
+
+
+def test_calibration_designs_span_the_grid():
+    """At most `limit` designs calibrate the interval: the smallest, the largest, and a maximin spread that
+    reaches every dimension's extremes; a grid no larger than the limit is calibrated whole."""
+    from modprefs.plan.grid import design_grid
+    from modprefs.plan.intervals import calibration_designs
+
+    grid = design_grid([50, 100], [20, 30, 40, 50, 60, 70], [10, 20], "both")
+    sizes = np.array([[d.prompts, d.raters, d.trials] for d in grid], float)
+    chosen = calibration_designs(sizes, 6)
+    assert len(chosen) == 6 == len(set(chosen))
+    assert int(np.argmin(sizes.prod(axis=1))) in chosen and int(np.argmax(sizes.prod(axis=1))) in chosen
+    for j in range(3):
+        assert set(sizes[chosen, j]) >= {sizes[:, j].min(), sizes[:, j].max()}, j
+    assert calibration_designs(sizes[:4], 6) == [0, 1, 2, 3]
+    assert calibration_designs(sizes, 6) == chosen  # deterministic
+
+
+def test_uncalibrated_designs_take_the_ratio_model(tmp_path):
+    """make_plan calibrates only the chosen designs; every design still gets an interval factor."""
+    from modprefs.plan.grid import Costs, Targets
+    from modprefs.plan.planner import make_plan
+    from modprefs.plan.priors import paper_priors
+
+    designs = [Design(12, r, 6, ("audio", "text")) for r in (8, 12, 16)]
+    settings = dataclasses.replace(SETTINGS, n_sims=8, n_calibration=4, calibration_designs=2)
+    priors = paper_priors(seed=1, n_boot=4)
+    result = make_plan(priors, designs, Targets(ci_half_width=0.3, target_conditions=("audio",)), Costs(),
+                       settings, ("central",), cache_dir=tmp_path)
+    factors = result.table["interval_factor_audio"].to_numpy()
+    assert np.isfinite(factors).all() and (factors > 0).all()
+    cached = [dict(np.load(f)) for f in sorted(tmp_path.glob("*.npz"))]
+    assert sum("cal_analysis:audio" in c for c in cached) == 2 and len(cached) == 3

@@ -165,6 +165,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--n-calibration", type=_int(2), default=6, help="studies per design calibrating the interval")
     g.add_argument(
+        "--calibration-designs",
+        type=_int(1),
+        default=6,
+        help="designs of the grid that calibrate the interval, spread over it (default 6; the rest use the ratio "
+        "model)",
+    )
+    g.add_argument(
         "--perm-draws", type=_int(1), default=2, help="permutation draws per study for the ICC difference test"
     )
     g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
@@ -269,6 +276,7 @@ def plan_from_args(args: argparse.Namespace) -> int:
         interval=args.interval,
         ci_method=ci_method,
         n_calibration=args.n_calibration,
+        calibration_designs=args.calibration_designs,
         n_boot=args.n_boot,
         ci_level=args.ci_level,
         perm_draws=args.perm_draws,

@@ -51,8 +51,10 @@ class SimSettings:
     """How each design is simulated and analysed (see :mod:`modprefs.plan.intervals` for the interval).
 
     n_sims: simulated studies per design and kind; seed: the planner's seed; interval: the planning
-    interval; ci_method / n_boot / n_calibration: the analysis' interval and how many studies
-    calibrate the planning interval against it (``interval="analysis"``); ci_level: interval coverage;
+    interval; ci_method / n_boot / n_calibration / calibration_designs: the analysis' interval, how
+    many studies of a design calibrate the planning interval against it (``interval="analysis"``) and
+    on how many designs of the grid (:func:`modprefs.plan.intervals.calibration_designs`); ci_level:
+    interval coverage;
     perm_draws: permutation draws per study for the ICC-difference test; table2: fit Table 2's model.
     """
 
@@ -61,6 +63,7 @@ class SimSettings:
     interval: str = "analysis"
     ci_method: str = ANALYSIS_CI_METHOD
     n_calibration: int = 6
+    calibration_designs: int = 6
     n_boot: int = 100
     ci_level: float = 0.95
     perm_draws: int = 2

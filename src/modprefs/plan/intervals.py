@@ -7,8 +7,10 @@ half-width is then put on the scale of the interval the lab will actually see. T
 (``--interval``):
 
 ``analysis`` (default)
-    Per design, the analysis' own interval (:data:`ANALYSIS_CI_METHOD`, ``n_boot`` resamples) is
-    computed on the first ``n_calibration`` simulated studies. The ratio analysis / Wald half-width
+    On up to ``calibration_designs`` designs spread over the grid (:func:`calibration_designs`: the
+    smallest and largest first, then greedily the design farthest from those chosen, in log size),
+    the analysis' own interval (:data:`ANALYSIS_CI_METHOD`, ``n_boot`` resamples) is computed on the
+    first ``n_calibration`` simulated studies. The ratio analysis / Wald half-width
     depends on the design (the paper's ratings are heavy-tailed and clipped, so how far the Gaussian
     SE is off depends on the numbers of clips and raters), so it is modelled across the grid:
     log ratio = a + b log(raters) + c log(trials) + d log(prompts), least squares over every
@@ -122,3 +124,30 @@ def predicted_half_widths(icck: np.ndarray, sek: np.ndarray, interval: str, leve
     if analysis_ratio is None or not math.isfinite(analysis_ratio):
         raise ValueError("the 'analysis' interval needs the design's calibrated ratio")
     return wald * analysis_ratio, float(analysis_ratio)
+
+
+def calibration_designs(sizes: np.ndarray, limit: int) -> list[int]:
+    """Indices of at most ``limit`` designs that calibrate the ratio model, spread over the grid.
+
+    Args:
+        sizes: (n, 3) [prompts, raters, trials] of the grid's designs.
+        limit: how many designs to calibrate (every design when the grid has no more).
+
+    The calibration is what the planner spends most on (the analysis' interval refits the model
+    hundreds of times per study), and the ratio model has four coefficients, so a few designs that
+    span the grid suffice: the smallest and the largest, then, greedily, the design whose log sizes
+    are farthest (Euclidean) from every design chosen so far (a maximin design; ties: grid order).
+    """
+    sizes = np.asarray(sizes, float)
+    n = sizes.shape[0]
+    if n <= limit:
+        return list(range(n))
+    x = np.log(sizes)
+    total = x.sum(axis=1)
+    chosen = [int(np.argmin(total)), int(np.argmax(total))]
+    chosen = list(dict.fromkeys(chosen))
+    while len(chosen) < limit:
+        dist = np.min(np.linalg.norm(x[:, None, :] - x[None, chosen, :], axis=2), axis=1)
+        dist[chosen] = -1.0
+        chosen.append(int(np.argmax(dist)))
+    return sorted(chosen)

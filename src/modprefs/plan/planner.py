@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ import pandas as pd
 from modprefs.plan.engine import SimSettings, Task, run_tasks
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.grid import Costs, Design, Targets
-from modprefs.plan.intervals import fit_ratio_model
+from modprefs.plan.intervals import calibration_designs, fit_ratio_model
 from modprefs.plan.priors import SCENARIOS, Priors, icc_diff_params
 from modprefs.plan.summary import recommend, shortfalls, summarise
 
@@ -71,13 +72,16 @@ def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Co
 
         raise PlanInputError(f"--prompts: {max(d.prompts for d in designs)} prompts exceed the {len(pool)} prompts "
                              "whose lengths the clips table gives")
+    sizes = np.array([[d.prompts, d.raters, d.trials] for d in designs], float)
+    calibrated = {designs[i] for i in calibration_designs(sizes, settings.calibration_designs)}
+    uncalibrated = dataclasses.replace(settings, n_calibration=0)
     tasks: list[Task] = []
     index = []
     for s in scenarios:
         params = priors.scenarios[s]
         alt_params = icc_diff_params(params, priors, targets.icc_diff) if targets.icc_diff is not None else None
         for d in designs:
-            tasks.append(Task(s, "main", params, d, settings, pool))
+            tasks.append(Task(s, "main", params, d, settings if d in calibrated else uncalibrated, pool))
             index.append((s, d, "main"))
             if alt_params is not None:
                 tasks.append(Task(s, "icc_diff", alt_params, d, settings, pool))
