@@ -381,7 +381,7 @@ def one_seed(seed: int, params: SimulationParams, intervals: bool = False) -> di
 
 def _icc_intervals(ratings: pd.DataFrame, parts: pd.DataFrame, stim: pd.DataFrame, seed: int, out: dict) -> None:
     """ICC CI widths (stimulus bootstrap, the paper's method; 200 resamples) and permutation p (100 permutations)."""
-    from modprefs.stats.icc import icc_by_condition
+    from modprefs.stats.icc_ci import icc_by_condition
     from modprefs.stats.reliability import icc_permutation_test
 
     icc = icc_by_condition(ratings, parts, n_boot=200, seed=seed, stimuli=stim).set_index("condition")

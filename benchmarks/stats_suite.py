@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.stats.analyses import ANALYSES  # noqa: E402
-from modprefs.stats.icc import icc_by_condition  # noqa: E402
+from modprefs.stats.icc_ci import icc_by_condition  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
 from test_recovery import paper_stimuli  # noqa: E402
 

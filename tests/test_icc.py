@@ -17,11 +17,10 @@ from modprefs.stats.icc import (
     analysable_ratings,
     condition_design,
     fit_crossed_intercepts_statsmodels,
-    icc_by_condition,
     icc_from_components,
     resample_clips,
 )
-from modprefs.stats.icc_ci import icc_with_ci
+from modprefs.stats.icc_ci import icc_by_condition, icc_with_ci
 from modprefs.stats.reml import fit_crossed_intercepts
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,6 @@ from modprefs.stats.icc import (
     _fit_iccs,
     analysable_ratings,
     condition_design,
-    icc_by_condition,
     icc_for_design,
 )
 from modprefs.stats.icc_ci import (
@@ -30,6 +29,7 @@ from modprefs.stats.icc_ci import (
     bootstrap_iccs,
     ci_method_label,
     crossed_blups,
+    icc_by_condition,
     icc_with_ci,
     interval_from_boot,
     jackknife_iccs,

@@ -7,7 +7,8 @@ import pytest
 
 from lme4_reference import lme4_fit, require_lme4
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.icc import analysable_ratings, condition_design, icc_by_condition, icc_from_components
+from modprefs.stats.icc import analysable_ratings, condition_design, icc_from_components
+from modprefs.stats.icc_ci import icc_by_condition
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 

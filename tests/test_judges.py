@@ -198,7 +198,7 @@ def test_killed_run_resumes_without_repeats(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"}
     with FaultServer(fault_rate=0.3, faults=["429", "500", "zero", "eighty"], latency_s=0.05, seed=5) as srv:
         (tmp_path / "cfg.json").write_text(json.dumps(config(srv, samples_per_item=4, max_concurrency=2)))
-        cmd = [sys.executable, "-m", "modprefs.judges.client", "--items", str(tmp_path / "items.json"),
+        cmd = [sys.executable, "-m", "modprefs.judges.dispatch", "--items", str(tmp_path / "items.json"),
                "--config", str(tmp_path / "cfg.json"), "--out", str(out)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
@@ -273,7 +273,8 @@ def test_cli_yaml_config_and_table(tmp_path):
             "judges:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cfg.items())
         )
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        done = subprocess.run([sys.executable, "-m", "modprefs.judges.client", "--items", str(tmp_path / "items.json"),
+        done = subprocess.run([sys.executable, "-m", "modprefs.judges.dispatch", "--items",
+                               str(tmp_path / "items.json"),
                                "--config", str(tmp_path / "config.yaml"), "--out", str(tmp_path / "out"),
                                "--table", str(tmp_path / "ratings.csv")], env=env, capture_output=True, text=True,
                               timeout=60)

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from modprefs.config_files import ConfigError, ConfigSource, dotted, format_problems
+from modprefs.config_files import ConfigError, ConfigSource, dataclass_kwargs, dotted, format_problems
 
 __all__ = ["ConfigError", "check_config", "dataclass_kwargs", "schema_errors", "validate_config"]
 
@@ -116,8 +116,8 @@ def _strip(err: Exception, prefix: str) -> str:
 def _judges_problems(judges: Mapping[str, Any]) -> list[Problem]:
     """Relations the judge settings' own validators check (min_raters <= max_raters, ranges, ...)."""
     from modprefs.judges.allocation import AllocationConfig
-    from modprefs.judges.client import JudgeSetupError
     from modprefs.judges.local import LocalJudgeConfig
+    from modprefs.judges.types import JudgeSetupError
 
     problems: list[Problem] = []
     try:
@@ -223,19 +223,3 @@ def validate_config(config: dict[str, Any], schema_path: str | Path,
     problems = _schema_problems(config, schema_path)
     if problems:
         raise ConfigError(format_problems(problems, sources))
-
-
-def dataclass_kwargs(cls: type, mapping: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
-    """``mapping`` as keyword arguments for the dataclass ``cls``; an unknown key is an error naming ``where``.
-
-    A typo in a config block must stop the run, not be ignored: ``where`` is the block's dotted key
-    (e.g. ``judges.allocation``).
-    """
-    import dataclasses
-
-    values = dict(mapping or {})
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - names)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
-    return values

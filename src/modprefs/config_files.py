@@ -12,6 +12,7 @@ empty file or a file that is not a mapping reported as such (Snakemake's own mes
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -161,3 +162,17 @@ def exit_on_user_error() -> Iterator[None]:
     except UserInputError as err:
         print(f"modprefs: error: {err}", file=sys.stderr)
         sys.exit(1)
+
+
+def dataclass_kwargs(cls: type, mapping: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """``mapping`` as keyword arguments for the dataclass ``cls``; an unknown key is an error naming ``where``.
+
+    A typo in a config block must stop the run, not be ignored: ``where`` is the block's dotted key
+    (e.g. ``judges.allocation``).
+    """
+    values = dict(mapping or {})
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+    return values

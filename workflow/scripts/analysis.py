@@ -14,15 +14,15 @@ from modprefs.stats.outputs import write_result  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
-def main(sm) -> None:  # noqa: ANN001
-    setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
-    inputs = {name: path for name, path in sm.input.items() if str(path).endswith(".csv")}
+def main(smk) -> None:  # noqa: ANN001
+    setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
+    inputs = {name: path for name, path in smk.input.items() if str(path).endswith(".csv")}
     study = read_study({k: v for k, v in inputs.items() if k != "assignments"}, design=inputs.get("assignments"))
-    params = dict(sm.params.items())
-    if "modality_terms" in sm.input.keys():  # the justification analysis' stop list (an input, so edits rerun it)
-        params["modality_terms"] = sm.input.modality_terms
+    params = dict(smk.params.items())
+    if "modality_terms" in smk.input.keys():  # the justification analysis' stop list (an input, so edits rerun it)
+        params["modality_terms"] = smk.input.modality_terms
     result = run_analysis(params.pop("analysis"), study.tables, params, study.present)
-    write_result(result, dict(sm.output.items()))
+    write_result(result, dict(smk.output.items()))
 
 
 if __name__ == "__main__" and "snakemake" in globals():

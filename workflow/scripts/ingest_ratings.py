@@ -18,13 +18,13 @@ from modprefs.ratings.read import read_stimuli  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
-def main(snakemake) -> None:  # noqa: ANN001
-    setup_logging(snakemake, fmt="%(asctime)s %(levelname)s %(message)s", filemode="w")
+def main(smk) -> None:  # noqa: ANN001
+    setup_logging(smk, fmt="%(asctime)s %(levelname)s %(message)s", filemode="w")
     log = logging.getLogger("ingest_ratings")
-    stimuli = read_stimuli(snakemake.input.stimuli)
-    design = read_table(snakemake.input.assignments, allow_empty=True)
-    valid = ingest_ratings(snakemake.params.source, stimuli, dict(snakemake.params.columns or {}), design)
-    write_valid(valid, dict(zip(("ratings", "trials", "participants"), snakemake.output[:3])))
+    stimuli = read_stimuli(smk.input.stimuli)
+    design = read_table(smk.input.assignments, allow_empty=True)
+    valid = ingest_ratings(smk.params.source, stimuli, dict(smk.params.columns or {}), design)
+    write_valid(valid, dict(zip(("ratings", "trials", "participants"), smk.output[:3])))
     for note in valid.notes:
         log.info("note: %s", note)
     log.info("validated and wrote %s", ", ".join(f"{len(df)} {n}" for n, df in valid.tables.items()))

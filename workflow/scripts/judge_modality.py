@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.judges.client import run_judges  # noqa: E402
+from modprefs.judges.dispatch import run_judges  # noqa: E402
 from modprefs.judges.items import attention_check_items, study_items  # noqa: E402
 from modprefs.speech.clips import read_attention_check  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402

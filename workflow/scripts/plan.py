@@ -15,15 +15,16 @@ from modprefs.plan.cli import EXIT_UNMET, add_arguments, options_from_config, pl
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
-def main(sm) -> None:
-    setup_logging(sm)
+def main(smk) -> None:
+    setup_logging(smk)
     parser = argparse.ArgumentParser(prog="plan (config key plan)")
     add_arguments(parser)
-    argv = options_from_config(sm.params.options) + ["--out", sm.params.out, "--jobs", str(sm.threads), "--no-progress"]
+    argv = options_from_config(smk.params.options)
+    argv += ["--out", smk.params.out, "--jobs", str(smk.threads), "--no-progress"]
     logging.info("modprefs plan %s", " ".join(argv))
     if plan_from_args(parser.parse_args(argv)) == EXIT_UNMET:
         logging.warning("no design in the grid meets every target under the central priors: see %s",
-                        sm.output.recommendation)
+                        smk.output.recommendation)
 
 
 run_adapter(main, snakemake)  # noqa: F821

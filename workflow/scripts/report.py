@@ -1,4 +1,4 @@
-"""Snakemake adapter: every table (CSV, titled by its Markdown twin) and figure -> report.html."""
+"""Snakemake adapter: every table, figure, reward model and method check -> report.html (modprefs.report)."""
 
 import logging
 import sys
@@ -7,75 +7,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.io import write_text  # noqa: E402
-from modprefs.io_tables import read_table  # noqa: E402
-from modprefs.report.html import (  # noqa: E402
-    build_report,
-    coverage_note,
-    coverage_table,
-    judges_note,
-    markdown_title,
-    table2_note,
-    table2_null_table,
-)
+from modprefs.report.workflow_report import workflow_report  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
-SIMULATED_NOTE = ("The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
-                  "crossed random-effects model calibrated to the paper, not human judgments. Point "
-                  "ratings.source at collected ratings to analyse a real study.")
 
-
-def reward_title(path: Path) -> str:
-    """'Reward models: <md title>' for the summary tables; 'Reward model <run>: <table>' for one run's."""
-    title = markdown_title(path.with_suffix(".md"))
-    if path.parent.name == "summary":
-        return f"Reward models: {title or path.stem.replace('_', ' ')}"
-    return f"Reward model {path.parents[1].name}: {path.stem.replace('_', ' ')}"
-
-
-def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
-    """The benchmark tables behind the notes on the ICC intervals and Table 2 (where they were run)."""
-    items = []
-    table = coverage_table(coverage)
-    if table is not None:
-        items.append(("ICC interval coverage: nominal 95 % intervals by generating model, design size and method "
-                      "(benchmarks/icc_coverage.py)", table))
-    table = table2_null_table(table2_null)
-    if table is not None:
-        items.append(
-            (
-                "Table 2 false-positive rates: rejection at alpha = .05 of the modality interactions in null "
-                "simulations, by generating model and random-effects structure (benchmarks/table2_null.py)",
-                table,
-            )
-        )
-    return items
-
-
-def main(sm) -> None:  # noqa: ANN001
-    setup_logging(sm, fmt="%(asctime)s %(name)s %(message)s")
-    tables = [Path(p) for p in sm.input.tables]
-    figures = [Path(p) for p in sm.input.figures]
-    ratings = read_table(sm.input.ratings)
-    notes = [SIMULATED_NOTE] if (ratings["source"] == "simulated").any() else []
-    coverage = Path(sm.input.coverage[0]) if sm.input.get("coverage") else None  # absent: not measured
-    table2_null = Path(sm.input.table2_null[0]) if sm.input.get("table2_null") else None
-    notes.append(coverage_note(sm.params.icc_ci_method, coverage))
-    notes.append(table2_note(sm.params.table2_random, table2_null))
-    if "judges" in sm.input.keys():
-        note = judges_note(read_table(sm.input.judges, allow_empty=True)[["modality", "kind", "backend", "model"]])
-        if note:
-            notes.append(note)
-    study = [(markdown_title(p.with_suffix(".md")) or p.stem, read_table(p, allow_empty=True)) for p in tables]
-    sections = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
-    if "reward_tables" in sm.input.keys():
-        reward = [(reward_title(Path(p)), read_table(p, allow_empty=True)) for p in sm.input.reward_tables]
-        curves = [(f"Reward model {Path(p).parent.name}: training curve", Path(p)) for p in sm.input.reward_curves]
-        sections.append(("Reward models", reward + curves))
-    checks = method_checks(coverage, table2_null)
-    if checks:
-        sections.append(("Method checks", checks))
-    write_text(build_report(sections, dict(sm.config), notes), sm.output[0])
-    logging.info("report with %d tables and %d figures", len(study), len(figures))
+def main(smk) -> None:  # noqa: ANN001
+    setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
+    optional = {k: Path(smk.input[k][0] if k != "judges" else smk.input[k])
+                for k in ("judges", "coverage", "table2_null") if smk.input.get(k)}  # absent: not run
+    rewards = {k: [Path(p) for p in smk.input[k]] for k in ("reward_tables", "reward_curves") if k in smk.input.keys()}
+    html, n_tables = workflow_report([Path(p) for p in smk.input.tables], [Path(p) for p in smk.input.figures],
+                                     Path(smk.input.ratings), smk.config, smk.params.icc_ci_method,
+                                     smk.params.table2_random, **optional, **rewards)
+    write_text(html, smk.output[0])
+    logging.info("report with %d tables and %d figures", n_tables, len(smk.input.figures))
 
 
 if __name__ == "__main__" and "snakemake" in globals():

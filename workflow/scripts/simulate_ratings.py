@@ -16,12 +16,12 @@ from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
-def main(snakemake) -> None:  # noqa: ANN001
-    setup_logging(snakemake, fmt="%(asctime)s %(levelname)s %(message)s", filemode="w")
+def main(smk) -> None:  # noqa: ANN001
+    setup_logging(smk, fmt="%(asctime)s %(levelname)s %(message)s", filemode="w")
     log = logging.getLogger("simulate_ratings")
-    stimuli, assignments = pd.read_csv(snakemake.input.stimuli), pd.read_csv(snakemake.input.assignments)
-    params = SimulationParams.from_config(dict(snakemake.params.simulation or {}))
-    seed = int(snakemake.params.seed)
+    stimuli, assignments = pd.read_csv(smk.input.stimuli), pd.read_csv(smk.input.assignments)
+    params = SimulationParams.from_config(dict(smk.params.simulation or {}))
+    seed = int(smk.params.seed)
     log.info("simulating %d participants x %d trials over %d clips (seed %d)",
              assignments["participant_id"].nunique(), int(assignments["trial"].max()), len(stimuli), seed)
     ratings, trials, participants, truth = simulate_ratings(stimuli, assignments, params, seed)
@@ -29,9 +29,9 @@ def main(snakemake) -> None:  # noqa: ANN001
         for name, df in (("ratings", ratings), ("trials", trials), ("participants", participants)):
             df.to_csv(Path(tmp) / f"{name}.csv", index=False)
         validate_ratings_dir(tmp, stimuli)
-    for df, target in zip((ratings, trials, participants), snakemake.output[:3]):
+    for df, target in zip((ratings, trials, participants), smk.output[:3]):
         write_csv(df, target)
-    write_csv(truth, snakemake.output.truth)
+    write_csv(truth, smk.output.truth)
     log.info("wrote %d ratings, %d trials, %d participants", len(ratings), len(trials), len(participants))
 
 

@@ -2,6 +2,8 @@
 
 - :mod:`.prompts`   versioned prompt files (resources/judges/prompts), version = stem@sha256[:12]
 - :mod:`.parse`     strict/tolerant reply parsing (never clips or defaults)
+- :mod:`.types`     what is rated (JudgeItem), a run's result and the judges' errors (no backend)
+- :mod:`.dispatch`  run_judges: the configured backend over items; the command line
 - :mod:`.client`    the openai-client judge: cache by request hash, limits, retries, fail-fast
 - :mod:`.records`   one JSON record per call and the tidy ratings table
 - :mod:`.ratelimit` token buckets and backoff
@@ -16,8 +18,8 @@ from typing import Any
 # Loaded on first use (PEP 562), so that importing one submodule (e.g. ``judges.allocation`` for the rater
 # plan, ``judges.records`` for the reward pairs) does not load the openai client, torch or transformers.
 _EXPORTS = {
-    "JudgeAbort": "client", "JudgeConfig": "client", "JudgeItem": "client", "JudgeSetupError": "client",
-    "RunResult": "client", "arun_judges": "client", "build_items": "client", "run_judges": "client",
+    "JudgeAbort": "types", "JudgeConfig": "client", "JudgeItem": "types", "JudgeSetupError": "types",
+    "RunResult": "types", "arun_judges": "client", "build_items": "client", "run_judges": "dispatch",
     "LocalJudgeConfig": "local", "run_local_judges": "local", "LocalModelNotInstalledError": "local_model",
     "ParseResult": "parse", "parse_rating": "parse", "TABLE_COLUMNS": "records", "ratings_table": "records",
 }

@@ -139,7 +139,7 @@ class AllocationConfig:
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any] | None) -> AllocationConfig:
         """From a ``judges.allocation`` mapping; unknown keys are an error (a typo must not be ignored)."""
-        from modprefs.config_checks import dataclass_kwargs
+        from modprefs.config_files import dataclass_kwargs
 
         return cls(**dataclass_kwargs(cls, mapping, "judges.allocation"))
 
@@ -396,6 +396,18 @@ def plan_from_tables(judges: pd.DataFrame, stimuli: pd.DataFrame, config: Alloca
     ai = select_judge_ratings(judges, judge_by_modality or None)
     plan = rater_plan(ai_differentiation(ai_clip_means(ai, stimuli), stimuli), config, per_prompt_icc)
     return plan, plan_summary(plan)
+
+
+def human_per_prompt_icc(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame | None:
+    """The human per-prompt ICC(2,1) table the rater plan's model is fitted to: ``per_prompt_icc`` when given,
+    else computed from ``ratings`` + ``participants`` + ``stimuli`` (Table 6's), else None (the default link)."""
+    if "per_prompt_icc" in tables:
+        return tables["per_prompt_icc"]
+    if {"ratings", "participants"} <= set(tables):
+        from modprefs.stats.modality import per_prompt_icc, rating_frame
+
+        return per_prompt_icc(rating_frame(tables["ratings"], tables["participants"], tables["stimuli"]))
+    return None
 
 
 def summary_lines(summary: pd.DataFrame, target: float) -> list[str]:

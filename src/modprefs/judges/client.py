@@ -18,7 +18,6 @@ named by ``api_key_env`` must be set, ``GET {base_url}/models`` must answer with
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import dataclasses
@@ -35,14 +34,19 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
-from modprefs.errors import UserInputError
 from modprefs.judges import records as rec
 from modprefs.judges.parse import RATING_JSON_SCHEMA, parse_rating
 from modprefs.judges.prompts import DEFAULT_PROMPTS, DEFAULT_REASK, Prompt, format_conversation, load_prompt
 from modprefs.judges.ratelimit import TokenBucket, backoff_delay, retry_after_seconds
-
-MODALITIES = ("text", "audio")
-KINDS = ("response_quality", "audio_quality")
+from modprefs.judges.types import (  # noqa: F401  (re-exported: the API judge's public names)
+    KINDS,
+    MODALITIES,
+    JudgeAbort,
+    JudgeItem,
+    JudgeSetupError,
+    RunResult,
+    RunStats,
+)
 
 #: USD per 1M tokens (OpenAI list prices when this was written; override with ``judges.prices``).
 #: ``audio_input`` prices the audio part of the prompt (``prompt_tokens_details.audio_tokens``).
@@ -53,14 +57,6 @@ DEFAULT_PRICES = {
 
 AUDIO_TOKENS_PER_S = 10.0      # rough estimate used only for the tokens-per-minute limiter
 EST_OUTPUT_TOKENS = 16
-
-
-class JudgeSetupError(UserInputError, RuntimeError):
-    """Configuration or endpoint problem found before any request was made."""
-
-
-class JudgeAbort(RuntimeError):
-    """A problem that makes every further request pointless (bad key, quota exhausted)."""
 
 
 class _TransportFailure(Exception):
@@ -153,35 +149,6 @@ class JudgeConfig:
 
     def judge_label(self, model: str) -> str:
         return self.judge or f"{self.backend}:{model}"
-
-
-@dataclass
-class JudgeItem:
-    """One thing to rate: a response (``clip_id``) to ``prompt`` after ``history``.
-
-    ``modality`` text: the response is ``response_text``; audio: the response is the WAV file at
-    ``audio_path``. ``kind`` is response_quality (both modalities) or audio_quality (audio only).
-    """
-    prompt_id: str
-    clip_id: str
-    modality: str
-    kind: str
-    history: list = field(default_factory=list)
-    prompt: str = ""
-    response_text: str | None = None
-    audio_path: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.modality not in MODALITIES:
-            raise ValueError(f"{self.clip_id}: modality must be one of {MODALITIES}, got {self.modality!r}")
-        if self.kind not in KINDS:
-            raise ValueError(f"{self.clip_id}: kind must be one of {KINDS}, got {self.kind!r}")
-        if self.kind == "audio_quality" and self.modality != "audio":
-            raise ValueError(f"{self.clip_id}: audio_quality is rated in the audio modality only")
-        if self.modality == "text" and self.response_text is None:
-            raise ValueError(f"{self.clip_id}: a text item needs response_text")
-        if self.modality == "audio" and not self.audio_path:
-            raise ValueError(f"{self.clip_id}: an audio item needs audio_path")
 
 
 def build_items(conversations, prompts, manifest=None, modalities=("text", "audio")) -> list[JudgeItem]:
@@ -302,23 +269,6 @@ def build_units(items: list[JudgeItem], cfg: JudgeConfig, out_dir: str | Path) -
 # --------------------------------------------------------------------------------------------
 # the run
 # --------------------------------------------------------------------------------------------
-
-@dataclass
-class RunStats:
-    units: int = 0
-    cached: int = 0
-    pending: int = 0
-    http_calls: int = 0        # chat-completions HTTP attempts (incl. retries and re-asks)
-    retries: int = 0           # transport retries (429, 5xx, timeouts, connection errors)
-    reasks: int = 0
-    ok: int = 0
-    failed: int = 0
-    spend_usd: float = 0.0
-    wall_s: float = 0.0
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
 
 def api_key(cfg: JudgeConfig) -> str:
     key = os.environ.get(cfg.api_key_env, "")
@@ -496,13 +446,6 @@ class _Runner:
         return record
 
 
-@dataclass
-class RunResult:
-    table: Any                 # pandas DataFrame (records.TABLE_COLUMNS)
-    stats: RunStats
-    records: list = field(default_factory=list)
-
-
 async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path) -> RunResult:
     cfg = config if isinstance(config, JudgeConfig) else JudgeConfig.from_dict(config)
     t0 = time.monotonic()
@@ -550,49 +493,3 @@ async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_di
     done = [existing[u.hash] for u in units if existing[u.hash] is not None]
     stats.wall_s = time.monotonic() - t0
     return RunResult(table=rec.ratings_table(done), stats=stats, records=done)
-
-
-def run_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path,
-               table_path: str | Path | None = None) -> RunResult:
-    """Synchronous entry point; optionally writes the tidy table (CSV) to ``table_path``.
-
-    ``config['backend'] == 'local'`` (a ``judges`` mapping) runs the offline judges instead
-    (:func:`modprefs.judges.local.run_local_judges`); anything else is the API judge.
-    """
-    if isinstance(config, dict) and config.get("backend") == "local":
-        from modprefs.judges.local import run_local_judges
-        result = run_local_judges(items, config, out_dir)
-    else:
-        result = asyncio.run(arun_judges(items, config, out_dir))
-    if table_path is not None:
-        from modprefs.io import write_csv
-        write_csv(result.table, table_path)
-    return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Run the API judges over a JSON list of items.")
-    ap.add_argument("--items", required=True, help="JSON file: a list of JudgeItem fields")
-    ap.add_argument("--config", required=True, help="JSON or YAML file holding the judges.* mapping")
-    ap.add_argument("--out", required=True, help="output dir (records under <out>/raw)")
-    ap.add_argument("--table", help="write the tidy ratings CSV here")
-    args = ap.parse_args(argv)
-    items = [JudgeItem(**d) for d in json.loads(Path(args.items).read_text())]
-    text = Path(args.config).read_text()
-    if args.config.endswith((".yaml", ".yml")):
-        import yaml
-        config = yaml.safe_load(text)
-        config = config.get("judges", config)
-    else:
-        config = json.loads(text)
-    try:
-        result = run_judges(items, config, args.out, args.table)
-    except (JudgeSetupError, JudgeAbort) as e:
-        print(f"judges: error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(result.stats.as_dict()))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 from modprefs.judges import records as rec
-from modprefs.judges.client import JudgeItem, JudgeSetupError, RunResult
 from modprefs.judges.local_model import (
     LocalModelNotInstalledError,
     YesNoScore,
@@ -59,6 +58,7 @@ from modprefs.judges.local_model import (
     resolve_gguf,
 )
 from modprefs.judges.prompts import ROLE_NAMES, Prompt, load_prompt
+from modprefs.judges.types import JudgeItem, JudgeSetupError, RunResult
 
 log = logging.getLogger(__name__)
 

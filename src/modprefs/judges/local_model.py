@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from modprefs.judges.client import JudgeSetupError
+from modprefs.judges.types import JudgeSetupError
 
 log = logging.getLogger(__name__)
 

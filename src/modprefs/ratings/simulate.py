@@ -332,7 +332,7 @@ class SimulationParams:
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> SimulationParams:
         """Build from the ``ratings.simulation`` config block; unknown keys are an error."""
-        from modprefs.config_checks import dataclass_kwargs
+        from modprefs.config_files import dataclass_kwargs
 
         config = dataclass_kwargs(cls, config, "ratings.simulation")
         if "resid_df" in config and config["resid_df"] in (None, "inf", ".inf"):

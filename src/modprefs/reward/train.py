@@ -66,7 +66,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> TrainConfig:
-        from modprefs.config_checks import dataclass_kwargs
+        from modprefs.config_files import dataclass_kwargs
 
         return cls(**dataclass_kwargs(cls, d, "reward.train"))
 

@@ -224,32 +224,6 @@ def icc_for_design(condition: str, design: ConditionDesign, n_boot: int, rng: np
     }
 
 
-def icc_by_condition(ratings: pd.DataFrame, participants: pd.DataFrame, n_boot: int, seed: int,
-                     ci_level: float = 0.95, stimuli: pd.DataFrame | None = None,
-                     conditions: tuple[str, ...] = CONDITIONS) -> pd.DataFrame:
-    """ICC(2,1) and ICC(2,k) per condition with stimulus-bootstrap percentile CIs.
-
-    Args:
-        ratings: ratings.csv (participant_id, condition, prompt_id, clip_id, trial, presented_first, rating).
-        participants: participants.csv (participant_id, passed_attention).
-        n_boot: bootstrap resamples per condition (0 = no CIs).
-        seed: the bootstrap seed; condition i uses ``SeedSequence(seed).spawn(len(conditions))[i]``,
-            so each condition's intervals are reproducible and independent of the others.
-        ci_level: two-sided coverage of the percentile intervals.
-        stimuli: stimuli.csv; when given, only clips in it are analysed.
-        conditions: the conditions, one output row each, in this order.
-
-    Returns:
-        One row per condition, columns :data:`ICC_COLUMNS`. Variances are in squared rating units,
-        ``k_mean_raters`` = ratings per clip. A condition whose model cannot be estimated (no
-        ratings, one participant, constant ratings, ...) gets NaN estimates and a ``note``.
-    """
-    from modprefs.stats.icc_ci import icc_with_ci  # icc_ci builds on this module
-
-    return icc_with_ci(ratings, participants, method="stimulus", n_boot=n_boot, seed=seed, ci_level=ci_level,
-                       stimuli=stimuli, conditions=conditions)
-
-
 def fit_crossed_intercepts_statsmodels(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray,
                                        reml: bool = True) -> dict:
     """Cross-check fit with statsmodels MixedLM (variance components in one all-data group).

@@ -450,7 +450,7 @@ def icc_with_ci(ratings: pd.DataFrame, participants: pd.DataFrame, method: str, 
                 conditions: tuple[str, ...] = CONDITIONS, interval: str | None = None) -> pd.DataFrame:
     """ICC(2,1) and ICC(2,k) per condition with ``method``'s bootstrap intervals.
 
-    As :func:`modprefs.stats.icc.icc_by_condition` (same inputs, seeding, rows and columns
+    As :func:`icc_by_condition` (same inputs, seeding, rows and columns
     :data:`~modprefs.stats.icc.ICC_COLUMNS`), plus the choice of ``method`` (:data:`CI_METHODS`)
     and ``interval`` (:data:`INTERVALS` for the bootstraps; the jackknife's own ``logit-t``);
     ``ci_method`` names both.
@@ -475,3 +475,27 @@ def icc_with_ci(ratings: pd.DataFrame, participants: pd.DataFrame, method: str, 
         out.append(icc_ci_for_design(condition, design, method, n_boot, np.random.default_rng(stream),
                                      ci_level, interval))
     return pd.DataFrame(out, columns=ICC_COLUMNS)
+
+
+def icc_by_condition(ratings: pd.DataFrame, participants: pd.DataFrame, n_boot: int, seed: int,
+                     ci_level: float = 0.95, stimuli: pd.DataFrame | None = None,
+                     conditions: tuple[str, ...] = CONDITIONS) -> pd.DataFrame:
+    """ICC(2,1) and ICC(2,k) per condition with stimulus-bootstrap percentile CIs.
+
+    Args:
+        ratings: ratings.csv (participant_id, condition, prompt_id, clip_id, trial, presented_first, rating).
+        participants: participants.csv (participant_id, passed_attention).
+        n_boot: bootstrap resamples per condition (0 = no CIs).
+        seed: the bootstrap seed; condition i uses ``SeedSequence(seed).spawn(len(conditions))[i]``,
+            so each condition's intervals are reproducible and independent of the others.
+        ci_level: two-sided coverage of the percentile intervals.
+        stimuli: stimuli.csv; when given, only clips in it are analysed.
+        conditions: the conditions, one output row each, in this order.
+
+    Returns:
+        One row per condition, columns :data:`ICC_COLUMNS`. Variances are in squared rating units,
+        ``k_mean_raters`` = ratings per clip. A condition whose model cannot be estimated (no
+        ratings, one participant, constant ratings, ...) gets NaN estimates and a ``note``.
+    """
+    return icc_with_ci(ratings, participants, method="stimulus", n_boot=n_boot, seed=seed, ci_level=ci_level,
+                       stimuli=stimuli, conditions=conditions)

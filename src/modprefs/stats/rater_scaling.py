@@ -43,7 +43,7 @@ def raters_needed(icc1: float, target: float) -> float:
 def raters_needed_table(icc: pd.DataFrame, targets: tuple[float, ...] = TARGETS) -> pd.DataFrame:
     """Per condition and target: raters needed at the ICC(2,1) estimate and at its CI bounds.
 
-    ``icc`` is the ICC table (:func:`modprefs.stats.icc.icc_by_condition`). The upper CI bound of
+    ``icc`` is the ICC table (:func:`modprefs.stats.icc_ci.icc_by_condition`). The upper CI bound of
     ICC(2,1) gives the optimistic (fewest raters) count and the lower bound the pessimistic one.
     """
     rows = []

@@ -65,7 +65,7 @@ def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assig
     """Table 4 as one tidy frame: metric, audio, audio_lo, audio_hi, text, text_lo, text_hi, diff, p_value,
     n_boot, n_perm, note.
 
-    ``icc`` is the ICC table (:func:`modprefs.stats.icc.icc_by_condition`, with its bootstrap CIs);
+    ``icc`` is the ICC table (:func:`modprefs.stats.icc_ci.icc_by_condition`, with its bootstrap CIs);
     this adds the permutation tests and the alpha rows.
     """
     icc = icc.set_index("condition")
