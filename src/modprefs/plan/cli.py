@@ -62,7 +62,15 @@ def _int(minimum: int) -> Callable[[str], int]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``plan`` options (shared by the CLI and the workflow adapter); imports nothing heavy."""
-    g = p.add_argument_group("priors")
+    _prior_arguments(p.add_argument_group("priors"))
+    _design_arguments(p.add_argument_group("design grid"))
+    _target_arguments(p.add_argument_group("targets (at least one)"))
+    _cost_arguments(p.add_argument_group("costs (defaults: the priors' Table 3 / pilot values)"))
+    _simulation_arguments(p.add_argument_group("simulation"))
+    p.add_argument("--out", type=Path, default=Path("results/plan"), help="output folder (default results/plan)")
+
+
+def _prior_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--pilot",
         type=Path,
@@ -86,7 +94,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--prior-boot", type=_int(10), default=60, help="parametric-bootstrap studies for the priors' uncertainty"
     )
-    g = p.add_argument_group("design grid")
+
+
+def _design_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--prompts", default="100", help="prompt counts, e.g. 40,100 or 40:120:20 (default 100)")
     g.add_argument("--raters", default="10:50:10", help="analysable raters per condition (default 10:50:10)")
     g.add_argument("--trials", default="20", help="rated trials per participant, at most the prompts (default 20)")
@@ -97,7 +107,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="clips.csv whose n_chars the simulated prompts draw from (default: PRISM-like lengths)",
     )
-    g = p.add_argument_group("targets (at least one)")
+
+
+def _target_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--target-ci-half-width",
         type=_number(),
@@ -133,7 +145,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="95%% half-width of the cross-modality winner agreement",
     )
-    g = p.add_argument_group("costs (defaults: the priors' Table 3 / pilot values)")
+
+
+def _cost_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--pay-per-hour", type=_number(0), default=12.0, help="pay per participant hour (paper: 12)")
     g.add_argument("--fee-rate", type=_number(0), default=0.0, help="platform fee as a fraction of pay (default 0)")
     for c in ("audio", "text"):
@@ -142,7 +156,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         g.add_argument(f"--incomplete-rate-{c}", type=_number(0), default=None)
     g.add_argument("--overhead-minutes", type=_number(0), default=None, help="minutes per session besides the trials")
     g.add_argument("--no-pay-failed", action="store_true", help="participants failing the attention check are not paid")
-    g = p.add_argument_group("simulation")
+
+
+def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--n-sims", type=_int(20), default=200, help="simulated studies per design and scenario (default 200)"
     )
@@ -178,7 +194,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")
     g.add_argument("--no-cache", action="store_true")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--out", type=Path, default=Path("results/plan"), help="output folder (default results/plan)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -216,158 +231,128 @@ def _quantiles(text: str) -> tuple[float, float]:
 
 def plan_from_args(args: argparse.Namespace) -> int:
     """Run a plan from parsed options; writes the outputs; returns the exit status (see the module docstring)."""
-    from modprefs.io import write_csv, write_json, write_markdown_table, write_text
-    from modprefs.plan.engine import SimSettings, cached_object
-    from modprefs.plan.grid import CONDITION_CHOICES, Costs, Targets, design_grid, parse_int_list
     from modprefs.plan.planner import make_plan
-    from modprefs.plan.priors import SCENARIOS, paper_priors
-    from modprefs.plan.report import figures, plan_report_html, recommendation_lines
+    from modprefs.plan.priors import SCENARIOS
 
     t0 = time.perf_counter()
-    designs = design_grid(
-        parse_int_list(args.prompts, "--prompts", 2),
-        parse_int_list(args.raters, "--raters", 2),
-        parse_int_list(args.trials, "--trials", 1),
-        args.conditions,
-    )
-    conditions = CONDITION_CHOICES[args.conditions]
-    target_conditions = (
-        conditions
-        if args.target_conditions is None
-        else _split(args.target_conditions, "--target-conditions", conditions)
-    )
-    targets = Targets(
-        ci_half_width=args.target_ci_half_width,
-        icc_k=args.target_icc_k,
-        icc_diff=args.target_power_icc_diff,
-        table2_effect=args.target_power_table2,
-        table2_term=args.table2_term,
-        agreement_half_width=args.target_agreement_half_width,
-        target_conditions=target_conditions,
-        assurance=args.assurance,
-        power=args.power,
-        alpha=args.alpha,
-        ci_level=args.ci_level,
-    )
-    targets.check(conditions)
-    costs = Costs(
-        pay_per_hour=args.pay_per_hour,
-        fee_rate=args.fee_rate,
-        overhead_minutes=args.overhead_minutes,
-        minutes_per_trial={c: v for c in conditions if (v := getattr(args, f"minutes_per_trial_{c}")) is not None},
-        attention_fail_rate={c: v for c in conditions if (v := getattr(args, f"attention_fail_rate_{c}")) is not None},
-        incomplete_rate={c: v for c in conditions if (v := getattr(args, f"incomplete_rate_{c}")) is not None},
-        pay_failed=not args.no_pay_failed,
-    )
-    costs.check()
+    designs, targets = _designs_and_targets(args)
+    costs = _costs(args, designs[0].conditions)
     scenarios = _split(args.scenarios, "--scenarios", SCENARIOS)
-    quantiles = _quantiles(args.quantiles)
+    settings = _settings(args, targets)
+    cache = None if args.no_cache else (args.cache or args.out / "cache")
+    priors = _priors(args, cache, _quantiles(args.quantiles))
+    result = make_plan(priors, designs, targets, costs, settings, scenarios, jobs=args.jobs, cache_dir=cache,
+                       progress=not args.no_progress)
+    lines = _write_outputs(args, result, priors, targets, costs, settings, scenarios, len(designs), t0)
+    print(result.statement)
+    for line in [*priors.notes, *lines]:
+        print(line)
+    print(f"wrote {args.out}/designs.csv, recommendation.csv, priors.csv, plan.json, figures/ and report.html")
+    main_scenario = "central" if "central" in scenarios else scenarios[0]
+    if main_scenario in result.unmet:
+        print(f"error: no design in the grid meets every target under the {main_scenario} priors: "
+              + "; ".join(result.unmet[main_scenario])
+              + ". Widen the grid (--prompts/--raters/--trials) or relax the targets.", file=sys.stderr)
+        return EXIT_UNMET
+    return 0
+
+
+def _designs_and_targets(args: argparse.Namespace):
+    """The design grid and the targets (checked against the grid's conditions)."""
+    from modprefs.plan.grid import CONDITION_CHOICES, Targets, design_grid, parse_int_list
+
+    designs = design_grid(parse_int_list(args.prompts, "--prompts", 2), parse_int_list(args.raters, "--raters", 2),
+                          parse_int_list(args.trials, "--trials", 1), args.conditions)
+    conditions = CONDITION_CHOICES[args.conditions]
+    target_conditions = (conditions if args.target_conditions is None
+                         else _split(args.target_conditions, "--target-conditions", conditions))
+    targets = Targets(ci_half_width=args.target_ci_half_width, icc_k=args.target_icc_k,
+                      icc_diff=args.target_power_icc_diff, table2_effect=args.target_power_table2,
+                      table2_term=args.table2_term, agreement_half_width=args.target_agreement_half_width,
+                      target_conditions=target_conditions, assurance=args.assurance, power=args.power,
+                      alpha=args.alpha, ci_level=args.ci_level)
+    targets.check(conditions)
+    return designs, targets
+
+
+def _costs(args: argparse.Namespace, conditions: tuple[str, ...]):
+    """The cost inputs given on the command line (the rest default to the priors')."""
+    from modprefs.plan.grid import Costs
+
+    def per_condition(name: str) -> dict[str, float]:
+        return {c: v for c in conditions if (v := getattr(args, f"{name}_{c}")) is not None}
+
+    costs = Costs(pay_per_hour=args.pay_per_hour, fee_rate=args.fee_rate, overhead_minutes=args.overhead_minutes,
+                  minutes_per_trial=per_condition("minutes_per_trial"),
+                  attention_fail_rate=per_condition("attention_fail_rate"),
+                  incomplete_rate=per_condition("incomplete_rate"), pay_failed=not args.no_pay_failed)
+    costs.check()
+    return costs
+
+
+def _settings(args: argparse.Namespace, targets):
+    """How each design is simulated and analysed (:class:`modprefs.plan.engine.SimSettings`)."""
+    from modprefs.plan.engine import SimSettings
+    from modprefs.plan.errors import PlanInputError
     from modprefs.plan.intervals import ANALYSIS_CI_METHOD
     from modprefs.stats.icc_ci import CI_METHODS
 
     ci_method = args.ci_method or ANALYSIS_CI_METHOD
     if ci_method not in CI_METHODS:
-        from modprefs.plan.errors import PlanInputError
-
         raise PlanInputError(f"--ci-method: {ci_method!r} is not one of {list(CI_METHODS)}")
-    settings = SimSettings(
-        n_sims=args.n_sims,
-        seed=args.seed,
-        interval=args.interval,
-        ci_method=ci_method,
-        n_calibration=args.n_calibration,
-        calibration_designs=args.calibration_designs,
-        n_boot=args.n_boot,
-        ci_level=args.ci_level,
-        perm_draws=args.perm_draws,
-        table2=targets.table2_effect is not None,
-    )
-    cache = None if args.no_cache else (args.cache or args.out / "cache")
+    return SimSettings(n_sims=args.n_sims, seed=args.seed, interval=args.interval, ci_method=ci_method,
+                       n_calibration=args.n_calibration, calibration_designs=args.calibration_designs,
+                       n_boot=args.n_boot, ci_level=args.ci_level, perm_draws=args.perm_draws,
+                       table2=targets.table2_effect is not None)
+
+
+def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float, float]):
+    """The paper's priors or the pilot's (cached by their inputs and the code), with ``--clips``' lengths."""
+    from modprefs.plan.engine import cached_object
+    from modprefs.plan.priors import paper_priors
+
     if args.pilot is not None:
         from modprefs.plan.pilot import pilot_priors, read_pilot
         from modprefs.ratings.sources import parse_column_map
 
         pilot = read_pilot(args.pilot, args.pilot_clips, parse_column_map(args.pilot_map))
-        payload = {
-            "pilot": [
-                pilot.ratings.to_json(),
-                pilot.participants.to_json(),
-                None if pilot.trials is None else pilot.trials.to_json(),
-                None if pilot.clips is None else pilot.clips.to_json(),
-            ],
-            "seed": args.seed,
-            "boot": args.prior_boot,
-            "q": quantiles,
-        }
+        tables = [pilot.ratings, pilot.participants, pilot.trials, pilot.clips]
+        payload = {"pilot": [None if t is None else t.to_json() for t in tables], "seed": args.seed,
+                   "boot": args.prior_boot, "q": quantiles}
         priors = cached_object(cache, payload, lambda: pilot_priors(pilot, args.seed, args.prior_boot, quantiles))
     else:
         payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles}
         priors = cached_object(cache, payload, lambda: paper_priors(args.seed, args.prior_boot, quantiles))
     if args.clips is not None:
         priors = dataclasses.replace(priors, lengths_pool=_lengths_pool(args.clips))
-    result = make_plan(
-        priors,
-        designs,
-        targets,
-        costs,
-        settings,
-        scenarios,
-        jobs=args.jobs,
-        cache_dir=cache,
-        progress=not args.no_progress,
-    )
+    return priors
+
+
+def _write_outputs(args: argparse.Namespace, result, priors, targets, costs, settings, scenarios: tuple[str, ...],
+                   n_designs: int, t0: float) -> list[str]:
+    """designs.csv/.md, recommendation.csv, priors.csv, figures/, report.html, plan.json; the recommendation lines."""
+    from modprefs.io import write_csv, write_json, write_markdown_table, write_text
+    from modprefs.plan.report import figures, plan_report_html, recommendation_lines
+
     out = args.out
     write_csv(result.table, out / "designs.csv")
-    shown = [
-        c
-        for c in result.table.columns
-        if not c.endswith("_mcse") and not c.startswith("meets_") and not c.startswith("interval_factor")
-    ]
-    write_markdown_table(
-        result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)", floatfmt=".3g"
-    )
+    shown = [c for c in result.table.columns
+             if not c.endswith("_mcse") and not c.startswith("meets_") and not c.startswith("interval_factor")]
+    write_markdown_table(result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)",
+                         floatfmt=".3g")
     write_csv(result.recommendations, out / "recommendation.csv")
     write_csv(priors.table, out / "priors.csv")
     figs = figures(result, targets, out / "figures")
-    config = {
-        "command": "modprefs plan",
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("func",)},
-    }
+    config = {"command": "modprefs plan",
+              **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("func",)}}
     write_text(plan_report_html(result, priors, targets, figs, config), out / "report.html")
     lines = recommendation_lines(result)
-    write_json(
-        {
-            "statement": result.statement,
-            "recommendation": lines,
-            "priors_source": priors.source,
-            "priors_notes": priors.notes,
-            "settings": dataclasses.asdict(settings),
-            "targets": dataclasses.asdict(targets),
-            "costs": dataclasses.asdict(costs),
-            "unmet": result.unmet,
-            "seconds": round(time.perf_counter() - t0, 1),
-            "n_designs": len(designs),
-            "scenarios": list(scenarios),
-        },
-        out / "plan.json",
-    )
-    print(result.statement)
-    for note in priors.notes:
-        print(note)
-    for line in lines:
-        print(line)
-    print(f"wrote {out}/designs.csv, recommendation.csv, priors.csv, plan.json, figures/ and report.html")
-    main_scenario = "central" if "central" in scenarios else scenarios[0]
-    if main_scenario in result.unmet:
-        print(
-            f"error: no design in the grid meets every target under the {main_scenario} priors: "
-            + "; ".join(result.unmet[main_scenario])
-            + ". Widen the grid (--prompts/--raters/--trials) or relax "
-            "the targets.",
-            file=sys.stderr,
-        )
-        return EXIT_UNMET
-    return 0
+    write_json({"statement": result.statement, "recommendation": lines, "priors_source": priors.source,
+                "priors_notes": priors.notes, "settings": dataclasses.asdict(settings),
+                "targets": dataclasses.asdict(targets), "costs": dataclasses.asdict(costs), "unmet": result.unmet,
+                "seconds": round(time.perf_counter() - t0, 1), "n_designs": n_designs, "scenarios": list(scenarios)},
+               out / "plan.json")
+    return lines
 
 
 def _lengths_pool(path: Path):

@@ -392,6 +392,22 @@ def pilot_priors(
         boot[c] = np.array(
             [icc_from_components(x.var_clip, x.var_participant, x.var_resid, 1.0)[0] for x in b.itertuples()]
         )
+    rates, minutes = _attrition_scenarios(pilot, quantiles)
+    scen, table = build_scenarios(central, {c: curves[c] for c in estimate}, estimate, boot, rates, minutes, quantiles)
+    extra = _pilot_estimates(fit)
+    notes = _pilot_notes(pilot, fit)
+    return Priors(
+        source=f"pilot {pilot.source}",
+        scenarios=scen,
+        curves=curves,
+        table=pd.concat([table, pd.DataFrame(extra)], ignore_index=True),
+        lengths_pool=None,
+        notes=notes,
+    )
+
+
+def _attrition_scenarios(pilot: Pilot, quantiles: tuple[float, float]):
+    """Per condition (estimate, pessimistic, optimistic) attrition rates (Jeffreys bounds) and minutes per trial."""
     q_lo, q_hi = quantiles
     rates: dict[str, dict[str, tuple[float, float, float]]] = {"p_fail_attention": {}, "p_incomplete": {}}
     minutes = {}
@@ -417,7 +433,11 @@ def pilot_priors(
                 k["minutes"] + stats.norm.ppf(q_lo) * se,
                 k["minutes"] + stats.norm.ppf(q_hi) * se,
             )
-    scen, table = build_scenarios(central, {c: curves[c] for c in estimate}, estimate, boot, rates, minutes, quantiles)
+    return rates, minutes
+
+
+def _pilot_estimates(fit: PilotFit) -> list[dict]:
+    """priors.csv rows of the pilot's own statistics, each with its bootstrap SD and the replicas' average."""
     extra = []
     for c, t in fit.target.items():
         for s in ("var_clip", "var_participant", "var_resid", "b_first", "b_trial", "mean_rating", "tie_rate"):
@@ -435,6 +455,11 @@ def pilot_priors(
                     "method": f"pilot estimate; replicas at the fit average {fit.fitted[c][s].mean():.4g}",
                 }
             )
+    return extra
+
+
+def _pilot_notes(pilot: Pilot, fit: PilotFit) -> list[str]:
+    """What the pilot fixed and what stays at the paper's priors."""
     n_raters = sum(len(np.unique(r.participant)) for r in fit.arrays.ratings.values())
     notes = [
         f"Fitted to the pilot {pilot.source} ({n_raters} "
@@ -450,11 +475,4 @@ def pilot_priors(
         notes.append("No clips table (--pilot-clips): the length effect stays at the paper's priors.")
     if all(not r.tie.size for r in fit.arrays.ratings.values()):
         notes.append("No trials.csv preferences: tie behaviour stays at the paper's priors.")
-    return Priors(
-        source=f"pilot {pilot.source}",
-        scenarios=scen,
-        curves=curves,
-        table=pd.concat([table, pd.DataFrame(extra)], ignore_index=True),
-        lengths_pool=None,
-        notes=notes,
-    )
+    return notes
