@@ -49,9 +49,9 @@ def test_long_adapters_and_functions_are_found(tmp_path):
     _write(tmp_path / "scripts" / "thin.py", "x = 1\n" * 40)
     _write(tmp_path / "scripts" / "thick.py", "x = 1\n" * 41)
     assert long_files(tmp_path / "scripts", 40) == [(str(tmp_path / "scripts" / "thick.py"), 41)]
-    body = "    y = 1\n" * MAX_FUNCTION_LINES
-    _write(tmp_path / "src" / "m.py", f"class K:\n    def method(self):\n    {body.replace(chr(10), chr(10) + '    ')}\n"
-                                      f"def short():\n    return 1\n")
+    body = "        y = 1\n" * MAX_FUNCTION_LINES  # def line + 80 = 81 lines
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text(f"class K:\n    def method(self):\n{body}\n\ndef short():\n    return 1\n")
     found = long_functions(tmp_path / "src")
     assert [(f.name, f.lines) for f in found] == [("K.method", MAX_FUNCTION_LINES + 1)]
 
