@@ -183,12 +183,12 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--calibration-designs",
         type=_int(1),
-        default=6,
-        help="designs of the grid that calibrate the interval, spread over it (default 6; the rest use the ratio "
+        default=5,
+        help="designs of the grid that calibrate the interval, spread over it (default 5; the rest use the ratio "
         "model)",
     )
     g.add_argument(
-        "--perm-draws", type=_int(1), default=2, help="permutation draws per study for the ICC difference test"
+        "--perm-draws", type=_int(1), default=1, help="permutation draws per study for the ICC difference test"
     )
     g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")

@@ -63,10 +63,10 @@ class SimSettings:
     interval: str = "analysis"
     ci_method: str = ANALYSIS_CI_METHOD
     n_calibration: int = 6
-    calibration_designs: int = 6
+    calibration_designs: int = 5
     n_boot: int = 100
     ci_level: float = 0.95
-    perm_draws: int = 2
+    perm_draws: int = 1
     table2: bool = True
 
 
@@ -186,6 +186,21 @@ def _cached(args: tuple[Task, str, str | None]) -> tuple[str, dict[str, np.ndarr
     return key, result
 
 
+def expected_cost(task: Task) -> float:
+    """A task's expected CPU time, in units of one ICC fit per rating (to order the work longest first).
+
+    Measured on the paper's design (benchmarks/plan_grid.py): a simulated study costs about one fit per
+    condition plus the Wald SE and Table 2 (~1.5 fits), an ICC-difference study adds 2 x ``perm_draws``
+    refits, and a calibration study refits the model once per prompt, per rater and per residual
+    resample of the analysis' jackknife interval.
+    """
+    d, s = task.design, task.settings
+    ratings = d.raters * d.trials * len(d.conditions)
+    per_study = 1.5 + (2.0 * s.perm_draws if task.kind == "icc_diff" else 0.0)
+    calibration = s.n_calibration * (d.prompts + d.raters + s.n_boot) if task.kind == "main" else 0
+    return float(ratings * (s.n_sims * per_study + calibration))
+
+
 def run_tasks(tasks: list[Task], jobs: int = 1, cache_dir: str | os.PathLike[str] | None = None,
               progress: bool = False) -> list[dict[str, np.ndarray]]:
     """Run (or read from the cache) every task, ``jobs`` worker processes at a time.
@@ -201,7 +216,7 @@ def run_tasks(tasks: list[Task], jobs: int = 1, cache_dir: str | os.PathLike[str
     """
     keys = [task_key(t) for t in tasks]
     unique = list({k: t for k, t in zip(keys, tasks)}.items())
-    unique.sort(key=lambda kt: -(kt[1].design.raters * kt[1].design.trials * len(kt[1].design.conditions)))
+    unique.sort(key=lambda kt: -expected_cost(kt[1]))  # longest first: the workers finish together
     cache = str(cache_dir) if cache_dir is not None else None
     if cache:
         Path(cache).mkdir(parents=True, exist_ok=True)
