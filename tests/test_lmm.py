@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import scipy.stats
 
+from lmm_simulate import simulate_ratings, simulate_trials, trials_from_ratings
 from modprefs.stats.lmm import RandomTerm, anova_refit_ml, fit_formula, fit_lmm, lrt, satterthwaite_df
 from modprefs.stats.lmm_criterion import ProfiledLmm
 from modprefs.stats.lmm_formula import build_design, parse_formula
-from modprefs.stats.lmm_simulate import simulate_ratings, simulate_trials, trials_from_ratings
 from modprefs.stats.reml import fit_crossed_intercepts
 
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"

@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.recovery import RECOVERY_TERMS, fit_generating_model, recovery_targets
 from modprefs.study.design import make_assignments
+from recovery_model import RECOVERY_TERMS, fit_generating_model, recovery_targets
 
 pytestmark = pytest.mark.slow
 N_SEEDS = 20
