@@ -29,10 +29,11 @@ test: $(VENV)/.installed
 	# once), the longest files first (tests/conftest.py); the 30 slowest tests are listed at the end
 	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
 
-# the lint gate (CI runs it before the tests): ruff's E, F, I, B and UP rules (settings in pyproject.toml)
-# and Snakemake's own linter on the workflow with the embedded config
+# the lint gate (CI runs it before the tests): ruff's E, F, I, B and UP rules (settings in pyproject.toml),
+# snakefmt's formatting of the workflow files, and Snakemake's own linter on the workflow with the embedded config
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/snakefmt --check Snakefile rules/
 	$(VENV)/bin/snakemake --lint --cores 1 --quiet all
 
 .PHONY: install run test lint

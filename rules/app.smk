@@ -37,13 +37,13 @@ rule app_load:
         attention=config["attention_check"],
     output:
         "results/app/loaded.json",
+    log:
+        "results/logs/app/app_load.log",
+    conda:
+        "../envs/app.yaml"
     params:
         db=APP_DB,
         cli=APP_CLI,
-    conda:
-        "../envs/app.yaml"
-    log:
-        "results/logs/app/app_load.log",
     shell:
         "{params.cli} load --db {params.db:q} --assignments {input.assignments:q} --stimuli {input.stimuli:q}"
         " --prompts {input.prompts:q} --conversations {input.conversations:q} --manifest {input.manifest:q}"
@@ -57,13 +57,13 @@ rule app_export:
         stimuli="results/study/stimuli.csv",
     output:
         expand("results/app/export/{table}.csv", table=APP_EXPORT_TABLES),
+    log:
+        "results/logs/app/app_export.log",
+    conda:
+        "../envs/app.yaml"
     params:
         db=APP_DB,
         cli=APP_CLI,
         out=lambda wildcards, output: os.path.dirname(output[0]),
-    conda:
-        "../envs/app.yaml"
-    log:
-        "results/logs/app/app_export.log",
     shell:
         "{params.cli} export --db {params.db:q} --out {params.out:q} --validate {input.stimuli:q} > {log:q} 2>&1"

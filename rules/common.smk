@@ -39,6 +39,7 @@ onstart:
         with exit_on_user_error():
             check_judges_at_start(config["judges"])
 
+
 RATING_TABLES = ["ratings", "trials", "participants"]
 
 
@@ -161,8 +162,11 @@ wildcard_constraints:
 
 def judge_inputs(wildcards) -> dict:
     """A modality's judge inputs: the audio judge also reads the clips (so a voice change reruns it)."""
-    inputs = {"conversations": "results/data/conversations.parquet",
-              "prompts": "results/sampling/final_prompts.csv", "attention_check": config["attention_check"]}
+    inputs = {
+        "conversations": "results/data/conversations.parquet",
+        "prompts": "results/sampling/final_prompts.csv",
+        "attention_check": config["attention_check"],
+    }
     if wildcards.modality == "audio":
         inputs["manifest"] = "results/audio/manifest.csv"
     return inputs
@@ -182,8 +186,10 @@ def analysis_outputs():
     """Analysis -> {output name: path}: its tables (CSV + Markdown) and figures (PNG), from the library."""
     from modprefs.stats.catalog import OUTPUTS
 
-    return {name: {**_tables(*tables), **{f: f"results/stats/figures/{f}.png" for f in figures}}
-            for name, (tables, figures) in OUTPUTS.items()}
+    return {
+        name: {**_tables(*tables), **{f: f"results/stats/figures/{f}.png" for f in figures}}
+        for name, (tables, figures) in OUTPUTS.items()
+    }
 
 
 def stats_outputs():
@@ -196,11 +202,13 @@ def reported(outputs: dict) -> dict:
     for key, path in outputs.items():
         name = Path(path).stem
         if path.endswith(".png"):
-            flagged[key] = report(path, caption=f"../workflow/report/{name}.rst", category="Figures",
-                                  labels={"figure": name})
+            flagged[key] = report(
+                path, caption=f"../workflow/report/{name}.rst", category="Figures", labels={"figure": name}
+            )
         elif path.endswith(".csv"):
-            flagged[key] = report(path, caption="../workflow/report/table.rst", category="Tables",
-                                  labels={"table": name})
+            flagged[key] = report(
+                path, caption="../workflow/report/table.rst", category="Tables", labels={"table": name}
+            )
         else:
             flagged[key] = path
     return flagged

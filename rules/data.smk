@@ -5,12 +5,12 @@ rule conversations:
         [config["data"]["source"]] if config["data"]["source"] != "prism" else [],
     output:
         "results/data/conversations.parquet",
+    log:
+        "results/logs/data/conversations.log",
+    conda:
+        "../envs/data.yaml"
     params:
         data=config["data"],
         seed=config["seed"],
-    conda:
-        "../envs/data.yaml"
-    log:
-        "results/logs/data/conversations.log",
     script:
         "../workflow/scripts/conversations.py"

@@ -12,17 +12,17 @@ rule judge_modality:
         unpack(judge_inputs),
     output:
         "results/judges/{modality}.csv",
-    params:
-        judges={k: v for k, v in config["judges"].items() if k != "allocation"},
-        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        "results/logs/judges/judge_{modality}.log",
+    conda:
+        "../envs/judges.yaml"
     threads: 2
     resources:
         mem_mb=3000,
         runtime=120,
-    conda:
-        "../envs/judges.yaml"
-    log:
-        "results/logs/judges/judge_{modality}.log",
+    params:
+        judges={k: v for k, v in config["judges"].items() if k != "allocation"},
+        out_dir=lambda wildcards, output: os.path.dirname(output[0]),
     script:
         "../workflow/scripts/judge_modality.py"
 
@@ -33,10 +33,10 @@ rule judges_table:
         expand("results/judges/{modality}.csv", modality=JUDGE_MODALITIES),
     output:
         "results/judges/ratings.csv",
-    conda:
-        "../envs/judges.yaml"
     log:
         "results/logs/judges/judges_table.log",
+    conda:
+        "../envs/judges.yaml"
     script:
         "../workflow/scripts/judges_table.py"
 
@@ -49,15 +49,19 @@ rule rater_plan:
         per_prompt_icc="results/stats/tables/per_prompt_icc.csv",
     output:
         plan="results/judges/rater_plan.csv",
-        figure=report("results/judges/rater_plan.png", caption="../workflow/report/rater_plan.rst",
-                      category="Figures", labels={"figure": "rater_plan"}),
+        figure=report(
+            "results/judges/rater_plan.png",
+            caption="../workflow/report/rater_plan.rst",
+            category="Figures",
+            labels={"figure": "rater_plan"},
+        ),
         summary="results/judges/rater_plan_summary.csv",
+    log:
+        "results/logs/judges/rater_plan.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         allocation=config["judges"]["allocation"],
         judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/judges/rater_plan.log",
     script:
         "../workflow/scripts/rater_plan.py"

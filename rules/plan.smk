@@ -18,13 +18,13 @@ rule plan:
         priors=f"{PLAN_OUT}/priors.csv",
         summary=f"{PLAN_OUT}/plan.json",
         report=f"{PLAN_OUT}/report.html",
-    params:
-        options=PLAN,
-        out=lambda wildcards, output: str(Path(output.designs).parent),
-    threads: max(1, workflow.cores)
     log:
         "results/logs/plan/plan.log",
     conda:
         "../envs/stats.yaml"
+    threads: max(1, workflow.cores)
+    params:
+        options=PLAN,
+        out=lambda wildcards, output: str(Path(output.designs).parent),
     script:
         "../workflow/scripts/plan.py"

@@ -8,13 +8,13 @@ if config["ratings"]["source"] == "simulate":
         output:
             expand("results/ratings/{table}.csv", table=RATING_TABLES),
             truth="results/ratings/simulation_truth.csv",
+        log:
+            "results/logs/ratings/simulate_ratings.log",
+        conda:
+            "../envs/stats.yaml"
         params:
             simulation=config["ratings"].get("simulation", {}),
             seed=config["seed"],
-        conda:
-            "../envs/stats.yaml"
-        log:
-            "results/logs/ratings/simulate_ratings.log",
         script:
             "../workflow/scripts/simulate_ratings.py"
 
@@ -31,12 +31,12 @@ else:
             assignments="results/study/assignments.csv",
         output:
             expand("results/ratings/{table}.csv", table=RATING_TABLES),
+        log:
+            "results/logs/ratings/ingest_ratings.log",
+        conda:
+            "../envs/stats.yaml"
         params:
             source=config["ratings"]["source"],
             columns=config["ratings"].get("columns", {}),
-        conda:
-            "../envs/stats.yaml"
-        log:
-            "results/logs/ratings/ingest_ratings.log",
         script:
             "../workflow/scripts/ingest_ratings.py"

@@ -2,8 +2,7 @@
 # evaluation per run -> a summary across runs. Logic: src/modprefs/reward; settings: the `reward:`
 # section (defaults in modprefs.reward.config.DEFAULTS, so the section may be absent).
 
-from modprefs.reward.config import (PAIR_SETS, judge_ratings_path, needs_gpu, reward_config, run_settings,
-                                   train_threads)
+from modprefs.reward.config import PAIR_SETS, judge_ratings_path, needs_gpu, reward_config, run_settings, train_threads
 
 REWARD = reward_config(config)
 REWARD_RUNS = list(REWARD["runs"])
@@ -27,20 +26,20 @@ rule reward_pairs:
     output:
         **{name: f"results/reward/pairs/{name}.parquet" for name in PAIR_SETS},
         summary="results/reward/pairs/summary.json",
+    log:
+        "results/logs/reward/pairs.log",
+    conda:
+        "../envs/reward.yaml"
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=60,
     params:
         pairs=REWARD["pairs"],
         judge_ratings=lambda wildcards, input: input.judges[0] if input.judges else None,
         tts=study_tts_config(),
         audio_dir="results/reward/audio",
         seed=config["seed"],
-    threads: 2
-    resources:
-        mem_mb=2000,
-        runtime=60,
-    conda:
-        "../envs/reward.yaml"
-    log:
-        "results/logs/reward/pairs.log",
     script:
         "../workflow/scripts/reward_pairs.py"
 
@@ -55,12 +54,12 @@ rule reward_train:
         metrics="results/reward/{run}/metrics.json",
         scores="results/reward/{run}/scores.csv",
         curve="results/reward/{run}/curve.png",
+    log:
+        "results/logs/reward/train_{run}.log",
     wildcard_constraints:
         run="|".join(REWARD_RUNS),
-    params:
-        model=reward_run_model,
-        train=reward_run_train,
-        cache_dir=REWARD_CACHE,
+    conda:
+        "../envs/reward.yaml"
     # 1 for the default backbone (benchmarks/out/reward_train.json), 4 for qwen2.5-omni
     threads: lambda wildcards: train_threads(REWARD, wildcards.run)
     resources:
@@ -68,10 +67,10 @@ rule reward_train:
         runtime=60,
         # one GPU for a large backbone (qwen2.5-omni) unless reward.train.device is cpu (SLURM: --gpus=1)
         gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
-    conda:
-        "../envs/reward.yaml"
-    log:
-        "results/logs/reward/train_{run}.log",
+    params:
+        model=reward_run_model,
+        train=reward_run_train,
+        cache_dir=REWARD_CACHE,
     script:
         "../workflow/scripts/reward_train.py"
 
@@ -89,21 +88,21 @@ rule reward_eval:
         drift="results/reward/{run}/eval/drift.csv",
         length_bias="results/reward/{run}/eval/length_bias.csv",
         scores="results/reward/{run}/eval/scores.csv",
+    log:
+        "results/logs/reward/eval_{run}.log",
     wildcard_constraints:
         run="|".join(REWARD_RUNS),
-    params:
-        engines_dir=lambda wildcards, input: os.path.dirname(os.path.dirname(input.engines[0])) if input.engines else "",
-        engines=[e["backend"] for e in config["tts"].get("engines", [])],
-        cache_dir=REWARD_CACHE,
+    conda:
+        "../envs/reward.yaml"
     threads: lambda wildcards: train_threads(REWARD, wildcards.run)
     resources:
         mem_mb=4000,
         runtime=30,
         gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
-    conda:
-        "../envs/reward.yaml"
-    log:
-        "results/logs/reward/eval_{run}.log",
+    params:
+        engines_dir=lambda wildcards, input: os.path.dirname(os.path.dirname(input.engines[0])) if input.engines else "",
+        engines=[e["backend"] for e in config["tts"].get("engines", [])],
+        cache_dir=REWARD_CACHE,
     script:
         "../workflow/scripts/reward_eval.py"
 
@@ -115,13 +114,16 @@ rule reward_summary:
         evals=expand("results/reward/{run}/eval/eval.json", run=REWARD_RUNS),
         pairs_summary="results/reward/pairs/summary.json",
     output:
-        **{f"{name}_{ext}": f"results/reward/summary/{name}.{ext}" for name in ("runs", "pair_types", "transfer",
-                                                                              "drift") for ext in ("csv", "md")},
-    params:
-        runs=REWARD_RUNS,
-    conda:
-        "../envs/reward.yaml"
+        **{
+            f"{name}_{ext}": f"results/reward/summary/{name}.{ext}"
+            for name in ("runs", "pair_types", "transfer", "drift")
+            for ext in ("csv", "md")
+        },
     log:
         "results/logs/reward/summary.log",
+    conda:
+        "../envs/reward.yaml"
+    params:
+        runs=REWARD_RUNS,
     script:
         "../workflow/scripts/reward_eval.py"

@@ -10,13 +10,13 @@ rule sample_prompts:
     output:
         prompts="results/sampling/prompts.csv",
         removals="results/sampling/screening_removals.csv",
+    log:
+        "results/logs/sampling/sample_prompts.log",
+    conda:
+        "../envs/data.yaml"
     params:
         sampling=config["sampling"],
         seed=config["seed"],
-    conda:
-        "../envs/data.yaml"
-    log:
-        "results/logs/sampling/sample_prompts.log",
     script:
         "../workflow/scripts/sample_prompts.py"
 
@@ -33,9 +33,9 @@ rule final_sample:
         prompts="results/sampling/final_prompts.csv",
         removals="results/sampling/removals.csv",
         review="results/audio/review.csv",
-    conda:
-        "../envs/data.yaml"
     log:
         "results/logs/sampling/final_sample.log",
+    conda:
+        "../envs/data.yaml"
     script:
         "../workflow/scripts/final_sample.py"

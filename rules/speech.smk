@@ -20,22 +20,22 @@ rule render_shard:
         attention_check=config["attention_check"],
     output:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
-    params:
-        tts=study_tts_config(),
-        shard_size=config["tts"]["shard_size"],
-        clip_dir="results/audio/clips",
-        with_attention_check=lambda wildcards: int(wildcards.round) == 0,
-        inject_silence=config["audio_qc"].get("inject_silence", []),
+    log:
+        "results/logs/speech/render_round{round}_shard{shard}.log",
+    conda:
+        "../envs/tts.yaml"
     threads: 2
     resources:
         mem_mb=2000,
         runtime=60,
         # one GPU for the torch Kokoro pipeline unless tts.device is cpu (SLURM: --gpus=1; docs/cluster.md)
         gpu=int(config["tts"]["backend"] == "kokoro" and str(config["tts"].get("device", "auto")) != "cpu"),
-    conda:
-        "../envs/tts.yaml"
-    log:
-        "results/logs/speech/render_round{round}_shard{shard}.log",
+    params:
+        tts=study_tts_config(),
+        shard_size=config["tts"]["shard_size"],
+        clip_dir="results/audio/clips",
+        with_attention_check=lambda wildcards: int(wildcards.round) == 0,
+        inject_silence=config["audio_qc"].get("inject_silence", []),
     script:
         "../workflow/scripts/render_shard.py"
 
@@ -51,18 +51,18 @@ rule audio_qc:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     output:
         "results/audio/rounds/{round}/qc/{shard}.csv",
-    params:
-        qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
-        # by name, not via `input`: Snakemake does not compare params derived from input
-        clips=lambda wildcards: tracked_clips(shard_manifest(wildcards.round, wildcards.shard)),
+    log:
+        "results/logs/speech/audio_qc_round{round}_shard{shard}.log",
+    conda:
+        "../envs/tts.yaml"
     threads: 2
     resources:
         mem_mb=2000,
         runtime=60,
-    conda:
-        "../envs/tts.yaml"
-    log:
-        "results/logs/speech/audio_qc_round{round}_shard{shard}.log",
+    params:
+        qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
+        # by name, not via `input`: Snakemake does not compare params derived from input
+        clips=lambda wildcards: tracked_clips(shard_manifest(wildcards.round, wildcards.shard)),
     script:
         "../workflow/scripts/audio_qc.py"
 
@@ -80,15 +80,15 @@ checkpoint audio_review:
         decisions="results/audio/review/round{round}/decisions.csv",
         replacements="results/audio/review/round{round}/replacements.csv",
         removals="results/audio/review/round{round}/removals.csv",
+    log:
+        "results/logs/speech/audio_review_round{round}.log",
+    conda:
+        "../envs/data.yaml"
     params:
         sampling=config["sampling"],
         seed=config["seed"],
         max_rounds=config["audio_qc"]["max_rounds"],
         on_exhausted=config["audio_qc"]["on_exhausted"],
-    conda:
-        "../envs/data.yaml"
-    log:
-        "results/logs/speech/audio_review_round{round}.log",
     script:
         "../workflow/scripts/audio_review.py"
 
@@ -103,10 +103,10 @@ rule audio_manifest:
     output:
         manifest="results/audio/manifest.csv",
         qc="results/audio/qc.csv",
-    conda:
-        "../envs/tts.yaml"
     log:
         "results/logs/speech/audio_manifest.log",
+    conda:
+        "../envs/tts.yaml"
     script:
         "../workflow/scripts/audio_manifest.py"
 
@@ -119,20 +119,20 @@ rule render_engine_shard:
         attention_check=config["attention_check"],
     output:
         manifest="results/audio/engines/{engine}/shards/{shard}.csv",
+    log:
+        "results/logs/speech/render_{engine}_shard_{shard}.log",
+    conda:
+        "../envs/tts.yaml"
+    threads: 2
+    resources:
+        mem_mb=2000,
+        runtime=60,
     params:
         tts=lambda wildcards: engine_config(wildcards.engine),
         shard_size=config["tts"]["shard_size"],
         clip_dir=lambda wildcards: f"results/audio/engines/{wildcards.engine}",
         with_attention_check=True,
         inject_silence=[],
-    threads: 2
-    resources:
-        mem_mb=2000,
-        runtime=60,
-    conda:
-        "../envs/tts.yaml"
-    log:
-        "results/logs/speech/render_{engine}_shard_{shard}.log",
     script:
         "../workflow/scripts/render_shard.py"
 
@@ -141,13 +141,13 @@ rule engine_manifest:
     """One manifest per other engine: results/audio/engines/{engine}/manifest.csv (every clip checked readable)."""
     input:
         shards=lambda wildcards: engine_shard_manifests(wildcards.engine),
-    params:
-        clips=lambda wildcards: tracked_clips(engine_shard_manifests(wildcards.engine)),  # see audio_qc
     output:
         "results/audio/engines/{engine}/manifest.csv",
-    conda:
-        "../envs/tts.yaml"
     log:
         "results/logs/speech/engine_manifest_{engine}.log",
+    conda:
+        "../envs/tts.yaml"
+    params:
+        clips=lambda wildcards: tracked_clips(engine_shard_manifests(wildcards.engine)),  # see audio_qc
     script:
         "../workflow/scripts/engine_manifest.py"

@@ -9,18 +9,22 @@ rule icc_table:
         participants="results/ratings/participants.csv",
         stimuli="results/study/stimuli.csv",
     output:
-        csv=report("results/stats/tables/icc.csv", caption="../workflow/report/table.rst", category="Tables",
-                   labels={"table": "icc"}),
+        csv=report(
+            "results/stats/tables/icc.csv",
+            caption="../workflow/report/table.rst",
+            category="Tables",
+            labels={"table": "icc"},
+        ),
         md="results/stats/tables/icc.md",
+    log:
+        "results/logs/stats/icc_table.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         n_boot=config["stats"]["n_boot"],
         ci_level=config["stats"]["ci_level"],
         ci_method=config["stats"]["icc_ci_method"],
         seed=config["seed"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/stats/icc_table.log",
     script:
         "../workflow/scripts/icc_table.py"
 
@@ -58,12 +62,12 @@ rule table1:
         **STUDY_TABLES,
     output:
         **reported(STATS_OUTPUTS["table1"]),
-    params:
-        analysis="table1",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/stats/table1.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        analysis="table1",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -74,12 +78,12 @@ rule table3:
         **STUDY_TABLES,
     output:
         **reported(STATS_OUTPUTS["table3"]),
-    params:
-        analysis="table3",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/stats/table3.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        analysis="table3",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -90,14 +94,14 @@ rule decision_thresholds:
         **STUDY_TABLES,
     output:
         **reported(STATS_OUTPUTS["decision_thresholds"]),
+    log:
+        "results/logs/stats/decision_thresholds.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         analysis="decision_thresholds",
         n_boot_threshold=config["stats"]["n_boot_threshold"],
         seed=config["seed"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/stats/decision_thresholds.log",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -109,6 +113,10 @@ rule table4:
         icc="results/stats/tables/icc.csv",
     output:
         **reported(STATS_OUTPUTS["table4"]),
+    log:
+        "results/logs/stats/table4.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         analysis="table4",
         seed=config["seed"],
@@ -116,10 +124,6 @@ rule table4:
         n_boot_alpha=config["stats"]["n_boot_alpha"],
         n_perm_alpha=config["stats"]["n_perm_alpha"],
         ci_level=config["stats"]["ci_level"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/stats/table4.log",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -130,12 +134,12 @@ rule raters_needed:
         icc="results/stats/tables/icc.csv",
     output:
         **reported(STATS_OUTPUTS["raters_needed"]),
-    params:
-        analysis="raters_needed",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/stats/raters_needed.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        analysis="raters_needed",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -146,12 +150,12 @@ rule cross_modality:
         **STUDY_TABLES,
     output:
         **reported(STATS_OUTPUTS["cross_modality"]),
-    params:
-        analysis="cross_modality",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/stats/cross_modality.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        analysis="cross_modality",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -163,12 +167,12 @@ rule justifications:
         modality_terms=config["stats"]["modality_terms"],
     output:
         **reported(STATS_OUTPUTS["justifications"]),
-    params:
-        analysis="justifications",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/stats/justifications.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        analysis="justifications",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -179,13 +183,13 @@ rule table2:
         **STUDY_TABLES,
     output:
         **reported(STATS_OUTPUTS["table2"]),
+    log:
+        "results/logs/stats/table2.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         analysis="table2",
         table2_random=config["stats"]["table2_random"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/stats/table2.log",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -196,12 +200,12 @@ rule modality_effects:
         **STUDY_TABLES,
     output:
         **reported(STATS_OUTPUTS["modality_effects"]),
-    params:
-        analysis="modality_effects",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/stats/modality_effects.log",
+    conda:
+        "../envs/stats.yaml"
+    params:
+        analysis="modality_effects",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -213,13 +217,13 @@ rule table5:
         judges="results/judges/ratings.csv",
     output:
         **reported(STATS_OUTPUTS["table5"]),
+    log:
+        "results/logs/stats/table5.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         analysis="table5",
         judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/stats/table5.log",
     script:
         "../workflow/scripts/analysis.py"
 
@@ -231,12 +235,12 @@ rule table6:
         judges="results/judges/ratings.csv",
     output:
         **reported(STATS_OUTPUTS["table6"]),
+    log:
+        "results/logs/stats/table6.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         analysis="table6",
         judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/stats/table6.log",
     script:
         "../workflow/scripts/analysis.py"

@@ -6,10 +6,10 @@ rule stimuli:
         manifest="results/audio/manifest.csv",
     output:
         "results/study/stimuli.csv",
-    conda:
-        "../envs/stats.yaml"
     log:
         "results/logs/study/stimuli.log",
+    conda:
+        "../envs/stats.yaml"
     script:
         "../workflow/scripts/stimuli.py"
 
@@ -20,12 +20,12 @@ rule assignments:
         stimuli="results/study/stimuli.csv",
     output:
         "results/study/assignments.csv",
+    log:
+        "results/logs/study/assignments.log",
+    conda:
+        "../envs/stats.yaml"
     params:
         study=config["study"],
         seed=config["seed"],
-    conda:
-        "../envs/stats.yaml"
-    log:
-        "results/logs/study/assignments.log",
     script:
         "../workflow/scripts/assignments.py"
