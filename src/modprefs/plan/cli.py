@@ -179,7 +179,7 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--n-boot", type=_int(20), default=100, help="resamples of the analysis' interval in the calibration"
     )
-    g.add_argument("--n-calibration", type=_int(2), default=6, help="studies per design calibrating the interval")
+    g.add_argument("--n-calibration", type=_int(2), default=5, help="studies per calibrating design (default 5)")
     g.add_argument(
         "--calibration-designs",
         type=_int(1),

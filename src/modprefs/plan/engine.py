@@ -62,7 +62,7 @@ class SimSettings:
     seed: int = 1
     interval: str = "analysis"
     ci_method: str = ANALYSIS_CI_METHOD
-    n_calibration: int = 6
+    n_calibration: int = 5
     calibration_designs: int = 5
     n_boot: int = 100
     ci_level: float = 0.95
