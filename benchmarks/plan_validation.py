@@ -2,10 +2,10 @@
 
 ``--part precision`` (plan_precision.json)
     Paper priors; grid: 40 prompts, 10 trials, raters {12, 16, ..., 40}; target: audio ICC(2,k) CI
-    half-width <= .12 in >= 80 % of studies, with the default (analysis-calibrated) planning interval.
+    half-width <= .20 in >= 80 % of studies, with the default (analysis-calibrated) planning interval.
     The recommended design is then simulated afresh (``--n-fresh`` studies from streams the planner
     never used) and the analysis' own interval (:func:`modprefs.stats.icc_ci.icc_ci_for_design`,
-    its default method, ``--n-boot`` resamples) computed on each: the share meeting .12 must be >= the
+    its default method, ``--n-boot`` resamples) computed on each: the share meeting .20 must be >= the
     promised .80 within Monte-Carlo error, and is compared with the planner's predicted assurance.
 ``--part power_icc`` (plan_power_icc.json)
     Design 40 prompts x 20 raters x 10 trials. For audio - text ICC(2,1) differences .1, .2, .3 (the
@@ -48,6 +48,8 @@ from modprefs.plan.summary import icc_diff_power, table2_power
 CACHE = ROOT / "results" / "plan_benchmark_cache"
 DESIGN = Design(40, 20, 10, ("audio", "text"))
 ALPHA = 0.05
+# the jackknife interval (the analysis default) is ~2x the Wald one: .20 is reached inside this grid (~32 raters)
+TARGET_HW = 0.20
 
 
 def priors():
@@ -69,7 +71,7 @@ def _fresh_hw(args):
 def part_precision(args) -> dict:
     pr = priors()
     designs = design_grid([40], [12, 16, 20, 24, 28, 32, 40], [10], "both")
-    targets = Targets(ci_half_width=0.12, target_conditions=("audio",), assurance=0.8)
+    targets = Targets(ci_half_width=TARGET_HW, target_conditions=("audio",), assurance=0.8)
     result = make_plan(pr, designs, targets, Costs(), SimSettings(n_sims=args.n_sims, seed=1), ("central",),
                        jobs=args.jobs, cache_dir=CACHE)
     rec = result.recommendations.iloc[0]
@@ -79,11 +81,11 @@ def part_precision(args) -> dict:
     hw = np.array(parallel_map(_fresh_hw, [(pr.central, d, i, ANALYSIS_CI_METHOD, args.n_boot)
                                            for i in range(args.n_fresh)], args.jobs))
     ok = np.isfinite(hw)
-    share = float(np.mean(hw[ok] <= 0.12))
+    share = float(np.mean(hw[ok] <= TARGET_HW))
     table = result.table[["raters", "ci_half_width_audio", "ci_half_width_audio_mcse", "assurance_audio",
                           "assurance_audio_mcse", "interval_factor_audio", "cost"]]
     return {
-        "target": {"ci_half_width": 0.12, "condition": "audio", "assurance": 0.8},
+        "target": {"ci_half_width": TARGET_HW, "condition": "audio", "assurance": 0.8},
         "analysis_ci_method": ANALYSIS_CI_METHOD, "n_boot_fresh": args.n_boot,
         "recommended": {"prompts": d.prompts, "raters": d.raters, "trials": d.trials,
                         "predicted_assurance": float(rec["assurance_audio"]),
