@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.plan.layout import ConditionLayout, Layout
-from modprefs.ratings.simulate import SimulationParams, _clip_effects, _lognormal, _unit_t
+from modprefs.ratings.simulate import SimulationParams, _clip_effects, _lognormal, _unit_t, snap_ties
 
 
 @dataclass(frozen=True)
@@ -122,17 +122,7 @@ def _condition(p: SimulationParams, condition: str, lay: ConditionLayout, u: np.
         tie = np.abs(perceived[:, 0] - perceived[:, 1]) < thr
         gm = p.by_condition("tie_gap_mean", condition)
         g = np.minimum((rng.geometric(1.0 / (1.0 + gm), n) - 1).astype(float), 20.0)
-        low = np.rint(perceived.mean(axis=1) - g / 2)
-        high = low + g
-        if p.clip_ratings:
-            down = np.maximum(high - 100, 0)
-            low, high = low - down, high - down
-            up = np.maximum(1 - low, 0)
-            low, high = low + up, high + up
-        better0 = perceived[:, 0] >= perceived[:, 1]
-        rating[tie, 0] = np.where(better0, high, low)[tie]
-        rating[tie, 1] = np.where(better0, low, high)[tie]
-        tie = tie | (rating[:, 0] == rating[:, 1])
+        tie = snap_ties(rating, perceived, tie, g, p.clip_ratings)
     else:
         tie = (np.abs(rating[:, 0] - rating[:, 1]) < thr) | (rating[:, 0] == rating[:, 1])
     return ConditionRatings(

@@ -488,6 +488,28 @@ def _check_inputs(stimuli: pd.DataFrame, assignments: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------------
 # the simulator
 # --------------------------------------------------------------------------------------------------
+def snap_ties(rating: np.ndarray, perceived: np.ndarray, tie: np.ndarray, gap: np.ndarray,
+              clip_ratings: bool) -> np.ndarray:
+    """Put each tied trial's two sliders ``gap`` points apart around its perceived mean (in place).
+
+    ``rating``, ``perceived``: (n, 2) rounded and perceived ratings; ``tie``: (n,) the trials judged
+    ties; ``gap``: (n,) whole-point gaps. The pair is shifted back inside 1..100 when ratings are
+    clipped; the better-perceived clip gets the higher slider. Returns the tie flags, now also
+    counting trials whose two ratings came out equal.
+    """
+    low = np.rint(perceived.mean(axis=1) - gap / 2)
+    high = low + gap
+    if clip_ratings:
+        shift_down = np.maximum(high - 100, 0)
+        low, high = low - shift_down, high - shift_down
+        shift_up = np.maximum(1 - low, 0)
+        low, high = low + shift_up, high + shift_up
+    better0 = perceived[:, 0] >= perceived[:, 1]
+    rating[tie, 0] = np.where(better0, high, low)[tie]
+    rating[tie, 1] = np.where(better0, low, high)[tie]
+    return tie | (rating[:, 0] == rating[:, 1])
+
+
 def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: SimulationParams | None = None,
                      seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Simulate ``(ratings, trials, participants, truth)`` for the given design (see module docstring)."""
@@ -611,19 +633,7 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
         tie = (~attn) & (gap_perceived < thr)
         gm = np.where(t_cond == "text", p.tie_gap_mean_text, p.tie_gap_mean_audio)
         g = (rng_rate.geometric(1.0 / (1.0 + gm)) - 1).astype(float)
-        g = np.minimum(g, 20.0)
-        mid = perceived.mean(axis=1)
-        low = np.rint(mid - g / 2)
-        high = low + g
-        if p.clip_ratings:
-            shift_down = np.maximum(high - 100, 0)
-            low, high = low - shift_down, high - shift_down
-            shift_up = np.maximum(1 - low, 0)
-            low, high = low + shift_up, high + shift_up
-        better0 = perceived[:, 0] >= perceived[:, 1]
-        rating[tie, 0] = np.where(better0, high, low)[tie]
-        rating[tie, 1] = np.where(better0, low, high)[tie]
-        tie = tie | (rating[:, 0] == rating[:, 1])
+        tie = snap_ties(rating, perceived, tie, np.minimum(g, 20.0), p.clip_ratings)
     else:
         tie = (~attn) & ((np.abs(rating[:, 0] - rating[:, 1]) < thr) | (rating[:, 0] == rating[:, 1]))
     tie = tie & ~attn
