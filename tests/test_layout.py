@@ -24,7 +24,6 @@ LONG_FUNCTIONS_TO_SPLIT = {
     ("src/modprefs/ratings/simulate.py", "simulate_ratings"),
     ("src/modprefs/reward/train.py", "train_reward_model"),
     ("src/modprefs/stats/descriptive.py", "behaviour_table"),
-    ("src/modprefs/stats/reml.py", "fit_crossed_intercepts"),
 }
 
 

@@ -365,6 +365,50 @@ def _optimise(s: _Suff, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, boo
     return theta, ok, n_eval, message
 
 
+def _checked_design(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, names: tuple[str, str]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int]:
+    """(y, X) as float arrays and (codes, levels) of g1 and g2, after every input check of the fit."""
+    y = np.asarray(y, dtype=float)
+    X = np.asarray(X, dtype=float)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
+    if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X must be (n, p) with n = len(y) = {y.shape[0]}, got shape {X.shape}")
+    n, p = X.shape
+    if len(g1) != n or len(g2) != n:
+        raise ValueError(f"g1 and g2 must have length n = {n}, got {len(g1)} and {len(g2)}")
+    if not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinite values")
+    if not np.isfinite(X).all():
+        raise ValueError("X contains NaN or infinite values")
+    c1, q1 = _encode(g1, names[0])
+    c2, q2 = _encode(g2, names[1])
+    for name, q in ((names[0], q1), (names[1], q2)):
+        if q < 2:
+            raise ValueError(f"grouping factor {name} has {q} level(s); a random intercept needs at least 2")
+    for name, q in ((names[0], q1), (names[1], q2)):
+        if q >= n:
+            raise ValueError(f"grouping factor {name} has {q} levels for {n} observations; "
+                             "it must have fewer levels than observations")
+    if p == 0 or n <= p + 1:
+        raise ValueError(f"need at least one fixed effect and n > p + 1 (n = {n}, p = {p})")
+    if np.linalg.matrix_rank(X) < p:
+        raise ValueError(f"X is rank deficient (rank {np.linalg.matrix_rank(X)} < {p} columns)")
+    return y, X, c1, q1, c2, q2
+
+
+def _ols_centred_scaled(y: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """(b0, scale, ys): the OLS fit b0, the residual SD scale and the scaled residuals (y - X b0) / scale."""
+    n, p = X.shape
+    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid0 = y - X @ b0
+    scale = float(np.sqrt(resid0 @ resid0 / (n - p)))
+    if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
+        raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
+    ys = resid0 / scale
+    return b0, scale, ys
+
+
 def fit_crossed_intercepts(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml: bool = True,
                            theta0: tuple[float, float] | np.ndarray | None = None,
                            names: tuple[str, str] = ("g1", "g2")) -> CrossedFit:
@@ -392,38 +436,9 @@ def fit_crossed_intercepts(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.
     eliminated internally. The response is centred on its OLS fit and scaled before fitting
     (exactly equivalent, better conditioned); the objective is reported on the original scale.
     """
-    y = np.asarray(y, dtype=float)
-    X = np.asarray(X, dtype=float)
-    if y.ndim != 1:
-        raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
-    if X.ndim != 2 or X.shape[0] != y.shape[0]:
-        raise ValueError(f"X must be (n, p) with n = len(y) = {y.shape[0]}, got shape {X.shape}")
+    y, X, c1, q1, c2, q2 = _checked_design(y, X, g1, g2, names)
     n, p = X.shape
-    if len(g1) != n or len(g2) != n:
-        raise ValueError(f"g1 and g2 must have length n = {n}, got {len(g1)} and {len(g2)}")
-    if not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinite values")
-    if not np.isfinite(X).all():
-        raise ValueError("X contains NaN or infinite values")
-    c1, q1 = _encode(g1, names[0])
-    c2, q2 = _encode(g2, names[1])
-    for name, q in ((names[0], q1), (names[1], q2)):
-        if q < 2:
-            raise ValueError(f"grouping factor {name} has {q} level(s); a random intercept needs at least 2")
-    for name, q in ((names[0], q1), (names[1], q2)):
-        if q >= n:
-            raise ValueError(f"grouping factor {name} has {q} levels for {n} observations; "
-                             "it must have fewer levels than observations")
-    if p == 0 or n <= p + 1:
-        raise ValueError(f"need at least one fixed effect and n > p + 1 (n = {n}, p = {p})")
-    if np.linalg.matrix_rank(X) < p:
-        raise ValueError(f"X is rank deficient (rank {np.linalg.matrix_rank(X)} < {p} columns)")
-    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid0 = y - X @ b0
-    scale = float(np.sqrt(resid0 @ resid0 / (n - p)))
-    if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
-        raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
-    ys = resid0 / scale
+    b0, scale, ys = _ols_centred_scaled(y, X)
 
     swap = q2 > q1
     if swap:
