@@ -23,7 +23,6 @@ LONG_FUNCTIONS_TO_SPLIT = {
     ("src/modprefs/ratings/ingest.py", "_cross_checks"),
     ("src/modprefs/ratings/simulate.py", "simulate_ratings"),
     ("src/modprefs/reward/train.py", "train_reward_model"),
-    ("src/modprefs/stats/descriptive.py", "behaviour_table"),
 }
 
 

@@ -442,6 +442,35 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
     * ``deliberation_s`` — audio only: end of the last listen to submission (s), M (SD) over
       participants' means and the median over trials.
     """
+    t, is_audio, rel = _behaviour_trials(trials, participants, assignments, ratings)
+    rows = []
+    audio_only = ("audio",)
+    rows.append(_pooled_row(t, is_audio, rel, "relisten_first_rate",
+                            "Re-listened to the first clip (% of audio trials)", "%", "_relisten", audio_only))
+    order_reason = "" if np.isfinite(t["_rep_first"]).any() else \
+        "presentation order unknown (pass assignments or ratings) or no replay counts"
+    for measure, label, col in (("replays_first", "Replays of the first-presented clip per trial", "_rep_first"),
+                                ("replays_second", "Replays of the second-presented clip per trial", "_rep_second")):
+        row = _mean_row(t, measure, label, "replays", col, audio_only, test=False)
+        row["reason"] = _join(row["reason"], order_reason)
+        rows.append(row)
+    rows.append(_replays_difference_row(t, order_reason))
+    rows.append(_mean_row(t, "rating_changes", "Rating reversals per trial", "reversals", "_changes", CONDITIONS,
+                          test=True))
+    rows.append(_pooled_row(t, is_audio, rel, "rating_changes_any_pct", "Trials with >= 1 rating reversal (%)", "%",
+                            "_any_change", CONDITIONS))
+    rows.append(_mean_row(t, "deliberation_s", "Deliberation time (s)", "s", "_delib", audio_only, test=False))
+    return pd.DataFrame(rows, columns=BEHAVIOUR_COLUMNS)
+
+
+def _behaviour_trials(trials: pd.DataFrame, participants: pd.DataFrame, assignments: pd.DataFrame | None,
+                      ratings: pd.DataFrame | None) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
+    """(t, is_audio, rel): the response trials with the behaviour columns derived, audio mask, relistened_first.
+
+    ``t`` gains ``_rep_first``/``_rep_second`` (replays by presentation order), ``_rep_diff``,
+    ``_relisten``, ``_changes``, ``_any_change`` and ``_delib``; ``rel`` is ``relistened_first`` as
+    nullable booleans (all missing when the column is absent).
+    """
     t = response_trials(trials, participants)
     is_audio = (t["condition"] == "audio").to_numpy()
     fc = first_clip_map(assignments, ratings)
@@ -460,79 +489,84 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
     t["_changes"] = as_float(t["rating_changes"]) if "rating_changes" in t else np.nan
     t["_any_change"] = np.where(np.isfinite(t["_changes"]), t["_changes"] > 0, np.nan)
     t["_delib"] = as_float(t["deliberation_time_s"]) if "deliberation_time_s" in t else np.nan
+    return t, is_audio, rel
 
-    def per_participant(col: str, c: str) -> np.ndarray:
-        g = t[(t["condition"] == c).to_numpy()].dropna(subset=[col])
-        return g.groupby("participant_id")[col].mean().to_numpy(dtype=float)
 
-    def trial_values(col: str, c: str) -> np.ndarray:
-        v = t.loc[(t["condition"] == c).to_numpy(), col].to_numpy(dtype=float)
-        return v[np.isfinite(v)]
+def _per_participant(t: pd.DataFrame, col: str, c: str) -> np.ndarray:
+    """Condition ``c``'s participants' means of ``col`` (participants without a value left out)."""
+    g = t[(t["condition"] == c).to_numpy()].dropna(subset=[col])
+    return g.groupby("participant_id")[col].mean().to_numpy(dtype=float)
 
-    rows = []
-    base = dict(text=math.nan, text_sd=math.nan, text_median=math.nan, text_count=math.nan, n_text=0,
-                audio=math.nan, audio_sd=math.nan, audio_median=math.nan, audio_count=math.nan, n_audio=0,
-                test="", statistic=math.nan, U_text=math.nan, U_audio=math.nan, r_rb=math.nan, p=math.nan)
 
-    def pooled_row(measure: str, label: str, unit: str, col: str, conds: tuple[str, ...]) -> dict:
-        row = dict(base, measure=measure, label=label, unit=unit,
-                   population="response trials of analysed participants; pooled count / trials")
-        reasons = []
-        for c in CONDITIONS:
-            if c not in conds:
-                reasons.append(f"{c}: audio only")
-                continue
-            v = trial_values(col, c)
-            row[f"{c}_count"], row[f"n_{c}"] = float(v.sum()), len(v)
-            row[c] = _pct(v.sum(), len(v))
-            if not len(v):
-                reasons.append(f"{c}: no trials with this measure")
-        if col == "_relisten" and "audio" in conds and not np.isfinite(t.loc[is_audio, "_rep_first"]).any() \
-                and not rel[is_audio].notna().any():
-            reasons.append("audio: neither relistened_first nor first-clip replays available")
-        reasons.append("pooled rate: no SD, median or test")
-        row["reason"] = _join(*reasons)
-        return row
+def _trial_values(t: pd.DataFrame, col: str, c: str) -> np.ndarray:
+    """The finite values of ``col`` over condition ``c``'s trials."""
+    v = t.loc[(t["condition"] == c).to_numpy(), col].to_numpy(dtype=float)
+    return v[np.isfinite(v)]
 
-    def mean_row(measure: str, label: str, unit: str, col: str, conds: tuple[str, ...], test: bool) -> dict:
-        row = dict(base, measure=measure, label=label, unit=unit,
-                   population="response trials of analysed participants; M (SD) over participants' means")
-        reasons, means = [], {}
-        for c in CONDITIONS:
-            if c not in conds:
-                reasons.append(f"{c}: audio only")
-                means[c] = np.array([])
-                continue
-            means[c] = per_participant(col, c)
-            m, sd, n = mean_sd(means[c])
-            v = trial_values(col, c)
-            row.update({c: m, f"{c}_sd": sd, f"n_{c}": n, f"{c}_median": float(np.median(v)) if len(v) else math.nan,
-                        f"{c}_count": float(len(v))})
-            if n == 0:
-                reasons.append(f"{c}: no participants with this measure")
-            elif n == 1:
-                reasons.append(f"{c}: SD needs at least 2 participants")
-        if test:
-            res = mann_whitney(means["text"], means["audio"])
-            row.update(test=MW_TEST, statistic=res["U_text"], U_text=res["U_text"], U_audio=res["U_audio"],
-                       r_rb=res["r_rb"], p=res["p"])
-            reasons.append(res["reason"])
-        row["reason"] = _join(*reasons)
-        return row
 
-    audio_only = ("audio",)
-    rows.append(pooled_row("relisten_first_rate", "Re-listened to the first clip (% of audio trials)", "%",
-                           "_relisten", audio_only))
-    order_reason = "" if np.isfinite(t["_rep_first"]).any() else \
-        "presentation order unknown (pass assignments or ratings) or no replay counts"
-    for measure, label, col in (("replays_first", "Replays of the first-presented clip per trial", "_rep_first"),
-                                ("replays_second", "Replays of the second-presented clip per trial", "_rep_second")):
-        row = mean_row(measure, label, "replays", col, audio_only, test=False)
-        row["reason"] = _join(row["reason"], order_reason)
-        rows.append(row)
-    row = mean_row("replays_first_minus_second", "Replays first minus second (paired, per participant)",
-                   "replays", "_rep_diff", audio_only, test=False)
-    d = per_participant("_rep_diff", "audio")
+#: A behaviour row before its measure's cells are filled (copied per row).
+_BEHAVIOUR_ROW_BASE = dict(text=math.nan, text_sd=math.nan, text_median=math.nan, text_count=math.nan, n_text=0,
+                           audio=math.nan, audio_sd=math.nan, audio_median=math.nan, audio_count=math.nan, n_audio=0,
+                           test="", statistic=math.nan, U_text=math.nan, U_audio=math.nan, r_rb=math.nan, p=math.nan)
+
+
+def _pooled_row(t: pd.DataFrame, is_audio: np.ndarray, rel: pd.Series, measure: str, label: str, unit: str,
+                col: str, conds: tuple[str, ...]) -> dict:
+    """A pooled-rate row: per condition in ``conds`` the count of true trials of ``col`` over the trials."""
+    row = dict(_BEHAVIOUR_ROW_BASE, measure=measure, label=label, unit=unit,
+               population="response trials of analysed participants; pooled count / trials")
+    reasons = []
+    for c in CONDITIONS:
+        if c not in conds:
+            reasons.append(f"{c}: audio only")
+            continue
+        v = _trial_values(t, col, c)
+        row[f"{c}_count"], row[f"n_{c}"] = float(v.sum()), len(v)
+        row[c] = _pct(v.sum(), len(v))
+        if not len(v):
+            reasons.append(f"{c}: no trials with this measure")
+    if col == "_relisten" and "audio" in conds and not np.isfinite(t.loc[is_audio, "_rep_first"]).any() \
+            and not rel[is_audio].notna().any():
+        reasons.append("audio: neither relistened_first nor first-clip replays available")
+    reasons.append("pooled rate: no SD, median or test")
+    row["reason"] = _join(*reasons)
+    return row
+
+
+def _mean_row(t: pd.DataFrame, measure: str, label: str, unit: str, col: str, conds: tuple[str, ...],
+              test: bool) -> dict:
+    """A mean row: M (SD) of participants' means of ``col``, trial median, Mann–Whitney U if ``test``."""
+    row = dict(_BEHAVIOUR_ROW_BASE, measure=measure, label=label, unit=unit,
+               population="response trials of analysed participants; M (SD) over participants' means")
+    reasons, means = [], {}
+    for c in CONDITIONS:
+        if c not in conds:
+            reasons.append(f"{c}: audio only")
+            means[c] = np.array([])
+            continue
+        means[c] = _per_participant(t, col, c)
+        m, sd, n = mean_sd(means[c])
+        v = _trial_values(t, col, c)
+        row.update({c: m, f"{c}_sd": sd, f"n_{c}": n, f"{c}_median": float(np.median(v)) if len(v) else math.nan,
+                    f"{c}_count": float(len(v))})
+        if n == 0:
+            reasons.append(f"{c}: no participants with this measure")
+        elif n == 1:
+            reasons.append(f"{c}: SD needs at least 2 participants")
+    if test:
+        res = mann_whitney(means["text"], means["audio"])
+        row.update(test=MW_TEST, statistic=res["U_text"], U_text=res["U_text"], U_audio=res["U_audio"],
+                   r_rb=res["r_rb"], p=res["p"])
+        reasons.append(res["reason"])
+    row["reason"] = _join(*reasons)
+    return row
+
+
+def _replays_difference_row(t: pd.DataFrame, order_reason: str) -> dict:
+    """The paired first-minus-second replays row, Wilcoxon signed-rank over audio participants' means."""
+    row = _mean_row(t, "replays_first_minus_second", "Replays first minus second (paired, per participant)",
+                    "replays", "_rep_diff", ("audio",), test=False)
+    d = _per_participant(t, "_rep_diff", "audio")
     row["test"] = "Wilcoxon signed-rank (two-sided), audio participants' mean differences"
     if len(d) and np.any(d != 0):
         w = stats.wilcoxon(d, alternative="two-sided", zero_method="wilcox")
@@ -540,10 +574,4 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
     else:
         row["reason"] = _join(row["reason"], order_reason,
                               "no non-zero paired differences: Wilcoxon undefined" if len(d) else "")
-    rows.append(row)
-    rows.append(mean_row("rating_changes", "Rating reversals per trial", "reversals", "_changes", CONDITIONS,
-                         test=True))
-    rows.append(pooled_row("rating_changes_any_pct", "Trials with >= 1 rating reversal (%)", "%", "_any_change",
-                           CONDITIONS))
-    rows.append(mean_row("deliberation_s", "Deliberation time (s)", "s", "_delib", audio_only, test=False))
-    return pd.DataFrame(rows, columns=BEHAVIOUR_COLUMNS)
+    return row
