@@ -288,8 +288,62 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
     prompts, clip_of, clips_by_prompt = _stimulus_maps(stimuli)
     ratings, trials, parts = tables["ratings"], tables["trials"], tables["participants"]
     assert ratings is not None
+    cond_of, known_participants = _participant_conditions(parts, problems, given_participants)
+    # Trials are keyed by (participant, trial) when both tables have trial numbers, else by (participant, prompt).
+    by_trial = "trial" in ratings.columns and (trials is None or "trial" in trials.columns)
+    key_col = "trial" if by_trial else "prompt_id"
+    can_key = key_col in ratings.columns and (trials is None or key_col in trials.columns)
+    checks = _RowChecks(problems, prompts, known_participants, by_trial, key_col, can_key)
+    trial_rows, trial_prompt = _check_trials(trials, checks, cond_of)
+    per_trial, cols = _check_ratings(ratings, trials, parts, checks, clip_of, cond_of, trial_rows, trial_prompt)
+    _check_trial_clips(ratings, trials, checks, clips_by_prompt, trial_rows, trial_prompt, per_trial, cols)
 
-    # ---- participants ----------------------------------------------------------------------------
+
+@dataclass
+class _RowChecks:
+    """The row checks that trials and ratings share: participant and prompt known, and each row's trial key."""
+
+    problems: _Problems
+    prompts: set[str]
+    known_participants: set[str] | None
+    by_trial: bool
+    key_col: str
+    can_key: bool
+
+    def check_participant(self, table: str, i: int, pid: object) -> None:
+        """An unknown participant (not in participants.csv, when given) is a problem."""
+        if self.known_participants is not None and _present(pid) and pid not in self.known_participants:
+            self.problems.cell(table, i, "participant_id",
+                               f"unknown participant {pid!r} (not in {self.problems.origins['participants'].file()})")
+
+    def check_prompt(self, table: str, i: int, prompt: object, trial: object) -> None:
+        """An unknown prompt, or the attention check anywhere but at trial 0, is a problem."""
+        if not _present(prompt):
+            return
+        if prompt not in self.prompts:
+            self.problems.cell(table, i, "prompt_id",
+                               f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)")
+        elif _present(trial):
+            if trial == 0 and prompt != ATTENTION_PROMPT:
+                self.problems.cell(table, i, "prompt_id", f"trial 0 is the attention check, but prompt is {prompt!r}")
+            elif trial != 0 and prompt == ATTENTION_PROMPT:
+                self.problems.cell(table, i, "trial", f"the attention check must be trial 0, not {trial}")
+
+    def key_of(self, pid: object, trial: object, prompt: object) -> tuple | None:
+        """The row's trial key (participant, trial or prompt); None when it cannot be formed."""
+        value = trial if self.by_trial else prompt
+        if not (self.can_key and _present(pid) and _present(value)):
+            return None
+        return (pid, int(value) if self.by_trial else value)
+
+    def key_text(self, key: tuple) -> str:
+        """The trial key's second part as the messages name it."""
+        return f"trial {key[1]}" if self.by_trial else f"prompt {key[1]!r}"
+
+
+def _participant_conditions(parts: pd.DataFrame | None, problems: _Problems,
+                            given_participants: bool) -> tuple[dict[str, str], set[str] | None]:
+    """(condition of each participant, the known participants or None): duplicates in participants.csv reported."""
     cond_of: dict[str, str] = {}
     known_participants: set[str] | None = None
     if parts is not None:
@@ -305,39 +359,13 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
             if _present(cond):
                 cond_of[pid] = cond
         known_participants = set(first_row) if given_participants else None
+    return cond_of, known_participants
 
-    def check_participant(table: str, i: int, pid: object) -> None:
-        if known_participants is not None and _present(pid) and pid not in known_participants:
-            problems.cell(table, i, "participant_id",
-                          f"unknown participant {pid!r} (not in {problems.origins['participants'].file()})")
 
-    def check_prompt(table: str, i: int, prompt: object, trial: object) -> None:
-        if not _present(prompt):
-            return
-        if prompt not in prompts:
-            problems.cell(table, i, "prompt_id",
-                          f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)")
-        elif _present(trial):
-            if trial == 0 and prompt != ATTENTION_PROMPT:
-                problems.cell(table, i, "prompt_id", f"trial 0 is the attention check, but prompt is {prompt!r}")
-            elif trial != 0 and prompt == ATTENTION_PROMPT:
-                problems.cell(table, i, "trial", f"the attention check must be trial 0, not {trial}")
-
-    # Trials are keyed by (participant, trial) when both tables have trial numbers, else by (participant, prompt).
-    by_trial = "trial" in ratings.columns and (trials is None or "trial" in trials.columns)
-    key_col = "trial" if by_trial else "prompt_id"
-    can_key = key_col in ratings.columns and (trials is None or key_col in trials.columns)
-
-    def key_of(pid: object, trial: object, prompt: object) -> tuple | None:
-        value = trial if by_trial else prompt
-        if not (can_key and _present(pid) and _present(value)):
-            return None
-        return (pid, int(value) if by_trial else value)
-
-    def key_text(key: tuple) -> str:
-        return f"trial {key[1]}" if by_trial else f"prompt {key[1]!r}"
-
-    # ---- trials ------------------------------------------------------------------------------------
+def _check_trials(trials: pd.DataFrame | None, checks: _RowChecks,
+                  cond_of: dict[str, str]) -> tuple[dict[tuple, int], dict[tuple, str]]:
+    """(row of each trial key, prompt of each trial key) in trials.csv; its row problems reported."""
+    problems, key_col = checks.problems, checks.key_col
     trial_rows: dict[tuple, int] = {}
     trial_prompt: dict[tuple, str] = {}
     if trials is not None:
@@ -345,12 +373,12 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
                                               *AUDIO_ONLY_TRIAL_COLUMNS)}
         for i in range(len(trials)):
             pid, prompt, trial = cols["participant_id"][i], cols["prompt_id"][i], cols["trial"][i]
-            check_participant("trials", i, pid)
-            check_prompt("trials", i, prompt, trial)
-            key = key_of(pid, trial, prompt)
+            checks.check_participant("trials", i, pid)
+            checks.check_prompt("trials", i, prompt, trial)
+            key = checks.key_of(pid, trial, prompt)
             if key is not None:
                 if key in trial_rows:
-                    problems.cell("trials", i, key_col, f"duplicate {key_text(key)} of participant {pid!r} "
+                    problems.cell("trials", i, key_col, f"duplicate {checks.key_text(key)} of participant {pid!r} "
                                                         f"(first at {problems.at('trials', trial_rows[key])})")
                 else:
                     trial_rows[key] = i
@@ -364,8 +392,15 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
                 if _present(cols["relistened_first"][i]) and bool(cols["relistened_first"][i]):
                     problems.cell("trials", i, "relistened_first",
                                   f"re-listening is audio-only, but participant {pid!r} is in the text condition")
+    return trial_rows, trial_prompt
 
-    # ---- ratings -----------------------------------------------------------------------------------
+
+def _check_ratings(ratings: pd.DataFrame, trials: pd.DataFrame | None, parts: pd.DataFrame | None,
+                   checks: _RowChecks, clip_of: dict[str, tuple[str, int]], cond_of: dict[str, str],
+                   trial_rows: dict[tuple, int], trial_prompt: dict[tuple, str]
+                   ) -> tuple[dict[tuple, list[int]], dict[str, list]]:
+    """(rating rows of each trial key, the ratings' key columns as lists); its row problems reported."""
+    problems, key_col = checks.problems, checks.key_col
     seen_clip: dict[tuple[str, str], int] = {}
     per_trial: dict[tuple, list[int]] = defaultdict(list)
     has_aq = "audio_quality" in ratings.columns
@@ -374,8 +409,8 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
     for i in range(len(ratings)):
         pid, cond, prompt = cols["participant_id"][i], cols["condition"][i], cols["prompt_id"][i]
         clip, trial = cols["clip_id"][i], cols["trial"][i]
-        check_participant("ratings", i, pid)
-        check_prompt("ratings", i, prompt, trial)
+        checks.check_participant("ratings", i, pid)
+        checks.check_prompt("ratings", i, prompt, trial)
         if _present(clip):
             if clip not in clip_of:
                 problems.cell("ratings", i, "clip_id",
@@ -399,18 +434,25 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
                 problems.cell("ratings", i, "audio_quality", "audio_quality is present in the text condition")
             if cond == "audio" and not _present(cols["audio_quality"][i]):
                 problems.cell("ratings", i, "audio_quality", "audio_quality is missing in the audio condition")
-        key = key_of(pid, trial, prompt)
+        key = checks.key_of(pid, trial, prompt)
         if key is not None:
             per_trial[key].append(i)
             if trials is not None and key not in trial_rows:
                 problems.cell("ratings", i, key_col, f"no row in {problems.origins['trials'].file()} for participant "
-                                                     f"{pid!r} {key_text(key)}")
-            elif by_trial and key in trial_prompt and _present(prompt) and trial_prompt[key] != prompt:
+                                                     f"{pid!r} {checks.key_text(key)}")
+            elif checks.by_trial and key in trial_prompt and _present(prompt) and trial_prompt[key] != prompt:
                 problems.cell("ratings", i, "prompt_id",
                               f"{prompt!r} but {problems.origins['trials'].file()} has prompt {trial_prompt[key]!r} "
                               f"for participant {pid!r} trial {trial}")
+    return per_trial, cols
 
-    # ---- each trial: exactly the prompt's two clips, one presented first ----------------------------
+
+def _check_trial_clips(ratings: pd.DataFrame, trials: pd.DataFrame | None, checks: _RowChecks,
+                       clips_by_prompt: dict[str, set[str]], trial_rows: dict[tuple, int],
+                       trial_prompt: dict[tuple, str], per_trial: dict[tuple, list[int]],
+                       cols: dict[str, list]) -> None:
+    """Each trial: exactly the prompt's two clips rated, exactly one of them presented first."""
+    problems, key_col, key_text = checks.problems, checks.key_col, checks.key_text
     groups = trial_rows if trials is not None else {k: rows[0] for k, rows in per_trial.items()}
     for key, i in groups.items():
         pid = key[0]
@@ -419,7 +461,7 @@ def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame,
             problems.cell("trials", i, key_col, f"no ratings for participant {pid!r} {key_text(key)}")
             continue
         prompt = trial_prompt.get(key) if trials is not None else cols["prompt_id"][rows[0]]
-        if not by_trial and prompt is None:
+        if not checks.by_trial and prompt is None:
             prompt = key[1]
         clips = [cols["clip_id"][r] for r in rows]
         expected = clips_by_prompt.get(prompt, set()) if _present(prompt) else set()
