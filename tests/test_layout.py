@@ -20,7 +20,6 @@ LONG_FUNCTIONS_TO_SPLIT = {
     ("src/modprefs/app/cli.py", "add_parser"),
     ("src/modprefs/app/cli.py", "_run"),
     ("src/modprefs/app/server.py", "create_app"),
-    ("src/modprefs/ratings/simulate.py", "simulate_ratings"),
     ("src/modprefs/reward/train.py", "train_reward_model"),
 }
 

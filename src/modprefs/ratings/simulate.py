@@ -517,8 +517,35 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     _check_inputs(stimuli, assignments)
     streams = np.random.SeedSequence(seed).spawn(6)
     rng_clip, rng_part, rng_rate, rng_trial, rng_demo, rng_just = (np.random.default_rng(s) for s in streams)
+    clips = _simulate_clips(stimuli, p, rng_clip)
+    panel = _simulate_panel(assignments, p, rng_part)
+    done = _done_trials(panel)
+    ci, latent = _latent_ratings(clips, panel, done, p, rng_rate)
+    rating, pref = _observed_ratings(latent, panel, done, p, rng_rate)
+    aq = _audio_quality(clips, panel, done, ci, latent, p, rng_rate)
+    trials, dtime = _trial_table(clips, panel, done, ci, pref, p, rng_trial, rng_just)
+    ratings = _ratings_table(clips, done, ci, rating, aq)
+    participants = _participants_table(panel, done, dtime, p, rng_part, rng_demo)
+    truth = _truth_table(clips, panel, p)
+    return ratings[RATINGS_COLUMNS], trials[TRIALS_COLUMNS], participants, truth
 
-    # ---- clips ---------------------------------------------------------------------------------
+
+@dataclass
+class _Clips:
+    """The simulated clip properties, one entry per stimulus row (in the stimuli's order)."""
+
+    stim: pd.DataFrame  # the stimuli, index reset, prompt_id and clip_id as strings
+    len_z: np.ndarray  # (n_clip,) z-scored n_chars
+    n_clip: int
+    u: np.ndarray  # (n_clip, 2) clip effects [audio, text]
+    aq_true: np.ndarray  # (n_clip,) true audio quality q_i
+    aq_attn: np.ndarray  # (2,) true audio quality of attn_0 and attn_1
+    duration: np.ndarray  # (n_clip,) seconds
+    prompt_clips: dict[str, dict[int, int]]  # prompt -> {response: clip row}
+
+
+def _simulate_clips(stimuli: pd.DataFrame, p: SimulationParams, rng_clip: np.random.Generator) -> _Clips:
+    """The clips' length z-scores, effects, true audio quality and durations (draws from the clip stream)."""
     stim = stimuli.reset_index(drop=True).copy()
     stim["prompt_id"] = stim["prompt_id"].astype(str)
     stim["clip_id"] = stim["clip_id"].astype(str)
@@ -540,8 +567,40 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     for pid, d in prompt_clips.items():
         if set(d) != {0, 1}:
             raise ValueError(f"stimuli: prompt {pid} does not have exactly the responses 0 and 1")
+    return _Clips(stim, len_z, n_clip, u, aq_true, aq_attn, duration, prompt_clips)
 
-    # ---- participants --------------------------------------------------------------------------
+
+@dataclass
+class _Panel:
+    """The simulated participants, one entry per participant (in ``part``'s order)."""
+
+    asg: pd.DataFrame  # the assignments, typed, sorted by participant and trial
+    part: pd.DataFrame  # participant_id, condition
+    n_part: int
+    cond: np.ndarray
+    is_text_p: np.ndarray
+    max_trial: int
+    v: np.ndarray  # participant effects v_p
+    tau: np.ndarray  # tie thresholds tau_p
+    failed: np.ndarray  # failed the attention check
+    a_time: np.ndarray  # standard-normal slowness
+    n_done: np.ndarray  # response trials done
+    completed: np.ndarray
+    resid_scale: np.ndarray  # rater noise scale s_p
+    replay_prop: np.ndarray
+    change_prop: np.ndarray
+    aq_offset: np.ndarray
+    overhead: np.ndarray  # session overhead (minutes)
+    pidx: dict[str, int]  # participant_id -> index
+
+
+def _per_condition(p: SimulationParams, cond: np.ndarray, name: str) -> np.ndarray:
+    """Parameter ``name``'s text or audio value for each entry of ``cond``, as floats."""
+    return np.where(cond == "text", getattr(p, f"{name}_text"), getattr(p, f"{name}_audio")).astype(float)
+
+
+def _simulate_panel(assignments: pd.DataFrame, p: SimulationParams, rng_part: np.random.Generator) -> _Panel:
+    """The participants' effects, thresholds, attention, dropout and propensities (from the participant stream)."""
     asg = assignments.copy()
     asg["participant_id"] = asg["participant_id"].astype(str)
     asg["prompt_id"] = asg["prompt_id"].astype(str)
@@ -556,18 +615,15 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     n_trials_assigned = asg[asg["trial"] > 0].groupby("participant_id").size().reindex(part["participant_id"]).fillna(0)
     n_trials_assigned = n_trials_assigned.to_numpy(int)
 
-    def per_cond(name: str) -> np.ndarray:
-        return np.where(cond == "text", getattr(p, f"{name}_text"), getattr(p, f"{name}_audio")).astype(float)
-
-    v = np.sqrt(per_cond("var_participant")) * rng_part.standard_normal(n_part)
-    tau_mean = per_cond("tie_threshold_mean")
+    v = np.sqrt(_per_condition(p, cond, "var_participant")) * rng_part.standard_normal(n_part)
+    tau_mean = _per_condition(p, cond, "tie_threshold_mean")
     tau = np.array([_lognormal(rng_part, m, p.tie_threshold_cv, 1)[0] for m in tau_mean]) if n_part else np.zeros(0)
-    failed = rng_part.random(n_part) < per_cond("p_fail_attention")
+    failed = rng_part.random(n_part) < _per_condition(p, cond, "p_fail_attention")
     a_time = rng_part.standard_normal(n_part)  # participant slowness (standard normal; scaled per condition)
     # dropout: rate p_incomplete_c among passers, tilted towards slow raters (exp(beta a - beta^2/2)
     # has mean one over a standard normal a, so the expected rate stays p_incomplete_c)
     beta = p.incomplete_speed_effect
-    p_drop = np.clip(per_cond("p_incomplete") * np.exp(beta * a_time - beta ** 2 / 2), 0.0, 1.0)
+    p_drop = np.clip(_per_condition(p, cond, "p_incomplete") * np.exp(beta * a_time - beta ** 2 / 2), 0.0, 1.0)
     drop = (~failed) & (rng_part.random(n_part) < p_drop)
     k_drop = rng_part.poisson(p.incomplete_trials_mean, n_part)
     n_done = np.where(failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(n_trials_assigned - 1, 0)),
@@ -579,56 +635,94 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     replay_prop = _gamma_unit(rng_part, p.replay_propensity_shape, n_part)
     change_prop = _gamma_unit(rng_part, 2.0, n_part)
     aq_offset = math.sqrt(p.var_aq_participant) * rng_part.standard_normal(n_part)
-    overhead = per_cond("session_overhead_min") * _lognormal(rng_part, 1.0, p.session_overhead_cv, n_part)
+    overhead = _per_condition(p, cond, "session_overhead_min") * _lognormal(rng_part, 1.0, p.session_overhead_cv,
+                                                                            n_part)
     pidx = {pid: i for i, pid in enumerate(part["participant_id"])}
+    return _Panel(asg, part, n_part, cond, is_text_p, max_trial, v, tau, failed, a_time, n_done, completed,
+                  resid_scale, replay_prop, change_prop, aq_offset, overhead, pidx)
 
-    # ---- which trials happen -------------------------------------------------------------------
-    asg["_p"] = asg["participant_id"].map(pidx)
-    done = asg["trial"].to_numpy() <= n_done[asg["_p"].to_numpy()]
+
+@dataclass
+class _DoneTrials:
+    """The trials that happen (a dropout's later trials removed), one entry per trial."""
+
+    tr: pd.DataFrame  # their assignment rows, with ``_p`` the participant's index
+    n_tr: int
+    tp: np.ndarray  # participant index
+    t_cond: np.ndarray
+    t_text: np.ndarray
+    trial: np.ndarray
+    first_clip: np.ndarray
+    attn: np.ndarray  # the attention check (trial 0)
+    trial_z: np.ndarray  # standardised trial number (trial 1's for the attention check)
+
+
+def _done_trials(panel: _Panel) -> _DoneTrials:
+    """The trials each participant gets to (attention check at trial 0 only, checked) and their trial_z.
+
+    Adds ``_p`` (the participant's index) to ``panel.asg``.
+    """
+    asg = panel.asg
+    asg["_p"] = asg["participant_id"].map(panel.pidx)
+    done = asg["trial"].to_numpy() <= panel.n_done[asg["_p"].to_numpy()]
     tr = asg[done].reset_index(drop=True)
     n_tr = len(tr)
     tp = tr["_p"].to_numpy()
-    t_cond = cond[tp]
-    t_text = is_text_p[tp]
+    t_cond = panel.cond[tp]
+    t_text = panel.is_text_p[tp]
     trial = tr["trial"].to_numpy()
     first_clip = tr["first_clip"].to_numpy()
     attn = trial == 0
     if (tr.loc[attn, "prompt_id"] != ATTENTION_PROMPT).any() or (tr.loc[~attn, "prompt_id"] == ATTENTION_PROMPT).any():
         raise ValueError("assignments: trial 0 must be the attention check 'attn' and only trial 0")
-    tvals = np.arange(1, max(max_trial, 1) + 1, dtype=float)
+    tvals = np.arange(1, max(panel.max_trial, 1) + 1, dtype=float)
     t_mean, t_sd = tvals.mean(), (tvals.std(ddof=1) if len(tvals) > 1 else 1.0)
     trial_z = (np.where(attn, 1, trial) - t_mean) / t_sd
+    return _DoneTrials(tr, n_tr, tp, t_cond, t_text, trial, first_clip, attn, trial_z)
 
+
+def _latent_ratings(clips: _Clips, panel: _Panel, d: _DoneTrials, p: SimulationParams,
+                    rng_rate: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(ci, latent): each trial's clip rows (-1 at the attention check) and latent ratings, (n_tr, 2) each."""
+    n_tr, tp, attn, t_cond, t_text = d.n_tr, d.tp, d.attn, d.t_cond, d.t_text
+    n_clip, u, len_z = clips.n_clip, clips.u, clips.len_z
     # ---- latent ratings: columns = response 0, response 1 ---------------------------------------
     ci = np.full((n_tr, 2), -1)
     for r in (0, 1):
-        ci[~attn, r] = [prompt_clips[pid][r] for pid in tr.loc[~attn, "prompt_id"]]
+        ci[~attn, r] = [clips.prompt_clips[pid][r] for pid in d.tr.loc[~attn, "prompt_id"]]
     latent = np.zeros((n_tr, 2))
-    sd_res = np.sqrt(np.where(t_cond == "text", p.var_resid_text, p.var_resid_audio)) * resid_scale[tp]
+    sd_res = np.sqrt(np.where(t_cond == "text", p.var_resid_text, p.var_resid_audio)) * panel.resid_scale[tp]
     for r in (0, 1):
-        first = (first_clip == r).astype(float)
+        first = (d.first_clip == r).astype(float)
         lz = np.where(attn, 0.0, len_z[ci[:, r]] if n_clip else 0.0)
         uc = np.where(attn, 0.0, np.where(t_text == 1, u[ci[:, r], 1], u[ci[:, r], 0]) if n_clip else 0.0)
         latent[:, r] = (p.intercept + p.b_first * first + p.b_text * t_text + (p.b_len + p.b_len_text * t_text) * lz
-                        + (p.b_trial + p.b_trial_text * t_text) * trial_z + p.b_first_text * first * t_text
-                        + uc + v[tp] + sd_res * _unit_t(rng_rate, p.resid_df, n_tr))
+                        + (p.b_trial + p.b_trial_text * t_text) * d.trial_z + p.b_first_text * first * t_text
+                        + uc + panel.v[tp] + sd_res * _unit_t(rng_rate, p.resid_df, n_tr))
     # attention check: coherent high, nonsense low (reversed for failers)
     att_noise = p.attention_sd * rng_rate.standard_normal((n_tr, 2))
     hi = p.attention_coherent_mean + att_noise[:, 0]
     lo = p.attention_nonsense_mean + att_noise[:, 1]
-    f_t = failed[tp]
+    f_t = panel.failed[tp]
     a0 = np.where(f_t, np.minimum(hi, lo), np.maximum(hi, lo))
     a1 = np.where(f_t, np.maximum(hi, lo), np.minimum(hi, lo))
     latent[attn, 0] = a0[attn]
     latent[attn, 1] = a1[attn]
+    return ci, latent
 
+
+def _observed_ratings(latent: np.ndarray, panel: _Panel, d: _DoneTrials, p: SimulationParams,
+                      rng_rate: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(rating, pref): the rounded (clipped) slider ratings after tie handling and each trial's preference."""
+    n_tr, tp, attn, t_cond = d.n_tr, d.tp, d.attn, d.t_cond
+    f_t = panel.failed[tp]
     lo_b, hi_b = (1.0, 100.0) if p.clip_ratings else (-np.inf, np.inf)
     perceived = np.clip(latent, lo_b, hi_b)
     rating = np.rint(perceived)
     gap_perceived = np.abs(perceived[:, 0] - perceived[:, 1])
     # per-trial threshold: the rater's tau_p times a unit-scale Weibull(shape) draw
     k_w = p.tie_threshold_shape
-    thr = tau[tp] * (rng_rate.weibull(k_w, n_tr) / math.gamma(1 + 1 / k_w) if math.isfinite(k_w) else 1.0)
+    thr = panel.tau[tp] * (rng_rate.weibull(k_w, n_tr) / math.gamma(1 + 1 / k_w) if math.isfinite(k_w) else 1.0)
     if p.tie_mode == "snap":
         tie = (~attn) & (gap_perceived < thr)
         gm = np.where(t_cond == "text", p.tie_gap_mean_text, p.tie_gap_mean_audio)
@@ -640,24 +734,35 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     pref = np.where(tie, "tie", np.where(rating[:, 0] > rating[:, 1], "0", "1"))
     pref = np.where(attn, np.where(f_t, "1", "0"), pref)
     rating = rating.astype(int) if p.clip_ratings else rating.astype(np.int64)
+    return rating, pref
 
-    # ---- audio quality ---------------------------------------------------------------------------
-    is_audio_t = t_cond == "audio"
-    cond_mean = p.intercept + p.b_text * t_text
+
+def _audio_quality(clips: _Clips, panel: _Panel, d: _DoneTrials, ci: np.ndarray, latent: np.ndarray,
+                   p: SimulationParams, rng_rate: np.random.Generator) -> np.ndarray:
+    """(n_tr, 2) audio-quality ratings: true quality + rater offset + rating tilt + noise, rounded, 1..100."""
+    n_tr, tp, attn = d.n_tr, d.tp, d.attn
+    cond_mean = p.intercept + p.b_text * d.t_text
     aq = np.zeros((n_tr, 2))
     for r in (0, 1):
-        q = np.where(attn, aq_attn[r], aq_true[ci[:, r]] if n_clip else aq_attn[r])
-        aq[:, r] = np.clip(np.rint(q + aq_offset[tp] + p.b_aq_rating * (latent[:, r] - cond_mean)
+        q = np.where(attn, clips.aq_attn[r], clips.aq_true[ci[:, r]] if clips.n_clip else clips.aq_attn[r])
+        aq[:, r] = np.clip(np.rint(q + panel.aq_offset[tp] + p.b_aq_rating * (latent[:, r] - cond_mean)
                                    + math.sqrt(p.var_aq_resid) * rng_rate.standard_normal(n_tr)), 1, 100)
+    return aq
 
-    # ---- trial behaviour -------------------------------------------------------------------------
+
+def _trial_table(clips: _Clips, panel: _Panel, d: _DoneTrials, ci: np.ndarray, pref: np.ndarray,
+                 p: SimulationParams, rng_trial: np.random.Generator,
+                 rng_just: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
+    """(trials, dtime): the trials table (timing, replays, changes, justifications) and each decision time."""
+    n_tr, tp, attn, t_cond, trial_z, first_clip = d.n_tr, d.tp, d.attn, d.t_cond, d.trial_z, d.first_clip
+    is_audio_t = t_cond == "audio"
     dur = np.zeros((n_tr, 2))
     for r in (0, 1):
-        dur[:, r] = np.where(attn, p.attention_clip_duration_s, duration[ci[:, r]] if n_clip else 0.0)
+        dur[:, r] = np.where(attn, p.attention_clip_duration_s, clips.duration[ci[:, r]] if clips.n_clip else 0.0)
     k = p.replay_propensity_shape
     lam_first = k * ((1 - p.p_relisten_first) ** (-1 / k) - 1) if p.p_relisten_first < 1 else 50.0
-    rep_first = rng_trial.poisson(lam_first * replay_prop[tp])
-    rep_second = rng_trial.poisson(p.replays_second_mean * replay_prop[tp])
+    rep_first = rng_trial.poisson(lam_first * panel.replay_prop[tp])
+    rep_second = rng_trial.poisson(p.replays_second_mean * panel.replay_prop[tp])
     rep = np.zeros((n_tr, 2), dtype=int)
     rep[:, 0] = np.where(first_clip == 0, rep_first, rep_second)
     rep[:, 1] = np.where(first_clip == 0, rep_second, rep_first)
@@ -674,14 +779,14 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
         ref = m & ~attn
         mu, var_a, var_e, s_other = _other_time_params(p, c, listen[ref], tp[ref], trial_z[ref])
         # a_time is a standard normal per participant; scale it by this condition's SD
-        other[m] = np.exp(mu + math.sqrt(var_a) * a_time[tp[m]] + s_other * trial_z[m]
+        other[m] = np.exp(mu + math.sqrt(var_a) * panel.a_time[tp[m]] + s_other * trial_z[m]
                           + math.sqrt(var_e) * z_eps[m])
     other[attn] *= p.attention_time_factor  # the attention check is a quick, obvious judgement
     dtime = listen + other
     delib = _lognormal(rng_trial, p.deliberation_median_s * math.exp(0.65 ** 2 / 2), 0.65, n_tr)
     delib = np.where(is_audio_t, np.minimum(delib, 0.8 * other), np.nan)
     changes = rng_trial.poisson(np.where(t_cond == "text", p.rating_changes_mean_text,
-                                         p.rating_changes_mean_audio) * change_prop[tp])
+                                         p.rating_changes_mean_audio) * panel.change_prop[tp])
     write = rng_just.random(n_tr) < np.where(t_cond == "text", p.p_justification_text, p.p_justification_audio)
     write &= ~attn
     texts = justification_texts(t_cond[write], pref[write], first_clip[write], p.justification_modality_strength,
@@ -690,9 +795,9 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     justification[write] = texts
 
     trials = pd.DataFrame({
-        "participant_id": tr["participant_id"].to_numpy(),
-        "prompt_id": tr["prompt_id"].to_numpy(),
-        "trial": trial.astype(int),
+        "participant_id": d.tr["participant_id"].to_numpy(),
+        "prompt_id": d.tr["prompt_id"].to_numpy(),
+        "trial": d.trial.astype(int),
         "preference": pref,
         "justification": justification,
         "decision_time_s": np.round(dtime, 2),
@@ -706,45 +811,58 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
     for c in ("replays_0", "replays_1"):
         trials.loc[~is_audio_t, c] = pd.NA
     trials.loc[~is_audio_t, "deliberation_time_s"] = pd.NA
+    return trials, dtime
 
-    # ---- ratings rows ----------------------------------------------------------------------------
+
+def _ratings_table(clips: _Clips, d: _DoneTrials, ci: np.ndarray, rating: np.ndarray, aq: np.ndarray) -> pd.DataFrame:
+    """The ratings table: two rows per trial (response 0, then 1), in trial order."""
+    n_tr, attn, t_cond = d.n_tr, d.attn, d.t_cond
+    is_audio_t = t_cond == "audio"
+    stim = clips.stim
     rows = []
     for r in (0, 1):
-        clip_ids = np.where(attn, ATTENTION_CLIPS[r], stim["clip_id"].to_numpy()[ci[:, r]] if n_clip else "")
+        clip_ids = np.where(attn, ATTENTION_CLIPS[r], stim["clip_id"].to_numpy()[ci[:, r]] if clips.n_clip else "")
         aq_col = pd.array(np.where(is_audio_t, aq[:, r], 0).astype(int), dtype="Int64")
         aq_col[~is_audio_t] = pd.NA
         rows.append(pd.DataFrame({
-            "participant_id": tr["participant_id"].to_numpy(),
+            "participant_id": d.tr["participant_id"].to_numpy(),
             "condition": t_cond,
-            "prompt_id": tr["prompt_id"].to_numpy(),
+            "prompt_id": d.tr["prompt_id"].to_numpy(),
             "clip_id": clip_ids,
-            "trial": trial.astype(int),
-            "presented_first": first_clip == r,
+            "trial": d.trial.astype(int),
+            "presented_first": d.first_clip == r,
             "rating": rating[:, r],
             "audio_quality": aq_col,
             "source": "simulated",
             "_order": np.arange(n_tr) * 2 + r,
         }))
-    ratings = pd.concat(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+    return pd.concat(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
-    # ---- participants ----------------------------------------------------------------------------
-    session = overhead + (pd.Series(dtime).groupby(tp).sum().reindex(range(n_part)).fillna(0).to_numpy()) / 60.0
+
+def _participants_table(panel: _Panel, d: _DoneTrials, dtime: np.ndarray, p: SimulationParams,
+                        rng_part: np.random.Generator, rng_demo: np.random.Generator) -> pd.DataFrame:
+    """The participants table: demographics, attention, completion, session minutes and difficulty."""
+    n_part, cond, completed = panel.n_part, panel.cond, panel.completed
+    session = panel.overhead + (pd.Series(dtime).groupby(d.tp).sum().reindex(range(n_part)).fillna(0).to_numpy()) / 60.0
     difficulty = np.array([rng_part.choice(5, p=np.array(p.by_condition("difficulty_probs", c))) + 1 for c in cond],
                           dtype=int) if n_part else np.zeros(0, dtype=int)
     diff_col = pd.array(difficulty, dtype="Int64")
     diff_col[~completed] = pd.NA
     participants = pd.concat([
-        part[["participant_id", "condition"]].reset_index(drop=True),
+        panel.part[["participant_id", "condition"]].reset_index(drop=True),
         _demographics(cond, p, rng_demo),
     ], axis=1)
-    participants["passed_attention"] = ~failed
+    participants["passed_attention"] = ~panel.failed
     participants["completed"] = completed
     participants["session_minutes"] = np.round(session, 2)
     participants["difficulty"] = diff_col
     participants["source"] = "simulated"
-    participants = participants[PARTICIPANTS_COLUMNS]
+    return participants[PARTICIPANTS_COLUMNS]
 
-    # ---- truth -----------------------------------------------------------------------------------
+
+def _truth_table(clips: _Clips, panel: _Panel, p: SimulationParams) -> pd.DataFrame:
+    """The truth table: one row per clip and condition, one per participant (module docstring)."""
+    stim, u, len_z = clips.stim, clips.u, clips.len_z
     truth_rows = []
     for ci_c, c in enumerate(CONDITIONS):
         it = 1.0 if c == "text" else 0.0
@@ -753,15 +871,14 @@ def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: S
         truth_rows.append(pd.DataFrame({
             "kind": "clip", "condition": c, "clip_id": stim["clip_id"], "prompt_id": stim["prompt_id"],
             "participant_id": pd.NA, "effect": u[:, ci_c], "len_z": len_z, "expected_rating": exp,
-            "audio_quality_true": aq_true, "tie_threshold": np.nan, "time_effect": np.nan,
+            "audio_quality_true": clips.aq_true, "tie_threshold": np.nan, "time_effect": np.nan,
         }))
     truth_rows.append(pd.DataFrame({
-        "kind": "participant", "condition": cond, "clip_id": pd.NA, "prompt_id": pd.NA,
-        "participant_id": part["participant_id"], "effect": v, "len_z": np.nan, "expected_rating": np.nan,
-        "audio_quality_true": np.nan, "tie_threshold": tau, "time_effect": a_time,
+        "kind": "participant", "condition": panel.cond, "clip_id": pd.NA, "prompt_id": pd.NA,
+        "participant_id": panel.part["participant_id"], "effect": panel.v, "len_z": np.nan, "expected_rating": np.nan,
+        "audio_quality_true": np.nan, "tie_threshold": panel.tau, "time_effect": panel.a_time,
     }))
-    truth = pd.concat(truth_rows, ignore_index=True)[TRUTH_COLUMNS]
-    return ratings[RATINGS_COLUMNS], trials[TRIALS_COLUMNS], participants, truth
+    return pd.concat(truth_rows, ignore_index=True)[TRUTH_COLUMNS]
 
 
 def _demographics(cond: np.ndarray, p: SimulationParams, rng: np.random.Generator) -> pd.DataFrame:
