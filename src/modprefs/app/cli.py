@@ -81,13 +81,22 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     app = sub.add_parser("app", help="the annotation web app: load a study, serve it, export its data",
                          description=__doc__.split("\n\n")[0])
     cmds = app.add_subparsers(dest="app_command", required=True)
+    _add_load_parser(cmds)
+    _add_serve_parser(cmds)
+    _add_invite_parser(cmds)
+    _add_export_parser(cmds)
+    _add_status_parser(cmds)
+    return app
 
-    def db_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--db", default=None,
-                       help="database URL (default $MODPREFS_APP_DB or sqlite:///study.db)")
 
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=None,
+                   help="database URL (default $MODPREFS_APP_DB or sqlite:///study.db)")
+
+
+def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
     ld = cmds.add_parser("load", help="load assignments, stimuli, conversations and audio into the database")
-    db_arg(ld)
+    _db_arg(ld)
     ld.add_argument("--results", type=Path, default=Path("results"),
                     help="the workflow's results folder (default locations of every input)")
     ld.add_argument("--assignments", type=Path)
@@ -108,8 +117,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ld.add_argument("--force", action="store_true", help="with --replace: also delete collected data")
     ld.add_argument("--summary", type=Path, default=None, help="write the loaded counts as JSON here")
 
+
+def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     sv = cmds.add_parser("serve", help="run the participant site and the admin export")
-    db_arg(sv)
+    _db_arg(sv)
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
     sv.add_argument("--abandon-minutes", type=_number(0, strict=True), default=None, metavar="MIN",
@@ -144,14 +155,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         dest=f"rate_{name.replace('-', '_')}", metavar="N",
                         help=f"{what} per window; beyond: 429 with Retry-After; 0 disables (default {default})")
 
+
+def _add_invite_parser(cmds: argparse._SubParsersAction) -> None:
     iv = cmds.add_parser("invite", help="create personal invitation links")
-    db_arg(iv)
+    _db_arg(iv)
     iv.add_argument("-n", type=_int_in(1, 100_000), required=True, help="number of links (1-100000)")
     iv.add_argument("--base-url", type=_base_url, default="http://127.0.0.1:8000")
 
+
+def _add_export_parser(cmds: argparse._SubParsersAction) -> None:
     ex = cmds.add_parser("export", help="write ratings.csv, trials.csv, participants.csv (+ sessions, events, "
                                         "incidents)")
-    db_arg(ex)
+    _db_arg(ex)
     ex.add_argument("--out", type=Path, required=True)
     ex.add_argument("--validate", type=Path, default=None,
                     help="stimuli.csv: validate the export with the workflow's ingest checks")
@@ -159,9 +174,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     help="leave participants who failed the headphone check out of ratings, trials and "
                          "participants (they stay in sessions.csv)")
 
+
+def _add_status_parser(cmds: argparse._SubParsersAction) -> None:
     st = cmds.add_parser("status", help="counts of participants by state and slots by status")
-    db_arg(st)
-    return app
+    _db_arg(st)
 
 
 SERVE_SETTINGS = ("abandon_minutes", "entry", "completion_code", "timing_tolerance_s", "text_reveal",
@@ -193,93 +209,118 @@ def _check_port_free(host: str, port: int) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from modprefs.app.db import Database, default_url, open_database
+    from modprefs.app.db import default_url
 
     url = args.db or default_url()
     cmd = args.app_command
     if cmd == "load":
-        from modprefs.app.loader import StudyFiles, load_study
-
-        files = StudyFiles.from_results(args.results, args.attention_check, args.base_dir)
-        for name in ("assignments", "stimuli", "conversations", "prompts", "manifest"):
-            if getattr(args, name) is not None:
-                setattr(files, name, getattr(args, name))
-        meta = {"screenout_code": args.screenout_code, "attention_fail_code": args.attention_fail_code,
-                "headphone_seed": str(args.seed)}
-        if args.completion_code:
-            meta["completion_code"] = args.completion_code
-        if args.title:
-            meta["study_title"] = args.title
-        try:
-            db = Database(url, create=False)
-        except Exception as exc:  # sqlalchemy's ArgumentError (not a URL), a missing driver
-            raise AppCliError(f"app load: cannot use --db {url!r}: {exc}") from None
-        counts = load_study(db, files, replace=args.replace, force=args.force, meta=meta)
-        print(f"loaded into {db.redacted_url()}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-        if args.summary is not None:
-            from modprefs.io import write_text
-
-            write_text(json.dumps({"db": db.redacted_url(), **counts}, indent=2) + "\n", args.summary)
-        return 0
+        return _run_load(args, url)
     if cmd == "serve":
-        import uvicorn
+        return _run_serve(args, url)
+    if cmd == "invite":
+        return _run_invite(args, url)
+    if cmd == "export":
+        return _run_export(args, url)
+    if cmd == "status":
+        return _run_status(args, url)
+    raise SystemExit(f"unknown app command {cmd!r}")
 
-        from modprefs.app import service
 
-        if args.workers > 1 and _is_sqlite(url):
-            raise AppCliError(f"app serve: --workers {args.workers} needs PostgreSQL; a SQLite database "
-                              f"({url}) is served by one worker (--workers 1)")
-        overrides = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k) is not None}
-        # the database, the settings and the port are checked before anything is served or printed
-        if args.workers > 1:
-            db = open_database(url, "serve")
-            service.read_settings(db, **overrides)
-            db.dispose()
-            _check_port_free(args.host, args.port)
-            os.environ["MODPREFS_APP_DB"] = url
-            os.environ["MODPREFS_APP_SETTINGS"] = json.dumps(overrides)
-            print(f"serving {db.redacted_url()} on http://{args.host}:{args.port}/ with {args.workers} workers",
-                  flush=True)
-            uvicorn.run("modprefs.app.server:app_from_env", factory=True, host=args.host, port=args.port,
-                        workers=args.workers, root_path=args.root_path, log_level=args.log_level,
-                        proxy_headers=True, timeout_keep_alive=args.keep_alive)
-            return 0
-        from modprefs.app.server import create_app
+def _run_load(args: argparse.Namespace, url: str) -> int:
+    from modprefs.app.db import Database
+    from modprefs.app.loader import StudyFiles, load_study
 
-        app = create_app(url, settings_overrides=overrides)
+    files = StudyFiles.from_results(args.results, args.attention_check, args.base_dir)
+    for name in ("assignments", "stimuli", "conversations", "prompts", "manifest"):
+        if getattr(args, name) is not None:
+            setattr(files, name, getattr(args, name))
+    meta = {"screenout_code": args.screenout_code, "attention_fail_code": args.attention_fail_code,
+            "headphone_seed": str(args.seed)}
+    if args.completion_code:
+        meta["completion_code"] = args.completion_code
+    if args.title:
+        meta["study_title"] = args.title
+    try:
+        db = Database(url, create=False)
+    except Exception as exc:  # sqlalchemy's ArgumentError (not a URL), a missing driver
+        raise AppCliError(f"app load: cannot use --db {url!r}: {exc}") from None
+    counts = load_study(db, files, replace=args.replace, force=args.force, meta=meta)
+    print(f"loaded into {db.redacted_url()}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    if args.summary is not None:
+        from modprefs.io import write_text
+
+        write_text(json.dumps({"db": db.redacted_url(), **counts}, indent=2) + "\n", args.summary)
+    return 0
+
+
+def _run_serve(args: argparse.Namespace, url: str) -> int:
+    import uvicorn
+
+    from modprefs.app import service
+    from modprefs.app.db import Database, open_database
+
+    if args.workers > 1 and _is_sqlite(url):
+        raise AppCliError(f"app serve: --workers {args.workers} needs PostgreSQL; a SQLite database "
+                          f"({url}) is served by one worker (--workers 1)")
+    overrides = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k) is not None}
+    # the database, the settings and the port are checked before anything is served or printed
+    if args.workers > 1:
+        db = open_database(url, "serve")
+        service.read_settings(db, **overrides)
+        db.dispose()
         _check_port_free(args.host, args.port)
-        print(f"serving {Database(url, create=False).redacted_url()} on http://{args.host}:{args.port}/", flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path, log_level=args.log_level,
+        os.environ["MODPREFS_APP_DB"] = url
+        os.environ["MODPREFS_APP_SETTINGS"] = json.dumps(overrides)
+        print(f"serving {db.redacted_url()} on http://{args.host}:{args.port}/ with {args.workers} workers",
+              flush=True)
+        uvicorn.run("modprefs.app.server:app_from_env", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, root_path=args.root_path, log_level=args.log_level,
                     proxy_headers=True, timeout_keep_alive=args.keep_alive)
         return 0
-    if cmd == "invite":
-        from modprefs.app.service import invite
+    from modprefs.app.server import create_app
 
-        db = open_database(url, "invite")
-        for token in invite(db, args.n):
-            print(f"{args.base_url.rstrip('/')}/p/{token}")
-        return 0
-    if cmd == "export":
-        from modprefs.app.export import export_dir
+    app = create_app(url, settings_overrides=overrides)
+    _check_port_free(args.host, args.port)
+    print(f"serving {Database(url, create=False).redacted_url()} on http://{args.host}:{args.port}/", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path, log_level=args.log_level,
+                proxy_headers=True, timeout_keep_alive=args.keep_alive)
+    return 0
 
-        db = open_database(url, "export")
-        stimuli = None
-        if args.validate is not None:
-            stimuli = _read_stimuli(args.validate)
-        counts = export_dir(db, args.out, exclude_headphone_failed=args.exclude_headphone_failed)
-        print(f"wrote {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-        if stimuli is not None:
-            from modprefs.ratings.ingest import validate_ratings_dir
 
-            validate_ratings_dir(args.out, stimuli)  # RatingsValidationError is a UserInputError
-            print("the export passes the ingest validation")
-        return 0
-    if cmd == "status":
-        from modprefs.app.service import status_counts
+def _run_invite(args: argparse.Namespace, url: str) -> int:
+    from modprefs.app.db import open_database
+    from modprefs.app.service import invite
 
-        print(json.dumps(status_counts(open_database(url, "status")), indent=2))
-        return 0
-    raise SystemExit(f"unknown app command {cmd!r}")
+    db = open_database(url, "invite")
+    for token in invite(db, args.n):
+        print(f"{args.base_url.rstrip('/')}/p/{token}")
+    return 0
+
+
+def _run_export(args: argparse.Namespace, url: str) -> int:
+    from modprefs.app.db import open_database
+    from modprefs.app.export import export_dir
+
+    db = open_database(url, "export")
+    stimuli = None
+    if args.validate is not None:
+        stimuli = _read_stimuli(args.validate)
+    counts = export_dir(db, args.out, exclude_headphone_failed=args.exclude_headphone_failed)
+    print(f"wrote {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    if stimuli is not None:
+        from modprefs.ratings.ingest import validate_ratings_dir
+
+        validate_ratings_dir(args.out, stimuli)  # RatingsValidationError is a UserInputError
+        print("the export passes the ingest validation")
+    return 0
+
+
+def _run_status(args: argparse.Namespace, url: str) -> int:
+    from modprefs.app.db import open_database
+    from modprefs.app.service import status_counts
+
+    print(json.dumps(status_counts(open_database(url, "status")), indent=2))
+    return 0
 
 
 def _read_stimuli(path: Path):  # noqa: ANN202 (pandas is imported lazily)
