@@ -169,6 +169,37 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     criteria = (model.criteria if model is not None else model_config.get("criteria")) or DEFAULT_CRITERIA
     backbone_name = (model.backbone.name if model is not None
                      else (model_config.get("backbone") or {}).get("name", "minilm-logmel"))
+    pairs, split, train_idx, val_idx = _split_pairs(pairs, train, criteria, backbone_name)
+    device, use_bf16 = _setup_device(train)
+    cache = FeatureCache(cache_dir)
+    model, gc, precision, lr = _prepare_model(model, model_config, criteria, cache, device, train)
+    f_chosen, f_rejected, margin, featurize_s = _featurize(model, pairs, criteria, features, cache, train)
+    params, opt, sched, gen, steps_per_epoch = _optimiser(model, train, lr, len(train_idx))
+    run = _TrainingRun(model=model, train=train, device=device, use_bf16=use_bf16, f_chosen=f_chosen,
+                       f_rejected=f_rejected, margin=margin, n_pairs=len(pairs), train_idx=train_idx,
+                       val_idx=val_idx, params=params, opt=opt, sched=sched, gen=gen,
+                       steps_per_epoch=steps_per_epoch)
+    history, rc, rr, pairs_seen, train_s = _train_epochs(run)
+
+    data_hash = pairs_hash(pairs, include_audio=backbone_name != "features")
+    metrics = _metrics(run, criteria, history, rc, rr, gc=gc, lr=lr, data_hash=data_hash, precision=precision,
+                       timing={"featurize_s": featurize_s, "train_s": train_s,
+                               "total_s": time.perf_counter() - t_start,
+                               "train_pairs_per_s": pairs_seen / train_s if train_s > 0 else float("nan"),
+                               "peak_rss_mb": _peak_rss_mb()},
+                       cache=cache)
+    train_settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in ("progress",)}
+    train_settings["lr_resolved"] = lr
+    model.extra_config.update({"center_coef": train.center_coef, "training_data_sha256": data_hash,
+                               "train": train_settings})
+    if run_dir is not None:
+        write_run(model, metrics, pairs, split, rc, rr, run_dir)
+    return model, metrics
+
+
+def _split_pairs(pairs: pd.DataFrame, train: TrainConfig, criteria: Any,
+                 backbone_name: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+    """Check the pairs, then (pairs reindexed, split labels, training indices, validation indices)."""
     validate_pairs(pairs, check_files=backbone_name != "features", criteria=criteria)
     pairs = pairs.reset_index(drop=True)
     split = assign_split(pairs, train.val_fraction, train.seed).to_numpy()
@@ -179,6 +210,11 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
         raise PairDataError(f"no training pairs after the split (val_fraction={train.val_fraction}) and "
                             f"train_on={train.train_on}: {len(pairs)} pairs, categories "
                             f"{sorted(pairs['category'].astype(str).unique())}")
+    return pairs, split, train_idx, val_idx
+
+
+def _setup_device(train: TrainConfig) -> tuple[torch.device, bool]:
+    """Threads, seeds, the device and whether bf16 autocast is used on it."""
     if train.threads:
         torch.set_num_threads(int(train.threads))
     seed_everything(train.seed)
@@ -187,8 +223,12 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     if use_bf16 and device.type != "cuda":
         log.info("bf16 asked for on %s: training in fp32", device)
         use_bf16 = False
+    return device, use_bf16
 
-    cache = FeatureCache(cache_dir)
+
+def _prepare_model(model: RewardModel | None, model_config: dict[str, Any], criteria: Any, cache: FeatureCache,
+                   device: torch.device, train: TrainConfig) -> tuple[RewardModel, bool, Any, float]:
+    """The model on its device: (model, gradient checkpointing on, parameter precision summary, learning rate)."""
     if model is None:
         model = build_model({**model_config, "criteria": criteria}, cache)
     check_device_for(model, device, train.device)
@@ -202,7 +242,13 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     model.to(device)
     precision = prepare_precision(model, device)
     lr = resolve_lr(train.lr, model.backbone)
+    return model, gc, precision, lr
 
+
+def _featurize(model: RewardModel, pairs: pd.DataFrame, criteria: Any,
+               features: tuple[Sequence[Any], Sequence[Any]] | None, cache: FeatureCache,
+               train: TrainConfig) -> tuple[Any, Any, torch.Tensor, float]:
+    """Every pair side featurized once: (chosen features, rejected features, loss margins, seconds taken)."""
     t0 = time.perf_counter()
     ex_c, ex_r = pair_examples(pairs, criteria, features)
     feats = model.featurize(ex_c + ex_r)
@@ -213,11 +259,16 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
              cache.hits, cache.misses)
     margin = torch.tensor(pd.to_numeric(pairs["margin"], errors="coerce").fillna(0.0).to_numpy()
                           if "margin" in pairs else np.zeros(n), dtype=torch.float32) * float(train.margin_scale)
+    return f_chosen, f_rejected, margin, featurize_s
 
+
+def _optimiser(model: RewardModel, train: TrainConfig, lr: float, n_train: int) -> tuple[
+        list[torch.nn.Parameter], torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR, torch.Generator, int]:
+    """(trainable parameters, AdamW, its learning-rate schedule, the shuffling generator, steps per epoch)."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=train.weight_decay)
     gen = torch.Generator().manual_seed(train.seed)
-    steps_per_epoch = math.ceil(len(train_idx) / (train.batch_size * train.grad_accum))
+    steps_per_epoch = math.ceil(n_train / (train.batch_size * train.grad_accum))
     total_steps = max(1, train.epochs * steps_per_epoch)
     warmup = int(train.warmup_ratio * total_steps)
     if train.lr_schedule not in ("linear", "constant"):
@@ -230,96 +281,136 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
             return 1.0
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
+    return params, opt, sched, gen, steps_per_epoch
+
+
+@dataclass
+class _TrainingRun:
+    """What the epoch loop and the per-epoch evaluation share."""
+
+    model: RewardModel
+    train: TrainConfig
+    device: torch.device
+    use_bf16: bool
+    f_chosen: Any
+    f_rejected: Any
+    margin: torch.Tensor
+    n_pairs: int
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    params: list[torch.nn.Parameter]
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    gen: torch.Generator
+    steps_per_epoch: int
+    run_c: np.ndarray = dataclasses.field(init=False)
+    run_r: np.ndarray = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        n = self.n_pairs
+        self.run_c, self.run_r = np.full(n, np.nan, dtype=np.float32), np.full(n, np.nan, dtype=np.float32)
+
+
+def _train_epochs(run: _TrainingRun) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, int, float]:
+    """Every epoch: (history, final chosen and rejected rewards of every pair, pairs seen, seconds taken)."""
+    train, model, val_idx = run.train, run.model, run.val_idx
     history: list[dict[str, Any]] = []
-
-    run_c, run_r = np.full(n, np.nan, dtype=np.float32), np.full(n, np.nan, dtype=np.float32)
-
-    def evaluate(epoch: int, loss_sum: float, n_loss: int) -> dict[str, Any]:
-        """The epoch's curve point: train metrics from the scores the training steps computed during the
-        epoch (running, before each step's update), held-out metrics from scoring the val pairs now."""
-        row = {"epoch": epoch, "train_loss": loss_sum / n_loss if n_loss else float("nan")}
-        vc = model.score_features([f_chosen[i] for i in val_idx], train.batch_size * 2)
-        vr = model.score_features([f_rejected[i] for i in val_idx], train.batch_size * 2)
-        for name, (c, r) in (("train", (run_c[train_idx], run_r[train_idx])), ("val", (vc, vr))):
-            acc = pair_accuracy(c, r, train.tie_tol)
-            row[f"{name}_accuracy"] = acc["accuracy"]
-            row[f"{name}_ties"] = acc["ties"]
-            row.update({f"{name}_{k}": v for k, v in reward_summary(c, r).items()})
-        if len(val_idx):
-            with torch.no_grad():
-                vl, _ = bradley_terry_loss(torch.from_numpy(vc), torch.from_numpy(vr), margin[val_idx],
-                                           train.center_coef)
-            row["val_loss"] = float(vl)
-        return row
-
     from tqdm.auto import tqdm
     t1 = time.perf_counter()
     pairs_seen = 0
-    bar = tqdm(total=train.epochs * steps_per_epoch, desc="reward training", disable=not train.progress,
+    bar = tqdm(total=train.epochs * run.steps_per_epoch, desc="reward training", disable=not train.progress,
                leave=False, mininterval=1.0)
     for epoch in range(1, train.epochs + 1):
         model.train()
-        order = train_idx[torch.randperm(len(train_idx), generator=gen).numpy()]
+        order = run.train_idx[torch.randperm(len(run.train_idx), generator=run.gen).numpy()]
         loss_sum, n_loss = 0.0, 0
         micro = [order[i:i + train.batch_size] for i in range(0, len(order), train.batch_size)]
         for step_start in range(0, len(micro), train.grad_accum):
-            opt.zero_grad(set_to_none=True)
-            group = micro[step_start:step_start + train.grad_accum]
-            total = sum(len(b) for b in group)
-            for b in group:
-                batch = model.backbone.collate([f_chosen[i] for i in b] + [f_rejected[i] for i in b])
-                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                    r = model(batch)
-                rc, rr = r[: len(b)].float(), r[len(b):].float()
-                run_c[b], run_r[b] = rc.detach().cpu().numpy(), rr.detach().cpu().numpy()
-                loss, parts = bradley_terry_loss(rc, rr, margin[b].to(rc.device), train.center_coef)
-                (loss * (len(b) / total)).backward()
-                loss_sum += float(loss.detach()) * len(b)
-                n_loss += len(b)
-                pairs_seen += len(b)
-            if train.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(params, train.max_grad_norm)
-            opt.step()
-            sched.step()
+            loss_sum, n_loss, seen = _train_step(run, micro[step_start:step_start + train.grad_accum],
+                                                 loss_sum, n_loss)
+            pairs_seen += seen
             bar.update(1)
             bar.set_postfix(loss=f"{loss_sum / max(n_loss, 1):.4f}", epoch=epoch)
-        last = evaluate(epoch, loss_sum, n_loss)
+        last = _evaluate(run, epoch, loss_sum, n_loss)
         history.append(last)
         log.info("epoch %d: loss %.4f train acc (running) %.3f val acc %s mean reward %.3f", epoch,
                  last["train_loss"], last["train_accuracy"], f"{last['val_accuracy']:.3f}" if len(val_idx) else "-",
                  last["train_mean_reward"])
     bar.close()
-    rc = model.score_features(f_chosen, train.batch_size * 2)  # the trained model on every pair (scores.csv)
-    rr = model.score_features(f_rejected, train.batch_size * 2)
+    rc = model.score_features(run.f_chosen, train.batch_size * 2)  # the trained model on every pair (scores.csv)
+    rr = model.score_features(run.f_rejected, train.batch_size * 2)
     train_s = time.perf_counter() - t1
+    return history, rc, rr, pairs_seen, train_s
 
-    data_hash = pairs_hash(pairs, include_audio=backbone_name != "features")
+
+def _train_step(run: _TrainingRun, group: list[np.ndarray], loss_sum: float,
+                n_loss: int) -> tuple[float, int, int]:
+    """One optimiser step over ``group``'s micro-batches: (running loss sum, running count, pairs seen)."""
+    model, train = run.model, run.train
+    run.opt.zero_grad(set_to_none=True)
+    total = sum(len(b) for b in group)
+    seen = 0
+    for b in group:
+        batch = model.backbone.collate([run.f_chosen[i] for i in b] + [run.f_rejected[i] for i in b])
+        with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=run.use_bf16):
+            r = model(batch)
+        rc, rr = r[: len(b)].float(), r[len(b):].float()
+        run.run_c[b], run.run_r[b] = rc.detach().cpu().numpy(), rr.detach().cpu().numpy()
+        loss, _parts = bradley_terry_loss(rc, rr, run.margin[b].to(rc.device), train.center_coef)
+        (loss * (len(b) / total)).backward()
+        loss_sum += float(loss.detach()) * len(b)
+        n_loss += len(b)
+        seen += len(b)
+    if train.max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(run.params, train.max_grad_norm)
+    run.opt.step()
+    run.sched.step()
+    return loss_sum, n_loss, seen
+
+
+def _evaluate(run: _TrainingRun, epoch: int, loss_sum: float, n_loss: int) -> dict[str, Any]:
+    """The epoch's curve point: train metrics from the scores the training steps computed during the
+    epoch (running, before each step's update), held-out metrics from scoring the val pairs now."""
+    model, train, val_idx, train_idx = run.model, run.train, run.val_idx, run.train_idx
+    row = {"epoch": epoch, "train_loss": loss_sum / n_loss if n_loss else float("nan")}
+    vc = model.score_features([run.f_chosen[i] for i in val_idx], train.batch_size * 2)
+    vr = model.score_features([run.f_rejected[i] for i in val_idx], train.batch_size * 2)
+    for name, (c, r) in (("train", (run.run_c[train_idx], run.run_r[train_idx])), ("val", (vc, vr))):
+        acc = pair_accuracy(c, r, train.tie_tol)
+        row[f"{name}_accuracy"] = acc["accuracy"]
+        row[f"{name}_ties"] = acc["ties"]
+        row.update({f"{name}_{k}": v for k, v in reward_summary(c, r).items()})
+    if len(val_idx):
+        with torch.no_grad():
+            vl, _ = bradley_terry_loss(torch.from_numpy(vc), torch.from_numpy(vr), run.margin[val_idx],
+                                       train.center_coef)
+        row["val_loss"] = float(vl)
+    return row
+
+
+def _metrics(run: _TrainingRun, criteria: Any, history: list[dict[str, Any]], rc: np.ndarray, rr: np.ndarray, *,
+             gc: bool, lr: float, data_hash: str, precision: Any, timing: dict[str, float],
+             cache: FeatureCache) -> dict[str, Any]:
+    """metrics.json: the trained model on the train and val pairs, the curve, the settings and the timing."""
+    model, train, device, train_idx, val_idx = run.model, run.train, run.device, run.train_idx, run.val_idx
     metrics: dict[str, Any] = {
         "backbone": model.backbone.config(), "pooling": model.pooling_name, "criteria": sorted(criteria),
         "center_coef": train.center_coef, "margin_scale": train.margin_scale, "train_on": train.train_on,
-        "n_pairs": int(n), "n_train": int(len(train_idx)), "n_val": int(len(val_idx)),
+        "n_pairs": int(run.n_pairs), "n_train": int(len(train_idx)), "n_val": int(len(val_idx)),
         "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol)
         | reward_summary(rc[train_idx], rr[train_idx]),
         "val": (pair_accuracy(rc[val_idx], rr[val_idx], train.tie_tol) | reward_summary(rc[val_idx], rr[val_idx]))
         if len(val_idx) else None,
         "all": reward_summary(rc, rr),
-        "history": history, "device": str(device), "precision": "bf16" if use_bf16 else "fp32",
+        "history": history, "device": str(device), "precision": "bf16" if run.use_bf16 else "fp32",
         "gradient_checkpointing": gc, "seed": train.seed, "epochs": train.epochs, "batch_size": train.batch_size,
         "grad_accum": train.grad_accum, "lr": lr, "training_data_sha256": data_hash, "parameters": precision,
-        "timing": {"featurize_s": featurize_s, "train_s": train_s, "total_s": time.perf_counter() - t_start,
-                   "train_pairs_per_s": pairs_seen / train_s if train_s > 0 else float("nan"),
-                   "peak_rss_mb": _peak_rss_mb()},
+        "timing": timing,
         "cache": {"hits": cache.hits, "misses": cache.misses},
     }
     if device.type == "cuda":
         metrics["timing"]["peak_cuda_mb"] = torch.cuda.max_memory_allocated(device) / 2**20
-    train_settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in ("progress",)}
-    train_settings["lr_resolved"] = lr
-    model.extra_config.update({"center_coef": train.center_coef, "training_data_sha256": data_hash,
-                               "train": train_settings})
-    if run_dir is not None:
-        write_run(model, metrics, pairs, split, rc, rr, run_dir)
-    return model, metrics
+    return metrics
 
 
 def scores_table(pairs: pd.DataFrame, split: Sequence[str], rc: np.ndarray, rr: np.ndarray) -> pd.DataFrame:
