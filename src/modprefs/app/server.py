@@ -167,58 +167,94 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
     db = open_database(db_url, "serve")
     overrides = dict(settings_overrides or {})
     templates = _env()
-    state: dict[str, Any] = {"settings": service.read_settings(db, **overrides)}
+    site = _Site(db, templates, service.read_settings(db, **overrides), admin_secret_env)
+    routes = [
+        *_participant_routes(site),
+        *_admin_routes(site),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
 
-    def settings() -> Settings:
-        return state["settings"]
+    async def too_large(request: Request, exc: Exception) -> Response:
+        return PlainTextResponse("Request too large.", status_code=413)
 
-    def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        ctx.setdefault("study_title", settings().study_title)
-        return HTMLResponse(templates.get_template(name).render(**ctx), status_code=status)
+    app = Starlette(routes=routes, exception_handlers={TooLarge: too_large, _BodyTooLarge: too_large})
+    app.state.db = db
+    return LimitsMiddleware(RateLimitMiddleware(app, site.settings), max_body=max_body)
 
-    def error_page(exc: AppError, request: Request) -> Response:
+
+def _participant_routes(site: _Site) -> list[Route]:
+    return [
+        Route("/", site.index),
+        Route("/healthz", site.health),
+        Route("/start", site.start),
+        Route("/p/{token}", site.page),
+        Route("/p/{token}/consent", site.consent, methods=["POST"]),
+        Route("/p/{token}/demographics", site.demographics, methods=["POST"]),
+        Route("/p/{token}/events", site.events, methods=["POST"]),
+        Route("/p/{token}/trial/{n:int}", site.trial, methods=["POST"]),
+        Route("/p/{token}/difficulty", site.difficulty, methods=["POST"]),
+        Route("/p/{token}/headphones", site.headphones_post, methods=["POST"]),
+        Route("/p/{token}/headphones/{which}.wav", site.headphones_wav),
+        Route("/p/{token}/audio/{clip}.wav", site.audio),
+    ]
+
+
+def _admin_routes(site: _Site) -> list[Route]:
+    return [
+        Route("/admin/export.zip", site.admin_export_zip),
+        Route("/admin/export/{table}.csv", site.admin_export_table),
+        Route("/admin/status.json", site.admin_status),
+        Route("/admin/responses", site.admin_responses),
+    ]
+
+
+async def _read_form(request: Request) -> FormData:
+    try:
+        return await request.form(max_files=0, max_fields=60, max_part_size=MAX_BODY)
+    except _BodyTooLarge:
+        raise
+    except Exception as exc:  # malformed body
+        raise Invalid(f"Malformed form data ({type(exc).__name__}).") from None
+
+
+def _check_fetch_site(request: Request) -> None:
+    if request.headers.get("sec-fetch-site") == "cross-site":
+        raise Forbidden("Cross-site requests are not accepted.")
+
+
+def _redirect_home(token: str) -> Response:
+    return RedirectResponse(f"/p/{token}", status_code=303)
+
+
+def _string_fields(form: FormData) -> dict[str, str]:
+    return {k: str(v) for k, v in form.items() if isinstance(v, str)}
+
+
+class _Pages:
+    """What every handler shares: the database, the templates, the settings and the admin secret's env var."""
+
+    def __init__(self, db: Any, templates: Environment, settings: Settings, admin_secret_env: str):
+        self.db = db
+        self.templates = templates
+        self.state: dict[str, Any] = {"settings": settings}
+        self.admin_secret_env = admin_secret_env
+
+    def settings(self) -> Settings:
+        return self.state["settings"]
+
+    def render(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        ctx.setdefault("study_title", self.settings().study_title)
+        return HTMLResponse(self.templates.get_template(name).render(**ctx), status_code=status)
+
+    def error_page(self, exc: AppError, request: Request) -> Response:
         if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         token = request.path_params.get("token")
         back = f"/p/{token}" if token and exc.status != 404 else None  # e.g. a refused trial: back to the task
-        return render("message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back)
+        return self.render("message.html", status=exc.status, title="Something went wrong", message=exc.message,
+                           back=back)
 
-    async def read_form(request: Request) -> FormData:
-        try:
-            return await request.form(max_files=0, max_fields=60, max_part_size=MAX_BODY)
-        except _BodyTooLarge:
-            raise
-        except Exception as exc:  # malformed body
-            raise Invalid(f"Malformed form data ({type(exc).__name__}).") from None
-
-    def check_fetch_site(request: Request) -> None:
-        if request.headers.get("sec-fetch-site") == "cross-site":
-            raise Forbidden("Cross-site requests are not accepted.")
-
-    # ---- participant routes ------------------------------------------------------------------------
-    async def index(request: Request) -> Response:
-        return render("message.html", title=settings().study_title,
-                      message="This is a research study. Please open the personal link you were given.")
-
-    async def start(request: Request) -> Response:
-        q = request.query_params
-        try:
-            token = await run_in_threadpool(service.enter, db, settings(), prolific_pid=q.get("PROLIFIC_PID"),
-                                            study_id=q.get("STUDY_ID"), session_id=q.get("SESSION_ID"),
-                                            user_agent=request.headers.get("user-agent"))
-        except AppError as exc:
-            return error_page(exc, request)
-        return RedirectResponse(f"/p/{token}", status_code=303)
-
-    async def page(request: Request) -> Response:
-        token = request.path_params["token"]
-        try:
-            view = await run_in_threadpool(service.page_state, db, settings(), token)
-        except AppError as exc:
-            return error_page(exc, request)
-        return render_view(view)
-
-    def render_view(view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
+    def render_view(self, view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
         name = {"consent": "consent.html", "demographics": "demographics.html", "trial": "trial.html",
                 "headphones": "headphones.html", "difficulty": "difficulty.html", "done": "done.html",
                 "ended": "ended.html"}[view["page"]]
@@ -227,40 +263,68 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
             data.update(trial=view["trial"], condition=view["condition"], heard=view["heard"],
                         revealed=view["revealed"], reveal=view["reveal"], restore=view["restore"],
                         events_url=f"/p/{view['token']}/events")
-        return render(name, status=status, v=view, data=data, options=_OPTIONS, **extra)
+        return self.render(name, status=status, v=view, data=data, options=_OPTIONS, **extra)
 
-    def redirect_home(token: str) -> Response:
+
+class _ParticipantPages(_Pages):
+    """The participant routes: entry, the current step, the forms, the event log and the audio."""
+
+    async def index(self, request: Request) -> Response:
+        return self.render("message.html", title=self.settings().study_title,
+                           message="This is a research study. Please open the personal link you were given.")
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def start(self, request: Request) -> Response:
+        q = request.query_params
+        try:
+            token = await run_in_threadpool(service.enter, self.db, self.settings(),
+                                            prolific_pid=q.get("PROLIFIC_PID"), study_id=q.get("STUDY_ID"),
+                                            session_id=q.get("SESSION_ID"),
+                                            user_agent=request.headers.get("user-agent"))
+        except AppError as exc:
+            return self.error_page(exc, request)
         return RedirectResponse(f"/p/{token}", status_code=303)
 
-    async def consent(request: Request) -> Response:
+    async def page(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            check_fetch_site(request)
-            form = await read_form(request)
-            await run_in_threadpool(service.give_consent, db, token, form.get("csrf"), form.get("agree") == "yes")
+            view = await run_in_threadpool(service.page_state, self.db, self.settings(), token)
         except AppError as exc:
-            return error_page(exc, request)
-        return redirect_home(token)
+            return self.error_page(exc, request)
+        return self.render_view(view)
 
-    async def demographics(request: Request) -> Response:
+    async def consent(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            check_fetch_site(request)
-            form = await read_form(request)
-            fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
-            errors = await run_in_threadpool(service.submit_demographics, db, settings(), token, form.get("csrf"),
-                                             fields)
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            await run_in_threadpool(service.give_consent, self.db, token, form.get("csrf"),
+                                    form.get("agree") == "yes")
+        except AppError as exc:
+            return self.error_page(exc, request)
+        return _redirect_home(token)
+
+    async def demographics(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            fields = _string_fields(form)
+            errors = await run_in_threadpool(service.submit_demographics, self.db, self.settings(), token,
+                                             form.get("csrf"), fields)
             if errors:
-                view = await run_in_threadpool(service.page_state, db, settings(), token)
-                return render_view(view, status=422, errors=errors, values=fields)
+                view = await run_in_threadpool(service.page_state, self.db, self.settings(), token)
+                return self.render_view(view, status=422, errors=errors, values=fields)
         except AppError as exc:
-            return error_page(exc, request)
-        return redirect_home(token)
+            return self.error_page(exc, request)
+        return _redirect_home(token)
 
-    async def events(request: Request) -> Response:
+    async def events(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            check_fetch_site(request)
+            _check_fetch_site(request)
             try:
                 body = json.loads(await request.body() or b"null")
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -269,58 +333,62 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
                 raise Invalid("Expected {trial, events}.")
             evs = service.parse_events(body.get("events", []))
             csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
-            result = await run_in_threadpool(service.record_events, db, settings(), token, csrf, body["trial"], evs)
+            result = await run_in_threadpool(service.record_events, self.db, self.settings(), token, csrf,
+                                             body["trial"], evs)
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         return JSONResponse(result)
 
-    async def trial(request: Request) -> Response:
+    async def trial(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
             n = int(request.path_params["n"])
-            check_fetch_site(request)
-            form = await read_form(request)
-            fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
-            outcome = await run_in_threadpool(service.submit_trial, db, settings(), token, form.get("csrf"), n, fields)
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            fields = _string_fields(form)
+            outcome = await run_in_threadpool(service.submit_trial, self.db, self.settings(), token,
+                                              form.get("csrf"), n, fields)
         except AppError as exc:
-            return error_page(exc, request)
+            return self.error_page(exc, request)
         if request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"outcome": outcome, "next": f"/p/{token}"})
-        return redirect_home(token)
+        return _redirect_home(token)
 
-    async def headphones_post(request: Request) -> Response:
+    async def headphones_post(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            check_fetch_site(request)
-            form = await read_form(request)
-            fields = {k: str(v) for k, v in form.items() if isinstance(v, str)}
-            await run_in_threadpool(service.submit_headphones, db, settings(), token, form.get("csrf"), fields)
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            fields = _string_fields(form)
+            await run_in_threadpool(service.submit_headphones, self.db, self.settings(), token, form.get("csrf"),
+                                    fields)
         except AppError as exc:
-            return error_page(exc, request)
-        return redirect_home(token)
+            return self.error_page(exc, request)
+        return _redirect_home(token)
 
-    async def headphones_wav(request: Request) -> Response:
+    async def headphones_wav(self, request: Request) -> Response:
         token, which = request.path_params["token"], request.path_params["which"]
         try:
-            data = await run_in_threadpool(service.headphone_wav, db, settings(), token, which)
+            data = await run_in_threadpool(service.headphone_wav, self.db, self.settings(), token, which)
         except AppError as exc:
             return PlainTextResponse(exc.message, status_code=exc.status)
         return Response(data, media_type="audio/wav", headers={"Cache-Control": "private, no-store"})
 
-    async def difficulty(request: Request) -> Response:
+    async def difficulty(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            check_fetch_site(request)
-            form = await read_form(request)
-            await run_in_threadpool(service.submit_difficulty, db, token, form.get("csrf"), form.get("difficulty"))
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            await run_in_threadpool(service.submit_difficulty, self.db, token, form.get("csrf"),
+                                    form.get("difficulty"))
         except AppError as exc:
-            return error_page(exc, request)
-        return redirect_home(token)
+            return self.error_page(exc, request)
+        return _redirect_home(token)
 
-    async def audio(request: Request) -> Response:
+    async def audio(self, request: Request) -> Response:
         token, clip = request.path_params["token"], request.path_params["clip"]
         try:
-            path = await run_in_threadpool(service.audio_file, db, token, clip)
+            path = await run_in_threadpool(service.audio_file, self.db, token, clip)
         except AppError as exc:
             return PlainTextResponse(exc.message, status_code=exc.status)
         if not os.path.isfile(path):
@@ -328,11 +396,14 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
         # Starlette's FileResponse answers Range requests: 206 + Content-Range, 416 when unsatisfiable.
         return FileResponse(path, media_type="audio/wav", headers={"Cache-Control": "private, max-age=3600"})
 
-    # ---- admin ----------------------------------------------------------------------------------------
-    def admin_ok(request: Request) -> Response | None:
-        secret = os.environ.get(admin_secret_env, "")
+
+class _Site(_ParticipantPages):
+    """Every handler; the admin routes need the admin secret (env var ``admin_secret_env``)."""
+
+    def admin_ok(self, request: Request) -> Response | None:
+        secret = os.environ.get(self.admin_secret_env, "")
         if not secret:
-            return PlainTextResponse(f"Admin access is disabled: set {admin_secret_env}.", status_code=403)
+            return PlainTextResponse(f"Admin access is disabled: set {self.admin_secret_env}.", status_code=403)
         auth = request.headers.get("authorization", "")
         supplied = ""
         if auth.lower().startswith("bearer "):
@@ -347,69 +418,39 @@ def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRE
                                      headers={"WWW-Authenticate": 'Basic realm="modprefs admin"'})
         return None
 
-    async def admin_export_zip(request: Request) -> Response:
-        if (denied := admin_ok(request)) is not None:
+    async def admin_export_zip(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
             return denied
         from modprefs.app.export import export_zip
 
-        data = await run_in_threadpool(export_zip, db)
+        data = await run_in_threadpool(export_zip, self.db)
         return Response(data, media_type="application/zip",
                         headers={"Content-Disposition": 'attachment; filename="modprefs-export.zip"'})
 
-    async def admin_export_table(request: Request) -> Response:
-        if (denied := admin_ok(request)) is not None:
+    async def admin_export_table(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
             return denied
         from modprefs.app.export import COLUMNS, export_csv_texts
 
         table = request.path_params["table"]
         if table not in COLUMNS:
             return PlainTextResponse("Unknown table.", status_code=404)
-        texts = await run_in_threadpool(export_csv_texts, db)
+        texts = await run_in_threadpool(export_csv_texts, self.db)
         return Response(texts[table], media_type="text/csv; charset=utf-8")
 
-    async def admin_status(request: Request) -> Response:
-        if (denied := admin_ok(request)) is not None:
+    async def admin_status(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
             return denied
-        return JSONResponse(await run_in_threadpool(service.status_counts, db, settings()))
+        return JSONResponse(await run_in_threadpool(service.status_counts, self.db, self.settings()))
 
-    async def admin_responses(request: Request) -> Response:
-        if (denied := admin_ok(request)) is not None:
+    async def admin_responses(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
             return denied
         from modprefs.app.export import collect
 
-        tables = await run_in_threadpool(collect, db)
-        counts = await run_in_threadpool(service.status_counts, db)
-        return render("admin.html", trials=tables["trials"][-500:], counts=counts)
-
-    async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True})
-
-    routes = [
-        Route("/", index),
-        Route("/healthz", health),
-        Route("/start", start),
-        Route("/p/{token}", page),
-        Route("/p/{token}/consent", consent, methods=["POST"]),
-        Route("/p/{token}/demographics", demographics, methods=["POST"]),
-        Route("/p/{token}/events", events, methods=["POST"]),
-        Route("/p/{token}/trial/{n:int}", trial, methods=["POST"]),
-        Route("/p/{token}/difficulty", difficulty, methods=["POST"]),
-        Route("/p/{token}/headphones", headphones_post, methods=["POST"]),
-        Route("/p/{token}/headphones/{which}.wav", headphones_wav),
-        Route("/p/{token}/audio/{clip}.wav", audio),
-        Route("/admin/export.zip", admin_export_zip),
-        Route("/admin/export/{table}.csv", admin_export_table),
-        Route("/admin/status.json", admin_status),
-        Route("/admin/responses", admin_responses),
-        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
-    ]
-
-    async def too_large(request: Request, exc: Exception) -> Response:
-        return PlainTextResponse("Request too large.", status_code=413)
-
-    app = Starlette(routes=routes, exception_handlers={TooLarge: too_large, _BodyTooLarge: too_large})
-    app.state.db = db
-    return LimitsMiddleware(RateLimitMiddleware(app, settings), max_body=max_body)
+        tables = await run_in_threadpool(collect, self.db)
+        counts = await run_in_threadpool(service.status_counts, self.db)
+        return self.render("admin.html", trials=tables["trials"][-500:], counts=counts)
 
 
 _OPTIONS = {"genders": service.GENDERS, "races": service.RACES, "education": service.EDUCATION_LEVELS,
