@@ -29,6 +29,11 @@ test: $(VENV)/.installed
 	# once), the longest files first (tests/conftest.py); the 30 slowest tests are listed at the end
 	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
 
+# the developer loop: unit tests only (no workflow, no snakemake/server/browser subprocess, no SLURM, no long
+# simulation); every test still runs under `make test`
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -n $(CORES) -m "not slow and not integration and not slurm" --durations=15
+
 # the lint gate (CI runs it before the tests): ruff's E, F, I, B and UP rules (settings in pyproject.toml),
 # snakefmt's formatting of the workflow files, and Snakemake's own linter on the workflow with the embedded config
 lint: $(VENV)/.installed
@@ -36,4 +41,4 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 	$(VENV)/bin/snakemake --lint --cores 1 --quiet all
 
-.PHONY: install run test lint
+.PHONY: install run test test-fast lint

@@ -517,6 +517,7 @@ def test_loader_lists_every_problem(study, tmp_path):
     assert ("clip pr00_0: audio file" in msg) == ("pr00" in used)
 
 
+@pytest.mark.integration
 def test_snakemake_app_rules(tmp_path):
     """rules/app.smk with the workflow: app_load then app_export on an existing study design."""
     import shutil

@@ -19,11 +19,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_services import app_server  # noqa: E402
 from app_study import ATTENTION, ROOT, load, make_study  # noqa: E402
 from browser_kit import browser, data_of, events_of, wait_until  # noqa: E402,F401 (browser: a fixture)
+
+pytestmark = pytest.mark.integration  # runs snakemake, a server or a browser: not in `make test-fast`
 
 SHOTS = ROOT / "results" / "app_screenshots"
 

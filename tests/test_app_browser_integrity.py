@@ -28,6 +28,8 @@ from sqlalchemy import select  # noqa: E402
 from modprefs.app import headphones  # noqa: E402
 from modprefs.app.models import Event, Incident, Participant, TrialResult  # noqa: E402
 
+pytestmark = pytest.mark.integration  # runs snakemake, a server or a browser: not in `make test-fast`
+
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 _ips = iter(range(10, 250))
 

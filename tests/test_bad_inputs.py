@@ -31,6 +31,8 @@ from bad_inputs import assert_clean_failure
 from conftest import prism_row
 from workflow_runner import ROOT, run_workflow, tiny_overrides, write_config
 
+pytestmark = pytest.mark.integration  # runs snakemake, a server or a browser: not in `make test-fast`
+
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:

@@ -98,6 +98,7 @@ def test_cross_key_checks(key, value, expected):
         check_config(_set(_default(), key, value), ROOT)
 
 
+@pytest.mark.integration
 def test_snakemake_stops_before_any_job(tmp_path):
     cfg = _set(_default(), "sampling.long_fraction", "a lot")
     path = tmp_path / "bad.yaml"

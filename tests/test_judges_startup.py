@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from fault_server import FaultServer
 from modprefs.cli import main as modprefs_main
 from workflow_runner import planned_jobs, run_workflow, write_config
+
+pytestmark = pytest.mark.integration  # runs snakemake, a server or a browser: not in `make test-fast`
 
 KEY_ENV = "MODPREFS_TEST_STARTUP_KEY"
 CHEAP_TARGET = "results/data/conversations.parquet"  # one short job: the check must stop the run before it

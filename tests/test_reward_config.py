@@ -120,6 +120,7 @@ def test_valid_gpu_settings_pass_the_schema() -> None:
     assert model["backbone"]["lora"] == {"r": 16, "alpha": 32} and train["grad_accum"] == 16
 
 
+@pytest.mark.integration
 def test_a_nested_typo_stops_snakemake_before_any_job(tmp_path: Path) -> None:
     from bad_inputs import assert_clean_failure
     cfg = _config()
