@@ -94,7 +94,8 @@ def _data_problems(config: Mapping[str, Any], source: Path) -> list[Problem]:
 def _tts_problems(tts: Mapping[str, Any], base: Path) -> list[Problem]:
     from modprefs.speech.preflight import tts_problems
 
-    blocks = [(("tts",), "tts", {k: v for k, v in tts.items() if k != "engines"})]
+    blocks: list[tuple[tuple[str, ...], str, Any]] = [(("tts",), "tts", {k: v for k, v in tts.items()
+                                                                            if k != "engines"})]
     engines = tts.get("engines") or []
     blocks += [(("tts", "engines", str(i)), f"tts.engines[{i}]", e) for i, e in enumerate(engines)]
     problems: list[Problem] = []

@@ -40,7 +40,7 @@ def _errors() -> tuple[type[Exception], ...]:
     from modprefs.errors import UserInputError
     from modprefs.ratings.ingest import RatingsValidationError
 
-    return UserInputError, RatingsValidationError
+    return AppCliError, UserInputError, RatingsValidationError
 
 
 class AppCliError(Exception):
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     """Run an ``app`` command; expected errors print their message and return 2."""
     try:
         return _run(args)
-    except (AppCliError, *_errors()) as exc:
+    except _errors() as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def calibration_wav() -> bytes:
     return buf.getvalue()
 
 
-def score(orders: list[tuple[str, ...]], answers: list[int]) -> tuple[int, bool]:
+def score(orders: Sequence[tuple[str, ...]], answers: Sequence[int]) -> tuple[int, bool]:
     """(number correct, passed) for 1-based ``answers`` to ``orders``."""
     if len(answers) != len(orders):
         raise ValueError(f"expected {len(orders)} answers, got {len(answers)}")

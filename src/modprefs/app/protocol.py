@@ -57,8 +57,9 @@ def count_replays(events: Iterable[Mapping[str, Any]]) -> dict[int, int]:
         elif e["kind"] == "seek":
             paused_at[r] = None
         elif e["kind"] == "play":
-            resumed = paused_at[r] is not None and e.get("value") is not None and \
-                abs(float(e["value"]) - float(paused_at[r])) <= RESUME_TOLERANCE_S
+            was_paused_at = paused_at[r]
+            resumed = was_paused_at is not None and e.get("value") is not None and \
+                abs(float(e["value"]) - float(was_paused_at)) <= RESUME_TOLERANCE_S
             if r in first_end and not resumed:
                 replays[r] += 1
             paused_at[r] = None

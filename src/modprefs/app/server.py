@@ -41,7 +41,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData, QueryParams
+from starlette.datastructures import FormData, QueryParams, UploadFile
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -226,6 +226,13 @@ def _redirect_home(token: str) -> Response:
     return RedirectResponse(f"/p/{token}", status_code=303)
 
 
+def _field(form: FormData, name: str) -> str | None:
+    """A text field of ``form`` (``_read_form`` accepts no file parts, so a value is never an UploadFile)."""
+    value = form.get(name)
+    assert not isinstance(value, UploadFile)
+    return value
+
+
 def _string_fields(form: FormData) -> dict[str, str]:
     return {k: str(v) for k, v in form.items() if isinstance(v, str)}
 
@@ -300,7 +307,7 @@ class _ParticipantPages(_Pages):
         try:
             _check_fetch_site(request)
             form = await _read_form(request)
-            await run_in_threadpool(service.give_consent, self.db, token, form.get("csrf"),
+            await run_in_threadpool(service.give_consent, self.db, token, _field(form, "csrf"),
                                     form.get("agree") == "yes")
         except AppError as exc:
             return self.error_page(exc, request)
@@ -313,7 +320,7 @@ class _ParticipantPages(_Pages):
             form = await _read_form(request)
             fields = _string_fields(form)
             errors = await run_in_threadpool(service.submit_demographics, self.db, self.settings(), token,
-                                             form.get("csrf"), fields)
+                                             _field(form, "csrf"), fields)
             if errors:
                 view = await run_in_threadpool(service.page_state, self.db, self.settings(), token)
                 return self.render_view(view, status=422, errors=errors, values=fields)
@@ -347,7 +354,7 @@ class _ParticipantPages(_Pages):
             form = await _read_form(request)
             fields = _string_fields(form)
             outcome = await run_in_threadpool(service.submit_trial, self.db, self.settings(), token,
-                                              form.get("csrf"), n, fields)
+                                              _field(form, "csrf"), n, fields)
         except AppError as exc:
             return self.error_page(exc, request)
         if request.headers.get("accept", "").startswith("application/json"):
@@ -360,7 +367,7 @@ class _ParticipantPages(_Pages):
             _check_fetch_site(request)
             form = await _read_form(request)
             fields = _string_fields(form)
-            await run_in_threadpool(service.submit_headphones, self.db, self.settings(), token, form.get("csrf"),
+            await run_in_threadpool(service.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"),
                                     fields)
         except AppError as exc:
             return self.error_page(exc, request)
@@ -379,8 +386,8 @@ class _ParticipantPages(_Pages):
         try:
             _check_fetch_site(request)
             form = await _read_form(request)
-            await run_in_threadpool(service.submit_difficulty, self.db, token, form.get("csrf"),
-                                    form.get("difficulty"))
+            await run_in_threadpool(service.submit_difficulty, self.db, token, _field(form, "csrf"),
+                                    _field(form, "difficulty"))
         except AppError as exc:
             return self.error_page(exc, request)
         return _redirect_home(token)

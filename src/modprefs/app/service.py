@@ -41,9 +41,9 @@ import time
 import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -148,7 +148,7 @@ class Settings:
         values.update({k: v for k, v in overrides.items() if v is not None})
         typed: dict[str, Any] = {}
         for name, raw in values.items():
-            kind = type(fields[name].default)
+            kind: type[Any] = type(fields[name].default)
             try:
                 value = kind(raw) if kind is not int else int(str(raw).strip())
             except (TypeError, ValueError):
@@ -295,6 +295,12 @@ def _return_url(settings: Settings, p: Participant, code: str) -> str | None:
     return settings.prolific_complete_url.replace("{code}", code)
 
 
+def _rowcount(res: Result[Any]) -> int:
+    """Rows an UPDATE matched: ``Session.execute`` is typed as returning a ``Result``; for an UPDATE it is a
+    ``CursorResult``."""
+    return cast(CursorResult[Any], res).rowcount
+
+
 def _slot_trial(s: Session, p: Participant, trial: int) -> SlotTrial:
     st = s.get(SlotTrial, (p.slot_id, trial))
     if st is None:
@@ -332,6 +338,7 @@ def _unlocked(st: SlotTrial, events: list[dict[str, Any]]) -> dict[str, Any]:
 def _trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any]:
     st = _slot_trial(s, p, p.current_trial)
     prompt = s.get(Prompt, st.prompt_id)
+    assert prompt is not None  # SlotTrial.prompt_id is a foreign key to app_prompts
     order = [st.first_clip, 1 - st.first_clip]  # response index shown as A, then B
     events = _events_of(s, p, p.current_trial)
     state = _unlocked(st, events)
@@ -476,7 +483,7 @@ def claim_slot(s: Session, p: Participant) -> bool:
         res = s.execute(update(Slot).where(Slot.slot_id == slot.slot_id, Slot.status == "open")
                         .values(status="taken", holder=p.id, issues=Slot.issues + 1)
                         .execution_options(synchronize_session=False))
-        if res.rowcount != 1:
+        if _rowcount(res) != 1:
             s.expire(slot)
             continue  # taken by a concurrent arrival: try the next one
         s.refresh(slot)
@@ -499,7 +506,7 @@ def sweep_abandoned(s: Session, settings: Settings) -> int:
                                                   Participant.last_seen < cutoff)
                         .values(state="abandoned", finished_at=last_seen, screen_reason="timeout")
                         .execution_options(synchronize_session=False))
-        if res.rowcount == 1:
+        if _rowcount(res) == 1:
             _release(s, slot_id, pid)
             n += 1
     if n:
@@ -630,7 +637,7 @@ def _store_events(s: Session, p: Participant, settings: Settings, trial: int, st
     """Store new events (the participant row is locked); fills ``receipt``; returns the trial's events."""
     stored = _events_of(s, p, trial)
     first = st.first_clip
-    pos_of = {first: "A", 1 - first: "B"}
+    pos_of: dict[int | None, str] = {first: "A", 1 - first: "B"}
     if not events:
         return stored
     eids = list(dict.fromkeys(e["eid"] for e in events))
@@ -641,7 +648,7 @@ def _store_events(s: Session, p: Participant, settings: Settings, trial: int, st
     next_seq = max((e["seq"] for e in stored), default=-1) + 1
     clips = {r: s.get(Clip, f"{st.prompt_id}_{r}") for r in (0, 1)}
     fetched = dict(s.execute(select(Fetch.clip_id, Fetch.first_ts).where(
-        Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"]))).all())
+        Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"]))).tuples().all())
     ts = now()
     # the submission first, so that a full trial still records it
     for e in [e for e in events if e["kind"] == "submit"] + [e for e in events if e["kind"] != "submit"]:
@@ -741,7 +748,7 @@ def parse_trial_form(form: Mapping[str, str], audio: bool) -> TrialForm:
     just = str(form.get("justification", "") or "")
     if len(just) > MAX_JUSTIFICATION:
         raise TooLarge(f"The explanation is limited to {MAX_JUSTIFICATION} characters.")
-    just = just.replace("\r\n", "\n").strip() or None
+    justification = just.replace("\r\n", "\n").strip() or None
     submit_raw = str(form.get("submit_t", "") or "").strip()
     submit_ms = int(submit_raw) if re.fullmatch(r"\d{1,16}", submit_raw) else None
     raw_events = str(form.get("events", "") or "").strip()
@@ -751,7 +758,9 @@ def parse_trial_form(form: Mapping[str, str], audio: bool) -> TrialForm:
         raise Invalid("events: not JSON") from None
     if errors:
         raise Invalid("; ".join(errors))
-    return TrialForm(ra, rb, aqa if audio else None, aqb if audio else None, choice, just, submit_ms, events)
+    assert ra is not None and rb is not None  # required sliders: a missing one is in errors
+    return TrialForm(ra, rb, aqa if audio else None, aqb if audio else None, choice, justification, submit_ms,
+                     events)
 
 
 def _trial_refusal(p: Participant, settings: Settings, st: SlotTrial, events: list[dict[str, Any]]) -> str | None:
@@ -763,7 +772,8 @@ def _trial_refusal(p: Participant, settings: Settings, st: SlotTrial, events: li
         if missing:
             reasons = {plausibility.MESSAGES[e["refused"]] for e in events if e["kind"] == "ended" and e["refused"]}
             why = f" (the server could not confirm the listen: {'; '.join(sorted(reasons))})" if reasons else ""
-            what = {("A",): "Response A has", ("B",): "Response B has"}.get(tuple(missing), "Responses A and B have")
+            has: dict[tuple[str, ...], str] = {("A",): "Response A has", ("B",): "Response B has"}
+            what = has.get(tuple(missing), "Responses A and B have")
             return f"Please listen to both responses in full before submitting: {what} not been heard to the end{why}."
     elif settings.text_reveal != "off" and not plausibility.revealed(events):
         return "Please read Response A, then show Response B, before submitting."
@@ -832,7 +842,7 @@ def _store_trial(s: Session, p: Participant, trial: int, st: SlotTrial, first: i
     res = s.execute(update(Participant).where(Participant.id == p.id, Participant.current_trial == trial,
                                               Participant.state == "trials").values(**values)
                     .execution_options(synchronize_session=False))
-    if res.rowcount != 1:
+    if _rowcount(res) != 1:
         raise IntegrityError("concurrent submission", None, Exception("duplicate"))
     if outcome == "failed_attention":
         _release(s, p.slot_id, p.id)
@@ -878,10 +888,10 @@ def audio_file(db: Database, token: str, clip_id: str) -> str:
 def _insert(db: Database, model: Any) -> Any:
     """The dialect's INSERT (it has ``on_conflict_do_nothing``)."""
     if db.dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(model)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+        return pg_insert(model)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+    return sqlite_insert(model)
 
 
 # ---- admin ------------------------------------------------------------------------------------------
@@ -890,12 +900,12 @@ def status_counts(db: Database, settings: Settings | None = None) -> dict[str, A
     with db.transaction() as s:
         if settings is not None:
             sweep_abandoned(s, settings)
-        states = dict(s.execute(select(Participant.state, func.count()).group_by(Participant.state)).all())
-        slots = dict(s.execute(select(Slot.status, func.count()).group_by(Slot.status)).all())
+        states = dict(s.execute(select(Participant.state, func.count()).group_by(Participant.state)).tuples().all())
+        slots = dict(s.execute(select(Slot.status, func.count()).group_by(Slot.status)).tuples().all())
         n_trials = s.scalar(select(func.count()).select_from(TrialResult))
-        incidents = dict(s.execute(select(Incident.kind, func.count()).group_by(Incident.kind)).all())
+        incidents = dict(s.execute(select(Incident.kind, func.count()).group_by(Incident.kind)).tuples().all())
         phones = dict(s.execute(select(Participant.headphone_check, func.count())
                                 .where(Participant.headphone_check.is_not(None))
-                                .group_by(Participant.headphone_check)).all())
+                                .group_by(Participant.headphone_check)).tuples().all())
     return {"participants": states, "slots": slots, "trials_submitted": int(n_trials or 0),
             "incidents": incidents, "headphone_check": phones}

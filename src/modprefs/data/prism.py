@@ -253,7 +253,9 @@ def interaction_from_row(row: Mapping[str, Any], seed: int) -> dict[str, Any] | 
     history = []
     for t in sorted(k for k in turns if k < turn):
         history.append({"role": "user", "content": str(turns[t]["user"]["content"])})
-        history.append({"role": "model", "content": str(_chosen(turns[t]["models"])["content"])})
+        chosen = _chosen(turns[t]["models"])
+        assert chosen is not None  # eligible: every earlier turn has a chosen response
+        history.append({"role": "model", "content": str(chosen["content"])})
     out: dict[str, Any] = {
         "conversation_id": cid,
         "conversation_type": row["conversation_type"],

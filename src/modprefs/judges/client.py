@@ -199,7 +199,7 @@ class _Unit:
         """The real messages (audio inlined as base64 WAV), built only when the call is made."""
         if self.item.modality == "text":
             return [{"role": "user", "content": self.text}]
-        data = Path(self.item.audio_path).read_bytes()
+        data = Path(self.item.audio_file).read_bytes()
         if hashlib.sha256(data).hexdigest() != self.audio_sha256:
             raise JudgeAbort(f"{self.item.audio_path} changed during the run")
         return [{"role": "user", "content": [
@@ -224,7 +224,8 @@ def build_units(items: list[JudgeItem], cfg: JudgeConfig, out_dir: str | Path) -
     prompts: dict[str, Prompt] = {}
     reask = load_prompt(cfg.reask_prompt, cfg.prompts_dir)
     audio_cache: dict[str, tuple[str, float]] = {}
-    units, seen = [], {}
+    units: list[_Unit] = []
+    seen: dict[str, tuple[str, str, str, int]] = {}
     for item in items:
         name = cfg.prompt_name(item.modality, item.kind)
         if name not in prompts:
@@ -232,14 +233,15 @@ def build_units(items: list[JudgeItem], cfg: JudgeConfig, out_dir: str | Path) -
         prompt = prompts[name]
         fields = {"conversation": format_conversation(item.history, item.prompt)}
         if item.modality == "text":
+            assert item.response_text is not None  # checked when the item was made
             fields["response"] = item.response_text
         text = prompt.render(**fields)
         model = cfg.models[item.modality]
         audio_sha, seconds = None, 0.0
         if item.modality == "audio":
-            if item.audio_path not in audio_cache:
-                audio_cache[item.audio_path] = _wav_info(item.audio_path)
-            audio_sha, seconds = audio_cache[item.audio_path]
+            if item.audio_file not in audio_cache:
+                audio_cache[item.audio_file] = _wav_info(item.audio_file)
+            audio_sha, seconds = audio_cache[item.audio_file]
         content: Any = (
             text
             if item.modality == "text"
@@ -414,6 +416,7 @@ class _Runner:
                 break
             reason, error_kind = parsed.reason, parsed.kind
             if ask < int(cfg.max_reasks):
+                assert parsed.reason is not None  # a failed parse (parse._fail) says why
                 messages = messages + [
                     {"role": "assistant", "content": content or refusal or ""},
                     {"role": "user", "content": u.reask.render(reason=parsed.reason)},
@@ -490,6 +493,6 @@ async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_di
             finally:
                 if bar is not None:
                     bar.close()
-    done = [existing[u.hash] for u in units if existing[u.hash] is not None]
+    done = [r for u in units if (r := existing[u.hash]) is not None]
     stats.wall_s = time.monotonic() - t0
     return RunResult(table=rec.ratings_table(done), stats=stats, records=done)

@@ -242,6 +242,7 @@ class _Identity:
         if self._gguf is None:
             self._gguf = resolve_gguf(self.cfg.model_file)
             self._gguf_sha = file_sha256(self._gguf)
+        assert self._gguf_sha is not None  # set together with _gguf
         return self._gguf, self._gguf_sha, self.cfg.model_name or self._gguf.stem
 
     def asr(self) -> tuple[Path, str]:
@@ -276,11 +277,12 @@ def build_units(items: list[JudgeItem], cfg: LocalJudgeConfig, out_dir: str | Pa
     """One unit per item with its canonical request and record path; duplicates are an error."""
     prompt = load_yes_no_prompt(cfg.prompt, cfg.prompts_dir)
     audio_sha: dict[str, str] = {}
-    units, seen = [], {}
+    units: list[_Unit] = []
+    seen: dict[str, tuple[str, str, str]] = {}
     for it in items:
         if it.kind == "audio_quality":
             backend, model, pv = DNSMOS_BACKEND, DNSMOS_LABEL, f"{DNSMOS_LABEL}-linear@1"
-            sha = _audio_sha(it.audio_path, audio_sha)
+            sha = _audio_sha(it.audio_file, audio_sha)
             canonical = {"backend": backend, "model": model, "speechmos": _dnsmos_version(),
                          "hop_s": float(cfg.dnsmos_hop_s), "personalized": False, "rating_map": DNSMOS_RATING_MAP,
                          "audio_sha256": sha, "sample": 0}
@@ -292,11 +294,12 @@ def build_units(items: list[JudgeItem], cfg: LocalJudgeConfig, out_dir: str | Pa
                     "min_answer_mass": float(cfg.min_answer_mass), "sample": 0}
             if it.modality == "text":
                 backend, model, sha = TEXT_BACKEND, name, None
+                assert it.response_text is not None  # checked when the item was made
                 text = prompt.render(it.prompt, it.response_text, history)
                 canonical = {"backend": backend, "model": model, **base, "input": text}
             else:
                 backend, model = CASCADE_BACKEND, f"{ASR_LABEL}->{name}"
-                sha, text = _audio_sha(it.audio_path, audio_sha), None
+                sha, text = _audio_sha(it.audio_file, audio_sha), None
                 _, asr_sha = ident.asr()
                 canonical = {"backend": backend, "model": model, **base, "asr_model_sha256": asr_sha,
                              "asr": {"language": "en", "beam_size": 1},
@@ -457,10 +460,12 @@ def judge_unit(u: _Unit, models: _Models, cfg: LocalJudgeConfig) -> dict:
     record = _base_record(u, cfg)
     it = u.item
     if u.backend == TEXT_BACKEND:
+        assert u.text is not None  # build_units renders a text unit's input
         _judge_text(u, models, cfg, u.text, record)
     elif u.backend == CASCADE_BACKEND:
+        assert u.prompt is not None and u.audio_sha256 is not None  # build_units sets both for a cascade unit
         _, name = u.model.split("->", 1)
-        transcript, asr_s = models.transcribe(it.audio_path, u.audio_sha256)
+        transcript, asr_s = models.transcribe(it.audio_file, u.audio_sha256)
         record.update(cascade=f"{ASR_LABEL} -> {name}", transcript=transcript,
                       asr={"model": ASR_LABEL, "path": str(models.ident.asr()[0]), "latency_s": round(asr_s, 4)})
         if not transcript.strip():
@@ -469,7 +474,7 @@ def judge_unit(u: _Unit, models: _Models, cfg: LocalJudgeConfig) -> dict:
             text = u.prompt.render(it.prompt, transcript, format_history(it.history))
             _judge_text(u, models, cfg, text, record)
     else:
-        mos = models.dnsmos(it.audio_path)
+        mos = models.dnsmos(it.audio_file)
         value, rating, clipped = dnsmos_rating(mos["ovrl"])
         ok = math.isfinite(value)
         record.update(dnsmos=mos, rating_map=DNSMOS_RATING_MAP, expected_rating=round(value, 4) if ok else None,
@@ -542,6 +547,6 @@ def run_local_judges(items: list[JudgeItem], config: Mapping[str, Any] | LocalJu
                 bar.close()
             if models._scorer is not None:
                 stats.forward_passes = models._scorer.forward_passes
-    done = [existing[u.hash] for u in units if existing[u.hash] is not None]
+    done = [r for u in units if (r := existing[u.hash]) is not None]
     stats.wall_s = time.monotonic() - t0
     return RunResult(table=rec.ratings_table(done), stats=stats, records=done)

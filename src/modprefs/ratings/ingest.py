@@ -45,6 +45,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -329,7 +330,7 @@ class _RowChecks:
             elif trial != 0 and prompt == ATTENTION_PROMPT:
                 self.problems.cell(table, i, "trial", f"the attention check must be trial 0, not {trial}")
 
-    def key_of(self, pid: object, trial: object, prompt: object) -> tuple | None:
+    def key_of(self, pid: object, trial: Any, prompt: Any) -> tuple | None:
         """The row's trial key (participant, trial or prompt); None when it cannot be formed."""
         value = trial if self.by_trial else prompt
         if not (self.can_key and _present(pid) and _present(value)):
@@ -419,12 +420,12 @@ def _check_ratings(ratings: pd.DataFrame, trials: pd.DataFrame | None, parts: pd
                 problems.cell("ratings", i, "clip_id", f"clip {clip!r} belongs to prompt {clip_of[clip][0]!r}, "
                                                        f"not to this row's prompt {prompt!r}")
             if _present(pid):
-                key = (pid, clip)
-                if key in seen_clip:
+                clip_key = (pid, clip)
+                if clip_key in seen_clip:
                     problems.cell("ratings", i, "clip_id", f"duplicate rating of clip {clip!r} by participant {pid!r} "
-                                                           f"(first at {problems.at('ratings', seen_clip[key])})")
+                                                           f"(first at {problems.at('ratings', seen_clip[clip_key])})")
                 else:
-                    seen_clip[key] = i
+                    seen_clip[clip_key] = i
         if _present(pid) and _present(cond) and pid in cond_of and cond_of[pid] != cond:
             where = problems.at("participants", _row_of(parts, pid))
             problems.cell("ratings", i, "condition", f"{cond!r} but participant {pid!r} is in the "
@@ -464,7 +465,7 @@ def _check_trial_clips(ratings: pd.DataFrame, trials: pd.DataFrame | None, check
         if not checks.by_trial and prompt is None:
             prompt = key[1]
         clips = [cols["clip_id"][r] for r in rows]
-        expected = clips_by_prompt.get(prompt, set()) if _present(prompt) else set()
+        expected = clips_by_prompt.get(prompt, set()) if prompt is not None and _present(prompt) else set()
         if expected and (len(rows) != 2 or set(clips) != expected):
             where = ("trials", i) if trials is not None else ("ratings", rows[0])
             problems.cell(where[0], where[1], key_col,

@@ -69,8 +69,8 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
     if "response" in df.columns:
         text = df["response"].astype("string").str.strip().str.replace(r"\.0$", "", regex=True)
         response = pd.to_numeric(text.where(text.isin(["0", "1"])), errors="coerce")
-        for i in np.flatnonzero(response.isna().to_numpy()):
-            cell(int(i), "response", f"{df['response'].iloc[i]!r} is not a response index (0 or 1)")
+        for bad in np.flatnonzero(response.isna().to_numpy()):
+            cell(int(bad), "response", f"{df['response'].iloc[bad]!r} is not a response index (0 or 1)")
     else:
         response = pd.to_numeric(suffix, errors="coerce")
     for i, (clip, prompt, suf, resp) in enumerate(zip(clips, df["prompt_id"], suffix, response)):
@@ -101,8 +101,8 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
                                                 "response 0 and one of response 1")
     if "n_chars" in df.columns:
         chars = pd.to_numeric(df["n_chars"], errors="coerce")
-        for i in np.flatnonzero((chars.isna() & df["n_chars"].notna()).to_numpy() | (chars < 0).to_numpy()):
-            cell(int(i), "n_chars", f"{df['n_chars'].iloc[i]!r} is not a non-negative number")
+        for bad in np.flatnonzero((chars.isna() & df["n_chars"].notna()).to_numpy() | (chars < 0).to_numpy()):
+            cell(int(bad), "n_chars", f"{df['n_chars'].iloc[bad]!r} is not a non-negative number")
     if problems:
         raise StimuliError(f"{len(problems)} problem(s) with the stimuli {name}:\n" +
                            "\n".join(f"  - {p}" for p in problems[:50]))
@@ -156,8 +156,10 @@ def prepare_study(tables: Mapping[str, pd.DataFrame | None], design: pd.DataFram
     """
     present = {name: present_columns(df) for name, df in tables.items()}
     notes: list[str] = []
-    ratings = tables["ratings"].copy()
-    participants = tables["participants"].copy()
+    ratings_table, participants_table = tables["ratings"], tables["participants"]
+    assert ratings_table is not None and participants_table is not None  # required tables (see Args)
+    ratings = ratings_table.copy()
+    participants = participants_table.copy()
     trials = tables.get("trials")
     trials = pd.DataFrame(columns=["participant_id", "prompt_id", "trial"]) if trials is None else trials.copy()
     for c in ("participant_id", "prompt_id", "trial"):

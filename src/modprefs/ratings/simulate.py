@@ -902,8 +902,9 @@ def _demographics(cond: np.ndarray, p: SimulationParams, rng: np.random.Generato
     born_abroad = rng.random(n) < np.where(native, 0.04, 0.75)
     birthplace = np.where(born_abroad, rng.choice(BIRTHPLACES_ABROAD, size=n), "United States")
     primary = np.where(native, "English", rng.choice(OTHER_PRIMARY, size=n))
-    proficiency = np.where(native, None, rng.choice(ENGLISH_PROFICIENCY, size=n, p=[0.05, 0.20, 0.40, 0.35]))
-    other = []
+    proficiency = np.where(native, np.array(None, dtype=object),
+                           rng.choice(ENGLISH_PROFICIENCY, size=n, p=[0.05, 0.20, 0.40, 0.35]))
+    other: list[str | None] = []
     for is_native in native:
         if not is_native:
             other.append("English")

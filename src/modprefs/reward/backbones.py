@@ -250,8 +250,11 @@ class MiniLMLogMelBackbone(nn.Module):
         frames at a fixed stride, then pooled context-audio frames, then one zero row for padding): the
         response positions, the condition positions (with which of them are context), the instruction's, and
         all of them in order (``condition: none``)."""
-        text, text_seg, audio, audio_seg = [], [], [], []
-        layouts = []
+        text: list[np.ndarray] = []
+        text_seg: list[np.ndarray] = []
+        audio: list[np.ndarray] = []
+        audio_seg: list[int] = []
+        layouts: list[list[tuple[int, int, int]]] = []
         for segs in feats:
             row = []
             for seg, kind, arr in segs:
@@ -282,26 +285,34 @@ class MiniLMLogMelBackbone(nn.Module):
             if seg == SEG_CONTEXT_AUDIO:
                 return list(range(pooled_off[idx], pooled_off[idx] + -(-conv_len[idx] // self.context_audio_pool)))
             return list(range(n_tok + idx * stride, n_tok + idx * stride + conv_len[idx]))
-        resp, cond, ctx, inst, every = [], [], [], [], []
-        for row in layouts:
-            r, c, x, i, a = [], [], [], [], []
-            for seg, kind, idx in row:
-                pos = positions(seg, kind, idx)
-                a += pos
+        resp: list[list[int]] = []
+        cond: list[list[int]] = []
+        ctx: list[list[bool]] = []
+        inst: list[list[int]] = []
+        every: list[list[int]] = []
+        for layout in layouts:
+            r: list[int] = []
+            c: list[int] = []
+            x: list[bool] = []
+            ins: list[int] = []
+            al: list[int] = []
+            for seg, where, idx in layout:
+                pos = positions(seg, where, idx)
+                al += pos
                 if seg in (SEG_TEXT, SEG_AUDIO):
                     r += pos
                 else:
                     c += pos
                     x += [seg != SEG_INSTRUCTION] * len(pos)
                     if seg == SEG_INSTRUCTION:
-                        i += pos
+                        ins += pos
             resp.append(r)
             cond.append(c)
             ctx.append(x)
-            inst.append(i)
-            every.append(a)
+            inst.append(ins)
+            every.append(al)
 
-        def pad(rows: list[list], fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        def pad(rows: Sequence[list[Any]], fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
             width = max(1, max(len(r) for r in rows))
             idx = torch.tensor([r + [fill] * (width - len(r)) for r in rows])
             mask = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
@@ -446,12 +457,14 @@ class QwenOmniBackbone(nn.Module):
         self.tokenizer_name = tokenizer
         self.lora = {**DEFAULT_LORA, **(lora if isinstance(lora, dict) else {})} if lora else None
         self.cache = cache or FeatureCache()
+        thinker: Any  # a transformers Qwen2_5OmniThinkerForConditionalGeneration (its attributes are dynamic)
         if _model is not None:
             thinker = _model
         elif model_id is not None:
             dtype = getattr(torch, torch_dtype) if torch_dtype not in ("auto", None) else "auto"
             thinker = self._from_pretrained(Qwen2_5OmniThinkerForConditionalGeneration, model_id, dtype=dtype)
         else:
+            assert thinker_config is not None  # checked above: exactly one of model_id and thinker_config
             thinker = Qwen2_5OmniThinkerForConditionalGeneration(Qwen2_5OmniThinkerConfig(**thinker_config))
         self.thinker_config = thinker.config.to_dict() if model_id is None else None
         self.model = thinker.model  # Qwen2_5OmniThinkerModel: no LM head needed for a reward
@@ -501,8 +514,10 @@ class QwenOmniBackbone(nn.Module):
         except ImportError as exc:
             raise RewardSetupError("reward.model.backbone.lora needs the PyPI package peft: "
                                    "pip install 'peft>=0.17'") from exc
-        cfg = LoraConfig(r=int(self.lora["r"]), lora_alpha=int(self.lora["alpha"]),
-                         lora_dropout=float(self.lora["dropout"]), target_modules=list(self.lora["target_modules"]))
+        lora = self.lora
+        assert lora is not None  # only called when reward.model.backbone.lora is set
+        cfg = LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
+                         lora_dropout=float(lora["dropout"]), target_modules=list(lora["target_modules"]))
         inject_adapter_in_model(cfg, self.model)
         for name, p in self.model.named_parameters():  # only the adapter trains
             p.requires_grad_("lora_" in name)

@@ -121,7 +121,9 @@ def _replace_all(text: str, table: Sequence[tuple[str, str]]) -> str:
 
 def list_to_speech(text: str) -> str:
     """Markdown list items as a spoken enumeration; other lines as they are."""
-    lines, out, items = text.splitlines(), [], []
+    lines = text.splitlines()
+    out: list[str] = []
+    items: list[str] = []
 
     def flush() -> None:
         if not items:

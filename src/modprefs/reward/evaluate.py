@@ -78,7 +78,7 @@ def score_pairs(model: RewardModel, pairs: pd.DataFrame, split: Sequence[str] | 
 
 
 def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float) -> list[dict[str, Any]]:
-    rows = [{"split": split, "level": "micro", "key": "all",
+    rows: list[dict[str, Any]] = [{"split": split, "level": "micro", "key": "all",
              **pair_accuracy(scores["r_chosen"], scores["r_rejected"], tie_tol)}]
     for level in ("category", "source", "criterion"):
         if level not in scores:
@@ -130,7 +130,7 @@ def ood_table(model: RewardModel, pairs: pd.DataFrame, engines_dir: str | os.Pat
               tie_tol: float = 1e-6, batch_size: int = 16) -> pd.DataFrame:
     """Accuracy by TTS engine (micro and by source) on the pairs that have clip ids."""
     pairs = pairs.reset_index(drop=True)
-    split = pd.Series(list(split) if split is not None else ["all"] * len(pairs))
+    split_of = pd.Series(list(split) if split is not None else ["all"] * len(pairs))
     has_clip = pairs["chosen_clip_id"].notna() & pairs["rejected_clip_id"].notna()
     base = pairs[has_clip]
     variants = {study_engine: base}
@@ -145,7 +145,7 @@ def ood_table(model: RewardModel, pairs: pd.DataFrame, engines_dir: str | os.Pat
     for engine, v in variants.items():
         if v.empty:
             continue
-        s = score_pairs(model, v, split.loc[v.index].tolist(), batch_size)
+        s = score_pairs(model, v, split_of.loc[v.index].tolist(), batch_size)
         for sp in sorted(set(s["split"])) + (["all"] if s["split"].nunique() > 1 else []):
             g = s if sp == "all" else s[s["split"] == sp]
             rows.append({"engine": engine, "split": sp, "level": "micro", "key": "all",

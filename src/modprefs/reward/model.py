@@ -56,12 +56,14 @@ DEFAULT_CRITERIA = {
 
 
 class RewardModel(nn.Module):
-    def __init__(self, backbone: nn.Module, pooling: str = "mean", criteria: dict[str, str] | None = None):
+    # backbone: an nn.Module from reward.backbones (or a test double); they share no base class, so it is typed
+    # Any: hidden_size, featurize, collate, config and forward are duck-typed.
+    def __init__(self, backbone: Any, pooling: str = "mean", criteria: dict[str, str] | None = None):
         super().__init__()
         self.backbone = backbone
         self.pooling_name = pooling
-        self.pool = make_pooling(pooling, backbone.hidden_size)
-        self.head = nn.Linear(backbone.hidden_size, 1, bias=False)
+        self.pool = make_pooling(pooling, self.backbone.hidden_size)
+        self.head = nn.Linear(self.backbone.hidden_size, 1, bias=False)
         nn.init.zeros_(self.head.weight)  # r ≡ 0 at the start: no arbitrary initial preference
         self.criteria = dict(criteria or DEFAULT_CRITERIA)
         self.extra_config: dict[str, Any] = {}

@@ -388,7 +388,7 @@ def degradation_pairs(manifest: pd.DataFrame, kinds: Sequence[str] = DEGRADATION
     if not kinds or per_clip < 1:
         return empty_pairs()
     rng = np.random.default_rng(seed)
-    rows = []
+    rows: list[dict[str, Any]] = []
     offset = int(rng.integers(len(kinds)))
     per_clip = min(per_clip, len(kinds))
     for i, r in enumerate(manifest.astype({"clip_id": str}).itertuples(index=False)):
@@ -494,7 +494,7 @@ def assign_split(pairs: pd.DataFrame, val_fraction: float, seed: int = 0) -> pd.
     draws = {g: u(g) for g in groups.unique()}
     val = {g for g, x in draws.items() if x < val_fraction}
     if val_fraction > 0 and len(draws) >= 2:
-        ranked = sorted(draws, key=draws.get)
+        ranked = sorted(draws, key=lambda g: draws[g])
         if not val:            # few groups: hold out at least the one with the smallest draw
             val = {ranked[0]}
         if len(val) == len(draws):  # ... and train on at least one

@@ -413,7 +413,8 @@ def _metrics(run: _TrainingRun, criteria: Any, history: list[dict[str, Any]], rc
     return metrics
 
 
-def scores_table(pairs: pd.DataFrame, split: Sequence[str], rc: np.ndarray, rr: np.ndarray) -> pd.DataFrame:
+def scores_table(pairs: pd.DataFrame, split: Sequence[str] | np.ndarray, rc: np.ndarray,
+                 rr: np.ndarray) -> pd.DataFrame:
     cols = [c for c in ("pair_id", "criterion", "category", "source", "label_modality", "group",
                         "chosen_chars", "rejected_chars") if c in pairs.columns]
     out = pairs[cols].copy()
@@ -422,7 +423,7 @@ def scores_table(pairs: pd.DataFrame, split: Sequence[str], rc: np.ndarray, rr: 
     return out
 
 
-def write_run(model: RewardModel, metrics: dict[str, Any], pairs: pd.DataFrame, split: Sequence[str],
+def write_run(model: RewardModel, metrics: dict[str, Any], pairs: pd.DataFrame, split: Sequence[str] | np.ndarray,
               rc: np.ndarray, rr: np.ndarray, run_dir: str | os.PathLike[str]) -> Path:
     from modprefs.io import write_csv, write_json
     run_dir = Path(run_dir)

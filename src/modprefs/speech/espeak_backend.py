@@ -188,9 +188,12 @@ class EspeakNgBackend:
                  data_path: str | os.PathLike[str] | None = None) -> None:
         if not 0.5 <= float(speed) <= 2.0:
             raise ValueError(f"tts.speed must be in [0.5, 2.0] for {NAME}, got {speed}")
-        default_lib, default_data = (None, None) if library_path and data_path else _default_paths()
-        self.library_path = Path(library_path) if library_path else default_lib
-        self.data_path = Path(data_path) if data_path else default_data
+        if library_path and data_path:
+            self.library_path, self.data_path = Path(library_path), Path(data_path)
+        else:
+            default_lib, default_data = _default_paths()
+            self.library_path = Path(library_path) if library_path else default_lib
+            self.data_path = Path(data_path) if data_path else default_data
         for key, path, is_dir in (("tts.espeak_library", self.library_path, False),
                                   ("tts.espeak_data", self.data_path, True)):
             if not (path.is_dir() if is_dir else path.is_file()):

@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,7 +55,7 @@ def audio_qc(audio: np.ndarray) -> dict[str, float]:
             "clipping_ratio": float(np.mean(np.abs(x) >= CLIP_LEVEL)) if x.size else 0.0}
 
 
-def _checked_audio(audio: object, clip: str, backend: TTSBackend) -> np.ndarray:
+def _checked_audio(audio: Any, clip: str, backend: TTSBackend) -> np.ndarray:
     """The backend's output as float32 ``(n,)``; error naming the clip if empty or not finite."""
     x = np.asarray(audio, dtype=np.float32)
     if x.ndim != 1:

@@ -126,9 +126,9 @@ def edit_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int, 
             if reference[i - 1] == hypothesis[j - 1]:
                 best = prev[j - 1]
             else:
-                s, d, ins = prev[j - 1], prev[j], cur[j - 1]
+                s, d, left = prev[j - 1], prev[j], cur[j - 1]
                 best = min((s[0] + 1, s[1] + 1, s[2], s[3]), (d[0] + 1, d[1], d[2] + 1, d[3]),
-                           (ins[0] + 1, ins[1], ins[2], ins[3] + 1), key=lambda c: c[0])
+                           (left[0] + 1, left[1], left[2], left[3] + 1), key=lambda c: c[0])
             cur.append(best)
         prev = cur
     _, subs, dels, ins = prev[m]

@@ -42,7 +42,7 @@ def prompt_gaps(means: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({c: wide[(c, 0)] - wide[(c, 1)] for c in ("audio", "text")}).dropna()
 
 
-def outcomes(gap: pd.Series, tau: float) -> pd.Series:
+def outcomes(gap: pd.Series, tau: float | np.number) -> pd.Series:
     return pd.Series(np.where(gap.abs() > tau, np.where(gap > 0, "0", "1"), "tie"), index=gap.index)
 
 

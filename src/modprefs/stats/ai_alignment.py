@@ -124,7 +124,8 @@ def _judge_id(df: pd.DataFrame) -> pd.Series:
     return df["judge"].astype(str) + "@" + df["prompt_version"].astype(str)
 
 
-def select_judge_ratings(judges: pd.DataFrame, judge_by_modality: Mapping[str, str] | None = None) -> pd.DataFrame:
+def select_judge_ratings(judges: pd.DataFrame,
+                         judge_by_modality: Mapping[str, str | None] | None = None) -> pd.DataFrame:
     """The ``ok`` response-quality AI ratings, one judge per modality.
 
     Args:

@@ -65,6 +65,8 @@ References:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -181,7 +183,7 @@ class AlphaFeatures:
         center: the constant subtracted from interval values (their mean; alpha is shift invariant).
     """
 
-    level: str
+    level: Level
     features: np.ndarray
     values: np.ndarray
     center: float = 0.0
@@ -206,7 +208,7 @@ def _check_level(level: str) -> str:
     return level
 
 
-def _value_codes(arr: np.ndarray, value_domain: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _value_codes(arr: np.ndarray, value_domain: np.ndarray | Sequence[float] | None) -> tuple[np.ndarray, np.ndarray]:
     """(codes (C, U) int with -1 for missing, domain (V,)) for the non-NaN cells of ``arr``."""
     present = ~np.isnan(arr)
     observed = arr[present]
@@ -229,7 +231,8 @@ def _value_codes(arr: np.ndarray, value_domain: np.ndarray | None) -> tuple[np.n
     return codes, domain
 
 
-def alpha_features(data: np.ndarray | pd.DataFrame, level: Level, value_domain: np.ndarray | list | None = None,
+def alpha_features(data: np.ndarray | pd.DataFrame, level: Level,
+                   value_domain: np.ndarray | Sequence[float] | None = None,
                    n_units: int | None = None) -> AlphaFeatures:
     """Precompute :class:`AlphaFeatures` of a coders x units matrix (NaN = missing).
 
@@ -260,7 +263,7 @@ def alpha_features(data: np.ndarray | pd.DataFrame, level: Level, value_domain: 
     return AlphaFeatures(level, feats, domain)
 
 
-def unit_value_counts(data: np.ndarray | pd.DataFrame, value_domain: np.ndarray | list | None = None
+def unit_value_counts(data: np.ndarray | pd.DataFrame, value_domain: np.ndarray | Sequence[float] | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
     """(counts (U, V), domain (V,)): coders per unit and value — the package's ``value_counts``."""
     arr = as_coder_unit_array(data)
@@ -370,7 +373,7 @@ def alpha_from_unit_features(unit_features: np.ndarray, level: Level,
 
 
 def krippendorff_alpha(data: np.ndarray | pd.DataFrame, level_of_measurement: Level = "interval",
-                       value_domain: np.ndarray | list | None = None, n_units: int | None = None) -> float:
+                       value_domain: np.ndarray | Sequence[float] | None = None, n_units: int | None = None) -> float:
     """Krippendorff's alpha of one coders x units matrix (NaN = missing).
 
     Equal to ``krippendorff.alpha(reliability_data=data, level_of_measurement=...,
@@ -596,7 +599,7 @@ def alpha_table(ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.Dat
             if (m >= 2).any():
                 feats = alpha_features(sub, level, domain)
                 row[f"alpha_{c}"] = float(alpha_from_unit_features(feats.unit_features(), level))
-                boot = stimulus_bootstrap(sub.shape[1], lambda w, f=feats: bootstrap_alpha(f, w), n_boot, rng)
+                boot = stimulus_bootstrap(sub.shape[1], functools.partial(bootstrap_alpha, feats), n_boot, rng)
                 lo, hi = boot.ci(ci_level) if n_boot else (np.nan, np.nan)
                 row.update({f"lo_{c}": lo, f"hi_{c}": hi, f"n_boot_failed_{c}": boot.n_failed})
             else:
@@ -604,7 +607,7 @@ def alpha_table(ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.Dat
                             f"n_boot_failed_{c}": 0})
         if mat.shape[0] and (mat.notna().sum(axis=0) >= 2).any():
             pooled = alpha_features(mat, level, domain)
-            perm = permutation_test_between_groups(cond, lambda mask, f=pooled: group_alpha_difference(f, mask),
+            perm = permutation_test_between_groups(cond, functools.partial(group_alpha_difference, pooled),
                                                    n_perm, rng_p, groups=conditions)
             row.update({"diff": perm.observed, "p_value": perm.p_value, "n_perm_valid": perm.n_valid,
                         "null_sd": perm.null_sd})

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -92,7 +93,7 @@ def mean_sd(x: Iterable[float]) -> tuple[float, float, int]:
     return m, sd, n
 
 
-def mann_whitney(text: Sequence[float], audio: Sequence[float]) -> dict:
+def mann_whitney(text: Sequence[float] | np.ndarray, audio: Sequence[float] | np.ndarray) -> dict:
     """Two-sided Mann–Whitney U of text vs audio with the rank-biserial correlation.
 
     Returns ``U_text`` (scipy's statistic for x = text), ``U_audio`` (= n_t n_a - U_text), ``p``,
@@ -102,8 +103,8 @@ def mann_whitney(text: Sequence[float], audio: Sequence[float]) -> dict:
     x = np.asarray(text, dtype=float)
     y = np.asarray(audio, dtype=float)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
-    out = dict(U_text=math.nan, U_audio=math.nan, p=math.nan, r_rb=math.nan, n_text=len(x), n_audio=len(y),
-               reason="")
+    out: dict[str, Any] = dict(U_text=math.nan, U_audio=math.nan, p=math.nan, r_rb=math.nan, n_text=len(x),
+                               n_audio=len(y), reason="")
     if len(x) == 0 or len(y) == 0:
         missing = [c for c, a in (("text", x), ("audio", y)) if len(a) == 0]
         out["reason"] = "no observations in " + " and ".join(missing)

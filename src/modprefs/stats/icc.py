@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -162,6 +163,7 @@ def _fit_iccs(design: ConditionDesign, rows: np.ndarray | None = None, clip: np.
     if rows is None:
         y, X, g_clip, g_part = design.y, design.X, design.clip, design.participant
     else:
+        assert clip is not None  # the callers pass rows and clip together
         y, X, g_clip, g_part = design.y[rows], design.X[rows], clip, design.participant[rows]
     fit = fit_crossed_intercepts(y, X, g_clip, g_part, reml=True, theta0=theta0,
                                  names=("clip_id", "participant_id"))
@@ -172,7 +174,7 @@ def _fit_iccs(design: ConditionDesign, rows: np.ndarray | None = None, clip: np.
 
 def _empty_row(condition: str, n_ratings: int, n_clips: int, n_participants: int, formula: str,
                note: str) -> dict:
-    row = {c: math.nan for c in ICC_COLUMNS}
+    row: dict[str, Any] = {c: math.nan for c in ICC_COLUMNS}
     row.update(condition=condition, n_ratings=n_ratings, n_clips=n_clips, n_participants=n_participants,
                n_boot=0, n_boot_failed=0, ci_method=CI_METHOD, model=formula, note=note)
     return row

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,7 @@ def resample_prompts(design: ConditionDesign, rng: np.random.Generator) -> tuple
     the design (the drawn prompts' rows in draw order) and new clip codes in which each drawn copy's
     clips are distinct levels.
     """
+    assert design.prompt is not None  # condition_design always sets the prompt codes
     rows, position = resample_clips(design.prompt, design.n_prompts, rng)
     key = position.astype(np.int64) * design.n_clips + design.clip[rows]
     _, clip = np.unique(key, return_inverse=True)
@@ -233,6 +235,7 @@ def _refit(design: ConditionDesign, y: np.ndarray, rows: np.ndarray | None, clip
     if rows is None:
         yy, X, g1, g2 = y, design.X, design.clip, design.participant
     else:
+        assert clip is not None and participant is not None  # the callers pass them with rows
         yy, X, g1, g2 = design.y[rows], design.X[rows], clip, participant
     f = fit_crossed_intercepts(yy, X, g1, g2, reml=True, theta0=theta0, names=("clip_id", "participant_id"))
     icc1, icck = icc_from_components(f.var_g1, f.var_g2, f.var_resid, yy.size / f.n_levels[0])
@@ -299,7 +302,7 @@ def _logit(x: np.ndarray | float) -> np.ndarray:
         return np.log(x / (1.0 - x))
 
 
-def _expit(x: np.ndarray | float) -> np.ndarray:
+def _expit(x: np.ndarray | float | Sequence[float]) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, float)))
 
 

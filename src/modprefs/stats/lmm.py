@@ -397,6 +397,12 @@ def _optimise(model: ProfiledLmm, reml: bool, theta0: np.ndarray) -> tuple[np.nd
 
 # --- Satterthwaite ------------------------------------------------------------------------------
 
+def _grads(ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
+    """(dlogdet, dr2) of an evaluation made with ``grad=True``."""
+    assert ev.dlogdet is not None and ev.dr2 is not None
+    return ev.dlogdet, ev.dr2
+
+
 def _deviance_hessian(model: ProfiledLmm, reml: bool, theta: np.ndarray, sigma: float, scale: float,
                       ev: Evaluation) -> np.ndarray:
     """Hessian of the (RE)ML deviance in phi = (theta, sigma), beta profiled (lmerTest's ``devfun_vp``).
@@ -414,11 +420,11 @@ def _deviance_hessian(model: ProfiledLmm, reml: bool, theta: np.ndarray, sigma: 
         up, dn = theta.copy(), theta.copy()
         up[j] += h
         dn[j] -= h
-        eu = model.evaluate(up, reml, grad=True)
-        ed = model.evaluate(dn, reml, grad=True)
-        H[:k, j] = ((eu.dlogdet - ed.dlogdet) + s2 * (eu.dr2 - ed.dr2) / sigma ** 2) / (2 * h)
+        (up_logdet, up_r2), (dn_logdet, dn_r2) = _grads(model.evaluate(up, reml, grad=True)), \
+            _grads(model.evaluate(dn, reml, grad=True))
+        H[:k, j] = ((up_logdet - dn_logdet) + s2 * (up_r2 - dn_r2) / sigma ** 2) / (2 * h)
     H[:k, :k] = 0.5 * (H[:k, :k] + H[:k, :k].T)
-    H[:k, k] = H[k, :k] = -2.0 * s2 * ev.dr2 / sigma ** 3
+    H[:k, k] = H[k, :k] = -2.0 * s2 * _grads(ev)[1] / sigma ** 3
     H[k, k] = 6.0 * r2 / sigma ** 4 - 2.0 * nu / sigma ** 2
     return H
 
@@ -531,6 +537,7 @@ def fit_lmm(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm], reml: bool
             message += f"; Satterthwaite df not available: deviance Hessian failed ({err})"
         else:
             vcov_varpar = 2.0 * _pinv_eigen(H)
+            assert ev.dainv_beta is not None  # evaluated with vcov_jac=satterthwaite
             jac = np.concatenate([sigma2 * ev.dainv_beta, (2.0 * sigma * ev.ainv_beta)[None]], axis=0)
             df = satterthwaite_df(vcov, jac, vcov_varpar)
     pval = 2.0 * scipy.stats.t.sf(np.abs(tval), df)

@@ -121,6 +121,8 @@ class Evaluation:
 
     def grad(self, nu: float) -> np.ndarray:
         """(n_theta,) gradient of f = logdet + nu (1 + log(2 pi r2 / nu))."""
+        if self.dlogdet is None or self.dr2 is None:
+            raise TypeError("Evaluation.grad: the gradients were not requested (evaluate with grad=True)")
         return self.dlogdet + nu * self.dr2 / self.r2
 
 
@@ -301,11 +303,9 @@ class ProfiledLmm:
             nu = self.n
         f = logdet + nu * (1.0 + np.log(2.0 * np.pi * r2 / nu))
         Sinv = _cho_inverse(L)
-        u = [None] * len(self.terms)
-        u[self.elim] = u1
-        for k in self.rest:
-            t = self.terms[k]
-            u[k] = xv[t.offset:t.offset + t.width].reshape(t.q, t.r)
+        # every term is either the eliminated one or in self.rest
+        u = [u1 if k == self.elim else xv[t.offset:t.offset + t.width].reshape(t.q, t.r)
+             for k, t in enumerate(self.terms)]
         ev = Evaluation(f=float(f), logdet=logdet, r2=r2, beta=xv[qr:].copy(), ainv_beta=Sinv[qr:, qr:].copy(), u=u)
         if grad:
             ev.dlogdet, ev.dr2 = self._gradients(Ts, reml, L, Sinv, S0, F0, Dinv, u, wv)

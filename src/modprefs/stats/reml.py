@@ -268,6 +268,7 @@ def _safe_fg(theta: np.ndarray, s: _Suff, reml: bool) -> tuple[float, np.ndarray
         ev = _evaluate(theta, s, reml)
     except np.linalg.LinAlgError:
         return 1e300, np.zeros(2)
+    assert ev.grad is not None  # _evaluate computes the gradient by default
     return ev.f, ev.grad
 
 
@@ -338,9 +339,9 @@ def _optimise(s: _Suff, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, boo
                 if f_trial <= f_cur:
                     theta, f_cur = trial, f_trial
         escape = None
-        for j in np.flatnonzero(theta == 0):
+        for k in np.flatnonzero(theta == 0):
             probe = theta.copy()
-            probe[j] = 1e-2
+            probe[k] = 1e-2
             n_eval += 1
             if _safe_fg(probe, s, reml)[0] < f_cur:
                 escape = probe

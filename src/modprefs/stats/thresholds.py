@@ -50,6 +50,7 @@ audio pairs as ties"). Optional participant-bootstrap percentile intervals for t
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -113,7 +114,8 @@ def describe_gaps(x: np.ndarray, what: str = "trials") -> dict:
     a = np.asarray(x, dtype=float)
     a = a[np.isfinite(a)]
     n = len(a)
-    out = dict(n=n, mean=math.nan, sd=math.nan, ci_lo=math.nan, ci_hi=math.nan, median=math.nan, reason="")
+    out: dict[str, Any] = dict(n=n, mean=math.nan, sd=math.nan, ci_lo=math.nan, ci_hi=math.nan, median=math.nan,
+                               reason="")
     if n == 0:
         out["reason"] = f"no {what}"
         return out
