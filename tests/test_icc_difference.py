@@ -64,3 +64,22 @@ def test_undefined_cases_say_why(frames):
     assert math.isnan(res["icc_2_1"].p_value) and res["icc_2_1"].note
     with pytest.raises(ValueError, match="both conditions"):
         icc_difference_test({"audio": frames["audio"], "text": frames["text"].iloc[:0]}, n_noise=5, seed=1)
+
+
+def test_table4_reports_the_chosen_icc_test(frames):
+    """stats.icc_test = jackknife: Table 4's ICC p-values are this test's; an unknown test is refused."""
+    from modprefs.stats.icc_ci import icc_with_ci
+    from modprefs.stats.reliability import table4
+
+    stimuli = make_stimuli(30, seed=4)
+    assignments = make_assignments(stimuli, raters_per_condition=20, trials=10, seed=4)
+    ratings, trials, participants, _ = simulate_ratings(stimuli, assignments, seed=5)
+    icc = icc_with_ci(ratings, participants, "jackknife", 10, seed=3, stimuli=stimuli)
+    kw = dict(trials=trials, assignments=assignments, participants=participants, stimuli=stimuli, n_boot_alpha=0,
+              n_perm_alpha=0, seed=3)
+    jk = table4(icc, ratings, n_perm=0, icc_test="jackknife", n_noise=10, **kw).set_index("metric")
+    expected = icc_difference_test(frames, n_noise=10, seed=3)
+    for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
+        assert jk.loc[label, "p_value"] == pytest.approx(expected[name].p_value) and jk.loc[label, "n_perm"] == 0
+    with pytest.raises(ValueError, match="icc_test"):
+        table4(icc, ratings, n_perm=0, icc_test="bootstrap", **kw)
