@@ -44,7 +44,7 @@ import pandas as pd
 from scipy import stats
 
 from modprefs.stats.icc import _fit_iccs, condition_design
-from modprefs.stats.icc_ci import jackknife_iccs, residual_bootstrap_iccs
+from modprefs.stats.icc_ci import _jackknife_variance, jackknife_iccs, residual_bootstrap_iccs
 
 STATISTICS = ("icc_2_1", "icc_2_k")
 CONDITIONS = ("audio", "text")
@@ -79,13 +79,6 @@ class _ConditionParts:
     prompt_loo: dict[str, np.ndarray]  # prompt id -> (2,) leave-that-prompt-out estimates
     participant_loo: np.ndarray    # (J, 2)
     noise: np.ndarray              # (n_noise, 2)
-
-
-def _jackknife_variance(values: np.ndarray) -> tuple[float, int]:
-    v = values[np.isfinite(values)]
-    if v.size < 2:
-        return math.nan, int(v.size)
-    return float((v.size - 1) / v.size * np.sum((v - v.mean()) ** 2)), int(v.size)
 
 
 def _condition_parts(frame: pd.DataFrame, n_noise: int, rng: np.random.Generator) -> _ConditionParts:
