@@ -86,6 +86,7 @@ def one_study(task: tuple[str, int, argparse.Namespace]) -> dict:
     t2 = time.perf_counter()
     return {"null": null, "seed": seed, "diff_icc_2_1": jk["icc_2_1"].difference,
             "jackknife_p": {s: jk[s].p_value for s in jk}, "permutation_p": {s: perm[s]["p_value"] for s in perm},
+            "jackknife": {s: dataclasses.asdict(jk[s]) for s in jk},
             "seconds_jackknife": t1 - t0, "seconds_permutation": t2 - t1}
 
 
@@ -155,7 +156,7 @@ def main() -> None:
             studies.append(res)
             if i % 20 == 0 or i == len(tasks):
                 doc = {"config": config, "summary": summarise(studies), "studies_done": i, "complete": i == len(tasks),
-                       "runtime_s": round(time.perf_counter() - t0, 1)}
+                       "runtime_s": round(time.perf_counter() - t0, 1), "studies": studies}
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 tmp = args.out.with_suffix(".json.tmp")
                 tmp.write_text(json.dumps(doc, indent=2) + "\n")

@@ -37,13 +37,14 @@ References:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from modprefs.stats.icc import _fit_iccs, condition_design
+from modprefs.stats.icc import ConditionDesign, _fit_iccs, condition_design
 from modprefs.stats.icc_ci import _jackknife_variance, jackknife_iccs, residual_bootstrap_iccs
 
 STATISTICS = ("icc_2_1", "icc_2_k")
@@ -71,24 +72,39 @@ class IccDifference:
     p_value: float
     n_prompts: int
     note: str = ""
+    #: the variance's inputs: v_participant_{audio,text} and n_participants_{audio,text} (participants left out),
+    #: n_prompts_left_out
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class _ConditionParts:
-    estimates: np.ndarray          # (2,) ICC(2,1), ICC(2,k)
-    prompt_loo: dict[str, np.ndarray]  # prompt id -> (2,) leave-that-prompt-out estimates
-    participant_loo: np.ndarray    # (J, 2)
-    noise: np.ndarray              # (n_noise, 2)
+class ConditionParts:
+    """One condition's jackknife and noise replicates of (ICC(2,1), ICC(2,k)).
+
+    estimates: (2,); prompt_loo: prompt label -> (2,) leave-that-prompt-out estimates; participant_loo:
+    (J, 2); noise: (n_noise, 2) residual-bootstrap refits.
+    """
+
+    estimates: np.ndarray
+    prompt_loo: dict[str, np.ndarray]
+    participant_loo: np.ndarray
+    noise: np.ndarray
 
 
-def _condition_parts(frame: pd.DataFrame, n_noise: int, rng: np.random.Generator) -> _ConditionParts:
-    design = condition_design(frame)
+def condition_parts(design: ConditionDesign, prompt_labels: Sequence[str], n_noise: int,
+                    rng: np.random.Generator) -> ConditionParts:
+    """Fit one condition's ICC model and its replicates; ``prompt_labels[g]`` names prompt code g, so that the
+    two conditions' prompts can be matched (a prompt is shared by the conditions)."""
     fit, _, icc1, icck = _fit_iccs(design)
-    prompt_ids = np.sort(frame["prompt_id"].astype(str).unique())  # condition_design's codes, in order
     by_prompt = jackknife_iccs(design, fit, "prompt")
-    return _ConditionParts(np.array([icc1, icck]), dict(zip(prompt_ids, by_prompt, strict=True)),
-                           jackknife_iccs(design, fit, "participant"),
-                           residual_bootstrap_iccs(design, fit, n_noise, rng))
+    return ConditionParts(np.array([icc1, icck]), dict(zip(map(str, prompt_labels), by_prompt, strict=True)),
+                          jackknife_iccs(design, fit, "participant"),
+                          residual_bootstrap_iccs(design, fit, n_noise, rng))
+
+
+def _condition_parts(frame: pd.DataFrame, n_noise: int, rng: np.random.Generator) -> ConditionParts:
+    prompt_ids = np.sort(frame["prompt_id"].astype(str).unique())  # condition_design's codes, in order
+    return condition_parts(condition_design(frame), prompt_ids, n_noise, rng)
 
 
 def _undefined(statistic: str, audio: float, text: float, n_prompts: int, note: str) -> IccDifference:
@@ -96,7 +112,7 @@ def _undefined(statistic: str, audio: float, text: float, n_prompts: int, note: 
     return IccDifference(statistic, audio, text, audio - text, nan, nan, nan, nan, nan, nan, nan, n_prompts, note)
 
 
-def _test_one(j: int, parts: dict[str, _ConditionParts]) -> IccDifference:
+def _test_one(j: int, parts: dict[str, ConditionParts]) -> IccDifference:
     statistic = STATISTICS[j]
     est = {c: float(parts[c].estimates[j]) for c in CONDITIONS}
     prompts = sorted(set(parts["audio"].prompt_loo) | set(parts["text"].prompt_loo))
@@ -122,8 +138,11 @@ def _test_one(j: int, parts: dict[str, _ConditionParts]) -> IccDifference:
     diff = est["audio"] - est["text"]
     t = diff / math.sqrt(variance) if variance > 0 else math.copysign(math.inf, diff) if diff else 0.0
     p = float(2.0 * (stats.t.sf(abs(t), df) if math.isfinite(df) else stats.norm.sf(abs(t))))
+    detail = {f"v_participant_{c}": v for c, v in zip(CONDITIONS, v_part, strict=True)}
+    detail |= {f"n_participants_{c}": float(n) for c, n in zip(CONDITIONS, n_part, strict=True)}
+    detail["n_prompts_left_out"] = float(n_prompt)
     return IccDifference(statistic, est["audio"], est["text"], diff, v_prompt, participant, v_noise, variance, df, t,
-                         p, len(prompts))
+                         p, len(prompts), parts=detail)
 
 
 def icc_difference_test(frames: dict[str, pd.DataFrame], n_noise: int, seed: int) -> dict[str, IccDifference]:
@@ -145,4 +164,9 @@ def icc_difference_test(frames: dict[str, pd.DataFrame], n_noise: int, seed: int
     streams = np.random.SeedSequence([seed, 0xD1FF]).spawn(len(CONDITIONS))
     parts = {c: _condition_parts(frames[c], n_noise, np.random.default_rng(s))
              for c, s in zip(CONDITIONS, streams, strict=True)}
+    return difference_tests(parts)
+
+
+def difference_tests(parts: dict[str, ConditionParts]) -> dict[str, IccDifference]:
+    """The tests of ICC(2,1) and ICC(2,k) from both conditions' replicates (:func:`condition_parts`)."""
     return {s: _test_one(j, parts) for j, s in enumerate(STATISTICS)}
