@@ -35,12 +35,11 @@ def exchangeable_null(p: SimulationParams) -> SimulationParams:
     return dataclasses.replace(p, **same)
 
 
-def test_planned_icc_difference_test_has_its_size_under_the_null():
+def test_planned_permutation_test_has_its_size_under_the_null():
     params = exchangeable_null(SimulationParams())
-    design = Design(20, 12, 8)
-    settings = SimSettings(n_sims=300, seed=9, interval="sampling", table2=False, n_calibration=8, n_boot=30)
-    [res] = run_tasks([Task("null", "icc_diff", params, design, settings)], jobs=2)
-    size, se, crit = icc_diff_power(res, 0.05, jackknife_test_calibration({design: res})[design])
+    settings = SimSettings(n_sims=300, seed=9, interval="sampling", table2=False, icc_test="permutation", perm_draws=2)
+    [res] = run_tasks([Task("null", "icc_diff", params, Design(20, 12, 8), settings)], jobs=2)
+    size, se, crit = icc_diff_power(res, 0.05)
     assert abs(size - 0.05) <= 3 * math.sqrt(0.05 * 0.95 / 300), (size, crit)
 
 
@@ -53,17 +52,26 @@ def _null_studies(n: int, prompts: int, raters: int, trials: int):
         yield i, study_tables(study)
 
 
-def test_jackknife_difference_test_has_its_size_under_the_same_null():
-    """Table 4's default test on the same data model (what the planned test mimics)."""
+def test_planned_jackknife_test_rejects_as_the_analysis_test_under_the_null():
+    """The planner's mimic of Table 4's crossed-jackknife test rejects as often as that test does on fresh studies
+    (within MC error), and neither exceeds 5 % (the jackknife test is conservative at designs this small:
+    benchmarks/out/icc_difference_null.json)."""
     from modprefs.stats.icc import analysable_ratings
     from modprefs.stats.icc_difference import icc_difference_test
 
+    design = Design(20, 12, 8)
+    settings = SimSettings(n_sims=300, seed=9, interval="sampling", table2=False, icc_test="jackknife",
+                           n_calibration=8, n_boot=30)
+    [res] = run_tasks([Task("null", "icc_diff", exchangeable_null(SimulationParams()), design, settings)], jobs=2)
+    planned, planned_se, crit = icc_diff_power(res, 0.05, jackknife_test_calibration({design: res})[design])
     p_values = []
     for i, (ratings, participants, stimuli) in _null_studies(80, 20, 12, 8):
         frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
-        p_values.append(icc_difference_test(frames, n_noise=20, seed=i)["icc_2_1"].p_value)
+        p_values.append(icc_difference_test(frames, n_noise=30, seed=i)["icc_2_1"].p_value)
     rate = float(np.mean(np.array(p_values) <= 0.05))
-    assert abs(rate - 0.05) <= 3 * math.sqrt(0.05 * 0.95 / 80), rate
+    rate_se = math.sqrt(max(rate * (1 - rate), 0.05 * 0.95) / 80)
+    assert abs(planned - rate) <= 3 * math.hypot(planned_se, rate_se), (planned, rate, crit)
+    assert max(planned, rate) <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 80), (planned, rate)
 
 
 def test_permutation_test_has_its_size_under_the_same_null():

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from modprefs.stats.defaults import STATS_DEFAULTS
+
 EXIT_UNMET = 3
 
 
@@ -190,9 +192,9 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--icc-test",
         choices=("jackknife", "permutation"),
-        default="jackknife",
+        default=STATS_DEFAULTS["icc_test"],
         help="Table 4's test of the ICC difference that the power is planned for (the analysis' stats.icc_test; "
-        "default jackknife)",
+        f"default {STATS_DEFAULTS['icc_test']})",
     )
     g.add_argument(
         "--perm-draws", type=_int(1), default=1, help="permutation draws per study for the permutation test"

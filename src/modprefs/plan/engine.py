@@ -42,6 +42,7 @@ from modprefs.plan.grid import Design
 from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths, wald_half_width
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams
+from modprefs.stats.defaults import STATS_DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class SimSettings:
     calibration_designs: int = 5
     n_boot: int = 100
     ci_level: float = 0.95
-    icc_test: str = "jackknife"
+    icc_test: str = STATS_DEFAULTS["icc_test"]
     perm_draws: int = 1
     table2: bool = True
 
