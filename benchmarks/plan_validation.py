@@ -38,7 +38,7 @@ import numpy as np
 from _plan_common import OUT, ROOT, Clock, fresh_study, mc_se, parallel_map
 
 from modprefs.io import write_json
-from modprefs.plan.engine import SimSettings, Task, cached_object, run_tasks
+from modprefs.plan.engine import SimSettings, Task, cached_object, code_fingerprint, run_tasks
 from modprefs.plan.fastsim import study_tables
 from modprefs.plan.grid import Costs, Design, Targets, design_grid
 from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths
@@ -120,26 +120,34 @@ def _analysis_test(args) -> tuple[float, float]:
     return res.p_value, res.difference
 
 
-def planned_icc_test(params, args, seed: int = 1) -> dict:
-    """The planner's ICC-difference test on ``--n-sims`` studies at ``params`` (its own engine; for the jackknife
-    test calibrated on the first ``--n-calibration`` of them)."""
-    settings = SimSettings(n_sims=args.n_sims, seed=seed, interval="sampling", table2=False, icc_test=args.icc_test,
-                           n_calibration=args.n_calibration, n_boot=args.n_noise)
-    [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
-    jk = jackknife_test_calibration({DESIGN: res}).get(DESIGN) if args.icc_test == "jackknife" else None
-    power, se, crit = icc_diff_power(res, ALPHA, jk)
-    out = {"power": power, "mcse": se, "critical_z": crit, "mean_diff": float(np.nanmean(res["rec:diff1"])),
-           "n": args.n_sims}
-    if jk is not None:
-        out.update(jackknife_se_ratio=jk[0], jackknife_df=jk[1], n_calibration=args.n_calibration)
-    return out
+def planned_icc_test(params, args, seeds: tuple[int, ...] = (1,)) -> dict:
+    """The planner's ICC-difference test on ``--n-sims`` studies per seed at ``params`` (its own engine; for the
+    jackknife test calibrated on the first ``--n-calibration`` of each seed's studies), pooled over ``seeds``
+    (one seed: what a plan computes; several: less Monte-Carlo error in the check)."""
+    runs = []
+    for seed in seeds:
+        settings = SimSettings(n_sims=args.n_sims, seed=seed, interval="sampling", table2=False,
+                               icc_test=args.icc_test, n_calibration=args.n_calibration, n_boot=args.n_noise)
+        [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
+        jk = jackknife_test_calibration({DESIGN: res}).get(DESIGN) if args.icc_test == "jackknife" else None
+        power, se, crit = icc_diff_power(res, ALPHA, jk)
+        run = {"seed": seed, "power": power, "mcse": se, "critical_z": crit, "n": args.n_sims,
+               "mean_diff": float(np.nanmean(res["rec:diff1"]))}
+        if jk is not None:
+            run.update(jackknife_se_ratio=jk[0], jackknife_df=jk[1], n_calibration=args.n_calibration)
+        runs.append(run)
+    power = float(np.mean([r["power"] for r in runs]))
+    return {"power": power, "mcse": mc_se(power, args.n_sims * len(runs)), "n": args.n_sims * len(runs),
+            "mean_diff": float(np.mean([r["mean_diff"] for r in runs])), "runs": runs}
 
 
 def empirical_test(params, args) -> dict:
-    """The analysis' own test (``--icc-test``) on ``--n-fresh`` fresh studies: rejection rate at ALPHA."""
+    """The analysis' own test (``--icc-test``) on ``--n-fresh`` fresh studies: rejection rate at ALPHA (cached)."""
     n_resamples = args.n_perm if args.icc_test == "permutation" else args.n_noise
-    out = np.array(parallel_map(_analysis_test, [(params, DESIGN, i, args.icc_test, n_resamples)
-                                                 for i in range(args.n_fresh)], args.jobs), float)
+    tasks = [(params, DESIGN, i, args.icc_test, n_resamples) for i in range(args.n_fresh)]
+    payload = {"fresh": dataclasses.asdict(params), "design": dataclasses.asdict(DESIGN), "n": args.n_fresh,
+               "test": args.icc_test, "resamples": n_resamples, "code": code_fingerprint()}
+    out = np.array(cached_object(CACHE, payload, lambda: parallel_map(_analysis_test, tasks, args.jobs)), float)
     ok = np.isfinite(out[:, 0])
     rate = float(np.mean(out[ok, 0] <= ALPHA))
     return {"test": args.icc_test, "rejection_rate": rate, "mcse": mc_se(rate, int(ok.sum())),
@@ -152,7 +160,7 @@ def part_power_icc(args) -> dict:
     points = []
     for delta in (0.1, 0.2, 0.3):
         params = icc_diff_params(pr.central, pr, delta)
-        planned = planned_icc_test(params, args)
+        planned = planned_icc_test(params, args, args.planner_seeds)
         emp = empirical_test(params, args)
         z = _z(planned["power"], planned["mcse"], emp["rejection_rate"], emp["mcse"])
         points.append({"delta": delta, "planned": planned, "analysis_test": emp, "z": z,
@@ -207,7 +215,7 @@ def part_null(args) -> dict:
     out = {}
     for name, params in (("exchangeable", exchangeable_null(pr.central)),
                          ("equal_icc", icc_diff_params(pr.central, pr, 0.0))):
-        planned = planned_icc_test(params, args, seed=2)
+        planned = planned_icc_test(params, args, tuple(s + 1 for s in args.planner_seeds))
         emp = empirical_test(params, args)
         out[name] = {"planned_test_size": planned, "analysis_test_size": emp,
                      "planned_within_2_mcse_of_5pct": bool(abs(planned["power"] - ALPHA) <= 2 * planned["mcse"]),
@@ -228,6 +236,8 @@ def main() -> None:
                     help="Table 4's ICC-difference test (stats.icc_test) that power_icc and null validate")
     ap.add_argument("--n-perm", type=int, default=79, help="permutations of Table 4's test (79: exact size .05)")
     ap.add_argument("--n-noise", type=int, default=99, help="residual refits of the jackknife test")
+    ap.add_argument("--planner-seeds", type=lambda v: tuple(int(x) for x in v.split(",")), default=(1,),
+                    help="planner seeds pooled for the planned power (null: each + 1); default 1, what a plan uses")
     ap.add_argument("--n-calibration", type=int, default=10,
                     help="planner studies that calibrate the jackknife test (one design here, a grid has several)")
     ap.add_argument("--n-boot", type=int, default=200, help="resamples of the analysis' interval on fresh studies")
