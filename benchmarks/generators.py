@@ -53,6 +53,7 @@ class GeneratorParams:
     var_resid: float = 900.0
     df: float = 4.0                 # heavy_scale_clipped: Student t degrees of freedom
     scale_cv: float = 0.5           # heavy_scale_clipped: CV of the rater's scale s_p
+    scale_text: float = 1.0         # text's random parts (a, d, w, v, e) times this: the same ICC, another scale
 
     def icc_truth_gaussian(self, condition: str) -> float:
         """Population ICC(2,1) of ``rating ~ first + trial_z + (1|clip) + (1|participant)`` for the Gaussian
@@ -114,7 +115,8 @@ def generate(params: GeneratorParams, stimuli: pd.DataFrame, assignments: pd.Dat
     d_ic = np.where(is_text, d["text"][i], d["audio"][i])
     e = _t_scaled(rng, df, params.var_resid, len(long))
     fixed = mu + (params.b_first + params.b_first_text * is_text) * first + b_len * len_z[i]
-    y = fixed + s[p] * (a[i] + d_ic + w[i] + e) + v[p]
+    scale = np.where(is_text, params.scale_text, 1.0)
+    y = fixed + scale * (s[p] * (a[i] + d_ic + w[i] + e) + v[p])
     if heavy:
         y = np.clip(np.round(y), 1, 100)
     ratings = pd.DataFrame({"participant_id": long["participant_id"].astype(str), "condition": long["condition"],

@@ -115,7 +115,15 @@ def main() -> None:
                 }
             )
             print(pilots[-1], flush=True)
-    out = {
+            out = summary(args, truth, pilots, clock)  # after every pilot: a partial run leaves its evidence
+            write_json(out, OUT / "plan_pilot.json")
+    print(
+        json.dumps({k: v for k, v in out.items() if k not in ("truth_priors", "truth_icc_k_audio_by_raters")}, indent=1)
+    )
+
+
+def summary(args: argparse.Namespace, truth: dict, pilots: list[dict], clock: Clock) -> dict:
+    return {
         "truth_params": {
             k: getattr(TRUTH, k) for k in ("var_clip_audio", "var_resid_audio", "var_clip_text", "intercept")
         },
@@ -127,15 +135,13 @@ def main() -> None:
         "truth_icc_k_audio_by_raters": truth["icc_k_audio_central"],
         "truth_priors": truth["icc_1"],
         "pilots": pilots,
+        "pilots_done": len(pilots),
+        "complete": len(pilots) == args.n_pilots,
         "share_central_in_truth_range": float(np.mean([p["central_in_truth_range"] for p in pilots])),
         "share_truth_in_pilot_range": float(np.mean([p["truth_in_pilot_range"] for p in pilots])),
         "nominal_share": 0.8,
         "seconds": clock.seconds(),
     }
-    write_json(out, OUT / "plan_pilot.json")
-    print(
-        json.dumps({k: v for k, v in out.items() if k not in ("truth_priors", "truth_icc_k_audio_by_raters")}, indent=1)
-    )
 
 
 if __name__ == "__main__":

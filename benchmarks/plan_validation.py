@@ -10,16 +10,17 @@
 ``--part power_icc`` (plan_power_icc.json)
     Design 40 prompts x 20 raters x 10 trials. For audio - text ICC(2,1) differences .1, .2, .3 (the
     planner's alternative, :func:`modprefs.plan.priors.icc_diff_params`): the planner's power
-    (``--n-sims`` studies) vs the empirical rejection rate of Table 4's own test,
-    :func:`modprefs.stats.reliability.icc_permutation_test` (``--n-perm`` permutations, reject at
-    p <= .05), on fresh studies at the same parameters.
+    (``--n-sims`` studies) vs the empirical rejection rate of Table 4's own test on fresh studies at the
+    same parameters, from their tables: ``--icc-test jackknife`` (the default,
+    :func:`modprefs.stats.icc_difference.icc_difference_test`, ``--n-noise`` residual refits) or
+    ``permutation`` (:func:`modprefs.stats.reliability.icc_permutation_test`, ``--n-perm``); reject at p <= .05.
 ``--part power_table2`` (plan_power_table2.json)
     Same design. Latent modality effects b_text 0, -4, -9, -14: Table 2's own model
     (:func:`modprefs.stats.modality.table2` default structure via ``fit_formula``, Satterthwaite p) on fresh
     studies; the planner's power (location shift of its central studies) at the mean estimated effect.
 ``--part null`` (plan_null.json)
     Two nulls at the same design, the planned test's rejection rate (the planner's own machinery on
-    ``--n-sims`` studies) and the permutation test's (fresh studies): ``exchangeable`` -- no modality
+    ``--n-sims`` studies) and the analysis' test's (``--icc-test``, fresh studies): ``exchangeable`` -- no modality
     difference at all (text = audio parameters, same clip effects up to rho .999); ``equal_icc`` --
     the planner's alternative at difference 0 (equal expected ICC(2,1), modality-specific clips).
 
@@ -37,11 +38,11 @@ import numpy as np
 from _plan_common import OUT, ROOT, Clock, fresh_study, mc_se, parallel_map
 
 from modprefs.io import write_json
-from modprefs.plan.engine import SimSettings, Task, cached_object, run_tasks
+from modprefs.plan.engine import SimSettings, Task, cached_object, code_fingerprint, run_tasks
 from modprefs.plan.fastsim import study_tables
 from modprefs.plan.grid import Costs, Design, Targets, design_grid
 from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths
-from modprefs.plan.planner import make_plan
+from modprefs.plan.planner import jackknife_test_calibration, make_plan
 from modprefs.plan.priors import icc_diff_params, paper_priors
 from modprefs.plan.summary import icc_diff_power, table2_power
 
@@ -102,30 +103,56 @@ def part_precision(args) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- ICC power
-def _perm_reject(args):
+def _analysis_test(args) -> tuple[float, float]:
+    """Table 4's own test of the ICC(2,1) difference on one fresh study, from its tables: (p, difference)."""
+    from modprefs.stats.icc import analysable_ratings
+    from modprefs.stats.icc_difference import icc_difference_test
     from modprefs.stats.reliability import icc_permutation_test
 
-    params, design, i, n_perm = args
+    params, design, i, test, n_resamples = args
     study, _ = fresh_study(params, design, 11, i)
-    ratings, participants, _ = study_tables(study)
-    res = icc_permutation_test(ratings, participants, n_perm, seed=i)["icc_2_1"]
-    return res["p_value"], res["observed"]
+    ratings, participants, stimuli = study_tables(study)
+    if test == "permutation":
+        res = icc_permutation_test(ratings, participants, n_resamples, seed=i)["icc_2_1"]
+        return res["p_value"], res["observed"]
+    frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+    res = icc_difference_test(frames, n_noise=n_resamples, seed=i)["icc_2_1"]
+    return res.p_value, res.difference
 
 
-def planned_icc_test(params, n_sims: int, jobs: int, seed: int = 1) -> dict:
-    """The planner's ICC-difference test on ``n_sims`` studies at ``params`` (its own engine)."""
-    settings = SimSettings(n_sims=n_sims, seed=seed, interval="sampling", table2=False)
-    [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
-    power, se, crit = icc_diff_power(res, ALPHA)
-    return {"power": power, "mcse": se, "critical_z": crit, "mean_diff": float(np.nanmean(res["rec:diff1"])),
-            "n": n_sims}
+def planned_icc_test(params, args, seeds: tuple[int, ...] = (1,)) -> dict:
+    """The planner's ICC-difference test on ``--n-sims`` studies per seed at ``params`` (its own engine; for the
+    jackknife test calibrated on the first ``--n-calibration`` of each seed's studies), pooled over ``seeds``
+    (one seed: what a plan computes; several: less Monte-Carlo error in the check)."""
+    runs = []
+    for seed in seeds:
+        settings = SimSettings(n_sims=args.n_sims, seed=seed, interval="sampling", table2=False,
+                               icc_test=args.icc_test, n_calibration=args.n_calibration, n_boot=args.n_noise)
+        [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
+        jk = jackknife_test_calibration({DESIGN: res}).get(DESIGN) if args.icc_test == "jackknife" else None
+        power, se, crit = icc_diff_power(res, ALPHA, jk)
+        run = {"seed": seed, "power": power, "mcse": se, "critical_z": crit, "n": args.n_sims,
+               "mean_diff": float(np.nanmean(res["rec:diff1"]))}
+        if jk is not None:
+            run.update(jackknife_se_ratio=jk[0], jackknife_df=jk[1], n_calibration=args.n_calibration)
+        runs.append(run)
+    power = float(np.mean([r["power"] for r in runs]))
+    return {"power": power, "mcse": mc_se(power, args.n_sims * len(runs)), "n": args.n_sims * len(runs),
+            "mean_diff": float(np.mean([r["mean_diff"] for r in runs])), "runs": runs}
 
 
-def empirical_perm(params, n: int, n_perm: int, jobs: int) -> dict:
-    out = np.array(parallel_map(_perm_reject, [(params, DESIGN, i, n_perm) for i in range(n)], jobs))
-    rate = float(np.mean(out[:, 0] <= ALPHA))
-    return {"rejection_rate": rate, "mcse": mc_se(rate, n), "mean_diff": float(np.nanmean(out[:, 1])), "n": n,
-            "n_perm": n_perm}
+def empirical_test(params, args) -> dict:
+    """The analysis' own test (``--icc-test``) on ``--n-fresh`` fresh studies: rejection rate at ALPHA (cached)."""
+    n_resamples = args.n_perm if args.icc_test == "permutation" else args.n_noise
+    tasks = [(params, DESIGN, i, args.icc_test, n_resamples) for i in range(args.n_fresh)]
+    payload = {"fresh": dataclasses.asdict(params), "design": dataclasses.asdict(DESIGN), "n": args.n_fresh,
+               "test": args.icc_test, "resamples": n_resamples, "code": code_fingerprint()}
+    out = np.array(cached_object(CACHE, payload, lambda: parallel_map(_analysis_test, tasks, args.jobs)), float)
+    ok = np.isfinite(out[:, 0])
+    rate = float(np.mean(out[ok, 0] <= ALPHA))
+    return {"test": args.icc_test, "rejection_rate": rate, "mcse": mc_se(rate, int(ok.sum())),
+            "mean_diff": float(np.nanmean(out[:, 1])), "n": int(ok.sum()), "undefined": int((~ok).sum()),
+            "n_resamples": n_resamples}
 
 
 def part_power_icc(args) -> dict:
@@ -133,12 +160,12 @@ def part_power_icc(args) -> dict:
     points = []
     for delta in (0.1, 0.2, 0.3):
         params = icc_diff_params(pr.central, pr, delta)
-        planned = planned_icc_test(params, args.n_sims, args.jobs)
-        emp = empirical_perm(params, args.n_fresh, args.n_perm, args.jobs)
+        planned = planned_icc_test(params, args, args.planner_seeds)
+        emp = empirical_test(params, args)
         z = _z(planned["power"], planned["mcse"], emp["rejection_rate"], emp["mcse"])
-        points.append({"delta": delta, "planned": planned, "permutation_test": emp, "z": z,
+        points.append({"delta": delta, "planned": planned, "analysis_test": emp, "z": z,
                        "agree_within_2_mcse": bool(abs(z) <= 2)})
-    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "points": points,
+    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "icc_test": args.icc_test, "points": points,
             "n_agreeing": sum(p["agree_within_2_mcse"] for p in points)}
 
 
@@ -188,12 +215,12 @@ def part_null(args) -> dict:
     out = {}
     for name, params in (("exchangeable", exchangeable_null(pr.central)),
                          ("equal_icc", icc_diff_params(pr.central, pr, 0.0))):
-        planned = planned_icc_test(params, args.n_sims, args.jobs, seed=2)
-        emp = empirical_perm(params, args.n_fresh, args.n_perm, args.jobs)
-        out[name] = {"planned_test_size": planned, "permutation_test_size": emp,
+        planned = planned_icc_test(params, args, tuple(s + 1 for s in args.planner_seeds))
+        emp = empirical_test(params, args)
+        out[name] = {"planned_test_size": planned, "analysis_test_size": emp,
                      "planned_within_2_mcse_of_5pct": bool(abs(planned["power"] - ALPHA) <= 2 * planned["mcse"]),
-                     "permutation_within_2_mcse_of_5pct": bool(abs(emp["rejection_rate"] - ALPHA) <= 2 * emp["mcse"])}
-    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "nulls": out}
+                     "analysis_within_2_mcse_of_5pct": bool(abs(emp["rejection_rate"] - ALPHA) <= 2 * emp["mcse"])}
+    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "icc_test": args.icc_test, "nulls": out}
 
 
 PARTS = {"precision": (part_precision, "plan_precision.json"), "power_icc": (part_power_icc, "plan_power_icc.json"),
@@ -205,7 +232,14 @@ def main() -> None:
     ap.add_argument("--part", choices=sorted(PARTS), required=True)
     ap.add_argument("--n-sims", type=int, default=200, help="planner studies per design")
     ap.add_argument("--n-fresh", type=int, default=100, help="fresh studies per point for the analysis' own test")
+    ap.add_argument("--icc-test", choices=("jackknife", "permutation"), default="jackknife",
+                    help="Table 4's ICC-difference test (stats.icc_test) that power_icc and null validate")
     ap.add_argument("--n-perm", type=int, default=79, help="permutations of Table 4's test (79: exact size .05)")
+    ap.add_argument("--n-noise", type=int, default=99, help="residual refits of the jackknife test")
+    ap.add_argument("--planner-seeds", type=lambda v: tuple(int(x) for x in v.split(",")), default=(1,),
+                    help="planner seeds pooled for the planned power (null: each + 1); default 1, what a plan uses")
+    ap.add_argument("--n-calibration", type=int, default=10,
+                    help="planner studies that calibrate the jackknife test (one design here, a grid has several)")
     ap.add_argument("--n-boot", type=int, default=200, help="resamples of the analysis' interval on fresh studies")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()

@@ -223,7 +223,8 @@ def reward_run_train(wildcards):
     return run_settings(REWARD, wildcards.run, config["seed"])[1]
 
 
-PLAN = config.get("plan") or {}  # the optional `plan` target's options (rules/plan.smk)
+# the optional `plan` target's options (rules/plan.smk); it plans for the ICC-difference test the analysis uses
+PLAN = {"icc_test": config["stats"]["icc_test"], **(config.get("plan") or {})}
 
 
 def plan_inputs(wildcards):

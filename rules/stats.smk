@@ -121,6 +121,8 @@ rule table4:
         analysis="table4",
         seed=config["seed"],
         n_perm=config["stats"]["n_perm"],
+        icc_test=config["stats"]["icc_test"],
+        n_boot=config["stats"]["n_boot"],
         n_boot_alpha=config["stats"]["n_boot_alpha"],
         n_perm_alpha=config["stats"]["n_perm_alpha"],
         ci_level=config["stats"]["ci_level"],

@@ -128,7 +128,7 @@ def test_help_documents_every_option_with_its_default(capsys):
     expected = {"--seed": STATS_DEFAULTS["seed"], "--n-boot": STATS_DEFAULTS["n_boot"],
                 "--n-perm": STATS_DEFAULTS["n_perm"],
                 "--n-boot-alpha": STATS_DEFAULTS["n_boot_alpha"], "--n-perm-alpha": STATS_DEFAULTS["n_perm_alpha"],
-                "--n-boot-threshold": STATS_DEFAULTS["n_boot_threshold"],
+                "--n-boot-threshold": STATS_DEFAULTS["n_boot_threshold"], "--icc-test": STATS_DEFAULTS["icc_test"],
                 "--ci-level": STATS_DEFAULTS["ci_level"], "--ci-method": STATS_DEFAULTS["icc_ci_method"],
                 "--table2-random": STATS_DEFAULTS["table2_random"],
                 "--overwrite": "off", "--map": "none", "--judges": "none"}

@@ -19,7 +19,8 @@ from modprefs.plan.summary import icc_diff_power, recommend, table2_power, wilso
 from modprefs.plan.wald import logit_interval
 from modprefs.ratings.simulate import SimulationParams
 
-SETTINGS = SimSettings(n_sims=6, seed=3, interval="analysis", n_calibration=2, n_boot=20, perm_draws=1)
+SETTINGS = SimSettings(n_sims=6, seed=3, interval="analysis", n_calibration=2, n_boot=20, perm_draws=1,
+                       icc_test="permutation")
 DESIGN = Design(12, 8, 6, ("audio", "text"))
 
 
@@ -155,6 +156,43 @@ def test_icc_diff_power_uses_the_permutation_spread():
     alt["perm"] = rng.normal(0.0, 0.025, 2 * n)  # a permutation null half as wide: the test rejects more
     power, _, crit = icc_diff_power(alt, 0.05)
     assert crit == pytest.approx(0.98, rel=0.03) and power > 0.25
+
+
+def test_icc_diff_power_uses_the_jackknife_calibration():
+    """Jackknife test: critical |z| = t_{.975, df} x (jackknife SE / Wald SE); no permutation draws needed."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    alt = {"rec:diff1": rng.normal(0.0, 0.1, n), "rec:se1_audio": np.full(n, 0.05), "rec:se1_text": np.full(n, 0.05)}
+    power, _, crit = icc_diff_power(alt, 0.05, (1.0 / math.sqrt(0.5), 30.0))  # the jackknife SE is the true 0.1
+    assert crit == pytest.approx(2.042 * math.sqrt(2), rel=1e-3) and power == pytest.approx(0.05, abs=0.012)
+    power, _, _ = icc_diff_power(alt, 0.05, (1.0, 30.0))  # an SE too small by sqrt(2): over-rejects
+    assert power == pytest.approx(0.149, abs=0.02)  # P(|Z| > 1.44)
+    with pytest.raises(ValueError, match="jackknife"):
+        icc_diff_power(alt, 0.05)
+
+
+def test_jackknife_calibration_is_the_analysis_test():
+    """The planner's calibration studies record the SE and df of Table 4's jackknife test: the same numbers the
+    analysis computes from the study's tables (no residual refits, so both are deterministic)."""
+    from modprefs.plan.analysis import jackknife_difference_record
+    from modprefs.plan.fastsim import simulate_study, study_tables
+    from modprefs.plan.layout import balanced_layout, prism_like_lengths
+    from modprefs.stats.icc import analysable_ratings
+    from modprefs.stats.icc_difference import icc_difference_test
+
+    rng = np.random.default_rng(5)
+    study = simulate_study(SimulationParams(), balanced_layout(12, 8, 6, ("audio", "text"), rng),
+                           prism_like_lengths(12, rng), rng, attention=False)
+    fast = jackknife_difference_record(study, 0, rng)
+    ratings, participants, stimuli = study_tables(study)
+    frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+    slow = icc_difference_test(frames, n_noise=0, seed=1)["icc_2_1"]
+    assert fast["jk_se"] == pytest.approx(math.sqrt(slow.variance), rel=1e-6)
+    assert fast["jk_df"] == pytest.approx(slow.df, rel=1e-6)
+    [res] = run_tasks([Task("central", "icc_diff", SimulationParams(), DESIGN,
+                            dataclasses.replace(SETTINGS, icc_test="jackknife"))])
+    assert "perm" not in res and res["cal_jk_se"].size == 2 and np.isfinite(res["cal_jk_se"]).all()
+    assert res["cal_wald_diff_se"].size == 2
 
 
 def test_recommend_picks_the_cheapest_design_meeting_all():

@@ -115,6 +115,9 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     st.add_argument("--table2-random", choices=sorted(TABLE2_RANDOM), default=STATS_DEFAULTS["table2_random"],
                     help="Table 2's omnibus random effects: + (1|clip:modality) (stimulus_modality) or the "
                          "paper's (1|participant) + (1|clip) (paper)")
+    st.add_argument("--icc-test", choices=("permutation", "jackknife"), default=STATS_DEFAULTS["icc_test"],
+                    help="Table 4's test of the audio - text ICC difference: the paper's participant permutation "
+                         "or the crossed-jackknife t test (modprefs.stats.icc_difference)")
     st.add_argument("--n-perm", type=_count, default=STATS_DEFAULTS["n_perm"],
                     help="participant permutations for the ICC modality test")
     st.add_argument("--n-boot-alpha", type=_count, default=STATS_DEFAULTS["n_boot_alpha"],
@@ -322,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         k: getattr(args, k)
         for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold", "ci_level")
     }
-    params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random,
+    params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random, icc_test=args.icc_test,
                   modality_terms=str(args.modality_terms))
     try:
         from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415

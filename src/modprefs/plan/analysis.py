@@ -22,6 +22,7 @@ import numpy as np
 from modprefs.plan.fastsim import ConditionRatings, SimulatedStudy
 from modprefs.plan.wald import icc_standard_errors, theta_hessian
 from modprefs.stats.icc import ConditionDesign, _fit_iccs, model_formula
+from modprefs.stats.icc_difference import condition_parts, difference_tests
 from modprefs.stats.reml import fit_crossed_intercepts
 
 #: Table 2's fixed effects in the engine's column order (lme4's expansion of TABLE2_FIXED).
@@ -183,6 +184,21 @@ def study_record(
             rec.update(values)
     rec.update(agreement_record(study))
     return rec
+
+
+def jackknife_difference_record(study: SimulatedStudy, n_noise: int, rng: np.random.Generator) -> dict[str, float]:
+    """Table 4's crossed-jackknife test of the ICC(2,1) difference on one study
+    (:func:`modprefs.stats.icc_difference.difference_tests`): its SE (``jk_se``, ICC scale) and
+    Satterthwaite df (``jk_df``), NaN where undefined or a fit failed."""
+    parts = {}
+    for c in ("audio", "text"):
+        r = study.ratings[c]
+        try:
+            parts[c] = condition_parts(icc_design(r), np.unique(r.clip // 2).astype(str), n_noise, rng)
+        except (ValueError, np.linalg.LinAlgError):
+            return {"jk_se": math.nan, "jk_df": math.nan}
+    test = difference_tests(parts)["icc_2_1"]
+    return {"jk_se": math.sqrt(test.variance) if test.variance >= 0 else math.nan, "jk_df": test.df}
 
 
 def permutation_draws(

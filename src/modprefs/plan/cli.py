@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from modprefs.stats.defaults import STATS_DEFAULTS
+
 EXIT_UNMET = 3
 
 
@@ -188,7 +190,14 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
         "model)",
     )
     g.add_argument(
-        "--perm-draws", type=_int(1), default=1, help="permutation draws per study for the ICC difference test"
+        "--icc-test",
+        choices=("jackknife", "permutation"),
+        default=STATS_DEFAULTS["icc_test"],
+        help="Table 4's test of the ICC difference that the power is planned for (the analysis' stats.icc_test; "
+        f"default {STATS_DEFAULTS['icc_test']})",
+    )
+    g.add_argument(
+        "--perm-draws", type=_int(1), default=1, help="permutation draws per study for the permutation test"
     )
     g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")
@@ -302,7 +311,7 @@ def _settings(args: argparse.Namespace, targets):
         raise PlanInputError(f"--ci-method: {ci_method!r} is not one of {list(CI_METHODS)}")
     return SimSettings(n_sims=args.n_sims, seed=args.seed, interval=args.interval, ci_method=ci_method,
                        n_calibration=args.n_calibration, calibration_designs=args.calibration_designs,
-                       n_boot=args.n_boot, ci_level=args.ci_level, perm_draws=args.perm_draws,
+                       n_boot=args.n_boot, ci_level=args.ci_level, icc_test=args.icc_test, perm_draws=args.perm_draws,
                        table2=targets.table2_effect is not None)
 
 

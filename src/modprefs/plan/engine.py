@@ -4,7 +4,9 @@ A :class:`Task` is one (scenario, kind, design): ``kind="main"`` simulates ``n_s
 scenario's parameters (every planning quantity; plus, on the first ``n_calibration`` studies, the
 analysis' own ICC interval for :mod:`modprefs.plan.intervals`); ``kind="icc_diff"`` simulates them
 at the scenario's alternative for the ICC-difference power target (:func:`modprefs.plan.priors.icc_diff_params`)
-with ``perm_draws`` draws of Table 4's permutation statistic per study.
+with, per study, ``perm_draws`` draws of Table 4's permutation statistic (``icc_test="permutation"``) or, on
+the first ``n_calibration`` studies, Table 4's crossed-jackknife test of the difference (``icc_test="jackknife"``:
+its SE and df calibrate the planned test against the Wald SE, :func:`modprefs.plan.summary.icc_diff_power`).
 
 Determinism: study i of a task uses ``SeedSequence([seed, design code, kind code]).spawn(...)[i]``
 (the design code is a hash of its label), so results do not depend on the number of worker
@@ -34,12 +36,13 @@ from pathlib import Path
 import numpy as np
 
 from modprefs.io import atomic_path
-from modprefs.plan.analysis import permutation_draws, study_record
+from modprefs.plan.analysis import jackknife_difference_record, permutation_draws, study_record
 from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.grid import Design
 from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths, wald_half_width
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams
+from modprefs.stats.defaults import STATS_DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,9 @@ class SimSettings:
     many studies of a design calibrate the planning interval against it (``interval="analysis"``) and
     on how many designs of the grid (:func:`modprefs.plan.intervals.calibration_designs`); ci_level:
     interval coverage;
-    perm_draws: permutation draws per study for the ICC-difference test; table2: fit Table 2's model.
+    icc_test: the test Table 4 will use for the ICC difference (``jackknife`` or ``permutation``, as
+    ``stats.icc_test``); perm_draws: permutation draws per study for the permutation test; table2: fit
+    Table 2's model.
     """
 
     n_sims: int = 200
@@ -66,6 +71,7 @@ class SimSettings:
     calibration_designs: int = 5
     n_boot: int = 100
     ci_level: float = 0.95
+    icc_test: str = STATS_DEFAULTS["icc_test"]
     perm_draws: int = 1
     table2: bool = True
 
@@ -100,10 +106,11 @@ def code_fingerprint() -> str:
         import modprefs.ratings.simulate as s
         import modprefs.stats.icc as i
         import modprefs.stats.icc_ci as ic
+        import modprefs.stats.icc_difference as idiff
         import modprefs.stats.reml as r
 
         h = hashlib.sha256()
-        for module in (a, f, lay, w, s, i, ic, r, sys.modules[__name__]):
+        for module in (a, f, lay, w, s, i, ic, idiff, r, sys.modules[__name__]):
             h.update(Path(module.__file__).read_bytes())
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
@@ -145,15 +152,19 @@ def run_task(task: Task) -> dict[str, np.ndarray]:
     boot_rng = np.random.default_rng(np.random.SeedSequence([s.seed, _design_code(d), KINDS[task.kind], 0xB007]))
     records, warm = [], {}
     perm: list[np.ndarray] = []
+    jk: list[dict[str, float]] = []
     cal: dict[str, list[float]] = {f"{c}": [] for c in d.conditions}
     for i, ss in enumerate(study_seeds):
         rng = np.random.default_rng(ss)
         layout = balanced_layout(d.prompts, d.raters, d.trials, d.conditions, rng)
         study = simulate_study(task.params, layout, _lengths(task, rng), rng, attention=False)
         rec = study_record(study, warm, table2=s.table2 and task.kind == "main")
-        if task.kind == "icc_diff":
+        if task.kind == "icc_diff" and s.icc_test == "permutation":
             perm.append(permutation_draws(study, s.perm_draws, rng, warm.get("audio")))
-        elif s.interval == "analysis" and i < s.n_calibration:
+        elif task.kind == "icc_diff" and i < s.n_calibration:
+            with _quiet("modprefs.stats.icc_ci", "modprefs.stats.icc"):
+                jk.append(jackknife_difference_record(study, s.n_boot, boot_rng))
+        elif task.kind == "main" and s.interval == "analysis" and i < s.n_calibration:
             # a failed bootstrap refit is dropped from that interval (the analysis does the same and logs it)
             with _quiet("modprefs.stats.icc_ci", "modprefs.stats.icc"):
                 widths = analysis_half_widths(study, s.ci_method, s.n_boot, boot_rng, s.ci_level)
@@ -169,6 +180,11 @@ def run_task(task: Task) -> dict[str, np.ndarray]:
             out[f"cal_wald:{c}"] = wald_half_width(out[f"rec:icck_{c}"][:n], out[f"rec:sek_{c}"][:n], s.ci_level)
     if perm:
         out["perm"] = np.concatenate(perm)
+    if jk:
+        for key in ("jk_se", "jk_df"):
+            out[f"cal_{key}"] = np.array([r[key] for r in jk], float)
+        n = len(jk)
+        out["cal_wald_diff_se"] = np.hypot(out["rec:se1_audio"][:n], out["rec:se1_text"][:n])
     return out
 
 
@@ -191,13 +207,14 @@ def expected_cost(task: Task) -> float:
 
     Measured on the paper's design (benchmarks/plan_grid.py): a simulated study costs about one fit per
     condition plus the Wald SE and Table 2 (~1.5 fits), an ICC-difference study adds 2 x ``perm_draws``
-    refits, and a calibration study refits the model once per prompt, per rater and per residual
-    resample of the analysis' jackknife interval.
+    refits under the permutation test, and a calibration study (of the interval, or of the jackknife
+    difference test) refits the model once per prompt, per rater and per residual resample.
     """
     d, s = task.design, task.settings
     ratings = d.raters * d.trials * len(d.conditions)
-    per_study = 1.5 + (2.0 * s.perm_draws if task.kind == "icc_diff" else 0.0)
-    calibration = s.n_calibration * (d.prompts + d.raters + s.n_boot) if task.kind == "main" else 0
+    permutation = task.kind == "icc_diff" and s.icc_test == "permutation"
+    per_study = 1.5 + (2.0 * s.perm_draws if permutation else 0.0)
+    calibration = 0 if permutation else s.n_calibration * (d.prompts + d.raters + s.n_boot)
     return float(ratings * (s.n_sims * per_study + calibration))
 
 

@@ -60,6 +60,31 @@ def analysis_ratios(results: dict[Design, dict[str, np.ndarray]]) -> dict[Design
     return out
 
 
+def jackknife_test_calibration(results: dict[Design, dict[str, np.ndarray]]) -> dict[Design, tuple[float, float]]:
+    """Per design, (SE ratio, df) of Table 4's crossed-jackknife difference test: the ratio of its SE to the
+    Wald SE sqrt(se_audio^2 + se_text^2) of the ICC(2,1) difference and its Satterthwaite df, each from a
+    log-linear model in the design's size (:func:`modprefs.plan.intervals.fit_ratio_model`) over every
+    calibration study of the alternative's simulations."""
+    rows, ratios, dfs = [], [], []
+    for d, res in results.items():
+        if "cal_jk_se" in res:
+            ratios.append(np.log(res["cal_jk_se"] / res["cal_wald_diff_se"]))
+            dfs.append(np.log(res["cal_jk_df"]))
+            rows += [[d.prompts, d.raters, d.trials]] * res["cal_jk_se"].size
+    if not ratios:
+        return {}
+    lr, ldf = np.concatenate(ratios), np.concatenate(dfs)
+    if not np.isfinite(lr).any():
+        raise PlanInputError(
+            f"--n-calibration: none of the {lr.size} calibration studies of the ICC-difference alternative gave both "
+            "the jackknife test and the Wald SE (designs this small often put an ICC at 0 or 1); raise "
+            "--n-calibration or use larger designs")
+    ratio_model = fit_ratio_model(np.array(rows, float), lr)
+    df_model = fit_ratio_model(np.array(rows, float), ldf)
+    sizes = np.array([[d.prompts, d.raters, d.trials] for d in results], float)
+    return {d: (float(r), float(df)) for d, r, df in zip(results, ratio_model(sizes), df_model(sizes), strict=True)}
+
+
 def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Costs, settings: SimSettings,
               scenarios: tuple[str, ...] = SCENARIOS, jobs: int = 1, cache_dir: str | os.PathLike[str] | None = None,
               progress: bool = False) -> PlanResult:
@@ -84,16 +109,17 @@ def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Co
             tasks.append(Task(s, "main", params, d, settings if d in calibrated else uncalibrated, pool))
             index.append((s, d, "main"))
             if alt_params is not None:
-                tasks.append(Task(s, "icc_diff", alt_params, d, settings, pool))
+                tasks.append(Task(s, "icc_diff", alt_params, d, settings if d in calibrated else uncalibrated, pool))
                 index.append((s, d, "icc_diff"))
     results = run_tasks(tasks, jobs=jobs, cache_dir=cache_dir, progress=progress)
     by = {key: res for key, res in zip(index, results)}
     rows = []
     for s in scenarios:
         ratios = analysis_ratios({d: by[(s, d, "main")] for d in designs}) if settings.interval == "analysis" else {}
+        jk = jackknife_test_calibration({d: by[(s, d, "icc_diff")] for d in designs if (s, d, "icc_diff") in by})
         for d in designs:
             row = summarise(d, by[(s, d, "main")], priors.scenarios[s], targets, costs, settings.interval,
-                            by.get((s, d, "icc_diff")), ratios.get(d))
+                            by.get((s, d, "icc_diff")), ratios.get(d), jk.get(d))
             rows.append({"scenario": s, **row})
     table = pd.DataFrame(rows)
     recs, unmet = [], {}

@@ -7,9 +7,9 @@ Per design and scenario (every value with its Monte-Carlo SE, ``_mcse``):
   (:mod:`modprefs.plan.intervals`); ``assurance_{c}``: share of studies where it is <= the target;
 * ``power_icc_diff``: share of studies (simulated at the alternative) where the planned test rejects.
   The planned test is a Wald z-test of the ICC(2,1) difference whose critical value mimics Table 4's
-  participant-permutation test: z = d / sqrt(se_a^2 + se_t^2) is compared with z_{1-alpha/2} x
-  RMS(d* / sqrt(se_a^2 + se_t^2)), d* the permutation draws of all of the design's studies (the
-  permutation null's spread relative to the Wald SE, pooled);
+  test (:func:`icc_diff_power`): for the crossed jackknife (``stats.icc_test: jackknife``), its SE and df
+  calibrated against the Wald SE on the alternative's first studies; for the participant permutation,
+  the permutation null's spread relative to the Wald SE, pooled over the design's studies;
 * ``power_table2``: Table 2's Wald test of ``table2_term`` at effect size b by a location shift of the
   design's estimates (b_i - mean(b) + b; the fit's SEs do not depend on the fixed effects);
 * ``agreement`` / ``agreement_half_width``: cross-modality winner agreement at threshold 0 and the
@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from modprefs.plan.costs import design_cost
 from modprefs.plan.grid import TABLE2_TERMS, Costs, Design, Targets
@@ -57,15 +58,28 @@ def wilson_half_width(p: np.ndarray, n: np.ndarray, level: float = 0.95) -> np.n
         return np.where(n > 0, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n), np.nan)
 
 
-def icc_diff_power(alt: dict[str, np.ndarray], alpha: float) -> tuple[float, float, float]:
-    """(power, MC SE, critical |z|) of the planned ICC(2,1)-difference test on the alternative's studies."""
+def icc_diff_power(alt: dict[str, np.ndarray], alpha: float,
+                   jackknife: tuple[float, float] | None = None) -> tuple[float, float, float]:
+    """(power, MC SE, critical |z|) of the planned ICC(2,1)-difference test on the alternative's studies.
+
+    z = d / sqrt(se_a^2 + se_t^2) (the Wald SE of the difference) against a critical value that mimics Table
+    4's test: with ``jackknife`` = (SE ratio r, df) of the crossed-jackknife test at this design
+    (:func:`modprefs.plan.planner.jackknife_test_calibration`), t_{1-alpha/2, df} x r; otherwise (the
+    permutation test) z_{1-alpha/2} x RMS(d* / sqrt(se_a^2 + se_t^2)) over the permutation draws d*.
+    """
     d = alt["rec:diff1"]
     se = np.sqrt(alt["rec:se1_audio"] ** 2 + alt["rec:se1_text"] ** 2)
     se = np.where(np.isfinite(se), se, np.nanmedian(se))
-    perm = alt["perm"].reshape(d.size, -1)
-    zstar = (perm / se[:, None]).ravel()
-    zstar = zstar[np.isfinite(zstar)]
-    crit = z_value(1 - alpha) * math.sqrt(float(np.mean(zstar**2)))
+    if jackknife is not None:
+        ratio, df = jackknife
+        crit = float(stats.t.ppf(1 - alpha / 2, df)) * ratio
+    elif "perm" in alt:
+        perm = alt["perm"].reshape(d.size, -1)
+        zstar = (perm / se[:, None]).ravel()
+        zstar = zstar[np.isfinite(zstar)]
+        crit = z_value(1 - alpha) * math.sqrt(float(np.mean(zstar**2)))
+    else:
+        raise ValueError("the ICC-difference power needs the jackknife test's calibration or permutation draws")
     power, mcse = _share(np.abs(d / se) > crit)
     return power, mcse, crit
 
@@ -88,9 +102,11 @@ def summarise(
     interval: str,
     alt: dict[str, np.ndarray] | None = None,
     analysis_ratio: dict[str, float] | None = None,
+    jackknife: tuple[float, float] | None = None,
 ) -> dict[str, object]:
     """One row of the design table (see the module docstring); ``analysis_ratio``: per condition, the
-    design's analysis / Wald half-width ratio (``interval="analysis"``)."""
+    design's analysis / Wald half-width ratio (``interval="analysis"``); ``jackknife``: the jackknife ICC-difference
+    test's calibration at this design (:func:`icc_diff_power`; None for the permutation test)."""
     row: dict[str, object] = {
         "prompts": design.prompts,
         "raters": design.raters,
@@ -132,7 +148,7 @@ def summarise(
         meets["power_table2"] = row["power_table2"] >= targets.power
     if targets.icc_diff is not None and alt is not None:
         row["power_icc_diff"], row["power_icc_diff_mcse"], row["icc_diff_critical_z"] = icc_diff_power(
-            alt, targets.alpha
+            alt, targets.alpha, jackknife
         )
         row["icc_diff_alt_mean"], _ = _mean_se(alt["rec:diff1"])
         meets["power_icc_diff"] = row["power_icc_diff"] >= targets.power

@@ -54,7 +54,7 @@ TITLES: dict[str, str] = {
     "behaviour": "Behaviour: re-listening, replays, rating reversals, deliberation",
     "thresholds_gaps": "Decision thresholds (§4.1): rating gap on decisive vs tie trials",
     "thresholds_recommendations": "Per-modality binarisation thresholds",
-    "table4_reliability": "Table 4: inter-rater reliability by modality (permutation p of audio - text)",
+    "table4_reliability": "Table 4: inter-rater reliability by modality (p of audio - text)",
     "raters_needed": "Raters needed per stimulus for ICC(2,k) = .50 / .75 / .90",
     "cross_modality_agreement": "Cross-modality agreement of winners by threshold (Figure 3)",
     "cross_modality_binomial": ("Winner agreement at threshold 0: binomial test vs 50 % "
@@ -127,9 +127,12 @@ def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 def table4(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     table = reliability.table4(t["icc"], t["ratings"], t["trials"], t["assignments"], t["participants"], t["stimuli"],
                                n_perm=p["n_perm"], n_boot_alpha=p["n_boot_alpha"],
+                               icc_test=p.get("icc_test", "permutation"), n_noise=p.get("n_boot", 0),
                                n_perm_alpha=p["n_perm_alpha"], seed=p["seed"], ci_level=p["ci_level"])
     labels = t["icc"]["ci_method"].dropna().astype(str).unique() if "ci_method" in t["icc"] else []
-    title = f"{TITLES['table4_reliability']}; ICC CIs: {' / '.join(labels) or 'none'}; alpha CIs: stimulus bootstrap"
+    test = ("crossed-jackknife t test" if p.get("icc_test") == "jackknife" else "participant permutation")
+    title = (f"{TITLES['table4_reliability']}; ICC CIs: {' / '.join(labels) or 'none'}; ICC p: {test}; "
+             "alpha CIs: stimulus bootstrap, alpha p: participant permutation")
     return AnalysisResult({"table4_reliability": table}, titles={"table4_reliability": title})
 
 

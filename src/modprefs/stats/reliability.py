@@ -17,6 +17,7 @@ import pandas as pd
 
 from modprefs.stats.alpha import alpha_table
 from modprefs.stats.icc import analysable_ratings, condition_design, icc_from_components
+from modprefs.stats.icc_difference import icc_difference_test
 from modprefs.stats.reml import fit_crossed_intercepts
 from modprefs.stats.resampling import permutation_masks, permutation_p_value
 
@@ -61,27 +62,37 @@ def icc_permutation_test(ratings: pd.DataFrame, participants: pd.DataFrame, n_pe
 
 def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.DataFrame,
            participants: pd.DataFrame, stimuli: pd.DataFrame, n_perm: int, n_boot_alpha: int, n_perm_alpha: int,
-           seed: int, ci_level: float = 0.95) -> pd.DataFrame:
+           seed: int, ci_level: float = 0.95, icc_test: str = "permutation", n_noise: int = 0) -> pd.DataFrame:
     """Table 4 as one tidy frame: metric, audio, audio_lo, audio_hi, text, text_lo, text_hi, diff, p_value,
     n_boot, n_perm, note.
 
     ``icc`` is the ICC table (:func:`modprefs.stats.icc_ci.icc_by_condition`, with its bootstrap CIs);
-    this adds the permutation tests and the alpha rows.
+    this adds the tests of the audio - text differences and the alpha rows. ``icc_test``: ``permutation``
+    (the paper's participant permutation, ``n_perm``) or ``jackknife``
+    (:func:`modprefs.stats.icc_difference.icc_difference_test`, ``n_noise`` residual refits per condition).
     """
     icc = icc.set_index("condition")
     n_boot = int(icc["n_boot"].max())
-    perm = icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
+    if icc_test == "jackknife":
+        frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+        tests = {name: {"p_value": r.p_value, "note": r.note}
+                 for name, r in icc_difference_test(frames, n_noise, seed).items()}
+    elif icc_test == "permutation":
+        tests = icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
+    else:
+        raise ValueError(f"unknown icc_test {icc_test!r}; expected 'permutation' or 'jackknife'")
     rows = [{"metric": "Avg. raters per stimulus", "audio": icc.loc["audio", "k_mean_raters"],
              "text": icc.loc["text", "k_mean_raters"], "note": "descriptive: no interval or test"}]
     for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
-        row = {"metric": label, "n_boot": n_boot, "n_perm": n_perm}
+        row = {"metric": label, "n_boot": n_boot, "n_perm": n_perm if icc_test == "permutation" else 0}
         for c in ("audio", "text"):
             row[c], row[f"{c}_lo"], row[f"{c}_hi"] = (icc.loc[c, name], icc.loc[c, f"{name}_lo"],
                                                       icc.loc[c, f"{name}_hi"])
         row["diff"] = row["audio"] - row["text"]
-        row["p_value"] = perm.get(name, {}).get("p_value", np.nan)
+        row["p_value"] = tests.get(name, {}).get("p_value", np.nan)
         row["note"] = "; ".join(
-            n for n in (icc.loc["audio", "note"], icc.loc["text", "note"]) if isinstance(n, str) and n
+            n for n in (icc.loc["audio", "note"], icc.loc["text", "note"], tests.get(name, {}).get("note"))
+            if isinstance(n, str) and n
         )
         rows.append(row)
     alphas = alpha_table(ratings, trials, assignments, participants, n_boot=n_boot_alpha, n_perm=n_perm_alpha,
