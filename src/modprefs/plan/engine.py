@@ -111,7 +111,7 @@ def code_fingerprint() -> str:
 
         h = hashlib.sha256()
         for module in (a, f, lay, w, s, i, ic, idiff, r, sys.modules[__name__]):
-            h.update(Path(module.__file__).read_bytes())
+            h.update(Path(str(module.__file__)).read_bytes())
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
 
@@ -150,7 +150,8 @@ def run_task(task: Task) -> dict[str, np.ndarray]:
     root = np.random.SeedSequence([s.seed, _design_code(d), KINDS[task.kind]])
     study_seeds = root.spawn(s.n_sims)
     boot_rng = np.random.default_rng(np.random.SeedSequence([s.seed, _design_code(d), KINDS[task.kind], 0xB007]))
-    records, warm = [], {}
+    records: list[dict[str, float]] = []
+    warm: dict[str, np.ndarray | None] = {}
     perm: list[np.ndarray] = []
     jk: list[dict[str, float]] = []
     cal: dict[str, list[float]] = {f"{c}": [] for c in d.conditions}
@@ -198,7 +199,7 @@ def _cached(args: tuple[Task, str, str | None]) -> tuple[str, dict[str, np.ndarr
     if path is not None:
         with atomic_path(path) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez_compressed(fh, **result)
+                np.savez_compressed(fh, **result)  # type: ignore[arg-type]  # array names as keywords
     return key, result
 
 
@@ -281,7 +282,7 @@ def cached_object(cache_dir: str | os.PathLike[str] | None, payload: dict, compu
     h = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode())
     h.update(code_fingerprint().encode())
     for module in (priors, pilot):
-        h.update(Path(module.__file__).read_bytes())
+        h.update(Path(str(module.__file__)).read_bytes())
     path = Path(cache_dir) / f"priors-{h.hexdigest()}.pkl"
     if path.is_file():
         with open(path, "rb") as fh:

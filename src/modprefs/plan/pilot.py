@@ -32,6 +32,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -255,7 +256,7 @@ def _update(
     p: SimulationParams, target: dict[str, dict[str, float]], sim: dict[str, pd.DataFrame], floor: SimulationParams
 ) -> SimulationParams:
     """One indirect-inference step: variances multiplicatively, means and fixed effects additively."""
-    new: dict[str, float] = {}
+    new: dict[str, Any] = {}  # SimulationParams fields
     shift: dict[str, dict[str, float]] = {}
     for c, t in target.items():
         m = sim[c].mean()
@@ -315,7 +316,7 @@ def fit_pilot(
     # attrition and timing from the pilot's participants and trials, first: the simulator's rating model
     # reads the trial times (listening, dropout), so the replicas must have the pilot's
     counts = attrition_counts(pilot)
-    updates: dict[str, float] = {}
+    updates: dict[str, Any] = {}  # SimulationParams fields
     for c, k in counts.items():
         if k["recruited"]:
             updates[f"p_fail_attention_{c}"] = k["failed"] / k["recruited"]
@@ -339,7 +340,7 @@ def fit_pilot(
     )
 
 
-def attrition_counts(pilot: Pilot) -> dict[str, dict[str, float]]:
+def attrition_counts(pilot: Pilot) -> dict[str, dict[str, Any]]:
     """Per condition: recruited, failed, passed, incomplete (None without ``completed``), minutes per trial."""
     part = pilot.participants.assign(participant_id=pilot.participants["participant_id"].astype(str))
     if "condition" not in part.columns:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,12 @@ class Priors:
     def central(self) -> SimulationParams:
         return self.scenarios["central"]
 
+
+
+def _replaced(params: SimulationParams, field: str, value: float) -> SimulationParams:
+    """``params`` with one field (named at run time) set to ``value``."""
+    changes: dict[str, Any] = {field: value}
+    return dataclasses.replace(params, **changes)
 
 def scale_clip_variance(p: SimulationParams, condition: str, multiplier: float) -> SimulationParams:
     """``p`` with condition's latent clip variance multiplied by ``multiplier``."""
@@ -181,8 +188,8 @@ def build_scenarios(
     ):
         for c, (mid, lo, hi) in rates.get(name, {}).items():
             pess, opt = (hi, lo) if worse == "hi" else (lo, hi)
-            scen["pessimistic"] = dataclasses.replace(scen["pessimistic"], **{f"{name}_{c}": pess})
-            scen["optimistic"] = dataclasses.replace(scen["optimistic"], **{f"{name}_{c}": opt})
+            scen["pessimistic"] = _replaced(scen["pessimistic"], f"{name}_{c}", pess)
+            scen["optimistic"] = _replaced(scen["optimistic"], f"{name}_{c}", opt)
             rows.append(
                 {
                     "quantity": label,
@@ -195,8 +202,8 @@ def build_scenarios(
                 }
             )
     for c, (mid, lo, hi) in minutes.items():
-        scen["pessimistic"] = dataclasses.replace(scen["pessimistic"], **{f"trial_time_mean_{c}": hi * 60})
-        scen["optimistic"] = dataclasses.replace(scen["optimistic"], **{f"trial_time_mean_{c}": lo * 60})
+        scen["pessimistic"] = _replaced(scen["pessimistic"], f"trial_time_mean_{c}", hi * 60)
+        scen["optimistic"] = _replaced(scen["optimistic"], f"trial_time_mean_{c}", lo * 60)
         rows.append(
             {
                 "quantity": "minutes per trial",

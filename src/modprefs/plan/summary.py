@@ -24,6 +24,7 @@ cheapest design meeting all (ties: fewer ratings, then fewer raters).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -107,7 +108,7 @@ def summarise(
     """One row of the design table (see the module docstring); ``analysis_ratio``: per condition, the
     design's analysis / Wald half-width ratio (``interval="analysis"``); ``jackknife``: the jackknife ICC-difference
     test's calibration at this design (:func:`icc_diff_power`; None for the permutation test)."""
-    row: dict[str, object] = {
+    row: dict[str, Any] = {
         "prompts": design.prompts,
         "raters": design.raters,
         "trials": design.trials,

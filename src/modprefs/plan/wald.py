@@ -45,7 +45,9 @@ def theta_hessian(design: ConditionDesign, fit: CrossedFit, rel_step: float = 1e
         up, down = theta.copy(), theta.copy()
         up[j] += h
         down[j] = max(down[j] - h, 0.0)
-        hess[:, j] = (_evaluate(up, s, True).grad - _evaluate(down, s, True).grad) / (up[j] - down[j])
+        g_up, g_down = _evaluate(up, s, True).grad, _evaluate(down, s, True).grad
+        assert g_up is not None and g_down is not None  # requested (grad=True is the default)
+        hess[:, j] = (g_up - g_down) / (up[j] - down[j])
     hess = 0.5 * (hess + hess.T)
     return hess[::-1, ::-1].copy() if swap else hess
 

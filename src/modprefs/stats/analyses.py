@@ -20,6 +20,7 @@ met; every other declared output is *skipped* the same way, its reason naming th
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ Tables = dict[str, pd.DataFrame]
 @dataclass
 class AnalysisResult:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    figures: dict[str, Callable[[str], None]] = field(default_factory=dict)
+    figures: dict[str, Callable[[str], object]] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
     md_columns: dict[str, list[str]] = field(default_factory=dict)  # a table's columns in its Markdown twin
 
@@ -183,11 +184,15 @@ def modality_effects(t: Tables, p: dict[str, Any]) -> AnalysisResult:
                           titles=_titles("random_slope", "audio_quality", "per_prompt_icc"))
 
 
+def _placeholder_figure(reason: str, path: str) -> None:
+    ai_alignment.figure_placeholder(reason, path)
+
+
 def _skipped(reason: str, tables: tuple[str, ...], figures: tuple[str, ...], titles: dict[str, str]) -> AnalysisResult:
     """Every declared output, each saying why the analysis did not run."""
     row = pd.DataFrame([{"status": "skipped", "reason": reason}])
     return AnalysisResult({n: row.copy() for n in tables},
-                          {n: (lambda path, r=reason: ai_alignment.figure_placeholder(r, path)) for n in figures},
+                          {n: functools.partial(_placeholder_figure, reason) for n in figures},
                           {n: f"{titles[n]} (skipped)" for n in tables})
 
 

@@ -100,7 +100,7 @@ class ConditionParts:
     noise: np.ndarray
 
 
-def condition_parts(design: ConditionDesign, prompt_labels: Sequence[str], n_noise: int,
+def condition_parts(design: ConditionDesign, prompt_labels: Sequence[str] | np.ndarray, n_noise: int,
                     rng: np.random.Generator) -> ConditionParts:
     """Fit one condition's ICC model and its replicates; ``prompt_labels[g]`` names prompt code g, so that the
     two conditions' prompts can be matched (a prompt is shared by the conditions)."""

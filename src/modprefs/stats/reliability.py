@@ -11,6 +11,7 @@ Two-sided p = (1 + #{|d*| >= |d|}) / (1 + n_valid) (:func:`modprefs.stats.resamp
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,7 +76,7 @@ def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assig
     n_boot = int(icc["n_boot"].max())
     if icc_test == "jackknife":
         frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
-        tests = {name: {"p_value": r.p_value, "note": r.note}
+        tests: dict[str, dict[str, Any]] = {name: {"p_value": r.p_value, "note": r.note}
                  for name, r in icc_difference_test(frames, n_noise, seed).items()}
     elif icc_test == "permutation":
         tests = icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
@@ -84,7 +85,7 @@ def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assig
     rows = [{"metric": "Avg. raters per stimulus", "audio": icc.loc["audio", "k_mean_raters"],
              "text": icc.loc["text", "k_mean_raters"], "note": "descriptive: no interval or test"}]
     for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
-        row = {"metric": label, "n_boot": n_boot, "n_perm": n_perm if icc_test == "permutation" else 0}
+        row: dict[str, Any] = {"metric": label, "n_boot": n_boot, "n_perm": n_perm if icc_test == "permutation" else 0}
         for c in ("audio", "text"):
             row[c], row[f"{c}_lo"], row[f"{c}_hi"] = (icc.loc[c, name], icc.loc[c, f"{name}_lo"],
                                                       icc.loc[c, f"{name}_hi"])
