@@ -3,7 +3,8 @@
 Issue #17's target: <= 5 minutes on 2 cores. Grid: prompts {50, 100} x raters {20, 30, ..., 70} x
 trials {10, 20}, both conditions; targets: ICC(2,k) CI half-width <= .08 (audio and text, assurance .8,
 the analysis-calibrated interval), expected ICC(2,k) >= .75, power .8 for an ICC(2,1) difference of .15
-(so every design is simulated twice: at the priors and at the alternative, with 2 permutation draws
+(so every design is simulated twice: at the priors and at the alternative, where Table 4's test runs: by
+default the crossed jackknife on the calibration studies, with ``--icc-test permutation`` 2 permutation draws
 per study), Table 2 modality effect -6, agreement half-width .15; central priors only (each further
 scenario costs the same again). Also the paper check: the paper's design (100 prompts, 46 analysed
 raters, 20 trials) at the central priors, expected ICC(2,k) vs the paper's .821 / .788. A cold cache (a fresh
@@ -11,7 +12,8 @@ temporary folder) and the priors computed first (timed separately). Wall time on
 the other load: the JSON records wall and CPU seconds and the 1-minute load average;
 CPU seconds / 2 is the wall time on 2 idle cores.
 
-    OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/plan_grid.py [--n-sims 200] [--jobs 2]
+    OPENBLAS_NUM_THREADS=1 nice -n 10 .venv/bin/python benchmarks/plan_grid.py [--n-sims 200] [--jobs 2] \
+        [--icc-test jackknife|permutation]
 
 Writes benchmarks/out/plan_grid.json.
 """
@@ -29,12 +31,14 @@ from modprefs.plan.engine import SimSettings
 from modprefs.plan.grid import Costs, Targets, design_grid
 from modprefs.plan.planner import make_plan
 from modprefs.plan.priors import paper_priors
+from modprefs.stats.defaults import STATS_DEFAULTS
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-sims", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--icc-test", choices=("jackknife", "permutation"), default=STATS_DEFAULTS["icc_test"])
     args = ap.parse_args()
     clock = Clock()
     priors = paper_priors(seed=1, n_boot=60)
@@ -48,7 +52,7 @@ def main() -> None:
             designs,
             targets,
             Costs(),
-            SimSettings(n_sims=args.n_sims, seed=1),
+            SimSettings(n_sims=args.n_sims, seed=1, icc_test=args.icc_test),
             ("central",),
             jobs=args.jobs,
             cache_dir=cache,
@@ -61,7 +65,7 @@ def main() -> None:
             designs,
             targets,
             Costs(),
-            SimSettings(n_sims=args.n_sims, seed=1),
+            SimSettings(n_sims=args.n_sims, seed=1, icc_test=args.icc_test),
             ("central",),
             jobs=args.jobs,
             cache_dir=cache,
@@ -97,6 +101,7 @@ def main() -> None:
             "simulated_studies_main": n_studies,
             "simulated_studies_icc_diff_alternative": n_studies,
             "jobs": args.jobs,
+            "icc_test": args.icc_test,
             "targets": {
                 "ci_half_width": 0.08,
                 "icc_k": 0.75,

@@ -107,8 +107,12 @@ def base():
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-@pytest.mark.parametrize("analysis", sorted(ANALYSES) + ["icc_table"])
+@pytest.mark.parametrize("analysis", sorted(ANALYSES) + ["icc_table", "table4_permutation"])
 def test_degenerate_input_gives_clear_error_or_explained_nan(base, shape, analysis, tmp_path):
+    params = dict(PARAMS)
+    if analysis.startswith("table4"):  # both ICC-difference tests (stats.icc_test)
+        params["icc_test"] = "permutation" if analysis == "table4_permutation" else "jackknife"
+        analysis = "table4"
     tables = SHAPES[shape]({k: v.copy() for k, v in base.items()})
     if analysis in ("raters_needed", "table4"):
         tables["icc"] = _icc(tables)
@@ -119,7 +123,6 @@ def test_degenerate_input_gives_clear_error_or_explained_nan(base, shape, analys
             results = {"icc": _icc(tables)}
             figures = {}
         else:
-            params = dict(PARAMS)
             if analysis == "justifications":
                 from pathlib import Path
 

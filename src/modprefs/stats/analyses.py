@@ -31,6 +31,7 @@ import pandas as pd
 from modprefs.errors import InsufficientDataError
 from modprefs.stats import agreement, ai_alignment, descriptive, modality, rater_scaling, reliability, thresholds
 from modprefs.stats.catalog import OUTPUTS
+from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.icc_ci import ci_method_label, icc_with_ci
 from modprefs.stats.justifications import justification_terms
@@ -128,10 +129,11 @@ def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 def table4(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     table = reliability.table4(t["icc"], t["ratings"], t["trials"], t["assignments"], t["participants"], t["stimuli"],
                                n_perm=p["n_perm"], n_boot_alpha=p["n_boot_alpha"],
-                               icc_test=p.get("icc_test", "permutation"), n_noise=p.get("n_boot", 0),
+                               icc_test=p.get("icc_test", STATS_DEFAULTS["icc_test"]), n_noise=p.get("n_boot", 0),
                                n_perm_alpha=p["n_perm_alpha"], seed=p["seed"], ci_level=p["ci_level"])
     labels = t["icc"]["ci_method"].dropna().astype(str).unique() if "ci_method" in t["icc"] else []
-    test = ("crossed-jackknife t test" if p.get("icc_test") == "jackknife" else "participant permutation")
+    test = ("crossed-jackknife t test" if p.get("icc_test", STATS_DEFAULTS["icc_test"]) == "jackknife"
+            else "participant permutation")
     title = (f"{TITLES['table4_reliability']}; ICC CIs: {' / '.join(labels) or 'none'}; ICC p: {test}; "
              "alpha CIs: stimulus bootstrap, alpha p: participant permutation")
     return AnalysisResult({"table4_reliability": table}, titles={"table4_reliability": title})

@@ -18,7 +18,7 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
         # ICC CI: jackknife | stimulus | prompt | two_way | parametric (modprefs.stats.icc_ci)
         "icc_ci_method": "jackknife",
         "table2_random": "stimulus_modality",  # Table 2's omnibus random effects: stimulus_modality | paper
-        "icc_test": "permutation",     # Table 4's ICC difference test: permutation (the paper's) | jackknife
+        "icc_test": "jackknife",  # Table 4's ICC-difference test: jackknife | permutation (the paper's)
         "n_perm": 2000,  # participant permutations for the ICC modality test (paper 2,000)
         "n_boot_alpha": 5000,  # stimulus-bootstrap resamples for Krippendorff's alpha (paper 5,000)
         "n_perm_alpha": 5000,  # participant permutations for the alpha modality test (paper 5,000)
