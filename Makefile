@@ -29,10 +29,10 @@ test: $(VENV)/.installed
 	# once), the longest files first (tests/conftest.py); the 30 slowest tests are listed at the end
 	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
 
-# the developer loop: unit tests only (no workflow, no snakemake/server/browser subprocess, no SLURM, no long
-# simulation); every test still runs under `make test`
+# the developer loop: unit tests only (no workflow, no snakemake/server/browser subprocess, no SLURM, no R, no
+# test over ~10 s); every test still runs under `make test`. Times: benchmarks/out/test_loop.json
 test-fast: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q -n $(CORES) -m "not slow and not integration and not slurm" --durations=15
+	$(VENV)/bin/python -m pytest -q -n $(CORES) -m "not slow and not integration and not slurm and not r" --durations=15
 
 # the lint gate (CI runs it before the tests): ruff's E, F, I, B and UP rules (settings in pyproject.toml),
 # snakefmt's formatting of the workflow files, Snakemake's own linter on the workflow with the embedded config, and

@@ -87,6 +87,7 @@ def test_clip_means_use_analysable_raters_only():
     assert means.loc["p000_0", "audio"] == pytest.approx(r[r.clip_id == "p000_0"].rating.mean())
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_icc_permutation_has_power_and_size():
     # a strong modality difference in reliability -> small p; equal settings -> not small (typically)
     # Gaussian, mid-scale settings fixed here so the contrast does not depend on the simulator's calibrated

@@ -176,6 +176,7 @@ def test_measures_from_event_log():
 
 # ---- whole sessions, export, ingest, statistics -----------------------------------------------------------------
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_sessions_export_ingest_and_stats(tmp_path):
     st = make_study(tmp_path / "study", n_prompts=6, raters_per_condition=5, trials=4)
     url = f"sqlite:///{tmp_path}/app.db"

@@ -232,6 +232,7 @@ def test_headphone_check_required_screens_out_a_mono_listener(study, tmp_path):
     assert sorted(audio.index) == sorted([audio.index[0], audio.index[0] + "_r2"])
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_headphone_check_recorded_exported_and_excludable(study, tmp_path):
     client, db = client_for(study, tmp_path, headphone_check="record")
     with client:

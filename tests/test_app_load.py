@@ -112,11 +112,13 @@ def _run_study(url: str, tmp_path: Path) -> dict:
             "connection_retries": sum(o.retries for o in outcomes)}
 
 
+@pytest.mark.integration  # a server or the network: not in `make test-fast`
 def test_concurrent_participants_sqlite(tmp_path):
     stats = _run_study(f"sqlite:///{tmp_path}/load.db", tmp_path)
     print("sqlite:", stats)
 
 
+@pytest.mark.integration  # a server or the network: not in `make test-fast`
 def test_concurrent_participants_postgres(pg_url, tmp_path):
     stats = _run_study(pg_url, tmp_path)
     print("postgresql:", stats)

@@ -70,6 +70,7 @@ def test_stats_command_rejects_bad_ratings(tmp_path, capsys):  # (more in tests/
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_stats_command_with_judge_ratings_adds_tables_5_and_6(tmp_path, capsys):
     d, stimuli, _, _ = _write_study(tmp_path)
     stimuli[["clip_id", "prompt_id", "n_chars", "prism_score"]].to_csv(tmp_path / "clips.csv", index=False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from modprefs.devtools.env_closure import (
     environment_distributions,
     missing_distributions,
@@ -13,6 +15,7 @@ from modprefs.devtools.env_closure import (
 )
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_every_rule_environment_holds_its_scripts_imports():
     rules = rule_environments()
     assert len(rules) >= 25 and {r.env.name for r in rules} == {"data.yaml", "tts.yaml", "judges.yaml",

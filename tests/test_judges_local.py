@@ -116,6 +116,7 @@ def _by_clip(result, modality: str = "text", kind: str = "response_quality") -> 
 
 # ---------------------------------------------------------------- the model, end to end
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 @needs_model
 def test_attention_check_coherent_rated_above_nonsense(run):
     recs = _by_clip(run[2])
@@ -126,6 +127,7 @@ def test_attention_check_coherent_rated_above_nonsense(run):
     assert good["rating"] > bad["rating"]
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 @needs_model
 def test_sanity_pairs_coherent_rated_above_nonsense(run):
     recs = _by_clip(run[2])

@@ -234,6 +234,7 @@ def test_simulated_paper_directions(seed):
         assert bool(table.loc[term, "significant"]), term
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_null_false_discoveries():
     """Global null (justification_modality_strength = 0): BH at q = .05 keeps P(>= 1 discovery) <= .05.
 

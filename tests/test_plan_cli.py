@@ -36,6 +36,7 @@ def _plan(out, cache, *argv):
     return main(["plan", *argv, *FAST, "--cache", str(cache), "--out", str(out)])
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_plan_on_paper_priors_writes_every_output(tmp_path, cache, capsys):
     rc = _plan(
         tmp_path,
@@ -189,6 +190,7 @@ def _pilot_dir(tmp_path):
     return tmp_path / "pilot"
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_plan_from_a_pilot(tmp_path, cache, capsys):
     pilot = _pilot_dir(tmp_path)
     rc = _plan(
@@ -218,6 +220,7 @@ def test_plan_from_a_pilot(tmp_path, cache, capsys):
     assert f"pilot {pilot}" in out
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_pilot_with_foreign_column_names_goes_through_with_a_map(tmp_path, cache, capsys):
     pilot = _pilot_dir(tmp_path)
     r = pd.read_csv(pilot / "ratings.csv").rename(columns={"rating": "score", "participant_id": "worker"})

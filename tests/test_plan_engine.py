@@ -236,6 +236,7 @@ def test_calibration_designs_span_the_grid():
     assert calibration_designs(sizes, 6) == chosen  # deterministic
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_uncalibrated_designs_take_the_ratio_model(tmp_path):
     """make_plan calibrates only the chosen designs; every design still gets an interval factor."""
     from modprefs.plan.grid import Costs, Targets

@@ -231,6 +231,7 @@ def test_datasets_folders_and_data_files(study, tmp_path):
     assert raw.origins["ratings"].where(100, "rating") == "data/train-00001-of-00002.parquet row 1, column rating"
 
 
+@pytest.mark.integration  # a server or the network: not in `make test-fast`
 def test_hub_id_unreachable_says_what_failed(study, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

@@ -85,6 +85,7 @@ def test_reversed_pairs_under_an_opposite_criterion_are_learned(reversal: pd.Dat
     assert _held_out(additive, reversal) <= 0.6
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_context_dependent_pairs_are_learned(contexts: pd.DataFrame, cache_dir: Path) -> None:
     cfg = TrainConfig(epochs=6, progress=False, seed=0)
     model, metrics = train_reward_model(contexts, None, DEFAULT, cfg, cache_dir=cache_dir)
@@ -95,6 +96,7 @@ def test_context_dependent_pairs_are_learned(contexts: pd.DataFrame, cache_dir: 
     assert _held_out(additive, contexts) <= 0.6
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_shuffled_labels_stay_near_chance(reversal: pd.DataFrame, contexts: pd.DataFrame, cache_dir: Path) -> None:
     """Balanced random labels: held-out accuracy averages ~0.5 over seeds, for both data sets."""
     for name, pairs, epochs in (("reversal", reversal, 12), ("context", contexts, 6)):

@@ -141,6 +141,7 @@ def test_training_scores_equal_evaluation_scores(run_dir: tuple[Path, pd.DataFra
         assert np.max(np.abs(own[col] - ev[col])) <= TOL, col
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_reloaded_checkpoint_reproduces_eval_scores_in_a_fresh_process(run_dir: tuple[Path, pd.DataFrame]) -> None:
     """A new process, a cold feature cache, the pairs in reverse order and another batch size."""
     d, _ = run_dir

@@ -94,6 +94,7 @@ def _balanced_shuffle(pairs: pd.DataFrame, seed: int) -> pd.DataFrame:
     return out
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_shuffled_labels_stay_near_chance(pairs: pd.DataFrame, cache_dir: Path) -> None:
     """Trained on balanced random labels, the model cannot fit them (train accuracy near 50 %) and its
     held-out accuracy averages near 50 % over seeds. One run alone is no estimate: the degradation cue

@@ -331,6 +331,7 @@ def test_harmful_responses_and_clean_rest(rows, by_category, pattern):
     assert flagged_rows == {r["conversation_id"] for r in by_category["harmful"]}
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_languages_with_lingua(by_category, rows):
     lingua = pytest.importorskip("lingua")
     detector = lingua.LanguageDetectorBuilder.from_all_languages().build()

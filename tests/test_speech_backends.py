@@ -80,6 +80,7 @@ def _round_trip(backend: backends.TTSBackend, transcriber: Transcriber, tmp_path
     return rows
 
 
+@pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 @pytest.mark.parametrize("name", ["kokoro-onnx", "piper"])
 def test_neural_backends_round_trip_wer(name: str, transcriber: Transcriber, tmp_path: Path) -> None:
     backend = _backend(name)
