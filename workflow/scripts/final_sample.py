@@ -23,13 +23,19 @@ def main(smk) -> None:  # noqa: ANN001
     decisions = [pd.read_csv(p, **read) for p in smk.input.decisions]
     replacements = [pd.read_csv(p, **read) for p in smk.input.replacements]
     prompts = final_prompts(pd.read_csv(smk.input.first_draw, **read), list(zip(decisions, replacements)))
-    removals = pd.concat([pd.read_csv(p, **read) for p in [smk.input.screening_removals, *smk.input.removals]],
-                         ignore_index=True)
+    removals = pd.concat(
+        [pd.read_csv(p, **read) for p in [smk.input.screening_removals, *smk.input.removals]], ignore_index=True
+    )
     write_csv(removals, smk.output.removals)
     write_csv(pd.concat(decisions, ignore_index=True), smk.output.review)
     write_csv(prompts, smk.output.prompts)
-    logging.info("%d review round(s); %d final prompts; %d removals (%d for audio quality)", len(decisions),
-                 len(prompts), len(removals), int((removals["reason"] == "audio_quality").sum()))
+    logging.info(
+        "%d review round(s); %d final prompts; %d removals (%d for audio quality)",
+        len(decisions),
+        len(prompts),
+        len(removals),
+        int((removals["reason"] == "audio_quality").sum()),
+    )
 
 
 run_adapter(main, snakemake)  # noqa: F821

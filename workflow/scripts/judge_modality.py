@@ -24,8 +24,9 @@ def main(smk) -> None:  # noqa: ANN001
     modality, ids = smk.wildcards.modality, dict.fromkeys(("prompt_id", "conversation_id", "clip_id"), str)
     prompts = pd.read_csv(smk.input.prompts, dtype=ids, keep_default_na=False)
     manifest = pd.read_csv(smk.input.manifest, dtype=ids, keep_default_na=False) if modality == "audio" else None
-    items = (attention_check_items(read_attention_check(smk.input.attention_check), manifest, modality)
-             + study_items(pd.read_parquet(smk.input.conversations), prompts, manifest, modality))
+    items = attention_check_items(read_attention_check(smk.input.attention_check), manifest, modality) + study_items(
+        pd.read_parquet(smk.input.conversations), prompts, manifest, modality
+    )
     judges = dict(smk.params.judges)
     if judges.get("backend") == "local":
         judges["local"] = {**(judges.get("local") or {}), "threads": int(smk.threads)}

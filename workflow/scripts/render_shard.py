@@ -23,8 +23,11 @@ def main(smk) -> None:  # noqa: ANN001
     index, manifest = int(smk.wildcards.shard), empty_manifest()
     if smk.params.inject_silence:
         logging.warning("FAULT INJECTION: audio_qc.inject_silence = %s", list(smk.params.inject_silence))
-    clips = read_study_clips(smk.input.prompts, smk.input.conversations,
-                             smk.input.attention_check if smk.params.with_attention_check else None)
+    clips = read_study_clips(
+        smk.input.prompts,
+        smk.input.conversations,
+        smk.input.attention_check if smk.params.with_attention_check else None,
+    )
     part = shard(clips, index, int(smk.params.shard_size))
     logging.info("shard %d: %d of %d clips (%s)", index, len(part), len(clips), ", ".join(part["clip_id"]))
     if not part.empty:
@@ -32,8 +35,12 @@ def main(smk) -> None:  # noqa: ANN001
         backend = get_backend(smk.params.tts, threads=smk.threads)
         logging.info("backend %r ready in %.1f s", backend, time.perf_counter() - start)
         manifest = render_clips(part, backend, Path(smk.params.clip_dir), inject_silence=smk.params.inject_silence)
-        logging.info("shard %d: %.1f s of audio in %.1f s of synthesis", index, manifest["duration_s"].sum(),
-                     manifest["render_seconds"].sum())
+        logging.info(
+            "shard %d: %.1f s of audio in %.1f s of synthesis",
+            index,
+            manifest["duration_s"].sum(),
+            manifest["render_seconds"].sum(),
+        )
     write_csv(manifest, smk.output.manifest)
 
 

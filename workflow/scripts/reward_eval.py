@@ -21,14 +21,21 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 def main(smk) -> None:
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     import torch
+
     torch.set_num_threads(max(1, int(smk.threads)))
     if smk.rule == "reward_summary":
         evals = {run: read_eval(Path(p).parent) for run, p in zip(smk.params.runs, smk.input.evals)}
         pairs_summary = json.loads(Path(smk.input.pairs_summary).read_text())
         write_summary(evals, Path(smk.output.runs_csv).parent, pairs_summary)
         return
-    out = evaluate_run(Path(smk.input.checkpoint).parent, read_pairs(smk.input.pairs), smk.params.engines_dir or None,
-                       smk.params.engines, out_dir=Path(smk.output.summary).parent, cache_dir=smk.params.cache_dir)
+    out = evaluate_run(
+        Path(smk.input.checkpoint).parent,
+        read_pairs(smk.input.pairs),
+        smk.params.engines_dir or None,
+        smk.params.engines,
+        out_dir=Path(smk.output.summary).parent,
+        cache_dir=smk.params.cache_dir,
+    )
     logging.info("run %s: %s", smk.wildcards.run, out["summary"])
 
 

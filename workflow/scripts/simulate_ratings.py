@@ -22,8 +22,13 @@ def main(smk) -> None:  # noqa: ANN001
     stimuli, assignments = pd.read_csv(smk.input.stimuli), pd.read_csv(smk.input.assignments)
     params = SimulationParams.from_config(dict(smk.params.simulation or {}))
     seed = int(smk.params.seed)
-    log.info("simulating %d participants x %d trials over %d clips (seed %d)",
-             assignments["participant_id"].nunique(), int(assignments["trial"].max()), len(stimuli), seed)
+    log.info(
+        "simulating %d participants x %d trials over %d clips (seed %d)",
+        assignments["participant_id"].nunique(),
+        int(assignments["trial"].max()),
+        len(stimuli),
+        seed,
+    )
     ratings, trials, participants, truth = simulate_ratings(stimuli, assignments, params, seed)
     with tempfile.TemporaryDirectory() as tmp:  # self-check with the ingest validator
         for name, df in (("ratings", ratings), ("trials", trials), ("participants", participants)):

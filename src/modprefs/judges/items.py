@@ -17,8 +17,9 @@ def _check_modality(modality: str) -> None:
         raise ValueError(f"modality must be one of {sorted(MODALITY_KINDS)}, got {modality!r}")
 
 
-def study_items(conversations: pd.DataFrame, prompts: pd.DataFrame, manifest: pd.DataFrame | None,
-                modality: str) -> list[JudgeItem]:
+def study_items(
+    conversations: pd.DataFrame, prompts: pd.DataFrame, manifest: pd.DataFrame | None, modality: str
+) -> list[JudgeItem]:
     """Items for responses 0 and 1 of every prompt (final_prompts.csv order) in one modality.
 
     Args:
@@ -34,8 +35,9 @@ def study_items(conversations: pd.DataFrame, prompts: pd.DataFrame, manifest: pd
     return build_items(conversations, prompts, manifest, modalities=(modality,))
 
 
-def attention_check_items(attention_check: Mapping[str, Any], manifest: pd.DataFrame | None,
-                          modality: str) -> list[JudgeItem]:
+def attention_check_items(
+    attention_check: Mapping[str, Any], manifest: pd.DataFrame | None, modality: str
+) -> list[JudgeItem]:
     """Items for the attention check's two responses (``attn_0`` coherent, ``attn_1`` nonsensical).
 
     The judges rate them like any prompt; their ratings are a sanity check of the judge (a judge
@@ -53,12 +55,30 @@ def attention_check_items(attention_check: Mapping[str, Any], manifest: pd.DataF
     for r, response in enumerate(responses):
         clip_id = f"{prompt_id}_{r}"
         if modality == "text":
-            items.append(JudgeItem(prompt_id, clip_id, "text", "response_quality", history,
-                                   attention_check.get("prompt", ""), response_text=response["text"]))
+            items.append(
+                JudgeItem(
+                    prompt_id,
+                    clip_id,
+                    "text",
+                    "response_quality",
+                    history,
+                    attention_check.get("prompt", ""),
+                    response_text=response["text"],
+                )
+            )
             continue
         if clip_id not in paths:
             raise KeyError(f"attention-check clip {clip_id} is missing from the audio manifest")
         for kind in MODALITY_KINDS["audio"]:
-            items.append(JudgeItem(prompt_id, clip_id, "audio", kind, history, attention_check.get("prompt", ""),
-                                   audio_path=str(paths[clip_id])))
+            items.append(
+                JudgeItem(
+                    prompt_id,
+                    clip_id,
+                    "audio",
+                    kind,
+                    history,
+                    attention_check.get("prompt", ""),
+                    audio_path=str(paths[clip_id]),
+                )
+            )
     return items

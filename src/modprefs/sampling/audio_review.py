@@ -23,8 +23,7 @@ from modprefs.errors import UserInputError
 from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
 from modprefs.sampling.screening import ScreeningResult
 
-DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action",
-                    "replaced_by"]
+DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action", "replaced_by"]
 ON_EXHAUSTED = ("error", "drop")
 
 
@@ -48,8 +47,9 @@ def failed_prompts(qc: pd.DataFrame, clips: pd.DataFrame) -> dict[str, str]:
     missing = sorted(set(clips["clip_id"]) - set(qc["clip_id"]))
     if missing:
         raise ValueError(f"audio QC has no row for clip(s) {missing}")
-    table = clips[["clip_id", "prompt_id"]].merge(qc[["clip_id", "qc_pass", "qc_reasons"]], on="clip_id",
-                                                  how="left", validate="one_to_one")
+    table = clips[["clip_id", "prompt_id"]].merge(
+        qc[["clip_id", "qc_pass", "qc_reasons"]], on="clip_id", how="left", validate="one_to_one"
+    )
     failing = table[~_is_true(table["qc_pass"])]
     detail: dict[str, list[str]] = {}
     for row in failing.itertuples(index=False):
@@ -76,11 +76,20 @@ def used_conversations(earlier: Sequence[pd.DataFrame], prompts: pd.DataFrame) -
     return used, max_order + 1
 
 
-def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, qc: pd.DataFrame,
-                 interactions: pd.DataFrame, used: set[str], sampling: Mapping[str, Any], seed: int,
-                 screen: Callable[[Mapping[str, Any]], ScreeningResult], max_rounds: int,
-                 on_exhausted: str = "error", first_draw_order: int = 0
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def review_round(
+    round_index: int,
+    prompts: pd.DataFrame,
+    clips: pd.DataFrame,
+    qc: pd.DataFrame,
+    interactions: pd.DataFrame,
+    used: set[str],
+    sampling: Mapping[str, Any],
+    seed: int,
+    screen: Callable[[Mapping[str, Any]], ScreeningResult],
+    max_rounds: int,
+    on_exhausted: str = "error",
+    first_draw_order: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Review one round.
 
     Args:
@@ -111,19 +120,21 @@ def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, q
     outside = sorted(pid for pid in failed if pid not in round_ids)
     if outside:
         reasons = "; ".join(failed[pid] for pid in outside)
-        fix = ("A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
-               "holding the attention check) and rerun with --forcerun audio_review to render it again"
-               if "unreadable" in reasons else
-               "Reword the attention check (config attention_check) or adjust audio_qc.thresholds")
+        fix = (
+            "A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
+            "holding the attention check) and rerun with --forcerun audio_review to render it again"
+            if "unreadable" in reasons
+            else "Reword the attention check (config attention_check) or adjust audio_qc.thresholds"
+        )
         raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
     empty_prompts = prompts.iloc[0:0]
     removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
     if not failed:
         replacements = empty_prompts
     elif round_index < max_rounds:
-        replacements, removals = replace_prompts(interactions, failed, used, prompts,
-                                                 float(sampling["long_percentile"]), seed, screen,
-                                                 first_draw_order)
+        replacements, removals = replace_prompts(
+            interactions, failed, used, prompts, float(sampling["long_percentile"]), seed, screen, first_draw_order
+        )
     elif on_exhausted == "error":
         raise AudioReviewError(
             f"after {max_rounds} replacement round(s), {len(failed)} prompt(s) still fail audio QC: "
@@ -134,20 +145,41 @@ def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, q
     else:
         replacements = empty_prompts
         removals = pd.DataFrame.from_records(
-            [{"conversation_id": p.conversation_id, "stratum": p.stratum, "reason": "audio_quality",
-              "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
-              "replaced_by": ""}
-             for p in prompts.itertuples(index=False) if p.prompt_id in failed],
-            columns=REMOVAL_COLUMNS)
-    replaced_by = dict(zip(removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
-                           removals.loc[removals["reason"] == "audio_quality", "replaced_by"].astype(str)))
+            [
+                {
+                    "conversation_id": p.conversation_id,
+                    "stratum": p.stratum,
+                    "reason": "audio_quality",
+                    "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
+                    "replaced_by": "",
+                }
+                for p in prompts.itertuples(index=False)
+                if p.prompt_id in failed
+            ],
+            columns=REMOVAL_COLUMNS,
+        )
+    replaced_by = dict(
+        zip(
+            removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
+            removals.loc[removals["reason"] == "audio_quality", "replaced_by"].astype(str),
+        )
+    )
     decisions = []
     for p in prompts.itertuples(index=False):
         ok = p.prompt_id not in failed
         action = "keep" if ok else ("replace" if replaced_by.get(str(p.conversation_id)) else "drop")
-        decisions.append({"round": round_index, "prompt_id": p.prompt_id, "conversation_id": p.conversation_id,
-                          "stratum": p.stratum, "qc_pass": ok, "detail": failed.get(p.prompt_id, ""),
-                          "action": action, "replaced_by": replaced_by.get(str(p.conversation_id), "")})
+        decisions.append(
+            {
+                "round": round_index,
+                "prompt_id": p.prompt_id,
+                "conversation_id": p.conversation_id,
+                "stratum": p.stratum,
+                "qc_pass": ok,
+                "detail": failed.get(p.prompt_id, ""),
+                "action": action,
+                "replaced_by": replaced_by.get(str(p.conversation_id), ""),
+            }
+        )
     return pd.DataFrame(decisions, columns=DECISION_COLUMNS), replacements, removals
 
 
