@@ -179,9 +179,8 @@ def _resolve_audio(path: str, files: StudyFiles, clip_id: str) -> Path | None:
     return None
 
 
-def read_study(files: StudyFiles) -> dict[str, Any]:
-    """Read and cross-check every input; every problem is listed before giving up."""
-    problems: list[str] = []
+def _read_assignments(files: StudyFiles) -> pd.DataFrame:
+    """The assignments table with its columns checked and ``trial``/``first_clip`` as integers."""
     asg = _read_table(files.assignments)
     for col in ("participant_id", "condition", "trial", "prompt_id", "first_clip"):
         if col not in asg.columns:
@@ -196,11 +195,12 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
                 f"{files.assignments}: row {i + 2}, column {col}: {asg[col].iloc[i]!r} is not a non-negative integer"
             )
         asg[col] = asg[col].astype(int)
-    stim = _read_table(files.stimuli)
-    if "prompt_id" not in stim.columns:
-        raise StudyLoadError(f"{files.stimuli}: missing column 'prompt_id'")
-    prompts = read_prompts(files)
-    known = set(stim["prompt_id"]) | {ATTENTION}
+    return asg
+
+
+def _assignment_problems(asg: pd.DataFrame, known: set[str], prompts: dict[str, dict[str, Any]]) -> list[str]:
+    """Each assignment row's problems, then each participant's (one condition, trials 0..n)."""
+    problems: list[str] = []
     for row in asg.itertuples(index=False):
         if row.condition not in ("text", "audio"):
             problems.append(f"assignments: {row.participant_id} trial {row.trial}: condition {row.condition!r}")
@@ -220,43 +220,60 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
         trials = sorted(grp["trial"])
         if trials != list(range(len(trials))):
             problems.append(f"assignments: participant {pid}: trials {trials} are not 0..n")
+    return problems
+
+
+def _attach_audio(asg: pd.DataFrame, clips: dict[str, dict[str, Any]], files: StudyFiles, problems: list[str]) -> None:
+    """Fill each clip's ``path`` and ``duration_s`` from the manifest; append what is wrong to ``problems``."""
+    if files.manifest is None or not Path(files.manifest).is_file():
+        problems.append("the audio condition needs the audio manifest (manifest.csv)")
+        return
+    man = _read_table(files.manifest)
+    for col in ("clip_id", "path"):
+        if col not in man.columns:
+            raise StudyLoadError(f"{files.manifest}: missing column {col!r}")
+    by_clip = {str(r.clip_id): r for r in man.itertuples(index=False)}
+    audio_prompts = set(asg.loc[asg["condition"] == "audio", "prompt_id"])
+    for cid, c in clips.items():
+        row = by_clip.get(cid)
+        if row is None:
+            if c["prompt_id"] in audio_prompts:
+                problems.append(f"clip {cid}: not in the audio manifest")
+            continue
+        path = _resolve_audio(str(row.path), files, cid)
+        if path is None:
+            if c["prompt_id"] in audio_prompts:
+                problems.append(f"clip {cid}: audio file {row.path!r} not found")
+            continue
+        raw = str(getattr(row, "duration_s", "")).strip()
+        try:
+            expected = float(raw) if raw else None
+        except ValueError:
+            problems.append(f"clip {cid}: {files.manifest}: duration_s {raw!r} is not a number")
+            continue
+        duration, problem = check_wav(path, expected)
+        if problem is not None:
+            problems.append(f"clip {cid}: audio file {path} {problem}")
+            continue
+        c["path"], c["duration_s"] = str(path), duration
+
+
+def read_study(files: StudyFiles) -> dict[str, Any]:
+    """Read and cross-check every input; every problem is listed before giving up."""
+    asg = _read_assignments(files)
+    stim = _read_table(files.stimuli)
+    if "prompt_id" not in stim.columns:
+        raise StudyLoadError(f"{files.stimuli}: missing column 'prompt_id'")
+    prompts = read_prompts(files)
+    known = set(stim["prompt_id"]) | {ATTENTION}
+    problems = _assignment_problems(asg, known, prompts)
     used_prompts = set(asg["prompt_id"])
     clips: dict[str, dict[str, Any]] = {}
     for p in used_prompts:
         for r in (0, 1):
             clips[f"{p}_{r}"] = {"clip_id": f"{p}_{r}", "prompt_id": p, "response": r, "path": None, "duration_s": None}
     if (asg["condition"] == "audio").any():
-        if files.manifest is None or not Path(files.manifest).is_file():
-            problems.append("the audio condition needs the audio manifest (manifest.csv)")
-        else:
-            man = _read_table(files.manifest)
-            for col in ("clip_id", "path"):
-                if col not in man.columns:
-                    raise StudyLoadError(f"{files.manifest}: missing column {col!r}")
-            by_clip = {str(r.clip_id): r for r in man.itertuples(index=False)}
-            audio_prompts = set(asg.loc[asg["condition"] == "audio", "prompt_id"])
-            for cid, c in clips.items():
-                row = by_clip.get(cid)
-                if row is None:
-                    if c["prompt_id"] in audio_prompts:
-                        problems.append(f"clip {cid}: not in the audio manifest")
-                    continue
-                path = _resolve_audio(str(row.path), files, cid)
-                if path is None:
-                    if c["prompt_id"] in audio_prompts:
-                        problems.append(f"clip {cid}: audio file {row.path!r} not found")
-                    continue
-                raw = str(getattr(row, "duration_s", "")).strip()
-                try:
-                    expected = float(raw) if raw else None
-                except ValueError:
-                    problems.append(f"clip {cid}: {files.manifest}: duration_s {raw!r} is not a number")
-                    continue
-                duration, problem = check_wav(path, expected)
-                if problem is not None:
-                    problems.append(f"clip {cid}: audio file {path} {problem}")
-                    continue
-                c["path"], c["duration_s"] = str(path), duration
+        _attach_audio(asg, clips, files, problems)
     if problems:
         shown = "\n".join(f"  - {p}" for p in problems[:50])
         raise StudyLoadError(f"{len(problems)} problem(s) with the study:\n{shown}")

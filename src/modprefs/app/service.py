@@ -749,6 +749,112 @@ def _payload(
     return (int(trial), kind, response, fld, None if value is None else float(value), int(t))
 
 
+def _fetch_times(s: Session, p: Participant, st: SlotTrial) -> dict[str, float]:
+    """clip_id -> server time the participant first fetched the trial's clip (fetched clips only)."""
+    return dict(
+        s.execute(
+            select(Fetch.clip_id, Fetch.first_ts).where(
+                Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"])
+            )
+        )
+        .tuples()
+        .all()
+    )
+
+
+def _refusal(
+    e: dict[str, Any],
+    response: int | None,
+    p: Participant,
+    st: SlotTrial,
+    settings: Settings,
+    stored: list[dict[str, Any]],
+    clips: dict[int, Clip | None],
+    fetched: dict[str, float],
+    ts: float,
+) -> str | None:
+    """Why a first ``ended`` (audio) or ``reveal`` (text) is implausible, or None (every other event: None)."""
+    if (
+        e["kind"] == "ended"
+        and p.condition == "audio"
+        and response is not None
+        and response not in plausibility.heard_clips(stored)
+    ):
+        clip = clips[response]
+        return plausibility.check_listen(
+            stored,
+            response,
+            ts,
+            clip.duration_s if clip else None,
+            fetched.get(f"{st.prompt_id}_{response}"),
+            settings.timing_tolerance_s,
+        )
+    if e["kind"] == "reveal" and p.condition == "text" and not plausibility.revealed(stored):
+        return plausibility.check_reveal(stored, ts, settings.text_min_read_s, settings.timing_tolerance_s)
+    return None
+
+
+def _add_event(
+    s: Session,
+    p: Participant,
+    trial: int,
+    seq: int,
+    e: dict[str, Any],
+    response: int | None,
+    ts: float,
+    refused: str | None,
+) -> dict[str, Any]:
+    """Add one event row to the session; returns it in the form ``_events_of`` gives."""
+    s.add(
+        Event(
+            participant=p.id,
+            trial=trial,
+            seq=seq,
+            eid=e["eid"],
+            kind=e["kind"],
+            response=response,
+            field=e["field"],
+            value=e["x"],
+            client_ms=e["t"],
+            server_ts=ts,
+            refused=refused,
+        )
+    )
+    return {
+        "seq": seq,
+        "eid": e["eid"],
+        "kind": e["kind"],
+        "response": response,
+        "field": e["field"],
+        "value": e["x"],
+        "t": e["t"],
+        "server_ts": ts,
+        "refused": refused,
+    }
+
+
+def _note_refusal(
+    s: Session, p: Participant, trial: int, e: dict[str, Any], what: str, refused: str, receipt: EventReceipt
+) -> None:
+    """Report a refused ``ended``/``reveal`` in the receipt and record it as an incident."""
+    receipt.refused.append(
+        {
+            "id": e["eid"],
+            "pos": e["pos"],
+            "kind": e["kind"],
+            "reason": refused,
+            "message": plausibility.MESSAGES[refused],
+        }
+    )
+    _incident(
+        s,
+        p,
+        trial,
+        "listen_refused" if e["kind"] == "ended" else "reveal_refused",
+        f"{e['kind']} of {what} refused: {plausibility.MESSAGES[refused]}",
+    )
+
+
 def _store_events(
     s: Session,
     p: Participant,
@@ -772,15 +878,7 @@ def _store_events(
     room = MAX_EVENTS_PER_TRIAL - len(stored)
     next_seq = max((e["seq"] for e in stored), default=-1) + 1
     clips = {r: s.get(Clip, f"{st.prompt_id}_{r}") for r in (0, 1)}
-    fetched = dict(
-        s.execute(
-            select(Fetch.clip_id, Fetch.first_ts).where(
-                Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"])
-            )
-        )
-        .tuples()
-        .all()
-    )
+    fetched = _fetch_times(s, p, st)
     ts = now()
     # the submission first, so that a full trial still records it
     for e in [e for e in events if e["kind"] == "submit"] + [e for e in events if e["kind"] != "submit"]:
@@ -802,74 +900,15 @@ def _store_events(
         if room <= 0:
             receipt.ignored += 1
             continue
-        refused = None
-        if (
-            e["kind"] == "ended"
-            and p.condition == "audio"
-            and response is not None
-            and response not in plausibility.heard_clips(stored)
-        ):
-            clip = clips[response]
-            refused = plausibility.check_listen(
-                stored,
-                response,
-                ts,
-                clip.duration_s if clip else None,
-                fetched.get(f"{st.prompt_id}_{response}"),
-                settings.timing_tolerance_s,
-            )
-        elif e["kind"] == "reveal" and p.condition == "text" and not plausibility.revealed(stored):
-            refused = plausibility.check_reveal(stored, ts, settings.text_min_read_s, settings.timing_tolerance_s)
-        s.add(
-            Event(
-                participant=p.id,
-                trial=trial,
-                seq=next_seq,
-                eid=e["eid"],
-                kind=e["kind"],
-                response=response,
-                field=e["field"],
-                value=e["x"],
-                client_ms=e["t"],
-                server_ts=ts,
-                refused=refused,
-            )
-        )
-        stored.append(
-            {
-                "seq": next_seq,
-                "eid": e["eid"],
-                "kind": e["kind"],
-                "response": response,
-                "field": e["field"],
-                "value": e["x"],
-                "t": e["t"],
-                "server_ts": ts,
-                "refused": refused,
-            }
-        )
+        refused = _refusal(e, response, p, st, settings, stored, clips, fetched, ts)
+        stored.append(_add_event(s, p, trial, next_seq, e, response, ts, refused))
         seen[e["eid"]] = payload
         next_seq += 1
         room -= 1
         receipt.stored += 1
         if refused:
             what = f"response {pos_of.get(response, '?')}" if e["kind"] == "ended" else "Response B"
-            receipt.refused.append(
-                {
-                    "id": e["eid"],
-                    "pos": e["pos"],
-                    "kind": e["kind"],
-                    "reason": refused,
-                    "message": plausibility.MESSAGES[refused],
-                }
-            )
-            _incident(
-                s,
-                p,
-                trial,
-                "listen_refused" if e["kind"] == "ended" else "reveal_refused",
-                f"{e['kind']} of {what} refused: {plausibility.MESSAGES[refused]}",
-            )
+            _note_refusal(s, p, trial, e, what, refused, receipt)
     s.flush()
     return stored
 
