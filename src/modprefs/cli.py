@@ -139,6 +139,12 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         default=REPO / STATS_DEFAULTS["modality_terms"],
         help="words left out of the justification analysis",
     )
+    _add_stats_resampling_args(st)
+    return st
+
+
+def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
+    """``stats``' options on the seed, the intervals, the resampling counts and the ICC test."""
     st.add_argument(
         "--seed", type=_count, default=STATS_DEFAULTS["seed"], help="seed of every bootstrap and permutation stream"
     )
@@ -201,7 +207,6 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         default=STATS_DEFAULTS["ci_level"],
         help="two-sided level of every interval, in (0, 1)",
     )
-    return st
 
 
 def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:

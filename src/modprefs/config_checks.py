@@ -12,7 +12,7 @@ once, each prefixed with the config file and line that set the key (:mod:`modpre
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,60 @@ def _judges_problems(judges: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def _check_screening(
+    screening: Mapping[str, Any], base: Path, problems: list[Problem], readable: Callable[[str, str], bool]
+) -> None:
+    """Append the screening's problems: a language it cannot detect, an unreadable harmful-terms list."""
+    language = screening.get("language")
+    if language:
+        from modprefs.sampling.screening import detectable_languages
+
+        if language not in detectable_languages():
+            problems.append(
+                (
+                    ("sampling", "screening", "language"),
+                    f"sampling.screening.language: {language!r} is not a language the screening can detect "
+                    f"(ISO 639-1: {', '.join(detectable_languages())})",
+                )
+            )
+    if "harmful_terms" in screening and readable("sampling.screening.harmful_terms", screening["harmful_terms"]):
+        from modprefs.sampling.screening import ScreeningError, WordListModerator
+
+        try:
+            WordListModerator.from_file(base / screening["harmful_terms"])
+        except ScreeningError as err:
+            problems.append((("sampling", "screening", "harmful_terms"), f"sampling.screening.harmful_terms: {err}"))
+
+
+def _audio_qc_problems(config: Mapping[str, Any]) -> list[Problem]:
+    """The audio QC thresholds' problem, if any (unknown metric, bad bound)."""
+    thresholds = (config.get("audio_qc") or {}).get("thresholds") or {}
+    if not thresholds:
+        return []
+    import math
+
+    from modprefs.speech.qc import QC_COLUMNS, check_thresholds
+
+    try:
+        check_thresholds(dict.fromkeys(QC_COLUMNS, math.nan), thresholds)
+    except ValueError as err:
+        return [(("audio_qc", "thresholds"), f"audio_qc.thresholds: {err}")]
+    return []
+
+
+def _ratings_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
+    """The ``ratings`` section's problems, each under its dotted key (or ``ratings``)."""
+    from modprefs.ratings.sources import ratings_config_problems  # noqa: PLC0415
+
+    problems: list[Problem] = []
+    for message in ratings_config_problems(config["ratings"], base):
+        key = message.split(":", 1)[0]
+        problems.append(
+            (tuple(key.split(".")) if key.startswith("ratings.") and " " not in key else ("ratings",), message)
+        )
+    return problems
+
+
 def check_config(
     config: Mapping[str, Any], base_dir: str | Path = ".", sources: Sequence[ConfigSource] | None = None
 ) -> None:
@@ -178,26 +232,7 @@ def check_config(
             read_attention_check(base / config["attention_check"])
         except AttentionCheckError as err:
             problems.append((("attention_check",), f"attention_check: {err}"))
-    screening = config["sampling"].get("screening", {})
-    language = screening.get("language")
-    if language:
-        from modprefs.sampling.screening import detectable_languages
-
-        if language not in detectable_languages():
-            problems.append(
-                (
-                    ("sampling", "screening", "language"),
-                    f"sampling.screening.language: {language!r} is not a language the screening can detect "
-                    f"(ISO 639-1: {', '.join(detectable_languages())})",
-                )
-            )
-    if "harmful_terms" in screening and readable("sampling.screening.harmful_terms", screening["harmful_terms"]):
-        from modprefs.sampling.screening import ScreeningError, WordListModerator
-
-        try:
-            WordListModerator.from_file(base / screening["harmful_terms"])
-        except ScreeningError as err:
-            problems.append((("sampling", "screening", "harmful_terms"), f"sampling.screening.harmful_terms: {err}"))
+    _check_screening(config["sampling"].get("screening", {}), base, problems, readable)
 
     if "modality_terms" in config["stats"]:
         readable("stats.modality_terms", config["stats"]["modality_terms"])
@@ -214,25 +249,10 @@ def check_config(
         )
 
     problems += _tts_problems(config["tts"], base)
-    thresholds = (config.get("audio_qc") or {}).get("thresholds") or {}
-    if thresholds:
-        import math
-
-        from modprefs.speech.qc import QC_COLUMNS, check_thresholds
-
-        try:
-            check_thresholds(dict.fromkeys(QC_COLUMNS, math.nan), thresholds)
-        except ValueError as err:
-            problems.append((("audio_qc", "thresholds"), f"audio_qc.thresholds: {err}"))
+    problems += _audio_qc_problems(config)
     problems += _judges_problems(config.get("judges") or {})
 
-    from modprefs.ratings.sources import ratings_config_problems  # noqa: PLC0415
-
-    for message in ratings_config_problems(config["ratings"], base):
-        key = message.split(":", 1)[0]
-        problems.append(
-            (tuple(key.split(".")) if key.startswith("ratings.") and " " not in key else ("ratings",), message)
-        )
+    problems += _ratings_problems(config, base)
 
     if problems:
         raise ConfigError(format_problems(problems, sources))

@@ -167,6 +167,12 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
         default=30,
         help="seconds an idle HTTP connection is kept open (default 30)",
     )
+    _add_serve_trial_args(sv)
+    _add_serve_rate_args(sv)
+
+
+def _add_serve_trial_args(sv: argparse.ArgumentParser) -> None:
+    """``serve``'s options on the trials: timing tolerance, the text reveal, the headphone check."""
     sv.add_argument(
         "--timing-tolerance",
         type=_number(0),
@@ -198,6 +204,10 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
         help="audio condition: the antiphase headphone screening before the first trial; record "
         "keeps everyone (exclude at export), require ends the session on a fail (default off)",
     )
+
+
+def _add_serve_rate_args(sv: argparse.ArgumentParser) -> None:
+    """``serve``'s rate-limit options: the window and the per-IP, per-id and per-session limits."""
     sv.add_argument(
         "--rate-window",
         type=_number(0, strict=True),
