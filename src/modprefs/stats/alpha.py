@@ -68,7 +68,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -605,6 +605,37 @@ def _pooled_matrix(
     return mat, cond.reindex(mat.index.astype(str)).to_numpy(dtype=str)
 
 
+def _condition_alpha(
+    sub: pd.DataFrame,
+    c: str,
+    level: Level,
+    domain: np.ndarray | Sequence[float] | None,
+    n_boot: int,
+    rng: np.random.Generator,
+    ci_level: float,
+) -> dict[str, Any]:
+    """One condition's columns of an :func:`alpha_table` row: counts, alpha and its bootstrap interval."""
+    from modprefs.stats.resampling import stimulus_bootstrap  # noqa: PLC0415
+
+    sub = sub.loc[:, sub.notna().any(axis=0)]
+    m = sub.notna().sum(axis=0).to_numpy()
+    row: dict[str, Any] = {
+        f"n_coders_{c}": int(sub.shape[0]),
+        f"n_units_{c}": int(sub.shape[1]),
+        f"n_pairable_units_{c}": int((m >= 2).sum()),
+        f"coders_per_unit_{c}": float(m.mean()) if m.size else np.nan,
+    }
+    if (m >= 2).any():
+        feats = alpha_features(sub, level, domain)
+        row[f"alpha_{c}"] = float(alpha_from_unit_features(feats.unit_features(), level))
+        boot = stimulus_bootstrap(sub.shape[1], functools.partial(bootstrap_alpha, feats), n_boot, rng)
+        lo, hi = boot.ci(ci_level) if n_boot else (np.nan, np.nan)
+        row.update({f"lo_{c}": lo, f"hi_{c}": hi, f"n_boot_failed_{c}": boot.n_failed})
+    else:
+        row.update({f"alpha_{c}": np.nan, f"lo_{c}": np.nan, f"hi_{c}": np.nan, f"n_boot_failed_{c}": 0})
+    return row
+
+
 def alpha_table(
     ratings: pd.DataFrame,
     trials: pd.DataFrame,
@@ -633,7 +664,7 @@ def alpha_table(
     Seeds: ``SeedSequence(seed).spawn(3)`` one per metric (in :data:`ALPHA_METRICS` order), each
     spawning (bootstrap of conditions[0], bootstrap of conditions[1], permutations).
     """
-    from modprefs.stats.resampling import make_rng, permutation_test_between_groups, stimulus_bootstrap  # noqa: PLC0415
+    from modprefs.stats.resampling import make_rng, permutation_test_between_groups  # noqa: PLC0415
 
     if not 0 < ci_level < 1:
         raise ValueError(f"ci_level must be in (0, 1), got {ci_level}")
@@ -654,25 +685,7 @@ def alpha_table(
             "ci_level": ci_level,
         }
         for c, rng in zip(conditions, (rng_a, rng_b)):
-            sub = mat[cond == c]
-            sub = sub.loc[:, sub.notna().any(axis=0)]
-            m = sub.notna().sum(axis=0).to_numpy()
-            row.update(
-                {
-                    f"n_coders_{c}": int(sub.shape[0]),
-                    f"n_units_{c}": int(sub.shape[1]),
-                    f"n_pairable_units_{c}": int((m >= 2).sum()),
-                    f"coders_per_unit_{c}": float(m.mean()) if m.size else np.nan,
-                }
-            )
-            if (m >= 2).any():
-                feats = alpha_features(sub, level, domain)
-                row[f"alpha_{c}"] = float(alpha_from_unit_features(feats.unit_features(), level))
-                boot = stimulus_bootstrap(sub.shape[1], functools.partial(bootstrap_alpha, feats), n_boot, rng)
-                lo, hi = boot.ci(ci_level) if n_boot else (np.nan, np.nan)
-                row.update({f"lo_{c}": lo, f"hi_{c}": hi, f"n_boot_failed_{c}": boot.n_failed})
-            else:
-                row.update({f"alpha_{c}": np.nan, f"lo_{c}": np.nan, f"hi_{c}": np.nan, f"n_boot_failed_{c}": 0})
+            row.update(_condition_alpha(mat[cond == c], c, level, domain, n_boot, rng, ci_level))
         if mat.shape[0] and (mat.notna().sum(axis=0) >= 2).any():
             pooled = alpha_features(mat, level, domain)
             perm = permutation_test_between_groups(

@@ -308,6 +308,70 @@ def participant_mean_trial_time(trials: pd.DataFrame, participants: pd.DataFrame
     return pd.DataFrame({"n_trials": g.size(), "mean_trial_s": g.mean()}).reset_index()
 
 
+def _fisher_row(condition: pd.Series, measure: str, label: str, population: str, event: np.ndarray) -> dict:
+    """A :func:`session_long` row of percentages with Fisher's exact test (``event`` per participant)."""
+    counts = {}
+    for c in CONDITIONS:
+        m = (condition == c).to_numpy()
+        counts[c] = (int(event[m].sum()), int(m.sum()))
+    res = fisher_2x2(
+        counts["text"][0],
+        counts["text"][1] - counts["text"][0],
+        counts["audio"][0],
+        counts["audio"][1] - counts["audio"][0],
+    )
+    empty = [c for c in CONDITIONS if counts[c][1] == 0]
+    return dict(
+        measure=measure,
+        label=label,
+        population=population,
+        text=_pct(*counts["text"]),
+        text_sd=math.nan,
+        text_count=counts["text"][0],
+        n_text=counts["text"][1],
+        audio=_pct(*counts["audio"]),
+        audio_sd=math.nan,
+        audio_count=counts["audio"][0],
+        n_audio=counts["audio"][1],
+        test=FISHER_TEST,
+        U=math.nan,
+        U_text=math.nan,
+        U_audio=math.nan,
+        r_rb=math.nan,
+        odds_ratio=res["odds_ratio"],
+        p=res["p"],
+        reason=_join(res["reason"], *(f"no recruited participants in {c}" for c in empty)),
+    )
+
+
+def _mw_row(measure: str, label: str, population: str, values: dict[str, np.ndarray]) -> dict:
+    """A :func:`session_long` row of M (SD) with the Mann-Whitney U test (``values`` per condition)."""
+    ms = {c: mean_sd(values[c]) for c in CONDITIONS}
+    res = mann_whitney(values["text"], values["audio"])
+    thin = [f"SD needs at least 2 participants in {c}" for c in CONDITIONS if ms[c][2] == 1]
+    return dict(
+        measure=measure,
+        label=label,
+        population=population,
+        text=ms["text"][0],
+        text_sd=ms["text"][1],
+        text_count=math.nan,
+        n_text=ms["text"][2],
+        audio=ms["audio"][0],
+        audio_sd=ms["audio"][1],
+        audio_count=math.nan,
+        n_audio=ms["audio"][2],
+        test=MW_TEST,
+        U=res["U_text"],
+        U_text=res["U_text"],
+        U_audio=res["U_audio"],
+        r_rb=res["r_rb"],
+        odds_ratio=math.nan,
+        p=res["p"],
+        reason=_join(res["reason"], *thin),
+    )
+
+
 def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
     """Table 3 (§4.2) in long numeric form, one row per measure, text and audio side by side.
 
@@ -339,68 +403,9 @@ def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     completed = as_bool(p["completed"]).fillna(False).to_numpy()
     rows = []
 
-    def fisher_row(measure: str, label: str, population: str, event: np.ndarray) -> dict:
-        counts = {}
-        for c in CONDITIONS:
-            m = (p["condition"] == c).to_numpy()
-            counts[c] = (int(event[m].sum()), int(m.sum()))
-        res = fisher_2x2(
-            counts["text"][0],
-            counts["text"][1] - counts["text"][0],
-            counts["audio"][0],
-            counts["audio"][1] - counts["audio"][0],
-        )
-        empty = [c for c in CONDITIONS if counts[c][1] == 0]
-        return dict(
-            measure=measure,
-            label=label,
-            population=population,
-            text=_pct(*counts["text"]),
-            text_sd=math.nan,
-            text_count=counts["text"][0],
-            n_text=counts["text"][1],
-            audio=_pct(*counts["audio"]),
-            audio_sd=math.nan,
-            audio_count=counts["audio"][0],
-            n_audio=counts["audio"][1],
-            test=FISHER_TEST,
-            U=math.nan,
-            U_text=math.nan,
-            U_audio=math.nan,
-            r_rb=math.nan,
-            odds_ratio=res["odds_ratio"],
-            p=res["p"],
-            reason=_join(res["reason"], *(f"no recruited participants in {c}" for c in empty)),
-        )
-
-    def mw_row(measure: str, label: str, population: str, values: dict[str, np.ndarray]) -> dict:
-        ms = {c: mean_sd(values[c]) for c in CONDITIONS}
-        res = mann_whitney(values["text"], values["audio"])
-        thin = [f"SD needs at least 2 participants in {c}" for c in CONDITIONS if ms[c][2] == 1]
-        return dict(
-            measure=measure,
-            label=label,
-            population=population,
-            text=ms["text"][0],
-            text_sd=ms["text"][1],
-            text_count=math.nan,
-            n_text=ms["text"][2],
-            audio=ms["audio"][0],
-            audio_sd=ms["audio"][1],
-            audio_count=math.nan,
-            n_audio=ms["audio"][2],
-            test=MW_TEST,
-            U=res["U_text"],
-            U_text=res["U_text"],
-            U_audio=res["U_audio"],
-            r_rb=res["r_rb"],
-            odds_ratio=math.nan,
-            p=res["p"],
-            reason=_join(res["reason"], *thin),
-        )
-
     rows.append(
-        fisher_row(
+        _fisher_row(
+            p["condition"],
             "completed_pct",
             "Completed (%)",
             "all recruited; non-completer = passed, not completed",
@@ -409,7 +414,7 @@ def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     )
     comp = p[passed & completed]
     rows.append(
-        mw_row(
+        _mw_row(
             "session_min",
             "Session duration, min",
             "completers (passed and completed)",
@@ -418,7 +423,7 @@ def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     )
     pm = participant_mean_trial_time(trials, p)
     rows.append(
-        mw_row(
+        _mw_row(
             "trial_s",
             "Trial duration, sec",
             "analysed (passed), participants' mean decision_time_s over response trials",
@@ -427,14 +432,14 @@ def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     )
     ana = p[passed]
     rows.append(
-        mw_row(
+        _mw_row(
             "difficulty",
             "Difficulty rating",
             "analysed with a difficulty answer",
             {c: as_float(ana.loc[ana.condition == c, "difficulty"]).to_numpy() for c in CONDITIONS},
         )
     )
-    rows.append(fisher_row("failed_attention_pct", "Failed attention (%)", "all recruited", ~passed))
+    rows.append(_fisher_row(p["condition"], "failed_attention_pct", "Failed attention (%)", "all recruited", ~passed))
     return pd.DataFrame(rows, columns=SESSION_LONG_COLUMNS)
 
 
@@ -581,19 +586,7 @@ def behaviour_table(
             audio_only,
         )
     )
-    order_reason = (
-        ""
-        if np.isfinite(t["_rep_first"]).any()
-        else "presentation order unknown (pass assignments or ratings) or no replay counts"
-    )
-    for measure, label, col in (
-        ("replays_first", "Replays of the first-presented clip per trial", "_rep_first"),
-        ("replays_second", "Replays of the second-presented clip per trial", "_rep_second"),
-    ):
-        row = _mean_row(t, measure, label, "replays", col, audio_only, test=False)
-        row["reason"] = _join(row["reason"], order_reason)
-        rows.append(row)
-    rows.append(_replays_difference_row(t, order_reason))
+    rows += _replay_rows(t)
     rows.append(
         _mean_row(t, "rating_changes", "Rating reversals per trial", "reversals", "_changes", CONDITIONS, test=True)
     )
@@ -611,6 +604,25 @@ def behaviour_table(
     )
     rows.append(_mean_row(t, "deliberation_s", "Deliberation time (s)", "s", "_delib", audio_only, test=False))
     return pd.DataFrame(rows, columns=BEHAVIOUR_COLUMNS)
+
+
+def _replay_rows(t: pd.DataFrame) -> list[dict]:
+    """:func:`behaviour_table`'s replay rows: first- and second-presented clip, then their difference."""
+    order_reason = (
+        ""
+        if np.isfinite(t["_rep_first"]).any()
+        else "presentation order unknown (pass assignments or ratings) or no replay counts"
+    )
+    rows = []
+    for measure, label, col in (
+        ("replays_first", "Replays of the first-presented clip per trial", "_rep_first"),
+        ("replays_second", "Replays of the second-presented clip per trial", "_rep_second"),
+    ):
+        row = _mean_row(t, measure, label, "replays", col, ("audio",), test=False)
+        row["reason"] = _join(row["reason"], order_reason)
+        rows.append(row)
+    rows.append(_replays_difference_row(t, order_reason))
+    return rows
 
 
 def _behaviour_trials(

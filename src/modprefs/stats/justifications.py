@@ -251,6 +251,53 @@ class JustificationAnalysis:
         }
 
 
+def _empty_terms() -> pd.DataFrame:
+    """A term table (:data:`TERM_COLUMNS`) without rows, its columns typed."""
+    return pd.DataFrame(
+        {
+            c: pd.Series(dtype=d)
+            for c, d in zip(
+                TERM_COLUMNS,
+                ["object", "int64", "int64", "float64", "float64", "float64", "float64", "float64", "bool", "object"],
+            )
+        }
+    )
+
+
+def _term_table(
+    vocab: np.ndarray,
+    docs_audio: np.ndarray,
+    docs_text: np.ndarray,
+    na: int,
+    nt: int,
+    correction: bool,
+    alpha: float,
+) -> pd.DataFrame:
+    """Each tested term's presence test and BH q-value (:data:`TERM_COLUMNS`), sorted by q, p, term."""
+    stats = [presence_test(a, na, t, nt, correction) for a, t in zip(docs_audio, docs_text)]
+    chi2 = np.array([s[0] for s in stats], dtype=float)
+    p = np.array([s[1] for s in stats], dtype=float)
+    q = benjamini_hochberg(p)
+    prop_a, prop_t = docs_audio / na, docs_text / nt
+    more_in = np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal"))
+    table = pd.DataFrame(
+        {
+            "term": vocab.astype(str),
+            "docs_audio": docs_audio,
+            "docs_text": docs_text,
+            "prop_audio": prop_a,
+            "prop_text": prop_t,
+            "chi2": chi2,
+            "p": p,
+            "q": q,
+            "significant": q <= alpha,
+            "more_in": more_in,
+        },
+        columns=TERM_COLUMNS,
+    )
+    return table.sort_values(["q", "p", "term"], kind="mergesort").reset_index(drop=True)
+
+
 def analyze_justifications(
     trials: pd.DataFrame,
     participants: pd.DataFrame,
@@ -270,15 +317,7 @@ def analyze_justifications(
     excluded_stems = exclusion_stems(exclude_terms)
     docs = select_justifications(trials, participants)
     n_docs = {c: int((docs["condition"] == c).sum()) for c in CONDITIONS}
-    empty = pd.DataFrame(
-        {
-            c: pd.Series(dtype=d)
-            for c, d in zip(
-                TERM_COLUMNS,
-                ["object", "int64", "int64", "float64", "float64", "float64", "float64", "float64", "bool", "object"],
-            )
-        }
-    )
+    empty = _empty_terms()
     if min(n_docs.values()) == 0:
         log.warning(
             "justifications: no analysed justifications in %s; nothing tested",
@@ -303,28 +342,7 @@ def analyze_justifications(
     vocab, docs_audio, docs_text = vocab[keep], docs_audio[keep], docs_text[keep]
 
     na, nt = n_docs["audio"], n_docs["text"]
-    stats = [presence_test(a, na, t, nt, correction) for a, t in zip(docs_audio, docs_text)]
-    chi2 = np.array([s[0] for s in stats], dtype=float)
-    p = np.array([s[1] for s in stats], dtype=float)
-    q = benjamini_hochberg(p)
-    prop_a, prop_t = docs_audio / na, docs_text / nt
-    more_in = np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal"))
-    table = pd.DataFrame(
-        {
-            "term": vocab.astype(str),
-            "docs_audio": docs_audio,
-            "docs_text": docs_text,
-            "prop_audio": prop_a,
-            "prop_text": prop_t,
-            "chi2": chi2,
-            "p": p,
-            "q": q,
-            "significant": q <= alpha,
-            "more_in": more_in,
-        },
-        columns=TERM_COLUMNS,
-    )
-    table = table.sort_values(["q", "p", "term"], kind="mergesort").reset_index(drop=True)
+    table = _term_table(vocab, docs_audio, docs_text, na, nt, correction, alpha)
     result = JustificationAnalysis(table, n_docs, int(keep.size), int(keep.sum()), excluded, min_df, correction, alpha)
     log.info(
         "justifications: %d analysed (%d audio, %d text); TF-IDF vocabulary %d terms (min_df=%s), "

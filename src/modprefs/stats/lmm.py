@@ -528,6 +528,56 @@ def _random_effects(
     return out
 
 
+def _x_names(x_names: list[str] | None, p: int) -> list[str]:
+    """The names of X's ``p`` columns: ``x_names`` checked, or "x0", "x1", ..."""
+    if x_names is None:
+        x_names = [f"x{j}" for j in range(p)]
+    if len(x_names) != p:
+        raise ValueError(f"{len(x_names)} x_names for {p} columns of X")
+    return x_names
+
+
+def _start_theta(model: ProfiledLmm, theta0: np.ndarray | None, diag: np.ndarray) -> np.ndarray:
+    """The optimiser's start: ``theta0`` or lme4's, with diagonal entries at least 1e-3."""
+    start = _start(model) if theta0 is None else np.asarray(theta0, dtype=float).reshape(model.n_theta)
+    start = start.copy()
+    start[diag] = np.maximum(start[diag], 1e-3)  # theta_j = 0 is stationary for intercepts; start off it
+    return start
+
+
+def _ols_scale(y: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(b0, resid0, scale): the OLS fit, its residuals and residual SD; ``ValueError`` when y has no variance."""
+    n, p = X.shape
+    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid0 = y - X @ b0
+    scale = float(np.sqrt(resid0 @ resid0 / (n - p)))
+    if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
+        raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
+    return b0, resid0, scale
+
+
+def _satterthwaite(
+    model: ProfiledLmm,
+    reml: bool,
+    theta: np.ndarray,
+    sigma2: float,
+    scale: float,
+    ev: Evaluation,
+    vcov: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(df, vcov_varpar, failure): Satterthwaite df of the fixed effects, or NaN df and the message's addition."""
+    df = np.full(vcov.shape[0], np.nan)
+    sigma = float(np.sqrt(sigma2))
+    try:
+        H = _deviance_hessian(model, reml, theta, sigma, scale, ev)
+    except np.linalg.LinAlgError as err:
+        return df, None, f"; Satterthwaite df not available: deviance Hessian failed ({err})"
+    vcov_varpar = 2.0 * _pinv_eigen(H)
+    assert ev.dainv_beta is not None  # evaluated with vcov_jac=satterthwaite
+    jac = np.concatenate([sigma2 * ev.dainv_beta, (2.0 * sigma * ev.ainv_beta)[None]], axis=0)
+    return satterthwaite_df(vcov, jac, vcov_varpar), vcov_varpar, ""
+
+
 def fit_lmm(
     y: np.ndarray,
     X: np.ndarray,
@@ -563,21 +613,11 @@ def fit_lmm(
     X = np.asarray(X, dtype=float)
     codes, levels, Zs = _check_inputs(y, X, re_terms)
     n, p = X.shape
-    if x_names is None:
-        x_names = [f"x{j}" for j in range(p)]
-    if len(x_names) != p:
-        raise ValueError(f"{len(x_names)} x_names for {p} columns of X")
-    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid0 = y - X @ b0
-    scale = float(np.sqrt(resid0 @ resid0 / (n - p)))
-    if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
-        raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
+    x_names = _x_names(x_names, p)
+    b0, resid0, scale = _ols_scale(y, X)
     model = ProfiledLmm(resid0 / scale, X, codes, [lev.size for lev in levels], Zs)
-    start = _start(model) if theta0 is None else np.asarray(theta0, dtype=float).reshape(model.n_theta)
     diag = _diag_mask(model)
-    start = start.copy()
-    start[diag] = np.maximum(start[diag], 1e-3)  # theta_j = 0 is stationary for intercepts; start off it
-    theta, ok, n_eval, message = _optimise(model, reml, start)
+    theta, ok, n_eval, message = _optimise(model, reml, _start_theta(model, theta0, diag))
     ev = model.evaluate(theta, reml, grad=True, vcov_jac=satterthwaite)
     nu = _nu(model, reml)
     sigma2 = ev.r2 / nu * scale * scale
@@ -586,19 +626,9 @@ def fit_lmm(
     se = np.sqrt(np.diag(vcov))
     tval = beta / se
     z = scipy.stats.norm.ppf(0.975)
-    df = np.full(p, np.nan)
-    vcov_varpar = None
-    if satterthwaite:
-        sigma = float(np.sqrt(sigma2))
-        try:
-            H = _deviance_hessian(model, reml, theta, sigma, scale, ev)
-        except np.linalg.LinAlgError as err:
-            message += f"; Satterthwaite df not available: deviance Hessian failed ({err})"
-        else:
-            vcov_varpar = 2.0 * _pinv_eigen(H)
-            assert ev.dainv_beta is not None  # evaluated with vcov_jac=satterthwaite
-            jac = np.concatenate([sigma2 * ev.dainv_beta, (2.0 * sigma * ev.ainv_beta)[None]], axis=0)
-            df = satterthwaite_df(vcov, jac, vcov_varpar)
+    no_df: tuple[np.ndarray, np.ndarray | None, str] = (np.full(p, np.nan), None, "")
+    df, vcov_varpar, failure = _satterthwaite(model, reml, theta, sigma2, scale, ev, vcov) if satterthwaite else no_df
+    message += failure
     pval = 2.0 * scipy.stats.t.sf(np.abs(tval), df)
     tq = scipy.stats.t.ppf(0.975, df)
     objective = ev.f + nu * np.log(scale * scale)
