@@ -362,6 +362,16 @@ async def preflight(client: AsyncOpenAI, cfg: JudgeConfig, models: set[str]) -> 
         )
 
 
+def _add_usage(usage: dict[str, int], resp: Any) -> None:
+    """Add one completion's token counts (audio prompt tokens included) to ``usage``."""
+    if resp.usage:
+        usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
+        usage["completion_tokens"] += resp.usage.completion_tokens or 0
+        usage["total_tokens"] += resp.usage.total_tokens or 0
+        details = getattr(resp.usage, "prompt_tokens_details", None)
+        usage["audio_prompt_tokens"] += (getattr(details, "audio_tokens", None) or 0) if details else 0
+
+
 class _Runner:
     def __init__(self, cfg: JudgeConfig, client: AsyncOpenAI, stats: RunStats, bar) -> None:
         self.cfg, self.client, self.stats, self.bar = cfg, client, stats, bar
@@ -461,12 +471,7 @@ class _Runner:
             content = msg.content if msg else None
             refusal = getattr(msg, "refusal", None) if msg else None
             parsed = parse_rating(content, refusal)
-            if resp.usage:
-                usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
-                usage["completion_tokens"] += resp.usage.completion_tokens or 0
-                usage["total_tokens"] += resp.usage.total_tokens or 0
-                details = getattr(resp.usage, "prompt_tokens_details", None)
-                usage["audio_prompt_tokens"] += (getattr(details, "audio_tokens", None) or 0) if details else 0
+            _add_usage(usage, resp)
             attempts.append(
                 {
                     "ask": ask,
@@ -493,8 +498,29 @@ class _Runner:
         if status == "failed" and error_kind in {"parse", "range", "refusal"}:
             reason = f"{reason} (after {len(attempts)} asks)"
         cost = self._cost(u.model, usage) if attempts else 0.0
+        outcome = {
+            "status": status,
+            "rating": rating,
+            "reason": reason,
+            "error_kind": error_kind,
+            "reply": attempts[-1]["reply"] if attempts else None,
+            "attempts": attempts,
+            "asks": len(attempts),
+            "transport_retries": retries,
+            "tokens": usage,
+            "latency_s": round(time.monotonic() - t_start, 4),
+            "cost_usd": cost,
+        }
+        record = self._record(u, outcome)
+        rec.write_record(u.path, record)
+        self._tally(status, cost)
+        return record
+
+    def _record(self, u: _Unit, outcome: dict[str, Any]) -> dict[str, Any]:
+        """The unit's record: what was asked (schema, hash, judge, item, request), ``outcome``, the time."""
+        cfg = self.cfg
         it = u.item
-        record = {
+        return {
             "schema": rec.RECORD_SCHEMA,
             "request_hash": u.hash,
             "judge": cfg.judge_label(u.model),
@@ -511,20 +537,12 @@ class _Runner:
             "params": cfg.params,
             "response_format": u.response_format,
             "request": u.canonical,
-            "status": status,
-            "rating": rating,
-            "reason": reason,
-            "error_kind": error_kind,
-            "reply": attempts[-1]["reply"] if attempts else None,
-            "attempts": attempts,
-            "asks": len(attempts),
-            "transport_retries": retries,
-            "tokens": usage,
-            "latency_s": round(time.monotonic() - t_start, 4),
-            "cost_usd": cost,
+            **outcome,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        rec.write_record(u.path, record)
+
+    def _tally(self, status: str, cost: float | None) -> None:
+        """Count one finished unit in the run's stats and advance the progress bar."""
         self.stats.ok += status == "ok"
         self.stats.failed += status != "ok"
         self.stats.spend_usd += cost or 0.0
@@ -537,7 +555,6 @@ class _Runner:
                 usd=f"{self.stats.spend_usd:.4f}",
                 refresh=False,
             )
-        return record
 
 
 async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path) -> RunResult:

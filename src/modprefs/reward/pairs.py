@@ -197,6 +197,34 @@ def _pairs_from_means(
     return rows
 
 
+def _human_ratings(ratings: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
+    """The human ratings of the study's clips (conditions checked; no attention check, no missing rating)."""
+    require_columns(ratings, ["participant_id", "condition", "prompt_id", "clip_id", "rating"], "ratings.csv")
+    r = ratings.astype({"prompt_id": str, "clip_id": str})
+    bad = sorted(set(r["condition"].dropna().astype(str)) - set(MODALITIES))
+    if bad:
+        raise PairDataError(f"ratings.csv column condition has value(s) {bad}; expected text/audio")
+    r = r[r["clip_id"].isin(stim["clip_id"]) & r["rating"].notna()]
+    if "trial" in r.columns:
+        r = r[r["trial"] != 0]
+    return r
+
+
+def _judge_ratings(judges: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
+    """The AI judges' successful numeric response-quality ratings of the study's clips."""
+    require_columns(
+        judges, ["modality", "kind", "prompt_id", "clip_id", "sample", "rating", "status"], "judges ratings.csv"
+    )
+    j = judges.astype({"prompt_id": str, "clip_id": str})
+    j = j[
+        (j["kind"] == "response_quality")
+        & (j["status"] == "ok")
+        & j["rating"].notna()
+        & j["clip_id"].isin(stim["clip_id"])
+    ]
+    return j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
+
+
 def study_pairs(
     ratings: pd.DataFrame | None,
     stimuli: pd.DataFrame,
@@ -228,16 +256,8 @@ def study_pairs(
     skipped: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
     if "human" in sources and ratings is not None:
-        require_columns(ratings, ["participant_id", "condition", "prompt_id", "clip_id", "rating"], "ratings.csv")
-        r = ratings.astype({"prompt_id": str, "clip_id": str})
-        bad = sorted(set(r["condition"].dropna().astype(str)) - set(MODALITIES))
-        if bad:
-            raise PairDataError(f"ratings.csv column condition has value(s) {bad}; expected text/audio")
-        r = r[r["clip_id"].isin(stim["clip_id"]) & r["rating"].notna()]
-        if "trial" in r.columns:
-            r = r[r["trial"] != 0]
         rows += _pairs_from_means(
-            _mean_ratings(r, "condition"),
+            _mean_ratings(_human_ratings(ratings, stim), "condition"),
             "human",
             stim,
             manifest,
@@ -248,19 +268,8 @@ def study_pairs(
             criterion_by_modality,
         )
     if "judge" in sources and judges is not None:
-        require_columns(
-            judges, ["modality", "kind", "prompt_id", "clip_id", "sample", "rating", "status"], "judges ratings.csv"
-        )
-        j = judges.astype({"prompt_id": str, "clip_id": str})
-        j = j[
-            (j["kind"] == "response_quality")
-            & (j["status"] == "ok")
-            & j["rating"].notna()
-            & j["clip_id"].isin(stim["clip_id"])
-        ]
-        j = j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
         rows += _pairs_from_means(
-            _mean_ratings(j, "modality"),
+            _mean_ratings(_judge_ratings(judges, stim), "modality"),
             "judge",
             stim,
             manifest,

@@ -116,17 +116,7 @@ def review_round(
     if on_exhausted not in ON_EXHAUSTED:
         raise ValueError(f"audio_qc.on_exhausted must be one of {ON_EXHAUSTED}, got {on_exhausted!r}")
     failed = failed_prompts(qc, clips)
-    round_ids = set(prompts["prompt_id"].astype(str))
-    outside = sorted(pid for pid in failed if pid not in round_ids)
-    if outside:
-        reasons = "; ".join(failed[pid] for pid in outside)
-        fix = (
-            "A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
-            "holding the attention check) and rerun with --forcerun audio_review to render it again"
-            if "unreadable" in reasons
-            else "Reword the attention check (config attention_check) or adjust audio_qc.thresholds"
-        )
-        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
+    _check_attention_clips(failed, prompts)
     empty_prompts = prompts.iloc[0:0]
     removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
     if not failed:
@@ -144,20 +134,47 @@ def review_round(
         )
     else:
         replacements = empty_prompts
-        removals = pd.DataFrame.from_records(
-            [
-                {
-                    "conversation_id": p.conversation_id,
-                    "stratum": p.stratum,
-                    "reason": "audio_quality",
-                    "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
-                    "replaced_by": "",
-                }
-                for p in prompts.itertuples(index=False)
-                if p.prompt_id in failed
-            ],
-            columns=REMOVAL_COLUMNS,
+        removals = _dropped(prompts, failed, max_rounds)
+    return _decisions(round_index, prompts, failed, removals), replacements, removals
+
+
+def _check_attention_clips(failed: Mapping[str, str], prompts: pd.DataFrame) -> None:
+    """Raise :class:`AudioReviewError` when a failed prompt is not the round's (the attention check)."""
+    round_ids = set(prompts["prompt_id"].astype(str))
+    outside = sorted(pid for pid in failed if pid not in round_ids)
+    if outside:
+        reasons = "; ".join(failed[pid] for pid in outside)
+        fix = (
+            "A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
+            "holding the attention check) and rerun with --forcerun audio_review to render it again"
+            if "unreadable" in reasons
+            else "Reword the attention check (config attention_check) or adjust audio_qc.thresholds"
         )
+        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
+
+
+def _dropped(prompts: pd.DataFrame, failed: Mapping[str, str], max_rounds: int) -> pd.DataFrame:
+    """Removals (``REMOVAL_COLUMNS``) of the failed prompts dropped once the replacement rounds are used up."""
+    return pd.DataFrame.from_records(
+        [
+            {
+                "conversation_id": p.conversation_id,
+                "stratum": p.stratum,
+                "reason": "audio_quality",
+                "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
+                "replaced_by": "",
+            }
+            for p in prompts.itertuples(index=False)
+            if p.prompt_id in failed
+        ],
+        columns=REMOVAL_COLUMNS,
+    )
+
+
+def _decisions(
+    round_index: int, prompts: pd.DataFrame, failed: Mapping[str, str], removals: pd.DataFrame
+) -> pd.DataFrame:
+    """One decision row per prompt of the round (:data:`DECISION_COLUMNS`): keep, replace or drop."""
     replaced_by = dict(
         zip(
             removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
@@ -180,7 +197,7 @@ def review_round(
                 "replaced_by": replaced_by.get(str(p.conversation_id), ""),
             }
         )
-    return pd.DataFrame(decisions, columns=DECISION_COLUMNS), replacements, removals
+    return pd.DataFrame(decisions, columns=DECISION_COLUMNS)
 
 
 def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:

@@ -247,6 +247,33 @@ def load_voice(path: Path, style_dim: int, key: str = "voice_path") -> Any:
     return pack.float()
 
 
+def _read_config(path: Path) -> tuple[dict[str, Any], int]:
+    """A Kokoro ``config.json`` and its ``style_dim``; ``ValueError`` when unreadable or lacking a key."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        lacking = [k for k in CONFIG_KEYS if k not in config]
+        style_dim = int(config["style_dim"]) if not lacking else 0
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"tts.config_path {str(path)!r} is not a Kokoro config.json: {err!r}") from err
+    if lacking:
+        raise ValueError(f"tts.config_path {str(path)!r} is not a Kokoro config.json: it lacks {', '.join(lacking)}")
+    return config, style_dim
+
+
+def _build_model(KModel: Any, repo_id: str, config: dict[str, Any], model_path: Path, config_path: Path) -> Any:
+    """Build kokoro's ``KModel`` from ``config`` and the weights file; ``ValueError`` when they do not match."""
+    with warnings.catch_warnings():  # weight_norm deprecation, LSTM dropout with 1 layer: upstream noise
+        warnings.simplefilter("ignore", category=FutureWarning)
+        warnings.simplefilter("ignore", category=UserWarning)
+        try:
+            return KModel(repo_id=repo_id, config=config, model=str(model_path))
+        except (AssertionError, RuntimeError, KeyError) as err:
+            raise ValueError(
+                f"tts.model_path {str(model_path)!r} does not load into the model of "
+                f"tts.config_path {str(config_path)!r}: {type(err).__name__}: {err}"
+            ) from err
+
+
 def _checkpoint(path: Path) -> Mapping[str, Any]:
     import torch
 
@@ -356,32 +383,14 @@ class KokoroTorchBackend:
         self.voice = str(voice) if voice else self.voice_path.stem
         self.model = f"{self.repo_id}/{self.model_path.name}" if local_model is None else f"file:{self.model_path.name}"
 
-        try:
-            config = json.loads(self.config_path.read_text(encoding="utf-8"))
-            lacking = [k for k in CONFIG_KEYS if k not in config]
-            style_dim = int(config["style_dim"]) if not lacking else 0
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"tts.config_path {str(self.config_path)!r} is not a Kokoro config.json: {err!r}") from err
-        if lacking:
-            raise ValueError(
-                f"tts.config_path {str(self.config_path)!r} is not a Kokoro config.json: it lacks {', '.join(lacking)}"
-            )
+        config, style_dim = _read_config(self.config_path)
         pack = load_voice(self.voice_path, style_dim)
         ckpt = _checkpoint(self.model_path)
 
         # 2. G2P (offline spaCy), then the model
         self._pipeline = make_pipeline(self.lang, repo_id=self.repo_id, model=False)
         torch.set_num_threads(self.threads)
-        with warnings.catch_warnings():  # weight_norm deprecation, LSTM dropout with 1 layer: upstream noise
-            warnings.simplefilter("ignore", category=FutureWarning)
-            warnings.simplefilter("ignore", category=UserWarning)
-            try:
-                kmodel = KModel(repo_id=self.repo_id, config=config, model=str(self.model_path))
-            except (AssertionError, RuntimeError, KeyError) as err:
-                raise ValueError(
-                    f"tts.model_path {str(self.model_path)!r} does not load into the model of "
-                    f"tts.config_path {str(self.config_path)!r}: {type(err).__name__}: {err}"
-                ) from err
+        kmodel = _build_model(KModel, self.repo_id, config, self.model_path, self.config_path)
         _check_covers(kmodel, ckpt, self.model_path)
         del ckpt
         self._model = kmodel.to(self.device).eval()
