@@ -170,3 +170,61 @@ def test_failing_attention_check_cannot_be_replaced():
     clips = _clips(first, attention=True)
     with pytest.raises(AudioReviewError, match="attention-check clip"):
         review_round(0, first, clips, _qc(clips, {"attn_1"}), inter, set(), SAMPLING, 3, _passes, max_rounds=3)
+
+
+def test_review_and_final_sample_from_files_match_the_tables(tmp_path, monkeypatch):
+    import modprefs.sampling.audio_review as ar
+
+    monkeypatch.setattr(ar, "screen_from_config", lambda screening, harmful_terms: _passes)
+    inter = _interactions(200)
+    first = _draw(inter)
+    clips0 = _clips(first, attention=True)
+    qc0 = _qc(clips0, {f"{first['prompt_id'].iloc[1]}_0"})
+    paths = {"prompts": tmp_path / "prompts.csv", "shard": tmp_path / "shard.csv", "qc": tmp_path / "qc.csv"}
+    for df, key in ((first, "prompts"), (clips0, "shard"), (qc0, "qc")):
+        df.to_csv(paths[key], index=False)
+    inter.to_parquet(tmp_path / "conversations.parquet")
+    got = ar.review_round_files(
+        0,
+        paths["prompts"],
+        [paths["shard"]],
+        [paths["qc"]],
+        [],
+        tmp_path / "conversations.parquet",
+        tmp_path / "terms.txt",
+        SAMPLING,
+        3,
+        2,
+        "error",
+    )
+    read = dict(dtype={"prompt_id": str, "conversation_id": str, "clip_id": str}, keep_default_na=False)
+    prompts = pd.read_csv(paths["prompts"], **read)
+    want = review_round(
+        0,
+        prompts,
+        pd.read_csv(paths["shard"], **read),
+        pd.read_csv(paths["qc"], **read),
+        pd.read_parquet(tmp_path / "conversations.parquet"),
+        set(),
+        SAMPLING,
+        3,
+        _passes,
+        2,
+        first_draw_order=ar.used_conversations([], prompts)[1],
+    )
+    for g, w in zip(got, want):
+        pd.testing.assert_frame_equal(g.reset_index(drop=True), w.reset_index(drop=True), check_dtype=False)
+    dec, rep, rem = got
+    clips1 = _clips(rep)
+    dec1, rep1, rem1 = review_round(1, rep, clips1, _qc(clips1, set()), inter, set(), SAMPLING, 3, _passes, 2)
+    tables = {"dec0": dec, "rep0": rep, "rem0": rem, "dec1": dec1, "rep1": rep1, "rem1": rem1}
+    for key, df in tables.items():
+        df.to_csv(tmp_path / f"{key}.csv", index=False)
+    final, removals, review = ar.final_sample_files(
+        paths["prompts"],
+        [tmp_path / "dec0.csv", tmp_path / "dec1.csv"],
+        [tmp_path / "rep0.csv", tmp_path / "rep1.csv"],
+        [tmp_path / "rem0.csv", tmp_path / "rem1.csv"],
+    )
+    assert len(review) == len(dec) + len(dec1) and len(removals) == len(rem) + len(rem1) == 1
+    assert list(final["prompt_id"]) == list(final_prompts(prompts, [(dec, rep), (dec1, rep1)])["prompt_id"])

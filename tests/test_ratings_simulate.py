@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
-from modprefs.ratings.ingest import validate_ratings_dir
+from modprefs.ratings.ingest import validate_as_collected, validate_ratings_dir
 from modprefs.ratings.justification_text import aspect_weights
 from modprefs.ratings.schema import load_table_schema
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
@@ -53,6 +53,9 @@ def test_round_trip_through_ingest(sim, design, tmp_path):
     write_tables(tmp_path, ratings, trials, parts)
     tables = validate_ratings_dir(tmp_path, stim)
     assert len(tables["ratings"]) == len(ratings)
+    validate_as_collected({"ratings": ratings, "trials": trials, "participants": parts}, stim)  # the adapter's check
+    with pytest.raises(Exception, match="rating"):
+        validate_as_collected({"ratings": ratings.assign(rating=1000), "trials": trials, "participants": parts}, stim)
 
 
 def test_ratings_are_integers_in_range_and_audio_quality_audio_only(sim):

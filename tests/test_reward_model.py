@@ -21,12 +21,13 @@ from modprefs.reward.evaluate import (
     read_eval,
     summary_tables,
     transfer_table,
+    write_summary_files,
 )
 from modprefs.reward.examples import Example, Turn
 from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, load_reward_model
 from modprefs.reward.pooling import POOLINGS
 from modprefs.reward.synthetic import SR, fidelity_pairs, speechlike
-from modprefs.reward.train import TrainConfig, train_reward_model
+from modprefs.reward.train import TrainConfig, metrics_message, run_message, train_reward_model
 
 torch.set_num_threads(2)
 BACKBONE = {"name": "minilm-logmel", "dim": 32, "max_audio_s": 2.0, "mixer_layers": 1}
@@ -187,6 +188,22 @@ def test_train_run_folder_and_evaluation_with_ood_engines(pairs: pd.DataFrame, t
     assert set(types.index) == {"noise", "clipping", "lowpass", "modality"}
     assert types.loc["noise", "label"].startswith("clean vs degraded") and types.loc["noise", "all_n"] > 0
     assert types.loc["modality", "caveat"] == "no human-speech corpus configured"
+    (tmp_path / "pairs_summary.json").write_text(json.dumps({"skipped": {"modality": "none"}}))
+    write_summary_files(["main"], [tmp_path / "eval" / "eval.json"], tmp_path / "pairs_summary.json", tmp_path / "sum")
+    assert (
+        pd.read_csv(tmp_path / "sum" / "runs.csv").loc[0, "run"] == "main" and (tmp_path / "sum" / "runs.md").is_file()
+    )
     # the evaluation reproduces the run's own scores
     own = pd.read_csv(run / "scores.csv")
     np.testing.assert_allclose(again["scores"]["r_chosen"], own["r_chosen"], atol=1e-5)
+
+
+def test_run_log_lines():
+    pairs = pd.DataFrame({"category": ["noise", "noise", "modality"]})
+    train = TrainConfig()
+    assert run_message("r1", pairs, "m", train) == (
+        f"run r1: 3 pairs ({{'noise': 2, 'modality': 1}}), model m, train {train}"
+    )
+    metrics = {"train": {"accuracy": 0.91234}, "val": {"accuracy": 0.66666}, "timing": {"total_s": 12.34}}
+    assert metrics_message("r1", metrics) == "run r1: train acc 0.912, val 0.667, 12.3 s"
+    assert metrics_message("r1", {**metrics, "val": None}) == "run r1: train acc 0.912, val None, 12.3 s"

@@ -15,8 +15,16 @@ import pytest
 import soundfile as sf
 
 from modprefs.speech import backends
-from modprefs.speech.clips import read_study_clips, shard, study_clips
-from modprefs.speech.render import MANIFEST_COLUMNS, ClipRenderError, audio_qc, combine_manifests, render_clips
+from modprefs.speech.clips import read_study_clips, shard, study_clips, study_shard
+from modprefs.speech.render import (
+    MANIFEST_COLUMNS,
+    ClipRenderError,
+    audio_qc,
+    combine_manifests,
+    empty_manifest,
+    render_clips,
+    render_shard,
+)
 from modprefs.speech.text import speakable_text
 
 # ---------------------------------------------------------------- text
@@ -135,6 +143,10 @@ def test_read_study_clips_keeps_string_ids(tmp_path: Path) -> None:
     clips = read_study_clips(tmp_path / "prompts.csv", tmp_path / "conversations.parquet", tmp_path / "attn.json")
     assert clips["clip_id"].tolist()[2:4] == ["007_0", "007_1"]
     assert clips["text"].tolist()[2] == "three a"
+    part, n_clips = study_shard(
+        tmp_path / "prompts.csv", tmp_path / "conversations.parquet", tmp_path / "attn.json", 1, 4
+    )
+    assert n_clips == len(clips) and part.equals(shard(clips, 1, 4))
 
 
 # ---------------------------------------------------------------- rendering with a fake backend
@@ -170,6 +182,18 @@ def test_render_clips_with_fake_backend(tmp_path: Path) -> None:
     assert row["peak"] == pytest.approx(0.5, abs=1e-3) and row["clipping_ratio"] == 0.0
     assert row["spoken_text"] == "Hello there." and row["n_chars_spoken"] == 12
     assert sorted(p.name for p in (tmp_path / "clips").iterdir()) == ["attn_0.wav", "attn_1.wav", "c3_0.wav"]
+
+
+def test_render_shard_loads_the_backend_once_and_not_for_an_empty_shard(tmp_path: Path, monkeypatch) -> None:
+    import modprefs.speech.render as render
+
+    loaded = []
+    monkeypatch.setattr(render, "get_backend", lambda tts, threads: loaded.append((tts, threads)) or ToneBackend())
+    clips = study_clips(*_tables(), ATTENTION).head(3)
+    assert render_shard(clips.head(0), {"backend": "tone"}, 2, tmp_path / "clips").equals(empty_manifest())
+    assert loaded == []
+    manifest = render_shard(clips, {"backend": "tone"}, 2, tmp_path / "clips")
+    assert loaded == [({"backend": "tone"}, 2)] and manifest["clip_id"].tolist() == ["attn_0", "attn_1", "c3_0"]
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from modprefs.judges.client import JudgeItem, build_items
+from modprefs.speech.clips import read_attention_check
 
 MODALITY_KINDS = {"text": ("response_quality",), "audio": ("response_quality", "audio_quality")}
 
@@ -82,3 +84,22 @@ def attention_check_items(
                 )
             )
     return items
+
+
+def read_modality_items(
+    modality: str,
+    prompts_csv: str | os.PathLike[str],
+    manifest_csv: str | os.PathLike[str] | None,
+    attention_check_json: str | os.PathLike[str],
+    conversations_parquet: str | os.PathLike[str],
+) -> list[JudgeItem]:
+    """One modality's judge items from the workflow's files: the attention check's, then every final prompt's.
+
+    ``manifest_csv``: the audio manifest (audio modality), or None (text).
+    """
+    ids = dict.fromkeys(("prompt_id", "conversation_id", "clip_id"), str)
+    prompts = pd.read_csv(prompts_csv, dtype=ids, keep_default_na=False)
+    manifest = pd.read_csv(manifest_csv, dtype=ids, keep_default_na=False) if manifest_csv is not None else None
+    return attention_check_items(read_attention_check(attention_check_json), manifest, modality) + study_items(
+        pd.read_parquet(conversations_parquet), prompts, manifest, modality
+    )

@@ -41,6 +41,7 @@ order from the ratings' ``presented_first``, not from assignments.csv.
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -594,3 +595,12 @@ def write_valid(valid: ValidRatings, paths: Mapping[str, str | Path]) -> None:
 def _row_of(parts: pd.DataFrame | None, pid: object) -> int:
     assert parts is not None
     return int(parts.index[parts["participant_id"] == pid][0])
+
+
+def validate_as_collected(tables: Mapping[str, pd.DataFrame], stimuli: pd.DataFrame) -> None:
+    """Validate ratings, trials and participants tables as collected ones: written as CSV files to a
+    temporary folder and checked there by :func:`validate_ratings_dir` (raises as it does)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, df in tables.items():
+            df.to_csv(Path(tmp) / f"{name}.csv", index=False)
+        validate_ratings_dir(tmp, stimuli)

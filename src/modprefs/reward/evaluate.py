@@ -431,3 +431,16 @@ def read_eval(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "scores": pd.read_csv(out / "scores.csv"),
         "drift": pd.read_csv(out / "drift.csv"),
     }
+
+
+def write_summary_files(
+    runs: Sequence[str],
+    eval_files: Sequence[str | os.PathLike[str]],
+    pairs_summary_json: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+) -> None:
+    """:func:`write_summary` of the runs whose eval.json files are ``eval_files`` (one per run, in order),
+    with the pair files' summary read from ``pairs_summary_json``."""
+    evals = {run: read_eval(Path(p).parent) for run, p in zip(runs, eval_files)}
+    pairs_summary = json.loads(Path(pairs_summary_json).read_text())
+    write_summary(evals, out_dir, pairs_summary)

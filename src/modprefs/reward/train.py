@@ -23,7 +23,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -591,3 +591,14 @@ def plot_curve(history: list[dict[str, Any]], target: str | os.PathLike[str], ti
     with atomic_path(target) as tmp:
         fig.savefig(tmp, dpi=100)
     plt.close(fig)
+
+
+def run_message(run: str, pairs: pd.DataFrame, model: str, train: TrainConfig) -> str:
+    """The line that opens a training run's log: its pairs by category, the model and the training settings."""
+    return f"run {run}: {len(pairs)} pairs ({pairs['category'].value_counts().to_dict()}), model {model}, train {train}"
+
+
+def metrics_message(run: str, metrics: Mapping[str, Any]) -> str:
+    """The line that closes a training run's log: train and validation accuracy, total seconds."""
+    val = metrics["val"] and round(metrics["val"]["accuracy"], 3)
+    return f"run {run}: train acc {metrics['train']['accuracy']:.3f}, val {val}, {metrics['timing']['total_s']:.1f} s"

@@ -14,17 +14,23 @@ The attention check cannot be replaced: if its clips fail QC the review stops wi
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
-from modprefs.sampling.screening import ScreeningResult
+from modprefs.sampling.screening import ScreeningResult, screen_from_config
 
 DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action", "replaced_by"]
 ON_EXHAUSTED = ("error", "drop")
+PathLike = str | os.PathLike[str]
+
+log = logging.getLogger(__name__)
 
 
 class AudioReviewError(UserInputError, RuntimeError):
@@ -217,3 +223,78 @@ def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.
     if undecided:
         raise ValueError(f"prompt(s) {undecided} were drawn but never reviewed (is a round missing?)")
     return candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)
+
+
+def review_round_files(
+    round_index: int,
+    prompts: PathLike,
+    shards: Sequence[PathLike],
+    qc: Sequence[PathLike],
+    used: Sequence[PathLike],
+    conversations: PathLike,
+    harmful_terms: str | Path,
+    sampling: Mapping[str, Any],
+    seed: int,
+    max_rounds: int,
+    on_exhausted: str,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`review_round` on the workflow's files (the round's prompts, shard manifests, QC tables, the
+    tables of earlier draws and removals, the candidate pool); logs each action and the round's counts.
+
+    Returns ``(decisions, replacements, removals)`` as :func:`review_round` does.
+    """
+    read: dict[str, Any] = dict(
+        dtype={"prompt_id": str, "conversation_id": str, "clip_id": str, "replaced_by": str}, keep_default_na=False
+    )
+    round_prompts = pd.read_csv(prompts, **read)
+    clips, qc_table = (pd.concat([pd.read_csv(p, **read) for p in paths], ignore_index=True) for paths in (shards, qc))
+    used_ids, first_order = used_conversations([pd.read_csv(p, **read) for p in used], round_prompts)
+    screen = screen_from_config(sampling.get("screening", {}), harmful_terms)
+    decisions, replacements, removals = review_round(
+        round_index,
+        round_prompts,
+        clips,
+        qc_table,
+        pd.read_parquet(conversations),
+        used_ids,
+        sampling,
+        seed,
+        screen,
+        max_rounds,
+        on_exhausted,
+        first_order,
+    )
+    for d in decisions[decisions["action"] != "keep"].itertuples():
+        log.info(
+            "round %d: %s %s (%s)%s",
+            round_index,
+            d.action,
+            d.prompt_id,
+            d.detail,
+            f" -> {d.replaced_by}" if d.replaced_by else "",
+        )
+    log.info(
+        "round %d: %d prompts reviewed, %d kept, %d replacements to render",
+        round_index,
+        len(decisions),
+        int((decisions["action"] == "keep").sum()),
+        len(replacements),
+    )
+    return decisions, replacements, removals
+
+
+def final_sample_files(
+    first_draw: PathLike, decisions: Sequence[PathLike], replacements: Sequence[PathLike], removals: Sequence[PathLike]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(final prompts, every removal in order, every round's decisions) from the workflow's files.
+
+    ``removals``: the first draw's screening removals, then each review round's removals.
+    """
+    read: dict[str, Any] = dict(
+        dtype={"prompt_id": str, "conversation_id": str, "replaced_by": str}, keep_default_na=False
+    )
+    round_decisions = [pd.read_csv(p, **read) for p in decisions]
+    round_replacements = [pd.read_csv(p, **read) for p in replacements]
+    prompts = final_prompts(pd.read_csv(first_draw, **read), list(zip(round_decisions, round_replacements)))
+    all_removals = pd.concat([pd.read_csv(p, **read) for p in removals], ignore_index=True)
+    return prompts, all_removals, pd.concat(round_decisions, ignore_index=True)

@@ -192,3 +192,15 @@ def read_study_clips(
     conversations = pd.read_parquet(conversations_parquet)
     attention_check = None if attention_check_json is None else read_attention_check(attention_check_json)
     return study_clips(prompts, conversations, attention_check)
+
+
+def study_shard(
+    prompts_csv: str | os.PathLike[str],
+    conversations_parquet: str | os.PathLike[str],
+    attention_check_json: str | os.PathLike[str] | None,
+    shard_index: int,
+    shard_size: int,
+) -> tuple[pd.DataFrame, int]:
+    """(shard ``shard_index`` of the study's clips (:func:`shard`), the number of the study's clips)."""
+    clips = read_study_clips(prompts_csv, conversations_parquet, attention_check_json)
+    return shard(clips, shard_index, shard_size), len(clips)

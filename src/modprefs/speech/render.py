@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import soundfile as sf
 
 from modprefs.errors import UserInputError
 from modprefs.io import atomic_path
-from modprefs.speech.backends import TTSBackend
+from modprefs.speech.backends import TTSBackend, get_backend
 from modprefs.speech.text import speakable_text
 
 __all__ = [
@@ -297,3 +297,20 @@ def combine_manifests(shards: Iterable[pd.DataFrame]) -> pd.DataFrame:
     if dup:
         raise ValueError(f"audio manifest: clip_id appears in more than one row: {dup[:10]}")
     return manifest
+
+
+def render_shard(
+    part: pd.DataFrame,
+    tts: Mapping[str, Any],
+    threads: int,
+    clip_dir: str | os.PathLike[str],
+    inject_silence: Iterable[str] = (),
+) -> pd.DataFrame:
+    """Render one shard's clips with the backend ``tts`` configures, loaded once (logged with its load time);
+    an empty shard loads nothing and gives the header-only manifest (:func:`empty_manifest`)."""
+    if part.empty:
+        return empty_manifest()
+    start = time.perf_counter()
+    backend = get_backend(tts, threads=threads)
+    log.info("backend %r ready in %.1f s", backend, time.perf_counter() - start)
+    return render_clips(part, backend, Path(clip_dir), inject_silence=inject_silence)
