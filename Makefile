@@ -35,10 +35,11 @@ test-fast: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -n $(CORES) -m "not slow and not integration and not slurm and not r" --durations=15
 
 # the lint gate (CI runs it before the tests): ruff's E, F, I, B and UP rules (settings in pyproject.toml),
-# snakefmt's formatting of the workflow files, Snakemake's own linter on the workflow with the embedded config, and
-# mypy on src/ ([tool.mypy] in pyproject.toml)
+# ruff format's formatting of the Python sources, snakefmt's formatting of the workflow files, Snakemake's own
+# linter on the workflow with the embedded config, and mypy on src/ ([tool.mypy] in pyproject.toml)
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 	$(VENV)/bin/snakemake --lint --cores 1 --quiet all
 	$(VENV)/bin/mypy

@@ -55,5 +55,8 @@ class Clock:
         return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
     def seconds(self) -> dict[str, float]:
-        return {"wall_s": round(time.perf_counter() - self.wall, 1), "cpu_s": round(self._cpu() - self.cpu, 1),
-                "load_average_1min": round(os.getloadavg()[0], 1)}
+        return {
+            "wall_s": round(time.perf_counter() - self.wall, 1),
+            "cpu_s": round(self._cpu() - self.cpu, 1),
+            "load_average_1min": round(os.getloadavg()[0], 1),
+        }

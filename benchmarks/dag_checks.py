@@ -63,8 +63,22 @@ def _median_seconds(fn, repeat: int) -> tuple[float, list[float]]:
 
 def _dry_run_seconds(checkout: Path, work: Path) -> float:
     """One ``snakemake -n`` of the PRISM-scale config in ``work`` with ``checkout``'s Snakefile."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(checkout / "Snakefile"), "--directory", str(work),
-           "--configfile", str(work / "config.yaml"), "-n", "--cores", "2", "--quiet", "rules"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(checkout / "Snakefile"),
+        "--directory",
+        str(work),
+        "--configfile",
+        str(work / "config.yaml"),
+        "-n",
+        "--cores",
+        "2",
+        "--quiet",
+        "rules",
+    ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(checkout / "src")}
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
@@ -99,8 +113,11 @@ def compare_dry_runs(baseline: str, runs: int, data: Path, tmp: Path) -> dict:
         times["this checkout"].append(round(_dry_run_seconds(ROOT, work), 2))
         times[f"baseline {baseline}"].append(round(_dry_run_seconds(old, work), 2))
     medians = {k: statistics.median(v) for k, v in times.items()}
-    return {"runs": times, "medians": medians,
-            "ratio_this_over_baseline": round(medians["this checkout"] / medians[f"baseline {baseline}"], 3)}
+    return {
+        "runs": times,
+        "medians": medians,
+        "ratio_this_over_baseline": round(medians["this checkout"] / medians[f"baseline {baseline}"], 3),
+    }
 
 
 def main() -> None:
@@ -117,8 +134,9 @@ def main() -> None:
         data = make_prism_scale.write(tmp / "prism_scale.jsonl")
         cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
         cfg["data"]["source"] = str(data)
-        cfg["sampling"].update(n_prompts=make_prism_scale.N_CONVERSATIONS,
-                               long_fraction=make_prism_scale.long_fraction_for())
+        cfg["sampling"].update(
+            n_prompts=make_prism_scale.N_CONVERSATIONS, long_fraction=make_prism_scale.long_fraction_for()
+        )
         check_config(cfg, ROOT)  # warm imports and caches
         whole, whole_runs = _median_seconds(lambda: check_config(cfg, ROOT), args.repeat)
         data_only, data_runs = _median_seconds(lambda: _data_problems(cfg, data), args.repeat)
@@ -140,19 +158,33 @@ def main() -> None:
 
     result = {
         "what": "start-of-run config checks and clip fingerprints at PRISM scale",
-        "machine": {"python": platform.python_version(), "cpus_visible": os.cpu_count(),
-                    "load_average_1min": round(os.getloadavg()[0], 2)},
-        "check_config_seconds": {"median": round(whole, 3), "runs": whole_runs,
-                                 "data_part_median": round(data_only, 3), "data_part_runs": data_runs,
-                                 "conversations": make_prism_scale.N_CONVERSATIONS},
-        "clip_fingerprint": {"clips": args.clips, "wav_seconds_each": 20, "median_seconds": round(fp, 4),
-                             "runs": fp_runs, "per_clip_ms": round(1000 * fp / args.clips, 3),
-                             "extrapolated_prism_scale_seconds": round(fp / args.clips * PRISM_CLIPS, 3)},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus_visible": os.cpu_count(),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+        },
+        "check_config_seconds": {
+            "median": round(whole, 3),
+            "runs": whole_runs,
+            "data_part_median": round(data_only, 3),
+            "data_part_runs": data_runs,
+            "conversations": make_prism_scale.N_CONVERSATIONS,
+        },
+        "clip_fingerprint": {
+            "clips": args.clips,
+            "wav_seconds_each": 20,
+            "median_seconds": round(fp, 4),
+            "runs": fp_runs,
+            "per_clip_ms": round(1000 * fp / args.clips, 3),
+            "extrapolated_prism_scale_seconds": round(fp / args.clips * PRISM_CLIPS, 3),
+        },
         "dry_run_prism_scale": comparison or "not measured (--baseline)",
-        "notes": ["a dry run of a fresh folder fingerprints nothing (no manifests yet); once rendered, a DAG "
-                  "build fingerprints every clip once per reading rule: the study clips for audio_qc and each "
-                  "other engine's clips for its engine_manifest (3 x 6,228 at PRISM scale with two engines)",
-                  "the checks run in the main Snakemake process only, not again inside each SLURM job"],
+        "notes": [
+            "a dry run of a fresh folder fingerprints nothing (no manifests yet); once rendered, a DAG "
+            "build fingerprints every clip once per reading rule: the study clips for audio_qc and each "
+            "other engine's clips for its engine_manifest (3 x 6,228 at PRISM scale with two engines)",
+            "the checks run in the main Snakemake process only, not again inside each SLURM job",
+        ],
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n")

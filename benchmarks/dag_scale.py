@@ -49,8 +49,18 @@ TARGET_S = 20.0
 
 
 def _cmd(workdir: Path, *args: str) -> list[str]:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        *args,
+    ]
     if shutil.which("taskset") and (os.cpu_count() or 1) > 2:
         cmd = ["taskset", "-c", "0,1", *cmd]
     return cmd
@@ -96,8 +106,9 @@ def main() -> None:
         data = make_prism_scale.write(Path(tmp) / "prism_scale.jsonl")
         n_prompts = make_prism_scale.N_CONVERSATIONS
         long_fraction = make_prism_scale.long_fraction_for()
-        cfg_path = write_config(work, {"data": {"source": str(data)},
-                                       "sampling": {"n_prompts": n_prompts, "long_fraction": long_fraction}})
+        cfg_path = write_config(
+            work, {"data": {"source": str(data)}, "sampling": {"n_prompts": n_prompts, "long_fraction": long_fraction}}
+        )
         cfg = yaml.safe_load(cfg_path.read_text())
 
         times, proc = [], None
@@ -148,9 +159,12 @@ def main() -> None:
             seconds, sproc = _timed(_cmd(work, "-n", "--workflow-profile", str(profile)))
             if sproc.returncode == 0:
                 subs = _slurm_submissions(sproc.stdout + sproc.stderr, _local_rules())
-                result["slurm_profile"] = {"dry_run_seconds": round(seconds, 2), "slurm_jobs": subs,
-                                           "slurm_jobs_total": sum(subs.values()),
-                                           "local_jobs": {r: n for r, n in jobs.items() if r in _local_rules()}}
+                result["slurm_profile"] = {
+                    "dry_run_seconds": round(seconds, 2),
+                    "slurm_jobs": subs,
+                    "slurm_jobs_total": sum(subs.values()),
+                    "local_jobs": {r: n for r, n in jobs.items() if r in _local_rules()},
+                }
             else:
                 result["slurm_profile"] = {"error": (sproc.stdout + sproc.stderr)[-1500:]}
         else:
@@ -164,8 +178,13 @@ def main() -> None:
 
                 prompts = pd.read_csv(work / "results/sampling/prompts.csv")
                 removals = pd.read_csv(work / "results/sampling/removals.csv")
-                entry.update({"prompts": len(prompts), "by_stratum": prompts["stratum"].value_counts().to_dict(),
-                              "removed": len(removals)})
+                entry.update(
+                    {
+                        "prompts": len(prompts),
+                        "by_stratum": prompts["stratum"].value_counts().to_dict(),
+                        "removed": len(removals),
+                    }
+                )
             else:
                 entry["error"] = rproc.stderr[-1500:]
             result["sampling_at_scale"] = entry

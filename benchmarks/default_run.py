@@ -54,12 +54,23 @@ def main() -> None:
         stages["dry run afterwards (nothing to do)"] = round(time.perf_counter() - t0, 2)
         total = time.perf_counter() - t_all
         n_clips = len(list((workdir / "results/audio/clips").glob("*.wav")))
-        audio_s = sum(float(line.split(",")[5]) for line in
-                      (workdir / "results/audio/manifest.csv").read_text().splitlines()[1:]) if n_clips else 0.0
-    out = {"command": "snakemake --cores 2 (config.yaml, the embedded default)", "total_seconds": round(total, 1),
-           "stage_seconds": stages, "n_clips": n_clips, "audio_seconds_rendered": round(audio_s, 1),
-           "machine": {"cpus": 2, "python": platform.python_version(), "platform": platform.platform()},
-           "note": "each stage is a separate snakemake call, so the sum includes ~2-3 s of start-up per stage"}
+        audio_s = (
+            sum(
+                float(line.split(",")[5])
+                for line in (workdir / "results/audio/manifest.csv").read_text().splitlines()[1:]
+            )
+            if n_clips
+            else 0.0
+        )
+    out = {
+        "command": "snakemake --cores 2 (config.yaml, the embedded default)",
+        "total_seconds": round(total, 1),
+        "stage_seconds": stages,
+        "n_clips": n_clips,
+        "audio_seconds_rendered": round(audio_s, 1),
+        "machine": {"cpus": 2, "python": platform.python_version(), "platform": platform.platform()},
+        "note": "each stage is a separate snakemake call, so the sum includes ~2-3 s of start-up per stage",
+    }
     target = ROOT / "benchmarks/out/default_run.json"
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")

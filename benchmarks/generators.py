@@ -44,22 +44,22 @@ class GeneratorParams:
     mu_text: float = 66.0
     b_first: float = -2.5
     b_len_audio: float = 3.5
-    b_len_text: float = 3.5         # = b_len_audio: no modality x length interaction (a null)
-    b_first_text: float = 0.0       # order effect difference in text (0: a null)
+    b_len_text: float = 3.5  # = b_len_audio: no modality x length interaction (a null)
+    b_first_text: float = 0.0  # order effect difference in text (0: a null)
     var_clip_shared: float = 300.0  # a_i
     var_clip_modality: float = 200.0  # d_ic, per condition
-    var_prompt: float = 100.0       # w, shared by a prompt's two clips
+    var_prompt: float = 100.0  # w, shared by a prompt's two clips
     var_participant: float = 150.0
     var_resid: float = 900.0
-    df: float = 4.0                 # heavy_scale_clipped: Student t degrees of freedom
-    scale_cv: float = 0.5           # heavy_scale_clipped: CV of the rater's scale s_p
-    scale_text: float = 1.0         # text's random parts (a, d, w, v, e) times this: the same ICC, another scale
+    df: float = 4.0  # heavy_scale_clipped: Student t degrees of freedom
+    scale_cv: float = 0.5  # heavy_scale_clipped: CV of the rater's scale s_p
+    scale_text: float = 1.0  # text's random parts (a, d, w, v, e) times this: the same ICC, another scale
 
     def icc_truth_gaussian(self, condition: str) -> float:
         """Population ICC(2,1) of ``rating ~ first + trial_z + (1|clip) + (1|participant)`` for the Gaussian
         model: the length effect is clip variance (len_z has variance 1 over the stimulus set)."""
         b_len = self.b_len_text if condition == "text" else self.b_len_audio
-        v_clip = self.var_clip_shared + self.var_clip_modality + self.var_prompt + b_len ** 2
+        v_clip = self.var_clip_shared + self.var_clip_modality + self.var_prompt + b_len**2
         return v_clip / (v_clip + self.var_participant + self.var_resid)
 
 
@@ -70,8 +70,9 @@ def _t_scaled(rng: np.random.Generator, df: float, var: float, size) -> np.ndarr
     return math.sqrt(var * (df - 2) / df) * rng.standard_t(df, size)
 
 
-def generate(params: GeneratorParams, stimuli: pd.DataFrame, assignments: pd.DataFrame,
-             seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def generate(
+    params: GeneratorParams, stimuli: pd.DataFrame, assignments: pd.DataFrame, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ratings, participants) for the design; deterministic in ``seed``.
 
     ``stimuli``: prompt_id, clip_id, response (0/1), n_chars. ``assignments``: participant_id,
@@ -96,14 +97,16 @@ def generate(params: GeneratorParams, stimuli: pd.DataFrame, assignments: pd.Dat
     people = trials.drop_duplicates("participant_id")[["participant_id", "condition"]].reset_index(drop=True)
     v = math.sqrt(params.var_participant) * rng.standard_normal(len(people))
     cv = params.scale_cv if heavy else 0.0
-    sigma2 = math.log1p(cv ** 2)
+    sigma2 = math.log1p(cv**2)
     s = np.exp(math.sqrt(sigma2) * rng.standard_normal(len(people)) - sigma2) if cv > 0 else np.ones(len(people))
     who = pd.Series(np.arange(len(people)), index=people["participant_id"].astype(str))
 
     rows = []
     for response in (0, 1):
-        part = trials.assign(clip_id=trials["prompt_id"].astype(str) + f"_{response}",
-                             presented_first=trials["first_clip"].astype(int) == response)
+        part = trials.assign(
+            clip_id=trials["prompt_id"].astype(str) + f"_{response}",
+            presented_first=trials["first_clip"].astype(int) == response,
+        )
         rows.append(part)
     long = pd.concat(rows, ignore_index=True).sort_values(["participant_id", "trial", "clip_id"]).reset_index(drop=True)
     i = clip_index.loc[long["clip_id"]].to_numpy()
@@ -119,10 +122,18 @@ def generate(params: GeneratorParams, stimuli: pd.DataFrame, assignments: pd.Dat
     y = fixed + scale * (s[p] * (a[i] + d_ic + w[i] + e) + v[p])
     if heavy:
         y = np.clip(np.round(y), 1, 100)
-    ratings = pd.DataFrame({"participant_id": long["participant_id"].astype(str), "condition": long["condition"],
-                            "prompt_id": long["prompt_id"].astype(str), "clip_id": long["clip_id"],
-                            "trial": long["trial"].astype(int), "presented_first": long["presented_first"],
-                            "rating": y, "source": "simulated"})
+    ratings = pd.DataFrame(
+        {
+            "participant_id": long["participant_id"].astype(str),
+            "condition": long["condition"],
+            "prompt_id": long["prompt_id"].astype(str),
+            "clip_id": long["clip_id"],
+            "trial": long["trial"].astype(int),
+            "presented_first": long["presented_first"],
+            "rating": y,
+            "source": "simulated",
+        }
+    )
     participants = people.assign(passed_attention=True, completed=True, source="simulated")
     return ratings, participants
 
@@ -140,15 +151,27 @@ def study_stimuli(n_prompts: int, seed: int, long_fraction: float = 0.25) -> pd.
         first = int(rng.lognormal(5.6, 0.5))
         second = first + int(rng.integers(450, 1200)) if k < n_long else max(20, first + int(rng.normal(0, 120)))
         for response, n in enumerate((first, second)):
-            rows.append({"prompt_id": f"p{k:03d}", "clip_id": f"p{k:03d}_{response}", "response": response,
-                         "stratum": "long_diff" if k < n_long else "other", "n_chars": n, "n_chars_spoken": n,
-                         "duration_s": n / 15.0, "model_name": "m", "prism_score": 50.0, "history_chars": 0,
-                         "history_turns": 0})
+            rows.append(
+                {
+                    "prompt_id": f"p{k:03d}",
+                    "clip_id": f"p{k:03d}_{response}",
+                    "response": response,
+                    "stratum": "long_diff" if k < n_long else "other",
+                    "n_chars": n,
+                    "n_chars_spoken": n,
+                    "duration_s": n / 15.0,
+                    "model_name": "m",
+                    "prism_score": 50.0,
+                    "history_chars": 0,
+                    "history_turns": 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def study_design(n_prompts: int, raters_per_condition: int, trials: int, seed: int
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def study_design(
+    n_prompts: int, raters_per_condition: int, trials: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(stimuli, assignments) of one simulated study, as the workflow's design step makes them."""
     from modprefs.study.design import make_assignments
 

@@ -104,8 +104,17 @@ def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
     model, size, study, n_boot, methods = args
     design = simulate_design(model, size, study)
     fit, k, icc1, icck = _fit_iccs(design)
-    out = {"model": model, "size": size, "study": study, "icc_2_1": icc1, "icc_2_k": icck, "k": k,
-           "n_ratings": int(design.y.size), "n_participants": design.n_participants, "methods": {}}
+    out = {
+        "model": model,
+        "size": size,
+        "study": study,
+        "icc_2_1": icc1,
+        "icc_2_k": icck,
+        "k": k,
+        "n_ratings": int(design.y.size),
+        "n_participants": design.n_participants,
+        "methods": {},
+    }
     for m_i, method in enumerate(methods):
         rng = np.random.default_rng([study, m_i, 0xB007])
         t0 = time.perf_counter()
@@ -113,8 +122,13 @@ def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
             jk = jackknife_interval(design, fit, icc1, n_boot, rng, LEVEL)
             ci1 = (jk.lo, jk.hi)
             cik = tuple(float(v) for v in spearman_brown(np.array(ci1), k))
-            extra = {"var_prompt": jk.var_prompt, "var_participant": jk.var_participant, "var_noise": jk.var_noise,
-                     "df": jk.df, "failed": jk.failed}
+            extra = {
+                "var_prompt": jk.var_prompt,
+                "var_participant": jk.var_participant,
+                "var_noise": jk.var_noise,
+                "df": jk.df,
+                "failed": jk.failed,
+            }
         else:
             boot, failed = bootstrap_iccs(design, fit, method, n_boot, rng)
             (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot, LEVEL)
@@ -137,10 +151,16 @@ def coverage_block(intervals: np.ndarray, truths: np.ndarray) -> dict:
     above = int(np.sum(ci[:, 0] > t))
     n = int(ok.sum())
     covered = n - below - above
-    return {"coverage": covered / n if n else None, "covered": covered, "n": n,
-            "coverage_ci95_clopper_pearson": clopper_pearson(covered, n) if n else None,
-            "misses_below": below, "misses_above": above, "undefined": int((~ok).sum()),
-            "mean_width": float(np.mean(ci[:, 1] - ci[:, 0])) if n else None}
+    return {
+        "coverage": covered / n if n else None,
+        "covered": covered,
+        "n": n,
+        "coverage_ci95_clopper_pearson": clopper_pearson(covered, n) if n else None,
+        "misses_below": below,
+        "misses_above": above,
+        "undefined": int((~ok).sum()),
+        "mean_width": float(np.mean(ci[:, 1] - ci[:, 0])) if n else None,
+    }
 
 
 def summarise(studies: list[dict], truths: dict[str, float], methods: list[str]) -> dict:
@@ -153,21 +173,31 @@ def summarise(studies: list[dict], truths: dict[str, float], methods: list[str])
         est = np.array([r["icc_2_1"] for r in rows])
         k = np.array([r["k"] for r in rows])
         truth_k = spearman_brown(truth, k)
-        block = {"n_studies": len(rows), "truth_icc_2_1": truth, "mean_estimate_icc_2_1": float(est.mean()),
-                 "sd_estimate_icc_2_1": float(est.std(ddof=1)) if len(rows) > 1 else None,
-                 "mean_k": float(k.mean()), "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows])),
-                 "mean_n_participants": float(np.mean([r["n_participants"] for r in rows])), "methods": {}}
+        block = {
+            "n_studies": len(rows),
+            "truth_icc_2_1": truth,
+            "mean_estimate_icc_2_1": float(est.mean()),
+            "sd_estimate_icc_2_1": float(est.std(ddof=1)) if len(rows) > 1 else None,
+            "mean_k": float(k.mean()),
+            "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows])),
+            "mean_n_participants": float(np.mean([r["n_participants"] for r in rows])),
+            "methods": {},
+        }
         for method in methods:
             have = [r for r in rows if method in r["methods"]]
             if not have:
                 continue
             idx = [rows.index(r) for r in have]
-            m = {"seconds_per_study": float(np.median([r["methods"][method]["seconds"] for r in have])),
-                 "failed_refits": int(sum(r["methods"][method]["failed"] for r in have)),
-                 "icc_2_1": coverage_block(np.array([r["methods"][method]["icc_2_1"] for r in have], float),
-                                           np.full(len(have), truth)),
-                 "icc_2_k": coverage_block(np.array([r["methods"][method]["icc_2_k"] for r in have], float),
-                                           truth_k[idx])}
+            m = {
+                "seconds_per_study": float(np.median([r["methods"][method]["seconds"] for r in have])),
+                "failed_refits": int(sum(r["methods"][method]["failed"] for r in have)),
+                "icc_2_1": coverage_block(
+                    np.array([r["methods"][method]["icc_2_1"] for r in have], float), np.full(len(have), truth)
+                ),
+                "icc_2_k": coverage_block(
+                    np.array([r["methods"][method]["icc_2_k"] for r in have], float), truth_k[idx]
+                ),
+            }
             block["methods"][method] = m
         out[key] = block
     return out
@@ -193,8 +223,10 @@ def markdown(doc: dict) -> str:
                 lo, hi = c["coverage_ci95_clopper_pearson"]
                 return f"{c['coverage']:.3f} [{lo:.3f}, {hi:.3f}]"
 
-            lines.append(f"| {model} | {size} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | "
-                         f"{cell(c1)} | {c1['mean_width']:.3f} | {cell(ck)} | {ck['mean_width']:.3f} |")
+            lines.append(
+                f"| {model} | {size} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | "
+                f"{cell(c1)} | {c1['mean_width']:.3f} | {cell(ck)} | {ck['mean_width']:.3f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -216,13 +248,20 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown methods {sorted(unknown)}")
     t_start = time.perf_counter()
-    config = {"condition": CONDITION, "sizes": {s: dict(zip(("n_prompts", "raters_per_condition", "trials"), SIZES[s]))
-                                                for s in SIZES},
-              "n_studies": args.n_studies, "n_boot": args.n_boot, "ci_level": LEVEL, "methods": methods,
-              "bootstrap_methods": list(BOOTSTRAP_METHODS), "default_method": DEFAULT_CI_METHOD,
-              "truth_reps": args.truth_reps, "truth_scale": args.truth_scale,
-              "model": "rating ~ presented_first + trial_z + (1|clip_id) + (1|participant_id), REML",
-              "workers": args.workers}
+    config = {
+        "condition": CONDITION,
+        "sizes": {s: dict(zip(("n_prompts", "raters_per_condition", "trials"), SIZES[s])) for s in SIZES},
+        "n_studies": args.n_studies,
+        "n_boot": args.n_boot,
+        "ci_level": LEVEL,
+        "methods": methods,
+        "bootstrap_methods": list(BOOTSTRAP_METHODS),
+        "default_method": DEFAULT_CI_METHOD,
+        "truth_reps": args.truth_reps,
+        "truth_scale": args.truth_scale,
+        "model": "rating ~ presented_first + trial_z + (1|clip_id) + (1|participant_id), REML",
+        "workers": args.workers,
+    }
     keys = [f"{m}/{s}" for m in models for s in sizes]
     truths = {key: analytic_truth(key.split("/")[0]) for key in keys}
     kept: dict = {}
@@ -239,23 +278,39 @@ def main() -> None:
         truth_doc = dict(kept_truth)
         for key in keys:
             vals = np.array([r["icc_2_1"] for r in truth_runs if f"{r['model']}/{r['size']}" == key])
-            truth_doc[key] = {"truth_icc_2_1": truths[key],
-                              "definition": "analytic" if key.startswith("gaussian") else
-                              f"mean REML ICC(2,1) of {vals.size} studies {args.truth_scale}x larger",
-                              "large_sim_mean": float(vals.mean()) if vals.size else None,
-                              "large_sim_se": float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else None}
-        doc = {"config": config, "truth": truth_doc, "summary": {**kept, **summarise(studies, truths, methods)},
-               "studies_done": len(studies), "complete": final, "runtime_s": time.perf_counter() - t_start}
+            truth_doc[key] = {
+                "truth_icc_2_1": truths[key],
+                "definition": "analytic"
+                if key.startswith("gaussian")
+                else f"mean REML ICC(2,1) of {vals.size} studies {args.truth_scale}x larger",
+                "large_sim_mean": float(vals.mean()) if vals.size else None,
+                "large_sim_se": float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else None,
+            }
+        doc = {
+            "config": config,
+            "truth": truth_doc,
+            "summary": {**kept, **summarise(studies, truths, methods)},
+            "studies_done": len(studies),
+            "complete": final,
+            "runtime_s": time.perf_counter() - t_start,
+        }
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        for path, text in ((args.out, json.dumps(doc, indent=2, allow_nan=True) + "\n"),
-                           (args.out.with_suffix(".md"), markdown(doc))):
+        for path, text in (
+            (args.out, json.dumps(doc, indent=2, allow_nan=True) + "\n"),
+            (args.out.with_suffix(".md"), markdown(doc)),
+        ):
             tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.write_text(text, encoding="utf-8")
             tmp.replace(path)
 
     with get_context("spawn").Pool(args.workers) as pool:
-        truth_tasks = [(m, s, r, args.truth_scale) for m in models if m != "gaussian_crossed" for s in sizes
-                       for r in range(args.truth_reps)]
+        truth_tasks = [
+            (m, s, r, args.truth_scale)
+            for m in models
+            if m != "gaussian_crossed"
+            for s in sizes
+            for r in range(args.truth_reps)
+        ]
         for res in pool.imap_unordered(truth_task, truth_tasks):
             truth_runs.append(res)
         for key in keys:

@@ -54,8 +54,11 @@ NULLS = ("simulator_exchangeable", "gaussian_same", "gaussian_scaled", "heavy_sa
 def exchangeable_params() -> SimulationParams:
     """The simulator's defaults with every ``_text`` parameter set to its ``_audio`` value, no modality effects."""
     p = SimulationParams()
-    same = {f.name: getattr(p, f.name[: -len("_text")] + "_audio") for f in dataclasses.fields(p)
-            if f.name.endswith("_text") and hasattr(p, f.name[: -len("_text")] + "_audio")}
+    same = {
+        f.name: getattr(p, f.name[: -len("_text")] + "_audio")
+        for f in dataclasses.fields(p)
+        if f.name.endswith("_text") and hasattr(p, f.name[: -len("_text")] + "_audio")
+    }
     same.update(b_text=0.0, b_len_text=0.0, b_trial_text=0.0, b_first_text=0.0)
     if hasattr(p, "rho_clip_modality"):
         same["rho_clip_modality"] = 0.999
@@ -67,8 +70,9 @@ def simulate(null: str, args: argparse.Namespace, seed: int):
     if null == "simulator_exchangeable":
         ratings, _, participants, _ = simulate_ratings(stimuli, assignments, exchangeable_params(), seed=seed)
     else:
-        base = GeneratorParams(model="heavy_scale_clipped" if null == "heavy_same" else "gaussian_crossed",
-                               mu_text=70.0, b_len_text=3.5)
+        base = GeneratorParams(
+            model="heavy_scale_clipped" if null == "heavy_same" else "gaussian_crossed", mu_text=70.0, b_len_text=3.5
+        )
         if null == "gaussian_scaled":
             base = dataclasses.replace(base, scale_text=1.6, mu_text=60.0)
         ratings, participants = generate(base, stimuli, assignments, seed)
@@ -84,18 +88,29 @@ def one_study(task: tuple[str, int, argparse.Namespace]) -> dict:
     t1 = time.perf_counter()
     perm = icc_permutation_test(ratings, participants, args.n_perm, seed, stimuli) if args.n_perm else {}
     t2 = time.perf_counter()
-    return {"null": null, "seed": seed, "diff_icc_2_1": jk["icc_2_1"].difference,
-            "jackknife_p": {s: jk[s].p_value for s in jk}, "permutation_p": {s: perm[s]["p_value"] for s in perm},
-            "jackknife": {s: dataclasses.asdict(jk[s]) for s in jk},
-            "seconds_jackknife": t1 - t0, "seconds_permutation": t2 - t1}
+    return {
+        "null": null,
+        "seed": seed,
+        "diff_icc_2_1": jk["icc_2_1"].difference,
+        "jackknife_p": {s: jk[s].p_value for s in jk},
+        "permutation_p": {s: perm[s]["p_value"] for s in perm},
+        "jackknife": {s: dataclasses.asdict(jk[s]) for s in jk},
+        "seconds_jackknife": t1 - t0,
+        "seconds_permutation": t2 - t1,
+    }
 
 
 def rate(ps: list[float]) -> dict:
     p = np.array([x for x in ps if x == x])
     k = int(np.sum(p <= ALPHA))
     lo, hi = proportion_confint(k, len(p), alpha=0.05, method="beta") if len(p) else (np.nan, np.nan)
-    return {"rejection_rate": k / len(p) if len(p) else None, "rejected": k, "n": int(len(p)),
-            "ci95_clopper_pearson": [float(lo), float(hi)], "undefined": len(ps) - int(len(p))}
+    return {
+        "rejection_rate": k / len(p) if len(p) else None,
+        "rejected": k,
+        "n": int(len(p)),
+        "ci95_clopper_pearson": [float(lo), float(hi)],
+        "undefined": len(ps) - int(len(p)),
+    }
 
 
 def summarise(studies: list[dict]) -> dict:
@@ -118,18 +133,26 @@ def summarise(studies: list[dict]) -> dict:
 
 def markdown(doc: dict) -> str:
     c = doc["config"]
-    lines = ["# Size of the ICC difference tests (alpha .05, equal ICCs)", "",
-             f"{c['prompts']} prompts x {c['raters']} raters per condition x {c['trials']} trials; jackknife with "
-             f"{c['n_noise']} residual refits, permutation test with {c['n_perm']} permutations.", "",
-             "| null | studies | test | ICC(2,1) rejections [95 % CI] | ICC(2,k) rejections [95 % CI] |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "# Size of the ICC difference tests (alpha .05, equal ICCs)",
+        "",
+        f"{c['prompts']} prompts x {c['raters']} raters per condition x {c['trials']} trials; jackknife with "
+        f"{c['n_noise']} residual refits, permutation test with {c['n_perm']} permutations.",
+        "",
+        "| null | studies | test | ICC(2,1) rejections [95 % CI] | ICC(2,k) rejections [95 % CI] |",
+        "|---|---|---|---|---|",
+    ]
     for null, b in doc["summary"].items():
         for test in ("jackknife", "permutation"):
             cells = []
             for stat in ("icc_2_1", "icc_2_k"):
                 r = b.get(f"{test}/{stat}")
-                cells.append(f"{r['rejection_rate']:.3f} [{r['ci95_clopper_pearson'][0]:.3f}, "
-                             f"{r['ci95_clopper_pearson'][1]:.3f}]" if r else "-")
+                cells.append(
+                    f"{r['rejection_rate']:.3f} [{r['ci95_clopper_pearson'][0]:.3f}, "
+                    f"{r['ci95_clopper_pearson'][1]:.3f}]"
+                    if r
+                    else "-"
+                )
             lines.append(f"| {null} | {b['n_studies']} | {test} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"
 
@@ -155,8 +178,14 @@ def main() -> None:
         for i, res in enumerate(pool.imap_unordered(one_study, tasks), 1):
             studies.append(res)
             if i % 20 == 0 or i == len(tasks):
-                doc = {"config": config, "summary": summarise(studies), "studies_done": i, "complete": i == len(tasks),
-                       "runtime_s": round(time.perf_counter() - t0, 1), "studies": studies}
+                doc = {
+                    "config": config,
+                    "summary": summarise(studies),
+                    "studies_done": i,
+                    "complete": i == len(tasks),
+                    "runtime_s": round(time.perf_counter() - t0, 1),
+                    "studies": studies,
+                }
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 tmp = args.out.with_suffix(".json.tmp")
                 tmp.write_text(json.dumps(doc, indent=2) + "\n")

@@ -56,9 +56,18 @@ def design(rater: np.ndarray, clip: np.ndarray, y: np.ndarray) -> ConditionDesig
     _, c = np.unique(clip, return_inverse=True)
     _, r = np.unique(rater, return_inverse=True)
     _, p = np.unique(clip // 2, return_inverse=True)
-    return ConditionDesign(y=y, X=np.ones((y.size, 1)), clip=c, participant=r, n_clips=int(c.max()) + 1,
-                           n_participants=int(r.max()) + 1, terms=(), formula=model_formula(()), prompt=p,
-                           n_prompts=int(p.max()) + 1)
+    return ConditionDesign(
+        y=y,
+        X=np.ones((y.size, 1)),
+        clip=c,
+        participant=r,
+        n_clips=int(c.max()) + 1,
+        n_participants=int(r.max()) + 1,
+        terms=(),
+        formula=model_formula(()),
+        prompt=p,
+        n_prompts=int(p.max()) + 1,
+    )
 
 
 def icc1(rater: np.ndarray, clip: np.ndarray, y: np.ndarray) -> float:
@@ -83,10 +92,12 @@ def one_size(args: argparse.Namespace, raters: int) -> dict:
     for _ in range(args.n_base):
         lay = new_layout()
         _, clips, rater_fx = ratings(lay)
-        for key, kw in (("N", {"clips": clips, "rater_fx": rater_fx}), ("P+N", {"rater_fx": rater_fx}),
-                        ("R+N", {"clips": clips})):
-            held[key].append(float(np.var([icc1(*lay, ratings(lay, **kw)[0]) for _ in range(args.n_redraw)],
-                                          ddof=1)))
+        for key, kw in (
+            ("N", {"clips": clips, "rater_fx": rater_fx}),
+            ("P+N", {"rater_fx": rater_fx}),
+            ("R+N", {"clips": clips}),
+        ):
+            held[key].append(float(np.var([icc1(*lay, ratings(lay, **kw)[0]) for _ in range(args.n_redraw)], ddof=1)))
     est: dict[str, list[float]] = {"v_prompt": [], "v_participant": [], "v_noise": []}
     for _ in range(args.n_studies):
         lay = new_layout()
@@ -99,11 +110,18 @@ def one_size(args: argparse.Namespace, raters: int) -> dict:
     truth = {"total": float(np.var(total, ddof=1)), **{k: float(np.mean(v)) for k, v in held.items()}}
     mean = {k: float(np.mean(v)) for k, v in est.items()}
     mean["V"] = mean["v_prompt"] + mean["v_participant"] - mean["v_noise"]
-    return {"raters": raters, "truth": truth, "truth_mean_icc": float(np.mean(total)), "estimated_mean": mean,
-            "ratio_estimated_to_truth": {"v_prompt / (P+N)": mean["v_prompt"] / truth["P+N"],
-                                         "v_participant / (R+N)": mean["v_participant"] / truth["R+N"],
-                                         "v_noise / N": mean["v_noise"] / truth["N"],
-                                         "V / total": mean["V"] / truth["total"]}}
+    return {
+        "raters": raters,
+        "truth": truth,
+        "truth_mean_icc": float(np.mean(total)),
+        "estimated_mean": mean,
+        "ratio_estimated_to_truth": {
+            "v_prompt / (P+N)": mean["v_prompt"] / truth["P+N"],
+            "v_participant / (R+N)": mean["v_participant"] / truth["R+N"],
+            "v_noise / N": mean["v_noise"] / truth["N"],
+            "V / total": mean["V"] / truth["total"],
+        },
+    }
 
 
 def main() -> None:
@@ -124,8 +142,11 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.perf_counter()
     sizes = [one_size(args, int(r)) for r in args.raters.split(",")]
-    doc = {"config": {k: v for k, v in vars(args).items() if k != "out"}, "sizes": sizes,
-           "runtime_s": round(time.perf_counter() - t0, 1)}
+    doc = {
+        "config": {k: v for k, v in vars(args).items() if k != "out"},
+        "sizes": sizes,
+        "runtime_s": round(time.perf_counter() - t0, 1),
+    }
     write_json(doc, args.out)
     for s in sizes:
         print(s["raters"], {k: round(v, 3) for k, v in s["ratio_estimated_to_truth"].items()})

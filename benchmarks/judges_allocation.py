@@ -62,11 +62,36 @@ from modprefs.judges import allocation as AL  # noqa: E402
 from modprefs.stats.rater_scaling import icc_k  # noqa: E402
 
 LINKS = {"none": 0.0, "half_paper": 0.007, "paper": 0.014, "paper_x1.5": 0.021, "paper_observed": 0.025}
-PLANS = ("fitted", "fitted_ungated", "prior", "oracle", "fitted_budget", "fitted_ungated_budget", "prior_budget",
-         "oracle_budget", "conventional")
-P = dict(n_prompts=100, pilot_raters=9, gap_shape=1.5, gap_scale=10.0, mean_icc=0.30, gap_centre=15.0,
-         eta_sd=0.10, rho_min=0.02, rho_max=0.90, var_rater=300.0, var_resid=990.0, target=0.75, min_raters=2,
-         max_raters=30, icc_floor=0.05, icc_ceiling=0.95, k_grid_max=400)
+PLANS = (
+    "fitted",
+    "fitted_ungated",
+    "prior",
+    "oracle",
+    "fitted_budget",
+    "fitted_ungated_budget",
+    "prior_budget",
+    "oracle_budget",
+    "conventional",
+)
+P = dict(
+    n_prompts=100,
+    pilot_raters=9,
+    gap_shape=1.5,
+    gap_scale=10.0,
+    mean_icc=0.30,
+    gap_centre=15.0,
+    eta_sd=0.10,
+    rho_min=0.02,
+    rho_max=0.90,
+    var_rater=300.0,
+    var_resid=990.0,
+    target=0.75,
+    min_raters=2,
+    max_raters=30,
+    icc_floor=0.05,
+    icc_ceiling=0.95,
+    k_grid_max=400,
+)
 
 
 def true_icc(rng: np.random.Generator, beta: float, n: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -80,8 +105,11 @@ def pilot_icc(rng: np.random.Generator, rho: np.ndarray, k: int) -> np.ndarray:
     """Per-prompt Shrout–Fleiss ICC(2,1) from simulated 2 x k blocks (vectorised over prompts)."""
     n = rho.size
     s = rho / (1 - rho) * (P["var_rater"] + P["var_resid"])
-    x = (np.sqrt(s)[:, None, None] * rng.standard_normal((n, 2, 1))
-         + rng.normal(0, np.sqrt(P["var_rater"]), (n, 1, k)) + rng.normal(0, np.sqrt(P["var_resid"]), (n, 2, k)))
+    x = (
+        np.sqrt(s)[:, None, None] * rng.standard_normal((n, 2, 1))
+        + rng.normal(0, np.sqrt(P["var_rater"]), (n, 1, k))
+        + rng.normal(0, np.sqrt(P["var_resid"]), (n, 2, k))
+    )
     return shrout_fleiss(x)
 
 
@@ -101,8 +129,18 @@ def check_against_per_prompt_icc(rng: np.random.Generator) -> float:
     from modprefs.stats.modality import per_prompt_icc
 
     x = rng.normal(50, 20, (5, 2, 7))
-    rows = [{"prompt_id": f"p{p}", "condition": "text", "clip_id": f"p{p}_{c}", "participant_id": f"r{j}",
-             "rating": x[p, c, j]} for p in range(5) for c in range(2) for j in range(7)]
+    rows = [
+        {
+            "prompt_id": f"p{p}",
+            "condition": "text",
+            "clip_id": f"p{p}_{c}",
+            "participant_id": f"r{j}",
+            "rating": x[p, c, j],
+        }
+        for p in range(5)
+        for c in range(2)
+        for j in range(7)
+    ]
     ref = per_prompt_icc(pd.DataFrame(rows)).sort_values("prompt_id")["icc_2_1"].to_numpy()
     return float(np.max(np.abs(ref - shrout_fleiss(x))))
 
@@ -129,9 +167,15 @@ def evaluate(rho: np.ndarray, k: np.ndarray, cov_curve: np.ndarray, mean_curve: 
     n = rho.size
     u_cov = uniform_equivalent(cov_curve, cov) * n
     u_mean = uniform_equivalent(mean_curve, mean) * n
-    return {"raters": total, "share_reaching_target": cov, "mean_icc_k": mean, "uniform_raters_equal_share": u_cov,
-            "uniform_raters_equal_mean": u_mean, "saving_equal_share": 1 - total / u_cov,
-            "saving_equal_mean": 1 - total / u_mean}
+    return {
+        "raters": total,
+        "share_reaching_target": cov,
+        "mean_icc_k": mean,
+        "uniform_raters_equal_share": u_cov,
+        "uniform_raters_equal_mean": u_mean,
+        "saving_equal_share": 1 - total / u_cov,
+        "saving_equal_mean": 1 - total / u_mean,
+    }
 
 
 def one_study(rng: np.random.Generator, beta: float) -> dict:
@@ -144,15 +188,23 @@ def one_study(rng: np.random.Generator, beta: float) -> dict:
     rel = icc_k(rho[None, :], ks[:, None])
     cov_curve, mean_curve = (rel >= t - 1e-12).mean(axis=1), rel.mean(axis=1)
     lo, hi = P["icc_floor"], P["icc_ceiling"]
-    preds = {"fitted": np.clip(AL.fitted_predictions(fit, g, AL.AllocationConfig().fit_max_p)[0], lo, hi),
-             "fitted_ungated": np.clip(AL.fitted_predictions(fit, g, None)[0], lo, hi),
-             "prior": np.clip(AL.prior_icc(g)[0], lo, hi),
-             "oracle": np.clip(rho, lo, hi)}
-    out = {"pilot_slope": fit["slope"], "pilot_slope_p": fit["slope_p"],
-           "pilot_spearman": float(stats.spearmanr(g0, icc_hat).statistic),
-           "true_spearman": float(stats.spearmanr(g, rho).statistic), "rho_mean": float(rho.mean()),
-           "rho_clipped": clipped, "pilot_icc_hat_mean": float(np.mean(icc_hat)),
-           "pilot_rho_mean": float(np.mean(rho0)), "fitted_prediction_mean": float(np.mean(preds["fitted"]))}
+    preds = {
+        "fitted": np.clip(AL.fitted_predictions(fit, g, AL.AllocationConfig().fit_max_p)[0], lo, hi),
+        "fitted_ungated": np.clip(AL.fitted_predictions(fit, g, None)[0], lo, hi),
+        "prior": np.clip(AL.prior_icc(g)[0], lo, hi),
+        "oracle": np.clip(rho, lo, hi),
+    }
+    out = {
+        "pilot_slope": fit["slope"],
+        "pilot_slope_p": fit["slope_p"],
+        "pilot_spearman": float(stats.spearmanr(g0, icc_hat).statistic),
+        "true_spearman": float(stats.spearmanr(g, rho).statistic),
+        "rho_mean": float(rho.mean()),
+        "rho_clipped": clipped,
+        "pilot_icc_hat_mean": float(np.mean(icc_hat)),
+        "pilot_rho_mean": float(np.mean(rho0)),
+        "fitted_prediction_mean": float(np.mean(preds["fitted"])),
+    }
     k_conv = AL.uniform_raters(np.array([P["mean_icc"]]), t, P["min_raters"], P["max_raters"])
     for name, pred in preds.items():
         k, _ = AL.allocate(pred, t, P["min_raters"], P["max_raters"])
@@ -167,8 +219,13 @@ def one_study(rng: np.random.Generator, beta: float) -> dict:
 def summarise(values: list[float]) -> dict:
     a = np.asarray(values, float)
     a = a[np.isfinite(a)]
-    return {"mean": float(a.mean()), "mc_se": float(a.std(ddof=1) / np.sqrt(a.size)),
-            "p2_5": float(np.percentile(a, 2.5)), "p97_5": float(np.percentile(a, 97.5)), "n_finite": int(a.size)}
+    return {
+        "mean": float(a.mean()),
+        "mc_se": float(a.std(ddof=1) / np.sqrt(a.size)),
+        "p2_5": float(np.percentile(a, 2.5)),
+        "p97_5": float(np.percentile(a, 97.5)),
+        "n_finite": int(a.size),
+    }
 
 
 def figure(results: dict, path: Path) -> None:
@@ -180,15 +237,24 @@ def figure(results: dict, path: Path) -> None:
     axes = fig.subplots(1, 2, sharey=True)
     x = np.arange(len(LINKS))
     for ax, crit, suffix, title in (
-            (axes[0], "saving_equal_share", "", "target plans (.75 per prompt): at equal share reaching .75"),
-            (axes[1], "saving_equal_mean", "_budget", "budget plans (700 = uniform 7): at equal mean true ICC(2,k)")):
-        for j, (plan, colour) in enumerate((("fitted", "#1f77b4"), ("fitted_ungated", "#9467bd"),
-                                            ("prior", "#d62728"), ("oracle", "#2ca02c"))):
+        (axes[0], "saving_equal_share", "", "target plans (.75 per prompt): at equal share reaching .75"),
+        (axes[1], "saving_equal_mean", "_budget", "budget plans (700 = uniform 7): at equal mean true ICC(2,k)"),
+    ):
+        for j, (plan, colour) in enumerate(
+            (("fitted", "#1f77b4"), ("fitted_ungated", "#9467bd"), ("prior", "#d62728"), ("oracle", "#2ca02c"))
+        ):
             m = [100 * results[name][plan + suffix][crit]["mean"] for name in LINKS]
             lo = [100 * results[name][plan + suffix][crit]["p2_5"] for name in LINKS]
             hi = [100 * results[name][plan + suffix][crit]["p97_5"] for name in LINKS]
-            ax.errorbar(x + (j - 1.5) * 0.12, m, yerr=[np.subtract(m, lo), np.subtract(hi, m)], fmt="o", color=colour,
-                        capsize=3, label=plan)
+            ax.errorbar(
+                x + (j - 1.5) * 0.12,
+                m,
+                yerr=[np.subtract(m, lo), np.subtract(hi, m)],
+                fmt="o",
+                color=colour,
+                capsize=3,
+                label=plan,
+            )
         ax.axhline(0, color="#555555", lw=0.8)
         ax.set_xticks(x, [f"{k}\n(beta {v:g})" for k, v in LINKS.items()], fontsize=8)
         ax.set_title(title, fontsize=9)
@@ -216,13 +282,22 @@ def main() -> None:
     for name, beta in LINKS.items():
         studies = [one_study(rng, beta) for _ in range(args.n_studies)]
         r: dict = {"beta": beta}
-        for key in ("pilot_slope", "pilot_spearman", "true_spearman", "rho_mean", "rho_clipped", "pilot_icc_hat_mean",
-                    "pilot_rho_mean", "fitted_prediction_mean"):
+        for key in (
+            "pilot_slope",
+            "pilot_spearman",
+            "true_spearman",
+            "rho_mean",
+            "rho_clipped",
+            "pilot_icc_hat_mean",
+            "pilot_rho_mean",
+            "fitted_prediction_mean",
+        ):
             r[key] = summarise([s[key] for s in studies])
         r["pilot_slope_significant_share"] = float(np.mean([s["pilot_slope_p"] < 0.05 for s in studies]))
         for plan in PLANS:
-            r[plan] = {k: summarise([s[plan][k] for s in studies]) for k in studies[0][plan]
-                       if k not in ("budget_binding",)}
+            r[plan] = {
+                k: summarise([s[plan][k] for s in studies]) for k in studies[0][plan] if k not in ("budget_binding",)
+            }
             if plan.endswith("_budget"):
                 r[plan]["budget_binding_share"] = float(np.mean([s[plan]["budget_binding"] for s in studies]))
         results[name] = r
@@ -230,19 +305,21 @@ def main() -> None:
         def pct(plan, key):
             return f"{100 * r[plan][key]['mean']:5.1f}%"  # noqa: B023 (called in this iteration)
 
-        print(f"{name:>13} beta={beta:<6g} pilot slope {r['pilot_slope']['mean']:.4f} rho_s "
-              f"{r['pilot_spearman']['mean']:.2f} | target plans, saving at equal share: fitted "
-              f"{pct('fitted', 'saving_equal_share')} ungated {pct('fitted_ungated', 'saving_equal_share')} "
-              f"prior {pct('prior', 'saving_equal_share')} oracle "
-              f"{pct('oracle', 'saving_equal_share')} (share {r['fitted']['share_reaching_target']['mean']:.2f}/"
-              f"{r['prior']['share_reaching_target']['mean']:.2f}/{r['oracle']['share_reaching_target']['mean']:.2f})"
-              f" | budget plans, saving at equal mean ICC(2,k): fitted {pct('fitted_budget', 'saving_equal_mean')} "
-              f"prior {pct('prior_budget', 'saving_equal_mean')} oracle {pct('oracle_budget', 'saving_equal_mean')}",
-              flush=True)
+        print(
+            f"{name:>13} beta={beta:<6g} pilot slope {r['pilot_slope']['mean']:.4f} rho_s "
+            f"{r['pilot_spearman']['mean']:.2f} | target plans, saving at equal share: fitted "
+            f"{pct('fitted', 'saving_equal_share')} ungated {pct('fitted_ungated', 'saving_equal_share')} "
+            f"prior {pct('prior', 'saving_equal_share')} oracle "
+            f"{pct('oracle', 'saving_equal_share')} (share {r['fitted']['share_reaching_target']['mean']:.2f}/"
+            f"{r['prior']['share_reaching_target']['mean']:.2f}/{r['oracle']['share_reaching_target']['mean']:.2f})"
+            f" | budget plans, saving at equal mean ICC(2,k): fitted {pct('fitted_budget', 'saving_equal_mean')} "
+            f"prior {pct('prior_budget', 'saving_equal_mean')} oracle {pct('oracle_budget', 'saving_equal_mean')}",
+            flush=True,
+        )
     doc = {
         "benchmark": "AI-guided rater allocation vs uniform (modprefs.judges.allocation)",
         "simulator": "per-prompt clip x rater blocks simulated directly (documented generative model below), "
-                     "not modprefs.ratings.simulate",
+        "not modprefs.ratings.simulate",
         "assumptions": [
             "AI gap g ~ Gamma(shape 1.5, scale 10) points (mean 15, SD 12.2): assumed, not reported by the paper",
             "true per-prompt ICC(2,1) rho = clip(0.30 + beta (g - 15) + eta, 0.02, 0.90), eta ~ N(0, 0.10^2): "
@@ -258,11 +335,18 @@ def main() -> None:
         "parameters": {**P, "links_beta": LINKS, "n_studies": args.n_studies, "seed": args.seed},
         "check_vs_per_prompt_icc_max_abs_diff": check,
         "headline_raters_saved_pct": {
-            name: {"target_plan_equal_share": {pl: round(100 * r[pl]["saving_equal_share"]["mean"], 1)
-                                               for pl in ("fitted", "fitted_ungated", "prior", "oracle")},
-                   "budget_plan_equal_mean": {pl: round(100 * r[f"{pl}_budget"]["saving_equal_mean"]["mean"], 1)
-                                              for pl in ("fitted", "fitted_ungated", "prior", "oracle")}}
-            for name, r in results.items()},
+            name: {
+                "target_plan_equal_share": {
+                    pl: round(100 * r[pl]["saving_equal_share"]["mean"], 1)
+                    for pl in ("fitted", "fitted_ungated", "prior", "oracle")
+                },
+                "budget_plan_equal_mean": {
+                    pl: round(100 * r[f"{pl}_budget"]["saving_equal_mean"]["mean"], 1)
+                    for pl in ("fitted", "fitted_ungated", "prior", "oracle")
+                },
+            }
+            for name, r in results.items()
+        },
         "results": results,
         "runtime_s": round(time.perf_counter() - t0, 1),
     }

@@ -47,9 +47,21 @@ class Server:
             self.port = s.getsockname()[1]
         self.latency_s = latency_s
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "tests/fault_server.py"), "--port", str(self.port),
-                                      "--fault-rate", "0", "--latency", str(latency_s), "--jitter", str(jitter_s)],
-                                     stdout=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "tests/fault_server.py"),
+                "--port",
+                str(self.port),
+                "--fault-rate",
+                "0",
+                "--latency",
+                str(latency_s),
+                "--jitter",
+                str(jitter_s),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -70,22 +82,48 @@ class Server:
 
 
 def one(srv: Server, concurrency: int, n_calls: int, rpm=None, burst_s=None) -> dict:
-    items = [JudgeItem(f"b{i}", f"b{i}_0", "text", "response_quality", [], f"Benchmark question {i}?",
-                       response_text=f"Benchmark answer {i}.") for i in range(n_calls)]
-    cfg = dict(base_url=srv.url, api_key_env=KEY_ENV, samples_per_item=1, max_concurrency=concurrency,
-               rpm=rpm, burst_s=burst_s or 10.0, tpm=None, timeout_s=10, progress=False)
+    items = [
+        JudgeItem(
+            f"b{i}",
+            f"b{i}_0",
+            "text",
+            "response_quality",
+            [],
+            f"Benchmark question {i}?",
+            response_text=f"Benchmark answer {i}.",
+        )
+        for i in range(n_calls)
+    ]
+    cfg = dict(
+        base_url=srv.url,
+        api_key_env=KEY_ENV,
+        samples_per_item=1,
+        max_concurrency=concurrency,
+        rpm=rpm,
+        burst_s=burst_s or 10.0,
+        tpm=None,
+        timeout_s=10,
+        progress=False,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         res = run_judges(items, cfg, Path(tmp) / "out")
         wall = time.perf_counter() - t
     assert res.stats.ok == n_calls and res.stats.http_calls == n_calls, res.stats
     ideal = concurrency / srv.latency_s
-    if rpm:   # the bucket starts full (rate * burst_s), then refills at rpm / 60 per second
+    if rpm:  # the bucket starts full (rate * burst_s), then refills at rpm / 60 per second
         burst = max(1.0, rpm / 60 * burst_s)
         ideal = min(ideal, n_calls / ((n_calls - burst) / (rpm / 60) + srv.latency_s))
-    return {"concurrency": concurrency, "rpm": rpm, "burst_s": burst_s, "calls": n_calls, "wall_s": round(wall, 3),
-            "calls_per_s": round(n_calls / wall, 2), "ideal_calls_per_s": round(ideal, 2),
-            "fraction_of_ideal": round(n_calls / wall / ideal, 3)}
+    return {
+        "concurrency": concurrency,
+        "rpm": rpm,
+        "burst_s": burst_s,
+        "calls": n_calls,
+        "wall_s": round(wall, 3),
+        "calls_per_s": round(n_calls / wall, 2),
+        "ideal_calls_per_s": round(ideal, 2),
+        "fraction_of_ideal": round(n_calls / wall / ideal, 3),
+    }
 
 
 def main() -> None:
@@ -109,11 +147,15 @@ def main() -> None:
     out = {
         "benchmark": "judges_concurrency",
         "server": "tests/fault_server.py in a separate process (ThreadingHTTPServer, 127.0.0.1), no faults",
-        "latency_s": args.latency, "jitter_s": args.jitter, "rows": rows,
+        "latency_s": args.latency,
+        "jitter_s": args.jitter,
+        "rows": rows,
         "target": "fraction_of_ideal >= 0.90 at concurrency 16",
         "target_met": bool(at16 and at16["fraction_of_ideal"] >= 0.90),
-        "python": platform.python_version(), "cpus": os.cpu_count(),
-        "load_avg_1m_before": round(load_before, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_avg_1m_before": round(load_before, 2),
+        "load_avg_1m_after": round(os.getloadavg()[0], 2),
     }
     write_json(out, args.out)
     print(json.dumps(out, indent=1))

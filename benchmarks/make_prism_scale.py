@@ -32,20 +32,50 @@ N_LONG = 312
 SEED = 3113
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "prism_scale.jsonl"
 
-MODELS = [("gpt-4-1106-preview", "openai"), ("gpt-3.5-turbo", "openai"), ("claude-2.1", "anthropic"),
-          ("claude-instant-1", "anthropic"), ("llama-2-70b-chat", "meta"), ("llama-2-7b-chat", "meta"),
-          ("mistral-7b-instruct", "mistralai"), ("zephyr-7b-beta", "huggingface"), ("command", "cohere"),
-          ("command-light", "cohere"), ("gemini-pro", "google"), ("palm-2", "google")]
-TOPICS = ["saving money on groceries", "learning a new language", "training for a first marathon",
-          "planning a week of healthy meals", "keeping houseplants alive", "writing a cover letter",
-          "sleeping better at night", "starting to play the guitar", "organising a small kitchen",
-          "choosing a used bicycle", "preparing for a job interview", "teaching a child to read",
-          "reducing screen time", "making friends in a new city", "growing tomatoes on a balcony",
-          "studying for an exam", "budgeting for a holiday", "fixing a slow laptop",
-          "writing a short story", "getting started with photography"]
-ASKS = ["What is the best way to get started with {t}?", "Can you give me some advice on {t}?",
-        "I need help with {t}. Where should I begin?", "What mistakes do people make when {t}?",
-        "How much time does {t} usually take?", "Could you explain the basics of {t}?"]
+MODELS = [
+    ("gpt-4-1106-preview", "openai"),
+    ("gpt-3.5-turbo", "openai"),
+    ("claude-2.1", "anthropic"),
+    ("claude-instant-1", "anthropic"),
+    ("llama-2-70b-chat", "meta"),
+    ("llama-2-7b-chat", "meta"),
+    ("mistral-7b-instruct", "mistralai"),
+    ("zephyr-7b-beta", "huggingface"),
+    ("command", "cohere"),
+    ("command-light", "cohere"),
+    ("gemini-pro", "google"),
+    ("palm-2", "google"),
+]
+TOPICS = [
+    "saving money on groceries",
+    "learning a new language",
+    "training for a first marathon",
+    "planning a week of healthy meals",
+    "keeping houseplants alive",
+    "writing a cover letter",
+    "sleeping better at night",
+    "starting to play the guitar",
+    "organising a small kitchen",
+    "choosing a used bicycle",
+    "preparing for a job interview",
+    "teaching a child to read",
+    "reducing screen time",
+    "making friends in a new city",
+    "growing tomatoes on a balcony",
+    "studying for an exam",
+    "budgeting for a holiday",
+    "fixing a slow laptop",
+    "writing a short story",
+    "getting started with photography",
+]
+ASKS = [
+    "What is the best way to get started with {t}?",
+    "Can you give me some advice on {t}?",
+    "I need help with {t}. Where should I begin?",
+    "What mistakes do people make when {t}?",
+    "How much time does {t} usually take?",
+    "Could you explain the basics of {t}?",
+]
 OPENERS = [
     "A good place to start is to keep things simple.",
     "Most people find it easier with a clear plan.",
@@ -53,21 +83,23 @@ OPENERS = [
     "There is no single right answer, but a few habits help.",
     "Start small and build up as you go.",
 ]
-SENTENCES = ["Set aside a little time each day and write down what worked.",
-             "Ask a friend to join you, because it is easier to keep going together.",
-             "Look for a short guide from a library or a trusted website before spending money.",
-             "Keep a simple list of the steps and tick them off as you finish each one.",
-             "Expect some weeks to go better than others and do not give up after a setback.",
-             "Try one change at a time so that you can see what really makes a difference.",
-             "Compare a few options before you decide, and read what other people say about them.",
-             "Think about the cost over a whole year rather than only the price today.",
-             "Take short breaks, drink water and get enough sleep, since rest matters more than it seems.",
-             "When you feel stuck, go back to the basics and repeat the first steps slowly.",
-             "Write down your questions and bring them to someone with more experience.",
-             "Celebrate small wins, because they keep you motivated for the harder parts.",
-             "Check your progress every month and adjust the plan if something is not working.",
-             "Use a calendar reminder so that the new routine becomes a habit.",
-             "Be patient with yourself, as most people need a few weeks to notice a change."]
+SENTENCES = [
+    "Set aside a little time each day and write down what worked.",
+    "Ask a friend to join you, because it is easier to keep going together.",
+    "Look for a short guide from a library or a trusted website before spending money.",
+    "Keep a simple list of the steps and tick them off as you finish each one.",
+    "Expect some weeks to go better than others and do not give up after a setback.",
+    "Try one change at a time so that you can see what really makes a difference.",
+    "Compare a few options before you decide, and read what other people say about them.",
+    "Think about the cost over a whole year rather than only the price today.",
+    "Take short breaks, drink water and get enough sleep, since rest matters more than it seems.",
+    "When you feel stuck, go back to the basics and repeat the first steps slowly.",
+    "Write down your questions and bring them to someone with more experience.",
+    "Celebrate small wins, because they keep you motivated for the harder parts.",
+    "Check your progress every month and adjust the plan if something is not working.",
+    "Use a calendar reminder so that the new routine becomes a habit.",
+    "Be patient with yourself, as most people need a few weeks to notice a change.",
+]
 
 
 def _text(rng: random.Random, lo: int, hi: int) -> str:
@@ -105,27 +137,63 @@ def make_rows(n: int = N_CONVERSATIONS, n_long: int = N_LONG, seed: int = SEED) 
         (m0, p0), (m1, p1) = rng.sample(MODELS, 2)
         scores = [rng.randint(1, 100), rng.randint(1, 100)]
         best = 0 if scores[0] >= scores[1] else 1
-        history = [{"turn": 0, "role": "user", "content": prompt, "within_turn_id": 0, "model_name": None,
-                    "model_provider": None, "score": None, "if_chosen": None}]
+        history = [
+            {
+                "turn": 0,
+                "role": "user",
+                "content": prompt,
+                "within_turn_id": 0,
+                "model_name": None,
+                "model_provider": None,
+                "score": None,
+                "if_chosen": None,
+            }
+        ]
         for w, (text, (model, provider)) in enumerate(zip(texts, [(m0, p0), (m1, p1)])):
-            history.append({"turn": 0, "role": "model", "content": text, "within_turn_id": w, "model_name": model,
-                            "model_provider": provider, "score": scores[w], "if_chosen": w == best})
-        rows.append({
-            "conversation_id": f"s{i + 1:05d}", "user_id": f"user{rng.randint(0, 1499):04d}",
-            "generated_datetime": (start + timedelta(minutes=7 * i)).strftime("%Y-%m-%d %H:%M:%S"),
-            "timing_duration_s": round(rng.uniform(60, 600), 3), "conversation_type": "unguided",
-            "opening_prompt": prompt, "conversation_turns": 1, "conversation_history": history,
-            "performance_attributes": {"values": rng.randint(1, 100), "fluency": rng.randint(1, 100),
-                                       "factuality": rng.randint(1, 100), "safety": rng.randint(1, 100),
-                                       "diversity": rng.randint(1, 100), "creativity": rng.randint(1, 100),
-                                       "helpfulness": rng.randint(1, 100)},
-            "choice_attributes": {"values": rng.randint(1, 100), "fluency": rng.randint(1, 100),
-                                  "factuality": rng.randint(1, 100), "safety": rng.randint(1, 100),
-                                  "diversity": rng.randint(1, 100), "creativity": rng.randint(1, 100),
-                                  "helpfulness": rng.randint(1, 100)},
-            "open_feedback": "Synthetic conversation for the scale benchmark.",
-            "included_in_balanced_subset": False,
-        })
+            history.append(
+                {
+                    "turn": 0,
+                    "role": "model",
+                    "content": text,
+                    "within_turn_id": w,
+                    "model_name": model,
+                    "model_provider": provider,
+                    "score": scores[w],
+                    "if_chosen": w == best,
+                }
+            )
+        rows.append(
+            {
+                "conversation_id": f"s{i + 1:05d}",
+                "user_id": f"user{rng.randint(0, 1499):04d}",
+                "generated_datetime": (start + timedelta(minutes=7 * i)).strftime("%Y-%m-%d %H:%M:%S"),
+                "timing_duration_s": round(rng.uniform(60, 600), 3),
+                "conversation_type": "unguided",
+                "opening_prompt": prompt,
+                "conversation_turns": 1,
+                "conversation_history": history,
+                "performance_attributes": {
+                    "values": rng.randint(1, 100),
+                    "fluency": rng.randint(1, 100),
+                    "factuality": rng.randint(1, 100),
+                    "safety": rng.randint(1, 100),
+                    "diversity": rng.randint(1, 100),
+                    "creativity": rng.randint(1, 100),
+                    "helpfulness": rng.randint(1, 100),
+                },
+                "choice_attributes": {
+                    "values": rng.randint(1, 100),
+                    "fluency": rng.randint(1, 100),
+                    "factuality": rng.randint(1, 100),
+                    "safety": rng.randint(1, 100),
+                    "diversity": rng.randint(1, 100),
+                    "creativity": rng.randint(1, 100),
+                    "helpfulness": rng.randint(1, 100),
+                },
+                "open_feedback": "Synthetic conversation for the scale benchmark.",
+                "included_in_balanced_subset": False,
+            }
+        )
     return rows
 
 

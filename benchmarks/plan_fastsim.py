@@ -36,8 +36,19 @@ P, R, T = 100, 53, 20
 
 
 def _stimuli(lengths):
-    return pd.DataFrame([{"prompt_id": f"q{i:03d}", "clip_id": f"q{i:03d}_{r}", "response": r, "n_chars": int(n),
-                          "duration_s": n / 15} for i, pair in enumerate(lengths) for r, n in enumerate(pair)])
+    return pd.DataFrame(
+        [
+            {
+                "prompt_id": f"q{i:03d}",
+                "clip_id": f"q{i:03d}_{r}",
+                "response": r,
+                "n_chars": int(n),
+                "duration_s": n / 15,
+            }
+            for i, pair in enumerate(lengths)
+            for r, n in enumerate(pair)
+        ]
+    )
 
 
 def slow(seed: int) -> dict:
@@ -78,15 +89,28 @@ def main() -> None:
             col = f"{key}_{c}"
             a, b = f[col].dropna(), s[col].dropna()
             z = (a.mean() - b.mean()) / math.sqrt(a.var() / len(a) + b.var() / len(b))
-            rows[col] = {"fast_mean": a.mean(), "fast_mcse": a.std() / math.sqrt(len(a)), "slow_mean": b.mean(),
-                         "slow_mcse": b.std() / math.sqrt(len(b)), "z": z, "sd_ratio": a.std() / b.std(),
-                         "ks_p": float(stats.ks_2samp(a, b).pvalue)}
-    out = {"design": {"prompts": P, "recruited": R, "trials": T}, "seeds": args.seeds, "quantities": rows,
-           "max_abs_z": max(abs(r["z"]) for r in rows.values()),
-           "min_ks_p": min(r["ks_p"] for r in rows.values()),
-           "median_ms_per_study": {"simulate_ratings_with_make_assignments": 1000 * s["sim_seconds"].median(),
-                                   "fast": 1000 * f["sim_seconds"].median()},
-           "speedup": float(s["sim_seconds"].median() / f["sim_seconds"].median()), "seconds": clock.seconds()}
+            rows[col] = {
+                "fast_mean": a.mean(),
+                "fast_mcse": a.std() / math.sqrt(len(a)),
+                "slow_mean": b.mean(),
+                "slow_mcse": b.std() / math.sqrt(len(b)),
+                "z": z,
+                "sd_ratio": a.std() / b.std(),
+                "ks_p": float(stats.ks_2samp(a, b).pvalue),
+            }
+    out = {
+        "design": {"prompts": P, "recruited": R, "trials": T},
+        "seeds": args.seeds,
+        "quantities": rows,
+        "max_abs_z": max(abs(r["z"]) for r in rows.values()),
+        "min_ks_p": min(r["ks_p"] for r in rows.values()),
+        "median_ms_per_study": {
+            "simulate_ratings_with_make_assignments": 1000 * s["sim_seconds"].median(),
+            "fast": 1000 * f["sim_seconds"].median(),
+        },
+        "speedup": float(s["sim_seconds"].median() / f["sim_seconds"].median()),
+        "seconds": clock.seconds(),
+    }
     write_json(out, OUT / "plan_fastsim.json")
     print(out)
 

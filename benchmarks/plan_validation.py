@@ -54,12 +54,13 @@ TARGET_HW = 0.20
 
 
 def priors():
-    return cached_object(CACHE, {"paper": True, "seed": 1, "boot": 60, "q": (0.1, 0.9)},
-                         lambda: paper_priors(seed=1, n_boot=60))
+    return cached_object(
+        CACHE, {"paper": True, "seed": 1, "boot": 60, "q": (0.1, 0.9)}, lambda: paper_priors(seed=1, n_boot=60)
+    )
 
 
 def _z(a: float, se_a: float, b: float, se_b: float) -> float:
-    return float((a - b) / math.sqrt(se_a ** 2 + se_b ** 2)) if se_a + se_b > 0 else math.nan
+    return float((a - b) / math.sqrt(se_a**2 + se_b**2)) if se_a + se_b > 0 else math.nan
 
 
 # ------------------------------------------------------------------------------------------- precision
@@ -73,31 +74,61 @@ def part_precision(args) -> dict:
     pr = priors()
     designs = design_grid([40], [12, 16, 20, 24, 28, 32, 40], [10], "both")
     targets = Targets(ci_half_width=TARGET_HW, target_conditions=("audio",), assurance=0.8)
-    result = make_plan(pr, designs, targets, Costs(), SimSettings(n_sims=args.n_sims, seed=1), ("central",),
-                       jobs=args.jobs, cache_dir=CACHE)
+    result = make_plan(
+        pr,
+        designs,
+        targets,
+        Costs(),
+        SimSettings(n_sims=args.n_sims, seed=1),
+        ("central",),
+        jobs=args.jobs,
+        cache_dir=CACHE,
+    )
     rec = result.recommendations.iloc[0]
     if not rec["met"]:
         raise SystemExit(f"no design met the target: {rec['note']}")
     d = Design(int(rec["prompts"]), int(rec["raters"]), int(rec["trials"]), ("audio", "text"))
-    hw = np.array(parallel_map(_fresh_hw, [(pr.central, d, i, ANALYSIS_CI_METHOD, args.n_boot)
-                                           for i in range(args.n_fresh)], args.jobs))
+    hw = np.array(
+        parallel_map(
+            _fresh_hw, [(pr.central, d, i, ANALYSIS_CI_METHOD, args.n_boot) for i in range(args.n_fresh)], args.jobs
+        )
+    )
     ok = np.isfinite(hw)
     share = float(np.mean(hw[ok] <= TARGET_HW))
-    table = result.table[["raters", "ci_half_width_audio", "ci_half_width_audio_mcse", "assurance_audio",
-                          "assurance_audio_mcse", "interval_factor_audio", "cost"]]
+    table = result.table[
+        [
+            "raters",
+            "ci_half_width_audio",
+            "ci_half_width_audio_mcse",
+            "assurance_audio",
+            "assurance_audio_mcse",
+            "interval_factor_audio",
+            "cost",
+        ]
+    ]
     return {
         "target": {"ci_half_width": TARGET_HW, "condition": "audio", "assurance": 0.8},
-        "analysis_ci_method": ANALYSIS_CI_METHOD, "n_boot_fresh": args.n_boot,
-        "recommended": {"prompts": d.prompts, "raters": d.raters, "trials": d.trials,
-                        "predicted_assurance": float(rec["assurance_audio"]),
-                        "predicted_assurance_mcse": float(rec["assurance_audio_mcse"]),
-                        "predicted_mean_half_width": float(rec["ci_half_width_audio"])},
-        "fresh": {"n_studies": int(ok.sum()), "share_meeting_target": share,
-                  "share_mcse": mc_se(share, int(ok.sum())), "mean_half_width": float(hw[ok].mean()),
-                  "mean_half_width_mcse": float(hw[ok].std(ddof=1) / math.sqrt(ok.sum()))},
+        "analysis_ci_method": ANALYSIS_CI_METHOD,
+        "n_boot_fresh": args.n_boot,
+        "recommended": {
+            "prompts": d.prompts,
+            "raters": d.raters,
+            "trials": d.trials,
+            "predicted_assurance": float(rec["assurance_audio"]),
+            "predicted_assurance_mcse": float(rec["assurance_audio_mcse"]),
+            "predicted_mean_half_width": float(rec["ci_half_width_audio"]),
+        },
+        "fresh": {
+            "n_studies": int(ok.sum()),
+            "share_meeting_target": share,
+            "share_mcse": mc_se(share, int(ok.sum())),
+            "mean_half_width": float(hw[ok].mean()),
+            "mean_half_width_mcse": float(hw[ok].std(ddof=1) / math.sqrt(ok.sum())),
+        },
         "meets_promise_within_mc_error": bool(share + 2 * mc_se(share, int(ok.sum())) >= 0.8),
-        "z_fresh_share_vs_predicted": _z(share, mc_se(share, int(ok.sum())), float(rec["assurance_audio"]),
-                                         float(rec["assurance_audio_mcse"])),
+        "z_fresh_share_vs_predicted": _z(
+            share, mc_se(share, int(ok.sum())), float(rec["assurance_audio"]), float(rec["assurance_audio_mcse"])
+        ),
         "grid": json.loads(table.to_json(orient="records")),
     }
 
@@ -126,33 +157,63 @@ def planned_icc_test(params, args, seeds: tuple[int, ...] = (1,)) -> dict:
     (one seed: what a plan computes; several: less Monte-Carlo error in the check)."""
     runs = []
     for seed in seeds:
-        settings = SimSettings(n_sims=args.n_sims, seed=seed, interval="sampling", table2=False,
-                               icc_test=args.icc_test, n_calibration=args.n_calibration, n_boot=args.n_noise)
+        settings = SimSettings(
+            n_sims=args.n_sims,
+            seed=seed,
+            interval="sampling",
+            table2=False,
+            icc_test=args.icc_test,
+            n_calibration=args.n_calibration,
+            n_boot=args.n_noise,
+        )
         [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
         jk = jackknife_test_calibration({DESIGN: res}).get(DESIGN) if args.icc_test == "jackknife" else None
         power, se, crit = icc_diff_power(res, ALPHA, jk)
-        run = {"seed": seed, "power": power, "mcse": se, "critical_z": crit, "n": args.n_sims,
-               "mean_diff": float(np.nanmean(res["rec:diff1"]))}
+        run = {
+            "seed": seed,
+            "power": power,
+            "mcse": se,
+            "critical_z": crit,
+            "n": args.n_sims,
+            "mean_diff": float(np.nanmean(res["rec:diff1"])),
+        }
         if jk is not None:
             run.update(jackknife_se_ratio=jk[0], jackknife_df=jk[1], n_calibration=args.n_calibration)
         runs.append(run)
     power = float(np.mean([r["power"] for r in runs]))
-    return {"power": power, "mcse": mc_se(power, args.n_sims * len(runs)), "n": args.n_sims * len(runs),
-            "mean_diff": float(np.mean([r["mean_diff"] for r in runs])), "runs": runs}
+    return {
+        "power": power,
+        "mcse": mc_se(power, args.n_sims * len(runs)),
+        "n": args.n_sims * len(runs),
+        "mean_diff": float(np.mean([r["mean_diff"] for r in runs])),
+        "runs": runs,
+    }
 
 
 def empirical_test(params, args) -> dict:
     """The analysis' own test (``--icc-test``) on ``--n-fresh`` fresh studies: rejection rate at ALPHA (cached)."""
     n_resamples = args.n_perm if args.icc_test == "permutation" else args.n_noise
     tasks = [(params, DESIGN, i, args.icc_test, n_resamples) for i in range(args.n_fresh)]
-    payload = {"fresh": dataclasses.asdict(params), "design": dataclasses.asdict(DESIGN), "n": args.n_fresh,
-               "test": args.icc_test, "resamples": n_resamples, "code": code_fingerprint()}
+    payload = {
+        "fresh": dataclasses.asdict(params),
+        "design": dataclasses.asdict(DESIGN),
+        "n": args.n_fresh,
+        "test": args.icc_test,
+        "resamples": n_resamples,
+        "code": code_fingerprint(),
+    }
     out = np.array(cached_object(CACHE, payload, lambda: parallel_map(_analysis_test, tasks, args.jobs)), float)
     ok = np.isfinite(out[:, 0])
     rate = float(np.mean(out[ok, 0] <= ALPHA))
-    return {"test": args.icc_test, "rejection_rate": rate, "mcse": mc_se(rate, int(ok.sum())),
-            "mean_diff": float(np.nanmean(out[:, 1])), "n": int(ok.sum()), "undefined": int((~ok).sum()),
-            "n_resamples": n_resamples}
+    return {
+        "test": args.icc_test,
+        "rejection_rate": rate,
+        "mcse": mc_se(rate, int(ok.sum())),
+        "mean_diff": float(np.nanmean(out[:, 1])),
+        "n": int(ok.sum()),
+        "undefined": int((~ok).sum()),
+        "n_resamples": n_resamples,
+    }
 
 
 def part_power_icc(args) -> dict:
@@ -163,10 +224,16 @@ def part_power_icc(args) -> dict:
         planned = planned_icc_test(params, args, args.planner_seeds)
         emp = empirical_test(params, args)
         z = _z(planned["power"], planned["mcse"], emp["rejection_rate"], emp["mcse"])
-        points.append({"delta": delta, "planned": planned, "analysis_test": emp, "z": z,
-                       "agree_within_2_mcse": bool(abs(z) <= 2)})
-    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "icc_test": args.icc_test, "points": points,
-            "n_agreeing": sum(p["agree_within_2_mcse"] for p in points)}
+        points.append(
+            {"delta": delta, "planned": planned, "analysis_test": emp, "z": z, "agree_within_2_mcse": bool(abs(z) <= 2)}
+        )
+    return {
+        "design": dataclasses.asdict(DESIGN),
+        "alpha": ALPHA,
+        "icc_test": args.icc_test,
+        "points": points,
+        "n_agreeing": sum(p["agree_within_2_mcse"] for p in points),
+    }
 
 
 # ------------------------------------------------------------------------------------------- Table 2 power
@@ -193,19 +260,37 @@ def part_power_table2(args) -> dict:
         rate = float(np.mean(fits[:, 1] < ALPHA))
         planned, se = table2_power(central, "modality", effect, ALPHA)
         z = _z(planned, se, rate, mc_se(rate, len(fits)))
-        points.append({"b_text_latent": b_latent, "mean_estimated_effect": effect,
-                       "table2_rejection_rate": rate, "table2_mcse": mc_se(rate, len(fits)), "planned_power": planned,
-                       "planned_mcse": se, "z": z, "agree_within_2_mcse": bool(abs(z) <= 2), "n": len(fits)})
-    return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "term": "modality",
-            "model": "table2_formula() default (stimulus_modality), Satterthwaite p", "points": points,
-            "n_agreeing": sum(p["agree_within_2_mcse"] for p in points)}
+        points.append(
+            {
+                "b_text_latent": b_latent,
+                "mean_estimated_effect": effect,
+                "table2_rejection_rate": rate,
+                "table2_mcse": mc_se(rate, len(fits)),
+                "planned_power": planned,
+                "planned_mcse": se,
+                "z": z,
+                "agree_within_2_mcse": bool(abs(z) <= 2),
+                "n": len(fits),
+            }
+        )
+    return {
+        "design": dataclasses.asdict(DESIGN),
+        "alpha": ALPHA,
+        "term": "modality",
+        "model": "table2_formula() default (stimulus_modality), Satterthwaite p",
+        "points": points,
+        "n_agreeing": sum(p["agree_within_2_mcse"] for p in points),
+    }
 
 
 # ------------------------------------------------------------------------------------------- nulls
 def exchangeable_null(p):
     """Text = audio for every per-condition parameter, no modality fixed effects, (almost) the same clips."""
-    same = {f.name: getattr(p, f.name.replace("_text", "_audio")) for f in dataclasses.fields(p)
-            if f.name.endswith("_text") and hasattr(p, f.name.replace("_text", "_audio"))}
+    same = {
+        f.name: getattr(p, f.name.replace("_text", "_audio"))
+        for f in dataclasses.fields(p)
+        if f.name.endswith("_text") and hasattr(p, f.name.replace("_text", "_audio"))
+    }
     same.update(b_text=0.0, b_len_text=0.0, b_trial_text=0.0, b_first_text=0.0, rho_clip_modality=0.999)
     return dataclasses.replace(p, **same)
 
@@ -213,18 +298,27 @@ def exchangeable_null(p):
 def part_null(args) -> dict:
     pr = priors()
     out = {}
-    for name, params in (("exchangeable", exchangeable_null(pr.central)),
-                         ("equal_icc", icc_diff_params(pr.central, pr, 0.0))):
+    for name, params in (
+        ("exchangeable", exchangeable_null(pr.central)),
+        ("equal_icc", icc_diff_params(pr.central, pr, 0.0)),
+    ):
         planned = planned_icc_test(params, args, tuple(s + 1 for s in args.planner_seeds))
         emp = empirical_test(params, args)
-        out[name] = {"planned_test_size": planned, "analysis_test_size": emp,
-                     "planned_within_2_mcse_of_5pct": bool(abs(planned["power"] - ALPHA) <= 2 * planned["mcse"]),
-                     "analysis_within_2_mcse_of_5pct": bool(abs(emp["rejection_rate"] - ALPHA) <= 2 * emp["mcse"])}
+        out[name] = {
+            "planned_test_size": planned,
+            "analysis_test_size": emp,
+            "planned_within_2_mcse_of_5pct": bool(abs(planned["power"] - ALPHA) <= 2 * planned["mcse"]),
+            "analysis_within_2_mcse_of_5pct": bool(abs(emp["rejection_rate"] - ALPHA) <= 2 * emp["mcse"]),
+        }
     return {"design": dataclasses.asdict(DESIGN), "alpha": ALPHA, "icc_test": args.icc_test, "nulls": out}
 
 
-PARTS = {"precision": (part_precision, "plan_precision.json"), "power_icc": (part_power_icc, "plan_power_icc.json"),
-         "power_table2": (part_power_table2, "plan_power_table2.json"), "null": (part_null, "plan_null.json")}
+PARTS = {
+    "precision": (part_precision, "plan_precision.json"),
+    "power_icc": (part_power_icc, "plan_power_icc.json"),
+    "power_table2": (part_power_table2, "plan_power_table2.json"),
+    "null": (part_null, "plan_null.json"),
+}
 
 
 def main() -> None:
@@ -232,14 +326,26 @@ def main() -> None:
     ap.add_argument("--part", choices=sorted(PARTS), required=True)
     ap.add_argument("--n-sims", type=int, default=200, help="planner studies per design")
     ap.add_argument("--n-fresh", type=int, default=100, help="fresh studies per point for the analysis' own test")
-    ap.add_argument("--icc-test", choices=("jackknife", "permutation"), default="jackknife",
-                    help="Table 4's ICC-difference test (stats.icc_test) that power_icc and null validate")
+    ap.add_argument(
+        "--icc-test",
+        choices=("jackknife", "permutation"),
+        default="jackknife",
+        help="Table 4's ICC-difference test (stats.icc_test) that power_icc and null validate",
+    )
     ap.add_argument("--n-perm", type=int, default=79, help="permutations of Table 4's test (79: exact size .05)")
     ap.add_argument("--n-noise", type=int, default=99, help="residual refits of the jackknife test")
-    ap.add_argument("--planner-seeds", type=lambda v: tuple(int(x) for x in v.split(",")), default=(1,),
-                    help="planner seeds pooled for the planned power (null: each + 1); default 1, what a plan uses")
-    ap.add_argument("--n-calibration", type=int, default=10,
-                    help="planner studies that calibrate the jackknife test (one design here, a grid has several)")
+    ap.add_argument(
+        "--planner-seeds",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        default=(1,),
+        help="planner seeds pooled for the planned power (null: each + 1); default 1, what a plan uses",
+    )
+    ap.add_argument(
+        "--n-calibration",
+        type=int,
+        default=10,
+        help="planner studies that calibrate the jackknife test (one design here, a grid has several)",
+    )
     ap.add_argument("--n-boot", type=int, default=200, help="resamples of the analysis' interval on fresh studies")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()

@@ -81,132 +81,181 @@ def _q(section: str, rows: list[tuple]) -> list[Quantity]:
 
 #: Every simulator-level number the paper reports (text first where the paper's tables put it).
 QUANTITIES: list[Quantity] = [
-    *_q("Table 1", [
-        ("t1.n.text", "analysed participants, text", 48), ("t1.n.audio", "analysed participants, audio", 46),
-        ("t1.age_mean.text", "age M, text", 45.0), ("t1.age_mean.audio", "age M, audio", 40.2),
-        ("t1.age_sd.text", "age SD, text", 13.8), ("t1.age_sd.audio", "age SD, audio", 11.7),
-        ("t1.woman_pct.text", "woman %, text", 64.6), ("t1.woman_pct.audio", "woman %, audio", 54.3),
-        ("t1.white_pct.text", "White %, text", 60.4), ("t1.white_pct.audio", "White %, audio", 65.2),
-        ("t1.hispanic_latino_pct.text", "Hispanic/Latino %, text", 6.2),
-        ("t1.hispanic_latino_pct.audio", "Hispanic/Latino %, audio", 15.2),
-        ("t1.native_english_pct.text", "native English %, text", 85.4),
-        ("t1.native_english_pct.audio", "native English %, audio", 91.3),
-        ("t1.bachelor_plus_pct.text", "bachelor's+ %, text", 60.4),
-        ("t1.bachelor_plus_pct.audio", "bachelor's+ %, audio", 43.5),
-    ]),
-    *_q("§3.3", [
-        ("s33.failed.text", "failed the attention check, text (of 53)", 5),
-        ("s33.failed.audio", "failed the attention check, audio (of 53)", 7),
-        ("s33.dropouts.text", "passed but did not complete, text", 4),
-        ("s33.dropouts.audio", "passed but did not complete, audio (Table 3 implies 2)", 2),
-        ("s33.raters_per_clip_min.audio", "fewest raters of an audio clip", 8),
-        ("s33.raters_per_clip_max.audio", "most raters of an audio clip", 10),
-    ]),
-    *_q("Table 2", [
-        ("t2.intercept", "intercept", 74.80), ("t2.presented_first", "presented first", -2.61),
-        ("t2.modality_text", "modality (text)", -6.21), ("t2.len_z", "character length (z)", 3.35),
-        ("t2.trial_z", "trial number (z)", 0.03), ("t2.first_x_modality", "presented first x modality", -0.51),
-        ("t2.modality_x_len_z", "modality x char. length", 1.53),
-        ("t2.modality_x_trial_z", "modality x trial number", 0.90),
-        ("t2.ci_half.intercept", "95% CI half-width: intercept", (78.87 - 70.72) / 2),
-        ("t2.ci_half.presented_first", "95% CI half-width: presented first", (-0.58 + 4.65) / 2),
-        ("t2.ci_half.modality_text", "95% CI half-width: modality", (-1.14 + 11.28) / 2),
-        ("t2.ci_half.len_z", "95% CI half-width: char. length", (5.60 - 1.10) / 2),
-        ("t2.ci_half.trial_z", "95% CI half-width: trial number", (1.07 + 1.02) / 2),
-        ("t2.ci_half.first_x_modality", "95% CI half-width: first x modality", (2.40 + 3.42) / 2),
-        ("t2.ci_half.modality_x_len_z", "95% CI half-width: modality x length", (3.02 - 0.03) / 2),
-        ("t2.ci_half.modality_x_trial_z", "95% CI half-width: modality x trial", (2.39 + 0.59) / 2),
-    ]),
-    *_q("§4.1", [
-        ("s41.simple_len_z.text", "simple length effect, text", 4.92),
-        ("s41.simple_len_z.audio", "simple length effect, audio", 3.52),
-        ("s41.simple_len_ci_half.text", "95% CI half-width, simple length, text", (7.18 - 2.65) / 2),
-        ("s41.simple_len_ci_half.audio", "95% CI half-width, simple length, audio", (5.88 - 1.16) / 2),
-        ("s41.decisive_gap_mean.text", "decisive gap M, text", 41.7),
-        ("s41.decisive_gap_mean.audio", "decisive gap M, audio", 27.9),
-        ("s41.decisive_gap_ci_half.text", "decisive gap 95% CI half-width, text", (43.9 - 39.5) / 2),
-        ("s41.decisive_gap_ci_half.audio", "decisive gap 95% CI half-width, audio", (29.8 - 26.1) / 2),
-        ("s41.decisive_gap_median.text", "decisive gap Mdn, text", 34.0),
-        ("s41.decisive_gap_median.audio", "decisive gap Mdn, audio", 20.0),
-        ("s41.decisive_U", "decisive gaps Mann-Whitney U (audio first)", 150582),
-        ("s41.decisive_r_rb", "decisive gaps r_rb", 0.303),
-        ("s41.tie_gap_mean.text", "tie gap M, text", 3.3), ("s41.tie_gap_mean.audio", "tie gap M, audio", 3.9),
-        ("s41.tie_U", "tie gaps Mann-Whitney U (audio first)", 34092),
-        ("s41.tie_r_rb", "tie gaps r_rb", -0.113),
-        ("s41.decisive_nn", "n_audio x n_text decisive trials implied by U and r_rb",
-         2 * 150582 / (1 - 0.303)),
-        ("s41.tie_nn", "n_audio x n_text tie trials implied by U and r_rb", 2 * 34092 / (1 + 0.113)),
-        ("s41.practice_slope.text", "practice slope (log duration per SD trial), text", -0.17),
-        ("s41.practice_slope.audio", "practice slope, audio", -0.09),
-        ("s41.practice_slope_diff", "practice slope, text - audio (omnibus interaction)", -0.10),
-    ]),
-    *_q("Table 3", [
-        ("t3.completed_pct.text", "completed %, text", 92.5), ("t3.completed_pct.audio", "completed %, audio", 96.2),
-        ("t3.session_min.text", "session minutes M, text", 27.0),
-        ("t3.session_min.audio", "session minutes M, audio", 47.3),
-        ("t3.session_min_sd.text", "session minutes SD, text", 13.3),
-        ("t3.session_min_sd.audio", "session minutes SD, audio", 12.4),
-        ("t3.trial_s.text", "trial seconds M, text", 78.8), ("t3.trial_s.audio", "trial seconds M, audio", 136.4),
-        ("t3.trial_s_sd.text", "trial seconds SD (over participants), text", 41.6),
-        ("t3.trial_s_sd.audio", "trial seconds SD (over participants), audio", 35.9),
-        ("t3.trial_s_U", "trial duration Mann-Whitney U (text)", 255.0),
-        ("t3.difficulty.text", "difficulty M, text", 2.45), ("t3.difficulty.audio", "difficulty M, audio", 2.50),
-        ("t3.difficulty_sd.text", "difficulty SD, text", 0.90),
-        ("t3.difficulty_sd.audio", "difficulty SD, audio", 0.96),
-        ("t3.difficulty_U", "difficulty Mann-Whitney U (text)", 992.0),
-        ("t3.failed_pct.text", "failed attention %, text", 9.4),
-        ("t3.failed_pct.audio", "failed attention %, audio", 13.2),
-        ("t3.completed_p", "completed Fisher p", 0.678, "p"), ("t3.failed_p", "failed attention Fisher p", 0.761, "p"),
-        ("t3.difficulty_p", "difficulty Mann-Whitney p", 0.868, "p"),
-    ]),
-    *_q("Table 4", [
-        ("t4.raters_per_stimulus.audio", "raters per stimulus, audio", 9.2),
-        ("t4.raters_per_stimulus.text", "raters per stimulus, text", 8.9),
-        ("t4.icc21.audio", "ICC(2,1), audio", 0.333), ("t4.icc21.text", "ICC(2,1), text", 0.295),
-        ("t4.icc2k.audio", "ICC(2,k), audio", 0.821), ("t4.icc2k.text", "ICC(2,k), text", 0.788),
-        ("t4.alpha_continuous.audio", "alpha interval (ratings), audio", 0.315),
-        ("t4.alpha_continuous.text", "alpha interval (ratings), text", 0.228),
-        ("t4.alpha_ordinal.audio", "alpha ordinal (order-corrected A/Tie/B), audio", 0.157),
-        ("t4.alpha_ordinal.text", "alpha ordinal, text", 0.217),
-        ("t4.alpha_nominal.audio", "alpha nominal (raw A/Tie/B), audio", 0.010),
-        ("t4.alpha_nominal.text", "alpha nominal, text", 0.031),
-    ]),
-    *_q("Table 4 intervals", [
-        ("t4i.icc21_ci_width.audio", "ICC(2,1) CI width, audio", 0.365 - 0.286),
-        ("t4i.icc21_ci_width.text", "ICC(2,1) CI width, text", 0.325 - 0.250),
-        ("t4i.icc2k_ci_width.audio", "ICC(2,k) CI width, audio", 0.841 - 0.787),
-        ("t4i.icc2k_ci_width.text", "ICC(2,k) CI width, text", 0.811 - 0.748),
-        ("t4i.icc21_p", "ICC(2,1) permutation p", 0.127, "p"), ("t4i.icc2k_p", "ICC(2,k) permutation p", 0.113, "p"),
-        ("t4i.alpha_continuous_ci_width.audio", "alpha interval CI width, audio", 0.388 - 0.230),
-        ("t4i.alpha_continuous_ci_width.text", "alpha interval CI width, text", 0.298 - 0.157),
-        ("t4i.alpha_ordinal_ci_width.audio", "alpha ordinal CI width, audio", 0.206 - 0.109),
-        ("t4i.alpha_ordinal_ci_width.text", "alpha ordinal CI width, text", 0.268 - 0.167),
-        ("t4i.alpha_nominal_ci_width.audio", "alpha nominal CI width, audio", 0.026 + 0.007),
-        ("t4i.alpha_nominal_ci_width.text", "alpha nominal CI width, text", 0.049 - 0.012),
-        ("t4i.alpha_continuous_p", "alpha interval permutation p", 0.069, "p"),
-        ("t4i.alpha_ordinal_p", "alpha ordinal permutation p", 0.119, "p"),
-        ("t4i.alpha_nominal_p", "alpha nominal permutation p", 0.437, "p"),
-    ]),
+    *_q(
+        "Table 1",
+        [
+            ("t1.n.text", "analysed participants, text", 48),
+            ("t1.n.audio", "analysed participants, audio", 46),
+            ("t1.age_mean.text", "age M, text", 45.0),
+            ("t1.age_mean.audio", "age M, audio", 40.2),
+            ("t1.age_sd.text", "age SD, text", 13.8),
+            ("t1.age_sd.audio", "age SD, audio", 11.7),
+            ("t1.woman_pct.text", "woman %, text", 64.6),
+            ("t1.woman_pct.audio", "woman %, audio", 54.3),
+            ("t1.white_pct.text", "White %, text", 60.4),
+            ("t1.white_pct.audio", "White %, audio", 65.2),
+            ("t1.hispanic_latino_pct.text", "Hispanic/Latino %, text", 6.2),
+            ("t1.hispanic_latino_pct.audio", "Hispanic/Latino %, audio", 15.2),
+            ("t1.native_english_pct.text", "native English %, text", 85.4),
+            ("t1.native_english_pct.audio", "native English %, audio", 91.3),
+            ("t1.bachelor_plus_pct.text", "bachelor's+ %, text", 60.4),
+            ("t1.bachelor_plus_pct.audio", "bachelor's+ %, audio", 43.5),
+        ],
+    ),
+    *_q(
+        "§3.3",
+        [
+            ("s33.failed.text", "failed the attention check, text (of 53)", 5),
+            ("s33.failed.audio", "failed the attention check, audio (of 53)", 7),
+            ("s33.dropouts.text", "passed but did not complete, text", 4),
+            ("s33.dropouts.audio", "passed but did not complete, audio (Table 3 implies 2)", 2),
+            ("s33.raters_per_clip_min.audio", "fewest raters of an audio clip", 8),
+            ("s33.raters_per_clip_max.audio", "most raters of an audio clip", 10),
+        ],
+    ),
+    *_q(
+        "Table 2",
+        [
+            ("t2.intercept", "intercept", 74.80),
+            ("t2.presented_first", "presented first", -2.61),
+            ("t2.modality_text", "modality (text)", -6.21),
+            ("t2.len_z", "character length (z)", 3.35),
+            ("t2.trial_z", "trial number (z)", 0.03),
+            ("t2.first_x_modality", "presented first x modality", -0.51),
+            ("t2.modality_x_len_z", "modality x char. length", 1.53),
+            ("t2.modality_x_trial_z", "modality x trial number", 0.90),
+            ("t2.ci_half.intercept", "95% CI half-width: intercept", (78.87 - 70.72) / 2),
+            ("t2.ci_half.presented_first", "95% CI half-width: presented first", (-0.58 + 4.65) / 2),
+            ("t2.ci_half.modality_text", "95% CI half-width: modality", (-1.14 + 11.28) / 2),
+            ("t2.ci_half.len_z", "95% CI half-width: char. length", (5.60 - 1.10) / 2),
+            ("t2.ci_half.trial_z", "95% CI half-width: trial number", (1.07 + 1.02) / 2),
+            ("t2.ci_half.first_x_modality", "95% CI half-width: first x modality", (2.40 + 3.42) / 2),
+            ("t2.ci_half.modality_x_len_z", "95% CI half-width: modality x length", (3.02 - 0.03) / 2),
+            ("t2.ci_half.modality_x_trial_z", "95% CI half-width: modality x trial", (2.39 + 0.59) / 2),
+        ],
+    ),
+    *_q(
+        "§4.1",
+        [
+            ("s41.simple_len_z.text", "simple length effect, text", 4.92),
+            ("s41.simple_len_z.audio", "simple length effect, audio", 3.52),
+            ("s41.simple_len_ci_half.text", "95% CI half-width, simple length, text", (7.18 - 2.65) / 2),
+            ("s41.simple_len_ci_half.audio", "95% CI half-width, simple length, audio", (5.88 - 1.16) / 2),
+            ("s41.decisive_gap_mean.text", "decisive gap M, text", 41.7),
+            ("s41.decisive_gap_mean.audio", "decisive gap M, audio", 27.9),
+            ("s41.decisive_gap_ci_half.text", "decisive gap 95% CI half-width, text", (43.9 - 39.5) / 2),
+            ("s41.decisive_gap_ci_half.audio", "decisive gap 95% CI half-width, audio", (29.8 - 26.1) / 2),
+            ("s41.decisive_gap_median.text", "decisive gap Mdn, text", 34.0),
+            ("s41.decisive_gap_median.audio", "decisive gap Mdn, audio", 20.0),
+            ("s41.decisive_U", "decisive gaps Mann-Whitney U (audio first)", 150582),
+            ("s41.decisive_r_rb", "decisive gaps r_rb", 0.303),
+            ("s41.tie_gap_mean.text", "tie gap M, text", 3.3),
+            ("s41.tie_gap_mean.audio", "tie gap M, audio", 3.9),
+            ("s41.tie_U", "tie gaps Mann-Whitney U (audio first)", 34092),
+            ("s41.tie_r_rb", "tie gaps r_rb", -0.113),
+            ("s41.decisive_nn", "n_audio x n_text decisive trials implied by U and r_rb", 2 * 150582 / (1 - 0.303)),
+            ("s41.tie_nn", "n_audio x n_text tie trials implied by U and r_rb", 2 * 34092 / (1 + 0.113)),
+            ("s41.practice_slope.text", "practice slope (log duration per SD trial), text", -0.17),
+            ("s41.practice_slope.audio", "practice slope, audio", -0.09),
+            ("s41.practice_slope_diff", "practice slope, text - audio (omnibus interaction)", -0.10),
+        ],
+    ),
+    *_q(
+        "Table 3",
+        [
+            ("t3.completed_pct.text", "completed %, text", 92.5),
+            ("t3.completed_pct.audio", "completed %, audio", 96.2),
+            ("t3.session_min.text", "session minutes M, text", 27.0),
+            ("t3.session_min.audio", "session minutes M, audio", 47.3),
+            ("t3.session_min_sd.text", "session minutes SD, text", 13.3),
+            ("t3.session_min_sd.audio", "session minutes SD, audio", 12.4),
+            ("t3.trial_s.text", "trial seconds M, text", 78.8),
+            ("t3.trial_s.audio", "trial seconds M, audio", 136.4),
+            ("t3.trial_s_sd.text", "trial seconds SD (over participants), text", 41.6),
+            ("t3.trial_s_sd.audio", "trial seconds SD (over participants), audio", 35.9),
+            ("t3.trial_s_U", "trial duration Mann-Whitney U (text)", 255.0),
+            ("t3.difficulty.text", "difficulty M, text", 2.45),
+            ("t3.difficulty.audio", "difficulty M, audio", 2.50),
+            ("t3.difficulty_sd.text", "difficulty SD, text", 0.90),
+            ("t3.difficulty_sd.audio", "difficulty SD, audio", 0.96),
+            ("t3.difficulty_U", "difficulty Mann-Whitney U (text)", 992.0),
+            ("t3.failed_pct.text", "failed attention %, text", 9.4),
+            ("t3.failed_pct.audio", "failed attention %, audio", 13.2),
+            ("t3.completed_p", "completed Fisher p", 0.678, "p"),
+            ("t3.failed_p", "failed attention Fisher p", 0.761, "p"),
+            ("t3.difficulty_p", "difficulty Mann-Whitney p", 0.868, "p"),
+        ],
+    ),
+    *_q(
+        "Table 4",
+        [
+            ("t4.raters_per_stimulus.audio", "raters per stimulus, audio", 9.2),
+            ("t4.raters_per_stimulus.text", "raters per stimulus, text", 8.9),
+            ("t4.icc21.audio", "ICC(2,1), audio", 0.333),
+            ("t4.icc21.text", "ICC(2,1), text", 0.295),
+            ("t4.icc2k.audio", "ICC(2,k), audio", 0.821),
+            ("t4.icc2k.text", "ICC(2,k), text", 0.788),
+            ("t4.alpha_continuous.audio", "alpha interval (ratings), audio", 0.315),
+            ("t4.alpha_continuous.text", "alpha interval (ratings), text", 0.228),
+            ("t4.alpha_ordinal.audio", "alpha ordinal (order-corrected A/Tie/B), audio", 0.157),
+            ("t4.alpha_ordinal.text", "alpha ordinal, text", 0.217),
+            ("t4.alpha_nominal.audio", "alpha nominal (raw A/Tie/B), audio", 0.010),
+            ("t4.alpha_nominal.text", "alpha nominal, text", 0.031),
+        ],
+    ),
+    *_q(
+        "Table 4 intervals",
+        [
+            ("t4i.icc21_ci_width.audio", "ICC(2,1) CI width, audio", 0.365 - 0.286),
+            ("t4i.icc21_ci_width.text", "ICC(2,1) CI width, text", 0.325 - 0.250),
+            ("t4i.icc2k_ci_width.audio", "ICC(2,k) CI width, audio", 0.841 - 0.787),
+            ("t4i.icc2k_ci_width.text", "ICC(2,k) CI width, text", 0.811 - 0.748),
+            ("t4i.icc21_p", "ICC(2,1) permutation p", 0.127, "p"),
+            ("t4i.icc2k_p", "ICC(2,k) permutation p", 0.113, "p"),
+            ("t4i.alpha_continuous_ci_width.audio", "alpha interval CI width, audio", 0.388 - 0.230),
+            ("t4i.alpha_continuous_ci_width.text", "alpha interval CI width, text", 0.298 - 0.157),
+            ("t4i.alpha_ordinal_ci_width.audio", "alpha ordinal CI width, audio", 0.206 - 0.109),
+            ("t4i.alpha_ordinal_ci_width.text", "alpha ordinal CI width, text", 0.268 - 0.167),
+            ("t4i.alpha_nominal_ci_width.audio", "alpha nominal CI width, audio", 0.026 + 0.007),
+            ("t4i.alpha_nominal_ci_width.text", "alpha nominal CI width, text", 0.049 - 0.012),
+            ("t4i.alpha_continuous_p", "alpha interval permutation p", 0.069, "p"),
+            ("t4i.alpha_ordinal_p", "alpha ordinal permutation p", 0.119, "p"),
+            ("t4i.alpha_nominal_p", "alpha nominal permutation p", 0.437, "p"),
+        ],
+    ),
     *_q("§4.2", [("s42.relisten_first_pct", "audio trials re-listening to the first clip %", 100 * 214 / 920)]),
-    *_q("§4.3", [
-        ("s43.winner_agreement", "cross-modality winner agreement at threshold 0", 0.53),
-        ("s43.winner_agreement_p", "binomial p vs 50 % (one-sided)", 0.31, "p"),
-        ("s43.score_modality_b", "modality effect on preference score (clip0 - clip1)", 1.71),
-        ("s43.score_modality_p", "its p", 0.458, "p"),
-        ("s43.slope_sd", "by-prompt random modality slope SD", 12.93),
-        ("s43.slope_chi2", "LRT chi2(2) for the random slope", 22.1),
-        ("s43.docs.audio", "justifications, audio", 347), ("s43.docs.text", "justifications, text", 311),
-        ("s43.vocabulary", "TF-IDF vocabulary (terms)", 223),
-        ("s43.chi2.user", "chi2 'user' (more in audio)", 12.8), ("s43.chi2.help", "chi2 'help' (more in audio)", 9.8),
-        ("s43.chi2.respons", "chi2 'response' (more in text)", 14.5),
-        ("s43.chi2.detail", "chi2 'detail' (more in text)", 14.5),
-        ("s43.chi2.give", "chi2 'give' (more in text)", 17.0),
-    ]),
+    *_q(
+        "§4.3",
+        [
+            ("s43.winner_agreement", "cross-modality winner agreement at threshold 0", 0.53),
+            ("s43.winner_agreement_p", "binomial p vs 50 % (one-sided)", 0.31, "p"),
+            ("s43.score_modality_b", "modality effect on preference score (clip0 - clip1)", 1.71),
+            ("s43.score_modality_p", "its p", 0.458, "p"),
+            ("s43.slope_sd", "by-prompt random modality slope SD", 12.93),
+            ("s43.slope_chi2", "LRT chi2(2) for the random slope", 22.1),
+            ("s43.docs.audio", "justifications, audio", 347),
+            ("s43.docs.text", "justifications, text", 311),
+            ("s43.vocabulary", "TF-IDF vocabulary (terms)", 223),
+            ("s43.chi2.user", "chi2 'user' (more in audio)", 12.8),
+            ("s43.chi2.help", "chi2 'help' (more in audio)", 9.8),
+            ("s43.chi2.respons", "chi2 'response' (more in text)", 14.5),
+            ("s43.chi2.detail", "chi2 'detail' (more in text)", 14.5),
+            ("s43.chi2.give", "chi2 'give' (more in text)", 17.0),
+        ],
+    ),
 ]
 
 #: Table 2 term names in fit order (modality coded text = 1, reference audio).
-TABLE2_TERMS = ("intercept", "presented_first", "modality_text", "len_z", "trial_z", "first_x_modality",
-                "modality_x_len_z", "modality_x_trial_z")
+TABLE2_TERMS = (
+    "intercept",
+    "presented_first",
+    "modality_text",
+    "len_z",
+    "trial_z",
+    "first_x_modality",
+    "modality_x_len_z",
+    "modality_x_trial_z",
+)
 JUSTIFICATION_TERMS = {"user": "audio", "help": "audio", "respons": "text", "detail": "text", "give": "text"}
 
 
@@ -218,10 +267,21 @@ def paper_stimuli(seed: int, n_prompts: int = 100, n_long: int = 25) -> pd.DataF
     for i, lens in enumerate(lengths):
         pid = f"p{i:03d}"
         for r, n in enumerate(lens):
-            rows.append({"prompt_id": pid, "clip_id": f"{pid}_{r}", "response": r,
-                         "stratum": "long_diff" if i < n_long else "other", "n_chars": int(n),
-                         "n_chars_spoken": int(n), "duration_s": round(n / 15.0, 2), "model_name": "m",
-                         "prism_score": 70, "history_chars": 0, "history_turns": 0})
+            rows.append(
+                {
+                    "prompt_id": pid,
+                    "clip_id": f"{pid}_{r}",
+                    "response": r,
+                    "stratum": "long_diff" if i < n_long else "other",
+                    "n_chars": int(n),
+                    "n_chars_spoken": int(n),
+                    "duration_s": round(n / 15.0, 2),
+                    "model_name": "m",
+                    "prism_score": 70,
+                    "history_chars": 0,
+                    "history_turns": 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -242,8 +302,9 @@ def fit_icc(r: pd.DataFrame) -> tuple[float, float, float]:
     tvals = np.arange(1, N_TRIALS + 1)
     tz = (r["trial"].to_numpy(float) - tvals.mean()) / tvals.std(ddof=1)
     X = np.column_stack([np.ones(len(r)), r["presented_first"].astype(float).to_numpy(), tz])
-    fit = fit_crossed_intercepts(r["rating"].to_numpy(float), X, r["clip_id"].to_numpy(),
-                                 r["participant_id"].to_numpy())
+    fit = fit_crossed_intercepts(
+        r["rating"].to_numpy(float), X, r["clip_id"].to_numpy(), r["participant_id"].to_numpy()
+    )
     k = r.groupby("clip_id").size().mean()
     total = fit.var_g1 + fit.var_g2 + fit.var_resid
     return fit.var_g1 / total, fit.var_g1 / (fit.var_g1 + (fit.var_g2 + fit.var_resid) / k), k
@@ -270,8 +331,9 @@ def fit_table2(r: pd.DataFrame, stim: pd.DataFrame) -> dict[str, float]:
     out.update({f"t2.ci_half.{k}": 1.96 * float(se) for k, se in zip(TABLE2_TERMS, fit.beta_se)})
     for c in ("audio", "text"):
         m = r["condition"].to_numpy() == c
-        fc = fit_crossed_intercepts(y[m], np.column_stack([np.ones(m.sum()), first[m], len_z[m], trial_z[m]]),
-                                    clip[m], part[m])
+        fc = fit_crossed_intercepts(
+            y[m], np.column_stack([np.ones(m.sum()), first[m], len_z[m], trial_z[m]]), clip[m], part[m]
+        )
         out[f"s41.simple_len_z.{c}"] = float(fc.beta[2])
         out[f"s41.simple_len_ci_half.{c}"] = 1.96 * float(fc.beta_se[2])
     return out
@@ -351,8 +413,9 @@ def one_seed(seed: int, params: SimulationParams, intervals: bool = False) -> di
             out[f"t4i.alpha_{row.metric}_p"] = row.p_value
     if intervals:
         _icc_intervals(ratings, parts, stim, seed, out)
-    tr = trials[(trials["trial"] > 0) & trials["participant_id"].isin(parts.loc[parts["passed_attention"],
-                                                                                "participant_id"])]
+    tr = trials[
+        (trials["trial"] > 0) & trials["participant_id"].isin(parts.loc[parts["passed_attention"], "participant_id"])
+    ]
     audio_tr = tr[tr["participant_id"].map(parts.set_index("participant_id")["condition"]) == "audio"]
     out["s42.relisten_first_pct"] = 100 * float(audio_tr["relistened_first"].astype(bool).mean())
     win = agreement.agreement_at_zero(agreement.prompt_gaps(agreement.clip_means(ratings, parts, stim)))
@@ -402,13 +465,25 @@ def summarise(results: list[dict[str, float]]) -> list[dict]:
         if not len(vals):
             continue
         mean, sd = float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
-        row = {"key": q.key, "section": q.section, "label": q.label, "paper": q.paper, "sim_mean": mean,
-               "sim_sd": sd, "n_seeds": int(len(vals)), "kind": q.kind}
+        row = {
+            "key": q.key,
+            "section": q.section,
+            "label": q.label,
+            "paper": q.paper,
+            "sim_mean": mean,
+            "sim_sd": sd,
+            "n_seeds": int(len(vals)),
+            "kind": q.kind,
+        }
         if q.kind == "p":
             med = float(np.median(vals))
-            row.update(sim_median=med, sim_q25=float(np.quantile(vals, 0.25)), sim_q75=float(np.quantile(vals, 0.75)),
-                       # share of simulated studies with a p at or below the paper's
-                       share_below_paper=float((vals <= q.paper).mean()))
+            row.update(
+                sim_median=med,
+                sim_q25=float(np.quantile(vals, 0.25)),
+                sim_q75=float(np.quantile(vals, 0.75)),
+                # share of simulated studies with a p at or below the paper's
+                share_below_paper=float((vals <= q.paper).mean()),
+            )
             row["off"] = bool(not (row["sim_q25"] <= q.paper <= row["sim_q75"]))
             row["z"] = math.nan
         else:
@@ -420,12 +495,17 @@ def summarise(results: list[dict[str, float]]) -> list[dict]:
 
 def markdown(rows: list[dict], n_seeds: int) -> str:
     """A compact table: section, quantity, paper, simulated mean ± SD, z, off."""
-    lines = [f"# Simulator calibration: paper vs simulated ({n_seeds} paper-size studies)", "",
-             "Simulated = mean ± SD over n simulated studies (SD = spread of one paper-size study); "
-             "p-values: median [IQR]. z = (mean - paper) / SD; **off** = |z| > 0.5 (p-values: the paper's "
-             "p outside the simulated IQR). Generated by `benchmarks/ratings_calibration.py`; why the off "
-             "rows are off: README (Key choices, Simulated ratings) and `modprefs.ratings.simulate`.", "",
-             "| section | quantity | paper | simulated | n | z | |", "|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        f"# Simulator calibration: paper vs simulated ({n_seeds} paper-size studies)",
+        "",
+        "Simulated = mean ± SD over n simulated studies (SD = spread of one paper-size study); "
+        "p-values: median [IQR]. z = (mean - paper) / SD; **off** = |z| > 0.5 (p-values: the paper's "
+        "p outside the simulated IQR). Generated by `benchmarks/ratings_calibration.py`; why the off "
+        "rows are off: README (Key choices, Simulated ratings) and `modprefs.ratings.simulate`.",
+        "",
+        "| section | quantity | paper | simulated | n | z | |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         if r["kind"] == "p":
             sim = f"{r['sim_median']:.3f} [{r['sim_q25']:.3f}, {r['sim_q75']:.3f}]"
@@ -435,8 +515,10 @@ def markdown(rows: list[dict], n_seeds: int) -> str:
             sim = f"{r['sim_mean']:.{digits}f} ± {r['sim_sd']:.{digits}f}"
             z = f"{r['z']:+.2f}"
         paper = f"{r['paper']:.3f}" if abs(r["paper"]) < 2 else f"{r['paper']:.6g}"
-        lines.append(f"| {r['section']} | {r['label']} | {paper} | {sim} | {r['n_seeds']} | {z} | "
-                     f"{'**off**' if r['off'] else ''} |")
+        lines.append(
+            f"| {r['section']} | {r['label']} | {paper} | {sim} | {r['n_seeds']} | {z} | "
+            f"{'**off**' if r['off'] else ''} |"
+        )
     off = [r for r in rows if r["off"]]
     lines += ["", f"{len(off)} of {len(rows)} quantities off."]
     return "\n".join(lines) + "\n"
@@ -446,12 +528,21 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--first-seed", type=int, default=1000)
-    ap.add_argument("--interval-seeds", type=int, default=20,
-                    help="for the first N seeds also bootstrap Table 4's CI widths and permutation p-values "
-                         "(slow: ~20 s of CPU per seed; 0 = off)")
+    ap.add_argument(
+        "--interval-seeds",
+        type=int,
+        default=20,
+        help="for the first N seeds also bootstrap Table 4's CI widths and permutation p-values "
+        "(slow: ~20 s of CPU per seed; 0 = off)",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "ratings_calibration.json"))
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a simulation parameter (for tuning; nothing is written unless --out is given)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a simulation parameter (for tuning; nothing is written unless --out is given)",
+    )
     ap.add_argument("--only", nargs="*", default=None, help="print only quantities whose key starts with these")
     args = ap.parse_args(argv)
     overrides = {k: float(v) for k, v in (kv.split("=", 1) for kv in args.set)}
@@ -464,11 +555,15 @@ def main(argv: list[str] | None = None) -> None:
             continue
         flag = "OFF" if r["off"] else ""
         if r["kind"] == "p":
-            print(f"{r['key']:36s} paper {r['paper']:9.3f}  sim median {r['sim_median']:9.3f} "
-                  f"[{r['sim_q25']:.3f}, {r['sim_q75']:.3f}] {flag}")
+            print(
+                f"{r['key']:36s} paper {r['paper']:9.3f}  sim median {r['sim_median']:9.3f} "
+                f"[{r['sim_q25']:.3f}, {r['sim_q75']:.3f}] {flag}"
+            )
         else:
-            print(f"{r['key']:36s} paper {r['paper']:9.3f}  sim {r['sim_mean']:9.3f} ± {r['sim_sd']:7.3f}"
-                  f"  z {r['z']:+6.2f} {flag}")
+            print(
+                f"{r['key']:36s} paper {r['paper']:9.3f}  sim {r['sim_mean']:9.3f} ± {r['sim_sd']:7.3f}"
+                f"  z {r['z']:+6.2f} {flag}"
+            )
     extra = {k: float(np.nanmean([r[k] for r in results])) for k in results[0] if k.startswith(("x.", "s41.tie_rate"))}
     for k, v in extra.items():
         if not args.only or any(k.startswith(p) for p in args.only):
@@ -477,12 +572,22 @@ def main(argv: list[str] | None = None) -> None:
         print(f"(--set given: not writing {args.out}) {time.time() - t0:.1f} s")
         return
     from modprefs.io import write_json, write_text
+
     out = Path(args.out)
-    write_json({"n_seeds": args.seeds, "first_seed": args.first_seed,
-                "interval_seeds": min(args.interval_seeds, args.seeds),
-                "seconds": round(time.time() - t0, 1), "off_rule": f"|mean - paper| > {OFF_Z} x across-seed SD",
-                "n_off": sum(r["off"] for r in rows), "params": params.to_dict(), "quantities": rows,
-                "other_simulated_means": extra}, out)
+    write_json(
+        {
+            "n_seeds": args.seeds,
+            "first_seed": args.first_seed,
+            "interval_seeds": min(args.interval_seeds, args.seeds),
+            "seconds": round(time.time() - t0, 1),
+            "off_rule": f"|mean - paper| > {OFF_Z} x across-seed SD",
+            "n_off": sum(r["off"] for r in rows),
+            "params": params.to_dict(),
+            "quantities": rows,
+            "other_simulated_means": extra,
+        },
+        out,
+    )
     write_text(markdown(rows, args.seeds), out.with_suffix(".md"))
     print(f"wrote {out} and {out.with_suffix('.md')} in {time.time() - t0:.1f} s")
 

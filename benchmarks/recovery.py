@@ -42,8 +42,10 @@ def run(params: SimulationParams) -> tuple[dict, float]:
         for c in est:
             for t, v in fit_generating_model(ratings, participants, stimuli, c, TRIALS).items():
                 est[c][t].append(v)
-    summary = {c: {t: {"mean": float(np.mean(v)), "se": float(np.std(v, ddof=1) / np.sqrt(len(v)))}
-                   for t, v in terms.items()} for c, terms in est.items()}
+    summary = {
+        c: {t: {"mean": float(np.mean(v)), "se": float(np.std(v, ddof=1) / np.sqrt(len(v)))} for t, v in terms.items()}
+        for c, terms in est.items()
+    }
     return summary, float(np.mean(on_bound))
 
 
@@ -52,17 +54,25 @@ def main() -> None:
     base = SimulationParams()
     unclipped, bound_off = run(dataclasses.replace(base, clip_ratings=False, tie_mode="threshold"))
     clipped, bound_on = run(base)
-    out = {"design": "100 prompts x 2 clips, 53 recruited per condition, 20 trials, 20 seeds",
-           "share_of_ratings_on_1_or_100": {"clipping_off": bound_off, "default_simulator": bound_on},
-           "by_condition": {}}
+    out = {
+        "design": "100 prompts x 2 clips, 53 recruited per condition, 20 trials, 20 seeds",
+        "share_of_ratings_on_1_or_100": {"clipping_off": bound_off, "default_simulator": bound_on},
+        "by_condition": {},
+    }
     for c in ("audio", "text"):
         truth = recovery_targets(base, c)
         out["by_condition"][c] = {
-            t: {"truth": truth[t], "unclipped_mean": unclipped[c][t]["mean"], "unclipped_se": unclipped[c][t]["se"],
+            t: {
+                "truth": truth[t],
+                "unclipped_mean": unclipped[c][t]["mean"],
+                "unclipped_se": unclipped[c][t]["se"],
                 f"within_{K_SE:g}se_unclipped": abs(unclipped[c][t]["mean"] - truth[t]) <= K_SE * unclipped[c][t]["se"],
-                "default_mean": clipped[c][t]["mean"], "default_se": clipped[c][t]["se"],
-                "shift_from_clipping_and_ties": clipped[c][t]["mean"] - unclipped[c][t]["mean"]}
-            for t in RECOVERY_TERMS}
+                "default_mean": clipped[c][t]["mean"],
+                "default_se": clipped[c][t]["se"],
+                "shift_from_clipping_and_ties": clipped[c][t]["mean"] - unclipped[c][t]["mean"],
+            }
+            for t in RECOVERY_TERMS
+        }
     out["seconds"] = round(time.perf_counter() - t0, 1)
     target = ROOT / "benchmarks/out/recovery.json"
     target.parent.mkdir(exist_ok=True)

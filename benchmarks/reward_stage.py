@@ -38,14 +38,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 OUT = ROOT / "benchmarks" / "out" / "reward_stage.json"
 TARGET = "results/reward/summary/runs.csv"
-UPSTREAM = ["results/ratings/ratings.csv", "results/judges/ratings.csv", "results/study/stimuli.csv",
-            "results/audio/manifest.csv", "results/audio/engines/piper/manifest.csv",
-            "results/audio/engines/espeak-ng/manifest.csv", "results/data/conversations.parquet"]
+UPSTREAM = [
+    "results/ratings/ratings.csv",
+    "results/judges/ratings.csv",
+    "results/study/stimuli.csv",
+    "results/audio/manifest.csv",
+    "results/audio/engines/piper/manifest.csv",
+    "results/audio/engines/espeak-ng/manifest.csv",
+    "results/data/conversations.parquet",
+]
 
 
 def snakemake(code: Path, workdir: Path, *targets: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(code / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *targets]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(code / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "--cores",
+        "2",
+        *targets,
+    ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(code / "src")}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir)
 
@@ -53,9 +71,14 @@ def snakemake(code: Path, workdir: Path, *targets: str, timeout: float = 3600) -
 def write_config(code: Path, workdir: Path) -> None:
     """The code's own config.yaml with repository paths made absolute (as tests/workflow_runner.py does)."""
     import yaml
+
     cfg = yaml.safe_load((code / "config.yaml").read_text())
-    for keys in (("data", "source"), ("attention_check",), ("sampling", "screening", "harmful_terms"),
-                 ("stats", "modality_terms")):
+    for keys in (
+        ("data", "source"),
+        ("attention_check",),
+        ("sampling", "screening", "harmful_terms"),
+        ("stats", "modality_terms"),
+    ):
         node = cfg
         for k in keys[:-1]:
             node = node[k]
@@ -69,6 +92,7 @@ def stage_config(code: Path, upstream: Path, workdir: Path) -> None:
     """The upstream's config (same paths and values, so nothing upstream reruns) with the ``reward:`` section of
     ``code``'s own config.yaml (none for a version without one: its built-in defaults)."""
     import yaml
+
     cfg = yaml.safe_load((upstream / "config.yaml").read_text())
     own = yaml.safe_load((code / "config.yaml").read_text())
     cfg.pop("reward", None)
@@ -120,15 +144,23 @@ def one_stage(code: Path, upstream: Path, scratch: Path, label: str) -> dict:
     runs = {}
     for metrics in sorted((workdir / "results" / "reward").glob("*/metrics.json")):
         m = json.loads(metrics.read_text())
-        runs[metrics.parent.name] = {"train_s": round(m["timing"]["train_s"], 2),
-                                     "featurize_s": round(m["timing"]["featurize_s"], 2),
-                                     "n_pairs": m["n_pairs"], "n_train": m["n_train"],
-                                     "val_accuracy": m["val"]["accuracy"] if m.get("val") else None}
+        runs[metrics.parent.name] = {
+            "train_s": round(m["timing"]["train_s"], 2),
+            "featurize_s": round(m["timing"]["featurize_s"], 2),
+            "n_pairs": m["n_pairs"],
+            "n_train": m["n_train"],
+            "val_accuracy": m["val"]["accuracy"] if m.get("val") else None,
+        }
     pairs = json.loads((workdir / "results/reward/pairs/summary.json").read_text())
     counts = {k: (v.get("pairs") if isinstance(v, dict) else None) for k, v in pairs.items() if k != "skipped"}
     types = workdir / "results/reward/summary/pair_types.csv"
-    return {"seconds": round(seconds, 2), "jobs": jobs, "runs": runs, "pair_counts": counts,
-            "pair_types_csv": types.read_text() if types.is_file() else None}
+    return {
+        "seconds": round(seconds, 2),
+        "jobs": jobs,
+        "runs": runs,
+        "pair_counts": counts,
+        "pair_types_csv": types.read_text() if types.is_file() else None,
+    }
 
 
 def main() -> None:
@@ -137,8 +169,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--upstream", type=Path, default=None, help="a folder whose results/ hold the upstream artifacts")
     args = ap.parse_args()
-    ref = args.before or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
-                                        text=True, check=True).stdout.strip()
+    ref = (
+        args.before
+        or subprocess.run(
+            ["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
     sha = subprocess.run(["git", "rev-parse", ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout)
@@ -163,17 +199,24 @@ def main() -> None:
             results[label].append(res)
             print(label, r, res["seconds"], {k: v["train_s"] for k, v in res["runs"].items()}, file=sys.stderr)
     med = {k: statistics.median(x["seconds"] for x in v) for k, v in results.items()}
-    out = {"what": "default run's reward stage (snakemake --cores 2 results/reward/summary/runs.csv, upstream done), "
-                   "before vs after, alternating in one run",
-           "before_ref": sha, "after": {"head": head, "working_tree_dirty": dirty},
-           "repeats": args.repeats, "median_seconds": {k: round(v, 2) for k, v in med.items()},
-           "ratio_after_over_before": round(med["after"] / med["before"], 3),
-           "runs": results, "load_average_1_5_15": {"before": [round(x, 2) for x in load_before],
-                                                   "after": [round(x, 2) for x in os.getloadavg()]},
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-           "note": "both versions read the same upstream artifacts; each repeat copies them afresh. On a shared "
-                   "machine absolute seconds move with the load (recorded); the ratio is what the two versions "
-                   "were measured side by side."}
+    out = {
+        "what": "default run's reward stage (snakemake --cores 2 results/reward/summary/runs.csv, upstream done), "
+        "before vs after, alternating in one run",
+        "before_ref": sha,
+        "after": {"head": head, "working_tree_dirty": dirty},
+        "repeats": args.repeats,
+        "median_seconds": {k: round(v, 2) for k, v in med.items()},
+        "ratio_after_over_before": round(med["after"] / med["before"], 3),
+        "runs": results,
+        "load_average_1_5_15": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "note": "both versions read the same upstream artifacts; each repeat copies them afresh. On a shared "
+        "machine absolute seconds move with the load (recorded); the ratio is what the two versions "
+        "were measured side by side.",
+    }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps({k: out[k] for k in ("median_seconds", "ratio_after_over_before")}, indent=2))

@@ -75,8 +75,9 @@ def per_call(fn, reps: int) -> float:
     return float(np.median(times))
 
 
-def paper_matrix(rng: np.random.Generator, n_coders: int = 46, n_prompts: int = 100, per_coder: int = 20,
-                 clips: bool = True) -> np.ndarray:
+def paper_matrix(
+    rng: np.random.Generator, n_coders: int = 46, n_prompts: int = 100, per_coder: int = 20, clips: bool = True
+) -> np.ndarray:
     """Coders x units with each coder rating ``per_coder`` prompts (both clips when ``clips``)."""
     n_units = 2 * n_prompts if clips else n_prompts
     truth = rng.normal(0, 15, n_units)
@@ -107,8 +108,13 @@ def single_call_block(reps: int, package_reps: int) -> dict:
             ref = float(krippendorff.alpha(x, level_of_measurement=level, **kw))
             t_ours = per_call(lambda: krippendorff_alpha(x, level, domain), reps)  # noqa: B023 (called in this iteration)
             t_pkg = per_call(lambda: krippendorff.alpha(x, level_of_measurement=level, **kw), package_reps)  # noqa: B023 (called in this iteration)
-            block[level] = {"alpha": ours, "abs_diff_vs_package": abs(ours - ref), "ms_this": 1e3 * t_ours,
-                            "ms_package": 1e3 * t_pkg, "speedup": t_pkg / t_ours}
+            block[level] = {
+                "alpha": ours,
+                "abs_diff_vs_package": abs(ours - ref),
+                "ms_this": 1e3 * t_ours,
+                "ms_package": 1e3 * t_pkg,
+                "speedup": t_pkg / t_ours,
+            }
         out[name] = block
     return out
 
@@ -120,8 +126,9 @@ def simulated_study(seed: int = 11) -> tuple[pd.DataFrame, ...]:
     return ratings, trials, asg, participants
 
 
-def resampling_block(study: tuple[pd.DataFrame, ...], n_boot: int, n_perm: int, repeats: int,
-                     package_reps: int) -> dict:
+def resampling_block(
+    study: tuple[pd.DataFrame, ...], n_boot: int, n_perm: int, repeats: int, package_reps: int
+) -> dict:
     ratings, trials, asg, participants = study
     out: dict = {}
     for metric, (level, _frame, _unit) in ALPHA_METRICS.items():
@@ -137,8 +144,13 @@ def resampling_block(study: tuple[pd.DataFrame, ...], n_boot: int, n_perm: int, 
             stimulus_bootstrap(sub.shape[1], lambda w: bootstrap_alpha(feats, w), n_boot, make_rng(r))  # noqa: B023 (called in this iteration)
             t_boot[0].append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            permutation_test_between_groups(cond, lambda m: group_alpha_difference(pooled, m), n_perm, make_rng(r),  # noqa: B023 (called in this iteration)
-                                            groups=("audio", "text"))
+            permutation_test_between_groups(
+                cond,
+                lambda m: group_alpha_difference(pooled, m),  # noqa: B023 (called in this iteration)
+                n_perm,
+                make_rng(r),
+                groups=("audio", "text"),
+            )
             t_boot[1].append(time.perf_counter() - t0)
         # the package on the same resamples (a unit drawn twice = a duplicated column)
         draws = draw_units(sub.shape[1], package_reps, make_rng(99))
@@ -149,7 +161,9 @@ def resampling_block(study: tuple[pd.DataFrame, ...], n_boot: int, n_perm: int, 
         t_pkg = (time.perf_counter() - t0) / package_reps
         ours = bootstrap_alpha(feats, draw_counts(draws, sub.shape[1]))
         out[metric] = {
-            "level": level, "matrix_audio": list(sub.shape), "matrix_pooled": list(mat.shape),
+            "level": level,
+            "matrix_audio": list(sub.shape),
+            "matrix_pooled": list(mat.shape),
             f"bootstrap_{n_boot}_s_median": float(np.median(t_boot[0])),
             f"permutation_{n_perm}_s_median": float(np.median(t_boot[1])),
             f"package_bootstrap_{n_boot}_s_extrapolated": t_pkg * n_boot,
@@ -167,8 +181,9 @@ def resampling_block(study: tuple[pd.DataFrame, ...], n_boot: int, n_perm: int, 
     for c in ("audio", "text"):
         for frame in ("response", "position"):
             m = preference_matrix(trials, asg, participants, c, frame)
-            frames[f"{c}/{frame}"] = {lvl: krippendorff_alpha(m, lvl, PREFERENCE_DOMAIN)
-                                      for lvl in ("ordinal", "nominal")}
+            frames[f"{c}/{frame}"] = {
+                lvl: krippendorff_alpha(m, lvl, PREFERENCE_DOMAIN) for lvl in ("ordinal", "nominal")
+            }
     out["preference_alpha_by_frame"] = frames
     return out
 
@@ -183,9 +198,14 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "stats_alpha.json"))
     args = parser.parse_args()
     result = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-                    "krippendorff": version("krippendorff"), "platform": platform.platform(),
-                    "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "krippendorff": version("krippendorff"),
+            "platform": platform.platform(),
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+        },
         "settings": vars(args),
         "single_call": single_call_block(args.reps, args.package_reps),
         "resampling": resampling_block(simulated_study(), args.n_boot, args.n_perm, args.repeats, args.package_reps),

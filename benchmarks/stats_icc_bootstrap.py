@@ -84,10 +84,23 @@ def simulate(seed: int, n_prompts: int = 100, n_raters: int = 47, per_rater: int
     clip = np.concatenate([2 * prompt + first, 2 * prompt + 1 - first])
     rater, trial = np.tile(rater, 2), np.tile(trial, 2)
     presented_first = np.repeat([1.0, 0.0], prompt.size)
-    rating = (60 + 2 * presented_first - 0.3 * trial + rng.normal(0, 8, 2 * n_prompts)[clip]
-              + rng.normal(0, 6, n_raters)[rater] + rng.normal(0, 15, clip.size))
-    return pd.DataFrame({"rating": np.clip(np.round(rating), 1, 100), "presented_first": presented_first,
-                         "trial_z": (trial - trial.mean()) / trial.std(ddof=1), "clip": clip, "rater": rater})
+    rating = (
+        60
+        + 2 * presented_first
+        - 0.3 * trial
+        + rng.normal(0, 8, 2 * n_prompts)[clip]
+        + rng.normal(0, 6, n_raters)[rater]
+        + rng.normal(0, 15, clip.size)
+    )
+    return pd.DataFrame(
+        {
+            "rating": np.clip(np.round(rating), 1, 100),
+            "presented_first": presented_first,
+            "trial_z": (trial - trial.mean()) / trial.std(ddof=1),
+            "clip": clip,
+            "rater": rater,
+        }
+    )
 
 
 def arrays(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -112,8 +125,12 @@ def lme4_timing(df: pd.DataFrame, reps: int) -> dict | None:
         tmp_path = Path(tmp)
         df.to_csv(tmp_path / "d.csv", index=False, float_format="%.17g")
         (tmp_path / "t.R").write_text(R_TIMING % {"tight": TIGHT}, encoding="utf-8")
-        proc = subprocess.run(["Rscript", str(tmp_path / "t.R"), str(tmp_path / "d.csv"), str(reps),
-                               str(tmp_path / "o.json")], capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            ["Rscript", str(tmp_path / "t.R"), str(tmp_path / "d.csv"), str(reps), str(tmp_path / "o.json")],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         if proc.returncode != 0:
             return {"error": proc.stderr[-1000:]}
         raw = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
@@ -127,29 +144,46 @@ def lme4_timing(df: pd.DataFrame, reps: int) -> dict | None:
 def benchmark_size(label: str, df: pd.DataFrame, reps: int, sm_reps: int) -> dict:
     y, X, clip, rater = arrays(df)
     fit = fit_crossed_intercepts(y, X, clip, rater)
-    out: dict = {"n_ratings": int(y.size), "n_clips": int(np.unique(clip).size), "n_raters": int(np.unique(rater).size),
-                 "engine": {"median_ms_per_fit": median_ms(lambda: fit_crossed_intercepts(y, X, clip, rater), reps),
-                            "median_ms_per_fit_warm_start": median_ms(
-                                lambda: fit_crossed_intercepts(y, X, clip, rater, theta0=fit.theta * 1.05), reps),
-                            "criterion_evaluations": fit.n_iter, "converged": fit.converged,
-                            "var_clip": fit.var_g1, "var_rater": fit.var_g2, "var_resid": fit.var_resid,
-                            "remlcrit": fit.objective}}
+    out: dict = {
+        "n_ratings": int(y.size),
+        "n_clips": int(np.unique(clip).size),
+        "n_raters": int(np.unique(rater).size),
+        "engine": {
+            "median_ms_per_fit": median_ms(lambda: fit_crossed_intercepts(y, X, clip, rater), reps),
+            "median_ms_per_fit_warm_start": median_ms(
+                lambda: fit_crossed_intercepts(y, X, clip, rater, theta0=fit.theta * 1.05), reps
+            ),
+            "criterion_evaluations": fit.n_iter,
+            "converged": fit.converged,
+            "var_clip": fit.var_g1,
+            "var_rater": fit.var_g2,
+            "var_resid": fit.var_resid,
+            "remlcrit": fit.objective,
+        },
+    }
     print(f"[{label}] engine {out['engine']['median_ms_per_fit']:.2f} ms/fit", flush=True)
     ref = lme4_timing(df, reps)
     if ref and "error" not in ref:
         ours = np.array([fit.var_g1, fit.var_g2, fit.var_resid])
         theirs = np.array([ref["var_clip"], ref["var_rater"], ref["var_resid"]])
-        out["lme4"] = {"median_ms_per_fit_default_control": ref["default_median_ms"],
-                       "median_ms_per_fit_tight_control": ref["tight_median_ms"], "version": ref["lme4"], "r": ref["r"]}
+        out["lme4"] = {
+            "median_ms_per_fit_default_control": ref["default_median_ms"],
+            "median_ms_per_fit_tight_control": ref["tight_median_ms"],
+            "version": ref["lme4"],
+            "r": ref["r"],
+        }
         out["agreement_with_lme4_tight"] = {
             "max_rel_diff_variance_components": float(np.max(np.abs(ours - theirs) / np.abs(theirs))),
             "max_rel_diff_fixed_effects": float(np.max(np.abs(fit.beta - ref["beta"]) / np.abs(ref["beta"]))),
-            "max_rel_diff_fixed_effect_se": float(np.max(np.abs(fit.beta_se - ref["beta_se"])
-                                                         / np.array(ref["beta_se"]))),
+            "max_rel_diff_fixed_effect_se": float(
+                np.max(np.abs(fit.beta_se - ref["beta_se"]) / np.array(ref["beta_se"]))
+            ),
             "abs_diff_remlcrit": float(abs(fit.objective - ref["remlcrit"])),
         }
-        print(f"[{label}] lme4 {ref['default_median_ms']:.1f} ms/fit (default), {ref['tight_median_ms']:.1f} (tight)",
-              flush=True)
+        print(
+            f"[{label}] lme4 {ref['default_median_ms']:.1f} ms/fit (default), {ref['tight_median_ms']:.1f} (tight)",
+            flush=True,
+        )
     else:
         out["lme4"] = ref or {"error": "Rscript not on PATH"}
     sm_times, sm_fit = [], None
@@ -160,25 +194,42 @@ def benchmark_size(label: str, df: pd.DataFrame, reps: int, sm_reps: int) -> dic
     if sm_fit is not None:
         ours = np.array([fit.var_g1, fit.var_g2, fit.var_resid])
         theirs = np.array([sm_fit["var_g1"], sm_fit["var_g2"], sm_fit["var_resid"]])
-        out["statsmodels"] = {"median_ms_per_fit": 1000 * float(np.median(sm_times)), "fits": sm_reps,
-                              "max_rel_diff_variance_components_to_engine": float(np.max(np.abs(ours - theirs) / ours))}
+        out["statsmodels"] = {
+            "median_ms_per_fit": 1000 * float(np.median(sm_times)),
+            "fits": sm_reps,
+            "max_rel_diff_variance_components_to_engine": float(np.max(np.abs(ours - theirs) / ours)),
+        }
         print(f"[{label}] statsmodels {out['statsmodels']['median_ms_per_fit']:.0f} ms/fit", flush=True)
     return out
 
 
 def bootstrap_timing(df: pd.DataFrame, n_boot: int, seed: int) -> dict:
     y, X, clip, rater = arrays(df)
-    design = ConditionDesign(y=y, X=X, clip=clip.astype(np.intp), participant=rater.astype(np.intp),
-                             n_clips=int(clip.max()) + 1, n_participants=int(rater.max()) + 1,
-                             terms=("presented_first", "trial_z"), formula="benchmark")
+    design = ConditionDesign(
+        y=y,
+        X=X,
+        clip=clip.astype(np.intp),
+        participant=rater.astype(np.intp),
+        n_clips=int(clip.max()) + 1,
+        n_participants=int(rater.max()) + 1,
+        terms=("presented_first", "trial_z"),
+        formula="benchmark",
+    )
     t0 = time.perf_counter()
     row = icc_for_design("benchmark", design, n_boot, np.random.default_rng(seed))
     seconds = time.perf_counter() - t0
     print(f"[bootstrap] {n_boot} refits in {seconds:.1f} s", flush=True)
-    return {"n_boot": n_boot, "n_ratings": int(y.size), "seconds_total": seconds,
-            "ms_per_refit": 1000 * seconds / max(n_boot, 1), "n_boot_failed": int(row["n_boot_failed"]),
-            "icc_2_1": row["icc_2_1"], "icc_2_1_ci": [row["icc_2_1_lo"], row["icc_2_1_hi"]],
-            "icc_2_k": row["icc_2_k"], "icc_2_k_ci": [row["icc_2_k_lo"], row["icc_2_k_hi"]]}
+    return {
+        "n_boot": n_boot,
+        "n_ratings": int(y.size),
+        "seconds_total": seconds,
+        "ms_per_refit": 1000 * seconds / max(n_boot, 1),
+        "n_boot_failed": int(row["n_boot_failed"]),
+        "icc_2_1": row["icc_2_1"],
+        "icc_2_1_ci": [row["icc_2_1_lo"], row["icc_2_1_hi"]],
+        "icc_2_k": row["icc_2_k"],
+        "icc_2_k_ci": [row["icc_2_k_lo"], row["icc_2_k_hi"]],
+    }
 
 
 def main() -> None:
@@ -192,10 +243,15 @@ def main() -> None:
     condition = simulate(args.seed, n_raters=47)
     pooled = simulate(args.seed + 1, n_raters=94)
     result = {
-        "machine": {"cpus": os.cpu_count(), "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-                    "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+        },
         "design": "100 prompts x 2 clips; raters rate both clips of 20 random prompts; "
-                  "rating ~ presented_first + trial_z + (1|clip) + (1|rater), REML",
+        "rating ~ presented_first + trial_z + (1|clip) + (1|rater), REML",
         "one_condition": benchmark_size("1,880", condition, args.reps, args.sm_reps),
         "pooled": benchmark_size("3,760", pooled, args.reps, args.sm_reps),
         "bootstrap": bootstrap_timing(condition, args.n_boot, args.seed),

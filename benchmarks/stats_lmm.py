@@ -103,8 +103,9 @@ def median_ms(fn, reps: int) -> float:
     return 1000 * float(np.median(times))
 
 
-def r_timing(df: pd.DataFrame, formulas: list[str], factors: list[str], reps: int,
-             lrt_pair: tuple[str, str] | None) -> dict | None:
+def r_timing(
+    df: pd.DataFrame, formulas: list[str], factors: list[str], reps: int, lrt_pair: tuple[str, str] | None
+) -> dict | None:
     """lme4 / lmerTest fits timed inside R, with their estimates (tight control)."""
     if shutil.which("Rscript") is None:
         return None
@@ -113,8 +114,12 @@ def r_timing(df: pd.DataFrame, formulas: list[str], factors: list[str], reps: in
         tmp_path = Path(tmp)
         df.to_csv(tmp_path / "d.csv", index=False, float_format="%.17g")
         (tmp_path / "t.R").write_text(R_TIMING % {"tight": TIGHT_CONTROL}, encoding="utf-8")
-        proc = subprocess.run(["Rscript", str(tmp_path / "t.R"), str(tmp_path / "d.csv"), json.dumps(spec),
-                               str(tmp_path / "o.json")], capture_output=True, text=True, timeout=3600)
+        proc = subprocess.run(
+            ["Rscript", str(tmp_path / "t.R"), str(tmp_path / "d.csv"), json.dumps(spec), str(tmp_path / "o.json")],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         if proc.returncode != 0:
             return {"error": proc.stderr[-1500:]}
         return json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
@@ -133,16 +138,19 @@ def max_rel(ours: np.ndarray, ref: np.ndarray) -> float:
 
 def agreement(fit: LmmFit, ref: dict) -> dict:
     vt = fit.variance_table()
-    ours = {(g, v1 or "", v2 or ""): v for g, v1, v2, v in zip(vt.group, vt.var1.fillna(""), vt.var2.fillna(""),
-                                                                vt.vcov)}
+    ours = {
+        (g, v1 or "", v2 or ""): v for g, v1, v2, v in zip(vt.group, vt.var1.fillna(""), vt.var2.fillna(""), vt.vcov)
+    }
     keys = list(zip(ref["vc_grp"], ref["vc_var1"], ref["vc_var2"]))
     vc_ours = np.array([ours[k] for k in keys])
-    return {"max_rel_diff_variance_components": max_rel(vc_ours, _floats(ref["vc_vcov"])),
-            "max_rel_diff_fixed_effects": max_rel(fit.beta, _floats(ref["estimate"])),
-            "max_rel_diff_se": max_rel(fit.beta_se, _floats(ref["se"])),
-            "max_rel_diff_satterthwaite_df": max_rel(fit.df, _floats(ref["df"])),
-            "max_rel_diff_p": float(np.max(np.abs(fit.p_value - _floats(ref["p"])) / _floats(ref["p"]))),
-            "abs_diff_remlcrit": float(abs(fit.objective - float(ref["objective"])))}
+    return {
+        "max_rel_diff_variance_components": max_rel(vc_ours, _floats(ref["vc_vcov"])),
+        "max_rel_diff_fixed_effects": max_rel(fit.beta, _floats(ref["estimate"])),
+        "max_rel_diff_se": max_rel(fit.beta_se, _floats(ref["se"])),
+        "max_rel_diff_satterthwaite_df": max_rel(fit.df, _floats(ref["df"])),
+        "max_rel_diff_p": float(np.max(np.abs(fit.p_value - _floats(ref["p"])) / _floats(ref["p"]))),
+        "abs_diff_remlcrit": float(abs(fit.objective - float(ref["objective"]))),
+    }
 
 
 def engine_timing(df: pd.DataFrame, formula: str, reps: int) -> tuple[LmmFit, dict]:
@@ -154,31 +162,52 @@ def engine_timing(df: pd.DataFrame, formula: str, reps: int) -> tuple[LmmFit, di
         "ms_per_fit_with_satterthwaite": median_ms(lambda: fit_lmm(d.y, d.X, terms), reps),
         "ms_per_fit_from_formula_with_satterthwaite": median_ms(lambda: fit_formula(df, formula), reps),
         "ms_per_fit_warm_start_no_df": median_ms(
-            lambda: fit_lmm(d.y, d.X, terms, satterthwaite=False, theta0=fit.theta * 1.05 + 0.01), reps),
-        "criterion_evaluations": fit.n_iter, "converged": fit.converged, "singular": fit.singular,
-        "n_obs": fit.n_obs, "remlcrit": fit.objective,
+            lambda: fit_lmm(d.y, d.X, terms, satterthwaite=False, theta0=fit.theta * 1.05 + 0.01), reps
+        ),
+        "criterion_evaluations": fit.n_iter,
+        "converged": fit.converged,
+        "singular": fit.singular,
+        "n_obs": fit.n_obs,
+        "remlcrit": fit.objective,
         "fixed_effects": dict(zip(fit.x_names, map(float, fit.beta))),
         "satterthwaite_df": dict(zip(fit.x_names, map(float, fit.df))),
-        "variance_components": fit.variance_table().assign(var1=lambda t: t.var1.fillna(""),
-                                                           var2=lambda t: t.var2.fillna("")).to_dict("records"),
+        "variance_components": fit.variance_table()
+        .assign(var1=lambda t: t.var1.fillna(""), var2=lambda t: t.var2.fillna(""))
+        .to_dict("records"),
     }
     return fit, timing
 
 
-def run_dataset(label: str, df: pd.DataFrame, formulas: list[str], factors: list[str], reps: int, r_reps: int,
-                lrt_pair: tuple[str, str] | None) -> dict:
+def run_dataset(
+    label: str,
+    df: pd.DataFrame,
+    formulas: list[str],
+    factors: list[str],
+    reps: int,
+    r_reps: int,
+    lrt_pair: tuple[str, str] | None,
+) -> dict:
     out: dict = {"n_rows": len(df), "models": {}}
     fits = {}
     for formula in formulas:
         fits[formula], timing = engine_timing(df, formula, reps)
         out["models"][formula] = {"engine": timing}
-        print(f"[{label}] {formula}: {timing['ms_per_fit_no_df']:.1f} ms/fit "
-              f"({timing['ms_per_fit_with_satterthwaite']:.1f} with df)", flush=True)
+        print(
+            f"[{label}] {formula}: {timing['ms_per_fit_no_df']:.1f} ms/fit "
+            f"({timing['ms_per_fit_with_satterthwaite']:.1f} with df)",
+            flush=True,
+        )
     if lrt_pair:
         small, big = fits[lrt_pair[0]], fits[lrt_pair[1]]
         res = anova_refit_ml(small, big)
-        out["lrt"] = {"engine": {"chi2": res.chi2, "df": res.df, "p": res.p,
-                                 "ms_two_ml_refits": median_ms(lambda: anova_refit_ml(small, big), reps)}}
+        out["lrt"] = {
+            "engine": {
+                "chi2": res.chi2,
+                "df": res.df,
+                "p": res.p,
+                "ms_two_ml_refits": median_ms(lambda: anova_refit_ml(small, big), reps),
+            }
+        }
     ref = r_timing(df, formulas, factors, r_reps, lrt_pair)
     if ref is None or "error" in ref:
         out["r"] = ref or {"error": "Rscript not on PATH"}
@@ -187,18 +216,28 @@ def run_dataset(label: str, df: pd.DataFrame, formulas: list[str], factors: list
     for formula in formulas:
         r = ref[formula]
         entry = out["models"][formula]
-        entry["lme4"] = {"ms_per_fit_default_control": r["lme4_default_ms"],
-                         "ms_per_fit_tight_control": r["lme4_tight_ms"],
-                         "lmertest_ms_per_fit_tight_control": r["lmertest_tight_ms"]}
+        entry["lme4"] = {
+            "ms_per_fit_default_control": r["lme4_default_ms"],
+            "ms_per_fit_tight_control": r["lme4_tight_ms"],
+            "lmertest_ms_per_fit_tight_control": r["lmertest_tight_ms"],
+        }
         entry["agreement_with_lme4_lmertest_tight"] = agreement(fits[formula], r)
         entry["speedup_vs_lme4_default"] = r["lme4_default_ms"] / entry["engine"]["ms_per_fit_no_df"]
-        entry["speedup_vs_lmertest_tight_with_df"] = (r["lmertest_tight_ms"]
-                                                      / entry["engine"]["ms_per_fit_with_satterthwaite"])
-        print(f"[{label}] {formula}: lme4 {r['lme4_default_ms']:.1f} ms (default), {r['lme4_tight_ms']:.1f} (tight), "
-              f"lmerTest {r['lmertest_tight_ms']:.1f}", flush=True)
+        entry["speedup_vs_lmertest_tight_with_df"] = (
+            r["lmertest_tight_ms"] / entry["engine"]["ms_per_fit_with_satterthwaite"]
+        )
+        print(
+            f"[{label}] {formula}: lme4 {r['lme4_default_ms']:.1f} ms (default), {r['lme4_tight_ms']:.1f} (tight), "
+            f"lmerTest {r['lmertest_tight_ms']:.1f}",
+            flush=True,
+        )
     if lrt_pair and "lrt" in ref:
-        out["lrt"]["lme4_anova"] = {"chi2": float(ref["lrt"]["chi2"]), "df": int(ref["lrt"]["df"]),
-                                    "p": float(ref["lrt"]["p"]), "ms_two_ml_refits": float(ref["lrt"]["ms"])}
+        out["lrt"]["lme4_anova"] = {
+            "chi2": float(ref["lrt"]["chi2"]),
+            "df": int(ref["lrt"]["df"]),
+            "p": float(ref["lrt"]["p"]),
+            "ms_two_ml_refits": float(ref["lrt"]["ms"]),
+        }
         out["lrt"]["abs_diff_chi2"] = abs(out["lrt"]["engine"]["chi2"] - float(ref["lrt"]["chi2"]))
     return out
 
@@ -213,15 +252,22 @@ def main() -> None:
     trials = simulate_trials(args.seed)
     ratings = simulate_ratings(args.seed + 1)
     result = {
-        "machine": {"cpus": os.cpu_count(), "load_average_at_start": list(os.getloadavg()),
-                    "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-                    "python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_at_start": list(os.getloadavg()),
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+        },
         "design": "paper scale: 100 prompts x 2 clips, 94 raters (47 audio, 47 text) x 20 trials = 1,880 trials / "
-                  "3,760 ratings (tests/lmm_simulate.py); REML; lme4 tight control = " + TIGHT_CONTROL,
-        "slope_model_trials": run_dataset("trials", trials, [SLOPE, NO_SLOPE], ["prompt", "participant"], args.reps,
-                                          args.r_reps, (NO_SLOPE, SLOPE)),
-        "omnibus_model_ratings": run_dataset("ratings", ratings, [OMNIBUS], ["clip", "participant"], args.reps,
-                                             args.r_reps, None),
+        "3,760 ratings (tests/lmm_simulate.py); REML; lme4 tight control = " + TIGHT_CONTROL,
+        "slope_model_trials": run_dataset(
+            "trials", trials, [SLOPE, NO_SLOPE], ["prompt", "participant"], args.reps, args.r_reps, (NO_SLOPE, SLOPE)
+        ),
+        "omnibus_model_ratings": run_dataset(
+            "ratings", ratings, [OMNIBUS], ["clip", "participant"], args.reps, args.r_reps, None
+        ),
     }
     result["machine"]["load_average_at_end"] = list(os.getloadavg())
     write_json(result, args.out)

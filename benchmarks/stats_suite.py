@@ -31,11 +31,23 @@ def main() -> None:
     stimuli = paper_stimuli(0)
     assignments = make_assignments(list(dict.fromkeys(stimuli.prompt_id)), 53, 20, seed=1)
     ratings, trials, participants, _ = simulate_ratings(stimuli, assignments, SimulationParams(), seed=1)
-    params = {"seed": 1, "n_boot": 2000, "n_perm": 2000, "n_boot_alpha": 5000, "n_perm_alpha": 5000,
-              "n_boot_threshold": 1000, "ci_level": 0.95,
-              "modality_terms": str(ROOT / "resources/analysis/modality_terms.txt")}
-    tables = {"ratings": ratings, "trials": trials, "participants": participants, "stimuli": stimuli,
-              "assignments": assignments}
+    params = {
+        "seed": 1,
+        "n_boot": 2000,
+        "n_perm": 2000,
+        "n_boot_alpha": 5000,
+        "n_perm_alpha": 5000,
+        "n_boot_threshold": 1000,
+        "ci_level": 0.95,
+        "modality_terms": str(ROOT / "resources/analysis/modality_terms.txt"),
+    }
+    tables = {
+        "ratings": ratings,
+        "trials": trials,
+        "participants": participants,
+        "stimuli": stimuli,
+        "assignments": assignments,
+    }
     seconds = {}
     t_all = time.perf_counter()
     t0 = time.perf_counter()
@@ -47,13 +59,15 @@ def main() -> None:
         seconds[name] = time.perf_counter() - t0
     total = time.perf_counter() - t_all
     rated = ratings[ratings.trial >= 1]
-    out = {"design": "100 prompts x 2 clips, 53 recruited per condition, 20 trials (default simulator)",
-           "n_ratings_rated_trials": int(len(rated)), "resamples": {k: params[k] for k in
-                                                                    ("n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha",
-                                                                     "n_boot_threshold")},
-           "seconds_by_analysis": {k: round(v, 2) for k, v in seconds.items()}, "total_seconds": round(total, 1),
-           "target_seconds": 60, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                             "load_avg_1min": os.getloadavg()[0]}}
+    out = {
+        "design": "100 prompts x 2 clips, 53 recruited per condition, 20 trials (default simulator)",
+        "n_ratings_rated_trials": int(len(rated)),
+        "resamples": {k: params[k] for k in ("n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold")},
+        "seconds_by_analysis": {k: round(v, 2) for k, v in seconds.items()},
+        "total_seconds": round(total, 1),
+        "target_seconds": 60,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_avg_1min": os.getloadavg()[0]},
+    }
     target = ROOT / "benchmarks/out/stats_suite.json"
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")

@@ -48,8 +48,11 @@ from modprefs.stats import modality  # noqa: E402
 OUT = ROOT / "benchmarks" / "out" / "table2_null.json"
 N_PROMPTS, RATERS, TRIALS = 100, 53, 20
 MODELS = ("simulator", "gaussian_crossed", "heavy_scale_clipped")
-TERMS = {"modality_x_length": "Modality x Char. length", "modality_x_order": "Presented first x Modality",
-         "modality_x_trial": "Modality x Trial number"}
+TERMS = {
+    "modality_x_length": "Modality x Char. length",
+    "modality_x_order": "Presented first x Modality",
+    "modality_x_trial": "Modality x Trial number",
+}
 ALPHA = 0.05
 
 
@@ -77,7 +80,9 @@ def study_task(args: tuple[str, int]) -> dict:
             "p": {k: float(omni.loc[term, "p"]) for k, term in TERMS.items()},
             "se": {k: float(omni.loc[term, "se"]) for k, term in TERMS.items()},
             "b": {k: float(omni.loc[term, "b"]) for k, term in TERMS.items()},
-            "converged": bool(omni["converged"].all()), "seconds": time.perf_counter() - t1}
+            "converged": bool(omni["converged"].all()),
+            "seconds": time.perf_counter() - t1,
+        }
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -102,9 +107,13 @@ def summarise(results: list[dict]) -> dict:
                 b = np.array([r["structures"][structure]["b"][term] for r in rows])
                 se = np.array([r["structures"][structure]["se"][term] for r in rows])
                 x = int(np.sum(p < ALPHA))
-                s_block[term] = {"rejections": x, "rate": x / len(rows), "rate_ci95": clopper_pearson(x, len(rows)),
-                                 "sd_estimate_across_studies": float(b.std(ddof=1)) if len(b) > 1 else None,
-                                 "mean_model_se": float(se.mean())}
+                s_block[term] = {
+                    "rejections": x,
+                    "rate": x / len(rows),
+                    "rate_ci95": clopper_pearson(x, len(rows)),
+                    "sd_estimate_across_studies": float(b.std(ddof=1)) if len(b) > 1 else None,
+                    "mean_model_se": float(se.mean()),
+                }
             s_block["nonconverged"] = int(sum(not r["structures"][structure]["converged"] for r in rows))
             s_block["seconds_per_fit"] = float(np.median([r["structures"][structure]["seconds"] for r in rows]))
             block[structure] = s_block
@@ -126,12 +135,19 @@ def main() -> None:
     args = ap.parse_args()
     models = args.models.split(",")
     t_start = time.perf_counter()
-    config = {"n_prompts": N_PROMPTS, "raters_per_condition": RATERS, "trials_per_participant": TRIALS,
-              "n_studies_per_model": args.n_studies, "alpha": ALPHA, "models": models,
-              "structures": dict(modality.TABLE2_RANDOM), "fixed": modality.TABLE2_FIXED,
-              "generator_defaults": dataclasses.asdict(GeneratorParams()),
-              "simulator_null": "SimulationParams() with b_len_text = b_first_text = 0",
-              "workers": args.workers}
+    config = {
+        "n_prompts": N_PROMPTS,
+        "raters_per_condition": RATERS,
+        "trials_per_participant": TRIALS,
+        "n_studies_per_model": args.n_studies,
+        "alpha": ALPHA,
+        "models": models,
+        "structures": dict(modality.TABLE2_RANDOM),
+        "fixed": modality.TABLE2_FIXED,
+        "generator_defaults": dataclasses.asdict(GeneratorParams()),
+        "simulator_null": "SimulationParams() with b_len_text = b_first_text = 0",
+        "workers": args.workers,
+    }
     results: list[dict] = []
     kept: dict = {}
     if args.keep_other_models and args.out.exists():
@@ -139,14 +155,21 @@ def main() -> None:
         kept = {
             m: {**block, "run": old.get("runs", {}).get(m)} for m, block in old["summary"].items() if m not in models
         }
-    run_info = {m: {"n_studies": args.n_studies, "date": time.strftime("%Y-%m-%d"), "workers": args.workers}
-                for m in models}
+    run_info = {
+        m: {"n_studies": args.n_studies, "date": time.strftime("%Y-%m-%d"), "workers": args.workers} for m in models
+    }
 
     def write(final: bool) -> None:
         summary = {**{m: {k: v for k, v in b.items() if k != "run"} for m, b in kept.items()}, **summarise(results)}
         runs = {**{m: b["run"] for m, b in kept.items() if b.get("run")}, **run_info}
-        doc = {"config": config, "summary": {m: summary[m] for m in MODELS if m in summary}, "runs": runs,
-               "studies_done": len(results), "complete": final, "runtime_s": time.perf_counter() - t_start}
+        doc = {
+            "config": config,
+            "summary": {m: summary[m] for m in MODELS if m in summary},
+            "runs": runs,
+            "studies_done": len(results),
+            "complete": final,
+            "runtime_s": time.perf_counter() - t_start,
+        }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

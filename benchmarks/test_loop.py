@@ -39,9 +39,15 @@ def run_target(target: str) -> dict:
     proc = subprocess.run(["make", target], cwd=ROOT, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
     summary = next((ln for ln in reversed(proc.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", ln)), "")
-    return {"exit_status": proc.returncode, "wall_minutes": round(wall / 60, 2), "cpu_minutes": round(cpu / 60, 2),
-            "cpu_minutes_per_core_at_2_cores": round(cpu / 120, 2), "load_average_1min_before": round(load_before, 1),
-            "load_average_1min_after": round(os.getloadavg()[0], 1), "pytest_summary": summary.strip("= ")}
+    return {
+        "exit_status": proc.returncode,
+        "wall_minutes": round(wall / 60, 2),
+        "cpu_minutes": round(cpu / 60, 2),
+        "cpu_minutes_per_core_at_2_cores": round(cpu / 120, 2),
+        "load_average_1min_before": round(load_before, 1),
+        "load_average_1min_after": round(os.getloadavg()[0], 1),
+        "pytest_summary": summary.strip("= "),
+    }
 
 
 def main() -> None:

@@ -87,9 +87,14 @@ def main() -> None:
             for threads, k in ((1, k1), (2, k2)):
                 secs, audio_s = _infer_s(k, style, b)
                 runs[threads].append(secs)
-        per_text.append({"chars": len(text), "audio_s": round(audio_s, 3),
-                         "infer_s_1_thread": round(statistics.median(runs[1]), 4),
-                         "infer_s_2_threads": round(statistics.median(runs[2]), 4)})
+        per_text.append(
+            {
+                "chars": len(text),
+                "audio_s": round(audio_s, 3),
+                "infer_s_1_thread": round(statistics.median(runs[1]), 4),
+                "infer_s_2_threads": round(statistics.median(runs[2]), 4),
+            }
+        )
     audio_total = sum(t["audio_s"] for t in per_text)
     infer1 = sum(t["infer_s_1_thread"] for t in per_text)
     infer2 = sum(t["infer_s_2_threads"] for t in per_text)
@@ -111,18 +116,24 @@ def main() -> None:
 
     result = {
         "what": "Kokoro-82M int8 ONNX (PyPI) on this machine: G2P vs inference, 1 vs 2 intra-op threads, op profile",
-        "pinned_cpus": cpus, "load_average_1min": os.getloadavg()[0],
-        "n_texts": len(texts), "audio_s": round(audio_total, 2),
-        "g2p_s": round(g2p_total, 3), "g2p_share_of_2_thread_time": round(g2p_total / (g2p_total + infer2), 4),
-        "infer_s_1_thread": round(infer1, 2), "infer_s_2_threads": round(infer2, 2),
+        "pinned_cpus": cpus,
+        "load_average_1min": os.getloadavg()[0],
+        "n_texts": len(texts),
+        "audio_s": round(audio_total, 2),
+        "g2p_s": round(g2p_total, 3),
+        "g2p_share_of_2_thread_time": round(g2p_total / (g2p_total + infer2), 4),
+        "infer_s_1_thread": round(infer1, 2),
+        "infer_s_2_threads": round(infer2, 2),
         "rtf_1_thread": round((g2p_total + infer1) / audio_total, 4),
         "rtf_2_threads": round((g2p_total + infer2) / audio_total, 4),
-        "speedup_2_vs_1_threads_median_text": round(statistics.median(
-            t["infer_s_1_thread"] / t["infer_s_2_threads"] for t in per_text), 3),
+        "speedup_2_vs_1_threads_median_text": round(
+            statistics.median(t["infer_s_1_thread"] / t["infer_s_2_threads"] for t in per_text), 3
+        ),
         "rtf_target": 0.5,
         "op_profile_2_threads_first_5_texts": {
             "total_op_s": round(total_op, 3),
-            "top_ops": [{"op": op, "s": round(s, 3), "share": round(s / total_op, 4)} for op, s in top]},
+            "top_ops": [{"op": op, "s": round(s, 3), "share": round(s / total_op, 4)} for op, s in top],
+        },
         "per_text": per_text,
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)

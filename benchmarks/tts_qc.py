@@ -54,14 +54,21 @@ def render_all(directory: Path) -> None:
             continue
         (directory / name).mkdir(parents=True, exist_ok=True)
         for i, text in enumerate(texts):
-            sf.write(directory / name / f"{i:02d}.wav", np.clip(backend.synthesize(text), -1, 1),
-                     backend.sample_rate, subtype="PCM_16")
+            sf.write(
+                directory / name / f"{i:02d}.wav",
+                np.clip(backend.synthesize(text), -1, 1),
+                backend.sample_rate,
+                subtype="PCM_16",
+            )
 
 
 def summary(values: list[float], digits: int = 3) -> dict[str, float]:
     v = [x for x in values if np.isfinite(x)]
-    return {"min": round(min(v), digits), "median": round(statistics.median(v), digits),
-            "max": round(max(v), digits)} if v else {}
+    return (
+        {"min": round(min(v), digits), "median": round(statistics.median(v), digits), "max": round(max(v), digits)}
+        if v
+        else {}
+    )
 
 
 def main() -> None:
@@ -122,9 +129,13 @@ def main() -> None:
                 reasons[key] = reasons.get(key, 0) + 1
         per_backend[name] = {
             "n_clips": len(rows),
-            "wer": {"mean": round(float(np.mean(wers)), 4), "median": round(statistics.median(wers), 4),
-                    "max": round(max(wers), 4), "n_over_0.15": sum(w > 0.15 for w in wers),
-                    "n_zero": sum(w == 0 for w in wers)},
+            "wer": {
+                "mean": round(float(np.mean(wers)), 4),
+                "median": round(statistics.median(wers), 4),
+                "max": round(max(wers), 4),
+                "n_over_0.15": sum(w > 0.15 for w in wers),
+                "n_zero": sum(w == 0 for w in wers),
+            },
             "dnsmos_ovrl": summary([r["dnsmos_ovrl"] for r in rows]),
             "dnsmos_p808": summary([r["dnsmos_p808"] for r in rows]),
             "dnsmos_sig": summary([r["dnsmos_sig"] for r in rows]),
@@ -137,37 +148,70 @@ def main() -> None:
             "clipping_ratio_max": max(r["clipping_ratio"] for r in rows),
             "n_pass_default_thresholds": sum(r["qc_pass"] for r in rows),
             "failed_metrics": reasons,
-            "worst_wer_clip": (lambda r: {"clip": r["clip"], "wer": round(r["wer"], 3), "text": texts[r["clip"]][:200],
-                                          "transcript": r["transcript"][:200]})(max(rows, key=lambda r: r["wer"])),
+            "worst_wer_clip": (
+                lambda r: {
+                    "clip": r["clip"],
+                    "wer": round(r["wer"], 3),
+                    "text": texts[r["clip"]][:200],
+                    "transcript": r["transcript"][:200],
+                }
+            )(max(rows, key=lambda r: r["wer"])),
         }
-        print(f"{name}: WER mean {per_backend[name]['wer']['mean']}, max {per_backend[name]['wer']['max']}; "
-              f"pass {per_backend[name]['n_pass_default_thresholds']}/{len(rows)} {reasons}", file=sys.stderr)
+        print(
+            f"{name}: WER mean {per_backend[name]['wer']['mean']}, max {per_backend[name]['wer']['max']}; "
+            f"pass {per_backend[name]['n_pass_default_thresholds']}/{len(rows)} {reasons}",
+            file=sys.stderr,
+        )
 
     # known-bad clips
     sr = 22050
-    silent = qc_clip(np.zeros(3 * sr, np.float32), sr, "This should have been spoken aloud.",
-                     transcript=asr.transcribe(np.zeros(3 * sr, np.float32), sr))
+    silent = qc_clip(
+        np.zeros(3 * sr, np.float32),
+        sr,
+        "This should have been spoken aloud.",
+        transcript=asr.transcribe(np.zeros(3 * sr, np.float32), sr),
+    )
     t = np.arange(3 * sr) / sr
     clipped_audio = np.clip(3.0 * np.sin(2 * np.pi * 220 * t), -1, 1).astype(np.float32)
     clipped = qc_clip(clipped_audio, sr, "This should have been spoken aloud.")
 
     n, audio_s = timing["n"], timing["audio_s"]
-    out = {"n_clips": n, "audio_s": round(audio_s, 1), "threads": THREADS, "pinned_cpus": cpus,
-           "load_s": {"asr": round(asr_load, 3), "dnsmos": round(mos_load, 3)},
-           "throughput": {
-               part: {"s_per_clip": round(timing[f"{part}_s"] / n, 4),
-                      "audio_s_per_s": round(audio_s / timing[f"{part}_s"], 2)}
-               for part in ("asr", "dnsmos", "dnsmos_nonoverlap", "signal")} if n else {},
-           "dnsmos_ovrl_max_abs_diff_nonoverlap_vs_1s_hop": round(max_ovrl_diff, 4),
-           "default_thresholds": DEFAULT_THRESHOLDS,
-           "backends": per_backend,
-           "known_bad": {"silent": {"qc_pass": silent["qc_pass"], "qc_reasons": silent["qc_reasons"],
-                                    "transcript": silent["transcript"]},
-                         "hard_clipped_tone": {"qc_pass": clipped["qc_pass"], "qc_reasons": clipped["qc_reasons"]}},
-           "load_average_1min": {"before": load_before,
-                                 "after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
-           "machine": {"cpus_visible": os.cpu_count(), "python": platform.python_version(),
-                       "platform": platform.platform()}}
+    out = {
+        "n_clips": n,
+        "audio_s": round(audio_s, 1),
+        "threads": THREADS,
+        "pinned_cpus": cpus,
+        "load_s": {"asr": round(asr_load, 3), "dnsmos": round(mos_load, 3)},
+        "throughput": {
+            part: {
+                "s_per_clip": round(timing[f"{part}_s"] / n, 4),
+                "audio_s_per_s": round(audio_s / timing[f"{part}_s"], 2),
+            }
+            for part in ("asr", "dnsmos", "dnsmos_nonoverlap", "signal")
+        }
+        if n
+        else {},
+        "dnsmos_ovrl_max_abs_diff_nonoverlap_vs_1s_hop": round(max_ovrl_diff, 4),
+        "default_thresholds": DEFAULT_THRESHOLDS,
+        "backends": per_backend,
+        "known_bad": {
+            "silent": {
+                "qc_pass": silent["qc_pass"],
+                "qc_reasons": silent["qc_reasons"],
+                "transcript": silent["transcript"],
+            },
+            "hard_clipped_tone": {"qc_pass": clipped["qc_pass"], "qc_reasons": clipped["qc_reasons"]},
+        },
+        "load_average_1min": {
+            "before": load_before,
+            "after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        },
+        "machine": {
+            "cpus_visible": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+    }
     target = ROOT / "benchmarks/out/tts_qc.json"
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(out, indent=2, default=float) + "\n")

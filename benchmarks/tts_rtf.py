@@ -40,9 +40,11 @@ import numpy as np  # noqa: E402
 from modprefs.speech.backends import get_backend  # noqa: E402
 from modprefs.speech.text import speakable_text  # noqa: E402
 
-BACKENDS = {"kokoro-onnx": {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0},
-            "piper": {"backend": "piper", "voice": "en_US-joe-medium", "speed": 1.0},
-            "espeak-ng": {"backend": "espeak-ng", "voice": "en-us", "speed": 1.0}}
+BACKENDS = {
+    "kokoro-onnx": {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0},
+    "piper": {"backend": "piper", "voice": "en_US-joe-medium", "speed": 1.0},
+    "espeak-ng": {"backend": "espeak-ng", "voice": "en-us", "speed": 1.0},
+}
 N_TEXTS = 20
 N_OVERHEAD = 5
 THREADS = 2
@@ -85,8 +87,14 @@ def bench_backend(name: str, texts: list[str], keep: Path | None) -> dict:
         audio = backend.synthesize(text)
         synth_s = time.perf_counter() - t0
         audio_s = audio.size / backend.sample_rate
-        clips.append({"chars": len(text), "synth_s": round(synth_s, 3), "audio_s": round(audio_s, 3),
-                      "rtf": round(synth_s / audio_s, 4)})
+        clips.append(
+            {
+                "chars": len(text),
+                "synth_s": round(synth_s, 3),
+                "audio_s": round(audio_s, 3),
+                "rtf": round(synth_s / audio_s, 4),
+            }
+        )
         if keep is not None:
             import soundfile as sf
 
@@ -111,17 +119,22 @@ def bench_backend(name: str, texts: list[str], keep: Path | None) -> dict:
         loads.append(t1 - t0)
         del fresh
     once_s, per_clip_s = sum(once), sum(fresh_times)
-    return {"load_s": round(load_s, 3), "n_clips": len(clips), "chars": sum(c["chars"] for c in clips),
-            "synth_s": round(synth_total, 2), "audio_s": round(audio_total, 2),
-            "rtf": round(synth_total / audio_total, 4),
-            "rtf_median_clip": round(statistics.median(c["rtf"] for c in clips), 4),
-            "chars_per_synth_s": round(sum(c["chars"] for c in clips) / synth_total, 1),
-            f"shortest_{N_OVERHEAD}_loaded_once_s": round(once_s, 3),
-            f"shortest_{N_OVERHEAD}_loaded_per_clip_s": round(per_clip_s, 3),
-            "overhead_per_clip_s": round((per_clip_s - once_s) / N_OVERHEAD, 3),
-            "load_s_median_of_reloads": round(statistics.median(loads), 3),
-            "overhead_texts_chars": [len(t) for t in few],
-            "clips": clips}
+    return {
+        "load_s": round(load_s, 3),
+        "n_clips": len(clips),
+        "chars": sum(c["chars"] for c in clips),
+        "synth_s": round(synth_total, 2),
+        "audio_s": round(audio_total, 2),
+        "rtf": round(synth_total / audio_total, 4),
+        "rtf_median_clip": round(statistics.median(c["rtf"] for c in clips), 4),
+        "chars_per_synth_s": round(sum(c["chars"] for c in clips) / synth_total, 1),
+        f"shortest_{N_OVERHEAD}_loaded_once_s": round(once_s, 3),
+        f"shortest_{N_OVERHEAD}_loaded_per_clip_s": round(per_clip_s, 3),
+        "overhead_per_clip_s": round((per_clip_s - once_s) / N_OVERHEAD, 3),
+        "load_s_median_of_reloads": round(statistics.median(loads), 3),
+        "overhead_texts_chars": [len(t) for t in few],
+        "clips": clips,
+    }
 
 
 def main() -> None:
@@ -143,23 +156,44 @@ def main() -> None:
             skipped[name] = f"{type(err).__name__}: {err}"
         else:
             r = results[name]
-            print(f"{name}: RTF {r['rtf']} ({r['synth_s']} s for {r['audio_s']} s of audio), load {r['load_s']} s, "
-                  f"overhead per clip when reloading {r['overhead_per_clip_s']} s", file=sys.stderr)
-    out = {"texts": {"source": "resources/sample/conversations.jsonl, first 20 turn-0 responses, speakable_text",
-                     "n": len(texts), "chars": sum(map(len, texts)), "min_chars": min(map(len, texts)),
-                     "max_chars": max(map(len, texts))},
-           "threads": THREADS, "pinned_cpus": cpus, "backends": {k: dict(BACKENDS[k]) for k in results},
-           "results": results, "skipped": skipped,
-           "load_average_1min": {"before": load_before,
-                                 "after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
-           "machine": {"cpus_visible": os.cpu_count(), "python": platform.python_version(),
-                       "platform": platform.platform()}}
+            print(
+                f"{name}: RTF {r['rtf']} ({r['synth_s']} s for {r['audio_s']} s of audio), load {r['load_s']} s, "
+                f"overhead per clip when reloading {r['overhead_per_clip_s']} s",
+                file=sys.stderr,
+            )
+    out = {
+        "texts": {
+            "source": "resources/sample/conversations.jsonl, first 20 turn-0 responses, speakable_text",
+            "n": len(texts),
+            "chars": sum(map(len, texts)),
+            "min_chars": min(map(len, texts)),
+            "max_chars": max(map(len, texts)),
+        },
+        "threads": THREADS,
+        "pinned_cpus": cpus,
+        "backends": {k: dict(BACKENDS[k]) for k in results},
+        "results": results,
+        "skipped": skipped,
+        "load_average_1min": {
+            "before": load_before,
+            "after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        },
+        "machine": {
+            "cpus_visible": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+    }
     target = ROOT / "benchmarks/out/tts_rtf.json"
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in out.items() if k != "results"} |
-                     {"results": {k: {m: x for m, x in v.items() if m != "clips"} for k, v in results.items()}},
-                     indent=2))
+    print(
+        json.dumps(
+            {k: v for k, v in out.items() if k != "results"}
+            | {"results": {k: {m: x for m, x in v.items() if m != "clips"} for k, v in results.items()}},
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -16,14 +16,27 @@ def make_stimuli(n_prompts: int = 12, seed: int = 0) -> pd.DataFrame:
         stratum = "long_diff" if i < n_prompts // 4 else "other"
         for r in (0, 1):
             n = int(rng.integers(80, 1200))
-            rows.append({"prompt_id": pid, "clip_id": f"{pid}_{r}", "response": r, "stratum": stratum,
-                         "n_chars": n, "n_chars_spoken": n, "duration_s": round(n / 15, 2), "model_name": "m",
-                         "prism_score": 60, "history_chars": 0, "history_turns": 0})
+            rows.append(
+                {
+                    "prompt_id": pid,
+                    "clip_id": f"{pid}_{r}",
+                    "response": r,
+                    "stratum": stratum,
+                    "n_chars": n,
+                    "n_chars_spoken": n,
+                    "duration_s": round(n / 15, 2),
+                    "model_name": "m",
+                    "prism_score": 60,
+                    "history_chars": 0,
+                    "history_turns": 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def make_assignments(stimuli: pd.DataFrame, raters_per_condition: int = 6, trials: int = 6,
-                     seed: int = 0) -> pd.DataFrame:
+def make_assignments(
+    stimuli: pd.DataFrame, raters_per_condition: int = 6, trials: int = 6, seed: int = 0
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     prompts = list(dict.fromkeys(stimuli["prompt_id"]))
     rows = []

@@ -34,15 +34,22 @@ class Failure:
     output: str  # stdout + stderr
 
 
-def run_command(cmd: Sequence[str], cwd: Path | None = None, env: dict | None = None,
-                timeout: float = 600) -> Failure:
-    proc = subprocess.run(list(cmd), cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout)
+def run_command(cmd: Sequence[str], cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> Failure:
+    proc = subprocess.run(
+        list(cmd), cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
     return Failure(proc.returncode, proc.stdout + proc.stderr)
 
 
-def assert_clean_failure(cmd: Sequence[str], *, watch: Iterable[Path], must_mention: Iterable[str] = (),
-                         cwd: Path | None = None, env: dict | None = None, timeout: float = 600) -> Failure:
+def assert_clean_failure(
+    cmd: Sequence[str],
+    *,
+    watch: Iterable[Path],
+    must_mention: Iterable[str] = (),
+    cwd: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 600,
+) -> Failure:
     """Run ``cmd``; assert exit != 0, every fragment of ``must_mention`` in the output (case-insensitive),
     no traceback, and the files under ``watch`` byte-identical before and after. Returns the result."""
     watch = [Path(w) for w in watch]

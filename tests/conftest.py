@@ -16,10 +16,25 @@ for _p in (ROOT / "src", ROOT / "tests"):
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def prism_utterance(turn: int, role: str, content: str, wid: int = 0, model: str | None = None,
-                    score: int | None = None, chosen: bool | None = None) -> dict:
-    return {"turn": turn, "role": role, "content": content, "within_turn_id": wid, "model_name": model,
-            "model_provider": None if model is None else "provider", "score": score, "if_chosen": chosen}
+def prism_utterance(
+    turn: int,
+    role: str,
+    content: str,
+    wid: int = 0,
+    model: str | None = None,
+    score: int | None = None,
+    chosen: bool | None = None,
+) -> dict:
+    return {
+        "turn": turn,
+        "role": role,
+        "content": content,
+        "within_turn_id": wid,
+        "model_name": model,
+        "model_provider": None if model is None else "provider",
+        "score": score,
+        "if_chosen": chosen,
+    }
 
 
 def prism_row(cid: str, turns: list[tuple[str, list[tuple[str, str, int]]]], ctype: str = "unguided") -> dict:
@@ -30,8 +45,14 @@ def prism_row(cid: str, turns: list[tuple[str, list[tuple[str, str, int]]]], cty
         best = max(range(len(responses)), key=lambda i: responses[i][2])
         for w, (model, text, score) in enumerate(responses):
             history.append(prism_utterance(t, "model", text, w, model, score, w == best))
-    return {"conversation_id": cid, "user_id": "u1", "conversation_type": ctype,
-            "opening_prompt": turns[0][0], "conversation_turns": len(turns), "conversation_history": history}
+    return {
+        "conversation_id": cid,
+        "user_id": "u1",
+        "conversation_type": ctype,
+        "opening_prompt": turns[0][0],
+        "conversation_turns": len(turns),
+        "conversation_history": history,
+    }
 
 
 def write_jsonl(rows: list[dict], path: Path) -> Path:

@@ -56,10 +56,22 @@ class _Server(ThreadingHTTPServer):
 
 
 class FaultServer:
-    def __init__(self, *, models=DEFAULT_MODELS, api_key: str | None = "test-key", fault_rate: float = 0.0,
-                 faults=ALL_FAULTS, retry_after_s: float = 0.2, hang_s: float = 1.0, latency_s: float = 0.0,
-                 jitter_s: float = 0.0, seed: int = 0, save_audio_dir: str | Path | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        models=DEFAULT_MODELS,
+        api_key: str | None = "test-key",
+        fault_rate: float = 0.0,
+        faults=ALL_FAULTS,
+        retry_after_s: float = 0.2,
+        hang_s: float = 1.0,
+        latency_s: float = 0.0,
+        jitter_s: float = 0.0,
+        seed: int = 0,
+        save_audio_dir: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self.models = list(models)
         self.api_key = api_key
         self.fault_rate = fault_rate
@@ -86,8 +98,7 @@ class FaultServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> FaultServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -123,7 +134,7 @@ class FaultServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True   # else Nagle + delayed ACK adds ~40 ms per response
+            disable_nagle_algorithm = True  # else Nagle + delayed ACK adds ~40 ms per response
 
             def log_message(self, *args) -> None:  # silence stderr
                 pass
@@ -144,10 +155,10 @@ class FaultServer:
             def _json(self, status: int, obj, headers: dict | None = None) -> None:
                 self._send(status, json.dumps(obj).encode(), headers)
 
-            def _error(self, status: int, message: str, etype: str, code: str | None = None,
-                       headers: dict | None = None) -> None:
-                self._json(status, {"error": {"message": message, "type": etype, "param": None, "code": code}},
-                           headers)
+            def _error(
+                self, status: int, message: str, etype: str, code: str | None = None, headers: dict | None = None
+            ) -> None:
+                self._json(status, {"error": {"message": message, "type": etype, "param": None, "code": code}}, headers)
 
             def _authorized(self) -> bool:
                 if server.api_key is None:
@@ -162,9 +173,16 @@ class FaultServer:
                 if not self._authorized():
                     return
                 if self.path.rstrip("/").endswith("/models"):
-                    self._json(200, {"object": "list", "data": [
-                        {"id": m, "object": "model", "created": 0, "owned_by": "fault-server"}
-                        for m in server.models]})
+                    self._json(
+                        200,
+                        {
+                            "object": "list",
+                            "data": [
+                                {"id": m, "object": "model", "created": 0, "owned_by": "fault-server"}
+                                for m in server.models
+                            ],
+                        },
+                    )
                 else:
                     self._error(404, f"no route {self.path}", "invalid_request_error")
 
@@ -181,11 +199,19 @@ class FaultServer:
                     self._error(400, "request body is not JSON", "invalid_request_error")
                     return
                 key = self.headers.get("X-Modprefs-Request-Hash") or hashlib.sha256(raw).hexdigest()
-                entry = {"t": time.time(), "method": "POST", "path": self.path, "request_hash": key,
-                         "ask": self.headers.get("X-Modprefs-Ask"), "model": body.get("model"),
-                         "has_response_format": "response_format" in body,
-                         "params": sorted(k for k in body if k not in ("model", "messages")),
-                         "n_messages": len(body.get("messages", [])), "audio_sha256": [], "audio_format": []}
+                entry = {
+                    "t": time.time(),
+                    "method": "POST",
+                    "path": self.path,
+                    "request_hash": key,
+                    "ask": self.headers.get("X-Modprefs-Ask"),
+                    "model": body.get("model"),
+                    "has_response_format": "response_format" in body,
+                    "params": sorted(k for k in body if k not in ("model", "messages")),
+                    "n_messages": len(body.get("messages", [])),
+                    "audio_sha256": [],
+                    "audio_format": [],
+                }
                 texts = []
                 for m in body.get("messages", []):
                     content = m.get("content")
@@ -210,8 +236,12 @@ class FaultServer:
                 if body.get("model") not in server.models:
                     entry["status"] = 404
                     server._record(entry)
-                    self._error(404, f"The model `{body.get('model')}` does not exist", "invalid_request_error",
-                                "model_not_found")
+                    self._error(
+                        404,
+                        f"The model `{body.get('model')}` does not exist",
+                        "invalid_request_error",
+                        "model_not_found",
+                    )
                     return
                 n, fault = server._draw(key)
                 entry["n"], entry["fault"] = n, fault
@@ -224,8 +254,13 @@ class FaultServer:
                 if fault == "429":
                     entry["status"] = 429
                     server._record(entry)
-                    self._error(429, "Rate limit reached (injected)", "requests", "rate_limit_exceeded",
-                                {"Retry-After": f"{server.retry_after_s:g}"})
+                    self._error(
+                        429,
+                        "Rate limit reached (injected)",
+                        "requests",
+                        "rate_limit_exceeded",
+                        {"Retry-After": f"{server.retry_after_s:g}"},
+                    )
                     return
                 if fault == "500":
                     entry["status"] = 500
@@ -245,8 +280,11 @@ class FaultServer:
                     self._send(200, b'{"id": "chatcmpl-bad", "choices": [{"mess')
                     return
                 content = {
-                    "malformed": '{"rating": 8', "zero": '{"rating": 0}', "hundred_one": '{"rating": 101}',
-                    "eighty": '{"rating": "eighty"}', "always_eighty": '{"rating": "eighty"}',
+                    "malformed": '{"rating": 8',
+                    "zero": '{"rating": 0}',
+                    "hundred_one": '{"rating": 101}',
+                    "eighty": '{"rating": "eighty"}',
+                    "always_eighty": '{"rating": "eighty"}',
                     "refusal": "I'm sorry, but I can't help with rating this.",
                 }.get(fault, content)
                 entry["status"] = 200
@@ -254,15 +292,29 @@ class FaultServer:
                 server._record(entry)
                 n_audio = len(entry["audio_sha256"])
                 prompt_tokens = sum(len(t) for t in texts) // 4 + 100 * n_audio
-                self._json(200, {
-                    "id": f"chatcmpl-{key[:12]}-{n}", "object": "chat.completion", "created": int(time.time()),
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                                 "message": {"role": "assistant", "content": content, "refusal": None}}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 6,
-                              "total_tokens": prompt_tokens + 6,
-                              "prompt_tokens_details": {"audio_tokens": 100 * n_audio, "cached_tokens": 0}},
-                })
+                self._json(
+                    200,
+                    {
+                        "id": f"chatcmpl-{key[:12]}-{n}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "logprobs": None,
+                                "message": {"role": "assistant", "content": content, "refusal": None},
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": prompt_tokens,
+                            "completion_tokens": 6,
+                            "total_tokens": prompt_tokens + 6,
+                            "prompt_tokens_details": {"audio_tokens": 100 * n_audio, "cached_tokens": 0},
+                        },
+                    },
+                )
 
         return Handler
 
@@ -275,8 +327,9 @@ def main() -> None:
     ap.add_argument("--jitter", type=float, default=0.0)
     ap.add_argument("--api-key", default="test-key")
     args = ap.parse_args()
-    srv = FaultServer(fault_rate=args.fault_rate, latency_s=args.latency, jitter_s=args.jitter,
-                      api_key=args.api_key, port=args.port).start()
+    srv = FaultServer(
+        fault_rate=args.fault_rate, latency_s=args.latency, jitter_s=args.jitter, api_key=args.api_key, port=args.port
+    ).start()
     print(f"fault server on {srv.url} (fault rate {args.fault_rate})", flush=True)
     try:
         while True:

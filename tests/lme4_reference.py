@@ -20,8 +20,9 @@ import pandas as pd
 #: lme4 1.1-31's nloptwrap passes optCtrl through to nloptr (BOBYQA); these are its stopping rules.
 #: xtol_abs/ftol_abs alone leave nloptr's default xtol_rel = 1e-4 in force, which stops
 #: BOBYQA ~1e-6 (relative) short in the variance components; xtol_rel is tightened too.
-TIGHT_CONTROL = ('lmerControl(optimizer="nloptwrap", '
-                 'optCtrl=list(xtol_abs=1e-14, ftol_abs=1e-14, xtol_rel=1e-14, maxeval=1e5))')
+TIGHT_CONTROL = (
+    'lmerControl(optimizer="nloptwrap", optCtrl=list(xtol_abs=1e-14, ftol_abs=1e-14, xtol_rel=1e-14, maxeval=1e5))'
+)
 
 _FIT_SCRIPT = r"""
 suppressPackageStartupMessages({library(lme4); library(jsonlite)})
@@ -67,15 +68,20 @@ def lme4_available() -> tuple[bool, str]:
     """(True, "") when Rscript runs and loads lme4 and jsonlite; else (False, reason)."""
     if shutil.which("Rscript") is None:
         return False, "Rscript is not on PATH"
-    proc = subprocess.run(["Rscript", "-e", "suppressPackageStartupMessages({library(lme4); library(jsonlite)})"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["Rscript", "-e", "suppressPackageStartupMessages({library(lme4); library(jsonlite)})"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if proc.returncode != 0:
         return False, f"R packages lme4/jsonlite not loadable: {proc.stderr.strip()[-300:]}"
     return True, ""
 
 
-def lme4_fit(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml: bool = True,
-             control: str = TIGHT_CONTROL) -> dict:
+def lme4_fit(
+    y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml: bool = True, control: str = TIGHT_CONTROL
+) -> dict:
     """Fit ``y ~ X + (1|g1) + (1|g2)`` with lme4; X's first column must be the intercept.
 
     Returns a dict with numpy arrays ``beta``/``beta_se`` (X's column order), floats ``var_g1``,
@@ -94,9 +100,19 @@ def lme4_fit(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml:
         tmp_path = Path(tmp)
         frame.to_csv(tmp_path / "data.csv", index=False, float_format="%.17g")
         (tmp_path / "fit.R").write_text(_FIT_SCRIPT % {"control": control}, encoding="utf-8")
-        proc = subprocess.run(["Rscript", str(tmp_path / "fit.R"), str(tmp_path / "data.csv"), formula,
-                               "TRUE" if reml else "FALSE", str(tmp_path / "out.json")],
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                "Rscript",
+                str(tmp_path / "fit.R"),
+                str(tmp_path / "data.csv"),
+                formula,
+                "TRUE" if reml else "FALSE",
+                str(tmp_path / "out.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"Rscript failed ({proc.returncode}): {proc.stderr[-2000:]}")
         raw = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
@@ -105,10 +121,15 @@ def lme4_fit(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml:
         return np.array([float(x) for x in v]) if isinstance(v, list) else float(v)
 
     return {
-        "beta": np.atleast_1d(num(raw["beta"])), "beta_se": np.atleast_1d(num(raw["beta_se"])),
-        "var_g1": num(raw["var_g1"]), "var_g2": num(raw["var_g2"]), "var_resid": num(raw["var_resid"]),
+        "beta": np.atleast_1d(num(raw["beta"])),
+        "beta_se": np.atleast_1d(num(raw["beta_se"])),
+        "var_g1": num(raw["var_g1"]),
+        "var_g2": num(raw["var_g2"]),
+        "var_resid": num(raw["var_resid"]),
         "theta": np.array([num(raw["theta_g1"]), num(raw["theta_g2"])]),
-        "objective": num(raw["objective"]), "loglik": num(raw["loglik"]),
-        "singular": bool(raw["singular"]), "messages": raw.get("messages", []),
+        "objective": num(raw["objective"]),
+        "loglik": num(raw["loglik"]),
+        "singular": bool(raw["singular"]),
+        "messages": raw.get("messages", []),
         "lme4_version": raw.get("lme4_version"),
     }

@@ -72,8 +72,12 @@ def lmertest_available() -> tuple[bool, str]:
     ok, why = lme4_available()
     if not ok:
         return ok, why
-    proc = subprocess.run(["Rscript", "-e", "suppressPackageStartupMessages(library(lmerTest))"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["Rscript", "-e", "suppressPackageStartupMessages(library(lmerTest))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if proc.returncode != 0:
         return False, f"R package lmerTest not loadable (apt-get install r-cran-lmertest): {proc.stderr.strip()[-300:]}"
     return True, ""
@@ -112,14 +116,26 @@ def _fit_dict(raw: dict) -> dict:
     def listify(v):  # R's jsonlite writes a length-1 vector as a scalar
         return v if isinstance(v, list) else [v]
 
-    out["varcorr"] = pd.DataFrame({"grp": listify(raw["vc_grp"]), "var1": listify(raw["vc_var1"]),
-                                   "var2": listify(raw["vc_var2"]), "vcov": np.atleast_1d(_num(raw["vc_vcov"])),
-                                   "sdcor": np.atleast_1d(_num(raw["vc_sdcor"]))})
+    out["varcorr"] = pd.DataFrame(
+        {
+            "grp": listify(raw["vc_grp"]),
+            "var1": listify(raw["vc_var1"]),
+            "var2": listify(raw["vc_var2"]),
+            "vcov": np.atleast_1d(_num(raw["vc_vcov"])),
+            "sdcor": np.atleast_1d(_num(raw["vc_sdcor"])),
+        }
+    )
     return out
 
 
-def lmertest_run(df: pd.DataFrame, formulas: list[str], factors: list[str], reml: bool = True,
-                 pairs: list[tuple[int, int]] = (), control: str = TIGHT_CONTROL) -> dict:
+def lmertest_run(
+    df: pd.DataFrame,
+    formulas: list[str],
+    factors: list[str],
+    reml: bool = True,
+    pairs: list[tuple[int, int]] = (),
+    control: str = TIGHT_CONTROL,
+) -> dict:
     """Fit each formula with lmerTest (lme4 underneath) and run lme4's anova on each (i, j) pair.
 
     Args:
@@ -136,21 +152,44 @@ def lmertest_run(df: pd.DataFrame, formulas: list[str], factors: list[str], reml
         "vcov" (p, p), "varcorr" (DataFrame grp/var1/var2/vcov/sdcor), "sigma2", "theta", "theta_names",
         "objective", "loglik", "singular", "messages".
     """
-    spec = {"formulas": list(formulas), "factors": list(factors), "reml": bool(reml),
-            "pairs": [list(map(int, pr)) for pr in pairs]}
+    spec = {
+        "formulas": list(formulas),
+        "factors": list(factors),
+        "reml": bool(reml),
+        "pairs": [list(map(int, pr)) for pr in pairs],
+    }
     with tempfile.TemporaryDirectory(prefix="lmertestref_") as tmp:
         tmp_path = Path(tmp)
         df.to_csv(tmp_path / "data.csv", index=False, float_format="%.17g")
         (tmp_path / "fit.R").write_text(_SCRIPT % {"control": control}, encoding="utf-8")
-        proc = subprocess.run(["Rscript", str(tmp_path / "fit.R"), str(tmp_path / "data.csv"), json.dumps(spec),
-                               str(tmp_path / "out.json")], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [
+                "Rscript",
+                str(tmp_path / "fit.R"),
+                str(tmp_path / "data.csv"),
+                json.dumps(spec),
+                str(tmp_path / "out.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"Rscript failed ({proc.returncode}): {proc.stderr[-2000:]}")
         raw = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
     fits = raw["fits"] if isinstance(raw["fits"], list) else [raw["fits"]]
     anova = raw.get("anova") or []
     anova = anova if isinstance(anova, list) else [anova]
-    return {"fits": [_fit_dict(f) for f in fits],
-            "anova": [{"chi2": _num(a["chi2"]), "df": int(a["df"]), "p": _num(a["p"]),
-                       "deviance": np.atleast_1d(_num(a["deviance"]))} for a in anova],
-            "versions": raw.get("versions", {})}
+    return {
+        "fits": [_fit_dict(f) for f in fits],
+        "anova": [
+            {
+                "chi2": _num(a["chi2"]),
+                "df": int(a["df"]),
+                "p": _num(a["p"]),
+                "deviance": np.atleast_1d(_num(a["deviance"])),
+            }
+            for a in anova
+        ],
+        "versions": raw.get("versions", {}),
+    }

@@ -20,40 +20,73 @@ import numpy as np
 import pandas as pd
 
 #: Table 2's fixed effects (audio = reference, modality = 1 for text).
-TABLE2_BETA = {"(Intercept)": 74.80, "presented_first": -2.61, "modality": -6.21, "len_z": 3.35, "trial_z": 0.03,
-               "presented_first:modality": -0.51, "modality:len_z": 1.53, "modality:trial_z": 0.90}
+TABLE2_BETA = {
+    "(Intercept)": 74.80,
+    "presented_first": -2.61,
+    "modality": -6.21,
+    "len_z": 3.35,
+    "trial_z": 0.03,
+    "presented_first:modality": -0.51,
+    "modality:len_z": 1.53,
+    "modality:trial_z": 0.90,
+}
 
 
-def _assignments(rng: np.random.Generator, n_prompts: int, n_raters: int, trials: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _assignments(
+    rng: np.random.Generator, n_prompts: int, n_raters: int, trials: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(prompt, participant, trial 1..T, modality 0/1, first_clip 0/1), each (n_raters * trials,)."""
     prompt = np.concatenate([rng.choice(n_prompts, trials, replace=False) for _ in range(n_raters)])
     participant = np.repeat(np.arange(n_raters), trials)
     trial = np.tile(np.arange(1, trials + 1), n_raters)
-    modality = (participant >= n_raters // 2).astype(float)   # first half audio (0), second half text (1)
+    modality = (participant >= n_raters // 2).astype(float)  # first half audio (0), second half text (1)
     first_clip = rng.integers(0, 2, prompt.size)
     return prompt, participant, trial, modality, first_clip
 
 
-def simulate_trials(seed: int, n_prompts: int = 100, n_raters: int = 94, trials: int = 20, beta_modality: float = 1.7,
-                    sd_prompt: float = 25.0, sd_slope: float = 13.0, corr: float = -0.4, sd_participant: float = 6.0,
-                    sd_resid: float = 35.0) -> pd.DataFrame:
+def simulate_trials(
+    seed: int,
+    n_prompts: int = 100,
+    n_raters: int = 94,
+    trials: int = 20,
+    beta_modality: float = 1.7,
+    sd_prompt: float = 25.0,
+    sd_slope: float = 13.0,
+    corr: float = -0.4,
+    sd_participant: float = 6.0,
+    sd_resid: float = 35.0,
+) -> pd.DataFrame:
     """Per-trial preference scores with a correlated random modality slope by prompt.
 
     Returns a frame with columns score, modality (0 audio / 1 text), prompt, participant, trial.
     """
     rng = np.random.default_rng(seed)
     prompt, participant, trial, modality, _ = _assignments(rng, n_prompts, n_raters, trials)
-    cov = np.array([[sd_prompt ** 2, corr * sd_prompt * sd_slope], [corr * sd_prompt * sd_slope, sd_slope ** 2]])
+    cov = np.array([[sd_prompt**2, corr * sd_prompt * sd_slope], [corr * sd_prompt * sd_slope, sd_slope**2]])
     b = rng.multivariate_normal([0.0, 0.0], cov, n_prompts)
-    score = (2.0 + beta_modality * modality + b[prompt, 0] + b[prompt, 1] * modality
-             + rng.normal(0.0, sd_participant, n_raters)[participant] + rng.normal(0.0, sd_resid, prompt.size))
-    return pd.DataFrame({"score": score, "modality": modality, "prompt": prompt, "participant": participant,
-                         "trial": trial})
+    score = (
+        2.0
+        + beta_modality * modality
+        + b[prompt, 0]
+        + b[prompt, 1] * modality
+        + rng.normal(0.0, sd_participant, n_raters)[participant]
+        + rng.normal(0.0, sd_resid, prompt.size)
+    )
+    return pd.DataFrame(
+        {"score": score, "modality": modality, "prompt": prompt, "participant": participant, "trial": trial}
+    )
 
 
-def simulate_ratings(seed: int, n_prompts: int = 100, n_raters: int = 94, trials: int = 20, sd_clip: float = 10.0,
-                     sd_clip_text: float = 7.0, sd_participant: float = 12.0, sd_resid: float = 17.0) -> pd.DataFrame:
+def simulate_ratings(
+    seed: int,
+    n_prompts: int = 100,
+    n_raters: int = 94,
+    trials: int = 20,
+    sd_clip: float = 10.0,
+    sd_clip_text: float = 7.0,
+    sd_participant: float = 12.0,
+    sd_resid: float = 17.0,
+) -> pd.DataFrame:
     """Ratings from the Table 2 omnibus model (plus a clip-by-modality effect), 1-100 scale.
 
     Returns a frame with columns rating, presented_first (0/1), modality (0/1), len_z, trial_z,
@@ -71,14 +104,37 @@ def simulate_ratings(seed: int, n_prompts: int = 100, n_raters: int = 94, trials
     len_z = ((chars - chars.mean()) / chars.std(ddof=1))[clip]
     trial_z = (trial2 - trial2.mean()) / trial2.std(ddof=1)
     b = TABLE2_BETA
-    mu = (b["(Intercept)"] + b["presented_first"] * presented_first + b["modality"] * modality2 + b["len_z"] * len_z
-          + b["trial_z"] * trial_z + b["presented_first:modality"] * presented_first * modality2
-          + b["modality:len_z"] * modality2 * len_z + b["modality:trial_z"] * modality2 * trial_z)
-    rating = (mu + rng.normal(0, sd_clip, 2 * n_prompts)[clip] + rng.normal(0, sd_clip_text, 2 * n_prompts)[clip]
-              * modality2 + rng.normal(0, sd_participant, n_raters)[participant2] + rng.normal(0, sd_resid, clip.size))
-    return pd.DataFrame({"rating": np.clip(np.round(rating), 1, 100), "presented_first": presented_first,
-                         "modality": modality2, "len_z": len_z, "trial_z": trial_z, "clip": clip, "prompt": prompt2,
-                         "response": response, "participant": participant2, "trial": trial2})
+    mu = (
+        b["(Intercept)"]
+        + b["presented_first"] * presented_first
+        + b["modality"] * modality2
+        + b["len_z"] * len_z
+        + b["trial_z"] * trial_z
+        + b["presented_first:modality"] * presented_first * modality2
+        + b["modality:len_z"] * modality2 * len_z
+        + b["modality:trial_z"] * modality2 * trial_z
+    )
+    rating = (
+        mu
+        + rng.normal(0, sd_clip, 2 * n_prompts)[clip]
+        + rng.normal(0, sd_clip_text, 2 * n_prompts)[clip] * modality2
+        + rng.normal(0, sd_participant, n_raters)[participant2]
+        + rng.normal(0, sd_resid, clip.size)
+    )
+    return pd.DataFrame(
+        {
+            "rating": np.clip(np.round(rating), 1, 100),
+            "presented_first": presented_first,
+            "modality": modality2,
+            "len_z": len_z,
+            "trial_z": trial_z,
+            "clip": clip,
+            "prompt": prompt2,
+            "response": response,
+            "participant": participant2,
+            "trial": trial2,
+        }
+    )
 
 
 def trials_from_ratings(ratings: pd.DataFrame) -> pd.DataFrame:

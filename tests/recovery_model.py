@@ -36,25 +36,25 @@ def recovery_targets(params: SimulationParams, condition: str) -> dict[str, floa
     }
 
 
-def fit_generating_model(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.DataFrame,
-                         condition: str, n_trials: int) -> dict[str, float]:
+def fit_generating_model(
+    ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.DataFrame, condition: str, n_trials: int
+) -> dict[str, float]:
     """REML estimates of :data:`RECOVERY_TERMS` for one condition of a simulated study.
 
     ``len_z`` and ``trial_z`` are standardised exactly as the simulator does (sample SD over the
     stimulus set's ``n_chars``, and over trial positions 1..``n_trials``).
     """
-    passed = set(participants.loc[participants["passed_attention"].astype(str).str.lower() == "true",
-                                  "participant_id"])
-    d = ratings[(ratings["condition"] == condition) & (ratings["trial"] >= 1)
-                & ratings["participant_id"].isin(passed)]
+    passed = set(participants.loc[participants["passed_attention"].astype(str).str.lower() == "true", "participant_id"])
+    d = ratings[(ratings["condition"] == condition) & (ratings["trial"] >= 1) & ratings["participant_id"].isin(passed)]
     n_chars = stimuli.set_index("clip_id")["n_chars"].astype(float)
     len_z = ((n_chars - n_chars.mean()) / n_chars.std(ddof=1)).reindex(d["clip_id"]).to_numpy()
     positions = np.arange(1, n_trials + 1, dtype=float)
     trial_z = (d["trial"].to_numpy(float) - positions.mean()) / positions.std(ddof=1)
     first = d["presented_first"].astype(str).str.lower().eq("true").to_numpy(float)
     X = np.column_stack([np.ones(len(d)), first, len_z, trial_z])
-    fit = fit_crossed_intercepts(d["rating"].to_numpy(float), X, d["clip_id"].to_numpy(),
-                                 d["participant_id"].to_numpy())
+    fit = fit_crossed_intercepts(
+        d["rating"].to_numpy(float), X, d["clip_id"].to_numpy(), d["participant_id"].to_numpy()
+    )
     est = dict(zip(RECOVERY_TERMS[:4], map(float, fit.beta)))
     est.update(var_clip=fit.var_g1, var_participant=fit.var_g2, var_resid=fit.var_resid)
     return est

@@ -36,8 +36,11 @@ def test_raters_needed_paper_numbers():
     # The paper: ICC(2,1) = .333 audio -> "good" (.75) needs 6-7 raters, ~9 raters give ~.82.
     assert raters_needed(0.333, 0.75) == 7
     assert icc_k(0.333, 9.2) == pytest.approx(0.821, abs=0.002)
-    table = raters_needed_table(pd.DataFrame([{"condition": "audio", "icc_2_1": 0.333, "icc_2_1_lo": 0.286,
-                                               "icc_2_1_hi": 0.365, "k_mean_raters": 9.2}]))
+    table = raters_needed_table(
+        pd.DataFrame(
+            [{"condition": "audio", "icc_2_1": 0.333, "icc_2_1_lo": 0.286, "icc_2_1_hi": 0.365, "k_mean_raters": 9.2}]
+        )
+    )
     row = table.set_index("target_icc_2_k").loc[0.75]
     assert row.raters_needed_optimistic <= row.raters_needed <= row.raters_needed_pessimistic
 
@@ -45,8 +48,10 @@ def test_raters_needed_paper_numbers():
 def _means(a0, a1, t0, t1):
     rows = []
     for i, (x0, x1, y0, y1) in enumerate(zip(a0, a1, t0, t1)):
-        rows += [{"prompt_id": f"p{i}", "response": 0, "audio": x0, "text": y0},
-                 {"prompt_id": f"p{i}", "response": 1, "audio": x1, "text": y1}]
+        rows += [
+            {"prompt_id": f"p{i}", "response": 0, "audio": x0, "text": y0},
+            {"prompt_id": f"p{i}", "response": 1, "audio": x1, "text": y1},
+        ]
     return pd.DataFrame(rows)
 
 
@@ -92,9 +97,17 @@ def test_icc_permutation_has_power_and_size():
     # a strong modality difference in reliability -> small p; equal settings -> not small (typically)
     # Gaussian, mid-scale settings fixed here so the contrast does not depend on the simulator's calibrated
     # (heavy-tailed, clipped) rater noise
-    stimuli, _, ratings, _, participants = _study(2, var_clip_text=60.0, var_clip_audio=1500.0, var_resid_audio=1000.0,
-                                                  var_resid_text=1000.0, resid_scale_cv=0.0, resid_df=float("inf"),
-                                                  clip_df=float("inf"), intercept=50.0)
+    stimuli, _, ratings, _, participants = _study(
+        2,
+        var_clip_text=60.0,
+        var_clip_audio=1500.0,
+        var_resid_audio=1000.0,
+        var_resid_text=1000.0,
+        resid_scale_cv=0.0,
+        resid_df=float("inf"),
+        clip_df=float("inf"),
+        intercept=50.0,
+    )
     strong = icc_permutation_test(ratings, participants, n_perm=99, seed=1, stimuli=stimuli)
     assert strong["icc_2_1"]["observed"] > 0 and strong["icc_2_1"]["p_value"] <= 0.02
     assert strong["icc_2_1"]["n_valid"] >= 95
@@ -112,7 +125,13 @@ def test_report_escapes_and_embeds(tmp_path):
     fig, ax = plt.subplots()
     ax.plot([0, 1])
     fig.savefig(png)
-    html = build_report([("Tables", [("T <1>", pd.DataFrame({"term": ["<script>x</script>"], "p": [0.01]}))]),
-                         ("Figures", [("fig", png)])], {"seed": 1}, notes=["simulated <b>"])
+    html = build_report(
+        [
+            ("Tables", [("T <1>", pd.DataFrame({"term": ["<script>x</script>"], "p": [0.01]}))]),
+            ("Figures", [("fig", png)]),
+        ],
+        {"seed": 1},
+        notes=["simulated <b>"],
+    )
     assert "<script>x</script>" not in html and "&lt;script&gt;" in html
     assert "data:image/png;base64," in html and "simulated &lt;b&gt;" in html and "seed: 1" in html

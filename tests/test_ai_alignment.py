@@ -16,9 +16,18 @@ from modprefs.stats.analyses import ANALYSES
 
 # --- a study with a known link between AI gap and per-prompt ICC --------------------------------
 
-def linked_study(n_prompts: int = 150, n_raters: int = 40, b0: dict | None = None, slope: dict | None = None,
-                 var_rater: float = 300.0, var_resid: float = 1000.0, seed: int = 0,
-                 modalities: tuple[str, ...] = ("audio", "text"), judge_samples: int = 2):
+
+def linked_study(
+    n_prompts: int = 150,
+    n_raters: int = 40,
+    b0: dict | None = None,
+    slope: dict | None = None,
+    var_rater: float = 300.0,
+    var_resid: float = 1000.0,
+    seed: int = 0,
+    modalities: tuple[str, ...] = ("audio", "text"),
+    judge_samples: int = 2,
+):
     """Per prompt p and modality m the true ICC(2,1) is rho = b0[m] + slope[m] * g_p, with g_p the AI
     gap (points, Uniform(0, 40)). The prompt's two clip effects are +/- a with 2 a^2 = s_p (their
     sample variance, ddof 1, is exactly the stimulus variance s_p = rho / (1 - rho) (var_rater +
@@ -31,9 +40,20 @@ def linked_study(n_prompts: int = 150, n_raters: int = 40, b0: dict | None = Non
     rng = np.random.default_rng(seed)
     prompts = [f"p{i:03d}" for i in range(n_prompts)]
     gap = rng.uniform(0, 40, n_prompts)
-    stimuli = pd.DataFrame([{"prompt_id": p, "clip_id": f"{p}_{r}", "response": r, "stratum": "other",
-                             "n_chars": int(rng.integers(100, 900)), "prism_score": float(rng.integers(20, 100))}
-                            for p in prompts for r in (0, 1)])
+    stimuli = pd.DataFrame(
+        [
+            {
+                "prompt_id": p,
+                "clip_id": f"{p}_{r}",
+                "response": r,
+                "stratum": "other",
+                "n_chars": int(rng.integers(100, 900)),
+                "prism_score": float(rng.integers(20, 100)),
+            }
+            for p in prompts
+            for r in (0, 1)
+        ]
+    )
     rows, parts, truth = [], [], []
     for m in modalities:
         rho = b0[m] + slope[m] * gap
@@ -45,16 +65,40 @@ def linked_study(n_prompts: int = 150, n_raters: int = 40, b0: dict | None = Non
             v = rng.normal(0, math.sqrt(var_rater))
             for i, p in enumerate(prompts):
                 for r, sign in ((0, 1.0), (1, -1.0)):
-                    rows.append({"participant_id": pid, "condition": m, "prompt_id": p, "clip_id": f"{p}_{r}",
-                                 "trial": i + 1, "presented_first": (i + j + r) % 2 == 0,
-                                 "rating": 50 + sign * a[i] + v + rng.normal(0, math.sqrt(var_resid))})
+                    rows.append(
+                        {
+                            "participant_id": pid,
+                            "condition": m,
+                            "prompt_id": p,
+                            "clip_id": f"{p}_{r}",
+                            "trial": i + 1,
+                            "presented_first": (i + j + r) % 2 == 0,
+                            "rating": 50 + sign * a[i] + v + rng.normal(0, math.sqrt(var_resid)),
+                        }
+                    )
         truth.append(pd.DataFrame({"prompt_id": prompts, "modality": m, "gap": gap, "rho": rho}))
-    judges = pd.DataFrame([{"judge": f"openai:gpt-4o-{m}", "backend": "openai", "model": "gpt-4o",
-                            "prompt_version": "v1@abc", "modality": m, "kind": "response_quality",
-                            "prompt_id": p, "clip_id": f"{p}_{r}", "sample": k,
-                            "rating": 60 + (0.5 if r == 0 else -0.5) * gap[i], "status": "ok", "reason": ""}
-                           for m in modalities for i, p in enumerate(prompts) for r in (0, 1)
-                           for k in range(judge_samples)])
+    judges = pd.DataFrame(
+        [
+            {
+                "judge": f"openai:gpt-4o-{m}",
+                "backend": "openai",
+                "model": "gpt-4o",
+                "prompt_version": "v1@abc",
+                "modality": m,
+                "kind": "response_quality",
+                "prompt_id": p,
+                "clip_id": f"{p}_{r}",
+                "sample": k,
+                "rating": 60 + (0.5 if r == 0 else -0.5) * gap[i],
+                "status": "ok",
+                "reason": "",
+            }
+            for m in modalities
+            for i, p in enumerate(prompts)
+            for r in (0, 1)
+            for k in range(judge_samples)
+        ]
+    )
     return (pd.DataFrame(rows), pd.DataFrame(parts), stimuli, judges, pd.concat(truth, ignore_index=True))
 
 
@@ -80,16 +124,18 @@ MAIN = "OLS: ICC ~ AI_diff x Modality (reference audio)"
 
 # --- Table 6 ------------------------------------------------------------------------------------
 
+
 def test_ai_differentiation_is_the_absolute_gap_of_the_sample_means(study):
     _, _, stimuli, judges, truth = study
     j = judges.copy()
-    j.loc[(j["sample"] == 1) & (j.modality == "text"), "rating"] += 4.0   # sample means shift by 2
+    j.loc[(j["sample"] == 1) & (j.modality == "text"), "rating"] += 4.0  # sample means shift by 2
     diff = A.ai_differentiation(A.ai_clip_means(A.select_judge_ratings(j), stimuli), stimuli)
     t = truth.set_index(["prompt_id", "modality"])["gap"]
     d = diff.set_index(["prompt_id", "modality"])
-    assert np.allclose(d["ai_diff"], t.loc[d.index])      # +2 on both responses cancels
-    assert np.allclose(d.loc[(slice(None), "text"), "ai_mean_0"].to_numpy(),
-                       60 + 0.5 * t.loc[(slice(None), "text")].to_numpy() + 2)
+    assert np.allclose(d["ai_diff"], t.loc[d.index])  # +2 on both responses cancels
+    assert np.allclose(
+        d.loc[(slice(None), "text"), "ai_mean_0"].to_numpy(), 60 + 0.5 * t.loc[(slice(None), "text")].to_numpy() + 2
+    )
 
 
 def test_table6_recovers_the_known_slopes(t6):
@@ -127,7 +173,7 @@ def test_ols_equals_least_squares_and_closed_form_se(t6):
         assert row.p == pytest.approx(2 * scipy.stats.t.sf(abs(beta[j] / se[j]), n - p), rel=1e-7)
     # Cook's D, closed form: e_i^2 / (p s^2) * h_ii / (1 - h_ii)^2
     h = np.einsum("ij,jk,ik->i", X, np.linalg.inv(X.T @ X), X)
-    cooks = resid ** 2 / (p * s2) * h / (1 - h) ** 2
+    cooks = resid**2 / (p * s2) * h / (1 - h) ** 2
     assert np.allclose(per_prompt["cooks_d"].to_numpy(float), cooks, rtol=1e-9)
     assert (per_prompt["influential"] == (cooks > 4 / n)).all()
 
@@ -152,8 +198,9 @@ def test_spearman_and_robustness_refit(t6):
 
 
 def test_no_link_gives_no_slope():
-    ratings, participants, stimuli, judges, _ = linked_study(n_prompts=80, n_raters=30, b0={"audio": .3, "text": .3},
-                                                             slope={"audio": 0.0, "text": 0.0}, seed=3)
+    ratings, participants, stimuli, judges, _ = linked_study(
+        n_prompts=80, n_raters=30, b0={"audio": 0.3, "text": 0.3}, slope={"audio": 0.0, "text": 0.0}, seed=3
+    )
     table, _ = A.table6_from_inputs(judges, ratings, participants, stimuli)
     b1 = _get(table, MAIN, "AI Differentiation")
     assert abs(b1.estimate) < 3 * b1.se
@@ -180,6 +227,7 @@ def test_prompt_without_ai_rating_is_nan_with_reason(study):
 
 
 # --- Table 5 ------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def t5(study):
@@ -213,8 +261,15 @@ def test_prism_paired_t_equals_scipy(t5):
 
 def test_prism_t_with_missing_values_is_pairwise():
     rng = np.random.default_rng(1)
-    clips = pd.DataFrame({"prism_score": rng.uniform(1, 100, 30), "ai_text": rng.uniform(1, 100, 30),
-                          "ai_audio": np.nan, "human_text": rng.uniform(1, 100, 30), "human_audio": np.nan})
+    clips = pd.DataFrame(
+        {
+            "prism_score": rng.uniform(1, 100, 30),
+            "ai_text": rng.uniform(1, 100, 30),
+            "ai_audio": np.nan,
+            "human_text": rng.uniform(1, 100, 30),
+            "human_audio": np.nan,
+        }
+    )
     clips.loc[[2, 5], "ai_text"] = np.nan
     clips.loc[7, "prism_score"] = np.nan
     rows = {r["term"]: r for r in A.prism_comparisons(clips)}
@@ -267,6 +322,7 @@ def test_one_modality_missing_gives_nan_lmm_with_reason(study):
 
 # --- judge table handling -------------------------------------------------------------------------
 
+
 def test_only_ok_response_quality_rows_enter(study):
     _, _, stimuli, judges, _ = study
     extra = judges.head(4).assign(kind="audio_quality", rating=1.0)
@@ -289,12 +345,15 @@ def test_several_judges_need_a_choice(study):
         A.select_judge_ratings(two, {"text": "nope", "audio": "smollm2"})
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda j: j.drop(columns="status"), r"lacks column\(s\) \['status'\]"),
-    (lambda j: j.drop(columns="prompt_version"), r"lacks column\(s\) \['prompt_version'\]"),
-    (lambda j: j.assign(rating=[150.0] + [50.0] * (len(j) - 1)), "column 'rating' is missing or outside 1..100"),
-    (lambda j: j.assign(modality="video"), "column 'modality' has unknown values"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda j: j.drop(columns="status"), r"lacks column\(s\) \['status'\]"),
+        (lambda j: j.drop(columns="prompt_version"), r"lacks column\(s\) \['prompt_version'\]"),
+        (lambda j: j.assign(rating=[150.0] + [50.0] * (len(j) - 1)), "column 'rating' is missing or outside 1..100"),
+        (lambda j: j.assign(modality="video"), "column 'modality' has unknown values"),
+    ],
+)
 def test_bad_judge_tables_name_the_problem(study, mutate, match):
     with pytest.raises(ValueError, match=match):
         A.select_judge_ratings(mutate(study[3]))
@@ -308,11 +367,14 @@ def test_bad_stimuli_name_the_column(study):
 
 # --- registry ---------------------------------------------------------------------------------------
 
+
 def test_registry_skips_without_judges(study, tmp_path):
     ratings, participants, stimuli, judges, _ = study
     tables = {"ratings": ratings, "participants": participants, "stimuli": stimuli}
-    for name, outs in (("table5", ("table5_ai_human", "table5_clips")),
-                       ("table6", ("table6_ai_diff_icc", "table6_per_prompt"))):
+    for name, outs in (
+        ("table5", ("table5_ai_human", "table5_clips")),
+        ("table6", ("table6_ai_diff_icc", "table6_per_prompt")),
+    ):
         res = ANALYSES[name](tables, {})
         assert set(res.tables) == set(outs)
         for t in res.tables.values():

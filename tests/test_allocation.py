@@ -20,8 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def diffs(n: int = 40, seed: int = 0, modalities=("audio", "text")) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([{"prompt_id": f"p{i:03d}", "modality": m, "ai_diff": float(g)}
-                         for m in modalities for i, g in enumerate(rng.gamma(1.5, 10.0, n))])
+    return pd.DataFrame(
+        [
+            {"prompt_id": f"p{i:03d}", "modality": m, "ai_diff": float(g)}
+            for m in modalities
+            for i, g in enumerate(rng.gamma(1.5, 10.0, n))
+        ]
+    )
 
 
 def test_minimal_raters_equals_raters_needed_and_brute_force():
@@ -41,7 +46,7 @@ def test_plan_meets_target_under_its_own_model_with_fewest_raters():
     reach = plan[plan.reaches_target]
     assert (reach.predicted_icc_k >= 0.75).all()
     less = icc_k(reach.predicted_icc.to_numpy(), reach.raters_planned.to_numpy() - 1)
-    assert np.all((reach.raters_planned.to_numpy() == 2) | (less < 0.75))       # one fewer would miss
+    assert np.all((reach.raters_planned.to_numpy() == 2) | (less < 0.75))  # one fewer would miss
     assert np.allclose(plan.predicted_icc_k, icc_k(plan.predicted_icc, plan.raters_planned))
     capped = plan[~plan.reaches_target]
     assert (capped.raters_planned == 40).all()
@@ -71,7 +76,7 @@ def test_without_a_link_the_plan_is_the_uniform_design(how):
         cfg = AL.AllocationConfig(icc_model="prior")
     plan = AL.rater_plan(d, cfg)
     assert (plan.raters_planned == plan.uniform_raters).all()
-    assert (plan.raters_planned == int(raters_needed(0.30, 0.75))).all()     # 7 raters, as Figure 4
+    assert (plan.raters_planned == int(raters_needed(0.30, 0.75))).all()  # 7 raters, as Figure 4
     summ = AL.plan_summary(plan)
     assert (summ.total_planned == summ.total_uniform).all()
 
@@ -91,8 +96,9 @@ def test_budget_is_respected_and_greedy_is_optimal():
     k, binding = AL.allocate(rho, 0.75, 1, 12, budget=14)
     assert binding and k.sum() == 14
     need = AL.minimal_raters(rho, 0.75, 1, 12)
-    best = max(icc_k(rho, np.array(c)).sum() for c in itertools.product(*[range(1, n + 1) for n in need])
-               if sum(c) <= 14)
+    best = max(
+        icc_k(rho, np.array(c)).sum() for c in itertools.product(*[range(1, n + 1) for n in need]) if sum(c) <= 14
+    )
     assert icc_k(rho, k).sum() == pytest.approx(best)
 
 
@@ -148,13 +154,16 @@ def test_prompt_without_ai_differentiation_gets_the_uniform_count_and_says_so():
         AL.rater_plan(d.assign(ai_diff=np.nan), AL.AllocationConfig())
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda d: d.drop(columns="ai_diff"), r"lacks column\(s\) \['ai_diff'\]"),
-    (lambda d: d.drop(columns="modality"), r"lacks column\(s\) \['modality'\]"),
-    (lambda d: d.assign(ai_diff=-1.0), "column 'ai_diff' must be >= 0"),
-    (lambda d: d.assign(modality="video"), "column 'modality' has unknown values"),
-    (lambda d: pd.concat([d, d.head(1)]), r"duplicate \(prompt_id, modality\)"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda d: d.drop(columns="ai_diff"), r"lacks column\(s\) \['ai_diff'\]"),
+        (lambda d: d.drop(columns="modality"), r"lacks column\(s\) \['modality'\]"),
+        (lambda d: d.assign(ai_diff=-1.0), "column 'ai_diff' must be >= 0"),
+        (lambda d: d.assign(modality="video"), "column 'modality' has unknown values"),
+        (lambda d: pd.concat([d, d.head(1)]), r"duplicate \(prompt_id, modality\)"),
+    ],
+)
 def test_bad_input_names_the_column(mutate, match):
     with pytest.raises(ValueError, match=match):
         AL.rater_plan(mutate(diffs()), AL.AllocationConfig())
@@ -194,10 +203,17 @@ def test_workflow_script(tmp_path):
     for name, df in (("judges", judges), ("stimuli", stimuli), ("ratings", ratings), ("participants", participants)):
         paths[name] = str(tmp_path / f"{name}.csv")
         df.to_csv(paths[name], index=False)
-    out = {"plan": str(tmp_path / "rater_plan.csv"), "figure": str(tmp_path / "rater_plan.png"),
-           "summary": str(tmp_path / "summary.csv")}
-    sm = _Named(input=_Named(paths), output=_Named(out), log=[str(tmp_path / "log.txt")],
-                params=_Named(allocation={"target": 0.75, "icc_model": "auto"}, judge_by_modality=None))
+    out = {
+        "plan": str(tmp_path / "rater_plan.csv"),
+        "figure": str(tmp_path / "rater_plan.png"),
+        "summary": str(tmp_path / "summary.csv"),
+    }
+    sm = _Named(
+        input=_Named(paths),
+        output=_Named(out),
+        log=[str(tmp_path / "log.txt")],
+        params=_Named(allocation={"target": 0.75, "icc_model": "auto"}, judge_by_modality=None),
+    )
     runpy.run_path(str(ROOT / "workflow/scripts/rater_plan.py"), init_globals={"snakemake": sm})
     plan = pd.read_csv(out["plan"], dtype={"prompt_id": str})
     assert list(plan.columns) == AL.PLAN_COLUMNS and len(plan) == 60

@@ -29,12 +29,14 @@ from modprefs.stats.resampling import draw_counts, draw_units  # noqa: E402
 NAN = np.nan
 #: Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers x 12
 #: units, values 1-5, missing data. Published: nominal .743, ordinal .815, interval .849.
-KRIPPENDORFF_2011 = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
-    [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
-])
+KRIPPENDORFF_2011 = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NAN, NAN, NAN],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NAN, 3],
+        [NAN, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NAN],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NAN],
+    ]
+)
 PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849}
 
 
@@ -43,8 +45,9 @@ def package_alpha(x: np.ndarray, level: str, domain=None) -> float:
     return float(krippendorff.alpha(reliability_data=x, level_of_measurement=level, **kw))
 
 
-def random_matrix(rng: np.random.Generator, n_coders: int, n_units: int, n_values: int, p_missing: float,
-                  continuous: bool = False) -> np.ndarray:
+def random_matrix(
+    rng: np.random.Generator, n_coders: int, n_units: int, n_values: int, p_missing: float, continuous: bool = False
+) -> np.ndarray:
     unit_effect = rng.normal(0, 1, n_units)
     if continuous:
         x = 50 + 15 * unit_effect + rng.normal(0, 12, (n_coders, n_units))
@@ -109,7 +112,8 @@ def test_ordinal_ignores_unused_domain_values_and_respects_domain_order() -> Non
     assert krippendorff_alpha(x, "ordinal", value_domain=reordered) == pytest.approx(wide, abs=1e-12)
     scrambled = [3, 1, 5, 2, 4]
     assert krippendorff_alpha(x, "ordinal", value_domain=scrambled) == pytest.approx(
-        package_alpha(x, "ordinal", scrambled), abs=1e-12)
+        package_alpha(x, "ordinal", scrambled), abs=1e-12
+    )
 
 
 def test_transposed_matrix_gives_a_different_value_and_n_units_catches_it() -> None:
@@ -124,8 +128,13 @@ def test_transposed_matrix_gives_a_different_value_and_n_units_catches_it() -> N
 
 def test_reliability_matrix_orientation_and_validation() -> None:
     coders, units = np.nonzero(~np.isnan(KRIPPENDORFF_2011))
-    long = pd.DataFrame({"rater": [f"c{c}" for c in coders], "item": [f"u{u:02d}" for u in units],
-                         "value": KRIPPENDORFF_2011[coders, units]}).sample(frac=1, random_state=0)
+    long = pd.DataFrame(
+        {
+            "rater": [f"c{c}" for c in coders],
+            "item": [f"u{u:02d}" for u in units],
+            "value": KRIPPENDORFF_2011[coders, units],
+        }
+    ).sample(frac=1, random_state=0)
     mat = reliability_matrix(long, "rater", "item", "value")
     assert mat.shape == (4, 12) and mat.index.name == "rater" and mat.columns.name == "item"
     np.testing.assert_array_equal(mat.to_numpy(), KRIPPENDORFF_2011)
@@ -182,6 +191,7 @@ def test_group_alphas_equal_alpha_of_each_subset(level: str) -> None:
 
 # ---- preference codings (section 4.2) ----------------------------------------------------------
 
+
 def _toy_preferences() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """4 raters x 3 prompts, every rater prefers response 0 of p0 and p1 and ties p2; orders alternate."""
     trials, asg = [], []
@@ -203,13 +213,13 @@ def test_preference_codes_frames() -> None:
     trials, asg, _ = _toy_preferences()
     resp = preference_codes(trials, asg, "response").set_index(["participant_id", "prompt_id"])
     pos = preference_codes(trials, asg, "position").set_index(["participant_id", "prompt_id"])
-    assert (resp.loc[(slice(None), "p0"), "code"] == 0).all()          # response 0 preferred
-    assert (resp.loc[(slice(None), "p2"), "code"] == 1).all()          # tie
+    assert (resp.loc[(slice(None), "p0"), "code"] == 0).all()  # response 0 preferred
+    assert (resp.loc[(slice(None), "p2"), "code"] == 1).all()  # tie
     # position frame: "A" (0) iff the preferred response was shown first
     expected = np.where(pos["first_clip"] == 0, 0.0, 2.0)
     not_tie = pos["preference"] != "tie"
     np.testing.assert_array_equal(pos.loc[not_tie, "code"], expected[not_tie.to_numpy()])
-    assert set(pos.loc[(slice(None), "p0"), "code"]) == {0.0, 2.0}      # counterbalanced: A and B
+    assert set(pos.loc[(slice(None), "p0"), "code"]) == {0.0, 2.0}  # counterbalanced: A and B
 
 
 def test_counterbalancing_drives_raw_label_agreement_down() -> None:
@@ -247,8 +257,9 @@ def test_alpha_table_on_simulated_study() -> None:
     assert list(tab["metric"]) == ["continuous", "ordinal", "nominal"]
     assert list(tab["units"]) == ["clip_id", "prompt_id", "prompt_id"]
     for c in ("audio", "text"):
-        direct = krippendorff_alpha(preference_matrix(trials, asg, participants, c, "response"), "ordinal",
-                                    PREFERENCE_DOMAIN)
+        direct = krippendorff_alpha(
+            preference_matrix(trials, asg, participants, c, "response"), "ordinal", PREFERENCE_DOMAIN
+        )
         assert tab.loc[1, f"alpha_{c}"] == pytest.approx(direct, abs=1e-12)
         assert (tab[f"lo_{c}"] <= tab[f"alpha_{c}"] + 0.2).all() and (tab[f"lo_{c}"] <= tab[f"hi_{c}"]).all()
     assert tab["diff"].to_numpy() == pytest.approx((tab["alpha_audio"] - tab["alpha_text"]).to_numpy(), abs=1e-12)

@@ -54,8 +54,13 @@ def served(study, tmp_path, monkeypatch):
 def run_sims(app, n, **kw):
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-            return await asyncio.gather(*[run_participant(c, seed=i, **{k: (v(i) if callable(v) else v)
-                                                                      for k, v in kw.items()}) for i in range(n)])
+            return await asyncio.gather(
+                *[
+                    run_participant(c, seed=i, **{k: (v(i) if callable(v) else v) for k, v in kw.items()})
+                    for i in range(n)
+                ]
+            )
+
     return asyncio.run(go())
 
 
@@ -84,10 +89,12 @@ def trial_page(client, token):
 
 def audio_events(prefix="e", t0=1_000_000):
     """play/ended of A then B (client times only: posted together, the server refuses the listens)."""
-    return [{"id": f"{prefix}0", "kind": "play", "pos": "A", "t": t0, "x": 0},
-            {"id": f"{prefix}1", "kind": "ended", "pos": "A", "t": t0 + 1500, "x": 1.5},
-            {"id": f"{prefix}2", "kind": "play", "pos": "B", "t": t0 + 1600, "x": 0},
-            {"id": f"{prefix}3", "kind": "ended", "pos": "B", "t": t0 + 3000, "x": 1.4}]
+    return [
+        {"id": f"{prefix}0", "kind": "play", "pos": "A", "t": t0, "x": 0},
+        {"id": f"{prefix}1", "kind": "ended", "pos": "A", "t": t0 + 1500, "x": 1.5},
+        {"id": f"{prefix}2", "kind": "play", "pos": "B", "t": t0 + 1600, "x": 0},
+        {"id": f"{prefix}3", "kind": "ended", "pos": "B", "t": t0 + 3000, "x": 1.4},
+    ]
 
 
 def post_events(client, token, csrf, trial, events):
@@ -113,8 +120,13 @@ def listen(client, token, csrf, trial, durations, positions="AB", prefix="L", t0
             client, token, csrf, trial, [{"id": f"{prefix}{pos}p", "kind": "play", "pos": pos, "t": t0, "x": 0}]
         )
         time.sleep(dur)
-        res = post_events(client, token, csrf, trial, [{"id": f"{prefix}{pos}e", "kind": "ended", "pos": pos,
-                                                        "t": t0 + int(1000 * dur) + k, "x": dur}])
+        res = post_events(
+            client,
+            token,
+            csrf,
+            trial,
+            [{"id": f"{prefix}{pos}e", "kind": "ended", "pos": pos, "t": t0 + int(1000 * dur) + k, "x": dur}],
+        )
     return res
 
 
@@ -126,8 +138,15 @@ def read_text(client, token, csrf, trial, wait=FAST["text_min_read_s"], prefix="
 
 
 def submit_form(csrf, audio=True, **kw):
-    form = {"csrf": csrf, "rating_A": "60", "rating_B": "40", "preference": "A", "justification": "ok",
-            "submit_t": "1010000", "events": "[]"}
+    form = {
+        "csrf": csrf,
+        "rating_A": "60",
+        "rating_B": "40",
+        "preference": "A",
+        "justification": "ok",
+        "submit_t": "1010000",
+        "events": "[]",
+    }
     if audio:
         form.update(audio_quality_A="70", audio_quality_B="80")
     form.update(kw)
@@ -146,20 +165,27 @@ def enter_condition(client, condition):
 
 # ---- protocol measures ---------------------------------------------------------------------------------------
 
+
 def test_measures_from_event_log():
-    E = [dict(kind="onset", response=None, t=0),
-         dict(kind="play", response=1, t=1000, value=0.0), dict(kind="pause", response=1, t=1500, value=0.5),
-         dict(kind="play", response=1, t=2000, value=0.5), dict(kind="ended", response=1, t=3000, value=1.5),
-         dict(kind="play", response=0, t=3100, value=0.0), dict(kind="ended", response=0, t=4500, value=1.4),
-         dict(kind="slider", response=1, field="rating", value=70, t=5000),
-         dict(kind="slider", response=0, field="rating", value=50, t=6000),
-         dict(kind="slider", response=0, field="rating", value=80, t=7000),  # reversal 1
-         dict(kind="slider", response=0, field="audio_quality", value=10, t=7100),
-         dict(kind="play", response=1, t=8000, value=0.0), dict(kind="pause", response=1, t=8500, value=0.5),
-         dict(kind="play", response=1, t=9000, value=0.5),  # resumed: same replay
-         dict(kind="ended", response=1, t=10000, value=1.5),
-         dict(kind="slider", response=1, field="rating", value=90, t=11000),  # reversal 2
-         dict(kind="slider", response=1, field="rating", value=90, t=11500)]
+    E = [
+        dict(kind="onset", response=None, t=0),
+        dict(kind="play", response=1, t=1000, value=0.0),
+        dict(kind="pause", response=1, t=1500, value=0.5),
+        dict(kind="play", response=1, t=2000, value=0.5),
+        dict(kind="ended", response=1, t=3000, value=1.5),
+        dict(kind="play", response=0, t=3100, value=0.0),
+        dict(kind="ended", response=0, t=4500, value=1.4),
+        dict(kind="slider", response=1, field="rating", value=70, t=5000),
+        dict(kind="slider", response=0, field="rating", value=50, t=6000),
+        dict(kind="slider", response=0, field="rating", value=80, t=7000),  # reversal 1
+        dict(kind="slider", response=0, field="audio_quality", value=10, t=7100),
+        dict(kind="play", response=1, t=8000, value=0.0),
+        dict(kind="pause", response=1, t=8500, value=0.5),
+        dict(kind="play", response=1, t=9000, value=0.5),  # resumed: same replay
+        dict(kind="ended", response=1, t=10000, value=1.5),
+        dict(kind="slider", response=1, field="rating", value=90, t=11000),  # reversal 2
+        dict(kind="slider", response=1, field="rating", value=90, t=11500),
+    ]
     m = derive_measures(E, "audio", first_clip=1, submit_ms=13000)
     assert m["decision_time_s"] == 13.0
     assert m["deliberation_time_s"] == 3.0  # last listen ended at 10 s
@@ -170,11 +196,16 @@ def test_measures_from_event_log():
     assert t["deliberation_time_s"] is None and t["replays_0"] is None and t["relistened_first"] is None
     assert t["rating_changes"] == 2
     # still playing at submission: deliberation 0
-    assert derive_measures(E + [dict(kind="play", response=0, t=12000, value=0.0)], "audio", 1, 13000)[
-        "deliberation_time_s"] == 0.0
+    assert (
+        derive_measures(E + [dict(kind="play", response=0, t=12000, value=0.0)], "audio", 1, 13000)[
+            "deliberation_time_s"
+        ]
+        == 0.0
+    )
 
 
 # ---- whole sessions, export, ingest, statistics -----------------------------------------------------------------
+
 
 @pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_sessions_export_ingest_and_stats(tmp_path):
@@ -200,16 +231,33 @@ def test_sessions_export_ingest_and_stats(tmp_path):
     # the assignments were followed: prompt and presentation order per participant and trial
     r = tables["ratings"]
     first = r[r.presented_first.astype(bool)].assign(first_clip=lambda d: d.clip_id.str[-1].astype(int))
-    merged = first.merge(st.assignments, on=["participant_id", "trial", "prompt_id", "first_clip"], how="left",
-                         indicator=True)
+    merged = first.merge(
+        st.assignments, on=["participant_id", "trial", "prompt_id", "first_clip"], how="left", indicator=True
+    )
     assert (merged["_merge"] == "both").all()
     # statistics on the export (the `modprefs stats` command)
     from modprefs.cli import main
 
     st.stimuli.to_csv(tmp_path / "clips.csv", index=False)
-    rc = main(["stats", "--ratings", str(tmp_path / "export"), "--clips", str(tmp_path / "clips.csv"),
-               "--out", str(tmp_path / "stats"), "--n-boot", "20", "--n-perm", "20", "--n-boot-alpha", "20",
-               "--n-perm-alpha", "20"])
+    rc = main(
+        [
+            "stats",
+            "--ratings",
+            str(tmp_path / "export"),
+            "--clips",
+            str(tmp_path / "clips.csv"),
+            "--out",
+            str(tmp_path / "stats"),
+            "--n-boot",
+            "20",
+            "--n-perm",
+            "20",
+            "--n-boot-alpha",
+            "20",
+            "--n-perm-alpha",
+            "20",
+        ]
+    )
     assert rc == 0
     icc = pd.read_csv(tmp_path / "stats/tables/icc.csv")
     assert set(icc["condition"]) >= {"text", "audio"}
@@ -236,6 +284,7 @@ def test_attention_failure_reissues_slot_and_is_recorded(served):
 
 
 # ---- slots, resume, idempotence ------------------------------------------------------------------------------
+
 
 def test_slots_fill_in_balanced_order(served):
     client, db, st = served
@@ -270,6 +319,7 @@ def test_reload_resumes_and_double_submission_is_idempotent(served):
     from sqlalchemy import func, select
 
     from modprefs.app.models import Event, Incident, TrialResult
+
     with db.transaction() as s:
         assert s.scalar(select(func.count()).select_from(TrialResult)) == 1
         row = s.scalars(select(TrialResult)).one()
@@ -291,13 +341,15 @@ def test_abandoned_slot_is_reissued(served, monkeypatch):
     r2, data2 = trial_page(client, token2)
     assert data2["condition"] == data["condition"] and data2["page"] == "trial"
     assert "expired" in client.get(f"/p/{token}").text
-    r = client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=data["condition"] == "audio"),
-                    follow_redirects=False)
+    r = client.post(
+        f"/p/{token}/trial/0", data=submit_form(csrf, audio=data["condition"] == "audio"), follow_redirects=False
+    )
     assert r.status_code == 409
     with db.transaction() as s:
         from sqlalchemy import select
 
         from modprefs.app.models import Participant
+
         ids = {p.token: p.participant_id for p in s.scalars(select(Participant))}
     assert ids[token2] == ids[token] + "_r2"
 
@@ -311,8 +363,9 @@ def test_screening_and_prolific_ids(served):
     token, _ = enter(client, native="no", _prof="Advanced", PROLIFIC_PID="adult1", STUDY_ID="S1", SESSION_ID="x2")
     assert trial_page(client, token)[1]["page"] == "trial"
     # the same Prolific id and session resumes; another session of the same id is refused
-    r = client.get("/start", params={"PROLIFIC_PID": "adult1", "STUDY_ID": "S1", "SESSION_ID": "x2"},
-                   follow_redirects=False)
+    r = client.get(
+        "/start", params={"PROLIFIC_PID": "adult1", "STUDY_ID": "S1", "SESSION_ID": "x2"}, follow_redirects=False
+    )
     assert r.status_code == 303 and r.headers["location"] == f"/p/{token}"
     r = client.get("/start", params={"PROLIFIC_PID": "adult1", "STUDY_ID": "S1", "SESSION_ID": "other"})
     assert r.status_code == 403
@@ -326,6 +379,7 @@ def test_screening_and_prolific_ids(served):
 
 
 # ---- security ------------------------------------------------------------------------------------------------------
+
 
 def pass_attention(client, token, csrf, durations):
     """Listen (audio), rate and prefer the coherent response of the attention check."""
@@ -384,8 +438,11 @@ def test_forged_posts_without_csrf_are_refused(served):
     assert client.post(f"/p/{token}/trial/0", data={**submit_form(""), "csrf": ""}).status_code == 403
     assert client.post(f"/p/{token}/difficulty", data={"difficulty": "3"}).status_code == 403
     # a cross-site request is refused even with the token
-    r = client.post(f"/p/{token}/events", json={"trial": 0, "events": []},
-                    headers={"X-CSRF-Token": csrf, "Sec-Fetch-Site": "cross-site"})
+    r = client.post(
+        f"/p/{token}/events",
+        json={"trial": 0, "events": []},
+        headers={"X-CSRF-Token": csrf, "Sec-Fetch-Site": "cross-site"},
+    )
     assert r.status_code == 403
 
 
@@ -424,21 +481,39 @@ def test_script_justification_is_inert(served):
 def test_oversized_and_malformed_input_is_rejected(served):
     client, db, st = served
     token, csrf = enter_condition(client, "text")
-    assert client.post(f"/p/{token}/trial/0", content=b"x" * 200_000,
-                       headers={"Content-Type": "application/x-www-form-urlencoded"}).status_code == 413
+    assert (
+        client.post(
+            f"/p/{token}/trial/0", content=b"x" * 200_000, headers={"Content-Type": "application/x-www-form-urlencoded"}
+        ).status_code
+        == 413
+    )
     chunked = iter([b"x" * 40_000] * 5)  # no Content-Length: counted while it streams
-    assert client.post(f"/p/{token}/events", content=chunked, headers={"X-CSRF-Token": csrf,
-                       "Content-Type": "application/json"}).status_code == 413
+    assert (
+        client.post(
+            f"/p/{token}/events", content=chunked, headers={"X-CSRF-Token": csrf, "Content-Type": "application/json"}
+        ).status_code
+        == 413
+    )
     r = client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False, justification="x" * 2001))
     assert r.status_code == 413
     many = [{"id": f"m{i}", "kind": "onset", "pos": None, "t": 1} for i in range(301)]
-    assert client.post(f"/p/{token}/events", json={"trial": 0, "events": many},
-                       headers={"X-CSRF-Token": csrf}).status_code == 413
+    assert (
+        client.post(f"/p/{token}/events", json={"trial": 0, "events": many}, headers={"X-CSRF-Token": csrf}).status_code
+        == 413
+    )
     bad = [{"id": "b0", "kind": "slider", "pos": "A", "t": 1, "x": 101, "field": "rating"}]
-    assert client.post(f"/p/{token}/events", json={"trial": 0, "events": bad},
-                       headers={"X-CSRF-Token": csrf}).status_code == 422
-    assert client.post(f"/p/{token}/events", content=b"{not json", headers={"X-CSRF-Token": csrf,
-                       "Content-Type": "application/json"}).status_code == 422
+    assert (
+        client.post(f"/p/{token}/events", json={"trial": 0, "events": bad}, headers={"X-CSRF-Token": csrf}).status_code
+        == 422
+    )
+    assert (
+        client.post(
+            f"/p/{token}/events",
+            content=b"{not json",
+            headers={"X-CSRF-Token": csrf, "Content-Type": "application/json"},
+        ).status_code
+        == 422
+    )
     for field, value in (("rating_A", "0"), ("rating_B", "101"), ("rating_A", ""), ("preference", "C")):
         assert (
             client.post(f"/p/{token}/trial/0", data=submit_form(csrf, audio=False, **{field: value})).status_code == 422
@@ -448,8 +523,9 @@ def test_oversized_and_malformed_input_is_rejected(served):
     t2 = str(r.url).rsplit("/", 1)[-1]
     c2 = CSRF_RE.search(r.text).group(1)
     client.post(f"/p/{t2}/consent", data={"csrf": c2, "agree": "yes"})
-    r = client.post(f"/p/{t2}/demographics", data={"csrf": c2, "age": "40", "native_english": "yes",
-                                                   "birthplace": "y" * 101})
+    r = client.post(
+        f"/p/{t2}/demographics", data={"csrf": c2, "age": "40", "native_english": "yes", "birthplace": "y" * 101}
+    )
     assert r.status_code == 422 and "at most 100 characters" in r.text
     # still a valid trial afterwards (once Response B has been revealed)
     read_text(client, token, csrf, 0)
@@ -481,14 +557,32 @@ def test_audio_is_served_with_range_support(served):
 
 # ---- CLI, loader, rules --------------------------------------------------------------------------------------------
 
+
 def test_cli_load_serve_args_and_export(study, tmp_path, capsys):
     from modprefs.cli import main
 
     url = f"sqlite:///{tmp_path}/cli.db"
     f = study.files
-    args = ["app", "load", "--db", url, "--assignments", str(f.assignments), "--stimuli", str(f.stimuli),
-            "--conversations", str(f.conversations), "--prompts", str(f.prompts), "--manifest", str(f.manifest),
-            "--base-dir", str(f.base_dir), "--completion-code", "XYZ"]
+    args = [
+        "app",
+        "load",
+        "--db",
+        url,
+        "--assignments",
+        str(f.assignments),
+        "--stimuli",
+        str(f.stimuli),
+        "--conversations",
+        str(f.conversations),
+        "--prompts",
+        str(f.prompts),
+        "--manifest",
+        str(f.manifest),
+        "--base-dir",
+        str(f.base_dir),
+        "--completion-code",
+        "XYZ",
+    ]
     assert main(args) == 0
     assert main(args) == 2  # a second load is refused without --replace
     assert "already holds a study" in capsys.readouterr().err
@@ -530,10 +624,13 @@ def test_snakemake_app_rules(tmp_path):
     st = make_study(tmp_path / "study", n_prompts=6, raters_per_condition=2, trials=2)
     wd = tmp_path / "wd"
     cfg = write_config(wd)
-    for src, dst in [("assignments.csv", "results/study/assignments.csv"), ("stimuli.csv", "results/study/stimuli.csv"),
-                     ("prompts.csv", "results/sampling/final_prompts.csv"),
-                     ("conversations.parquet", "results/data/conversations.parquet"),
-                     ("manifest.csv", "results/audio/manifest.csv")]:
+    for src, dst in [
+        ("assignments.csv", "results/study/assignments.csv"),
+        ("stimuli.csv", "results/study/stimuli.csv"),
+        ("prompts.csv", "results/sampling/final_prompts.csv"),
+        ("conversations.parquet", "results/data/conversations.parquet"),
+        ("manifest.csv", "results/audio/manifest.csv"),
+    ]:
         (wd / dst).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(st.dir / src, wd / dst)
     shutil.copytree(st.dir / "clips", wd / "clips")  # the manifest's relative paths, from the workdir
@@ -547,13 +644,39 @@ def test_snakemake_app_rules(tmp_path):
     if "rules/app.smk" not in text:
         text = text.replace('include: "rules/common.smk"\n', 'include: "rules/common.smk"\ninclude: "rules/app.smk"\n')
     (base / "Snakefile").write_text(text)
-    r = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(base / "Snakefile"), "-d", str(wd),
-                        "--configfile", str(cfg), "--cores", "1", "--allowed-rules", "app_load", "app_export",
-                        "--", "app_export"], capture_output=True, text=True, timeout=300,
-                       env={**__import__("os").environ, "MODPREFS_APP_DB": f"sqlite:///{tmp_path}/smk.db"})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-s",
+            str(base / "Snakefile"),
+            "-d",
+            str(wd),
+            "--configfile",
+            str(cfg),
+            "--cores",
+            "1",
+            "--allowed-rules",
+            "app_load",
+            "app_export",
+            "--",
+            "app_export",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "MODPREFS_APP_DB": f"sqlite:///{tmp_path}/smk.db"},
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert json.loads((wd / "results/app/loaded.json").read_text())["slots"] == 4
     export = wd / "results/app/export"
-    assert sorted(p.name for p in export.glob("*.csv")) == ["events.csv", "incidents.csv", "participants.csv",
-                                                            "ratings.csv", "sessions.csv", "trials.csv"]
+    assert sorted(p.name for p in export.glob("*.csv")) == [
+        "events.csv",
+        "incidents.csv",
+        "participants.csv",
+        "ratings.csv",
+        "sessions.csv",
+        "trials.csv",
+    ]
     assert "passes the ingest validation" in (wd / "results/logs/app/app_export.log").read_text()

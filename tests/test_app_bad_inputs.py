@@ -54,8 +54,9 @@ def world(tmp_path_factory) -> World:
     out = tmp / "out"
     out.mkdir()
     (out / "keep.csv").write_text("an earlier export\n")
-    return World(tmp, st, db_dir, url, f"sqlite:///{db_dir}/empty.db", f"sqlite:///{db_dir}/junk.db",
-                 tmp / "nowhere", out)
+    return World(
+        tmp, st, db_dir, url, f"sqlite:///{db_dir}/empty.db", f"sqlite:///{db_dir}/junk.db", tmp / "nowhere", out
+    )
 
 
 def app(*args: str) -> list[str]:
@@ -72,9 +73,23 @@ def missing(w: World) -> str:
 
 def load_args(w: World, url: str, manifest: Path | None = None, assignments: Path | None = None) -> list[str]:
     f = w.study.files
-    return ["load", "--db", url, "--assignments", str(assignments or f.assignments), "--stimuli", str(f.stimuli),
-            "--conversations", str(f.conversations), "--prompts", str(f.prompts),
-            "--manifest", str(manifest or f.manifest), "--base-dir", str(f.base_dir)]
+    return [
+        "load",
+        "--db",
+        url,
+        "--assignments",
+        str(assignments or f.assignments),
+        "--stimuli",
+        str(f.stimuli),
+        "--conversations",
+        str(f.conversations),
+        "--prompts",
+        str(f.prompts),
+        "--manifest",
+        str(manifest or f.manifest),
+        "--base-dir",
+        str(f.base_dir),
+    ]
 
 
 def broken_clip(w: World, name: str, write) -> Path:
@@ -209,8 +224,14 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_app_cli_bad_input_fails_cleanly(world, case):
     name, argv, fragments = case
-    result = assert_clean_failure(argv(world), watch=[world.db_dir, world.out, world.missing_dir, world.study.dir],
-                                  must_mention=fragments, cwd=world.tmp, env=env(), timeout=120)
+    result = assert_clean_failure(
+        argv(world),
+        watch=[world.db_dir, world.out, world.missing_dir, world.study.dir],
+        must_mention=fragments,
+        cwd=world.tmp,
+        env=env(),
+        timeout=120,
+    )
     assert result.returncode == 2, result.output
     assert not world.missing_dir.exists(), "a database folder was created for a refused command"
     assert "serving" not in result.output  # nothing claims to serve before the arguments are checked
@@ -219,7 +240,12 @@ def test_app_cli_bad_input_fails_cleanly(world, case):
 
 def test_postgres_url_that_cannot_connect(world):
     pytest.importorskip("psycopg")
-    r = assert_clean_failure(app("status", "--db", "postgresql://nobody@127.0.0.1:1/none"), watch=[world.db_dir],
-                             must_mention=["127.0.0.1:1", "cannot open the database"], cwd=world.tmp, env=env(),
-                             timeout=120)
+    r = assert_clean_failure(
+        app("status", "--db", "postgresql://nobody@127.0.0.1:1/none"),
+        watch=[world.db_dir],
+        must_mention=["127.0.0.1:1", "cannot open the database"],
+        cwd=world.tmp,
+        env=env(),
+        timeout=120,
+    )
     assert r.returncode == 2

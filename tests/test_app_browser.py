@@ -164,8 +164,7 @@ def test_full_sessions_in_both_conditions(browser, tmp_path):  # noqa: F811 (bro
     from modprefs.ratings.ingest import validate_ratings_dir
 
     SHOTS.mkdir(parents=True, exist_ok=True)
-    study = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=1, trials=2, seed=11,
-                       durations=(1.0, 1.5))
+    study = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=1, trials=2, seed=11, durations=(1.0, 1.5))
     url = f"sqlite:///{tmp_path}/browser.db"
     db = load(study, url)
     shots: dict[str, Path] = {}
@@ -209,9 +208,25 @@ def test_full_sessions_in_both_conditions(browser, tmp_path):  # noqa: F811 (bro
     from modprefs.cli import main as modprefs_main
 
     study.stimuli.to_csv(tmp_path / "clips.csv", index=False)
-    rc = modprefs_main(["stats", "--ratings", str(tmp_path / "export"), "--clips", str(tmp_path / "clips.csv"),
-                        "--out", str(tmp_path / "stats"), "--n-boot", "10", "--n-perm", "0", "--n-boot-alpha", "0",
-                        "--n-perm-alpha", "0"])
+    rc = modprefs_main(
+        [
+            "stats",
+            "--ratings",
+            str(tmp_path / "export"),
+            "--clips",
+            str(tmp_path / "clips.csv"),
+            "--out",
+            str(tmp_path / "stats"),
+            "--n-boot",
+            "10",
+            "--n-perm",
+            "0",
+            "--n-boot-alpha",
+            "0",
+            "--n-perm-alpha",
+            "0",
+        ]
+    )
     assert rc == 0
     icc = pd.read_csv(tmp_path / "stats/tables/icc.csv")
     assert set(icc["condition"]) == {"audio", "text"} and (icc["n_participants"] == 1).all()

@@ -112,6 +112,7 @@ def context(browser):  # noqa: F811 (the fixture imported from browser_kit)
 
 # ---- sliders -----------------------------------------------------------------------------------------
 
+
 def test_locked_sliders_change_nothing_and_the_midpoint_counts(audio_app, context):
     """Clicks, drags, taps and keys on locked sliders change nothing and log nothing (chromium sends
     pointer events to disabled inputs); a click on exactly 50 rates 50; Enter sets the current value."""
@@ -178,7 +179,8 @@ def test_locked_sliders_change_nothing_and_the_midpoint_counts(audio_app, contex
     first_ended = min(e.seq for e in evs if e.kind == "ended" and not e.refused)
     assert all(e.seq > first_ended for e in evs if e.kind == "slider")  # nothing logged while locked
     assert sorted((e.field, e.value) for e in evs if e.kind == "slider") == sorted(
-        [("rating", 50.0), ("audio_quality", 50.0), ("rating", float(rated_b)), ("audio_quality", float(aq_b))])
+        [("rating", 50.0), ("audio_quality", 50.0), ("rating", float(rated_b)), ("audio_quality", float(aq_b))]
+    )
     with db.transaction() as s:
         pid = s.scalars(select(Participant.id).where(Participant.token == token)).one()
         row = s.scalars(select(TrialResult).where(TrialResult.participant == pid)).one()
@@ -188,6 +190,7 @@ def test_locked_sliders_change_nothing_and_the_midpoint_counts(audio_app, contex
 
 
 # ---- reloads and flaky networks ------------------------------------------------------------------------
+
 
 def test_reload_mid_trial_loses_no_event_and_restores_the_entered_values(audio_app, context):
     """Events queued while offline (and the typed reason) survive a reload whose unload flush (a
@@ -214,7 +217,7 @@ def test_reload_mid_trial_loses_no_event_and_restores_the_entered_values(audio_a
     values = {
         s: page.locator(s).input_value() for s in ("#rating_A", "#rating_B", "#audio_quality_A", "#audio_quality_B")
     }
-    ids += [e["id"] for e in events_of(page)][len(ids):]
+    ids += [e["id"] for e in events_of(page)][len(ids) :]
     context.set_offline(False)
     page.reload()  # the old page's beacon and the new page's re-send race
     settled(page)
@@ -294,8 +297,16 @@ def test_forged_listens_are_refused_and_a_real_listen_passes(audio_app, context)
     res = page.evaluate(FORGE, [[{"id": "f4", "kind": "ended", "pos": "A", "t": now + 9000}], 0])
     assert [r["reason"] for r in res["refused"]] == ["too_early"] and res["heard"] == []
     # 3. both in one batch (a client clock saying 30 s passed does not count)
-    res = page.evaluate(FORGE, [[{"id": "f5", "kind": "play", "pos": "B", "t": now},
-                                 {"id": "f6", "kind": "ended", "pos": "B", "t": now + 30000}], 0])
+    res = page.evaluate(
+        FORGE,
+        [
+            [
+                {"id": "f5", "kind": "play", "pos": "B", "t": now},
+                {"id": "f6", "kind": "ended", "pos": "B", "t": now + 30000},
+            ],
+            0,
+        ],
+    )
     assert [r["reason"] for r in res["refused"]] == ["audio_not_fetched"]
     # the trial is refused with a message, and logged
     status, text = page.evaluate(SUBMIT)
@@ -324,6 +335,7 @@ def test_forged_listens_are_refused_and_a_real_listen_passes(audio_app, context)
 
 
 # ---- text condition: sequential presentation ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def text_app(tmp_path_factory):
@@ -360,8 +372,9 @@ def test_text_condition_reveals_b_only_after_a(text_app, context):
     assert page.is_visible("#text-B") and page.locator("#rating_A").input_value() == "64"
     page.mouse.click(*slider_point(page, "#rating_B", value=20))
     text_a = page.locator("#text-A").inner_text().strip()
-    page.check("input[name=preference][value=" + ("A" if text_a == ATTENTION["responses"][0]["text"].strip()
-                                                   else "B") + "]")
+    page.check(
+        "input[name=preference][value=" + ("A" if text_a == ATTENTION["responses"][0]["text"].strip() else "B") + "]"
+    )
     with page.expect_navigation():
         page.click("#submit")
     assert data_of(page)["trial"] == 1
@@ -388,12 +401,14 @@ def test_text_reveal_auto_mode(tmp_path, context):
 
 # ---- rate limits -------------------------------------------------------------------------------------------
 
+
 def test_start_beyond_the_limit_gets_429_with_retry_after(tmp_path, context, browser):  # noqa: F811
     st = one_condition(tmp_path / "study", "text", slots=4)
     url = f"sqlite:///{tmp_path}/rate.db"
     load(st, url)
-    with app_server(url, "--rate-start-ip", "3", "--rate-start-pid", "2", "--rate-session-token", "6",
-                    "--rate-window", "60") as base:
+    with app_server(
+        url, "--rate-start-ip", "3", "--rate-start-pid", "2", "--rate-session-token", "6", "--rate-window", "60"
+    ) as base:
         page = context.new_page()
         # per Prolific id: 2 entries, the third is refused
         statuses = [page.goto(f"{base}/start?PROLIFIC_PID=flood1&STUDY_ID=S&SESSION_ID=x").status for _ in range(3)]
@@ -477,8 +492,10 @@ def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):  # noq
                 wait_until(page, f"window.__modprefs.hpEnded['{i}'] === true", timeout=15)
                 page.check(f"input[name=q{i}][value='{answers[rendering][-1]}']")
         for rendering, (_, page) in pages.items():
-            wavs = [httpx.get(base + page.locator(f"#hp-audio-{i}").get_attribute("src")).content
-                    for i in range(headphones.N_TRIALS)]
+            wavs = [
+                httpx.get(base + page.locator(f"#hp-audio-{i}").get_attribute("src")).content
+                for i in range(headphones.N_TRIALS)
+            ]
             assert headphone_answers(wavs, rendering) == answers[rendering]
             with page.expect_navigation():
                 page.click("#hp-submit")

@@ -35,6 +35,7 @@ FAST = {"text_min_read_s": 0.3}
 
 # ---- pure rules ------------------------------------------------------------------------------------------
 
+
 def ev(kind, response=None, ts=0.0, refused=None):
     return {"kind": kind, "response": response, "server_ts": ts, "refused": refused}
 
@@ -93,7 +94,7 @@ def test_headphone_stimuli_and_scoring():
         sr = headphones.SR
         levels = {}
         for kind, (a, b) in zip(order, headphones.intervals()):
-            seg = x[int(a * sr):int(b * sr)]
+            seg = x[int(a * sr) : int(b * sr)]
             levels[kind] = float(np.sqrt(np.mean(seg[:, 0] ** 2)))
             if kind == "antiphase":
                 assert np.allclose(seg[:, 1], -seg[:, 0])
@@ -115,8 +116,10 @@ def test_headphone_stimuli_and_scoring():
 
 
 def test_settings_are_typed_and_checked():
-    s = Settings.from_meta({"abandon_minutes": "12", "rate_start_ip": "5", "headphone_check": "record",
-                            "unknown_key": "x"}, text_min_read_s=1.5)
+    s = Settings.from_meta(
+        {"abandon_minutes": "12", "rate_start_ip": "5", "headphone_check": "record", "unknown_key": "x"},
+        text_min_read_s=1.5,
+    )
     assert (s.abandon_minutes, s.rate_start_ip, s.headphone_check, s.text_min_read_s) == (12.0, 5, "record", 1.5)
     assert s.extra == {"unknown_key": "x"}
     for meta, key in (
@@ -133,6 +136,7 @@ def test_settings_are_typed_and_checked():
 
 
 # ---- over HTTP (ASGI, in-process) ------------------------------------------------------------------------
+
 
 @pytest.fixture
 def study(tmp_path):
@@ -166,13 +170,23 @@ def test_event_ids_duplicates_and_conflicts(study, tmp_path):
         a = {"id": "pg1-0", "kind": "onset", "pos": None, "t": 1000}
         b = {"id": "pg1-1", "kind": "preference", "pos": "A", "t": 1200}
         assert post([a, b]) | {"heard": [], "revealed": False} == {
-            "stored": 2, "duplicates": 0, "ignored": 0, "conflicts": [], "refused": [], "heard": [], "revealed": False}
+            "stored": 2,
+            "duplicates": 0,
+            "ignored": 0,
+            "conflicts": [],
+            "refused": [],
+            "heard": [],
+            "revealed": False,
+        }
         res = post([a, b, {"id": "pg2-0", "kind": "onset", "pos": None, "t": 5000}])  # a reload re-sends a and b
         assert (res["stored"], res["duplicates"], res["conflicts"]) == (1, 2, [])
         res = post([{**b, "pos": "B"}])  # the same id with other content: reported, the stored one kept
         assert res["conflicts"] == ["pg1-1"] and res["stored"] == 0
-        bad = client.post(f"/p/{token}/events", json={"trial": 0, "events": [{"kind": "onset", "t": 1, "seq": 3}]},
-                          headers={"X-CSRF-Token": csrf})
+        bad = client.post(
+            f"/p/{token}/events",
+            json={"trial": 0, "events": [{"kind": "onset", "t": 1, "seq": 3}]},
+            headers={"X-CSRF-Token": csrf},
+        )
         assert bad.status_code == 422 and "event id" in bad.json()["error"]
         export_dir(db, tmp_path / "x")
     events = pd.read_csv(tmp_path / "x/events.csv")
@@ -184,8 +198,7 @@ def test_event_ids_duplicates_and_conflicts(study, tmp_path):
 
 
 def test_rate_limits_answer_429_with_retry_after(study, tmp_path):
-    client, db = client_for(study, tmp_path, rate_start_ip=3, rate_start_pid=1, rate_session_token=4,
-                            rate_window_s=30)
+    client, db = client_for(study, tmp_path, rate_start_ip=3, rate_start_pid=1, rate_session_token=4, rate_window_s=30)
     with client:
         assert client.get("/start", params={"PROLIFIC_PID": "p1"}, follow_redirects=False).status_code == 303
         r = client.get("/start", params={"PROLIFIC_PID": "p1"}, follow_redirects=False)
@@ -199,6 +212,7 @@ def test_rate_limits_answer_429_with_retry_after(study, tmp_path):
             from sqlalchemy import select
 
             from modprefs.app.models import Participant
+
             tok = s.scalars(select(Participant.token)).first()
         codes = [client.get(f"/p/{tok}").status_code for _ in range(5)]
         assert codes == [200, 200, 200, 200, 429]
@@ -210,8 +224,13 @@ def test_rate_limits_answer_429_with_retry_after(study, tmp_path):
 def run_sims(app, n, **kw):
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-            return await asyncio.gather(*[run_participant(c, seed=i, **{k: (v(i) if callable(v) else v)
-                                                                      for k, v in kw.items()}) for i in range(n)])
+            return await asyncio.gather(
+                *[
+                    run_participant(c, seed=i, **{k: (v(i) if callable(v) else v) for k, v in kw.items()})
+                    for i in range(n)
+                ]
+            )
+
     return asyncio.run(go())
 
 
@@ -287,12 +306,15 @@ def test_page_data_restores_values_and_hides_b(study, tmp_path):
         page = client.get(f"/p/{token}").text
         assert 'id="response-B" data-pos="B" hidden' in page and 'id="reveal-B" disabled' in page
         assert data["reveal"] == {"mode": "next", "min_read_s": 5.0} and data["revealed"] is False
-        evs = [{"id": "x0", "kind": "slider", "pos": "A", "field": "rating", "x": 12, "t": 1},
-               {"id": "x1", "kind": "slider", "pos": "A", "field": "rating", "x": 34, "t": 2},
-               {"id": "x2", "kind": "preference", "pos": None, "t": 3}]
+        evs = [
+            {"id": "x0", "kind": "slider", "pos": "A", "field": "rating", "x": 12, "t": 1},
+            {"id": "x1", "kind": "slider", "pos": "A", "field": "rating", "x": 34, "t": 2},
+            {"id": "x2", "kind": "preference", "pos": None, "t": 3},
+        ]
         client.post(f"/p/{token}/events", json={"trial": 0, "events": evs}, headers={"X-CSRF-Token": csrf})
         data = page_data(client.get(f"/p/{token}").text)
         assert data["restore"] == {"sliders": {"rating_A": 34}, "preference": "tie"}
-        r = client.post(f"/p/{token}/trial/0", data={"csrf": csrf, "rating_A": "34", "rating_B": "50",
-                                                      "preference": "tie"})
+        r = client.post(
+            f"/p/{token}/trial/0", data={"csrf": csrf, "rating_A": "34", "rating_B": "50", "preference": "tie"}
+        )
         assert r.status_code == 422 and "show Response B" in r.text

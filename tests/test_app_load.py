@@ -69,15 +69,23 @@ def _run_study(url: str, tmp_path: Path) -> dict:
     with app_server(url) as base:
         # each participant from its own address, as the server sees them behind a proxy (X-Forwarded-For
         # from loopback is trusted): the default per-IP rate limits stay on
-        specs = [{"seed": i, "fail_attention": i in FAIL, "double_submit": i in DOUBLE, "client_ip": f"10.1.0.{i}",
-                  "prolific": {"PROLIFIC_PID": f"pid{i:03d}", "STUDY_ID": "load", "SESSION_ID": f"s{i}"}}
-                 for i in range(N)]
+        specs = [
+            {
+                "seed": i,
+                "fail_attention": i in FAIL,
+                "double_submit": i in DOUBLE,
+                "client_ip": f"10.1.0.{i}",
+                "prolific": {"PROLIFIC_PID": f"pid{i:03d}", "STUDY_ID": "load", "SESSION_ID": f"s{i}"},
+            }
+            for i in range(N)
+        ]
         specs += [{"seed": 100 + i, "age": 16, "client_ip": f"10.2.0.{i}"} for i in range(2)]  # screened out
         first = asyncio.run(_wave(base, specs, study.durations))
         t1 = time.monotonic()
         # the reissued slots go to the next arrivals; then the study is full
-        second = asyncio.run(_wave(base, [{"seed": 200 + i, "client_ip": f"10.3.0.{i}"} for i in range(len(FAIL) + 1)],
-                                   study.durations))
+        second = asyncio.run(
+            _wave(base, [{"seed": 200 + i, "client_ip": f"10.3.0.{i}"} for i in range(len(FAIL) + 1)], study.durations)
+        )
         elapsed = time.monotonic() - t0
     outcomes = first + second
     finals = [o.final for o in outcomes]
@@ -89,8 +97,9 @@ def _run_study(url: str, tmp_path: Path) -> dict:
     assert submitted == N * (TRIALS + 1) + len(FAIL)
     with db.transaction() as s:
         n_rows = s.scalar(select(func.count()).select_from(TrialResult))
-        n_distinct = s.scalar(select(func.count()).select_from(
-            select(TrialResult.participant, TrialResult.trial).distinct().subquery()))
+        n_distinct = s.scalar(
+            select(func.count()).select_from(select(TrialResult.participant, TrialResult.trial).distinct().subquery())
+        )
         n_events = s.scalar(select(func.count()).select_from(Event))
         slots = s.execute(select(Slot.status, func.count()).group_by(Slot.status)).all()
         done_people = s.scalar(select(func.count()).select_from(Participant).where(Participant.completed.is_(True)))
@@ -108,8 +117,12 @@ def _run_study(url: str, tmp_path: Path) -> dict:
     per_clip = tables["ratings"].query("trial > 0").groupby("clip_id").size()
     assert per_clip.max() - per_clip.min() <= 4  # the design's balance survives reissued slots
     db.dispose()
-    return {"first_wave_s": round(t1 - t0, 1), "total_s": round(elapsed, 1), "rows": n_rows,
-            "connection_retries": sum(o.retries for o in outcomes)}
+    return {
+        "first_wave_s": round(t1 - t0, 1),
+        "total_s": round(elapsed, 1),
+        "rows": n_rows,
+        "connection_retries": sum(o.retries for o in outcomes),
+    }
 
 
 @pytest.mark.integration  # a server or the network: not in `make test-fast`

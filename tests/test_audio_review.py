@@ -19,8 +19,13 @@ def _clips(prompts: pd.DataFrame, attention: bool = False) -> pd.DataFrame:
 
 
 def _qc(clips: pd.DataFrame, failing: set[str]) -> pd.DataFrame:
-    return pd.DataFrame({"clip_id": clips["clip_id"], "qc_pass": [c not in failing for c in clips["clip_id"]],
-                         "qc_reasons": ["wer 0.9 > 0.35" if c in failing else "" for c in clips["clip_id"]]})
+    return pd.DataFrame(
+        {
+            "clip_id": clips["clip_id"],
+            "qc_pass": [c not in failing for c in clips["clip_id"]],
+            "qc_reasons": ["wer 0.9 > 0.35" if c in failing else "" for c in clips["clip_id"]],
+        }
+    )
 
 
 def _draw(inter: pd.DataFrame, seed: int = 3) -> pd.DataFrame:
@@ -99,19 +104,41 @@ def test_review_rounds_converge_and_final_set_is_all_passing():
     first = _draw(inter)
     clips0 = _clips(first, attention=True)
     bad = {f"{first['prompt_id'].iloc[1]}_0", f"{first['prompt_id'].iloc[7]}_1"}
-    dec0, rep0, rem0 = review_round(0, first, clips0, _qc(clips0, bad), inter, set(), SAMPLING, 3, _passes,
-                                    max_rounds=2)
+    dec0, rep0, rem0 = review_round(
+        0, first, clips0, _qc(clips0, bad), inter, set(), SAMPLING, 3, _passes, max_rounds=2
+    )
     assert list(dec0["action"]).count("replace") == 2 and len(rep0) == 2
     assert set(rem0["reason"]) == {"audio_quality"}
     # round 1: one replacement fails again
     clips1 = _clips(rep0)
     used = set(first["conversation_id"]) | set(rem0["conversation_id"])
-    dec1, rep1, rem1 = review_round(1, rep0, clips1, _qc(clips1, {clips1["clip_id"].iloc[0]}), inter, used, SAMPLING,
-                                    3, _passes, max_rounds=2, first_draw_order=14)
+    dec1, rep1, rem1 = review_round(
+        1,
+        rep0,
+        clips1,
+        _qc(clips1, {clips1["clip_id"].iloc[0]}),
+        inter,
+        used,
+        SAMPLING,
+        3,
+        _passes,
+        max_rounds=2,
+        first_draw_order=14,
+    )
     assert len(rep1) == 1 and rep1["stratum"].iloc[0] == rep0["stratum"].iloc[0]
     clips2 = _clips(rep1)
-    dec2, rep2, rem2 = review_round(2, rep1, clips2, _qc(clips2, set()), inter, used | set(rep0["conversation_id"]),
-                                    SAMPLING, 3, _passes, max_rounds=2)
+    dec2, rep2, rem2 = review_round(
+        2,
+        rep1,
+        clips2,
+        _qc(clips2, set()),
+        inter,
+        used | set(rep0["conversation_id"]),
+        SAMPLING,
+        3,
+        _passes,
+        max_rounds=2,
+    )
     assert rep2.empty and rem2.empty and set(dec2["action"]) == {"keep"}
     final = final_prompts(first, [(dec0, rep0), (dec1, rep1), (dec2, rep2)])
     assert len(final) == 12 and final["prompt_id"].is_unique
@@ -129,8 +156,9 @@ def test_bound_reached_errors_or_drops():
     bad = {f"{first['prompt_id'].iloc[2]}_1"}
     with pytest.raises(AudioReviewError, match="after 0 replacement round"):
         review_round(0, first, clips, _qc(clips, bad), inter, set(), SAMPLING, 3, _passes, max_rounds=0)
-    dec, rep, rem = review_round(0, first, clips, _qc(clips, bad), inter, set(), SAMPLING, 3, _passes,
-                                 max_rounds=0, on_exhausted="drop")
+    dec, rep, rem = review_round(
+        0, first, clips, _qc(clips, bad), inter, set(), SAMPLING, 3, _passes, max_rounds=0, on_exhausted="drop"
+    )
     assert rep.empty and list(dec["action"]).count("drop") == 1
     assert rem["replaced_by"].iloc[0] == "" and "max_rounds" in rem["detail"].iloc[0]
     assert len(final_prompts(first, [(dec, rep)])) == 11
@@ -142,3 +170,61 @@ def test_failing_attention_check_cannot_be_replaced():
     clips = _clips(first, attention=True)
     with pytest.raises(AudioReviewError, match="attention-check clip"):
         review_round(0, first, clips, _qc(clips, {"attn_1"}), inter, set(), SAMPLING, 3, _passes, max_rounds=3)
+
+
+def test_review_and_final_sample_from_files_match_the_tables(tmp_path, monkeypatch):
+    import modprefs.sampling.audio_review as ar
+
+    monkeypatch.setattr(ar, "screen_from_config", lambda screening, harmful_terms: _passes)
+    inter = _interactions(200)
+    first = _draw(inter)
+    clips0 = _clips(first, attention=True)
+    qc0 = _qc(clips0, {f"{first['prompt_id'].iloc[1]}_0"})
+    paths = {"prompts": tmp_path / "prompts.csv", "shard": tmp_path / "shard.csv", "qc": tmp_path / "qc.csv"}
+    for df, key in ((first, "prompts"), (clips0, "shard"), (qc0, "qc")):
+        df.to_csv(paths[key], index=False)
+    inter.to_parquet(tmp_path / "conversations.parquet")
+    got = ar.review_round_files(
+        0,
+        paths["prompts"],
+        [paths["shard"]],
+        [paths["qc"]],
+        [],
+        tmp_path / "conversations.parquet",
+        tmp_path / "terms.txt",
+        SAMPLING,
+        3,
+        2,
+        "error",
+    )
+    read = dict(dtype={"prompt_id": str, "conversation_id": str, "clip_id": str}, keep_default_na=False)
+    prompts = pd.read_csv(paths["prompts"], **read)
+    want = review_round(
+        0,
+        prompts,
+        pd.read_csv(paths["shard"], **read),
+        pd.read_csv(paths["qc"], **read),
+        pd.read_parquet(tmp_path / "conversations.parquet"),
+        set(),
+        SAMPLING,
+        3,
+        _passes,
+        2,
+        first_draw_order=ar.used_conversations([], prompts)[1],
+    )
+    for g, w in zip(got, want):
+        pd.testing.assert_frame_equal(g.reset_index(drop=True), w.reset_index(drop=True), check_dtype=False)
+    dec, rep, rem = got
+    clips1 = _clips(rep)
+    dec1, rep1, rem1 = review_round(1, rep, clips1, _qc(clips1, set()), inter, set(), SAMPLING, 3, _passes, 2)
+    tables = {"dec0": dec, "rep0": rep, "rem0": rem, "dec1": dec1, "rep1": rep1, "rem1": rem1}
+    for key, df in tables.items():
+        df.to_csv(tmp_path / f"{key}.csv", index=False)
+    final, removals, review = ar.final_sample_files(
+        paths["prompts"],
+        [tmp_path / "dec0.csv", tmp_path / "dec1.csv"],
+        [tmp_path / "rep0.csv", tmp_path / "rep1.csv"],
+        [tmp_path / "rem0.csv", tmp_path / "rem1.csv"],
+    )
+    assert len(review) == len(dec) + len(dec1) and len(removals) == len(rem) + len(rem1) == 1
+    assert list(final["prompt_id"]) == list(final_prompts(prompts, [(dec, rep), (dec1, rep1)])["prompt_id"])

@@ -47,8 +47,19 @@ def workdir(tmp_path_factory) -> Path:
 
 
 def snakemake_cmd(work: Path, *extra: str, dry_run: bool = True) -> list[str]:
-    return [sys.executable, "-m", "snakemake", *(["-n"] if dry_run else []), "--cores", "1", "--snakefile",
-            str(ROOT / "Snakefile"), "--directory", str(work), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "snakemake",
+        *(["-n"] if dry_run else []),
+        "--cores",
+        "1",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(work),
+        *extra,
+    ]
 
 
 @dataclass
@@ -73,22 +84,27 @@ def _set(path: str, value) -> Callable[[dict, Path], None]:
         for k in keys:
             node = node[int(k)] if isinstance(node, list) else node.setdefault(k, {})
         node[last] = value
+
     return edit
 
 
 def _file(key: str, name: str, content: str | bytes) -> Callable[[dict, Path], None]:
     """Write ``content`` to ``{dir}/name`` and point config ``key`` at it."""
+
     def edit(cfg: dict, folder: Path) -> None:
         path = folder / name
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
         _set(key, str(path))(cfg, folder)
+
     return edit
 
 
 def _jsonl(line2: str | bytes | None = None, edit_row: Callable[[dict], None] | None = None) -> Callable:
     """data.source: a JSONL of three valid conversations whose second line is replaced or edited."""
-    rows = [prism_row(f"c{i}", [(f"Question {i}?", [("m1", "Answer one.", 50), ("m2", "Answer two.", 60)])])
-            for i in range(3)]
+    rows = [
+        prism_row(f"c{i}", [(f"Question {i}?", [("m1", "Answer one.", 50), ("m2", "Answer two.", 60)])])
+        for i in range(3)
+    ]
     if edit_row:
         edit_row(rows[1])
     lines = [json.dumps(r).encode() for r in rows]
@@ -109,8 +125,11 @@ def _utterance(key: str, value) -> Callable[[dict], None]:
     return lambda row: row["conversation_history"][1].update({key: value})
 
 
-GOOD_ATTENTION = {"prompt_id": "attn", "prompt": "How do I keep bread fresh?",
-                  "responses": [{"text": "Keep it in a bread box."}, {"text": "Purple stairs whistle loudly."}]}
+GOOD_ATTENTION = {
+    "prompt_id": "attn",
+    "prompt": "How do I keep bread fresh?",
+    "responses": [{"text": "Keep it in a bread box."}, {"text": "Purple stairs whistle loudly."}],
+}
 
 CASES = [
     # --- the config file itself ---------------------------------------------------------------------------
@@ -335,10 +354,13 @@ def test_bad_input_fails_cleanly(workdir, case, tmp_path):
             case.edit(cfg, tmp_path)
             config.write_text(yaml.safe_dump(cfg, sort_keys=False))
         args = [a.replace("{dir}", str(tmp_path)) for a in case.args]
-        result = assert_clean_failure(snakemake_cmd(workdir, *args, dry_run=case.dry_run),
-                                      watch=[workdir / "results"],
-                                      must_mention=[m.replace("{dir}", str(tmp_path)) for m in case.mention],
-                                      env=case.env, timeout=300)
+        result = assert_clean_failure(
+            snakemake_cmd(workdir, *args, dry_run=case.dry_run),
+            watch=[workdir / "results"],
+            must_mention=[m.replace("{dir}", str(tmp_path)) for m in case.mention],
+            env=case.env,
+            timeout=300,
+        )
     finally:
         config.write_bytes(good)
     assert "Finished jobid" not in result.output and 'File "' not in result.output  # no job, no stack summary

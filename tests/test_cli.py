@@ -31,8 +31,9 @@ def _write_study(tmp_path):
 
 def test_assignments_recovered_from_ratings(tmp_path):
     _, stimuli, a, ratings = _write_study(tmp_path)
-    derived = first_clips(ratings, stimuli.assign(response=stimuli["clip_id"].str[-1].astype(int))) \
-        .set_index(["participant_id", "trial"])
+    derived = first_clips(ratings, stimuli.assign(response=stimuli["clip_id"].str[-1].astype(int))).set_index(
+        ["participant_id", "trial"]
+    )
     merged = a.set_index(["participant_id", "trial"]).join(derived.add_suffix("_d"), how="inner")
     assert len(merged) > 0 and (merged.first_clip == merged.first_clip_d).all()
 
@@ -40,14 +41,40 @@ def test_assignments_recovered_from_ratings(tmp_path):
 def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
     d, _, _, _ = _write_study(tmp_path)
     out = tmp_path / "out"
-    rc = main(["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(out),
-               "--n-boot", "30", "--n-perm", "20", "--n-boot-alpha", "50", "--n-perm-alpha", "50",
-               "--n-boot-threshold", "40"])
+    rc = main(
+        [
+            "stats",
+            "--ratings",
+            str(d),
+            "--clips",
+            str(tmp_path / "clips.csv"),
+            "--out",
+            str(out),
+            "--n-boot",
+            "30",
+            "--n-perm",
+            "20",
+            "--n-boot-alpha",
+            "50",
+            "--n-perm-alpha",
+            "50",
+            "--n-boot-threshold",
+            "40",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     recs = pd.read_csv(out / "tables" / "thresholds_recommendations.csv")
     assert recs["n_boot"].max() <= 40 and (recs["n_boot"] > 0).any()  # the participant resamples asked for
-    for name in ("icc", "table1_demographics", "table3_session", "table4_reliability", "thresholds_gaps",
-                 "raters_needed", "cross_modality_agreement", "justifications"):
+    for name in (
+        "icc",
+        "table1_demographics",
+        "table3_session",
+        "table4_reliability",
+        "thresholds_gaps",
+        "raters_needed",
+        "cross_modality_agreement",
+        "justifications",
+    ):
         assert (out / "tables" / f"{name}.csv").is_file(), name
     assert len(list((out / "figures").glob("*.png"))) == 3
     report = (out / "report.html").read_text(encoding="utf-8")
@@ -78,22 +105,69 @@ def test_stats_command_with_judge_ratings_adds_tables_5_and_6(tmp_path, capsys):
     for i, clip in enumerate(stimuli.itertuples()):
         for modality in ("text", "audio"):
             for sample in range(2):
-                rows.append({"judge": f"j-{modality}", "backend": "openai", "model": "m", "prompt_version": "v1",
-                             "modality": modality, "kind": "response_quality", "prompt_id": clip.prompt_id,
-                             "clip_id": clip.clip_id, "sample": sample, "rating": 20 + (7 * i + 3 * sample) % 70,
-                             "status": "ok", "reason": ""})
+                rows.append(
+                    {
+                        "judge": f"j-{modality}",
+                        "backend": "openai",
+                        "model": "m",
+                        "prompt_version": "v1",
+                        "modality": modality,
+                        "kind": "response_quality",
+                        "prompt_id": clip.prompt_id,
+                        "clip_id": clip.clip_id,
+                        "sample": sample,
+                        "rating": 20 + (7 * i + 3 * sample) % 70,
+                        "status": "ok",
+                        "reason": "",
+                    }
+                )
     pd.DataFrame(rows).to_csv(tmp_path / "judges.csv", index=False)
     out = tmp_path / "out"
-    rc = main(["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(out),
-               "--judges", str(tmp_path / "judges.csv"), "--n-boot", "20", "--n-perm", "10", "--n-boot-alpha", "20",
-               "--n-perm-alpha", "20"])
+    rc = main(
+        [
+            "stats",
+            "--ratings",
+            str(d),
+            "--clips",
+            str(tmp_path / "clips.csv"),
+            "--out",
+            str(out),
+            "--judges",
+            str(tmp_path / "judges.csv"),
+            "--n-boot",
+            "20",
+            "--n-perm",
+            "10",
+            "--n-boot-alpha",
+            "20",
+            "--n-perm-alpha",
+            "20",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     t5 = pd.read_csv(out / "tables" / "table5_ai_human.csv")
     assert t5["estimate"].notna().sum() >= 4
     assert (out / "tables" / "table6_ai_diff_icc.csv").is_file()
     # without --judges the tables are skipped, with the reason
-    main(["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(tmp_path / "o2"),
-          "--n-boot", "0", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"])
+    main(
+        [
+            "stats",
+            "--ratings",
+            str(d),
+            "--clips",
+            str(tmp_path / "clips.csv"),
+            "--out",
+            str(tmp_path / "o2"),
+            "--n-boot",
+            "0",
+            "--n-perm",
+            "0",
+            "--n-boot-alpha",
+            "0",
+            "--n-perm-alpha",
+            "0",
+        ]
+    )
     assert "table5, table6: no AI judge ratings" in capsys.readouterr().err
 
 
@@ -104,8 +178,23 @@ def test_overwrite_replaces_the_output_as_a_whole(tmp_path, capsys):
     (out / "report.html").write_text("an old report")
     (out / "tables").mkdir()
     (out / "tables" / "stale.csv").write_text("x\n1\n")
-    args = ["stats", "--ratings", str(d), "--clips", str(tmp_path / "clips.csv"), "--out", str(out), "--n-boot", "0",
-            "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
+    args = [
+        "stats",
+        "--ratings",
+        str(d),
+        "--clips",
+        str(tmp_path / "clips.csv"),
+        "--out",
+        str(out),
+        "--n-boot",
+        "0",
+        "--n-perm",
+        "0",
+        "--n-boot-alpha",
+        "0",
+        "--n-perm-alpha",
+        "0",
+    ]
     assert main(args) == 2
     assert "is not empty; pass --overwrite" in capsys.readouterr().err
     assert (out / "report.html").read_text() == "an old report"
@@ -126,13 +215,21 @@ def test_help_documents_every_option_with_its_default(capsys):
             entries[name] = line
         elif entries:
             entries[name] += " " + line.strip()
-    expected = {"--seed": STATS_DEFAULTS["seed"], "--n-boot": STATS_DEFAULTS["n_boot"],
-                "--n-perm": STATS_DEFAULTS["n_perm"],
-                "--n-boot-alpha": STATS_DEFAULTS["n_boot_alpha"], "--n-perm-alpha": STATS_DEFAULTS["n_perm_alpha"],
-                "--n-boot-threshold": STATS_DEFAULTS["n_boot_threshold"], "--icc-test": STATS_DEFAULTS["icc_test"],
-                "--ci-level": STATS_DEFAULTS["ci_level"], "--ci-method": STATS_DEFAULTS["icc_ci_method"],
-                "--table2-random": STATS_DEFAULTS["table2_random"],
-                "--overwrite": "off", "--map": "none", "--judges": "none"}
+    expected = {
+        "--seed": STATS_DEFAULTS["seed"],
+        "--n-boot": STATS_DEFAULTS["n_boot"],
+        "--n-perm": STATS_DEFAULTS["n_perm"],
+        "--n-boot-alpha": STATS_DEFAULTS["n_boot_alpha"],
+        "--n-perm-alpha": STATS_DEFAULTS["n_perm_alpha"],
+        "--n-boot-threshold": STATS_DEFAULTS["n_boot_threshold"],
+        "--icc-test": STATS_DEFAULTS["icc_test"],
+        "--ci-level": STATS_DEFAULTS["ci_level"],
+        "--ci-method": STATS_DEFAULTS["icc_ci_method"],
+        "--table2-random": STATS_DEFAULTS["table2_random"],
+        "--overwrite": "off",
+        "--map": "none",
+        "--judges": "none",
+    }
     for option, default in expected.items():
         assert f"(default: {default})" in " ".join(entries[option].split()), option
     # argparse wraps a long default path anywhere, so compare with the whitespace taken out
@@ -174,13 +271,34 @@ def test_workflow_and_modprefs_stats_give_identical_icc(tmp_path):
     a.to_csv(wd / "results/study/assignments.csv", index=False)
     stats = {"n_boot": 25, "ci_level": 0.9}  # the CI method: each entry point's default
     cfg = write_config(wd, {"ratings": {"source": str(d)}, "stats": stats, "seed": 99})
-    proc = run_workflow(wd, "--allowed-rules", "ingest_ratings", "icc_table", "--", "results/stats/tables/icc.csv",
-                        configfile=cfg)
+    proc = run_workflow(
+        wd, "--allowed-rules", "ingest_ratings", "icc_table", "--", "results/stats/tables/icc.csv", configfile=cfg
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "cli"
-    rc = main(["stats", "--ratings", str(d), "--clips", str(wd / "results/study/stimuli.csv"), "--out", str(out),
-               "--n-boot", "25", "--ci-level", "0.9", "--seed", "99", "--n-perm", "0",
-               "--n-boot-alpha", "0", "--n-perm-alpha", "0"])
+    rc = main(
+        [
+            "stats",
+            "--ratings",
+            str(d),
+            "--clips",
+            str(wd / "results/study/stimuli.csv"),
+            "--out",
+            str(out),
+            "--n-boot",
+            "25",
+            "--ci-level",
+            "0.9",
+            "--seed",
+            "99",
+            "--n-perm",
+            "0",
+            "--n-boot-alpha",
+            "0",
+            "--n-perm-alpha",
+            "0",
+        ]
+    )
     assert rc == 0
     workflow_icc = (wd / "results/stats/tables/icc.csv").read_bytes()
     assert (out / "tables" / "icc.csv").read_bytes() == workflow_icc

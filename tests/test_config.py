@@ -85,14 +85,17 @@ def test_all_problems_reported_at_once():
     assert "seed" in str(info.value) and "stats.n_boot" in str(info.value)
 
 
-@pytest.mark.parametrize("key,value,expected", [
-    ("study.trials_per_participant", 13, "study.trials_per_participant: 13 exceeds sampling.n_prompts"),
-    ("data.source", "missing.jsonl", "data.source: file not found"),
-    ("attention_check", "nope.json", "attention_check: file not found"),
-    ("ratings.source", "no/such/dir", "ratings.source: not found: 'no/such/dir'"),
-    ("ratings.source", "results/ratings", "ratings.source: 'results/ratings' is inside results/"),
-    ("ratings.columns", {"ratng": "score"}, "ratings.columns: unknown column 'ratng'"),
-])
+@pytest.mark.parametrize(
+    "key,value,expected",
+    [
+        ("study.trials_per_participant", 13, "study.trials_per_participant: 13 exceeds sampling.n_prompts"),
+        ("data.source", "missing.jsonl", "data.source: file not found"),
+        ("attention_check", "nope.json", "attention_check: file not found"),
+        ("ratings.source", "no/such/dir", "ratings.source: not found: 'no/such/dir'"),
+        ("ratings.source", "results/ratings", "ratings.source: 'results/ratings' is inside results/"),
+        ("ratings.columns", {"ratng": "score"}, "ratings.columns: unknown column 'ratng'"),
+    ],
+)
 def test_cross_key_checks(key, value, expected):
     with pytest.raises(ConfigError, match=expected):
         check_config(_set(_default(), key, value), ROOT)
@@ -103,8 +106,13 @@ def test_snakemake_stops_before_any_job(tmp_path):
     cfg = _set(_default(), "sampling.long_fraction", "a lot")
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert f"{path} line " in out and "sampling.long_fraction" in out
@@ -113,6 +121,7 @@ def test_snakemake_stops_before_any_job(tmp_path):
 
 
 # --- the schema covers every nested key --------------------------------------------------------------------
+
 
 def _schema() -> dict:
     return yaml.safe_load(SCHEMA.read_text())
@@ -168,6 +177,7 @@ def test_nested_schema_errors(key, value, expected):
 
 # --- cross-key, file, voice/language and data checks --------------------------------------------------------
 
+
 def _bad_file(tmp_path: Path, name: str, content: bytes | str) -> str:
     path = tmp_path / name
     path.write_bytes(content.encode() if isinstance(content, str) else content)
@@ -184,19 +194,34 @@ CROSS_CASES = [
     (lambda c, d: c["audio_qc"].update(thresholds={"max_wr": 0.2}), "audio_qc.thresholds: QC threshold 'max_wr'"),
     (lambda c, d: c["sampling"].update(n_prompts=100), "sampling.n_prompts: 100 prompts requested but only 64"),
     (lambda c, d: c["sampling"].update(n_prompts=40, long_fraction=0.9), "stratum 'long_diff' needs 36"),
-    (lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x",\n "responses": [}')),
-     "a.json, line 2, column 16: not valid JSON"),
-    (lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x", "responses": [{"text": "ok"}]}')),
-     "'responses' must be a list of two"),
-    (lambda c, d: c.update(attention_check=_bad_file(
-        d, "a.json", '{"prompt": "x", "responses": [{"text": "Fine."}, {"text": "\\ud83d\\ude00"}]}')),
-     "clip attn_1: nothing speakable left"),
-    (lambda c, d: c["sampling"]["screening"].update(harmful_terms=_bad_file(d, "t.txt", "# only a comment\n")),
-     "t.txt lists no term"),
-    (lambda c, d: c["sampling"]["screening"].update(harmful_terms=_bad_file(d, "t.txt", b"ok\nbad \xff\n")),
-     "t.txt line 2, column 5: not UTF-8"),
-    (lambda c, d: c["data"].update(source=_bad_file(d, "c.jsonl", '{"conversation_id": 1,\n')),
-     "c.jsonl line 1, column 23: not valid JSON"),
+    (
+        lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x",\n "responses": [}')),
+        "a.json, line 2, column 16: not valid JSON",
+    ),
+    (
+        lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x", "responses": [{"text": "ok"}]}')),
+        "'responses' must be a list of two",
+    ),
+    (
+        lambda c, d: c.update(
+            attention_check=_bad_file(
+                d, "a.json", '{"prompt": "x", "responses": [{"text": "Fine."}, {"text": "\\ud83d\\ude00"}]}'
+            )
+        ),
+        "clip attn_1: nothing speakable left",
+    ),
+    (
+        lambda c, d: c["sampling"]["screening"].update(harmful_terms=_bad_file(d, "t.txt", "# only a comment\n")),
+        "t.txt lists no term",
+    ),
+    (
+        lambda c, d: c["sampling"]["screening"].update(harmful_terms=_bad_file(d, "t.txt", b"ok\nbad \xff\n")),
+        "t.txt line 2, column 5: not UTF-8",
+    ),
+    (
+        lambda c, d: c["data"].update(source=_bad_file(d, "c.jsonl", '{"conversation_id": 1,\n')),
+        "c.jsonl line 1, column 23: not valid JSON",
+    ),
     (lambda c, d: c["data"].update(source=_bad_file(d, "c.jsonl", "")), "holds no eligible 'unguided' conversation"),
 ]
 
@@ -238,14 +263,17 @@ def test_problems_name_the_file_and_line_that_set_the_key(tmp_path):
     assert f"{ROOT / 'config.yaml'} line {line}: sampling.n_prompts" in str(info.value)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("seed: 1\ndata:\n  source: [x\n", "line 4, column 1: not valid YAML: expected ',' or ']'"),
-    ("seed: 1\n\tdata: 2\n", "line 2, column 1: not valid YAML"),
-    ("", "the config file is empty"),
-    ("# nothing but a comment\n", "the config file is empty"),
-    ("- seed\n- data\n", "must map keys to values at its top level"),
-    (b"seed: \xff\n", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("seed: 1\ndata:\n  source: [x\n", "line 4, column 1: not valid YAML: expected ',' or ']'"),
+        ("seed: 1\n\tdata: 2\n", "line 2, column 1: not valid YAML"),
+        ("", "the config file is empty"),
+        ("# nothing but a comment\n", "the config file is empty"),
+        ("- seed\n- data\n", "must map keys to values at its top level"),
+        (b"seed: \xff\n", "not UTF-8 text"),
+    ],
+)
 def test_config_file_errors_name_file_line_and_column(tmp_path, text, expected):
     from modprefs.config_files import load_config_file
 

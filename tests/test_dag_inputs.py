@@ -37,8 +37,11 @@ pytestmark = pytest.mark.slow
 
 #: What a user's checkout holds that the workflow reads (no .venv, no results).
 CHECKOUT = ["Snakefile", "config.yaml", "rules", "workflow", "src", "resources", "envs", "profiles", "benchmarks/out"]
-SPEECH = ["results/audio/manifest.csv", "results/audio/engines/piper/manifest.csv",
-          "results/audio/engines/espeak-ng/manifest.csv"]
+SPEECH = [
+    "results/audio/manifest.csv",
+    "results/audio/engines/piper/manifest.csv",
+    "results/audio/engines/espeak-ng/manifest.csv",
+]
 IDS = {"prompt_id": str, "clip_id": str, "conversation_id": str, "replaced_by": str}
 
 
@@ -56,10 +59,26 @@ def make_checkout(dest: Path) -> Path:
 
 
 def snakemake(checkout: Path, *args: str, timeout: float = 3000) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--snakefile", str(checkout / "Snakefile"),
-           "--directory", str(checkout), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=lambda: os.umask(0o022),
-                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "2",
+        "--snakefile",
+        str(checkout / "Snakefile"),
+        "--directory",
+        str(checkout),
+        *args,
+    ]
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=lambda: os.umask(0o022),
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +96,10 @@ def copy_run(run: Path, dest: Path) -> Path:
 
 
 def wav_digests(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((root / "results/audio").rglob("*.wav"))}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((root / "results/audio").rglob("*.wav"))
+    }
 
 
 def test_nothing_to_do_after_the_run(checkout_run):
@@ -147,10 +168,24 @@ def test_damaged_engine_clip_names_the_shard_to_render_again(checkout_run, tmp_p
     watch = [p for p in (run / "results").iterdir() if p.is_dir() and p.name not in ("audio", "logs")]
     watch += [audio / "rounds", audio / "review", audio / "clips", audio / "engines/espeak-ng"]
     result = assert_clean_failure(
-        [sys.executable, "-m", "snakemake", "--cores", "1", "--snakefile", str(run / "Snakefile"), "--directory",
-         str(run), SPEECH[1]], watch=watch,
-        must_mention=[f"unreadable clip(s) of piper: {manifest['clip_id'].iloc[1]}",
-                      "delete results/audio/engines/piper/shards/0.csv"])
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "1",
+            "--snakefile",
+            str(run / "Snakefile"),
+            "--directory",
+            str(run),
+            SPEECH[1],
+        ],
+        watch=watch,
+        must_mention=[
+            f"unreadable clip(s) of piper: {manifest['clip_id'].iloc[1]}",
+            "delete results/audio/engines/piper/shards/0.csv",
+        ],
+    )
     assert {name: (audio / name).read_bytes() for name in kept} == kept
     assert "Traceback (most recent call last)" not in result.output
     (run / "results/audio/engines/piper/shards/0.csv").unlink()  # the fix the message names
@@ -192,10 +227,14 @@ def test_make_run_uses_the_local_profile():
 
 def test_readme_install_line_is_what_make_does():
     """Every command `make run` runs (pip installs, snakemake) is in the README's description of it."""
-    proc = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "VENV": ".venv-nonexistent"})
-    commands = [" ".join(line.replace(".venv-nonexistent", ".venv").split()) for line in proc.stdout.splitlines()
-                if line.startswith(("python3 -m venv", ".venv-nonexistent/bin/"))]
+    proc = subprocess.run(
+        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "VENV": ".venv-nonexistent"}
+    )
+    commands = [
+        " ".join(line.replace(".venv-nonexistent", ".venv").split())
+        for line in proc.stdout.splitlines()
+        if line.startswith(("python3 -m venv", ".venv-nonexistent/bin/"))
+    ]
     commands = [c.replace(" --quiet", "") for c in commands if "--upgrade pip" not in c]
     assert len(commands) >= 5, proc.stdout
     readme = " ".join((ROOT / "README.md").read_text().split())

@@ -28,8 +28,15 @@ from modprefs.stats.icc_ci import DEFAULT_CI_METHOD, icc_with_ci
 
 matplotlib.use("Agg")
 
-PARAMS = {"seed": 1, "n_perm": 20, "n_boot_alpha": 20, "n_perm_alpha": 20, "n_boot_threshold": 10, "ci_level": 0.95,
-          "modality_terms": None}
+PARAMS = {
+    "seed": 1,
+    "n_perm": 20,
+    "n_boot_alpha": 20,
+    "n_perm_alpha": 20,
+    "n_boot_threshold": 10,
+    "ci_level": 0.95,
+    "modality_terms": None,
+}
 REASON_WORDS = ("note", "reason", "status", "warning", "comment", "message")
 
 
@@ -37,8 +44,13 @@ def _base() -> dict[str, pd.DataFrame]:
     stimuli = make_stimuli(8, seed=2)
     assignments = make_assignments(stimuli, raters_per_condition=6, trials=6, seed=2)
     ratings, trials, participants, _ = simulate_ratings(stimuli, assignments, seed=3)
-    return {"ratings": ratings, "trials": trials, "participants": participants, "stimuli": stimuli,
-            "assignments": assignments}
+    return {
+        "ratings": ratings,
+        "trials": trials,
+        "participants": participants,
+        "stimuli": stimuli,
+        "assignments": assignments,
+    }
 
 
 def _one_rater(t):
@@ -63,8 +75,9 @@ def _single_rating_clip(t):
     key = pd.MultiIndex.from_frame(gone)
     tr = t["trials"]
     keep_t = tr[~pd.MultiIndex.from_frame(tr[["participant_id", "trial"]]).isin(key)]
-    keep_r = keep_r[~pd.MultiIndex.from_frame(keep_r[["participant_id", "trial"]]).isin(key)
-                    | (keep_r["clip_id"] == clip)]
+    keep_r = keep_r[
+        ~pd.MultiIndex.from_frame(keep_r[["participant_id", "trial"]]).isin(key) | (keep_r["clip_id"] == clip)
+    ]
     return {**t, "ratings": keep_r, "trials": keep_t}
 
 
@@ -76,8 +89,12 @@ def _all_ties(t):
     return {**t, "ratings": r, "trials": tr}
 
 
-SHAPES = {"one_rater": _one_rater, "constant": _constant, "single_rating_clip": _single_rating_clip,
-          "all_ties": _all_ties}
+SHAPES = {
+    "one_rater": _one_rater,
+    "constant": _constant,
+    "single_rating_clip": _single_rating_clip,
+    "all_ties": _all_ties,
+}
 
 
 def _icc(t):
@@ -96,8 +113,9 @@ def _nan_rows_explained(name: str, table: pd.DataFrame) -> list[str]:
         cells = reason_cols or text_cols
         explained = any(isinstance(table.at[idx, c], str) and table.at[idx, c].strip() for c in cells)
         if not explained and not table.attrs.get("note"):
-            problems.append(f"{name} row {idx}: NaN in {list(numeric.columns[numeric.loc[idx].isna()])} "
-                            "without a reason")
+            problems.append(
+                f"{name} row {idx}: NaN in {list(numeric.columns[numeric.loc[idx].isna()])} without a reason"
+            )
     return problems
 
 

@@ -40,10 +40,16 @@ def people(condition: str, n: int, failed: int = 0, dropouts: int = 0, start: in
     idx = np.arange(n)
     passed = idx >= failed
     completed = passed & (idx >= failed + dropouts)
-    df = pd.DataFrame({"participant_id": [f"{condition[0]}{start + i:03d}" for i in idx], "condition": condition,
-                       "passed_attention": passed, "completed": completed,
-                       "session_minutes": np.where(completed, 30.0, 5.0),
-                       "difficulty": pd.array(np.where(completed, 2, 0), dtype="Int64")})
+    df = pd.DataFrame(
+        {
+            "participant_id": [f"{condition[0]}{start + i:03d}" for i in idx],
+            "condition": condition,
+            "passed_attention": passed,
+            "completed": completed,
+            "session_minutes": np.where(completed, 30.0, 5.0),
+            "difficulty": pd.array(np.where(completed, 2, 0), dtype="Int64"),
+        }
+    )
     df.loc[~completed, "difficulty"] = pd.NA
     for k, v in cols.items():
         df[k] = v
@@ -53,11 +59,14 @@ def people(condition: str, n: int, failed: int = 0, dropouts: int = 0, start: in
 # ---------------------------------------------------------------------------------------------------
 # Mann–Whitney and rank-biserial: hand-computed
 # ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, audio, u_text, r_rb", [
-    ([1, 2, 3], [4, 5, 6], 0.0, -1.0),          # every audio value larger
-    ([3, 5, 8], [1, 4, 6], 6.0, 1 / 3),         # pairs text > audio: 3>1; 5>1,4; 8>1,4,6 = 6 of 9
-    ([2, 4, 6], [2, 3, 7], 4.5, 0.0),           # 2=2 (1/2), 4>2,3 (2), 6>2,3 (2) = 4.5 of 9
-])
+@pytest.mark.parametrize(
+    "text, audio, u_text, r_rb",
+    [
+        ([1, 2, 3], [4, 5, 6], 0.0, -1.0),  # every audio value larger
+        ([3, 5, 8], [1, 4, 6], 6.0, 1 / 3),  # pairs text > audio: 3>1; 5>1,4; 8>1,4,6 = 6 of 9
+        ([2, 4, 6], [2, 3, 7], 4.5, 0.0),  # 2=2 (1/2), 4>2,3 (2), 6>2,3 (2) = 4.5 of 9
+    ],
+)
 def test_mann_whitney_hand_computed_3x3(text, audio, u_text, r_rb):
     res = mann_whitney(text, audio)
     assert res["U_text"] == pytest.approx(u_text)
@@ -133,9 +142,11 @@ def test_session_table_reproduces_paper_denominators():
 def test_trial_duration_is_over_participant_means():
     p = pd.concat([people("text", 3), people("audio", 2, start=10)])
     rows = [("t000", [10, 10, 10, 10]), ("t001", [40]), ("t002", [70, 50]), ("a010", [100, 120]), ("a011", [200])]
-    trials = pd.DataFrame([(pid, f"p{k}", k + 1, s) for pid, times in rows for k, s in enumerate(times)]
-                          + [("t000", "attn", 0, 999.0)],  # attention check ignored
-                          columns=["participant_id", "prompt_id", "trial", "decision_time_s"])
+    trials = pd.DataFrame(
+        [(pid, f"p{k}", k + 1, s) for pid, times in rows for k, s in enumerate(times)]
+        + [("t000", "attn", 0, 999.0)],  # attention check ignored
+        columns=["participant_id", "prompt_id", "trial", "decision_time_s"],
+    )
     pm = participant_mean_trial_time(trials, p).set_index("participant_id")["mean_trial_s"]
     assert pm.to_dict() == {"a010": 110.0, "a011": 200.0, "t000": 10.0, "t001": 40.0, "t002": 60.0}
     row = session_long(p, trials).set_index("measure").loc["trial_s"]
@@ -150,23 +161,44 @@ def test_trial_duration_is_over_participant_means():
 # Table 1
 # ---------------------------------------------------------------------------------------------------
 def test_demographics_hand_example():
-    p = pd.concat([
-        people("text", 5, failed=1, age=[99, 20, 30, 40, 50],
-               gender=["Woman", "Woman", "Man", " woman ", None],
-               race=["White", "White", "Multiracial", "Asian", "White"],
-               hispanic_latino=["true", "false", "false", "true", "false"],
-               native_english=[True, True, False, True, True],
-               education=["Bachelor's degree", "Master's degree", "High school diploma or GED", None,
-                          "Some college, no degree"]),
-        people("audio", 2, start=10, age=[33, 35], gender=["Man", "Man"], race=["White", "White"],
-               hispanic_latino=[False, False], native_english=[True, True],
-               education=["Doctoral or professional degree", "Associate degree"]),
-    ])
+    p = pd.concat(
+        [
+            people(
+                "text",
+                5,
+                failed=1,
+                age=[99, 20, 30, 40, 50],
+                gender=["Woman", "Woman", "Man", " woman ", None],
+                race=["White", "White", "Multiracial", "Asian", "White"],
+                hispanic_latino=["true", "false", "false", "true", "false"],
+                native_english=[True, True, False, True, True],
+                education=[
+                    "Bachelor's degree",
+                    "Master's degree",
+                    "High school diploma or GED",
+                    None,
+                    "Some college, no degree",
+                ],
+            ),
+            people(
+                "audio",
+                2,
+                start=10,
+                age=[33, 35],
+                gender=["Man", "Man"],
+                race=["White", "White"],
+                hispanic_latino=[False, False],
+                native_english=[True, True],
+                education=["Doctoral or professional degree", "Associate degree"],
+            ),
+        ]
+    )
     long = demographics_long(p).set_index(["measure", "condition"])
     # text: the failed participant (age 99) is excluded -> ages 20, 30, 40, 50
     assert long.loc[("n", "text"), "value"] == 4
     assert long.loc[("age", "text"), "value"] == 35 and long.loc[("age", "text"), "sd"] == pytest.approx(
-        np.std([20, 30, 40, 50], ddof=1))
+        np.std([20, 30, 40, 50], ddof=1)
+    )
     # gender: Woman, Man, woman, missing -> 2 of 3 answers
     assert (long.loc[("woman_pct", "text"), "count"], long.loc[("woman_pct", "text"), "n"]) == (2, 3)
     assert long.loc[("white_pct", "text"), "value"] == pytest.approx(50.0)  # White, Multiracial, Asian, White
@@ -176,14 +208,29 @@ def test_demographics_hand_example():
     assert long.loc[("bachelor_plus_pct", "audio"), "value"] == pytest.approx(50.0)
     wide = demographics_table(p)
     assert list(wide.columns) == ["row", "text", "audio", "reason"]
-    assert list(wide.row) == ["$n$", "Age", "Woman (%)", "White (%)", "Hispanic/Latino (%)", "Native English (%)",
-                              "Bachelor's+ (%)"]
+    assert list(wide.row) == [
+        "$n$",
+        "Age",
+        "Woman (%)",
+        "White (%)",
+        "Hispanic/Latino (%)",
+        "Native English (%)",
+        "Bachelor's+ (%)",
+    ]
     assert wide.loc[1, "audio"] == "34.0 (1.4)" and wide.loc[2, "text"] == "66.7"
 
 
 def test_demographics_degenerate_one_participant_and_empty_condition():
-    p = people("text", 1, age=[30], gender=["Woman"], race=["White"], hispanic_latino=[False],
-               native_english=[True], education=["Bachelor's degree"])
+    p = people(
+        "text",
+        1,
+        age=[30],
+        gender=["Woman"],
+        race=["White"],
+        hispanic_latino=[False],
+        native_english=[True],
+        education=["Bachelor's degree"],
+    )
     long = demographics_long(p).set_index(["measure", "condition"])
     assert long.loc[("age", "text"), "value"] == 30 and math.isnan(long.loc[("age", "text"), "sd"])
     assert "SD needs" in long.loc[("age", "text"), "reason"]
@@ -235,7 +282,8 @@ def test_behaviour_on_simulated_data(sim):
     assert ((rep_first > 0) == m.relistened_first.astype(bool)).all()
     assert b.loc["replays_first", "audio"] > b.loc["replays_second", "audio"]
     assert b.loc["replays_first_minus_second", "audio"] == pytest.approx(
-        b.loc["replays_first", "audio"] - b.loc["replays_second", "audio"])
+        b.loc["replays_first", "audio"] - b.loc["replays_second", "audio"]
+    )
     rc = b.loc["rating_changes"]
     assert rc.n_text + rc.n_audio == len(p[p.passed_attention & p.participant_id.isin(t[t.trial >= 1].participant_id)])
     assert rc.U_text + rc.U_audio == rc.n_text * rc.n_audio and 0 <= rc.p <= 1
@@ -245,8 +293,9 @@ def test_behaviour_on_simulated_data(sim):
 def test_behaviour_without_order_or_audio_is_nan_with_reason(sim):
     p, t = sim["participants"], sim["trials"]
     b = behaviour_table(t, p).set_index("measure")  # no assignments/ratings: order unknown
-    assert math.isnan(b.loc["replays_first", "audio"]) and "presentation order unknown" in b.loc["replays_first",
-                                                                                                   "reason"]
+    assert (
+        math.isnan(b.loc["replays_first", "audio"]) and "presentation order unknown" in b.loc["replays_first", "reason"]
+    )
     assert np.isfinite(b.loc["relisten_first_rate", "audio"])  # relistened_first needs no order
     text_only = p[p.condition == "text"]
     b = behaviour_table(t, text_only, assignments=sim["assignments"]).set_index("measure")
@@ -274,8 +323,11 @@ def test_csv_round_trip_gives_identical_tables(sim, tmp_path):
         back[name] = pd.read_csv(tmp_path / f"{name}.csv")
     p, t, a = sim["participants"], sim["trials"], sim["assignments"]
     pd.testing.assert_frame_equal(demographics_table(p), demographics_table(back["participants"]))
-    pd.testing.assert_frame_equal(session_long(p, t), session_long(back["participants"], back["trials"]),
-                                  check_dtype=False)
-    pd.testing.assert_frame_equal(behaviour_table(t, p, a),
-                                  behaviour_table(back["trials"], back["participants"], back["assignments"]),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        session_long(p, t), session_long(back["participants"], back["trials"]), check_dtype=False
+    )
+    pd.testing.assert_frame_equal(
+        behaviour_table(t, p, a),
+        behaviour_table(back["trials"], back["participants"], back["assignments"]),
+        check_dtype=False,
+    )

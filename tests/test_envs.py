@@ -18,8 +18,13 @@ from modprefs.devtools.env_closure import (
 @pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 def test_every_rule_environment_holds_its_scripts_imports():
     rules = rule_environments()
-    assert len(rules) >= 25 and {r.env.name for r in rules} == {"data.yaml", "tts.yaml", "judges.yaml",
-                                                               "stats.yaml", "reward.yaml"}
+    assert len(rules) >= 25 and {r.env.name for r in rules} == {
+        "data.yaml",
+        "tts.yaml",
+        "judges.yaml",
+        "stats.yaml",
+        "reward.yaml",
+    }
     assert missing_distributions(rules) == {}
 
 
@@ -34,7 +39,9 @@ def test_a_missing_distribution_is_found(tmp_path):
     statsmodels at top level; the environment lists only numpy and statsmodels."""
     src = tmp_path / "src"
     _write(src / "modprefs" / "__init__.py", "")
-    _write(src / "modprefs" / "toy.py", """
+    _write(
+        src / "modprefs" / "toy.py",
+        """
         import numpy as np
         try:
             import kokoro  # optional: left out
@@ -47,14 +54,20 @@ def test_a_missing_distribution_is_found(tmp_path):
 
         def optional_feature():
             from modprefs import heavy  # a modprefs module loaded on use: not followed
-    """)
+    """,
+    )
     _write(src / "modprefs" / "heavy.py", "import torch\n")
-    script = _write(tmp_path / "workflow" / "scripts" / "toy.py", """
+    script = _write(
+        tmp_path / "workflow" / "scripts" / "toy.py",
+        """
         import sys
         import statsmodels.api as sm
         from modprefs.toy import resample
-    """)
-    _write(tmp_path / "envs" / "toy.yaml", """
+    """,
+    )
+    _write(
+        tmp_path / "envs" / "toy.yaml",
+        """
         channels: [conda-forge]
         dependencies:
           - python=3.11
@@ -62,8 +75,11 @@ def test_a_missing_distribution_is_found(tmp_path):
           - pip
           - pip:
               - statsmodels>=0.14
-    """)
-    _write(tmp_path / "rules" / "toy.smk", """
+    """,
+    )
+    _write(
+        tmp_path / "rules" / "toy.smk",
+        """
         rule toy:
             output:
                 "x"
@@ -71,7 +87,8 @@ def test_a_missing_distribution_is_found(tmp_path):
                 "../envs/toy.yaml"
             script:
                 "../workflow/scripts/toy.py"
-    """)
+    """,
+    )
     assert third_party_imports(script, src) == {"numpy", "statsmodels", "scipy"}
     (rule,) = rule_environments(tmp_path / "rules")
     assert rule.env == (tmp_path / "envs" / "toy.yaml").resolve() and rule.script == script.resolve()

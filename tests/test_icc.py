@@ -26,23 +26,39 @@ from modprefs.stats.reml import fit_crossed_intercepts
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def simulate_tables(seed: int = 0, n_prompts: int = 20, n_per_condition: int = 14, trials: int = 8,
-                    sd_clip: dict | None = None, failed: tuple[str, ...] = ("P0003",)):
+def simulate_tables(
+    seed: int = 0,
+    n_prompts: int = 20,
+    n_per_condition: int = 14,
+    trials: int = 8,
+    sd_clip: dict | None = None,
+    failed: tuple[str, ...] = ("P0003",),
+):
     """ratings.csv, participants.csv and stimuli.csv as the contracts describe them (attention check included)."""
     rng = np.random.default_rng(seed)
     sd_clip = sd_clip or {"audio": 6.0, "text": 10.0}
     clip_quality = rng.normal(0.0, 1.0, 2 * n_prompts)
-    stimuli = pd.DataFrame({"prompt_id": [f"p{i:02d}" for i in range(n_prompts) for _ in (0, 1)],
-                            "clip_id": [f"p{i:02d}_{r}" for i in range(n_prompts) for r in (0, 1)],
-                            "response": [r for _ in range(n_prompts) for r in (0, 1)]})
+    stimuli = pd.DataFrame(
+        {
+            "prompt_id": [f"p{i:02d}" for i in range(n_prompts) for _ in (0, 1)],
+            "clip_id": [f"p{i:02d}_{r}" for i in range(n_prompts) for r in (0, 1)],
+            "response": [r for _ in range(n_prompts) for r in (0, 1)],
+        }
+    )
     rows, people = [], []
     pid = 0
     for condition in ("audio", "text"):
         for _ in range(n_per_condition):
             pid += 1
             participant = f"P{pid:04d}"
-            people.append({"participant_id": participant, "condition": condition,
-                           "passed_attention": participant not in failed, "completed": True})
+            people.append(
+                {
+                    "participant_id": participant,
+                    "condition": condition,
+                    "passed_attention": participant not in failed,
+                    "completed": True,
+                }
+            )
             bias = rng.normal(0.0, 5.0)
             for r, first in ((0, True), (1, False)):  # attention check, trial 0
                 rows.append((participant, condition, "attn", f"attn_{r}", 0, first, 90 if r == 0 else 5))
@@ -50,12 +66,28 @@ def simulate_tables(seed: int = 0, n_prompts: int = 20, n_per_condition: int = 1
                 shown_first = int(rng.integers(0, 2))
                 for r in (0, 1):
                     clip = 2 * prompt + r
-                    rating = 55 + sd_clip[condition] * clip_quality[clip] + bias + rng.normal(0, 12) \
-                        + (2.0 if r == shown_first else 0.0) - 0.2 * trial
-                    rows.append((participant, condition, f"p{prompt:02d}", f"p{prompt:02d}_{r}", trial,
-                                 r == shown_first, int(np.clip(round(rating), 1, 100))))
-    ratings = pd.DataFrame(rows, columns=["participant_id", "condition", "prompt_id", "clip_id", "trial",
-                                          "presented_first", "rating"])
+                    rating = (
+                        55
+                        + sd_clip[condition] * clip_quality[clip]
+                        + bias
+                        + rng.normal(0, 12)
+                        + (2.0 if r == shown_first else 0.0)
+                        - 0.2 * trial
+                    )
+                    rows.append(
+                        (
+                            participant,
+                            condition,
+                            f"p{prompt:02d}",
+                            f"p{prompt:02d}_{r}",
+                            trial,
+                            r == shown_first,
+                            int(np.clip(round(rating), 1, 100)),
+                        )
+                    )
+    ratings = pd.DataFrame(
+        rows, columns=["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first", "rating"]
+    )
     ratings["source"] = "simulated"
     return ratings, pd.DataFrame(people), stimuli
 
@@ -98,8 +130,9 @@ def test_table_columns_and_point_estimates_match_the_fitter(tables):
         fit = fit_crossed_intercepts(design.y, design.X, design.clip, design.participant)
         assert row.var_clip == fit.var_g1 and row.var_participant == fit.var_g2 and row.var_resid == fit.var_resid
         assert row.k_mean_raters == pytest.approx(design.y.size / design.n_clips)
-        assert (row.icc_2_1, row.icc_2_k) == icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid,
-                                                                 row.k_mean_raters)
+        assert (row.icc_2_1, row.icc_2_k) == icc_from_components(
+            fit.var_g1, fit.var_g2, fit.var_resid, row.k_mean_raters
+        )
         assert row.icc_2_1_lo <= row.icc_2_1 <= row.icc_2_1_hi
         assert row.icc_2_k_lo <= row.icc_2_k <= row.icc_2_k_hi
         assert row.n_boot == 40 and row.n_boot_failed == 0 and row.ci_method == CI_METHOD
@@ -193,9 +226,12 @@ def test_snakemake_adapter_writes_csv_md_and_log(tables, tmp_path):
     snakemake = SimpleNamespace(
         input=SimpleNamespace(**{k: str(v) for k, v in paths.items()}),
         params=SimpleNamespace(n_boot=20, ci_level=0.9, seed=5, ci_method="two_way"),
-        output=SimpleNamespace(csv=str(out_csv), md=str(out_md)), log=[str(log)])
-    runpy.run_path(str(ROOT / "workflow" / "scripts" / "icc_table.py"), init_globals={"snakemake": snakemake},
-                   run_name="__main__")
+        output=SimpleNamespace(csv=str(out_csv), md=str(out_md)),
+        log=[str(log)],
+    )
+    runpy.run_path(
+        str(ROOT / "workflow" / "scripts" / "icc_table.py"), init_globals={"snakemake": snakemake}, run_name="__main__"
+    )
     written = pd.read_csv(out_csv, keep_default_na=True)
     direct = icc_with_ci(ratings, participants, method="two_way", n_boot=20, seed=5, ci_level=0.9, stimuli=stimuli)
     np.testing.assert_array_equal(written["icc_2_1_hi"].to_numpy(), direct["icc_2_1_hi"].to_numpy())

@@ -45,11 +45,20 @@ from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 
 GAUSSIAN = dataclasses.replace(
-    SimulationParams(), clip_ratings=False, tie_mode="threshold", clip_df=math.inf, resid_df=math.inf,
-    resid_scale_cv=0.0, rho_clip_within_prompt_audio=0.0, rho_clip_within_prompt_text=0.0, rho_clip_modality=0.0)
+    SimulationParams(),
+    clip_ratings=False,
+    tie_mode="threshold",
+    clip_df=math.inf,
+    resid_df=math.inf,
+    resid_scale_cv=0.0,
+    rho_clip_within_prompt_audio=0.0,
+    rho_clip_within_prompt_text=0.0,
+    rho_clip_modality=0.0,
+)
 # audio: the length effect counts as clip variance (len_z is not in the ICC model), rounding adds 1/12
-GAUSSIAN_TRUTH = (GAUSSIAN.var_clip_audio + GAUSSIAN.b_len ** 2) / (
-    GAUSSIAN.var_clip_audio + GAUSSIAN.b_len ** 2 + GAUSSIAN.var_participant_audio + GAUSSIAN.var_resid_audio + 1 / 12)
+GAUSSIAN_TRUTH = (GAUSSIAN.var_clip_audio + GAUSSIAN.b_len**2) / (
+    GAUSSIAN.var_clip_audio + GAUSSIAN.b_len**2 + GAUSSIAN.var_participant_audio + GAUSSIAN.var_resid_audio + 1 / 12
+)
 
 
 def _simulate(n_prompts: int, raters: int, trials: int, seed: int, params: SimulationParams | None = None):
@@ -99,8 +108,9 @@ def test_generic_stimulus_bootstrap_draws_as_icc_for_design(small):
     boot, failed = bootstrap_iccs(design, fit, "stimulus", 20, np.random.default_rng(5))
     (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot)
     assert failed == 0
-    np.testing.assert_allclose([lo1, hi1, lok, hik],
-                               [row["icc_2_1_lo"], row["icc_2_1_hi"], row["icc_2_k_lo"], row["icc_2_k_hi"]], rtol=1e-12)
+    np.testing.assert_allclose(
+        [lo1, hi1, lok, hik], [row["icc_2_1_lo"], row["icc_2_1_hi"], row["icc_2_k_lo"], row["icc_2_k_hi"]], rtol=1e-12
+    )
 
 
 def test_two_way_draw_relabels_duplicated_participants_and_clips(small):
@@ -161,8 +171,16 @@ def test_two_way_intervals_wider_than_stimulus_only(small):
 
 def test_basic_interval_and_empty_condition(small):
     ratings, participants, stim = small
-    out = icc_with_ci(ratings, participants, "parametric", n_boot=15, seed=1, stimuli=stim,
-                      conditions=("audio", "video"), interval="basic")
+    out = icc_with_ci(
+        ratings,
+        participants,
+        "parametric",
+        n_boot=15,
+        seed=1,
+        stimuli=stim,
+        conditions=("audio", "video"),
+        interval="basic",
+    )
     assert list(out.columns) == ICC_COLUMNS
     assert out["ci_method"].tolist() == [ci_method_label("parametric", "basic")] * 2
     audio, video = out.iloc[0], out.iloc[1]
@@ -191,6 +209,7 @@ def test_invalid_arguments(small):
 
 
 # --- the crossed jackknife (the default) and its pieces --------------------------------------------
+
 
 def test_default_method_is_the_jackknife():
     assert DEFAULT_CI_METHOD == "jackknife" and DEFAULT_CI_METHOD in CI_METHODS
@@ -225,13 +244,14 @@ def test_blups_solve_the_mixed_model_equations(small):
     Z = np.zeros((design.y.size, design.n_clips + design.n_participants))
     Z[np.arange(design.y.size), design.clip] = 1
     Z[np.arange(design.y.size), design.n_clips + design.participant] = 1
-    penalty = np.r_[np.full(design.n_clips, fit.var_resid / fit.var_g1),
-                    np.full(design.n_participants, fit.var_resid / fit.var_g2)]
+    penalty = np.r_[
+        np.full(design.n_clips, fit.var_resid / fit.var_g1), np.full(design.n_participants, fit.var_resid / fit.var_g2)
+    ]
     b = np.linalg.solve(Z.T @ Z + np.diag(penalty), Z.T @ (design.y - design.X @ fit.beta))
     np.testing.assert_allclose(np.r_[u, v], b, atol=1e-6)
     np.testing.assert_allclose(e, design.y - design.X @ fit.beta - Z @ b, atol=1e-6)
     r = reflate(u, 7.0)
-    assert abs(r.mean()) < 1e-12 and np.mean(r ** 2) == pytest.approx(7.0)
+    assert abs(r.mean()) < 1e-12 and np.mean(r**2) == pytest.approx(7.0)
 
 
 def test_jackknife_refits_leave_one_unit_out(small):
@@ -253,24 +273,30 @@ def test_jackknife_interval_variance_decomposition(small):
     fit, k, icc1, icck = _fit_iccs(design)
     jk = jackknife_interval(design, fit, icc1, 30, np.random.default_rng(2))
     logit = lambda x: np.log(x / (1 - x))  # noqa: E731
-    for values, v in ((jackknife_iccs(design, fit, "prompt")[:, 0], jk.var_prompt),
-                      (jackknife_iccs(design, fit, "participant")[:, 0], jk.var_participant)):
+    for values, v in (
+        (jackknife_iccs(design, fit, "prompt")[:, 0], jk.var_prompt),
+        (jackknife_iccs(design, fit, "participant")[:, 0], jk.var_participant),
+    ):
         lv = logit(values)
         assert v == pytest.approx((lv.size - 1) / lv.size * np.sum((lv - lv.mean()) ** 2))
     noise = residual_bootstrap_iccs(design, fit, 30, np.random.default_rng(2))[:, 0]
     assert jk.var_noise == pytest.approx(np.var(logit(noise), ddof=1))
-    assert jk.variance == pytest.approx(max(jk.var_prompt + jk.var_participant - jk.var_noise,
-                                            jk.var_prompt, jk.var_participant))
+    assert jk.variance == pytest.approx(
+        max(jk.var_prompt + jk.var_participant - jk.var_noise, jk.var_prompt, jk.var_participant)
+    )
     # the noise is counted once: it is a real, non-negligible part of both one-way variances
     assert 0 < jk.var_noise < min(jk.var_prompt, jk.var_participant) * 1.5
     from scipy import stats
+
     q = stats.t.ppf(0.975, jk.df)
     assert logit(jk.hi) - logit(icc1) == pytest.approx(q * np.sqrt(jk.variance))
     assert logit(icc1) - logit(jk.lo) == pytest.approx(q * np.sqrt(jk.variance))
     row = icc_with_ci(ratings, participants, "jackknife", n_boot=30, seed=5, stimuli=stim).set_index("condition")
     audio = row.loc["audio"]
-    np.testing.assert_allclose([audio.icc_2_k_lo, audio.icc_2_k_hi],
-                               spearman_brown(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_mean_raters))
+    np.testing.assert_allclose(
+        [audio.icc_2_k_lo, audio.icc_2_k_hi],
+        spearman_brown(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_mean_raters),
+    )
     assert spearman_brown(audio.icc_2_1, audio.k_mean_raters) == pytest.approx(audio.icc_2_k)
 
 

@@ -75,8 +75,15 @@ def test_table4_reports_the_chosen_icc_test(frames):
     assignments = make_assignments(stimuli, raters_per_condition=20, trials=10, seed=4)
     ratings, trials, participants, _ = simulate_ratings(stimuli, assignments, seed=5)
     icc = icc_with_ci(ratings, participants, "jackknife", 10, seed=3, stimuli=stimuli)
-    kw = dict(trials=trials, assignments=assignments, participants=participants, stimuli=stimuli, n_boot_alpha=0,
-              n_perm_alpha=0, seed=3)
+    kw = dict(
+        trials=trials,
+        assignments=assignments,
+        participants=participants,
+        stimuli=stimuli,
+        n_boot_alpha=0,
+        n_perm_alpha=0,
+        seed=3,
+    )
     jk = table4(icc, ratings, n_perm=0, icc_test="jackknife", n_noise=10, **kw).set_index("metric")
     expected = icc_difference_test(frames, n_noise=10, seed=3)
     for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):

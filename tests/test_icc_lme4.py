@@ -27,8 +27,11 @@ def test_icc_table_matches_lme4_on_simulated_ratings(seed):
         assert design.terms == ("presented_first", "trial_z")
         ref = lme4_fit(design.y, design.X, design.clip, design.participant, reml=True)
         row = table.loc[condition]
-        for ours, theirs in [(row.var_clip, ref["var_g1"]), (row.var_participant, ref["var_g2"]),
-                             (row.var_resid, ref["var_resid"])]:
+        for ours, theirs in [
+            (row.var_clip, ref["var_g1"]),
+            (row.var_participant, ref["var_g2"]),
+            (row.var_resid, ref["var_resid"]),
+        ]:
             assert ours == pytest.approx(theirs, rel=1e-3)
         k = np.bincount(design.clip).mean()
         icc1, icck = icc_from_components(ref["var_g1"], ref["var_g2"], ref["var_resid"], k)

@@ -18,13 +18,13 @@ from modprefs.stats.icc import icc_from_components
 from modprefs.stats.reml import fit_crossed_intercepts
 
 
-def balanced(n_targets: int, k_raters: int, seed: int, sd_t: float = 10.0, sd_r: float = 5.0,
-             sd_e: float = 12.0) -> pd.DataFrame:
+def balanced(
+    n_targets: int, k_raters: int, seed: int, sd_t: float = 10.0, sd_r: float = 5.0, sd_e: float = 12.0
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     t = np.repeat(np.arange(n_targets), k_raters)
     r = np.tile(np.arange(k_raters), n_targets)
-    y = (50 + rng.normal(0, sd_t, n_targets)[t] + rng.normal(0, sd_r, k_raters)[r]
-         + rng.normal(0, sd_e, t.size))
+    y = 50 + rng.normal(0, sd_t, n_targets)[t] + rng.normal(0, sd_r, k_raters)[r] + rng.normal(0, sd_e, t.size)
     return pd.DataFrame({"target": t, "rater": r, "rating": y})
 
 
@@ -41,8 +41,9 @@ def anova_components(df: pd.DataFrame) -> tuple[float, float, float, float, floa
 
 def reml_iccs(df: pd.DataFrame) -> tuple[float, float, object]:
     y = df["rating"].to_numpy(float)
-    fit = fit_crossed_intercepts(y, np.ones((y.size, 1)), df["target"].to_numpy(), df["rater"].to_numpy(),
-                                 reml=True, names=("target", "rater"))
+    fit = fit_crossed_intercepts(
+        y, np.ones((y.size, 1)), df["target"].to_numpy(), df["rater"].to_numpy(), reml=True, names=("target", "rater")
+    )
     k = y.size / fit.n_levels[0]
     icc1, icck = icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid, k)
     return icc1, icck, fit

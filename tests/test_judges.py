@@ -29,8 +29,10 @@ from modprefs.judges.records import TABLE_COLUMNS, iter_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "MODPREFS_TEST_JUDGE_KEY"
-HISTORY = [{"role": "user", "content": "Hi, can you help me plan a trip?"},
-           {"role": "model", "content": "Of course. Where would you like to go?"}]
+HISTORY = [
+    {"role": "user", "content": "Hi, can you help me plan a trip?"},
+    {"role": "model", "content": "Of course. Where would you like to go?"},
+]
 
 
 @pytest.fixture(autouse=True)
@@ -50,44 +52,75 @@ def write_clip(path: Path, seed: int) -> Path:
 
 
 def make_items(tmp: Path, n_text: int = 6, n_audio: int = 2, bad: bool = True) -> list[JudgeItem]:
-    items = [JudgeItem(f"p{i}", f"p{i}_{i % 2}", "text", "response_quality", HISTORY, f"Question {i}?",
-                       response_text=f"Answer number {i}.") for i in range(n_text)]
+    items = [
+        JudgeItem(
+            f"p{i}",
+            f"p{i}_{i % 2}",
+            "text",
+            "response_quality",
+            HISTORY,
+            f"Question {i}?",
+            response_text=f"Answer number {i}.",
+        )
+        for i in range(n_text)
+    ]
     if bad:
-        items.append(JudgeItem("pbad", "pbad_0", "text", "response_quality", [], "ALWAYS_EIGHTY please",
-                               response_text="whatever"))
+        items.append(
+            JudgeItem(
+                "pbad", "pbad_0", "text", "response_quality", [], "ALWAYS_EIGHTY please", response_text="whatever"
+            )
+        )
     for i in range(n_audio):
         clip = write_clip(tmp / f"a{i}_0.wav", i)
         for kind in ("response_quality", "audio_quality"):
-            items.append(JudgeItem(f"a{i}", f"a{i}_0", "audio", kind, HISTORY, f"Spoken question {i}?",
-                                   audio_path=str(clip)))
+            items.append(
+                JudgeItem(f"a{i}", f"a{i}_0", "audio", kind, HISTORY, f"Spoken question {i}?", audio_path=str(clip))
+            )
     return items
 
 
 def config(srv: FaultServer, **over) -> dict:
-    cfg = dict(base_url=srv.url, api_key_env=KEY_ENV, samples_per_item=3, timeout_s=0.4, max_retries=8,
-               max_reasks=3, backoff_base_s=0.02, backoff_max_s=0.2, max_concurrency=8, rpm=None, tpm=None,
-               preflight_timeout_s=1.0, progress=False, seed=1)
+    cfg = dict(
+        base_url=srv.url,
+        api_key_env=KEY_ENV,
+        samples_per_item=3,
+        timeout_s=0.4,
+        max_retries=8,
+        max_reasks=3,
+        backoff_base_s=0.02,
+        backoff_max_s=0.2,
+        max_concurrency=8,
+        rpm=None,
+        tpm=None,
+        preflight_timeout_s=1.0,
+        progress=False,
+        seed=1,
+    )
     cfg.update(over)
     return cfg
 
 
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("reply,rating,reason", [
-    ('{"rating": 80}', 80, None),
-    ('```json\n{"rating": 7}\n```', 7, None),
-    ('Here you go: {"rating": 55}.', 55, None),
-    ("42", 42, None),
-    ('{"rating": 0}', None, "out of range"),
-    ('{"rating": 101}', None, "out of range"),
-    ('{"rating": "eighty"}', None, "non-numeric"),
-    ("eighty", None, "no JSON rating"),
-    ('{"rating": 8', None, "malformed JSON"),
-    ("I'm sorry, but I can't help with rating this.", None, "refusal"),
-    ('{"rating": 3} or {"rating": 4}', None, "ambiguous"),
-    ('{"rating": 72.5}', None, "non-integer"),
-    ("", None, "empty"),
-])
+
+@pytest.mark.parametrize(
+    "reply,rating,reason",
+    [
+        ('{"rating": 80}', 80, None),
+        ('```json\n{"rating": 7}\n```', 7, None),
+        ('Here you go: {"rating": 55}.', 55, None),
+        ("42", 42, None),
+        ('{"rating": 0}', None, "out of range"),
+        ('{"rating": 101}', None, "out of range"),
+        ('{"rating": "eighty"}', None, "non-numeric"),
+        ("eighty", None, "no JSON rating"),
+        ('{"rating": 8', None, "malformed JSON"),
+        ("I'm sorry, but I can't help with rating this.", None, "refusal"),
+        ('{"rating": 3} or {"rating": 4}', None, "ambiguous"),
+        ('{"rating": 72.5}', None, "non-integer"),
+        ("", None, "empty"),
+    ],
+)
 def test_parse(reply, rating, reason):
     r = parse_rating(reply)
     assert r.rating == rating
@@ -96,18 +129,18 @@ def test_parse(reply, rating, reason):
 
 def test_token_bucket_paces_requests():
     async def go():
-        b = TokenBucket(600, capacity=1)   # 10 per second, no burst
+        b = TokenBucket(600, capacity=1)  # 10 per second, no burst
         t = time.monotonic()
         for _ in range(5):
             await b.acquire(1)
         return time.monotonic() - t
+
     assert 0.35 <= asyncio.run(go()) < 1.0
 
 
 def test_faults_every_item_rated_or_failed(tmp_path):
     items = make_items(tmp_path)
-    with FaultServer(fault_rate=0.3, hang_s=0.7, retry_after_s=0.2, save_audio_dir=tmp_path / "recv",
-                     seed=3) as srv:
+    with FaultServer(fault_rate=0.3, hang_s=0.7, retry_after_s=0.2, save_audio_dir=tmp_path / "recv", seed=3) as srv:
         result = run_judges(items, config(srv), tmp_path / "out", tmp_path / "ratings.csv")
         log = srv.chat_log()
         # a rerun makes zero calls
@@ -127,18 +160,21 @@ def test_faults_every_item_rated_or_failed(tmp_path):
     assert len(recs) == n_units
     for h, r in recs.items():
         assert r["status"] in ("ok", "failed")
-        if r["clip_id"] == "pbad_0":          # never answerable: failed with the reason, no rating
+        if r["clip_id"] == "pbad_0":  # never answerable: failed with the reason, no rating
             assert r["status"] == "failed" and r["rating"] is None and "non-numeric" in r["reason"]
             assert r["asks"] == 4 and r["error_kind"] == "parse"
-        elif r["status"] == "ok":             # the server's rating, untouched (never clipped/defaulted)
+        elif r["status"] == "ok":  # the server's rating, untouched (never clipped/defaulted)
             assert r["rating"] == server_rating(h)
         else:
             assert r["reason"]
-        assert r["prompt_version"].split("@")[0] in {"response_quality_text_v1", "response_quality_audio_v1",
-                                                     "audio_quality_v1"}
+        assert r["prompt_version"].split("@")[0] in {
+            "response_quality_text_v1",
+            "response_quality_audio_v1",
+            "audio_quality_v1",
+        }
         assert len(r["prompt_version"].split("@")[1]) == 12
         assert r["tokens"]["total_tokens"] > 0 and r["cost_usd"] > 0 and r["latency_s"] > 0
-    assert sum(r["status"] == "ok" for r in recs.values()) >= n_units - 3 - 1   # pbad + rare exhaustion
+    assert sum(r["status"] == "ok" for r in recs.values()) >= n_units - 3 - 1  # pbad + rare exhaustion
     csv = (tmp_path / "ratings.csv").read_text().splitlines()
     assert csv[0] == ",".join(TABLE_COLUMNS) and len(csv) == n_units + 1
 
@@ -168,10 +204,10 @@ def test_transport_failure_recorded_then_retried(tmp_path):
     items = make_items(tmp_path, n_text=2, n_audio=0, bad=False)
     with FaultServer(fault_rate=1.0, faults=["500"]) as srv:
         res = run_judges(items, config(srv, samples_per_item=1, max_retries=2), tmp_path / "out")
-        assert len(srv.chat_log()) == 2 * 3                       # 1 try + 2 retries each
+        assert len(srv.chat_log()) == 2 * 3  # 1 try + 2 retries each
     assert (res.table["status"] == "failed").all() and res.table["rating"].isna().all()
     assert res.table["reason"].str.contains("HTTP 500").all()
-    with FaultServer(fault_rate=0.0) as srv:                   # transport failures are not final
+    with FaultServer(fault_rate=0.0) as srv:  # transport failures are not final
         res = run_judges(items, config(srv, samples_per_item=1), tmp_path / "out")
         assert len(srv.chat_log()) == 2
     assert (res.table["status"] == "ok").all()
@@ -192,14 +228,23 @@ def test_prompt_edit_changes_version_and_cache(tmp_path):
 
 
 def test_killed_run_resumes_without_repeats(tmp_path):
-    items = make_items(tmp_path, n_text=8, n_audio=1, bad=False)       # 10 items x 4 samples
+    items = make_items(tmp_path, n_text=8, n_audio=1, bad=False)  # 10 items x 4 samples
     (tmp_path / "items.json").write_text(json.dumps([i.__dict__ for i in items]))
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"}
     with FaultServer(fault_rate=0.3, faults=["429", "500", "zero", "eighty"], latency_s=0.05, seed=5) as srv:
         (tmp_path / "cfg.json").write_text(json.dumps(config(srv, samples_per_item=4, max_concurrency=2)))
-        cmd = [sys.executable, "-m", "modprefs.judges.dispatch", "--items", str(tmp_path / "items.json"),
-               "--config", str(tmp_path / "cfg.json"), "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "modprefs.judges.dispatch",
+            "--items",
+            str(tmp_path / "items.json"),
+            "--config",
+            str(tmp_path / "cfg.json"),
+            "--out",
+            str(out),
+        ]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while len([p for p in out.rglob("*.json") if not p.name.startswith(".")]) < 8:
@@ -220,12 +265,13 @@ def test_killed_run_resumes_without_repeats(tmp_path):
 
     recs = list(iter_records(out))
     keys = [(r["modality"], r["kind"], r["clip_id"], r["sample"]) for r in recs]
-    assert len(recs) == 40 and len(set(keys)) == 40                   # exactly one per (item, sample)
-    assert not (after & finished)                                      # nothing finished was re-sent
-    assert after == {r["request_hash"] for r in recs} - finished       # only the missing ones were
+    assert len(recs) == 40 and len(set(keys)) == 40  # exactly one per (item, sample)
+    assert not (after & finished)  # nothing finished was re-sent
+    assert after == {r["request_hash"] for r in recs} - finished  # only the missing ones were
 
 
 # --- fail fast: before any request -----------------------------------------------------------
+
 
 def test_fail_fast_missing_api_key(tmp_path, monkeypatch):
     monkeypatch.delenv(KEY_ENV)
@@ -251,9 +297,8 @@ def test_fail_fast_unreachable_base_url(tmp_path):
 def test_fail_fast_unknown_model(tmp_path):
     with FaultServer() as srv:
         with pytest.raises(JudgeSetupError, match="unknown model.*gpt-4o-nope"):
-            run_judges(make_items(tmp_path, 1, 1, False), config(srv, models={"text": "gpt-4o-nope"}),
-                       tmp_path / "out")
-        assert srv.chat_log() == [] and len(srv.log) == 1      # just GET /models
+            run_judges(make_items(tmp_path, 1, 1, False), config(srv, models={"text": "gpt-4o-nope"}), tmp_path / "out")
+        assert srv.chat_log() == [] and len(srv.log) == 1  # just GET /models
 
 
 def test_fail_fast_rejected_key(tmp_path, monkeypatch):
@@ -273,17 +318,35 @@ def test_cli_yaml_config_and_table(tmp_path):
             "judges:\n" + "".join(f"  {k}: {json.dumps(v)}\n" for k, v in cfg.items())
         )
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        done = subprocess.run([sys.executable, "-m", "modprefs.judges.dispatch", "--items",
-                               str(tmp_path / "items.json"),
-                               "--config", str(tmp_path / "config.yaml"), "--out", str(tmp_path / "out"),
-                               "--table", str(tmp_path / "ratings.csv")], env=env, capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "modprefs.judges.dispatch",
+                "--items",
+                str(tmp_path / "items.json"),
+                "--config",
+                str(tmp_path / "config.yaml"),
+                "--out",
+                str(tmp_path / "out"),
+                "--table",
+                str(tmp_path / "ratings.csv"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
     import pandas as pd
+
     table = pd.read_csv(tmp_path / "ratings.csv")
     assert list(table.columns) == TABLE_COLUMNS and len(table) == 4 * 2
-    assert set(zip(table["modality"], table["kind"])) == {("text", "response_quality"), ("audio", "response_quality"),
-                                                           ("audio", "audio_quality")}
+    assert set(zip(table["modality"], table["kind"])) == {
+        ("text", "response_quality"),
+        ("audio", "response_quality"),
+        ("audio", "audio_quality"),
+    }
     assert (table["status"] == "ok").all() and table["rating"].between(1, 100).all()
     assert set(table["judge"]) == {"openai:gpt-4o", "openai:gpt-4o-audio-preview"}
 
@@ -292,6 +355,7 @@ def test_build_items_from_stage_tables(tmp_path):
     import pandas as pd
 
     from modprefs.judges import build_items
+
     conv = pd.DataFrame([{"conversation_id": "c1", "history": HISTORY, "prompt": "Q?", "text_0": "A0", "text_1": "A1"}])
     prompts = pd.DataFrame([{"prompt_id": "c1", "conversation_id": "c1"}])
     manifest = pd.DataFrame(
@@ -299,6 +363,11 @@ def test_build_items_from_stage_tables(tmp_path):
     )
     items = build_items(conv, prompts, manifest)
     assert [(i.clip_id, i.modality, i.kind) for i in items] == [
-        ("c1_0", "text", "response_quality"), ("c1_0", "audio", "response_quality"), ("c1_0", "audio", "audio_quality"),
-        ("c1_1", "text", "response_quality"), ("c1_1", "audio", "response_quality"), ("c1_1", "audio", "audio_quality")]
+        ("c1_0", "text", "response_quality"),
+        ("c1_0", "audio", "response_quality"),
+        ("c1_0", "audio", "audio_quality"),
+        ("c1_1", "text", "response_quality"),
+        ("c1_1", "audio", "response_quality"),
+        ("c1_1", "audio", "audio_quality"),
+    ]
     assert items[3].response_text == "A1" and items[4].audio_path.endswith("c1_1.wav")

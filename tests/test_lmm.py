@@ -21,8 +21,16 @@ NO_SLOPE = "score ~ modality + (1 | prompt) + (1 | participant)"
 OMNIBUS = "rating ~ presented_first*modality + len_z*modality + trial_z*modality + (1|participant) + (1|clip)"
 #: Table 2's default random structure: the stimulus is a clip in a modality (modprefs.stats.modality.TABLE2_RANDOM)
 OMNIBUS_CLIP_MODALITY = OMNIBUS + " + (1|clip:modality)"
-OMNIBUS_NAMES = ["(Intercept)", "presented_first", "modality", "len_z", "trial_z", "presented_first:modality",
-                 "modality:len_z", "modality:trial_z"]
+OMNIBUS_NAMES = [
+    "(Intercept)",
+    "presented_first",
+    "modality",
+    "len_z",
+    "trial_z",
+    "presented_first:modality",
+    "modality:len_z",
+    "modality:trial_z",
+]
 
 
 def small_three_term(seed: int = 0, q: int = 25, h: int = 15, per: int = 14) -> pd.DataFrame:
@@ -78,14 +86,17 @@ def trials_small() -> pd.DataFrame:
 
 # --- derivatives and the criterion --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reml", [True, False])
 @pytest.mark.parametrize("case", ["slope", "three", "intercepts"])
 def test_analytic_derivatives_match_finite_differences(trials_small, reml, case):
     if case == "slope":
         m, theta = _model(trials_small, SLOPE), np.array([0.7, -0.2, 0.4, 0.3])
     elif case == "three":
-        m, theta = _model(small_three_term(), "y ~ x + z + (1 + x + z | g) + (1 | h)"), \
-            np.array([1.1, 0.3, -0.2, 0.8, 0.1, 0.6, 0.5])
+        m, theta = (
+            _model(small_three_term(), "y ~ x + z + (1 + x + z | g) + (1 | h)"),
+            np.array([1.1, 0.3, -0.2, 0.8, 0.1, 0.6, 0.5]),
+        )
     else:
         m, theta = _model(trials_small, NO_SLOPE), np.array([0.6, 0.0])
     ev = m.evaluate(theta, reml, grad=True, vcov_jac=True)
@@ -97,8 +108,12 @@ def test_analytic_derivatives_match_finite_differences(trials_small, reml, case)
         np.testing.assert_allclose(ev.dainv_beta[j], (up.ainv_beta - dn.ainv_beta) / (2 * h), rtol=1e-5, atol=1e-9)
 
 
-SMALL_FORMULAS = ["y ~ x + (1 | g)", "y ~ x + z + (1 | g) + (1 | g:h)", "y ~ x + (1 + x | g)",
-                  "y ~ x + (1 + x + z | g)"]
+SMALL_FORMULAS = [
+    "y ~ x + (1 | g)",
+    "y ~ x + z + (1 | g) + (1 | g:h)",
+    "y ~ x + (1 + x | g)",
+    "y ~ x + (1 + x + z | g)",
+]
 
 
 @pytest.mark.parametrize("reml", [True, False])
@@ -121,8 +136,10 @@ def test_objective_equals_dense_likelihood_and_is_a_minimum(trials_small, reml):
         for step in (-1e-3, 1e-3):
             moved = fit.theta.copy()
             moved[j] += step
-            assert _model(trials_small, SLOPE).evaluate(moved, reml).f > \
-                _model(trials_small, SLOPE).evaluate(fit.theta, reml).f
+            assert (
+                _model(trials_small, SLOPE).evaluate(moved, reml).f
+                > _model(trials_small, SLOPE).evaluate(fit.theta, reml).f
+            )
 
 
 def test_fixed_effects_and_se_equal_gls_at_the_estimates(trials_small):
@@ -133,8 +150,11 @@ def test_fixed_effects_and_se_equal_gls_at_the_estimates(trials_small):
     Z = np.zeros((n, 2 * codes.max() + 2))
     Z[np.arange(n), 2 * codes], Z[np.arange(n), 2 * codes + 1] = 1.0, d.Zs[0][:, 1]
     P = np.eye(np.unique(d.groups[1]).size)[np.unique(d.groups[1], return_inverse=True)[1].reshape(-1)]
-    V = (Z @ np.kron(np.eye(codes.max() + 1), fit.random_effects[0].cov) @ Z.T
-         + fit.random_effects[1].cov[0, 0] * P @ P.T + fit.sigma2 * np.eye(n))
+    V = (
+        Z @ np.kron(np.eye(codes.max() + 1), fit.random_effects[0].cov) @ Z.T
+        + fit.random_effects[1].cov[0, 0] * P @ P.T
+        + fit.sigma2 * np.eye(n)
+    )
     Vi = np.linalg.inv(V)
     cov = np.linalg.inv(d.X.T @ Vi @ d.X)
     np.testing.assert_allclose(fit.beta, cov @ d.X.T @ Vi @ d.y, rtol=1e-9)
@@ -143,6 +163,7 @@ def test_fixed_effects_and_se_equal_gls_at_the_estimates(trials_small):
 
 # --- cross-checks without R ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reml", [True, False])
 def test_two_crossed_intercepts_equal_the_dedicated_engine(reml):
     ratings = simulate_ratings(3, n_prompts=40, n_raters=30, trials=10)
@@ -150,8 +171,11 @@ def test_two_crossed_intercepts_equal_the_dedicated_engine(reml):
     d = build_design(ratings, OMNIBUS)
     ref = fit_crossed_intercepts(d.y, d.X, d.groups[1], d.groups[0], reml=reml)
     assert fit.converged and ref.converged
-    np.testing.assert_allclose([fit.random_effects[1].cov[0, 0], fit.random_effects[0].cov[0, 0], fit.sigma2],
-                               [ref.var_g1, ref.var_g2, ref.var_resid], rtol=1e-6)
+    np.testing.assert_allclose(
+        [fit.random_effects[1].cov[0, 0], fit.random_effects[0].cov[0, 0], fit.sigma2],
+        [ref.var_g1, ref.var_g2, ref.var_resid],
+        rtol=1e-6,
+    )
     np.testing.assert_allclose(fit.beta, ref.beta, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(fit.beta_se, ref.beta_se, rtol=1e-6)
     assert fit.objective == pytest.approx(ref.objective, abs=1e-7)
@@ -208,6 +232,7 @@ def test_satterthwaite_df_for_contrasts_matches_single_coefficients(trials_small
 
 # --- invariances, boundaries, LRT -------------------------------------------------------------
 
+
 def test_term_order_labels_and_scale_do_not_matter(trials_small):
     a = fit_formula(trials_small, SLOPE)
     b = fit_formula(trials_small, "score ~ modality + (1 | participant) + (1 + modality | prompt)")
@@ -247,7 +272,7 @@ def test_lrt_refits_with_ml_as_anova_does(trials_small):
     assert res.df == 2 and not res.small.reml and not res.big.reml
     assert res.chi2 == pytest.approx(ml_small.objective - ml_big.objective, abs=1e-9)
     assert res.p == pytest.approx(scipy.stats.chi2.sf(res.chi2, 2), rel=1e-9)
-    assert lrt(big, small).chi2 == pytest.approx(res.chi2, abs=1e-9)       # ordered by npar
+    assert lrt(big, small).chi2 == pytest.approx(res.chi2, abs=1e-9)  # ordered by npar
     assert lrt(ml_small, ml_big, refit=False).chi2 == pytest.approx(res.chi2, abs=1e-9)
     with pytest.raises(ValueError, match="ML"):
         lrt(small, big, refit=False)
@@ -269,41 +294,49 @@ def test_tables(trials_small):
 
 # --- errors -----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def arrays(trials_small):
     d = build_design(trials_small, SLOPE)
     return d.y, d.X, [RandomTerm(g, Z, n) for g, Z, n in zip(d.groups, d.Zs, d.group_names)]
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda y, X, t: (np.where(np.arange(y.size) == 3, np.nan, y), X, t), "NaN"),
-    (lambda y, X, t: (y[:-1], X, t), "X must be"),
-    (lambda y, X, t: (y, np.column_stack([X, 2 * X[:, 1]]), t), "rank deficient"),
-    (lambda y, X, t: (np.full_like(y, 3.0), X, t), "constant"),
-    (lambda y, X, t: (y, X, [RandomTerm(np.zeros(y.size), np.ones(y.size), "one")]), "at least 2"),
-    (lambda y, X, t: (y, X, [RandomTerm(np.arange(y.size), np.ones(y.size), "each")]), "unidentifiable"),
-    (lambda y, X, t: (y, X, [RandomTerm(t[0].group, t[0].Z[:-1], "short")]), "Z of term"),
-    (lambda y, X, t: (y, X, [RandomTerm(t[0].group, np.where(t[0].Z > 0, np.inf, 0.0), "inf")]), "NaN or inf"),
-    (lambda y, X, t: (y, X, []), "at least one random"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda y, X, t: (np.where(np.arange(y.size) == 3, np.nan, y), X, t), "NaN"),
+        (lambda y, X, t: (y[:-1], X, t), "X must be"),
+        (lambda y, X, t: (y, np.column_stack([X, 2 * X[:, 1]]), t), "rank deficient"),
+        (lambda y, X, t: (np.full_like(y, 3.0), X, t), "constant"),
+        (lambda y, X, t: (y, X, [RandomTerm(np.zeros(y.size), np.ones(y.size), "one")]), "at least 2"),
+        (lambda y, X, t: (y, X, [RandomTerm(np.arange(y.size), np.ones(y.size), "each")]), "unidentifiable"),
+        (lambda y, X, t: (y, X, [RandomTerm(t[0].group, t[0].Z[:-1], "short")]), "Z of term"),
+        (lambda y, X, t: (y, X, [RandomTerm(t[0].group, np.where(t[0].Z > 0, np.inf, 0.0), "inf")]), "NaN or inf"),
+        (lambda y, X, t: (y, X, []), "at least one random"),
+    ],
+)
 def test_degenerate_inputs_raise_value_error(arrays, mutate, match):
     with pytest.raises(ValueError, match=match):
         fit_lmm(*mutate(*arrays))
 
 
-@pytest.mark.parametrize("formula, match", [
-    ("score ~ modality", "no random-effects"),
-    ("score ~ nope + (1 | prompt)", "not in the data"),
-    ("score ~ modality + (1 | nope)", "not in the data"),
-    ("score ~ log(modality) + (1 | prompt)", "cannot parse"),
-    ("score modality (1 | prompt)", "exactly one '~'"),
-])
+@pytest.mark.parametrize(
+    "formula, match",
+    [
+        ("score ~ modality", "no random-effects"),
+        ("score ~ nope + (1 | prompt)", "not in the data"),
+        ("score ~ modality + (1 | nope)", "not in the data"),
+        ("score ~ log(modality) + (1 | prompt)", "cannot parse"),
+        ("score modality (1 | prompt)", "exactly one '~'"),
+    ],
+)
 def test_formula_errors(trials_small, formula, match):
     with pytest.raises(ValueError, match=match):
         fit_formula(trials_small, formula)
 
 
 # --- formula parsing ----------------------------------------------------------------------------
+
 
 def test_formula_orders_terms_and_names_like_r():
     parsed = parse_formula(OMNIBUS)
@@ -319,9 +352,16 @@ def test_formula_orders_terms_and_names_like_r():
 
 
 def test_formula_design_with_factors_and_combined_groups():
-    df = pd.DataFrame({"y": np.arange(12.0) ** 1.3, "cond": ["text", "audio", "video"] * 4,
-                       "flag": [True, False] * 6, "x": np.linspace(-1, 1, 12),
-                       "g": list("aabbccaabbcc"), "h": [1, 2] * 6})
+    df = pd.DataFrame(
+        {
+            "y": np.arange(12.0) ** 1.3,
+            "cond": ["text", "audio", "video"] * 4,
+            "flag": [True, False] * 6,
+            "x": np.linspace(-1, 1, 12),
+            "g": list("aabbccaabbcc"),
+            "h": [1, 2] * 6,
+        }
+    )
     d = build_design(df, "y ~ cond*x + flag + (1 + x | g) + (1 | g:h)")
     assert d.x_names == ["(Intercept)", "condtext", "condvideo", "x", "flagTRUE", "condtext:x", "condvideo:x"]
     np.testing.assert_array_equal(d.X[:, 1], (df.cond == "text").astype(float))
@@ -334,14 +374,20 @@ def test_formula_fit_equals_array_fit(trials_small):
     a = fit_formula(trials_small, SLOPE)
     n = len(trials_small)
     mod = trials_small.modality.to_numpy(float)
-    b = fit_lmm(trials_small.score.to_numpy(float), np.column_stack([np.ones(n), mod]),
-                [RandomTerm(trials_small.prompt.to_numpy(), np.column_stack([np.ones(n), mod]), "prompt"),
-                 RandomTerm(trials_small.participant.to_numpy(), np.ones(n), "participant")])
+    b = fit_lmm(
+        trials_small.score.to_numpy(float),
+        np.column_stack([np.ones(n), mod]),
+        [
+            RandomTerm(trials_small.prompt.to_numpy(), np.column_stack([np.ones(n), mod]), "prompt"),
+            RandomTerm(trials_small.participant.to_numpy(), np.ones(n), "participant"),
+        ],
+    )
     np.testing.assert_allclose(a.beta, b.beta, rtol=1e-12)
     assert a.x_names == ["(Intercept)", "modality"] and a.random_effects[0].coef_names == ("(Intercept)", "modality")
 
 
 # --- against lme4 + lmerTest (tight tolerances) --------------------------------------------------
+
 
 def _close(ours, ref, rel: float = 1e-4, small: float = 1e-2, abs_small: float = 1e-6) -> None:
     """Relative agreement, absolute where |ref| < ``small`` (the brief: 1e-4 rel, 1e-6 abs below 1e-2)."""
@@ -399,14 +445,25 @@ def _r_cases() -> dict:
         "slope_from_ratings": (trials_from_ratings(ratings), [SLOPE, NO_SLOPE], ["prompt", "participant"], [(1, 0)]),
         "three_coefficient_term": (small_three_term(), ["y ~ x + z + (1 + x + z | g) + (1 | h)"], ["g", "h"], []),
         "single_and_nested_terms": (small_three_term(1), SMALL_FORMULAS, ["g", "h"], [(0, 1)]),
-        "omnibus_categorical": (ratings.assign(modality=np.where(ratings.modality > 0, "text", "audio")), [OMNIBUS],
-                                ["clip", "participant"], []),
+        "omnibus_categorical": (
+            ratings.assign(modality=np.where(ratings.modality > 0, "text", "audio")),
+            [OMNIBUS],
+            ["clip", "participant"],
+            [],
+        ),
         "singular_participant": (singular_trials(), [SLOPE], ["prompt", "participant"], []),
-        "correlation_at_bound": (simulate_trials(4, n_prompts=30, n_raters=20, trials=10, sd_slope=0.0,
-                                                 sd_participant=3.0), [SLOPE], ["prompt", "participant"], []),
-        "correlation_and_variance_at_bound": (simulate_trials(0, n_prompts=30, n_raters=20, trials=10, sd_slope=0.0,
-                                                              sd_participant=3.0), [SLOPE], ["prompt", "participant"],
-                                              []),
+        "correlation_at_bound": (
+            simulate_trials(4, n_prompts=30, n_raters=20, trials=10, sd_slope=0.0, sd_participant=3.0),
+            [SLOPE],
+            ["prompt", "participant"],
+            [],
+        ),
+        "correlation_and_variance_at_bound": (
+            simulate_trials(0, n_prompts=30, n_raters=20, trials=10, sd_slope=0.0, sd_participant=3.0),
+            [SLOPE],
+            ["prompt", "participant"],
+            [],
+        ),
     }
 
 
@@ -430,8 +487,17 @@ def r_refs(r_available):
 
 @pytest.mark.r
 @pytest.mark.parametrize("reml", [True, False], ids=["REML", "ML"])
-@pytest.mark.parametrize("case", ["slope_trials", "omnibus_ratings", "omnibus_clip_modality", "slope_from_ratings",
-                                  "three_coefficient_term", "single_and_nested_terms"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "slope_trials",
+        "omnibus_ratings",
+        "omnibus_clip_modality",
+        "slope_from_ratings",
+        "three_coefficient_term",
+        "single_and_nested_terms",
+    ],
+)
 def test_matches_lme4_and_lmertest(r_refs, case, reml):
     data, formulas, _, pairs = R_CASES[case]
     ref = r_refs(case, reml)

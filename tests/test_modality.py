@@ -17,8 +17,15 @@ from test_recovery import paper_stimuli
 @pytest.fixture(scope="module")
 def latent_study():
     """Paper-size study, clipping off and ties that never move sliders: a pure crossed LMM."""
-    params = dataclasses.replace(SimulationParams(), clip_ratings=False, tie_mode="threshold", clip_df=float("inf"),
-                                 resid_df=float("inf"), resid_scale_cv=0.0, rho_clip_within_prompt_audio=0.0)
+    params = dataclasses.replace(
+        SimulationParams(),
+        clip_ratings=False,
+        tie_mode="threshold",
+        clip_df=float("inf"),
+        resid_df=float("inf"),
+        resid_scale_cv=0.0,
+        rho_clip_within_prompt_audio=0.0,
+    )
     stimuli = paper_stimuli(11)
     a = make_assignments(list(dict.fromkeys(stimuli.prompt_id)), 53, 20, seed=11)
     ratings, trials, participants, _ = simulate_ratings(stimuli, a, params, seed=11)
@@ -31,7 +38,8 @@ def test_rating_frame_covariates(latent_study):
     assert set(f.condition) == {"audio", "text"} and (f.trial >= 1).all()
     z = (stimuli.n_chars - stimuli.n_chars.mean()) / stimuli.n_chars.std(ddof=1)
     assert f.set_index("clip_id")["len_z"].groupby(level=0).first().sort_index().to_numpy() == pytest.approx(
-        z.set_axis(stimuli.clip_id).sort_index().to_numpy())
+        z.set_axis(stimuli.clip_id).sort_index().to_numpy()
+    )
     assert f.trial_z.mean() == pytest.approx(0, abs=1e-12) and f.trial_z.std(ddof=1) == pytest.approx(1)
 
 
@@ -39,9 +47,13 @@ def test_table2_recovers_the_generating_effects(latent_study):
     params, stimuli, ratings, _, participants = latent_study
     t = M.table2(M.rating_frame(ratings, participants, stimuli))
     omni = t[t.model.str.startswith("omnibus")].set_index("term")
-    truth = {"Presented first": params.b_first, "Modality (text)": params.b_text,
-             "Character length (z)": params.b_len, "Presented first x Modality": params.b_first_text,
-             "Modality x Char. length": params.b_len_text}
+    truth = {
+        "Presented first": params.b_first,
+        "Modality (text)": params.b_text,
+        "Character length (z)": params.b_len,
+        "Presented first x Modality": params.b_first_text,
+        "Modality x Char. length": params.b_len_text,
+    }
     for term, value in truth.items():
         row = omni.loc[term]
         assert abs(row.b - value) < 3.5 * row.se, (term, row.b, value, row.se)
@@ -69,8 +81,10 @@ def test_table2_random_structures(latent_study):
         q.loc["Presented first x Modality", "se"], rel=0.2
     )
     # the simple-effects models do not depend on the choice
-    pd.testing.assert_frame_equal(default[~default.model.str.startswith("omnibus")].reset_index(drop=True),
-                                  paper[~paper.model.str.startswith("omnibus")].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        default[~default.model.str.startswith("omnibus")].reset_index(drop=True),
+        paper[~paper.model.str.startswith("omnibus")].reset_index(drop=True),
+    )
     with pytest.raises(ValueError, match="table2_random"):
         M.table2(frame, "nested")
 
@@ -85,11 +99,20 @@ def test_random_slope_detects_prompt_specific_effects(latent_study):
 def test_random_slope_absent_when_modalities_share_clip_effects():
     # equal residual variances too: a text residual 4x the audio one (the simulator's default) alone makes
     # the by-prompt slope "significant" (chi2 ~8-17 on 40 raters) although the clip effects are shared
-    params = dataclasses.replace(SimulationParams(), clip_ratings=False, tie_mode="threshold", rho_clip_modality=0.999,
-                                 var_clip_text=SimulationParams().var_clip_audio, clip_df=float("inf"),
-                                 var_resid_text=SimulationParams().var_resid_audio,
-                                 resid_df=float("inf"), resid_scale_cv=0.0, b_len_text=0.0,
-                                 rho_clip_within_prompt_audio=0.0, rho_clip_within_prompt_text=0.0)
+    params = dataclasses.replace(
+        SimulationParams(),
+        clip_ratings=False,
+        tie_mode="threshold",
+        rho_clip_modality=0.999,
+        var_clip_text=SimulationParams().var_clip_audio,
+        clip_df=float("inf"),
+        var_resid_text=SimulationParams().var_resid_audio,
+        resid_df=float("inf"),
+        resid_scale_cv=0.0,
+        b_len_text=0.0,
+        rho_clip_within_prompt_audio=0.0,
+        rho_clip_within_prompt_text=0.0,
+    )
     stimuli = paper_stimuli(12)
     a = make_assignments(list(dict.fromkeys(stimuli.prompt_id)), 40, 20, seed=12)
     ratings, _, participants, _ = simulate_ratings(stimuli, a, params, seed=12)
@@ -111,8 +134,15 @@ def test_per_prompt_icc_equals_pingouin():
     rows = []
     for r in range(9):
         for resp, mu in ((0, 70.0), (1, 50.0)):
-            rows.append({"prompt_id": "p1", "condition": "audio", "clip_id": f"p1_{resp}", "participant_id": f"r{r}",
-                         "rating": mu + rng.normal(0, 5) + r})
+            rows.append(
+                {
+                    "prompt_id": "p1",
+                    "condition": "audio",
+                    "clip_id": f"p1_{resp}",
+                    "participant_id": f"r{r}",
+                    "rating": mu + rng.normal(0, 5) + r,
+                }
+            )
     f = pd.DataFrame(rows)
     ours = M.per_prompt_icc(f).iloc[0]
     ref = pg.intraclass_corr(f, targets="clip_id", raters="participant_id", ratings="rating")

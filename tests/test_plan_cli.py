@@ -227,8 +227,20 @@ def test_pilot_with_foreign_column_names_goes_through_with_a_map(tmp_path, cache
     r.to_csv(pilot / "ratings.csv", index=False)
     for name in ("trials.csv", "participants.csv"):
         pd.read_csv(pilot / name).rename(columns={"participant_id": "worker"}).to_csv(pilot / name, index=False)
-    args = ["--pilot", str(pilot), "--prompts", "12", "--raters", "8", "--trials", "6", "--target-icc-k", "0.5",
-            "--scenarios", "central"]
+    args = [
+        "--pilot",
+        str(pilot),
+        "--prompts",
+        "12",
+        "--raters",
+        "8",
+        "--trials",
+        "6",
+        "--target-icc-k",
+        "0.5",
+        "--scenarios",
+        "central",
+    ]
     rc = main(["plan", *args, "--out", str(tmp_path / "refused"), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and "participant_id" in err and "rating" in err and "Traceback" not in err

@@ -19,8 +19,9 @@ from modprefs.plan.summary import icc_diff_power, recommend, table2_power, wilso
 from modprefs.plan.wald import logit_interval
 from modprefs.ratings.simulate import SimulationParams
 
-SETTINGS = SimSettings(n_sims=6, seed=3, interval="analysis", n_calibration=2, n_boot=20, perm_draws=1,
-                       icc_test="permutation")
+SETTINGS = SimSettings(
+    n_sims=6, seed=3, interval="analysis", n_calibration=2, n_boot=20, perm_draws=1, icc_test="permutation"
+)
 DESIGN = Design(12, 8, 6, ("audio", "text"))
 
 
@@ -181,16 +182,22 @@ def test_jackknife_calibration_is_the_analysis_test():
     from modprefs.stats.icc_difference import icc_difference_test
 
     rng = np.random.default_rng(5)
-    study = simulate_study(SimulationParams(), balanced_layout(12, 8, 6, ("audio", "text"), rng),
-                           prism_like_lengths(12, rng), rng, attention=False)
+    study = simulate_study(
+        SimulationParams(),
+        balanced_layout(12, 8, 6, ("audio", "text"), rng),
+        prism_like_lengths(12, rng),
+        rng,
+        attention=False,
+    )
     fast = jackknife_difference_record(study, 0, rng)
     ratings, participants, stimuli = study_tables(study)
     frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
     slow = icc_difference_test(frames, n_noise=0, seed=1)["icc_2_1"]
     assert fast["jk_se"] == pytest.approx(math.sqrt(slow.variance), rel=1e-6)
     assert fast["jk_df"] == pytest.approx(slow.df, rel=1e-6)
-    [res] = run_tasks([Task("central", "icc_diff", SimulationParams(), DESIGN,
-                            dataclasses.replace(SETTINGS, icc_test="jackknife"))])
+    [res] = run_tasks(
+        [Task("central", "icc_diff", SimulationParams(), DESIGN, dataclasses.replace(SETTINGS, icc_test="jackknife"))]
+    )
     assert "perm" not in res and res["cal_jk_se"].size == 2 and np.isfinite(res["cal_jk_se"]).all()
     assert res["cal_wald_diff_se"].size == 2
 
@@ -246,8 +253,15 @@ def test_uncalibrated_designs_take_the_ratio_model(tmp_path):
     designs = [Design(12, r, 6, ("audio", "text")) for r in (8, 12, 16)]
     settings = dataclasses.replace(SETTINGS, n_sims=8, n_calibration=4, calibration_designs=2)
     priors = paper_priors(seed=1, n_boot=4)
-    result = make_plan(priors, designs, Targets(ci_half_width=0.3, target_conditions=("audio",)), Costs(),
-                       settings, ("central",), cache_dir=tmp_path)
+    result = make_plan(
+        priors,
+        designs,
+        Targets(ci_half_width=0.3, target_conditions=("audio",)),
+        Costs(),
+        settings,
+        ("central",),
+        cache_dir=tmp_path,
+    )
     factors = result.table["interval_factor_audio"].to_numpy()
     assert np.isfinite(factors).all() and (factors > 0).all()
     cached = [dict(np.load(f)) for f in sorted(tmp_path.glob("*.npz"))]

@@ -24,8 +24,15 @@ def _stimuli(lengths: np.ndarray) -> pd.DataFrame:
     rows = []
     for i, (a, b) in enumerate(lengths):
         for r, n in enumerate((a, b)):
-            rows.append({"prompt_id": f"q{i:03d}", "clip_id": f"q{i:03d}_{r}", "response": r, "n_chars": int(n),
-                         "duration_s": n / 15})
+            rows.append(
+                {
+                    "prompt_id": f"q{i:03d}",
+                    "clip_id": f"q{i:03d}_{r}",
+                    "response": r,
+                    "n_chars": int(n),
+                    "duration_s": n / 15,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -39,8 +46,9 @@ def _slow(params: SimulationParams, seed: int) -> dict[str, float]:
     for c in ("audio", "text"):
         df = analysable_ratings(ratings, participants, c, stim)
         _, k, icc1, icck = _fit_iccs(condition_design(df))
-        out.update({f"icc1_{c}": icc1, f"icck_{c}": icck, f"k_{c}": k,
-                    f"mean_rating_{c}": pd.to_numeric(df["rating"]).mean()})
+        out.update(
+            {f"icc1_{c}": icc1, f"icck_{c}": icck, f"k_{c}": k, f"mean_rating_{c}": pd.to_numeric(df["rating"]).mean()}
+        )
     return out
 
 
@@ -117,8 +125,9 @@ def test_layout_from_assignments_round_trip():
 def test_fast_analysis_equals_the_analysis_on_the_same_ratings():
     """study_tables -> condition_design gives the same model and ICCs as icc_design on the arrays."""
     rng = np.random.default_rng(5)
-    study = simulate_study(SimulationParams(), balanced_layout(16, 10, 8, ("audio", "text"), rng),
-                           prism_like_lengths(16, rng), rng)
+    study = simulate_study(
+        SimulationParams(), balanced_layout(16, 10, 8, ("audio", "text"), rng), prism_like_lengths(16, rng), rng
+    )
     ratings, participants, stimuli = study_tables(study)
     for c in ("audio", "text"):
         fast_design = icc_design(study.ratings[c])
@@ -134,7 +143,11 @@ def test_fast_analysis_equals_the_analysis_on_the_same_ratings():
 def test_simulation_is_deterministic_and_seed_dependent():
     def run(seed):
         rng = np.random.default_rng(seed)
-        return study_record(simulate_study(SimulationParams(), balanced_layout(12, 8, 6, ("audio", "text"), rng),
-                                           prism_like_lengths(12, rng), rng))
+        return study_record(
+            simulate_study(
+                SimulationParams(), balanced_layout(12, 8, 6, ("audio", "text"), rng), prism_like_lengths(12, rng), rng
+            )
+        )
+
     assert run(4) == run(4)
     assert run(4) != run(5)

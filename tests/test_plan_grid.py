@@ -21,10 +21,16 @@ def test_parse_int_list_lists_and_ranges():
     assert parse_int_list("5:7", "--trials") == [5, 6, 7]
 
 
-@pytest.mark.parametrize("text, match", [("ten", "--raters: 'ten' is not an integer"),
-                                         ("40:10:10", "--raters: range '40:10:10'"),
-                                         ("10:20:0", "--raters: range"), ("1", "--raters: 1 is below the minimum 2"),
-                                         ("", "--raters: no values")])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("ten", "--raters: 'ten' is not an integer"),
+        ("40:10:10", "--raters: range '40:10:10'"),
+        ("10:20:0", "--raters: range"),
+        ("1", "--raters: 1 is below the minimum 2"),
+        ("", "--raters: no values"),
+    ],
+)
 def test_parse_int_list_errors_name_the_argument(text, match):
     with pytest.raises(PlanInputError, match=match):
         parse_int_list(text, "--raters", 2)
@@ -33,34 +39,48 @@ def test_parse_int_list_errors_name_the_argument(text, match):
 def test_design_grid_is_the_product():
     grid = design_grid([20, 40], [10, 20], [10], "audio")
     assert [(d.prompts, d.raters, d.trials, d.conditions) for d in grid] == [
-        (20, 10, 10, ("audio",)), (20, 20, 10, ("audio",)), (40, 10, 10, ("audio",)), (40, 20, 10, ("audio",))]
+        (20, 10, 10, ("audio",)),
+        (20, 20, 10, ("audio",)),
+        (40, 10, 10, ("audio",)),
+        (40, 20, 10, ("audio",)),
+    ]
     assert grid[0].ratings_per_clip == 5.0
 
 
-@pytest.mark.parametrize("args, match", [
-    (([10], [10], [20], "both"), "--trials: 20 trials per participant exceeds 10 prompts"),
-    (([100], [4], [10], "both"), "--raters: 4 raters x 10 trials cannot give"),
-    (([20], [10], [10], "video"), "--conditions: 'video'"),
-    (([20], [1], [10], "both"), "--raters: 1 is below the minimum 2"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (([10], [10], [20], "both"), "--trials: 20 trials per participant exceeds 10 prompts"),
+        (([100], [4], [10], "both"), "--raters: 4 raters x 10 trials cannot give"),
+        (([20], [10], [10], "video"), "--conditions: 'video'"),
+        (([20], [1], [10], "both"), "--raters: 1 is below the minimum 2"),
+    ],
+)
 def test_bad_grids_name_the_argument(args, match):
     with pytest.raises(PlanInputError, match=match):
         design_grid(*args)
 
 
-@pytest.mark.parametrize("kwargs, conditions, match", [
-    ({"ci_half_width": 0.0}, ("audio", "text"), "--target-ci-half-width"),
-    ({"ci_half_width": 0.7}, ("audio", "text"), "--target-ci-half-width"),
-    ({"icc_k": 1.0}, ("audio", "text"), "--target-icc-k"),
-    ({"icc_k": 0.8, "power": 1.0}, ("audio", "text"), "--power"),
-    ({"icc_diff": 0.0}, ("audio", "text"), "--target-power-icc-diff"),
-    ({"icc_diff": 1.2}, ("audio", "text"), "--target-power-icc-diff"),
-    ({"icc_diff": 0.1}, ("audio",), "--target-power-icc-diff: compares the modalities, so it needs --conditions both"),
-    ({"table2_effect": 3.0}, ("text",), "--target-power-table2: compares"),
-    ({"table2_effect": 3.0, "table2_term": "len_z"}, ("audio", "text"), "--table2-term"),
-    ({"icc_k": 0.8, "target_conditions": ("text",)}, ("audio",), "--target-conditions"),
-    ({}, ("audio", "text"), "no target given"),
-])
+@pytest.mark.parametrize(
+    "kwargs, conditions, match",
+    [
+        ({"ci_half_width": 0.0}, ("audio", "text"), "--target-ci-half-width"),
+        ({"ci_half_width": 0.7}, ("audio", "text"), "--target-ci-half-width"),
+        ({"icc_k": 1.0}, ("audio", "text"), "--target-icc-k"),
+        ({"icc_k": 0.8, "power": 1.0}, ("audio", "text"), "--power"),
+        ({"icc_diff": 0.0}, ("audio", "text"), "--target-power-icc-diff"),
+        ({"icc_diff": 1.2}, ("audio", "text"), "--target-power-icc-diff"),
+        (
+            {"icc_diff": 0.1},
+            ("audio",),
+            "--target-power-icc-diff: compares the modalities, so it needs --conditions both",
+        ),
+        ({"table2_effect": 3.0}, ("text",), "--target-power-table2: compares"),
+        ({"table2_effect": 3.0, "table2_term": "len_z"}, ("audio", "text"), "--table2-term"),
+        ({"icc_k": 0.8, "target_conditions": ("text",)}, ("audio",), "--target-conditions"),
+        ({}, ("audio", "text"), "no target given"),
+    ],
+)
 def test_impossible_targets_name_the_argument(kwargs, conditions, match):
     with pytest.raises(PlanInputError, match=match):
         Targets(**kwargs).check(conditions)
@@ -103,19 +123,41 @@ def test_design_cost_by_hand():
     assert 44 < pass_min < 50
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["--trials", "30", "--prompts", "20", "--target-icc-k", "0.7"], "--trials: 30 trials per participant"),
-    (["--prompts", "20", "--trials", "10", "--raters", "10"], "no target given"),
-    (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "1.5"], "--target-icc-k"),
-    (["--prompts", "20", "--trials", "10", "--raters", "10", "--conditions", "audio", "--target-power-icc-diff",
-      "0.1"], "needs --conditions both"),
-    (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--scenarios", "rosy"],
-     "--scenarios"),
-    (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--quantiles", "0.9,0.1"],
-     "--quantiles"),
-    (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--pilot", "/nonexistent"],
-     "--pilot: /nonexistent does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--trials", "30", "--prompts", "20", "--target-icc-k", "0.7"], "--trials: 30 trials per participant"),
+        (["--prompts", "20", "--trials", "10", "--raters", "10"], "no target given"),
+        (["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "1.5"], "--target-icc-k"),
+        (
+            [
+                "--prompts",
+                "20",
+                "--trials",
+                "10",
+                "--raters",
+                "10",
+                "--conditions",
+                "audio",
+                "--target-power-icc-diff",
+                "0.1",
+            ],
+            "needs --conditions both",
+        ),
+        (
+            ["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--scenarios", "rosy"],
+            "--scenarios",
+        ),
+        (
+            ["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--quantiles", "0.9,0.1"],
+            "--quantiles",
+        ),
+        (
+            ["--prompts", "20", "--trials", "10", "--raters", "10", "--target-icc-k", "0.7", "--pilot", "/nonexistent"],
+            "--pilot: /nonexistent does not exist",
+        ),
+    ],
+)
 def test_cli_bad_arguments_exit_2_with_a_message_naming_them(argv, match, capsys, tmp_path):
     assert main(["plan", *argv, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

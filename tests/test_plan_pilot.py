@@ -16,8 +16,9 @@ from modprefs.plan.pilot import attrition_counts, fit_pilot, pilot_arrays, read_
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 from modprefs.ratings.sources import parse_column_map
 
-TRUTH = dataclasses.replace(SimulationParams(), var_clip_audio=1800.0, var_clip_text=700.0, var_resid_audio=800.0,
-                            intercept=70.0)
+TRUTH = dataclasses.replace(
+    SimulationParams(), var_clip_audio=1800.0, var_clip_text=700.0, var_resid_audio=800.0, intercept=70.0
+)
 
 
 @pytest.fixture()
@@ -34,8 +35,9 @@ def test_read_pilot_and_its_arrays(pilot):
     arrays = pilot_arrays(p)
     passed = set(p.participants.loc[p.participants["passed_attention"], "participant_id"])
     for c, r in arrays.ratings.items():
-        rows = p.ratings[(p.ratings["condition"] == c) & (p.ratings["trial"] >= 1)
-                         & p.ratings["participant_id"].isin(passed)]
+        rows = p.ratings[
+            (p.ratings["condition"] == c) & (p.ratings["trial"] >= 1) & p.ratings["participant_id"].isin(passed)
+        ]
         assert r.y.size == len(rows) and r.y.sum() == rows["rating"].sum()
         assert r.tie.size == r.y.size // 2
         lay = arrays.layout.conditions[c]
@@ -45,18 +47,37 @@ def test_read_pilot_and_its_arrays(pilot):
     assert counts["audio"]["recruited"] == 10 and counts["audio"]["passed"] + counts["audio"]["failed"] == 10
 
 
-@pytest.mark.parametrize("corrupt, match", [
-    (lambda d: ((d / "participants.csv").unlink(), (d / "trials.csv").unlink()), "no passed_attention"),
-    (lambda d: pd.read_csv(d / "ratings.csv").drop(columns="trial").to_csv(d / "ratings.csv", index=False),
-     r"ratings \(ratings.csv\) have no trial column"),
-    (lambda d: pd.read_csv(d / "ratings.csv").assign(rating=lambda x: x["rating"].astype(object).where(
-        x.index != 5, "high")).to_csv(d / "ratings.csv", index=False), "ratings.csv row 7, column rating: 'high'"),
-    (lambda d: pd.read_csv(d / "ratings.csv").assign(condition=lambda x: x["condition"].where(
-        x.index != 3, "video")).to_csv(d / "ratings.csv", index=False), "ratings.csv row 5, column condition: 'video'"),
-    (lambda d: pd.read_csv(d / "participants.csv").iloc[1:].to_csv(d / "participants.csv", index=False),
-     r"trials.csv row 2, column participant_id: unknown participant .* \(not in participants.csv\)"),
-    (lambda d: shutil.rmtree(d), "does not exist"),
-])
+@pytest.mark.parametrize(
+    "corrupt, match",
+    [
+        (lambda d: ((d / "participants.csv").unlink(), (d / "trials.csv").unlink()), "no passed_attention"),
+        (
+            lambda d: pd.read_csv(d / "ratings.csv").drop(columns="trial").to_csv(d / "ratings.csv", index=False),
+            r"ratings \(ratings.csv\) have no trial column",
+        ),
+        (
+            lambda d: (
+                pd.read_csv(d / "ratings.csv")
+                .assign(rating=lambda x: x["rating"].astype(object).where(x.index != 5, "high"))
+                .to_csv(d / "ratings.csv", index=False)
+            ),
+            "ratings.csv row 7, column rating: 'high'",
+        ),
+        (
+            lambda d: (
+                pd.read_csv(d / "ratings.csv")
+                .assign(condition=lambda x: x["condition"].where(x.index != 3, "video"))
+                .to_csv(d / "ratings.csv", index=False)
+            ),
+            "ratings.csv row 5, column condition: 'video'",
+        ),
+        (
+            lambda d: pd.read_csv(d / "participants.csv").iloc[1:].to_csv(d / "participants.csv", index=False),
+            r"trials.csv row 2, column participant_id: unknown participant .* \(not in participants.csv\)",
+        ),
+        (lambda d: shutil.rmtree(d), "does not exist"),
+    ],
+)
 def test_bad_pilots_are_named_by_file_row_and_column(pilot, corrupt, match):
     corrupt(pilot / "pilot")
     with pytest.raises(UserInputError, match=match):
@@ -68,13 +89,28 @@ def test_pilot_with_foreign_column_names_reads_as_the_native_one(pilot, tmp_path
     d = pilot / "pilot"
     native = read_pilot(d, pilot / "clips.csv")
     parts = pd.read_csv(d / "participants.csv")[["participant_id", "passed_attention", "completed"]]
-    foreign = (pd.read_csv(d / "ratings.csv").merge(parts, on="participant_id")
-               .rename(columns={"participant_id": "worker", "condition": "arm", "clip_id": "stimulus",
-                                "rating": "score", "trial": "trial_no", "presented_first": "shown_first",
-                                "passed_attention": "attn_ok"}))
+    foreign = (
+        pd.read_csv(d / "ratings.csv")
+        .merge(parts, on="participant_id")
+        .rename(
+            columns={
+                "participant_id": "worker",
+                "condition": "arm",
+                "clip_id": "stimulus",
+                "rating": "score",
+                "trial": "trial_no",
+                "presented_first": "shown_first",
+                "passed_attention": "attn_ok",
+            }
+        )
+    )
     foreign.to_csv(tmp_path / "lab_export.csv", index=False)
-    mapping = parse_column_map(["participant_id=worker,condition=arm,clip_id=stimulus,rating=score",
-                                "trial=trial_no,presented_first=shown_first,passed_attention=attn_ok"])
+    mapping = parse_column_map(
+        [
+            "participant_id=worker,condition=arm,clip_id=stimulus,rating=score",
+            "trial=trial_no,presented_first=shown_first,passed_attention=attn_ok",
+        ]
+    )
     mapped = read_pilot(tmp_path / "lab_export.csv", pilot / "clips.csv", mapping)
     a, b = pilot_arrays(native), pilot_arrays(mapped)
     for c in a.ratings:
@@ -110,4 +146,5 @@ def test_fit_matches_the_pilots_statistics(pilot):
     # the fit moved the latent parameters from the paper's towards this pilot's (audio clip variance up)
     assert fit.params.var_clip_audio > SimulationParams().var_clip_audio
     assert fit.params.p_fail_attention_audio == pytest.approx(
-        attrition_counts(read_pilot(pilot / "pilot"))["audio"]["failed"] / 10)
+        attrition_counts(read_pilot(pilot / "pilot"))["audio"]["failed"] / 10
+    )

@@ -29,8 +29,11 @@ pytestmark = pytest.mark.slow
 
 def exchangeable_null(p: SimulationParams) -> SimulationParams:
     """No modality difference: text = audio for every per-condition parameter, (almost) the same clips."""
-    same = {f.name: getattr(p, f.name.replace("_text", "_audio")) for f in dataclasses.fields(p)
-            if f.name.endswith("_text") and hasattr(p, f.name.replace("_text", "_audio"))}
+    same = {
+        f.name: getattr(p, f.name.replace("_text", "_audio"))
+        for f in dataclasses.fields(p)
+        if f.name.endswith("_text") and hasattr(p, f.name.replace("_text", "_audio"))
+    }
     same.update(b_text=0.0, b_len_text=0.0, b_trial_text=0.0, b_first_text=0.0, rho_clip_modality=0.999)
     return dataclasses.replace(p, **same)
 
@@ -47,8 +50,12 @@ def _null_studies(n: int, prompts: int, raters: int, trials: int):
     params = exchangeable_null(SimulationParams())
     for i in range(n):
         rng = np.random.default_rng([21, i])
-        study = simulate_study(params, balanced_layout(prompts, raters, trials, ("audio", "text"), rng),
-                               prism_like_lengths(prompts, rng), rng)
+        study = simulate_study(
+            params,
+            balanced_layout(prompts, raters, trials, ("audio", "text"), rng),
+            prism_like_lengths(prompts, rng),
+            rng,
+        )
         yield i, study_tables(study)
 
 
@@ -60,8 +67,9 @@ def test_planned_jackknife_test_rejects_as_the_analysis_test_under_the_null():
     from modprefs.stats.icc_difference import icc_difference_test
 
     design = Design(20, 12, 8)
-    settings = SimSettings(n_sims=300, seed=9, interval="sampling", table2=False, icc_test="jackknife",
-                           n_calibration=8, n_boot=30)
+    settings = SimSettings(
+        n_sims=300, seed=9, interval="sampling", table2=False, icc_test="jackknife", n_calibration=8, n_boot=30
+    )
     [res] = run_tasks([Task("null", "icc_diff", exchangeable_null(SimulationParams()), design, settings)], jobs=2)
     planned, planned_se, crit = icc_diff_power(res, 0.05, jackknife_test_calibration({design: res})[design])
     p_values = []
@@ -78,8 +86,10 @@ def test_permutation_test_has_its_size_under_the_same_null():
     """The analysis' own test on the same data model (what the planned test mimics)."""
     from modprefs.stats.reliability import icc_permutation_test
 
-    p_values = [icc_permutation_test(ratings, participants, 39, seed=i)["icc_2_1"]["p_value"]
-                for i, (ratings, participants, _) in _null_studies(60, 16, 10, 6)]
+    p_values = [
+        icc_permutation_test(ratings, participants, 39, seed=i)["icc_2_1"]["p_value"]
+        for i, (ratings, participants, _) in _null_studies(60, 16, 10, 6)
+    ]
     rate = float(np.mean(np.array(p_values) <= 0.05))
     assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 60)
 
@@ -90,16 +100,29 @@ def test_recommended_design_meets_its_precision_target_afresh(tmp_path):
     priors = Priors(source="test", scenarios={"central": p}, curves=curves, table=_empty_table())
     targets = Targets(ci_half_width=0.2, target_conditions=("audio",), assurance=0.8)
     designs = design_grid([20], [12, 20, 28, 40, 56], [8], "both")  # the jackknife interval needs ~40 here
-    result = make_plan(priors, designs, targets, Costs(), SimSettings(n_sims=60, seed=1, n_calibration=4, n_boot=60),
-                       ("central",), jobs=2, cache_dir=tmp_path)
+    result = make_plan(
+        priors,
+        designs,
+        targets,
+        Costs(),
+        SimSettings(n_sims=60, seed=1, n_calibration=4, n_boot=60),
+        ("central",),
+        jobs=2,
+        cache_dir=tmp_path,
+    )
     rec = result.recommendations.iloc[0]
     assert rec["met"], rec["note"]
     d = Design(int(rec["prompts"]), int(rec["raters"]), int(rec["trials"]))
     widths = []
     for i in range(40):
         rng = np.random.default_rng([0xFE5, i])
-        study = simulate_study(p, balanced_layout(d.prompts, d.raters, d.trials, d.conditions, rng),
-                               prism_like_lengths(d.prompts, rng), rng, attention=False)
+        study = simulate_study(
+            p,
+            balanced_layout(d.prompts, d.raters, d.trials, d.conditions, rng),
+            prism_like_lengths(d.prompts, rng),
+            rng,
+            attention=False,
+        )
         widths.append(analysis_half_widths(study, ANALYSIS_CI_METHOD, 100, rng, 0.95)["audio"])
     share = float(np.mean(np.array(widths) <= 0.2))
     assert share >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / 40), (d, share, rec["assurance_audio"])

@@ -72,8 +72,10 @@ def test_interaction_does_not_depend_on_other_rows(tmp_path):
 
 
 def test_seed_changes_choices():
-    rows = [prism_row(f"c{i}", [(f"q{i}", [("a", "x" * 10, 1), ("b", "y" * 20, 2), ("c", "z" * 30, 3), ("d", "w", 4)])])
-            for i in range(30)]
+    rows = [
+        prism_row(f"c{i}", [(f"q{i}", [("a", "x" * 10, 1), ("b", "y" * 20, 2), ("c", "z" * 30, 3), ("d", "w", 4)])])
+        for i in range(30)
+    ]
     t1, _ = build_interactions(rows, seed=1)
     t2, _ = build_interactions(rows, seed=2)
     t1b, _ = build_interactions(rows, seed=1)
@@ -121,6 +123,7 @@ def _drop(key):
 def _set_utt(key, value):
     def edit(rows):
         rows[1]["conversation_history"][1][key] = value
+
     return edit
 
 

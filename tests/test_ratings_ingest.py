@@ -15,8 +15,9 @@ from modprefs.ratings.sources import RatingsSourceError
 def design():
     stim = make_stimuli(12)
     asg = make_assignments(stim, raters_per_condition=6, trials=6)
-    params = SimulationParams(p_fail_attention_audio=0.0, p_fail_attention_text=0.0,
-                              p_incomplete_audio=0.0, p_incomplete_text=0.0)
+    params = SimulationParams(
+        p_fail_attention_audio=0.0, p_fail_attention_text=0.0, p_incomplete_audio=0.0, p_incomplete_text=0.0
+    )
     r, t, p, _ = simulate_ratings(stim, asg, params, seed=3)
     return stim, r, t, p
 
@@ -26,8 +27,10 @@ def raw(design, tmp_path):
     """The valid tables as strings, and a writer for a mutated copy."""
     stim, r, t, p = design
     write_tables(tmp_path, r, t, p)
-    frames = {n: pd.read_csv(tmp_path / f"{n}.csv", dtype=str, keep_default_na=False)
-              for n in ("ratings", "trials", "participants")}
+    frames = {
+        n: pd.read_csv(tmp_path / f"{n}.csv", dtype=str, keep_default_na=False)
+        for n in ("ratings", "trials", "participants")
+    }
 
     def write():
         for n, df in frames.items():
@@ -99,9 +102,16 @@ def test_missing_columns_optional_and_required(raw):
     assert err.problems == ["ratings.csv: missing column 'rating'"]
 
 
-@pytest.mark.parametrize("value,fragment", [("0", "below the minimum"), ("101", "above the maximum"),
-                                            ("abc", "not an integer"), ("50.5", "not an integer"),
-                                            ("", "empty value")])
+@pytest.mark.parametrize(
+    "value,fragment",
+    [
+        ("0", "below the minimum"),
+        ("101", "above the maximum"),
+        ("abc", "not an integer"),
+        ("50.5", "not an integer"),
+        ("", "empty value"),
+    ],
+)
 def test_bad_rating_values(raw, value, fragment):
     stim, f, write = raw
     f["ratings"].loc[7, "rating"] = value
@@ -342,10 +352,8 @@ def _ingest_run(root, name, stim, asg, tables, overrides=None, targets=WORKFLOW_
     wd = _workdir(root, name, stim, asg)
     src = root / f"{name}_collected"
     write_tables(src, *tables)
-    cfg = write_config(wd, {"ratings": {"source": str(src)}, "stats": {"n_boot": 20, "n_perm": 0},
-                            **(overrides or {})})
-    proc = run_workflow(wd, "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--", *targets,
-                        configfile=cfg)
+    cfg = write_config(wd, {"ratings": {"source": str(src)}, "stats": {"n_boot": 20, "n_perm": 0}, **(overrides or {})})
+    proc = run_workflow(wd, "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--", *targets, configfile=cfg)
     return wd, proc
 
 
@@ -379,12 +387,18 @@ def test_workflow_na_id_and_ids_outside_the_design_analysed_as_any_id(workflow_s
     # the source is a declared input: editing it plans the ingest again (and what follows)
     from workflow_runner import planned_jobs, run_workflow
 
-    assert planned_jobs(run_workflow(wd0, "-n", "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--",
-                                     *WORKFLOW_TARGETS)) == {}
-    _edit_csv(root / "ordinary_collected" / "ratings.csv", lambda d: d.assign(
-        rating=d["rating"].where(d.index != 20, "55")))
-    jobs = planned_jobs(run_workflow(wd0, "-n", "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--",
-                                     *WORKFLOW_TARGETS))
+    assert (
+        planned_jobs(
+            run_workflow(wd0, "-n", "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--", *WORKFLOW_TARGETS)
+        )
+        == {}
+    )
+    _edit_csv(
+        root / "ordinary_collected" / "ratings.csv", lambda d: d.assign(rating=d["rating"].where(d.index != 20, "55"))
+    )
+    jobs = planned_jobs(
+        run_workflow(wd0, "-n", "--allowed-rules", "ingest_ratings", "icc_table", "table3", "--", *WORKFLOW_TARGETS)
+    )
     assert jobs == {"ingest_ratings": 1, "icc_table": 1, "table3": 1}
 
 
@@ -396,16 +410,26 @@ def _bad_source(root, name, tables, edit):
 
 
 WORKFLOW_BAD = {
-    "rating_out_of_range": (lambda s: _edit_csv(s / "ratings.csv", lambda d: d.assign(
-        rating=d["rating"].where(d.index != 4, 101))), ["ratings.csv row 6, column rating", "above the maximum"]),
-    "non_utf8_trials": (lambda s: (s / "trials.csv").write_bytes((s / "trials.csv").read_bytes().replace(
-        b"tie", b"ti\xe9", 1)), ["trials.csv: not UTF-8 text", "line "]),
-    "header_only_tables": (lambda s: [_edit_csv(s / f"{n}.csv", lambda d: d.iloc[:0]) for n in TABLES_],
-                           ["ratings.csv: no rating rows", "empty study"]),
-    "attention_disagrees": (lambda s: _edit_csv(s / "participants.csv", lambda d: d.assign(
-        passed_attention=True)), ["participants.csv row", "column passed_attention", "preferred '1'"]),
-    "unknown_clip": (lambda s: _edit_csv(s / "ratings.csv", lambda d: d.assign(
-        clip_id=d["clip_id"].where(d.index != 9, "zz_0"))), ["ratings.csv row 11, column clip_id", "unknown clip"]),
+    "rating_out_of_range": (
+        lambda s: _edit_csv(s / "ratings.csv", lambda d: d.assign(rating=d["rating"].where(d.index != 4, 101))),
+        ["ratings.csv row 6, column rating", "above the maximum"],
+    ),
+    "non_utf8_trials": (
+        lambda s: (s / "trials.csv").write_bytes((s / "trials.csv").read_bytes().replace(b"tie", b"ti\xe9", 1)),
+        ["trials.csv: not UTF-8 text", "line "],
+    ),
+    "header_only_tables": (
+        lambda s: [_edit_csv(s / f"{n}.csv", lambda d: d.iloc[:0]) for n in TABLES_],
+        ["ratings.csv: no rating rows", "empty study"],
+    ),
+    "attention_disagrees": (
+        lambda s: _edit_csv(s / "participants.csv", lambda d: d.assign(passed_attention=True)),
+        ["participants.csv row", "column passed_attention", "preferred '1'"],
+    ),
+    "unknown_clip": (
+        lambda s: _edit_csv(s / "ratings.csv", lambda d: d.assign(clip_id=d["clip_id"].where(d.index != 9, "zz_0"))),
+        ["ratings.csv row 11, column clip_id", "unknown clip"],
+    ),
 }
 TABLES_ = ("ratings", "trials", "participants")
 
@@ -439,8 +463,27 @@ def test_workflow_ingest_bad_inputs_fail_cleanly(workflow_study, case):
     else:
         mention = ["ratings.source: not found"]
     cfg = write_config(wd, {"ratings": ratings_cfg, "stats": {"n_boot": 20}})
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(wd),
-           "--configfile", str(cfg), "--cores", "1", "--allowed-rules", "ingest_ratings", "icc_table", "--",
-           "results/stats/tables/icc.csv"]
-    assert_clean_failure(cmd, watch=[wd / "results/study", wd / "results/ratings", wd / "results/stats"],
-                         must_mention=mention, env={"OPENBLAS_NUM_THREADS": "1"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(wd),
+        "--configfile",
+        str(cfg),
+        "--cores",
+        "1",
+        "--allowed-rules",
+        "ingest_ratings",
+        "icc_table",
+        "--",
+        "results/stats/tables/icc.csv",
+    ]
+    assert_clean_failure(
+        cmd,
+        watch=[wd / "results/study", wd / "results/ratings", wd / "results/stats"],
+        must_mention=mention,
+        env={"OPENBLAS_NUM_THREADS": "1"},
+    )

@@ -58,13 +58,17 @@ def test_encodings(tmp_path):
         read_table(tmp_path / "latin1.csv")
 
 
-@pytest.mark.parametrize("content,fragment", [
-    ("", "the file is empty"), ("\n  \n", "the file is empty"),
-    ("participant_id,rating\n", "has a header but no data rows"),
-    ("a,b,a\n1,2,3\n", "column 'a' appears more than once"),
-    ("a,,b\n1,2,3\n", "column 2 of the header has no name"),
-    ("a,b\n1,2\n3,4,5\n", "line 3 has 3 field(s) but the header has 2"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("", "the file is empty"),
+        ("\n  \n", "the file is empty"),
+        ("participant_id,rating\n", "has a header but no data rows"),
+        ("a,b,a\n1,2,3\n", "column 'a' appears more than once"),
+        ("a,,b\n1,2,3\n", "column 2 of the header has no name"),
+        ("a,b\n1,2\n3,4,5\n", "line 3 has 3 field(s) but the header has 2"),
+    ],
+)
 def test_unreadable_tables_name_the_file(tmp_path, content, fragment):
     path = tmp_path / "x.csv"
     path.write_text(content)
@@ -80,8 +84,9 @@ def test_header_only_allowed_when_asked(tmp_path):
 
 
 def test_parquet_ids_are_strings(tmp_path):
-    pd.DataFrame({"participant_id": ["NA", "P2", None], "prompt_id": [1, 2, 3], "rating": [5, None, 7]}) \
-        .to_parquet(tmp_path / "t.parquet")
+    pd.DataFrame({"participant_id": ["NA", "P2", None], "prompt_id": [1, 2, 3], "rating": [5, None, 7]}).to_parquet(
+        tmp_path / "t.parquet"
+    )
     df = read_table(tmp_path / "t.parquet")
     assert df["participant_id"].tolist() == ["NA", "P2", None] and df["prompt_id"].tolist() == ["1", "2", "3"]
     assert df["rating"].iloc[1] != df["rating"].iloc[1]  # NaN
@@ -122,8 +127,9 @@ def study():
     """A small simulated study without attention failures or dropouts (native tables)."""
     stim = make_stimuli(10, seed=2)
     asg = make_assignments(stim, raters_per_condition=6, trials=5, seed=2)
-    params = SimulationParams(p_fail_attention_audio=0.0, p_fail_attention_text=0.0,
-                              p_incomplete_audio=0.0, p_incomplete_text=0.0)
+    params = SimulationParams(
+        p_fail_attention_audio=0.0, p_fail_attention_text=0.0, p_incomplete_audio=0.0, p_incomplete_text=0.0
+    )
     r, t, p, _ = simulate_ratings(stim, asg, params, seed=11)
     return stim, asg, r, t, p
 
@@ -131,8 +137,12 @@ def study():
 def _wide(r: pd.DataFrame, t: pd.DataFrame) -> pd.DataFrame:
     """One row per trial: ratings of response 0/1, audio quality, first_clip, and the trial's columns."""
     r = r.assign(response=r["clip_id"].str[-1].astype(int))
-    w = r.pivot_table(index=["participant_id", "condition", "prompt_id", "trial"], columns="response",
-                      values=["rating", "audio_quality"], aggfunc="first")
+    w = r.pivot_table(
+        index=["participant_id", "condition", "prompt_id", "trial"],
+        columns="response",
+        values=["rating", "audio_quality"],
+        aggfunc="first",
+    )
     w.columns = [f"{a}_{b}" for a, b in w.columns]
     w = w.reset_index()
     first = r[r["presented_first"]].set_index(["participant_id", "trial"])["response"].rename("first_clip")
@@ -145,11 +155,19 @@ def _wide(r: pd.DataFrame, t: pd.DataFrame) -> pd.DataFrame:
 
 def test_column_map_and_wide_format(study, tmp_path):
     stim, _, r, t, p = study
-    wide = _wide(r, t).rename(columns={"participant_id": "worker", "rating_0": "score_a", "rating_1": "score_b",
-                                       "prompt_id": "item", "first_clip": "shown_first"})
+    wide = _wide(r, t).rename(
+        columns={
+            "participant_id": "worker",
+            "rating_0": "score_a",
+            "rating_1": "score_b",
+            "prompt_id": "item",
+            "first_clip": "shown_first",
+        }
+    )
     wide.to_csv(tmp_path / "wide.csv", index=False)
-    cols = parse_column_map("participant_id=worker,rating_0=score_a,rating_1=score_b,prompt=item,"
-                            "first_clip=shown_first")
+    cols = parse_column_map(
+        "participant_id=worker,rating_0=score_a,rating_1=score_b,prompt=item,first_clip=shown_first"
+    )
     raw = load_ratings_source(tmp_path / "wide.csv", cols, stim)
     assert set(raw.tables) == {"ratings", "trials"} and len(raw.tables["ratings"]) == 2 * len(wide)
     valid = ingest_ratings(tmp_path / "wide.csv", stim, cols)
@@ -170,10 +188,12 @@ def test_column_map_and_wide_format(study, tmp_path):
 def test_column_map_problems(study, tmp_path):
     stim, _, r, _, _ = study
     r.to_csv(tmp_path / "r.csv", index=False)
-    for cols, fragment in [({"ratting": "rating"}, "unknown column 'ratting'"),
-                           ({"rating": "score"}, "no table has a column 'score'"),
-                           ({"rating": "trial"}, "the table already has a column 'rating'"),
-                           ({"rating": "x", "trial": "x"}, "mapped to more than one column")]:
+    for cols, fragment in [
+        ({"ratting": "rating"}, "unknown column 'ratting'"),
+        ({"rating": "score"}, "no table has a column 'score'"),
+        ({"rating": "trial"}, "the table already has a column 'rating'"),
+        ({"rating": "x", "trial": "x"}, "mapped to more than one column"),
+    ]:
         with pytest.raises(RatingsSourceError) as exc:
             load_ratings_source(tmp_path / "r.csv", cols, stim)
         assert fragment in str(exc.value), fragment
@@ -187,8 +207,9 @@ def test_column_map_problems(study, tmp_path):
 
 def test_single_table_splits_trial_and_participant_columns(study, tmp_path):
     stim, _, r, t, p = study
-    one = r.merge(t[["participant_id", "trial", "preference", "decision_time_s"]], on=["participant_id", "trial"]) \
-           .merge(p[["participant_id", "age", "passed_attention"]], on="participant_id")
+    one = r.merge(
+        t[["participant_id", "trial", "preference", "decision_time_s"]], on=["participant_id", "trial"]
+    ).merge(p[["participant_id", "age", "passed_attention"]], on="participant_id")
     one.to_csv(tmp_path / "one.csv", index=False)
     valid = ingest_ratings(tmp_path / "one.csv", stim)
     assert len(valid.tables["trials"]) == len(t) and len(valid.tables["participants"]) == len(p)
@@ -196,15 +217,19 @@ def test_single_table_splits_trial_and_participant_columns(study, tmp_path):
     assert "preference" not in valid.tables["ratings"].columns
     one.loc[one.index[one["participant_id"] == one["participant_id"].iloc[0]][3], "age"] = 99
     one.to_csv(tmp_path / "one.csv", index=False)
-    with pytest.raises(RatingsSourceError, match=r"one\.csv row \d+, column age: '99', but one\.csv row 2 of the same "
-                                                 "participant"):
+    with pytest.raises(
+        RatingsSourceError,
+        match=r"one\.csv row \d+, column age: '99', but one\.csv row 2 of the same "
+        "participant",
+    ):
         ingest_ratings(tmp_path / "one.csv", stim)
 
 
 def test_prompt_and_response_instead_of_clip(study, tmp_path):
     stim, _, r, _, _ = study
-    r.assign(response=r["clip_id"].str[-1])[["participant_id", "condition", "prompt_id", "response", "rating"]] \
-        .to_csv(tmp_path / "pr.csv", index=False)
+    r.assign(response=r["clip_id"].str[-1])[["participant_id", "condition", "prompt_id", "response", "rating"]].to_csv(
+        tmp_path / "pr.csv", index=False
+    )
     valid = ingest_ratings(tmp_path / "pr.csv", stim)
     assert valid.tables["ratings"]["clip_id"].tolist() == r["clip_id"].tolist()
 
@@ -214,8 +239,12 @@ def test_datasets_folders_and_data_files(study, tmp_path):
     stim, _, r, t, p = study
     datasets.Dataset.from_pandas(r, preserve_index=False).save_to_disk(str(tmp_path / "ds"))
     assert len(load_ratings_source(tmp_path / "ds", None, stim).tables["ratings"]) == len(r)
-    dd = datasets.DatasetDict({"ratings": datasets.Dataset.from_pandas(r, preserve_index=False),
-                               "trials": datasets.Dataset.from_pandas(t, preserve_index=False)})
+    dd = datasets.DatasetDict(
+        {
+            "ratings": datasets.Dataset.from_pandas(r, preserve_index=False),
+            "trials": datasets.Dataset.from_pandas(t, preserve_index=False),
+        }
+    )
     dd.save_to_disk(str(tmp_path / "dd"))
     assert set(load_ratings_source(tmp_path / "dd", None, stim).tables) == {"ratings", "trials"}
     datasets.DatasetDict({"a": dd["ratings"], "b": dd["trials"]}).save_to_disk(str(tmp_path / "ab"))
@@ -301,12 +330,27 @@ def test_any_table_gives_the_native_icc(study, tmp_path):
     reference = _stats(tmp_path, "native", native, clips)
     assert reference["n_participants"].tolist() == [6, 6] and reference["icc_2_1"].notna().all()
     # wide, foreign names, one row per trial
-    wide = _wide(r, t).rename(columns={"participant_id": "worker", "rating_0": "score_a", "rating_1": "score_b",
-                                       "prompt_id": "item", "first_clip": "shown_first", "condition": "arm"})
+    wide = _wide(r, t).rename(
+        columns={
+            "participant_id": "worker",
+            "rating_0": "score_a",
+            "rating_1": "score_b",
+            "prompt_id": "item",
+            "first_clip": "shown_first",
+            "condition": "arm",
+        }
+    )
     wide.to_csv(tmp_path / "wide.csv", index=False)
-    got = _stats(tmp_path, "wide", tmp_path / "wide.csv", clips, "--map",
-                 "participant=worker,rating_0=score_a,rating_1=score_b,prompt=item,first_clip=shown_first",
-                 "--map", "condition=arm")
+    got = _stats(
+        tmp_path,
+        "wide",
+        tmp_path / "wide.csv",
+        clips,
+        "--map",
+        "participant=worker,rating_0=score_a,rating_1=score_b,prompt=item,first_clip=shown_first",
+        "--map",
+        "condition=arm",
+    )
     _assert_icc_equal(got, reference)
     # Parquet, and a datasets save_to_disk folder
     r.to_parquet(tmp_path / "ratings.parquet")
@@ -316,13 +360,14 @@ def test_any_table_gives_the_native_icc(study, tmp_path):
     # four columns with foreign names == the same four columns in the native schema (a model without the
     # trial and order covariates the four columns do not hold)
     four = r[["participant_id", "condition", "clip_id", "rating"]]
-    write_tables(tmp_path / "four_native", four, t.iloc[:0][["participant_id", "prompt_id"]],
-                 p[["participant_id"]])
+    write_tables(tmp_path / "four_native", four, t.iloc[:0][["participant_id", "prompt_id"]], p[["participant_id"]])
     four_native = _stats(tmp_path, "four_native", tmp_path / "four_native", clips)
-    four.rename(columns={"participant_id": "rater", "clip_id": "stimulus", "rating": "score"}) \
-        .to_csv(tmp_path / "four.csv", index=False)
-    got = _stats(tmp_path, "four", tmp_path / "four.csv", clips, "--map",
-                 "participant=rater,clip_id=stimulus,rating=score")
+    four.rename(columns={"participant_id": "rater", "clip_id": "stimulus", "rating": "score"}).to_csv(
+        tmp_path / "four.csv", index=False
+    )
+    got = _stats(
+        tmp_path, "four", tmp_path / "four.csv", clips, "--map", "participant=rater,clip_id=stimulus,rating=score"
+    )
     _assert_icc_equal(got, four_native)
     assert (got["model"] == "rating ~ 1 + (1|clip_id) + (1|participant_id)").all()
     # every skipped analysis names the column it misses
@@ -331,8 +376,16 @@ def test_any_table_gives_the_native_icc(study, tmp_path):
         df = pd.read_csv(path)
         if list(df.columns) == ["status", "reason"]:
             skipped[path.stem] = df["reason"].iloc[0]
-    assert {"table2_lmm", "practice_effects", "table3_session", "behaviour", "thresholds_gaps", "table4_reliability",
-            "justifications", "audio_quality"} <= set(skipped)
+    assert {
+        "table2_lmm",
+        "practice_effects",
+        "table3_session",
+        "behaviour",
+        "thresholds_gaps",
+        "table4_reliability",
+        "justifications",
+        "audio_quality",
+    } <= set(skipped)
     for name, reason in skipped.items():
         assert "needs " in reason and any(f"{t}." in reason for t in ("ratings", "trials", "participants")), name
     assert "trials.preference" in skipped["thresholds_gaps"] and "ratings.presented_first" in skipped["table2_lmm"]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
-from modprefs.ratings.ingest import validate_ratings_dir
+from modprefs.ratings.ingest import validate_as_collected, validate_ratings_dir
 from modprefs.ratings.justification_text import aspect_weights
 from modprefs.ratings.schema import load_table_schema
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
@@ -31,8 +31,9 @@ def design():
 def sim(design):
     stim, asg = design
     # raise failure/dropout rates so every branch appears
-    params = SimulationParams(p_fail_attention_audio=0.3, p_fail_attention_text=0.3,
-                              p_incomplete_audio=0.3, p_incomplete_text=0.3)
+    params = SimulationParams(
+        p_fail_attention_audio=0.3, p_fail_attention_text=0.3, p_incomplete_audio=0.3, p_incomplete_text=0.3
+    )
     return simulate_ratings(stim, asg, params, seed=11)
 
 
@@ -52,6 +53,9 @@ def test_round_trip_through_ingest(sim, design, tmp_path):
     write_tables(tmp_path, ratings, trials, parts)
     tables = validate_ratings_dir(tmp_path, stim)
     assert len(tables["ratings"]) == len(ratings)
+    validate_as_collected({"ratings": ratings, "trials": trials, "participants": parts}, stim)  # the adapter's check
+    with pytest.raises(Exception, match="rating"):
+        validate_as_collected({"ratings": ratings.assign(rating=1000), "trials": trials, "participants": parts}, stim)
 
 
 def test_ratings_are_integers_in_range_and_audio_quality_audio_only(sim):
@@ -104,8 +108,12 @@ def test_each_trial_has_two_ratings_and_order_matches_assignments(sim, design):
 
 def test_preference_consistent_with_ratings(sim):
     ratings, trials, _, _ = sim
-    w = ratings[ratings["trial"] > 0].assign(resp=lambda d: d["clip_id"].str[-1]).pivot_table(
-        index=["participant_id", "trial"], columns="resp", values="rating").reset_index()
+    w = (
+        ratings[ratings["trial"] > 0]
+        .assign(resp=lambda d: d["clip_id"].str[-1])
+        .pivot_table(index=["participant_id", "trial"], columns="resp", values="rating")
+        .reset_index()
+    )
     m = trials[trials["trial"] > 0].merge(w, on=["participant_id", "trial"])
     dec = m[m["preference"] != "tie"]
     assert ((dec["preference"] == "0") == (dec["0"] > dec["1"])).all()
@@ -136,14 +144,23 @@ def test_truth_table(sim, design):
 def test_unclipped_mode_and_recovery_of_fixed_effects(design):
     stim, _ = design
     asg = make_assignments(stim, raters_per_condition=40, trials=16, seed=1)
-    p = SimulationParams(clip_ratings=False, tie_mode="threshold", p_fail_attention_audio=0, p_fail_attention_text=0,
-                         p_incomplete_audio=0, p_incomplete_text=0, resid_df=math.inf, resid_scale_cv=0.0)
+    p = SimulationParams(
+        clip_ratings=False,
+        tie_mode="threshold",
+        p_fail_attention_audio=0,
+        p_fail_attention_text=0,
+        p_incomplete_audio=0,
+        p_incomplete_text=0,
+        resid_df=math.inf,
+        resid_scale_cv=0.0,
+    )
     r = simulate_ratings(stim, asg, p, seed=2)[0]
     r = r[r["trial"] > 0]
     assert r["rating"].max() > 100 or r["rating"].min() < 1
     # within-trial contrast: first minus second, averaged, recovers b_first (+ b_first_text in text)
-    w = r.pivot_table(index=["participant_id", "trial", "condition"], columns="presented_first",
-                      values="rating").reset_index()
+    w = r.pivot_table(
+        index=["participant_id", "trial", "condition"], columns="presented_first", values="rating"
+    ).reset_index()
     # length is balanced across positions only on average; allow a generous band
     d = (w[True] - w[False]).groupby(w["condition"]).mean()
     assert abs(d["audio"] - p.b_first) < 6 and abs(d["text"] - (p.b_first + p.b_first_text)) < 8
@@ -184,8 +201,10 @@ def test_table_schemas_accept_simulated_rows(sim):
         schema = load_table_schema(table)
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
         for row in rows[:200]:
-            row = {k: (bool(v) if isinstance(v, (np.bool_,)) else v.item() if isinstance(v, np.generic) else v)
-                   for k, v in row.items()}
+            row = {
+                k: (bool(v) if isinstance(v, (np.bool_,)) else v.item() if isinstance(v, np.generic) else v)
+                for k, v in row.items()
+            }
             jsonschema.validate(row, schema)
 
 
@@ -215,9 +234,15 @@ def test_clip_effect_correlations_match_parameters():
 
     n = 6000
     stim = pd.DataFrame({"prompt_id": np.repeat([f"p{i}" for i in range(n)], 2), "response": np.tile([0, 1], n)})
-    p = SimulationParams(var_clip_audio=400.0, var_clip_text=900.0, rho_clip_within_prompt_audio=0.6,
-                         rho_clip_within_prompt_text=0.3, rho_prompt_modality=0.8, rho_clip_modality=0.2,
-                         clip_df=math.inf)
+    p = SimulationParams(
+        var_clip_audio=400.0,
+        var_clip_text=900.0,
+        rho_clip_within_prompt_audio=0.6,
+        rho_clip_within_prompt_text=0.3,
+        rho_prompt_modality=0.8,
+        rho_clip_modality=0.2,
+        clip_df=math.inf,
+    )
     u = _clip_effects(stim, p, np.random.default_rng(0))
     u0, u1 = u[0::2], u[1::2]  # (prompt, [audio, text]) for response 0 and 1
     assert u0[:, 0].var() == pytest.approx(400, rel=0.06) and u0[:, 1].var() == pytest.approx(900, rel=0.06)
@@ -262,8 +287,13 @@ def test_slow_raters_drop_out_more(big_panel):
     stim, asg = big_panel
     slow_mean = {}
     for beta in (0.0, 1.5):
-        p = SimulationParams(incomplete_speed_effect=beta, p_incomplete_audio=0.2, p_incomplete_text=0.2,
-                             p_fail_attention_audio=0.0, p_fail_attention_text=0.0)
+        p = SimulationParams(
+            incomplete_speed_effect=beta,
+            p_incomplete_audio=0.2,
+            p_incomplete_text=0.2,
+            p_fail_attention_audio=0.0,
+            p_fail_attention_text=0.0,
+        )
         _, _, parts, truth = simulate_ratings(stim, asg, p, seed=4)
         slowness = truth[truth["kind"] == "participant"].set_index("participant_id")["time_effect"]
         dropped = parts.loc[~parts["completed"], "participant_id"]
@@ -274,10 +304,16 @@ def test_slow_raters_drop_out_more(big_panel):
 
 def test_session_overhead_and_attention_time(design):
     stim, asg = design
-    base = dict(p_fail_attention_audio=0.0, p_fail_attention_text=0.0, p_incomplete_audio=0.0, p_incomplete_text=0.0,
-                session_overhead_cv=0.0)
-    _, trials, parts, _ = simulate_ratings(stim, asg, SimulationParams(session_overhead_min_audio=7.0,
-                                                                       session_overhead_min_text=2.0, **base), seed=5)
+    base = dict(
+        p_fail_attention_audio=0.0,
+        p_fail_attention_text=0.0,
+        p_incomplete_audio=0.0,
+        p_incomplete_text=0.0,
+        session_overhead_cv=0.0,
+    )
+    _, trials, parts, _ = simulate_ratings(
+        stim, asg, SimulationParams(session_overhead_min_audio=7.0, session_overhead_min_text=2.0, **base), seed=5
+    )
     trial_min = trials.groupby("participant_id")["decision_time_s"].sum() / 60
     extra = parts.set_index("participant_id")["session_minutes"] - trial_min
     by_cond = extra.groupby(parts.set_index("participant_id")["condition"])

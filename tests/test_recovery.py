@@ -36,10 +36,21 @@ def paper_stimuli(seed: int = 0) -> pd.DataFrame:
         a = int(rng.lognormal(5.6, 0.5))
         b = a + int(rng.integers(450, 1200)) if i < 25 else max(20, a + int(rng.normal(0, 120)))
         for r, n in enumerate((a, b)):
-            rows.append({"prompt_id": f"p{i:03d}", "clip_id": f"p{i:03d}_{r}", "response": r,
-                         "stratum": "long_diff" if i < 25 else "other", "n_chars": n, "n_chars_spoken": n,
-                         "duration_s": n / 15.0, "model_name": "m", "prism_score": 50.0,
-                         "history_chars": 0, "history_turns": 0})
+            rows.append(
+                {
+                    "prompt_id": f"p{i:03d}",
+                    "clip_id": f"p{i:03d}_{r}",
+                    "response": r,
+                    "stratum": "long_diff" if i < 25 else "other",
+                    "n_chars": n,
+                    "n_chars_spoken": n,
+                    "duration_s": n / 15.0,
+                    "model_name": "m",
+                    "prism_score": 50.0,
+                    "history_chars": 0,
+                    "history_turns": 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -93,11 +104,28 @@ def test_recovery_at_a_different_setting_with_clipping():
     would test the luck of those draws rather than the estimator.
     """
     params = dataclasses.replace(
-        SimulationParams(), intercept=50.0, b_text=5.0, b_first=0.0, b_first_text=0.0, b_len=0.0, b_len_text=0.0,
-        b_trial=0.0, b_trial_text=0.0, var_clip_audio=120.0, var_clip_text=120.0, var_participant_audio=20.0,
-        var_participant_text=20.0, var_resid_audio=60.0, var_resid_text=60.0, clip_df=float("inf"),
-        resid_df=float("inf"), resid_scale_cv=0.0, rho_clip_within_prompt_audio=0.0,
-        rho_clip_within_prompt_text=0.0, tie_mode="threshold")
+        SimulationParams(),
+        intercept=50.0,
+        b_text=5.0,
+        b_first=0.0,
+        b_first_text=0.0,
+        b_len=0.0,
+        b_len_text=0.0,
+        b_trial=0.0,
+        b_trial_text=0.0,
+        var_clip_audio=120.0,
+        var_clip_text=120.0,
+        var_participant_audio=20.0,
+        var_participant_text=20.0,
+        var_resid_audio=60.0,
+        var_resid_text=60.0,
+        clip_df=float("inf"),
+        resid_df=float("inf"),
+        resid_scale_cv=0.0,
+        rho_clip_within_prompt_audio=0.0,
+        rho_clip_within_prompt_text=0.0,
+        tie_mode="threshold",
+    )
     est = _recover(params, n_seeds=100)
     _assert_recovered(params, est)
     for c in est:
@@ -110,8 +138,14 @@ def test_recovery_at_a_different_setting_with_clipping():
 
 def test_recovery_detects_a_wrong_truth():
     """The criterion has power: a 10 % error in a variance component is flagged."""
-    params = dataclasses.replace(SimulationParams(), clip_ratings=False, tie_mode="threshold", clip_df=float("inf"),
-                                 resid_df=float("inf"), resid_scale_cv=0.0)
+    params = dataclasses.replace(
+        SimulationParams(),
+        clip_ratings=False,
+        tie_mode="threshold",
+        clip_df=float("inf"),
+        resid_df=float("inf"),
+        resid_scale_cv=0.0,
+    )
     est = _recover(params)
     wrong = dataclasses.replace(params, var_resid_audio=params.var_resid_audio * 1.1)
     with pytest.raises(AssertionError, match="audio var_resid"):

@@ -10,9 +10,17 @@ from modprefs.stats import reml as R
 from modprefs.stats.reml import fit_crossed_intercepts
 
 
-def simulate_study(seed: int, n_prompts: int = 100, n_raters: int = 47, per_rater: int = 20, sd_clip: float = 8.0,
-                   sd_rater: float = 6.0, sd_resid: float = 15.0, drop: float = 0.03,
-                   remove_rater_means: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def simulate_study(
+    seed: int,
+    n_prompts: int = 100,
+    n_raters: int = 47,
+    per_rater: int = 20,
+    sd_clip: float = 8.0,
+    sd_rater: float = 6.0,
+    sd_resid: float = 15.0,
+    drop: float = 0.03,
+    remove_rater_means: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A study-like incomplete crossed design: each rater rates both clips of ``per_rater`` random prompts.
 
     Ratings are on a 0-100-like scale with order and trial-position effects; a share ``drop`` of
@@ -33,8 +41,14 @@ def simulate_study(seed: int, n_prompts: int = 100, n_raters: int = 47, per_rate
     noise = rng.normal(0.0, sd_resid, clip.size)
     if remove_rater_means:
         noise -= (np.bincount(rater, noise) / np.bincount(rater))[rater]
-    y = (60.0 + 2.0 * presented_first - 0.3 * trial + rng.normal(0.0, sd_clip, 2 * n_prompts)[clip]
-         + rng.normal(0.0, sd_rater, n_raters)[rater] + noise)
+    y = (
+        60.0
+        + 2.0 * presented_first
+        - 0.3 * trial
+        + rng.normal(0.0, sd_clip, 2 * n_prompts)[clip]
+        + rng.normal(0.0, sd_rater, n_raters)[rater]
+        + noise
+    )
     X = np.column_stack([np.ones(clip.size), presented_first, (trial - trial.mean()) / trial.std(ddof=1)])
     return y, X, clip, rater
 
@@ -61,6 +75,7 @@ def small():
 
 # --- independent of R ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("reml", [True, False])
 @pytest.mark.parametrize("theta", [(0.7, 0.4), (0.0, 0.3), (1.5, 0.0), (2.0, 3.0)])
 def test_analytic_gradient_matches_finite_differences(small, reml, theta):
@@ -82,8 +97,9 @@ def test_objective_equals_dense_likelihood_and_is_a_minimum(small, reml):
     assert fit.objective == pytest.approx(best, abs=1e-8)
     assert fit.loglik == pytest.approx(-best / 2, abs=1e-8)
     for factors in [(1.01, 1, 1), (0.99, 1, 1), (1, 1.01, 1), (1, 0.99, 1), (1, 1, 1.01), (1, 1, 0.99)]:
-        moved = dense_criterion(y, X, g1, g2, fit.var_g1 * factors[0], fit.var_g2 * factors[1],
-                                fit.var_resid * factors[2], reml)
+        moved = dense_criterion(
+            y, X, g1, g2, fit.var_g1 * factors[0], fit.var_g2 * factors[1], fit.var_resid * factors[2], reml
+        )
         assert moved > best
 
 
@@ -131,8 +147,11 @@ def test_pooled_and_per_level_cross_products_agree(small, monkeypatch):
     pooled = fit_crossed_intercepts(y, X, g1, g2)
     monkeypatch.setattr(R, "_MAX_STACK", 0)  # forces H' diag(w) H level by level
     per_level = fit_crossed_intercepts(y, X, g1, g2)
-    np.testing.assert_allclose([per_level.var_g1, per_level.var_g2, per_level.var_resid],
-                               [pooled.var_g1, pooled.var_g2, pooled.var_resid], rtol=1e-7)
+    np.testing.assert_allclose(
+        [per_level.var_g1, per_level.var_g2, per_level.var_resid],
+        [pooled.var_g1, pooled.var_g2, pooled.var_resid],
+        rtol=1e-7,
+    )
     assert per_level.objective == pytest.approx(pooled.objective, abs=1e-8)
 
 
@@ -140,27 +159,32 @@ def test_scale_and_shift_equivariance():
     y, X, clip, rater = simulate_study(4, n_prompts=30, n_raters=20, per_rater=10)
     a = fit_crossed_intercepts(y, X, clip, rater)
     b = fit_crossed_intercepts(1000.0 + 0.01 * y, X, clip, rater)
-    np.testing.assert_allclose(np.array([b.var_g1, b.var_g2, b.var_resid]) / 1e-4,
-                               [a.var_g1, a.var_g2, a.var_resid], rtol=1e-7)
+    np.testing.assert_allclose(
+        np.array([b.var_g1, b.var_g2, b.var_resid]) / 1e-4, [a.var_g1, a.var_g2, a.var_resid], rtol=1e-7
+    )
     assert b.objective == pytest.approx(a.objective + (y.size - X.shape[1]) * np.log(1e-4), abs=1e-6)
 
 
-@pytest.mark.parametrize("mutate, match", [
-    (lambda y, X, g1, g2: (y, X, np.zeros_like(g1), g2), "at least 2"),
-    (lambda y, X, g1, g2: (y, X, g1, np.zeros_like(g2)), "at least 2"),
-    (lambda y, X, g1, g2: (np.full_like(y, 50.0), X, g1, g2), "constant"),
-    (lambda y, X, g1, g2: (y, np.column_stack([X, 2 * X[:, 1]]), g1, g2), "rank deficient"),
-    (lambda y, X, g1, g2: (np.where(np.arange(y.size) == 3, np.nan, y), X, g1, g2), "NaN"),
-    (lambda y, X, g1, g2: (y, np.where(np.arange(y.size)[:, None] == 3, np.nan, X), g1, g2), "NaN"),
-    (lambda y, X, g1, g2: (y[:-1], X, g1, g2), "X must be"),
-    (lambda y, X, g1, g2: (y, X, np.arange(y.size), g2), "fewer levels than observations"),
-])
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda y, X, g1, g2: (y, X, np.zeros_like(g1), g2), "at least 2"),
+        (lambda y, X, g1, g2: (y, X, g1, np.zeros_like(g2)), "at least 2"),
+        (lambda y, X, g1, g2: (np.full_like(y, 50.0), X, g1, g2), "constant"),
+        (lambda y, X, g1, g2: (y, np.column_stack([X, 2 * X[:, 1]]), g1, g2), "rank deficient"),
+        (lambda y, X, g1, g2: (np.where(np.arange(y.size) == 3, np.nan, y), X, g1, g2), "NaN"),
+        (lambda y, X, g1, g2: (y, np.where(np.arange(y.size)[:, None] == 3, np.nan, X), g1, g2), "NaN"),
+        (lambda y, X, g1, g2: (y[:-1], X, g1, g2), "X must be"),
+        (lambda y, X, g1, g2: (y, X, np.arange(y.size), g2), "fewer levels than observations"),
+    ],
+)
 def test_degenerate_inputs_raise_value_error(small, mutate, match):
     with pytest.raises(ValueError, match=match):
         fit_crossed_intercepts(*mutate(*small))
 
 
 # --- against lme4 ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def lme4():

@@ -12,10 +12,17 @@ def _coverage_json(path: Path) -> Path:
     def block(cov: float) -> dict:
         return {"coverage": cov, "coverage_ci95_clopper_pearson": [cov - 0.02, cov + 0.02], "mean_width": 0.1}
 
-    summary = {f"{model}/{size}": {"n_studies": 500, "truth_icc_2_1": 0.3,
-                                   "methods": {"jackknife": {"icc_2_1": block(cov), "icc_2_k": block(cov + 0.001)},
-                                               "two_way": {"icc_2_1": block(0.6), "icc_2_k": block(0.61)}}}
-               for (model, size), cov in zip([("simulator", "small"), ("gaussian_crossed", "paper")], [0.931, 0.962])}
+    summary = {
+        f"{model}/{size}": {
+            "n_studies": 500,
+            "truth_icc_2_1": 0.3,
+            "methods": {
+                "jackknife": {"icc_2_1": block(cov), "icc_2_k": block(cov + 0.001)},
+                "two_way": {"icc_2_1": block(0.6), "icc_2_k": block(0.61)},
+            },
+        }
+        for (model, size), cov in zip([("simulator", "small"), ("gaussian_crossed", "paper")], [0.931, 0.962])
+    }
     path.write_text(json.dumps({"summary": summary}), encoding="utf-8")
     return path
 

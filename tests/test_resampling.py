@@ -21,13 +21,16 @@ from modprefs.stats.resampling import (
 
 def mean_difference(values: np.ndarray):
     """Vectorised statistic: mean(first group) - mean(second group) for (P, C) masks."""
+
     def diff(mask: np.ndarray) -> np.ndarray:
         m = np.atleast_2d(mask).astype(float)
         return (m @ values) / m.sum(axis=1) - ((1 - m) @ values) / (1 - m).sum(axis=1)
+
     return diff
 
 
 # ---- bootstrap -----------------------------------------------------------------------------
+
 
 def test_draw_counts_are_multiplicities() -> None:
     draws = draw_units(7, 50, make_rng(1))
@@ -60,6 +63,7 @@ def test_bootstrap_counts_failures_and_multi_output() -> None:
         if idx[0] == 0:
             raise ValueError("not estimable")
         return np.array([idx.mean(), idx.std()])
+
     res = stimulus_bootstrap(5, stat, 200, make_rng(3), mode="indices")
     assert res.estimates.shape == (200, 2)
     assert res.n_failed == int(np.isnan(res.estimates[:, 0]).sum()) > 0
@@ -80,6 +84,7 @@ def test_bootstrap_ci_covers_the_mean() -> None:
 
 # ---- percentile CI -------------------------------------------------------------------------
 
+
 def test_percentile_ci_matches_numpy_and_ignores_nan() -> None:
     x = np.random.default_rng(1).normal(size=1001)
     lo, hi = percentile_ci(x, 0.9)
@@ -94,12 +99,13 @@ def test_percentile_ci_matches_numpy_and_ignores_nan() -> None:
 
 # ---- permutation test ----------------------------------------------------------------------
 
+
 def test_permutation_masks_preserve_sizes() -> None:
     base = np.arange(23) < 10
     masks = permutation_masks(base, 400, make_rng(2))
     assert masks.shape == (400, 23) and (masks.sum(axis=1) == 10).all()
-    assert len({m.tobytes() for m in masks}) > 390                       # genuinely shuffled
-    assert abs(masks.mean(axis=0) - 10 / 23).max() < 0.1                # every participant moves
+    assert len({m.tobytes() for m in masks}) > 390  # genuinely shuffled
+    assert abs(masks.mean(axis=0) - 10 / 23).max() < 0.1  # every participant moves
 
 
 def test_p_value_formula() -> None:
@@ -116,8 +122,9 @@ def test_permutation_result_fields_and_determinism() -> None:
     stat = mean_difference(values)
     a = permutation_test_between_groups(labels, stat, 500, make_rng(7), groups=("audio", "text"))
     b = permutation_test_between_groups(labels, stat, 500, make_rng(7), groups=("audio", "text"), chunk_size=33)
-    c = permutation_test_between_groups(labels, lambda m: float(stat(m)[0]), 500, make_rng(7),
-                                        groups=("audio", "text"), vectorised=False)
+    c = permutation_test_between_groups(
+        labels, lambda m: float(stat(m)[0]), 500, make_rng(7), groups=("audio", "text"), vectorised=False
+    )
     np.testing.assert_array_equal(a.null, b.null)
     np.testing.assert_allclose(a.null, c.null, atol=1e-12)
     assert a.observed == pytest.approx(values[:12].mean() - values[12:].mean())
@@ -134,10 +141,12 @@ def test_permutation_result_fields_and_determinism() -> None:
 def test_p_values_are_uniform_under_the_null() -> None:
     rng = make_rng(2024)
     labels = np.array(["a"] * 15 + ["b"] * 20)
-    pvals = np.array([
-        permutation_test_between_groups(labels, mean_difference(rng.normal(size=35)), 99, rng).p_value
-        for _ in range(300)
-    ])
+    pvals = np.array(
+        [
+            permutation_test_between_groups(labels, mean_difference(rng.normal(size=35)), 99, rng).p_value
+            for _ in range(300)
+        ]
+    )
     assert stats.kstest(pvals, "uniform").pvalue > 0.01
     assert 0.02 <= np.mean(pvals <= 0.05) <= 0.09
 
@@ -152,8 +161,9 @@ def test_alpha_permutation_p_values_are_uniform_under_the_null() -> None:
         x = truth + rng.normal(0, 1, (20, 25))
         x[rng.random(x.shape) < 0.5] = np.nan
         feats = alpha_features(x, "interval")
-        res = permutation_test_between_groups(labels, lambda m, f=feats: group_alpha_difference(f, m), 99, rng,
-                                              groups=("audio", "text"))
+        res = permutation_test_between_groups(
+            labels, lambda m, f=feats: group_alpha_difference(f, m), 99, rng, groups=("audio", "text")
+        )
         pvals.append(res.p_value)
     pvals = np.array(pvals)
     assert stats.kstest(pvals, "uniform").pvalue > 0.01
@@ -171,7 +181,11 @@ def test_power_against_a_clear_difference() -> None:
     x = np.vstack([truth + rng.normal(0, 0.3, (15, 40)), rng.normal(0, 1, (15, 40))])
     x[rng.random(x.shape) < 0.5] = np.nan
     feats = alpha_features(x, "interval")
-    res = permutation_test_between_groups(np.array(["audio"] * 15 + ["text"] * 15),
-                                          lambda m: group_alpha_difference(feats, m), 999, rng,
-                                          groups=("audio", "text"))
+    res = permutation_test_between_groups(
+        np.array(["audio"] * 15 + ["text"] * 15),
+        lambda m: group_alpha_difference(feats, m),
+        999,
+        rng,
+        groups=("audio", "text"),
+    )
     assert res.observed > 0.5 and res.p_value < 0.01

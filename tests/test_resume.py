@@ -22,9 +22,17 @@ from workflow_runner import ROOT, run_workflow, tiny_overrides, write_config
 
 pytestmark = pytest.mark.slow
 
-TABLES = ["results/sampling/prompts.csv", "results/sampling/removals.csv", "results/study/stimuli.csv",
-          "results/study/assignments.csv", "results/ratings/ratings.csv", "results/ratings/trials.csv",
-          "results/ratings/participants.csv", "results/stats/tables/icc.csv", "results/stats/tables/icc.md"]
+TABLES = [
+    "results/sampling/prompts.csv",
+    "results/sampling/removals.csv",
+    "results/study/stimuli.csv",
+    "results/study/assignments.csv",
+    "results/ratings/ratings.csv",
+    "results/ratings/trials.csv",
+    "results/ratings/participants.csv",
+    "results/stats/tables/icc.csv",
+    "results/stats/tables/icc.md",
+]
 START_TIMEOUT_S = 240
 # The final tables are the targets (everything upstream of them runs; the other statistics rules are
 # local and independent of resuming).
@@ -32,17 +40,37 @@ START_TIMEOUT_S = 240
 
 def _config(workdir: Path) -> Path:
     """The tiny config made smaller still (2 prompts -> 6 clips in 2 shards): rendering dominates."""
-    return write_config(workdir, {**tiny_overrides(), "sampling": {"n_prompts": 2},
-                                  "study": {"raters_per_condition": 6, "trials_per_participant": 2},
-                                  "tts": {"shard_size": 3}, "stats": {"n_boot": 20}})
+    return write_config(
+        workdir,
+        {
+            **tiny_overrides(),
+            "sampling": {"n_prompts": 2},
+            "study": {"raters_per_condition": 6, "trials_per_participant": 2},
+            "tts": {"shard_size": 3},
+            "stats": {"n_boot": 20},
+        },
+    )
 
 
 def _start(workdir: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *TABLES]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(workdir / "config.yaml"),
+        "--cores",
+        "2",
+        *TABLES,
+    ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)  # its own process group: killed with its jobs
+    return subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True
+    )  # its own process group: killed with its jobs
 
 
 def _kill_once_speech_started(proc: subprocess.Popen, workdir: Path) -> None:

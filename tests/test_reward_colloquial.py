@@ -25,16 +25,21 @@ ESPEAK = {"backend": "espeak-ng", "voice": "en-us"}
 
 # ------------------------------------------------------------------------------------------ rewriter
 
+
 def test_rule_based_rewriter_rules() -> None:
     assert numbers_as_speech("It costs $5 or 25% more, 3.5 kg, the 2nd of 10,000 in 1990.") == (
         "It costs five dollars or twenty-five percent more, three point five kg, the second of ten thousand in "
-        "nineteen ninety.")
+        "nineteen ninety."
+    )
     spoken = spoken_style("Here are some tips:\n\n1. Make a list.\n2. Buy store brands.\n3. Do not shop hungry.", 0)
     assert "First, make a list." in spoken and "Then, buy store brands." in spoken
     assert "And finally, don't shop hungry." in spoken and "1." not in spoken
-    s = spoken_style("However, it is important to utilize approximately 3 cups. You are welcome to purchase "
-                     "more flour if you do not have enough, and you will need a large bowl for the dough.", 0)
-    assert s.split(",")[0] in ("So", "Well", "Okay", "Yeah", "Right")               # a discourse marker opens it
+    s = spoken_style(
+        "However, it is important to utilize approximately 3 cups. You are welcome to purchase "
+        "more flour if you do not have enough, and you will need a large bowl for the dough.",
+        0,
+    )
+    assert s.split(",")[0] in ("So", "Well", "Okay", "Yeah", "Right")  # a discourse marker opens it
     for phrase in ("but", "you really want to use", "about three cups", "you're", "buy", "don't", "you'll"):
         assert phrase in s.lower(), (phrase, s)
     assert "However" not in s and "utilize" not in s and "approximately" not in s
@@ -44,8 +49,10 @@ def test_rule_based_rewriter_rules() -> None:
 
 
 def test_rewriter_is_deterministic_and_adds_fillers() -> None:
-    text = ("Planning is the biggest money saver. Decide on your meals before you shop. Check your cupboards. "
-            "Write a list so you only buy what you use.")
+    text = (
+        "Planning is the biggest money saver. Decide on your meals before you shop. Check your cupboards. "
+        "Write a list so you only buy what you use."
+    )
     assert spoken_style(text, seed=3) == spoken_style(text, seed=3)
     outs = {spoken_style(text, seed=s) for s in range(12)}
     assert len(outs) > 3  # the seeded choices vary with the seed
@@ -63,6 +70,7 @@ def test_markdown_excerpt_keeps_whole_sentences() -> None:
 
 # ----------------------------------------------------------------------------------- voices, genders
 
+
 def test_voice_pool_is_gender_matched_and_varied() -> None:
     female = {voice_for(DEFAULT_VOICES, f"d{i}_1", "female", 0)["voice"] for i in range(60)}
     male = {voice_for(DEFAULT_VOICES, f"d{i}_1", "male", 0)["voice"] for i in range(60)}
@@ -78,10 +86,17 @@ def test_voice_pool_is_gender_matched_and_varied() -> None:
 
 def _corpus(tmp_path: Path) -> Path:
     m = write_clips(tmp_path / "natural", 8, seed=2, seconds=0.4)
-    corpus = pd.DataFrame({"audio_path": m["path"], "transcript": m["spoken_text"],
-                           "dialogue_id": ["d:1"] * 4 + ["d 2"] * 4, "turn": [0, 1, 2, 3] * 2,
-                           "speaker": ["A", "B"] * 4, "tier": "wild",
-                           "gender": ["F", "M", "female", "male", "f", "m", "w", "unknown"]})
+    corpus = pd.DataFrame(
+        {
+            "audio_path": m["path"],
+            "transcript": m["spoken_text"],
+            "dialogue_id": ["d:1"] * 4 + ["d 2"] * 4,
+            "turn": [0, 1, 2, 3] * 2,
+            "speaker": ["A", "B"] * 4,
+            "tier": "wild",
+            "gender": ["F", "M", "female", "male", "f", "m", "w", "unknown"],
+        }
+    )
     path = tmp_path / "corpus.csv"
     corpus.to_csv(path, index=False)
     return path
@@ -91,24 +106,51 @@ def _study(tmp_path: Path) -> dict:
     manifest = write_clips(tmp_path / "clips", 4, seed=1, seconds=0.4)
     manifest["clip_id"] = ["conv-1_0", "conv-1_1", "c2_0", "c2_1"]
     manifest["prompt_id"] = ["conv-1", "conv-1", "c2", "c2"]
-    stimuli = pd.DataFrame({"prompt_id": manifest["prompt_id"], "clip_id": manifest["clip_id"],
-                            "response": [0, 1, 0, 1], "n_chars": [100, 300, 250, 50]})
-    ratings = pd.DataFrame([{"participant_id": f"{c}{k}", "condition": c, "prompt_id": p, "clip_id": f"{p}_{r}",
-                             "trial": 1, "rating": 30 + 40 * r + k}
-                            for c in ("text", "audio") for p in ("conv-1", "c2") for r in (0, 1) for k in (0, 1)])
-    conversations = pd.DataFrame({
-        "conversation_id": ["conv/1", "c2"],          # "conv/1": an id outside [A-Za-z0-9_-]
-        "history": [[{"role": "user", "content": "hi"}, {"role": "model", "content": "hello"}], []],
-        "prompt": ["How do I save money on groceries?", "What should I see in Lisbon?"],
-        "text_0": ["Here are some tips:\n\n1. Make a list.\n2. Do not shop hungry.",
-                   "However, it is important to see the castle. You will love the 3 old trams."],
-        "text_1": ["Buying store brands saves approximately 20% on most products.",
-                   "Belém is worth a visit, and the custard tarts are famous."]})
+    stimuli = pd.DataFrame(
+        {
+            "prompt_id": manifest["prompt_id"],
+            "clip_id": manifest["clip_id"],
+            "response": [0, 1, 0, 1],
+            "n_chars": [100, 300, 250, 50],
+        }
+    )
+    ratings = pd.DataFrame(
+        [
+            {
+                "participant_id": f"{c}{k}",
+                "condition": c,
+                "prompt_id": p,
+                "clip_id": f"{p}_{r}",
+                "trial": 1,
+                "rating": 30 + 40 * r + k,
+            }
+            for c in ("text", "audio")
+            for p in ("conv-1", "c2")
+            for r in (0, 1)
+            for k in (0, 1)
+        ]
+    )
+    conversations = pd.DataFrame(
+        {
+            "conversation_id": ["conv/1", "c2"],  # "conv/1": an id outside [A-Za-z0-9_-]
+            "history": [[{"role": "user", "content": "hi"}, {"role": "model", "content": "hello"}], []],
+            "prompt": ["How do I save money on groceries?", "What should I see in Lisbon?"],
+            "text_0": [
+                "Here are some tips:\n\n1. Make a list.\n2. Do not shop hungry.",
+                "However, it is important to see the castle. You will love the 3 old trams.",
+            ],
+            "text_1": [
+                "Buying store brands saves approximately 20% on most products.",
+                "Belém is worth a visit, and the custard tarts are famous.",
+            ],
+        }
+    )
     return {"ratings": ratings, "stimuli": stimuli, "manifest": manifest, "conversations": conversations}
 
 
 def _pairs_cfg(**over) -> dict:
     import copy
+
     cfg = copy.deepcopy(DEFAULTS["pairs"])
     cfg["sources"] = ["human"]
     cfg.update(over)
@@ -117,23 +159,34 @@ def _pairs_cfg(**over) -> dict:
 
 def test_modality_pairs_use_several_gender_matched_voices(tmp_path: Path) -> None:
     s = _study(tmp_path)
-    voices = [{"backend": "espeak-ng", "voice": "en-us+f3", "gender": "female"},
-              {"backend": "espeak-ng", "voice": "en-us+f4", "gender": "female"},
-              {"backend": "espeak-ng", "voice": "en-us+m3", "gender": "male"},
-              {"backend": "piper", "voice": "en_US-joe-medium", "gender": "male"}]
-    cfg = _pairs_cfg(corpus={"manifest": str(_corpus(tmp_path)), "name": "demo", "max_pairs": None,
-                             "min_context_turns": 1, "voices": voices}, colloquial=None, degradation=None)
-    sets, summary = build_pair_sets(cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None,
-                                    ESPEAK, tmp_path / "audio", seed=0)
+    voices = [
+        {"backend": "espeak-ng", "voice": "en-us+f3", "gender": "female"},
+        {"backend": "espeak-ng", "voice": "en-us+f4", "gender": "female"},
+        {"backend": "espeak-ng", "voice": "en-us+m3", "gender": "male"},
+        {"backend": "piper", "voice": "en_US-joe-medium", "gender": "male"},
+    ]
+    cfg = _pairs_cfg(
+        corpus={
+            "manifest": str(_corpus(tmp_path)),
+            "name": "demo",
+            "max_pairs": None,
+            "min_context_turns": 1,
+            "voices": voices,
+        },
+        colloquial=None,
+        degradation=None,
+    )
+    sets, summary = build_pair_sets(
+        cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None, ESPEAK, tmp_path / "audio", seed=0
+    )
     mod = sets["modality"].set_index("pair_id")
     assert len(mod) == 6  # turns 1-3 of both dialogues
-    gender = {"d-1_1": "male", "d-1_2": "female", "d-1_3": "male", "d-2_1": "male", "d-2_2": "female",
-              "d-2_3": None}
+    gender = {"d-1_1": "male", "d-1_2": "female", "d-1_3": "male", "d-2_1": "male", "d-2_2": "female", "d-2_3": None}
     by_voice = {f"{v['backend']}/{v['voice']}": v["gender"] for v in voices}
     for key, g in gender.items():
         voice = mod.loc[f"modality:demo:{key}", "tts_voice"]
         assert voice in by_voice and (g is None or by_voice[voice] == g), (key, voice)
-    assert len(set(mod["tts_voice"])) >= 2, mod["tts_voice"].tolist()   # not one voice for every speaker
+    assert len(set(mod["tts_voice"])) >= 2, mod["tts_voice"].tolist()  # not one voice for every speaker
     assert summary["modality"]["gender_matched"] and sum(summary["modality"]["tts_voices"].values()) == 6
     # the same transcript in two voices is different audio, and every file is where the pair says
     a = mod.loc["modality:demo:d-1_1", "rejected_audio"]
@@ -144,8 +197,9 @@ def test_modality_pairs_use_several_gender_matched_voices(tmp_path: Path) -> Non
 def test_without_a_corpus_the_summary_says_what_is_missing(tmp_path: Path) -> None:
     s = _study(tmp_path)
     cfg = _pairs_cfg(colloquial=None)
-    sets, summary = build_pair_sets(cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None,
-                                    ESPEAK, tmp_path / "audio", seed=0)
+    sets, summary = build_pair_sets(
+        cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None, ESPEAK, tmp_path / "audio", seed=0
+    )
     assert sets["modality"].empty and "human-speech corpus" in summary["skipped"]["modality"]
     assert summary["skipped"]["colloquial"] == "reward.pairs.colloquial is null" and sets["colloquial"].empty
 
@@ -153,8 +207,17 @@ def test_without_a_corpus_the_summary_says_what_is_missing(tmp_path: Path) -> No
 def test_colloquial_pairs_by_default_rule_based_same_voice(tmp_path: Path) -> None:
     s = _study(tmp_path)
     cfg = _pairs_cfg(colloquial={**DEFAULTS["pairs"]["colloquial"], "tts": ESPEAK})
-    sets, summary = build_pair_sets(cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None,
-                                    {"backend": "kokoro-onnx", "voice": "jf_alpha"}, tmp_path / "audio", seed=0)
+    sets, summary = build_pair_sets(
+        cfg,
+        s["ratings"],
+        s["stimuli"],
+        s["manifest"],
+        s["conversations"],
+        None,
+        {"backend": "kokoro-onnx", "voice": "jf_alpha"},
+        tmp_path / "audio",
+        seed=0,
+    )
     col = sets["colloquial"].set_index("pair_id")
     assert len(col) == 4 and set(col["category"]) == {"colloquial_rule_based"}
     assert set(col["rewriter"]) == {"rule-based"} and set(col["criterion"]) == {"colloquialness"}
@@ -175,12 +238,23 @@ def test_colloquial_pairs_by_default_rule_based_same_voice(tmp_path: Path) -> No
 
 def test_colloquial_rewriter_misconfiguration_is_named(tmp_path: Path) -> None:
     s = _study(tmp_path)
-    for colloquial, msg in (({"rewriter": "table"}, "colloquial.rewrites"),
-                            ({"rewriter": "llm", "endpoint": {"base_url": "http://x"}}, "lacks base_url and model")):
+    for colloquial, msg in (
+        ({"rewriter": "table"}, "colloquial.rewrites"),
+        ({"rewriter": "llm", "endpoint": {"base_url": "http://x"}}, "lacks base_url and model"),
+    ):
         cfg = _pairs_cfg(colloquial={**DEFAULTS["pairs"]["colloquial"], **colloquial})
         with pytest.raises(PairDataError, match=msg):
-            build_pair_sets(cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None, ESPEAK,
-                            tmp_path / "audio", seed=0)
+            build_pair_sets(
+                cfg,
+                s["ratings"],
+                s["stimuli"],
+                s["manifest"],
+                s["conversations"],
+                None,
+                ESPEAK,
+                tmp_path / "audio",
+                seed=0,
+            )
 
 
 def test_kokoro_and_the_default_voices_render(tmp_path: Path) -> None:
@@ -195,6 +269,7 @@ def test_kokoro_and_the_default_voices_render(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------- ids
+
 
 def test_one_id_normaliser_for_sampling_and_pairs() -> None:
     for cid in ("c0001", "abc_DEF-9", "conv/1", "a b:c", "ü-1"):

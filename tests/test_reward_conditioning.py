@@ -47,8 +47,9 @@ def reversal(tmp_path_factory) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def contexts(tmp_path_factory) -> pd.DataFrame:
-    p = context_pairs(ROOT / "resources/sample/conversations.jsonl", tmp_path_factory.mktemp("ctx_clips"),
-                      seed=0, seconds=0.5)
+    p = context_pairs(
+        ROOT / "resources/sample/conversations.jsonl", tmp_path_factory.mktemp("ctx_clips"), seed=0, seconds=0.5
+    )
     p["split"] = assign_split(p, 0.5, seed=0).to_numpy()
     return p
 

@@ -22,11 +22,21 @@ def test_defaults_without_a_section() -> None:
 
 
 def test_merge_runs_and_errors() -> None:
-    cfg = reward_config({"reward": {"train": {"epochs": 3}, "pairs": {"min_gap": {"audio": 20}},
-                                    "criteria": {"quality": "Be picky."},
-                                    "runs": {"big": {"model": {"backbone": {"name": "qwen2.5-omni",
-                                                                            "model_id": "Qwen/Qwen2.5-Omni-7B"}},
-                                                     "lr": 1e-5}}}})
+    cfg = reward_config(
+        {
+            "reward": {
+                "train": {"epochs": 3},
+                "pairs": {"min_gap": {"audio": 20}},
+                "criteria": {"quality": "Be picky."},
+                "runs": {
+                    "big": {
+                        "model": {"backbone": {"name": "qwen2.5-omni", "model_id": "Qwen/Qwen2.5-Omni-7B"}},
+                        "lr": 1e-5,
+                    }
+                },
+            }
+        }
+    )
     assert cfg["pairs"]["min_gap"] == {"text": 0.0, "audio": 20}
     assert list(cfg["runs"]) == ["big"]
     model, train = run_settings(cfg, "big", 0)
@@ -82,20 +92,26 @@ def test_config_yaml_documents_every_default() -> None:
     assert not [k for k in backbone_keys if f"`{k}`" not in doc]
 
 
-@pytest.mark.parametrize("path,value,expected", [
-    ("pairs.degradaton", {"kinds": ["noise"]}, "reward.pairs.degradaton: unknown key"),
-    ("pairs.colloquial.rewritter", "llm", "reward.pairs.colloquial.rewritter: unknown key"),
-    ("pairs.colloquial.rewriter", "gpt", "reward.pairs.colloquial.rewriter"),
-    ("pairs.corpus.voice", [], "reward.pairs.corpus.voice: unknown key"),
-    ("train.epoch", 3, "reward.train.epoch: unknown key"),
-    ("train.lr", "fast", "reward.train.lr"),
-    ("runs.main", {"epoch": 3}, "reward.runs.main.epoch: unknown key"),
-    ("runs.big", {"model": {"backbone": {"name": "qwen2.5-omni", "lora": {"rank": 8}}}},
-     "reward.runs.big.model.backbone.lora.rank: unknown key"),
-    ("model.backbone.nme", "x", "reward.model.backbone.nme: unknown key"),
-    ("model.pooling", "max", "reward.model.pooling"),
-    ("colour", 1, "reward.colour: unknown key"),
-])
+@pytest.mark.parametrize(
+    "path,value,expected",
+    [
+        ("pairs.degradaton", {"kinds": ["noise"]}, "reward.pairs.degradaton: unknown key"),
+        ("pairs.colloquial.rewritter", "llm", "reward.pairs.colloquial.rewritter: unknown key"),
+        ("pairs.colloquial.rewriter", "gpt", "reward.pairs.colloquial.rewriter"),
+        ("pairs.corpus.voice", [], "reward.pairs.corpus.voice: unknown key"),
+        ("train.epoch", 3, "reward.train.epoch: unknown key"),
+        ("train.lr", "fast", "reward.train.lr"),
+        ("runs.main", {"epoch": 3}, "reward.runs.main.epoch: unknown key"),
+        (
+            "runs.big",
+            {"model": {"backbone": {"name": "qwen2.5-omni", "lora": {"rank": 8}}}},
+            "reward.runs.big.model.backbone.lora.rank: unknown key",
+        ),
+        ("model.backbone.nme", "x", "reward.model.backbone.nme: unknown key"),
+        ("model.pooling", "max", "reward.model.pooling"),
+        ("colour", 1, "reward.colour: unknown key"),
+    ],
+)
 def test_unknown_or_bad_nested_keys_are_named(path: str, value, expected: str) -> None:
     cfg = _config()
     node = cfg["reward"]
@@ -110,10 +126,21 @@ def test_unknown_or_bad_nested_keys_are_named(path: str, value, expected: str) -
 
 def test_valid_gpu_settings_pass_the_schema() -> None:
     cfg = _config()
-    cfg["reward"]["runs"]["omni"] = {"model": {"backbone": {"name": "qwen2.5-omni", "model_id": "Qwen/Qwen2.5-Omni-3B",
-                                                             "revision": "abc123", "local_files_only": True,
-                                                             "lora": {"r": 16, "alpha": 32}}},
-                                     "lr": "auto", "batch_size": 1, "grad_accum": 16, "device": "cuda"}
+    cfg["reward"]["runs"]["omni"] = {
+        "model": {
+            "backbone": {
+                "name": "qwen2.5-omni",
+                "model_id": "Qwen/Qwen2.5-Omni-3B",
+                "revision": "abc123",
+                "local_files_only": True,
+                "lora": {"r": 16, "alpha": 32},
+            }
+        },
+        "lr": "auto",
+        "batch_size": 1,
+        "grad_accum": 16,
+        "device": "cuda",
+    }
     cfg["reward"]["pairs"]["colloquial"] = None
     validate_config(copy.deepcopy(cfg), SCHEMA)
     model, train = run_settings(reward_config(cfg), "omni", 0)
@@ -123,11 +150,27 @@ def test_valid_gpu_settings_pass_the_schema() -> None:
 @pytest.mark.integration
 def test_a_nested_typo_stops_snakemake_before_any_job(tmp_path: Path) -> None:
     from bad_inputs import assert_clean_failure
+
     cfg = _config()
     cfg["reward"]["pairs"]["degradaton"] = {"kinds": ["noise"]}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    result = assert_clean_failure([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile", str(path),
-                                   "--directory", str(tmp_path)], cwd=ROOT, watch=[tmp_path / "results"],
-                                  must_mention=["reward.pairs.degradaton"], timeout=300)
+    result = assert_clean_failure(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "-n",
+            "--cores",
+            "1",
+            "--configfile",
+            str(path),
+            "--directory",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        watch=[tmp_path / "results"],
+        must_mention=["reward.pairs.degradaton"],
+        timeout=300,
+    )
     assert "Job stats" not in result.output

@@ -53,12 +53,26 @@ def examples(tmp_path_factory) -> list[Example]:
     raw = [
         (c["quality"], (Turn("user", "Where is the station?"),), "Left, then right.", paths[0], None),
         (c["fidelity"], (), "Hello there, how are you today, my friend?", paths[3], noise),
-        (c["modality"], (Turn("user", "How was your weekend?", paths[1]), Turn("assistant", "Quiet.")),
-         "I went hiking.", paths[2], None),
+        (
+            c["modality"],
+            (Turn("user", "How was your weekend?", paths[1]), Turn("assistant", "Quiet.")),
+            "I went hiking.",
+            paths[2],
+            None,
+        ),
         (c["quality"], (), "text only", None, None),
         (c["colloquialness"], (Turn("user", "Tell me about " + "rivers " * 20),), "So, um, yeah.", paths[5], None),
-        (c["quality"], (Turn("user", "Tell me a joke."), Turn("model", "Why did the chicken cross the road?"),
-                        Turn("user", "Why?")), "To get to the other side, obviously.", paths[4], None),
+        (
+            c["quality"],
+            (
+                Turn("user", "Tell me a joke."),
+                Turn("model", "Why did the chicken cross the road?"),
+                Turn("user", "Why?"),
+            ),
+            "To get to the other side, obviously.",
+            paths[4],
+            None,
+        ),
     ]
     return [Example(i, ctx, t, a, tr, f) for (i, ctx, t, a, tr), f in zip(raw, feats)]
 
@@ -83,8 +97,11 @@ def test_score_is_the_same_alone_in_any_batch_and_order(examples: list[Example],
     perm = np.random.default_rng(1).permutation(len(examples))
     shuffled = np.empty(len(examples), dtype=np.float32)
     shuffled[perm] = model.score([examples[i] for i in perm], batch_size=3)
-    for name, got in (("one batch", together), ("reversed, batches of 4", reversed_),
-                      ("shuffled, batches of 3", shuffled)):
+    for name, got in (
+        ("one batch", together),
+        ("reversed, batches of 4", reversed_),
+        ("shuffled, batches of 3", shuffled),
+    ):
         assert np.max(np.abs(got - alone)) <= TOL, (name, got - alone)
 
 
@@ -103,6 +120,7 @@ def test_padding_would_leak_without_the_conv_mask(examples: list[Example]) -> No
         pad = (-x.shape[1]) % bb.frame_pool
         x = torch.nn.functional.pad(x, (0, 0, 0, pad))
         return x.view(x.shape[0], -1, bb.frame_pool, x.shape[2]).mean(2)
+
     bb._conv = unmasked
     together = model.score(examples, batch_size=16)
     assert np.max(np.abs(together - alone)) > 10 * TOL
@@ -125,8 +143,7 @@ def run_dir(tmp_path_factory) -> tuple[Path, pd.DataFrame]:
     pairs = fidelity_pairs(d / "clips", 10, per_clip=2, seed=4)
     pairs["context"] = [[{"role": "user", "text": f"Say sentence {i % 4}.", "audio": None}] for i in range(len(pairs))]
     cfg = TrainConfig(epochs=3, batch_size=6, progress=False, seed=0)
-    train_reward_model(pairs, d / "run", {"backbone": {"name": "minilm-logmel", "dim": 32}}, cfg,
-                       cache_dir=d / "cache")
+    train_reward_model(pairs, d / "run", {"backbone": {"name": "minilm-logmel", "dim": 32}}, cfg, cache_dir=d / "cache")
     evaluate_run(d / "run", pairs, out_dir=d / "run" / "eval", cache_dir=d / "cache", batch_size=5)
     pairs.to_parquet(d / "pairs.parquet")
     return d, pairs
@@ -150,11 +167,16 @@ def test_reloaded_checkpoint_reproduces_eval_scores_in_a_fresh_process(run_dir: 
         "from modprefs.reward.model import load_reward_model\n"
         "from modprefs.reward.evaluate import score_pairs\n"
         "pairs = pd.read_parquet(sys.argv[2]).iloc[::-1]\n"
-        "score_pairs(load_reward_model(sys.argv[1]), pairs, batch_size=7).to_csv(sys.argv[3], index=False)\n")
+        "score_pairs(load_reward_model(sys.argv[1]), pairs, batch_size=7).to_csv(sys.argv[3], index=False)\n"
+    )
     out = d / "rescored.csv"
-    proc = subprocess.run([sys.executable, "-c", code, str(d / "run"), str(d / "pairs.parquet"), str(out)],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(d / "run"), str(d / "pairs.parquet"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = pd.read_csv(out).set_index("pair_id")
     ev = pd.read_csv(d / "run" / "eval" / "scores.csv").set_index("pair_id").loc[again.index]
@@ -164,6 +186,7 @@ def test_reloaded_checkpoint_reproduces_eval_scores_in_a_fresh_process(run_dir: 
 
 def test_score_pairs_does_not_depend_on_the_order_of_the_pair_files(run_dir: tuple[Path, pd.DataFrame]) -> None:
     from modprefs.reward.model import load_reward_model
+
     d, pairs = run_dir
     model = load_reward_model(d / "run")
     a = score_pairs(model, pairs).set_index("pair_id")

@@ -25,8 +25,8 @@ from modprefs.reward.synthetic import fidelity_pairs
 from modprefs.reward.train import TrainConfig, build_model, train_reward_model
 
 torch.set_num_threads(2)
-N_CLIPS = 32          # 16 train clips, 16 held-out clips, 3 degradations each
-N_SEEDS = 6           # shuffled-label control runs
+N_CLIPS = 32  # 16 train clips, 16 held-out clips, 3 degradations each
+N_SEEDS = 6  # shuffled-label control runs
 FAST = TrainConfig(epochs=8, batch_size=16, lr=2e-3, progress=False, seed=0)
 MODEL = {"backbone": {"name": "minilm-logmel", "dim": 64, "max_audio_s": 4.0}, "pooling": "mean"}
 
@@ -106,13 +106,17 @@ def test_shuffled_labels_stay_near_chance(pairs: pd.DataFrame, cache_dir: Path) 
         torch.manual_seed(seed)
         model = copy.deepcopy(base)
         for module in model.modules():
-            if module is not model.backbone.text_encoder and hasattr(module, "reset_parameters") \
-                    and not any(m is module for m in model.backbone.text_encoder.modules()):
+            if (
+                module is not model.backbone.text_encoder
+                and hasattr(module, "reset_parameters")
+                and not any(m is module for m in model.backbone.text_encoder.modules())
+            ):
                 module.reset_parameters()
         torch.nn.init.zeros_(model.head.weight)
         cfg = dataclasses.replace(FAST, seed=seed)
-        model, metrics = train_reward_model(_balanced_shuffle(pairs, 100 + seed), None, MODEL, cfg,
-                                            cache_dir=cache_dir, model=model)
+        model, metrics = train_reward_model(
+            _balanced_shuffle(pairs, 100 + seed), None, MODEL, cfg, cache_dir=cache_dir, model=model
+        )
         train_acc.append(metrics["train"]["accuracy"])
         scores = score_pairs(model, val)
         val_acc.append(float(np.mean(scores["r_chosen"] > scores["r_rejected"])))

@@ -25,6 +25,7 @@ def test_loss_equals_hand_computation() -> None:
 
     def nls(x: float) -> float:  # -log(sigmoid(x))
         return math.log1p(math.exp(-x))
+
     diffs = [1.0 - 0.2 - 0.0, -0.5 - 0.5 - 0.1, 2.0 - 2.5 - 0.0, 0.0 - 0.0 - 0.3]
     sums = [1.2, 0.0, 4.5, 0.0]
     expected = sum(nls(d) for d in diffs) / 4 + lam * sum(s * s for s in sums) / 4
@@ -34,7 +35,8 @@ def test_loss_equals_hand_computation() -> None:
     assert parts["center"] == pytest.approx(sum(s * s for s in sums) / 4, rel=1e-6)
     # no margin, no centering: plain BT
     assert float(bradley_terry_loss(rc, rr)[0]) == pytest.approx(
-        sum(nls(c - r) for c, r in zip(rc.tolist(), rr.tolist())) / 4, rel=1e-6)
+        sum(nls(c - r) for c, r in zip(rc.tolist(), rr.tolist())) / 4, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("pooling", POOLINGS)
@@ -61,6 +63,7 @@ def test_gradient_check_tiny_head(pooling: str) -> None:
             rc = call(pool, {"score.weight": q_}, (hc, mask)) @ w.detach()
             rr = call(pool, {"score.weight": q_}, (hr, mask)) @ w.detach()
             return bradley_terry_loss(rc, rr, margin, 0.01)[0]
+
         assert torch.autograd.gradcheck(g, (q,), eps=1e-6, atol=1e-6)
 
 
@@ -73,20 +76,40 @@ def _feature_pairs(n: int, dim: int, seed: int, offset: float = 0.0) -> tuple[pd
     prefer_a = rng.random(n) < 1 / (1 + np.exp(-(a - b) @ w_true))
     xc = np.where(prefer_a[:, None], a, b).astype(np.float32)
     xr = np.where(prefer_a[:, None], b, a).astype(np.float32)
-    pairs = pd.DataFrame({"pair_id": [f"p{i}" for i in range(n)], "criterion": "quality",
-                          "category": np.where(np.arange(n) % 2, "odd", "even"), "source": "synthetic",
-                          "group": [f"g{i}" for i in range(n)], "chosen_audio": None, "chosen_text": "",
-                          "rejected_audio": None, "rejected_text": "", "margin": 0.0})
+    pairs = pd.DataFrame(
+        {
+            "pair_id": [f"p{i}" for i in range(n)],
+            "criterion": "quality",
+            "category": np.where(np.arange(n) % 2, "odd", "even"),
+            "source": "synthetic",
+            "group": [f"g{i}" for i in range(n)],
+            "chosen_audio": None,
+            "chosen_text": "",
+            "rejected_audio": None,
+            "rejected_text": "",
+            "margin": 0.0,
+        }
+    )
     return pairs, xc, xr
 
 
 def test_linear_head_agrees_with_logistic_regression() -> None:
     from sklearn.linear_model import LogisticRegression
+
     pairs, xc, xr = _feature_pairs(400, 6, seed=1)
-    cfg = TrainConfig(epochs=300, batch_size=400, lr=0.05, center_coef=0.0, val_fraction=0.0, max_grad_norm=0.0,
-                      progress=False, seed=0)
-    model, _ = train_reward_model(pairs, None, {"backbone": {"name": "features", "dim": 6}, "pooling": "mean"},
-                                  cfg, features=(list(xc), list(xr)))
+    cfg = TrainConfig(
+        epochs=300,
+        batch_size=400,
+        lr=0.05,
+        center_coef=0.0,
+        val_fraction=0.0,
+        max_grad_norm=0.0,
+        progress=False,
+        seed=0,
+    )
+    model, _ = train_reward_model(
+        pairs, None, {"backbone": {"name": "features", "dim": 6}, "pooling": "mean"}, cfg, features=(list(xc), list(xr))
+    )
     w = model.head.weight.detach().numpy().ravel()
     d = xc - xr  # the BT likelihood is logistic regression on differences: P(c > r) = σ(w·d)
     lr = LogisticRegression(fit_intercept=False, C=np.inf, tol=1e-10, max_iter=10_000)
@@ -102,8 +125,13 @@ def test_centering_keeps_mean_reward_near_zero_and_accuracy() -> None:
     results = {}
     for lam in (0.0, 0.01):
         cfg = TrainConfig(epochs=30, batch_size=64, lr=0.03, center_coef=lam, val_fraction=0.3, progress=False, seed=0)
-        _, metrics = train_reward_model(pairs, None, {"backbone": {"name": "features", "dim": 8, "project": 16},
-                                                      "pooling": "mean"}, cfg, features=(list(xc), list(xr)))
+        _, metrics = train_reward_model(
+            pairs,
+            None,
+            {"backbone": {"name": "features", "dim": 8, "project": 16}, "pooling": "mean"},
+            cfg,
+            features=(list(xc), list(xr)),
+        )
         results[lam] = metrics
     free, centred = results[0.0], results[0.01]
     assert abs(centred["all"]["mean_reward"]) < 0.1

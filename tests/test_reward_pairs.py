@@ -37,33 +37,105 @@ def study(tmp_path: Path) -> dict[str, pd.DataFrame]:
     manifest = write_clips(tmp_path / "clips", 6, seed=1, seconds=0.5)
     manifest["clip_id"] = ["p1_0", "p1_1", "p2_0", "p2_1", "p3_0", "p3_1"]
     manifest["prompt_id"] = ["p1", "p1", "p2", "p2", "p3", "p3"]
-    stimuli = pd.DataFrame({"prompt_id": manifest["prompt_id"], "clip_id": manifest["clip_id"],
-                            "response": [0, 1] * 3, "n_chars": [100, 300, 250, 50, 80, 80]})
+    stimuli = pd.DataFrame(
+        {
+            "prompt_id": manifest["prompt_id"],
+            "clip_id": manifest["clip_id"],
+            "response": [0, 1] * 3,
+            "n_chars": [100, 300, 250, 50, 80, 80],
+        }
+    )
     # human ratings: p1 text 40 vs 80 (gap 40), audio 70 vs 60 (gap 10); p2 text tie; p3 audio 90 vs 20
     rows = []
+
     def rate(pid, cond, clip, values):
         for k, v in enumerate(values):
-            rows.append({"participant_id": f"{cond}{k}", "condition": cond, "prompt_id": pid, "clip_id": clip,
-                         "trial": 1, "rating": v})
-    for args in (("p1", "text", "p1_0", [30, 50]), ("p1", "text", "p1_1", [70, 90]),
-                 ("p1", "audio", "p1_0", [70, 70]), ("p1", "audio", "p1_1", [60, 60]),
-                 ("p2", "text", "p2_0", [50, 50]), ("p2", "text", "p2_1", [40, 60]),
-                 ("p3", "audio", "p3_0", [90]), ("p3", "audio", "p3_1", [20])):
+            rows.append(
+                {
+                    "participant_id": f"{cond}{k}",
+                    "condition": cond,
+                    "prompt_id": pid,
+                    "clip_id": clip,
+                    "trial": 1,
+                    "rating": v,
+                }
+            )
+
+    for args in (
+        ("p1", "text", "p1_0", [30, 50]),
+        ("p1", "text", "p1_1", [70, 90]),
+        ("p1", "audio", "p1_0", [70, 70]),
+        ("p1", "audio", "p1_1", [60, 60]),
+        ("p2", "text", "p2_0", [50, 50]),
+        ("p2", "text", "p2_1", [40, 60]),
+        ("p3", "audio", "p3_0", [90]),
+        ("p3", "audio", "p3_1", [20]),
+    ):
         rate(*args)
-    rows.append({"participant_id": "text0", "condition": "text", "prompt_id": "attn", "clip_id": "attn_0",
-                 "trial": 0, "rating": 90})
-    judges = pd.DataFrame([
-        {"judge": "j", "modality": "text", "kind": "response_quality", "prompt_id": "p2", "clip_id": "p2_0",
-         "sample": 0, "rating": 80, "status": "ok"},
-        {"judge": "j", "modality": "text", "kind": "response_quality", "prompt_id": "p2", "clip_id": "p2_0",
-         "sample": 1, "rating": 70, "status": "ok"},
-        {"judge": "j", "modality": "text", "kind": "response_quality", "prompt_id": "p2", "clip_id": "p2_1",
-         "sample": 0, "rating": 20, "status": "ok"},
-        {"judge": "j", "modality": "text", "kind": "response_quality", "prompt_id": "p2", "clip_id": "p2_1",
-         "sample": 1, "rating": None, "status": "failed"},
-        {"judge": "j", "modality": "audio", "kind": "audio_quality", "prompt_id": "p2", "clip_id": "p2_1",
-         "sample": 0, "rating": 99, "status": "ok"},
-    ])
+    rows.append(
+        {
+            "participant_id": "text0",
+            "condition": "text",
+            "prompt_id": "attn",
+            "clip_id": "attn_0",
+            "trial": 0,
+            "rating": 90,
+        }
+    )
+    judges = pd.DataFrame(
+        [
+            {
+                "judge": "j",
+                "modality": "text",
+                "kind": "response_quality",
+                "prompt_id": "p2",
+                "clip_id": "p2_0",
+                "sample": 0,
+                "rating": 80,
+                "status": "ok",
+            },
+            {
+                "judge": "j",
+                "modality": "text",
+                "kind": "response_quality",
+                "prompt_id": "p2",
+                "clip_id": "p2_0",
+                "sample": 1,
+                "rating": 70,
+                "status": "ok",
+            },
+            {
+                "judge": "j",
+                "modality": "text",
+                "kind": "response_quality",
+                "prompt_id": "p2",
+                "clip_id": "p2_1",
+                "sample": 0,
+                "rating": 20,
+                "status": "ok",
+            },
+            {
+                "judge": "j",
+                "modality": "text",
+                "kind": "response_quality",
+                "prompt_id": "p2",
+                "clip_id": "p2_1",
+                "sample": 1,
+                "rating": None,
+                "status": "failed",
+            },
+            {
+                "judge": "j",
+                "modality": "audio",
+                "kind": "audio_quality",
+                "prompt_id": "p2",
+                "clip_id": "p2_1",
+                "sample": 0,
+                "rating": 99,
+                "status": "ok",
+            },
+        ]
+    )
     conversations = pd.DataFrame(
         {
             "conversation_id": ["p1", "p2", "p3"],
@@ -71,14 +143,25 @@ def study(tmp_path: Path) -> dict[str, pd.DataFrame]:
             "prompt": ["What is rain?", "Tell a joke.", "Plan a trip."],
         }
     )
-    return {"ratings": pd.DataFrame(rows), "stimuli": stimuli, "manifest": manifest,
-            "conversations": conversations, "judges": judges}
+    return {
+        "ratings": pd.DataFrame(rows),
+        "stimuli": stimuli,
+        "manifest": manifest,
+        "conversations": conversations,
+        "judges": judges,
+    }
 
 
 def test_study_pairs_from_human_and_judge_ratings(study: dict[str, pd.DataFrame]) -> None:
     report: dict = {}
-    pairs = study_pairs(study["ratings"], study["stimuli"], study["manifest"], study["conversations"],
-                        judges=study["judges"], report=report)
+    pairs = study_pairs(
+        study["ratings"],
+        study["stimuli"],
+        study["manifest"],
+        study["conversations"],
+        judges=study["judges"],
+        report=report,
+    )
     assert list(pairs.columns) == PAIR_COLUMNS
     got = pairs.set_index("pair_id")
     assert set(got.index) == {"human:text:p1", "human:audio:p1", "human:audio:p3", "judge:text:p2"}
@@ -94,21 +177,34 @@ def test_study_pairs_from_human_and_judge_ratings(study: dict[str, pd.DataFrame]
 
 
 def test_study_pairs_decisiveness_threshold_per_modality(study: dict[str, pd.DataFrame]) -> None:
-    pairs = study_pairs(study["ratings"], study["stimuli"], study["manifest"], study["conversations"],
-                        min_gap={"text": 45, "audio": 20}, sources=["human"])
+    pairs = study_pairs(
+        study["ratings"],
+        study["stimuli"],
+        study["manifest"],
+        study["conversations"],
+        min_gap={"text": 45, "audio": 20},
+        sources=["human"],
+    )
     assert set(pairs["pair_id"]) == {"human:audio:p3"}  # text gap 40 < 45; audio p1 gap 10 < 20
 
 
 def test_study_pairs_name_missing_columns(study: dict[str, pd.DataFrame]) -> None:
     with pytest.raises(PairDataError, match=r"ratings.csv lacks column\(s\) \['rating'\]"):
-        study_pairs(study["ratings"].drop(columns="rating"), study["stimuli"], study["manifest"],
-                    study["conversations"])
+        study_pairs(
+            study["ratings"].drop(columns="rating"), study["stimuli"], study["manifest"], study["conversations"]
+        )
     with pytest.raises(PairDataError, match=r"audio manifest.csv lacks column\(s\) \['spoken_text'\]"):
-        study_pairs(study["ratings"], study["stimuli"], study["manifest"].drop(columns="spoken_text"),
-                    study["conversations"])
+        study_pairs(
+            study["ratings"], study["stimuli"], study["manifest"].drop(columns="spoken_text"), study["conversations"]
+        )
     with pytest.raises(PairDataError, match="judges ratings.csv lacks"):
-        study_pairs(study["ratings"], study["stimuli"], study["manifest"], study["conversations"],
-                    judges=study["judges"].drop(columns="status"))
+        study_pairs(
+            study["ratings"],
+            study["stimuli"],
+            study["manifest"],
+            study["conversations"],
+            judges=study["judges"].drop(columns="status"),
+        )
 
 
 def test_pairs_parquet_round_trip(study: dict[str, pd.DataFrame], tmp_path: Path) -> None:
@@ -122,6 +218,7 @@ def test_pairs_parquet_round_trip(study: dict[str, pd.DataFrame], tmp_path: Path
 
 
 # --------------------------------------------------------------------------- corpus and rewrites
+
 
 def _corpus(tmp_path: Path) -> pd.DataFrame:
     m = write_clips(tmp_path / "natural", 5, seed=2, seconds=0.5)
@@ -146,6 +243,7 @@ def _fake_tts(tmp_path: Path):
         sf.write(path, speechlike(len(calls), 0.5), SR)
         calls.append((text, key))
         return str(path)
+
     return render, calls
 
 
@@ -185,6 +283,7 @@ def test_colloquial_pairs_and_rewrite_requests(tmp_path: Path) -> None:
     def complete(prompt: str) -> str:
         prompts.append(prompt)
         return "  so, yeah, basically it rains when clouds get heavy.  "
+
     rewrites = request_rewrites({"p1": "Rain forms when water vapour condenses into droplets."}, complete)
     assert rewrites.loc[0, "spoken"] == "so, yeah, basically it rains when clouds get heavy."
     assert "Rain forms when" in prompts[0]
@@ -198,6 +297,7 @@ def test_colloquial_pairs_and_rewrite_requests(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------- degradation
+
 
 def test_degradation_pairs_are_seeded_and_change_only_the_audio(tmp_path: Path) -> None:
     manifest = write_clips(tmp_path / "c", 4, seed=3, seconds=0.5)
@@ -213,8 +313,10 @@ def test_degradation_pairs_are_seeded_and_change_only_the_audio(tmp_path: Path) 
     clean = load_audio(a.loc[0, "chosen_audio"])
     np.testing.assert_array_equal(x1, x2)
     assert x1.shape == clean.shape and not np.allclose(x1, clean)
-    assert degradation_pairs(manifest, per_clip=1, seed=8)["rejected_transform"].tolist() != \
-        degradation_pairs(manifest, per_clip=1, seed=7)["rejected_transform"].tolist()
+    assert (
+        degradation_pairs(manifest, per_clip=1, seed=8)["rejected_transform"].tolist()
+        != degradation_pairs(manifest, per_clip=1, seed=7)["rejected_transform"].tolist()
+    )
 
 
 @pytest.mark.parametrize("kind", ["noise", "clipping", "lowpass"])
@@ -222,7 +324,7 @@ def test_degradations_do_what_they_say(kind: str) -> None:
     x = speechlike(0, 1.0)
     y = degrade(x, SR, degradation_spec(kind, 1))
     if kind == "noise":
-        snr = 10 * np.log10(np.mean(x ** 2) / np.mean((y - x) ** 2))
+        snr = 10 * np.log10(np.mean(x**2) / np.mean((y - x) ** 2))
         assert snr == pytest.approx(10, abs=0.5)
     elif kind == "clipping":
         assert np.max(np.abs(y)) == pytest.approx(0.3 * np.max(np.abs(x)), rel=1e-5)
@@ -233,6 +335,7 @@ def test_degradations_do_what_they_say(kind: str) -> None:
 
 
 # ---------------------------------------------------------------------- bad inputs before training
+
 
 def _pairs_with(tmp_path: Path) -> pd.DataFrame:
     return degradation_pairs(write_clips(tmp_path / "ok", 3, seed=4, seconds=0.5), per_clip=1, seed=0)
@@ -293,8 +396,15 @@ def test_split_is_by_group_and_stable() -> None:
 
 def test_study_pairs_criterion_by_modality(study: dict[str, pd.DataFrame]) -> None:
     from modprefs.reward.model import DEFAULT_CRITERIA
-    pairs = study_pairs(study["ratings"], study["stimuli"], study["manifest"], study["conversations"],
-                        judges=study["judges"], criterion_by_modality=True)
+
+    pairs = study_pairs(
+        study["ratings"],
+        study["stimuli"],
+        study["manifest"],
+        study["conversations"],
+        judges=study["judges"],
+        criterion_by_modality=True,
+    )
     crit = pairs.set_index("pair_id")["criterion"]
     assert crit["human:text:p1"] == "quality_text" and crit["human:audio:p1"] == "quality_audio"
     assert set(crit) <= set(DEFAULT_CRITERIA)

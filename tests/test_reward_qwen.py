@@ -33,9 +33,11 @@ def clips(tmp_path_factory) -> list[str]:
 def _examples(clips: list[str]) -> list[Example]:
     inst = DEFAULT_CRITERIA["modality"]
     ctx = (Turn("user", "How was your weekend?", clips[0]), Turn("assistant", "Quiet, mostly."))
-    return [Example(inst, ctx, "I went hiking.", clips[1]),
-            Example(inst, ctx, "I went hiking.", clips[2]),
-            Example(inst, (), "No context, only audio.", clips[3])]
+    return [
+        Example(inst, ctx, "I went hiking.", clips[1]),
+        Example(inst, ctx, "I went hiking.", clips[2]),
+        Example(inst, (), "No context, only audio.", clips[3]),
+    ]
 
 
 def _model(pooling: str) -> RewardModel:
@@ -113,6 +115,7 @@ def _hub_reachable() -> str | None:
         return "HF_HUB_OFFLINE=1"
     try:
         from huggingface_hub import HfApi
+
         HfApi().model_info(REAL_MODEL, timeout=5)
         return None
     except Exception as exc:  # no network, DNS failure, proxy refusal, ...
@@ -122,6 +125,7 @@ def _hub_reachable() -> str | None:
 def _cached_locally() -> bool:
     try:
         from huggingface_hub import try_to_load_from_cache
+
         return isinstance(try_to_load_from_cache(REAL_MODEL, "config.json"), str)
     except Exception:
         return False
@@ -132,21 +136,31 @@ def test_real_qwen_weights_load(clips: list[str]) -> None:
     if not local:
         why = _hub_reachable()
         if why is not None:
-            pytest.skip(f"real Qwen2.5-Omni weights ({REAL_MODEL}) are hub-only and the Hugging Face hub is "
-                        f"unreachable here ({why}); the tiny randomly initialised thinker tests cover the code path")
+            pytest.skip(
+                f"real Qwen2.5-Omni weights ({REAL_MODEL}) are hub-only and the Hugging Face hub is "
+                f"unreachable here ({why}); the tiny randomly initialised thinker tests cover the code path"
+            )
         if os.environ.get("MODPREFS_REWARD_REAL_WEIGHTS") != "1":
-            pytest.skip(f"the hub is reachable but {REAL_MODEL} is not cached; set MODPREFS_REWARD_REAL_WEIGHTS=1 "
-                        "to download it (several GB) and run this test")
-    model = RewardModel(build_backbone({"name": "qwen2.5-omni", "model_id": REAL_MODEL, "torch_dtype": "bfloat16",
-                                        "local_files_only": local}), "mean")
+            pytest.skip(
+                f"the hub is reachable but {REAL_MODEL} is not cached; set MODPREFS_REWARD_REAL_WEIGHTS=1 "
+                "to download it (several GB) and run this test"
+            )
+    model = RewardModel(
+        build_backbone(
+            {"name": "qwen2.5-omni", "model_id": REAL_MODEL, "torch_dtype": "bfloat16", "local_files_only": local}
+        ),
+        "mean",
+    )
     scores = model.score(_examples(clips)[:2], batch_size=2)
     assert np.isfinite(scores).all()
 
 
 # ------------------------------------------------------------------------- the GPU path, on the tiny thinker
 
+
 def _fidelity(tmp_path: Path, n: int = 4):
     from modprefs.reward.synthetic import fidelity_pairs
+
     return fidelity_pairs(tmp_path / "clips", n, per_clip=1, seed=0)
 
 
@@ -159,6 +173,7 @@ def test_updates_below_bf16_resolution_are_not_lost(tmp_path: Path) -> None:
     from modprefs.reward.loss import bradley_terry_loss
     from modprefs.reward.model import pair_examples
     from modprefs.reward.train import TrainConfig, train_reward_model
+
     pairs = _fidelity(tmp_path)
     torch.manual_seed(0)
     base = RewardModel(build_backbone({"name": "qwen2.5-omni", "thinker_config": TINY_THINKER}), "mean")
@@ -166,15 +181,23 @@ def test_updates_below_bf16_resolution_are_not_lost(tmp_path: Path) -> None:
     base.to(torch.bfloat16)
     start = {n: p.detach().float().clone() for n, p in base.named_parameters()}
     layers = [n for n in start if n.startswith("backbone.model.language_model.layers.")]
-    cfg = TrainConfig(epochs=1, batch_size=8, lr=1e-5, lr_schedule="constant", val_fraction=0.0, max_grad_norm=0.0,
-                      progress=False, device="cpu")
+    cfg = TrainConfig(
+        epochs=1,
+        batch_size=8,
+        lr=1e-5,
+        lr_schedule="constant",
+        val_fraction=0.0,
+        max_grad_norm=0.0,
+        progress=False,
+        device="cpu",
+    )
     model, metrics = train_reward_model(pairs, None, {}, cfg, model=copy.deepcopy(base))
     after = dict(model.named_parameters())
     assert all(after[n].dtype == torch.float32 for n in layers)
     assert metrics["parameters"]["upcast_to_fp32"] == metrics["parameters"]["total_params"]
     delta = torch.cat([(after[n].detach() - start[n]).ravel() for n in layers])
     w = torch.cat([start[n].ravel() for n in layers])
-    ulp = torch.abs(w) * 2.0 ** -7  # bf16 spacing near w (8 significant bits)
+    ulp = torch.abs(w) * 2.0**-7  # bf16 spacing near w (8 significant bits)
     changed = float((delta != 0).float().mean())
     below = float(((delta != 0) & (delta.abs() < ulp / 2)).float().mean())
     assert changed > 0.95 and below > 0.5, (changed, below)
@@ -183,16 +206,20 @@ def test_updates_below_bf16_resolution_are_not_lost(tmp_path: Path) -> None:
     opt = torch.optim.AdamW(list(plain.parameters()), lr=1e-5)
     ec, er = pair_examples(pairs, plain.criteria)
     r = plain(plain.backbone.collate(plain.featurize(ec + er)))
-    bradley_terry_loss(r[: len(ec)], r[len(ec):], center_coef=0.01)[0].backward()
+    bradley_terry_loss(r[: len(ec)], r[len(ec) :], center_coef=0.01)[0].backward()
     opt.step()
-    kept = float(torch.cat([(dict(plain.named_parameters())[n].detach().float() != start[n]).ravel()
-                            for n in layers]).float().mean())
+    kept = float(
+        torch.cat([(dict(plain.named_parameters())[n].detach().float() != start[n]).ravel() for n in layers])
+        .float()
+        .mean()
+    )
     assert kept < 0.5 * changed, (kept, changed)
 
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory) -> Path:
     from modprefs.reward.synthetic import tiny_thinker_folder
+
     return tiny_thinker_folder(tmp_path_factory.mktemp("tiny_thinker"), seed=0, dtype="bfloat16")
 
 
@@ -203,9 +230,16 @@ def test_lora_checkpoint_is_adapter_and_head_and_reloads_identically(tiny_folder
 
     from modprefs.reward.evaluate import score_pairs
     from modprefs.reward.train import TrainConfig, resolve_lr, train_reward_model
+
     pairs = _fidelity(tmp_path, 6)
-    backbone = {"name": "qwen2.5-omni", "model_id": str(tiny_folder), "revision": None, "tokenizer": "bytes",
-                "local_files_only": True, "lora": {"r": 4, "alpha": 8}}
+    backbone = {
+        "name": "qwen2.5-omni",
+        "model_id": str(tiny_folder),
+        "revision": None,
+        "tokenizer": "bytes",
+        "local_files_only": True,
+        "lora": {"r": 4, "alpha": 8},
+    }
     cfg = TrainConfig(epochs=2, batch_size=4, grad_accum=2, lr=2e-2, progress=False, device="cpu")
     model, metrics = train_reward_model(pairs, tmp_path / "run", {"backbone": backbone, "pooling": "attention"}, cfg)
     assert metrics["gradient_checkpointing"] is True  # on by default for a large backbone
@@ -230,8 +264,19 @@ def test_lora_checkpoint_is_adapter_and_head_and_reloads_identically(tiny_folder
 def test_full_fine_tune_checkpoint_leaves_out_what_the_hub_gives(tiny_folder: Path, tmp_path: Path) -> None:
     """A hub model with a frozen audio tower: the checkpoint holds the LM, not the audio tower nor the vision tower."""
     from safetensors import safe_open
-    model = RewardModel(build_backbone({"name": "qwen2.5-omni", "model_id": str(tiny_folder), "tokenizer": "bytes",
-                                        "local_files_only": True, "freeze_audio_tower": True}), "mean")
+
+    model = RewardModel(
+        build_backbone(
+            {
+                "name": "qwen2.5-omni",
+                "model_id": str(tiny_folder),
+                "tokenizer": "bytes",
+                "local_files_only": True,
+                "freeze_audio_tower": True,
+            }
+        ),
+        "mean",
+    )
     assert model.backbone.default_lr == 1e-5
     model.save(tmp_path / "ckpt")
     with safe_open(str(tmp_path / "ckpt" / "model.safetensors"), "pt") as fh:
@@ -243,10 +288,21 @@ def test_full_fine_tune_checkpoint_leaves_out_what_the_hub_gives(tiny_folder: Pa
 def test_missing_weights_and_missing_gpu_say_what_they_need(tmp_path: Path, tiny_folder: Path) -> None:
     from modprefs.errors import UserInputError
     from modprefs.reward.train import TrainConfig, train_reward_model
+
     with pytest.raises(UserInputError, match=r"needs the weights of .*huggingface-cli download.*local_files_only"):
         build_backbone({"name": "qwen2.5-omni", "model_id": "Qwen/Not-There-0B", "local_files_only": True})
     if not torch.cuda.is_available():
         with pytest.raises(UserInputError, match=r"needs a CUDA GPU.*reward.train.device: cpu"):
-            train_reward_model(_fidelity(tmp_path), None, {"backbone": {
-                "name": "qwen2.5-omni", "model_id": str(tiny_folder), "tokenizer": "bytes", "local_files_only": True}},
-                TrainConfig(epochs=1, progress=False))
+            train_reward_model(
+                _fidelity(tmp_path),
+                None,
+                {
+                    "backbone": {
+                        "name": "qwen2.5-omni",
+                        "model_id": str(tiny_folder),
+                        "tokenizer": "bytes",
+                        "local_files_only": True,
+                    }
+                },
+                TrainConfig(epochs=1, progress=False),
+            )

@@ -31,19 +31,39 @@ TERMS = ROOT / "resources" / "screening" / "harmful_terms.txt"
 
 EMPTY = "EMPTY STRING"
 TOP_KEYS = {
-    "conversation_id", "user_id", "generated_datetime", "timing_duration_s", "conversation_type",
-    "opening_prompt", "conversation_turns", "conversation_history", "performance_attributes",
-    "choice_attributes", "open_feedback", "included_in_balanced_subset",
+    "conversation_id",
+    "user_id",
+    "generated_datetime",
+    "timing_duration_s",
+    "conversation_type",
+    "opening_prompt",
+    "conversation_turns",
+    "conversation_history",
+    "performance_attributes",
+    "choice_attributes",
+    "open_feedback",
+    "included_in_balanced_subset",
 }
 ENTRY_KEYS = {"turn", "role", "content", "within_turn_id", "model_name", "model_provider", "score", "if_chosen"}
 TYPES = {"unguided", "values guided", "controversy guided"}
 PROVIDERS = {  # model names as PRISM spells them, with their providers
-    "gpt-4-1106-preview": "openai", "gpt-4": "openai", "gpt-4-turbo": "openai", "gpt-3.5-turbo": "openai",
-    "claude-2.1": "anthropic", "claude-2": "anthropic", "claude-instant-1": "anthropic",
-    "llama-2-70b-chat": "meta", "llama-2-13b-chat": "meta", "llama-2-7b-chat": "meta",
-    "mistral-7b-instruct": "mistralai", "zephyr-7b-beta": "huggingface",
-    "command": "cohere", "command-light": "cohere", "command-nightly": "cohere",
-    "gemini-pro": "google", "palm-2": "google",
+    "gpt-4-1106-preview": "openai",
+    "gpt-4": "openai",
+    "gpt-4-turbo": "openai",
+    "gpt-3.5-turbo": "openai",
+    "claude-2.1": "anthropic",
+    "claude-2": "anthropic",
+    "claude-instant-1": "anthropic",
+    "llama-2-70b-chat": "meta",
+    "llama-2-13b-chat": "meta",
+    "llama-2-7b-chat": "meta",
+    "mistral-7b-instruct": "mistralai",
+    "zephyr-7b-beta": "huggingface",
+    "command": "cohere",
+    "command-light": "cohere",
+    "command-nightly": "cohere",
+    "gemini-pro": "google",
+    "palm-2": "google",
 }
 
 # Function words that are frequent in one language and (nearly) absent from English prose.
@@ -124,8 +144,7 @@ def turns_of(row: dict) -> dict[int, list[dict]]:
 
 
 def responses(row: dict, turn: int | None = None) -> list[dict]:
-    return [e for e in row["conversation_history"]
-            if e["role"] == "model" and (turn is None or e["turn"] == turn)]
+    return [e for e in row["conversation_history"] if e["role"] == "model" and (turn is None or e["turn"] == turn)]
 
 
 def pairs(row: dict):
@@ -289,7 +308,7 @@ def test_markdown_appears_sometimes(by_category):
     assert sum("**" in t for t in texts) >= 5
     assert sum("\n- " in t for t in texts) >= 3
     assert sum("http" in t for t in texts) >= 1
-    assert sum(bool(re.search("[\U0001F300-\U0001FAFF\u2700-\u27BF]", t)) for t in texts) >= 3
+    assert sum(bool(re.search("[\U0001f300-\U0001faff\u2700-\u27bf]", t)) for t in texts) >= 3
     assert sum("**" in t or "\n" in t or "`" in t for t in texts) < len(texts) / 3  # sometimes, not always
 
 
@@ -326,8 +345,9 @@ def test_harmful_responses_and_clean_rest(rows, by_category, pattern):
         flagged = [e for e in responses(r) if pattern.search(e["content"])]
         assert len(flagged) == 1, r["conversation_id"]
         assert not flagged[0]["if_chosen"]
-    flagged_rows = {r["conversation_id"] for r in rows
-                    if any(pattern.search(e["content"]) for e in r["conversation_history"])}
+    flagged_rows = {
+        r["conversation_id"] for r in rows if any(pattern.search(e["content"]) for e in r["conversation_history"])
+    }
     assert flagged_rows == {r["conversation_id"] for r in by_category["harmful"]}
 
 
@@ -372,7 +392,9 @@ def test_scores_are_plausible(rows):
     # "usually but not always": longer is not always better
     longer_wins = [
         (len(a["content"]) > len(b["content"])) == (a["score"] > b["score"])
-        for r in rows for a, b in pairs(r) if EMPTY not in (a["content"], b["content"])
+        for r in rows
+        for a, b in pairs(r)
+        if EMPTY not in (a["content"], b["content"])
     ]
     assert 0.5 < sum(longer_wins) / len(longer_wins) < 0.95
 
@@ -420,5 +442,5 @@ def test_attention_check():
         }
 
     prompt_words = content_words(data["prompt"])
-    assert prompt_words & content_words(coherent)        # response 0 answers the question
-    assert not prompt_words & content_words(nonsense)    # response 1 is unrelated word salad
+    assert prompt_words & content_words(coherent)  # response 0 answers the question
+    assert not prompt_words & content_words(nonsense)  # response 1 is unrelated word salad

@@ -15,11 +15,19 @@ def _interactions(n: int = 100, seed: int = 0) -> pd.DataFrame:
     c0 = rng.integers(50, 400, n)
     c1 = rng.integers(50, 400, n)
     c1[: n // 10] += 600  # a clear long-difference tail
-    return pd.DataFrame({
-        "conversation_id": [f"c{i:04d}" for i in range(n)], "prompt": "q", "text_0": "a", "text_1": "b",
-        "chars_0": c0, "chars_1": c1, "abs_char_diff": np.abs(c0 - c1),
-        "history_chars": rng.integers(0, 500, n), "history_turns": rng.integers(0, 3, n),
-    })
+    return pd.DataFrame(
+        {
+            "conversation_id": [f"c{i:04d}" for i in range(n)],
+            "prompt": "q",
+            "text_0": "a",
+            "text_1": "b",
+            "chars_0": c0,
+            "chars_1": c1,
+            "abs_char_diff": np.abs(c0 - c1),
+            "history_chars": rng.integers(0, 500, n),
+            "history_turns": rng.integers(0, 3, n),
+        }
+    )
 
 
 def _passes(_row) -> ScreeningResult:

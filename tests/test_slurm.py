@@ -48,12 +48,20 @@ RUN_TIMEOUT_S = 1200
 TARGETS = ["results/stats/tables/icc.csv", "results/stats/tables/icc.md"]
 # The tiny config: 2 prompts -> 6 clips (with the attention check's two) in 2 render shards, a small
 # panel and bootstrap. Rendering dominates the run time, so the fewer clips the better.
-TINY = {"sampling": {"n_prompts": 2}, "study": {"raters_per_condition": 6, "trials_per_participant": 2},
-        "tts": {"shard_size": 3}, "stats": {"n_boot": 20}}
+TINY = {
+    "sampling": {"n_prompts": 2},
+    "study": {"raters_per_condition": 6, "trials_per_participant": 2},
+    "tts": {"shard_size": 3},
+    "stats": {"n_boot": 20},
+}
 # The rules' logs: statistics are `localrules` (results/logs/stats/), everything else is a SLURM job.
 # The audio-QC review (a checkpoint) and the final sample are local too: they are cheap and run once per round.
-LOCAL_LOG_DIRS = ("results/logs/stats", "results/logs/report", "results/logs/speech/audio_review_",
-                  "results/logs/sampling/final_sample")
+LOCAL_LOG_DIRS = (
+    "results/logs/stats",
+    "results/logs/report",
+    "results/logs/speech/audio_review_",
+    "results/logs/sampling/final_sample",
+)
 SLURM_RULE_LOGS = {
     "conversations": "results/logs/data/conversations.log",
     "sample_prompts": "results/logs/sampling/sample_prompts.log",
@@ -80,8 +88,10 @@ def _slurm_state() -> str:
 def _why_not() -> str | None:
     state = _slurm_state()
     if state not in ("idle", "mix", "alloc", "comp"):
-        return (f"SLURM is not up ({state}): start it with `bash tests/cluster/slurm_up.sh` (root); "
-                "with MODPREFS_SLURM=1 this is a failure instead of a skip")
+        return (
+            f"SLURM is not up ({state}): start it with `bash tests/cluster/slurm_up.sh` (root); "
+            "with MODPREFS_SLURM=1 this is a failure instead of a skip"
+        )
     if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
         return "snakemake-executor-plugin-slurm is not installed (pip install snakemake-executor-plugin-slurm==2.8.0)"
     return None
@@ -97,9 +107,24 @@ def _need_slurm():
 
 
 def _run_on_slurm(workdir: Path, profile: Path, configfile: Path) -> subprocess.CompletedProcess:
-    cmd = ["timeout", "-s", "KILL", str(RUN_TIMEOUT_S), sys.executable, "-m", "snakemake",
-           "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir), "--configfile", str(configfile),
-           "--workflow-profile", str(profile), *TARGETS]
+    cmd = [
+        "timeout",
+        "-s",
+        "KILL",
+        str(RUN_TIMEOUT_S),
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(configfile),
+        "--workflow-profile",
+        str(profile),
+        *TARGETS,
+    ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S + 30)
     (workdir / f"snakemake_{configfile.parent.name}.out").write_text(proc.stdout + proc.stderr)
@@ -119,8 +144,10 @@ def _ran_rules(proc: subprocess.CompletedProcess) -> set[str]:
 
 def _origins(workdir: Path) -> dict[str, list[dict[str, str] | None]]:
     """Rule -> the job origin of each of its logs (SLURM_RULE_LOGS)."""
-    return {rule: [parse_origin(log.read_text()) for log in sorted(workdir.glob(pattern))]
-            for rule, pattern in SLURM_RULE_LOGS.items()}
+    return {
+        rule: [parse_origin(log.read_text()) for log in sorted(workdir.glob(pattern))]
+        for rule, pattern in SLURM_RULE_LOGS.items()
+    }
 
 
 def _all_log_origins(workdir: Path) -> dict[str, dict[str, str] | None]:
@@ -176,8 +203,11 @@ def test_every_non_local_job_ran_in_slurm(slurm_run):
 def test_local_rules_ran_on_the_submitting_host(slurm_run):
     workdir, _, _ = slurm_run
     local = {log: o for log, o in _all_log_origins(workdir).items() if log.startswith(LOCAL_LOG_DIRS)}
-    assert {"results/logs/stats/icc_table.log", "results/logs/speech/audio_review_round0.log",
-            "results/logs/sampling/final_sample.log"} <= set(local), sorted(local)
+    assert {
+        "results/logs/stats/icc_table.log",
+        "results/logs/speech/audio_review_round0.log",
+        "results/logs/sampling/final_sample.log",
+    } <= set(local), sorted(local)
     for log, origin in local.items():
         assert origin is not None, f"{log}: no job origin line"
         assert origin["slurm_job_id"] == "none", (log, origin)
@@ -236,8 +266,11 @@ def test_voice_change_resubmits_only_speech_and_downstream(slurm_run, tmp_path):
         assert after[rule] == before[rule], rule
     for rule in ("render_shard", "audio_manifest", "stimuli", "simulate_ratings"):
         assert all(o["slurm_job_id"] in submitted for o in after[rule]), (rule, after[rule], submitted)
-    resubmitted = {o["slurm_job_id"] for rule in ("render_shard", "audio_manifest", "stimuli", "assignments",
-                                                   "simulate_ratings") for o in after[rule]}
+    resubmitted = {
+        o["slurm_job_id"]
+        for rule in ("render_shard", "audio_manifest", "stimuli", "assignments", "simulate_ratings")
+        for o in after[rule]
+    }
     assert resubmitted == set(submitted) and len(submitted) == 2, (resubmitted, submitted)  # render + study groups
     manifest = pd.read_csv(work / "results/audio/manifest.csv")
     assert set(manifest["voice"]) == {"jm_kumo"}

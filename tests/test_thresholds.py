@@ -45,33 +45,55 @@ def make_tables(spec):
     for pid, cond, passed, trial, prompt, r0, r1, first, pref in spec:
         parts[pid] = (cond, passed)
         for resp, rating in ((0, r0), (1, r1)):
-            ratings.append(dict(participant_id=pid, condition=cond, prompt_id=prompt, clip_id=f"{prompt}_{resp}",
-                                trial=trial, presented_first=resp == first, rating=rating))
+            ratings.append(
+                dict(
+                    participant_id=pid,
+                    condition=cond,
+                    prompt_id=prompt,
+                    clip_id=f"{prompt}_{resp}",
+                    trial=trial,
+                    presented_first=resp == first,
+                    rating=rating,
+                )
+            )
         trials.append(dict(participant_id=pid, prompt_id=prompt, trial=trial, preference=pref))
-    participants = pd.DataFrame([dict(participant_id=k, condition=c, passed_attention=ok, completed=ok)
-                                 for k, (c, ok) in parts.items()])
+    participants = pd.DataFrame(
+        [dict(participant_id=k, condition=c, passed_attention=ok, completed=ok) for k, (c, ok) in parts.items()]
+    )
     return pd.DataFrame(ratings), pd.DataFrame(trials), participants
 
 
 def gaps_frame(cond: str, diffs, prefs, pid: str = "P1") -> pd.DataFrame:
     diffs = np.asarray(diffs, dtype=float)
-    return pd.DataFrame(dict(participant_id=pid, condition=cond, prompt_id=[f"q{i}" for i in range(len(diffs))],
-                             trial=np.arange(1, len(diffs) + 1), rating_0=50 + diffs, rating_1=50.0, diff=diffs,
-                             gap=np.abs(diffs), preference=list(prefs),
-                             kind=["tie" if p == "tie" else "decisive" for p in prefs]))
+    return pd.DataFrame(
+        dict(
+            participant_id=pid,
+            condition=cond,
+            prompt_id=[f"q{i}" for i in range(len(diffs))],
+            trial=np.arange(1, len(diffs) + 1),
+            rating_0=50 + diffs,
+            rating_1=50.0,
+            diff=diffs,
+            gap=np.abs(diffs),
+            preference=list(prefs),
+            kind=["tie" if p == "tie" else "decisive" for p in prefs],
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
 # trial gaps
 # ---------------------------------------------------------------------------------------------------
 def test_trial_gaps_hand_example():
-    ratings, trials, participants = make_tables([
-        ("A", "audio", True, 0, "attn", 90, 10, 0, "0"),          # attention check: dropped
-        ("A", "audio", True, 1, "p_x", 30, 70, 1, "1"),           # response 1 shown first: gap still |30-70|
-        ("A", "audio", True, 2, "p_y", 55, 52, 0, "tie"),
-        ("T", "text", True, 1, "p_x", 80, 20, 0, "0"),
-        ("F", "text", False, 1, "p_y", 10, 90, 0, "1"),           # failed the check: dropped
-    ])
+    ratings, trials, participants = make_tables(
+        [
+            ("A", "audio", True, 0, "attn", 90, 10, 0, "0"),  # attention check: dropped
+            ("A", "audio", True, 1, "p_x", 30, 70, 1, "1"),  # response 1 shown first: gap still |30-70|
+            ("A", "audio", True, 2, "p_y", 55, 52, 0, "tie"),
+            ("T", "text", True, 1, "p_x", 80, 20, 0, "0"),
+            ("F", "text", False, 1, "p_y", 10, 90, 0, "1"),  # failed the check: dropped
+        ]
+    )
     g = trial_gaps(ratings, trials, participants)
     assert len(g) == 3
     row = g[(g.participant_id == "A") & (g.trial == 1)].iloc[0]
@@ -96,8 +118,12 @@ def test_describe_gaps_t_interval_matches_scipy():
 
 def test_gap_table_hand_example():
     """Decisive gaps text {30, 50, 70} vs audio {10, 20, 60}: U_text = 7 of 9 pairs, U_audio = 2, r_rb = 5/9."""
-    g = pd.concat([gaps_frame("text", [30, -50, 70, 2], ["0", "1", "0", "tie"]),
-                   gaps_frame("audio", [10, 20, -60, 0, 4], ["0", "0", "1", "tie", "tie"], pid="P2")])
+    g = pd.concat(
+        [
+            gaps_frame("text", [30, -50, 70, 2], ["0", "1", "0", "tie"]),
+            gaps_frame("audio", [10, 20, -60, 0, 4], ["0", "0", "1", "tie", "tie"], pid="P2"),
+        ]
+    )
     t = gap_table(g).set_index("kind")
     dec = t.loc["decisive"]
     assert (dec.n_text, dec.n_audio, dec.mean_text, dec.median_audio) == (3, 3, 50.0, 20.0)
@@ -110,8 +136,12 @@ def test_gap_table_hand_example():
 
 
 def test_no_ties_in_a_condition_gives_nan_with_reason():
-    g = pd.concat([gaps_frame("text", [30, -50, 70], ["0", "1", "0"]),
-                   gaps_frame("audio", [10, 2, -60], ["0", "tie", "1"], pid="P2")])
+    g = pd.concat(
+        [
+            gaps_frame("text", [30, -50, 70], ["0", "1", "0"]),
+            gaps_frame("audio", [10, 2, -60], ["0", "tie", "1"], pid="P2"),
+        ]
+    )
     t = gap_table(g).set_index("kind")
     assert list(gap_table(g).columns) == GAP_TABLE_COLUMNS
     tie = t.loc["tie"]
@@ -127,8 +157,12 @@ def test_no_ties_in_a_condition_gives_nan_with_reason():
 # ---------------------------------------------------------------------------------------------------
 def test_threshold_rules_hand_example():
     # diffs 0, 2, 3, 10, -12, 20 with stated tie, tie, 0, 0, 1, 0
-    g = pd.concat([gaps_frame("text", [0, 2, 3, 10, -12, 20], ["tie", "tie", "0", "0", "1", "0"]),
-                   gaps_frame("audio", [0, 5, 6, -9], ["tie", "tie", "tie", "1"], pid="P2")])
+    g = pd.concat(
+        [
+            gaps_frame("text", [0, 2, 3, 10, -12, 20], ["tie", "tie", "0", "0", "1", "0"]),
+            gaps_frame("audio", [0, 5, 6, -9], ["tie", "tie", "tie", "1"], pid="P2"),
+        ]
+    )
     curve = agreement_curve(g, "text").set_index("tau")
     assert curve.loc[0, "agreement"] == pytest.approx(5 / 6)  # only diff 0 called a tie; diff 2 mislabelled
     assert curve.loc[2, "agreement"] == 1.0 and curve.loc[3, "agreement"] == pytest.approx(5 / 6)
@@ -184,8 +218,9 @@ def test_simulated_gaps_invariants(sim):
     pm = prompt_mean_gaps(g)
     assert pm.n_trials.sum() == dec.n_text + dec.n_audio
     one = pm.iloc[0]
-    assert one.mean_gap == pytest.approx(g[(g.kind == "decisive") & (g.prompt_id == one.prompt_id)
-                                           & (g.condition == one.condition)].gap.mean())
+    assert one.mean_gap == pytest.approx(
+        g[(g.kind == "decisive") & (g.prompt_id == one.prompt_id) & (g.condition == one.condition)].gap.mean()
+    )
     assert pm[pm.condition == "text"].mean_gap.mean() > pm[pm.condition == "audio"].mean_gap.mean()
 
 
@@ -231,6 +266,7 @@ def test_figure2_writes_png(sim, tmp_path):
 
 def test_save_png_is_atomic(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
+
     fig = Figure()
     fig.subplots().plot([0, 1], [0, 1])
     target = tmp_path / "out.png"

@@ -39,26 +39,99 @@ ARTIFACTS = [
 ]
 
 COLUMNS = {
-    "results/sampling/prompts.csv": ["prompt_id", "conversation_id", "stratum", "chars_0", "chars_1", "abs_char_diff",
-                                     "history_chars", "history_turns"],
+    "results/sampling/prompts.csv": [
+        "prompt_id",
+        "conversation_id",
+        "stratum",
+        "chars_0",
+        "chars_1",
+        "abs_char_diff",
+        "history_chars",
+        "history_turns",
+    ],
     "results/sampling/removals.csv": ["conversation_id", "stratum", "reason", "detail", "replaced_by"],
-    "results/audio/review.csv": ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action",
-                                 "replaced_by"],
+    "results/audio/review.csv": [
+        "round",
+        "prompt_id",
+        "conversation_id",
+        "stratum",
+        "qc_pass",
+        "detail",
+        "action",
+        "replaced_by",
+    ],
     "results/audio/qc.csv": ["clip_id", "wer", "dnsmos_ovrl", "qc_pass", "qc_reasons", "round", "in_study"],
-    "results/audio/manifest.csv": ["clip_id", "path", "sample_rate", "duration_s", "backend", "model", "voice",
-                                   "spoken_text", "wer", "dnsmos_ovrl", "qc_pass", "qc_reasons"],
-    "results/study/stimuli.csv": ["prompt_id", "clip_id", "response", "stratum", "n_chars", "n_chars_spoken",
-                                  "model_name", "prism_score", "history_chars", "history_turns"],
+    "results/audio/manifest.csv": [
+        "clip_id",
+        "path",
+        "sample_rate",
+        "duration_s",
+        "backend",
+        "model",
+        "voice",
+        "spoken_text",
+        "wer",
+        "dnsmos_ovrl",
+        "qc_pass",
+        "qc_reasons",
+    ],
+    "results/study/stimuli.csv": [
+        "prompt_id",
+        "clip_id",
+        "response",
+        "stratum",
+        "n_chars",
+        "n_chars_spoken",
+        "model_name",
+        "prism_score",
+        "history_chars",
+        "history_turns",
+    ],
     "results/study/assignments.csv": ["participant_id", "condition", "trial", "prompt_id", "first_clip"],
-    "results/ratings/ratings.csv": ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first",
-                                    "rating", "audio_quality", "source"],
-    "results/ratings/trials.csv": ["participant_id", "prompt_id", "trial", "preference", "justification",
-                                   "decision_time_s", "deliberation_time_s", "rating_changes", "replays_0",
-                                   "replays_1", "relistened_first", "source"],
-    "results/ratings/participants.csv": ["participant_id", "condition", "passed_attention", "completed",
-                                         "session_minutes", "difficulty", "source"],
-    "results/stats/tables/icc.csv": ["condition", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo",
-                                     "icc_2_k_hi", "k_mean_raters"],
+    "results/ratings/ratings.csv": [
+        "participant_id",
+        "condition",
+        "prompt_id",
+        "clip_id",
+        "trial",
+        "presented_first",
+        "rating",
+        "audio_quality",
+        "source",
+    ],
+    "results/ratings/trials.csv": [
+        "participant_id",
+        "prompt_id",
+        "trial",
+        "preference",
+        "justification",
+        "decision_time_s",
+        "deliberation_time_s",
+        "rating_changes",
+        "replays_0",
+        "replays_1",
+        "relistened_first",
+        "source",
+    ],
+    "results/ratings/participants.csv": [
+        "participant_id",
+        "condition",
+        "passed_attention",
+        "completed",
+        "session_minutes",
+        "difficulty",
+        "source",
+    ],
+    "results/stats/tables/icc.csv": [
+        "condition",
+        "icc_2_1",
+        "icc_2_1_lo",
+        "icc_2_1_hi",
+        "icc_2_k",
+        "icc_2_k_lo",
+        "icc_2_k_hi",
+        "k_mean_raters",
+    ],
 }
 
 
@@ -73,8 +146,10 @@ def default_run(tmp_path_factory) -> Path:
 
 
 def _read(workdir: Path, rel: str) -> pd.DataFrame:
-    return pd.read_csv(workdir / rel, dtype={"prompt_id": str, "clip_id": str, "conversation_id": str,
-                                             "participant_id": str, "preference": str})
+    return pd.read_csv(
+        workdir / rel,
+        dtype={"prompt_id": str, "clip_id": str, "conversation_id": str, "participant_id": str, "preference": str},
+    )
 
 
 def test_every_artifact_with_its_columns(default_run):
@@ -131,7 +206,7 @@ def test_every_prompt_has_two_real_wavs(default_run):
         audio, rate = sf.read(wav)
         assert rate == manifest.loc[clip, "sample_rate"] == 24000
         assert len(audio) / rate == pytest.approx(manifest.loc[clip, "duration_s"], abs=1e-3)
-        assert len(audio) > 0.5 * rate and np.sqrt(np.mean(audio ** 2)) > 0.01, clip
+        assert len(audio) > 0.5 * rate and np.sqrt(np.mean(audio**2)) > 0.01, clip
     # the round trip through ASR hears the words, and every clip of the final study passed QC
     assert (manifest.loc[stimuli.clip_id, "wer"] <= 0.15).mean() >= 0.75
     assert manifest.loc[list(stimuli.clip_id) + ["attn_0", "attn_1"], "qc_pass"].astype(str).eq("True").all()
@@ -197,8 +272,19 @@ def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dic
 
 def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
-    assert {"render_shard", "audio_qc", "audio_review", "final_sample", "audio_manifest", "stimuli", "icc_table",
-            "judge_modality", "reward_pairs", "reward_train", "report"} <= set(jobs), jobs
+    assert {
+        "render_shard",
+        "audio_qc",
+        "audio_review",
+        "final_sample",
+        "audio_manifest",
+        "stimuli",
+        "icc_table",
+        "judge_modality",
+        "reward_pairs",
+        "reward_train",
+        "report",
+    } <= set(jobs), jobs
     # the other engines render the final prompt set, which the new voice's QC may change: they rerun too
     assert not {"conversations", "sample_prompts"} & set(jobs), jobs
 
@@ -212,9 +298,15 @@ def test_n_boot_change_reruns_statistics_only(default_run, tmp_path):
 def test_same_config_twice_gives_identical_tables(tmp_path):
     # the compared tables are the targets: judges, reward models and the other engines (which the default
     # target adds, 20+ minutes for the two runs on 2 cores) do not feed them
-    compared = ["results/sampling/prompts.csv", "results/sampling/removals.csv", "results/study/assignments.csv",
-                "results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv",
-                "results/stats/tables/icc.csv"]
+    compared = [
+        "results/sampling/prompts.csv",
+        "results/sampling/removals.csv",
+        "results/study/assignments.csv",
+        "results/ratings/ratings.csv",
+        "results/ratings/trials.csv",
+        "results/ratings/participants.csv",
+        "results/stats/tables/icc.csv",
+    ]
     outputs = []
     for name in ("a", "b"):
         workdir = tmp_path / name
@@ -275,14 +367,33 @@ def test_bad_collected_ratings_stop_with_file_row_column(default_run, tmp_path):
 def test_every_analysis_is_in_the_report(default_run):
     tables = sorted((default_run / "results/stats/tables").glob("*.csv"))
     figures = sorted((default_run / "results/stats/figures").glob("*.png"))
-    expected = {"icc", "table1_demographics", "table3_session", "behaviour", "thresholds_gaps",
-                "thresholds_recommendations", "table4_reliability", "raters_needed", "cross_modality_agreement",
-                "cross_modality_binomial", "justifications", "justifications_counts", "table2_lmm", "practice_effects",
-                "random_slope", "audio_quality", "per_prompt_icc", "table5_ai_human", "table5_clips",
-                "table6_ai_diff_icc", "table6_per_prompt"}
+    expected = {
+        "icc",
+        "table1_demographics",
+        "table3_session",
+        "behaviour",
+        "thresholds_gaps",
+        "thresholds_recommendations",
+        "table4_reliability",
+        "raters_needed",
+        "cross_modality_agreement",
+        "cross_modality_binomial",
+        "justifications",
+        "justifications_counts",
+        "table2_lmm",
+        "practice_effects",
+        "random_slope",
+        "audio_quality",
+        "per_prompt_icc",
+        "table5_ai_human",
+        "table5_clips",
+        "table6_ai_diff_icc",
+        "table6_per_prompt",
+    }
     assert expected <= {p.stem for p in tables}
-    assert {"figure2_gap_cdf", "figure3_agreement", "figure4_icc_by_k", "figure_ai_human",
-            "figure_ai_diff_icc"} <= {p.stem for p in figures}
+    assert {"figure2_gap_cdf", "figure3_agreement", "figure4_icc_by_k", "figure_ai_human", "figure_ai_diff_icc"} <= {
+        p.stem for p in figures
+    }
     html = (default_run / "results/report/report.html").read_text()
     for p in tables:
         md = p.with_suffix(".md").read_text().splitlines()[0]
@@ -298,8 +409,13 @@ def test_every_analysis_is_in_the_report(default_run):
     recs = _read(default_run, "results/stats/tables/thresholds_recommendations.csv")
     assert (recs["n_boot"] > 0).any() and recs["threshold_lo"].notna().any()  # stats.n_boot_threshold reaches the rule
     t4 = _read(default_run, "results/stats/tables/table4_reliability.csv").set_index("metric")
-    assert {"ICC(2,1)", "ICC(2,k)", "Krippendorff's alpha (cont.)", "Krippendorff's alpha (ord.)",
-            "Krippendorff's alpha (nom.)"} <= set(t4.index)
+    assert {
+        "ICC(2,1)",
+        "ICC(2,k)",
+        "Krippendorff's alpha (cont.)",
+        "Krippendorff's alpha (ord.)",
+        "Krippendorff's alpha (nom.)",
+    } <= set(t4.index)
     assert t4.loc[["ICC(2,1)", "ICC(2,k)"], "p_value"].between(0, 1).all()
 
 
@@ -319,8 +435,20 @@ def test_snakemake_report_holds_every_figure_and_table(default_run, tmp_path):
 
 def test_offline_judges_rate_both_modalities_and_see_the_attention_check(default_run):
     judges = _read(default_run, "results/judges/ratings.csv")
-    cols = ["judge", "backend", "model", "prompt_version", "modality", "kind", "prompt_id", "clip_id", "sample",
-            "rating", "status", "reason"]
+    cols = [
+        "judge",
+        "backend",
+        "model",
+        "prompt_version",
+        "modality",
+        "kind",
+        "prompt_id",
+        "clip_id",
+        "sample",
+        "rating",
+        "status",
+        "reason",
+    ]
     assert list(judges.columns) == cols
     stimuli = _read(default_run, "results/study/stimuli.csv")
     ok = judges[judges.status == "ok"]

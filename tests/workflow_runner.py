@@ -15,8 +15,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 # Config keys holding paths relative to the repository (made absolute for a scratch workdir).
-PATH_KEYS = [("data", "source"), ("attention_check",), ("sampling", "screening", "harmful_terms"),
-             ("stats", "modality_terms")]
+PATH_KEYS = [
+    ("data", "source"),
+    ("attention_check",),
+    ("sampling", "screening", "harmful_terms"),
+    ("stats", "modality_terms"),
+]
 
 
 def deep_update(base: dict, overrides: dict) -> dict:
@@ -31,10 +35,12 @@ def deep_update(base: dict, overrides: dict) -> dict:
 
 def tiny_overrides() -> dict[str, Any]:
     """The smallest config that still exercises every stage (a few short clips)."""
-    return {"sampling": {"n_prompts": 4}, "study": {"raters_per_condition": 6, "trials_per_participant": 3},
-            "tts": {"shard_size": 5},
-            "stats": {"n_boot": 50, "n_perm": 50, "n_boot_alpha": 100, "n_perm_alpha": 100,
-                      "n_boot_threshold": 50}}
+    return {
+        "sampling": {"n_prompts": 4},
+        "study": {"raters_per_condition": 6, "trials_per_participant": 3},
+        "tts": {"shard_size": 5},
+        "stats": {"n_boot": 50, "n_perm": 50, "n_boot_alpha": 100, "n_perm_alpha": 100, "n_boot_threshold": 50},
+    }
 
 
 def write_config(workdir: Path, overrides: dict[str, Any] | None = None) -> Path:
@@ -53,11 +59,24 @@ def write_config(workdir: Path, overrides: dict[str, Any] | None = None) -> Path
     return path
 
 
-def run_workflow(workdir: Path, *args: str, timeout: float = 1800, configfile: Path | None = None
-                 ) -> subprocess.CompletedProcess:
+def run_workflow(
+    workdir: Path, *args: str, timeout: float = 1800, configfile: Path | None = None
+) -> subprocess.CompletedProcess:
     """``snakemake`` with the repository's Snakefile in ``workdir``; returns the finished process."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(configfile or workdir / "config.yaml"), "--cores", "2", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--configfile",
+        str(configfile or workdir / "config.yaml"),
+        "--cores",
+        "2",
+        *args,
+    ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 

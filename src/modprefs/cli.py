@@ -42,8 +42,17 @@ from modprefs.stats.defaults import STATS_DEFAULTS
 log = logging.getLogger("modprefs")
 
 REPO = Path(__file__).resolve().parents[2]
-TABLE_ANALYSES = ("table1", "table2", "table3", "decision_thresholds", "table4", "raters_needed",
-                  "cross_modality", "modality_effects", "justifications")
+TABLE_ANALYSES = (
+    "table1",
+    "table2",
+    "table3",
+    "decision_thresholds",
+    "table4",
+    "raters_needed",
+    "cross_modality",
+    "modality_effects",
+    "justifications",
+)
 CI_METHODS = ("jackknife", "stimulus", "prompt", "two_way", "parametric")  # modprefs.stats.icc_ci.CI_METHODS
 TABLE2_RANDOM = ("stimulus_modality", "paper")  # modprefs.stats.modality.TABLE2_RANDOM (both kept import-free)
 
@@ -78,57 +87,126 @@ class _DefaultsHelp(argparse.RawDescriptionHelpFormatter):
         if action.required or not action.option_strings or action.default is argparse.SUPPRESS:
             return text
         default = action.default
-        shown = ("off" if default is False else "none" if default in (None, []) else "%(default)s")
+        shown = "off" if default is False else "none" if default in (None, []) else "%(default)s"
         return f"{text} (default: {shown})"
 
 
 def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    st = sub.add_parser("stats", help="statistics and report from ratings collected elsewhere",
-                        description=__doc__.split("\n\n")[2], formatter_class=_DefaultsHelp)
-    st.add_argument("--ratings", required=True, metavar="SOURCE",
-                    help="ratings source: folder with ratings.csv [trials.csv participants.csv], a CSV/TSV/Parquet "
-                         "table (long or wide), a datasets save_to_disk folder, a folder of data files, or "
-                         "hf://owner/name")
-    st.add_argument("--clips", type=Path, required=True,
-                    help="clips/stimuli table: clip_id, prompt_id [, response, n_chars, prism_score]")
-    st.add_argument("--out", type=Path, required=True,
-                    help="output folder: ratings/, tables/, figures/, report.html (must be empty or absent "
-                         "unless --overwrite)")
+    st = sub.add_parser(
+        "stats",
+        help="statistics and report from ratings collected elsewhere",
+        description=__doc__.split("\n\n")[2],
+        formatter_class=_DefaultsHelp,
+    )
+    st.add_argument(
+        "--ratings",
+        required=True,
+        metavar="SOURCE",
+        help="ratings source: folder with ratings.csv [trials.csv participants.csv], a CSV/TSV/Parquet "
+        "table (long or wide), a datasets save_to_disk folder, a folder of data files, or "
+        "hf://owner/name",
+    )
+    st.add_argument(
+        "--clips",
+        type=Path,
+        required=True,
+        help="clips/stimuli table: clip_id, prompt_id [, response, n_chars, prism_score]",
+    )
+    st.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output folder: ratings/, tables/, figures/, report.html (must be empty or absent unless --overwrite)",
+    )
     st.add_argument("--overwrite", action="store_true", help="replace a non-empty --out as a whole")
-    st.add_argument("--map", action="append", default=[], metavar="CANON=SOURCE[,...]",
-                    help="rename foreign columns, e.g. rating=score,clip_id=stimulus (repeatable; canonical names "
-                         "as in workflow/schemas, plus rating_0/rating_1/first_clip for wide tables)")
-    st.add_argument("--judges", type=Path, default=None,
-                    help="AI judge ratings (results/judges/ratings.csv columns) for Tables 5-6; without it they "
-                         "are skipped")
-    st.add_argument("--modality-terms", type=Path, default=REPO / STATS_DEFAULTS["modality_terms"],
-                    help="words left out of the justification analysis")
-    st.add_argument("--seed", type=_count, default=STATS_DEFAULTS["seed"],
-                    help="seed of every bootstrap and permutation stream")
-    st.add_argument("--n-boot", type=_count, default=STATS_DEFAULTS["n_boot"],
-                    help="bootstrap resamples for the ICC intervals (0 = no intervals)")
-    st.add_argument("--ci-method", choices=CI_METHODS, default=STATS_DEFAULTS["icc_ci_method"],
-                    help="ICC interval: crossed jackknife over prompts and participants (jackknife; measured "
-                         "coverage in benchmarks/out/icc_coverage.md), or a bootstrap of clips (stimulus, the "
-                         "paper's), prompts (prompt), clips and participants (two_way), or new data from the "
-                         "fitted model (parametric)")
-    st.add_argument("--table2-random", choices=sorted(TABLE2_RANDOM), default=STATS_DEFAULTS["table2_random"],
-                    help="Table 2's omnibus random effects: + (1|clip:modality) (stimulus_modality) or the "
-                         "paper's (1|participant) + (1|clip) (paper)")
-    st.add_argument("--icc-test", choices=("permutation", "jackknife"), default=STATS_DEFAULTS["icc_test"],
-                    help="Table 4's test of the audio - text ICC difference: the paper's participant permutation "
-                         "or the crossed-jackknife t test (modprefs.stats.icc_difference)")
-    st.add_argument("--n-perm", type=_count, default=STATS_DEFAULTS["n_perm"],
-                    help="participant permutations for the ICC modality test")
-    st.add_argument("--n-boot-alpha", type=_count, default=STATS_DEFAULTS["n_boot_alpha"],
-                    help="bootstrap resamples for Krippendorff's alpha intervals")
-    st.add_argument("--n-perm-alpha", type=_count, default=STATS_DEFAULTS["n_perm_alpha"],
-                    help="participant permutations for the alpha modality test")
-    st.add_argument("--n-boot-threshold", type=_count, default=STATS_DEFAULTS["n_boot_threshold"],
-                    help="participant resamples for the binarisation thresholds' intervals (0 = none)")
-    st.add_argument("--ci-level", type=_level, default=STATS_DEFAULTS["ci_level"],
-                    help="two-sided level of every interval, in (0, 1)")
+    st.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="CANON=SOURCE[,...]",
+        help="rename foreign columns, e.g. rating=score,clip_id=stimulus (repeatable; canonical names "
+        "as in workflow/schemas, plus rating_0/rating_1/first_clip for wide tables)",
+    )
+    st.add_argument(
+        "--judges",
+        type=Path,
+        default=None,
+        help="AI judge ratings (results/judges/ratings.csv columns) for Tables 5-6; without it they are skipped",
+    )
+    st.add_argument(
+        "--modality-terms",
+        type=Path,
+        default=REPO / STATS_DEFAULTS["modality_terms"],
+        help="words left out of the justification analysis",
+    )
+    _add_stats_resampling_args(st)
     return st
+
+
+def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
+    """``stats``' options on the seed, the intervals, the resampling counts and the ICC test."""
+    st.add_argument(
+        "--seed", type=_count, default=STATS_DEFAULTS["seed"], help="seed of every bootstrap and permutation stream"
+    )
+    st.add_argument(
+        "--n-boot",
+        type=_count,
+        default=STATS_DEFAULTS["n_boot"],
+        help="bootstrap resamples for the ICC intervals (0 = no intervals)",
+    )
+    st.add_argument(
+        "--ci-method",
+        choices=CI_METHODS,
+        default=STATS_DEFAULTS["icc_ci_method"],
+        help="ICC interval: crossed jackknife over prompts and participants (jackknife; measured "
+        "coverage in benchmarks/out/icc_coverage.md), or a bootstrap of clips (stimulus, the "
+        "paper's), prompts (prompt), clips and participants (two_way), or new data from the "
+        "fitted model (parametric)",
+    )
+    st.add_argument(
+        "--table2-random",
+        choices=sorted(TABLE2_RANDOM),
+        default=STATS_DEFAULTS["table2_random"],
+        help="Table 2's omnibus random effects: + (1|clip:modality) (stimulus_modality) or the "
+        "paper's (1|participant) + (1|clip) (paper)",
+    )
+    st.add_argument(
+        "--icc-test",
+        choices=("permutation", "jackknife"),
+        default=STATS_DEFAULTS["icc_test"],
+        help="Table 4's test of the audio - text ICC difference: the paper's participant permutation "
+        "or the crossed-jackknife t test (modprefs.stats.icc_difference)",
+    )
+    st.add_argument(
+        "--n-perm",
+        type=_count,
+        default=STATS_DEFAULTS["n_perm"],
+        help="participant permutations for the ICC modality test",
+    )
+    st.add_argument(
+        "--n-boot-alpha",
+        type=_count,
+        default=STATS_DEFAULTS["n_boot_alpha"],
+        help="bootstrap resamples for Krippendorff's alpha intervals",
+    )
+    st.add_argument(
+        "--n-perm-alpha",
+        type=_count,
+        default=STATS_DEFAULTS["n_perm_alpha"],
+        help="participant permutations for the alpha modality test",
+    )
+    st.add_argument(
+        "--n-boot-threshold",
+        type=_count,
+        default=STATS_DEFAULTS["n_boot_threshold"],
+        help="participant resamples for the binarisation thresholds' intervals (0 = none)",
+    )
+    st.add_argument(
+        "--ci-level",
+        type=_level,
+        default=STATS_DEFAULTS["ci_level"],
+        help="two-sided level of every interval, in (0, 1)",
+    )
 
 
 def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:
@@ -138,8 +216,10 @@ def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:
         raise UserInputError(f"--out {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise UserInputError(f"--out {out}: the folder is not empty; pass --overwrite to replace it as a whole "
-                                 "(or choose another folder)")
+            raise UserInputError(
+                f"--out {out}: the folder is not empty; pass --overwrite to replace it as a whole "
+                "(or choose another folder)"
+            )
         here, target = Path.cwd().resolve(), out.resolve()
         if target == here or target in here.parents:
             raise UserInputError(f"--out {out}: is the working directory or holds it; --overwrite would replace it")
@@ -154,8 +234,10 @@ def _check_text_file(path: Path, option: str) -> None:
     try:
         path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise UserInputError(f"{option} {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                             f"{exc.start}); save it as UTF-8") from None
+        raise UserInputError(
+            f"{option} {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        ) from None
 
 
 def _read_judges(path: Path) -> Any:
@@ -165,13 +247,21 @@ def _read_judges(path: Path) -> Any:
     judges = read_table(path, what=f"--judges {path}")
     missing = [c for c in JUDGE_COLUMNS if c not in judges.columns]
     if missing:
-        raise UserInputError(f"--judges {path}: missing column(s) {missing} (results/judges/ratings.csv has "
-                             f"{list(JUDGE_COLUMNS)})")
+        raise UserInputError(
+            f"--judges {path}: missing column(s) {missing} (results/judges/ratings.csv has {list(JUDGE_COLUMNS)})"
+        )
     return judges
 
 
-def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges: Path | None = None,
-              columns: dict[str, str] | None = None, overwrite: bool = False) -> list[str]:
+def run_stats(
+    ratings: str | Path,
+    clips: Path,
+    out: Path,
+    params: dict,
+    judges: Path | None = None,
+    columns: dict[str, str] | None = None,
+    overwrite: bool = False,
+) -> list[str]:
     """Validate every input, analyse, write ``out`` atomically; returns the skipped outputs with reasons.
 
     ``params``: :data:`~modprefs.stats.defaults.STATS_DEFAULTS` keys (``modality_terms`` a path).
@@ -181,8 +271,16 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     from modprefs.ratings.read import read_stimuli  # noqa: PLC0415
 
     out = Path(out)
-    _check_out(out, overwrite, [Path(str(ratings)), Path(clips), Path(params["modality_terms"]),
-                                *([Path(judges)] if judges is not None else [])])
+    _check_out(
+        out,
+        overwrite,
+        [
+            Path(str(ratings)),
+            Path(clips),
+            Path(params["modality_terms"]),
+            *([Path(judges)] if judges is not None else []),
+        ],
+    )
     _check_text_file(Path(params["modality_terms"]), "--modality-terms")
     stimuli = read_stimuli(clips, what=f"--clips {clips}")
     judge_table = _read_judges(judges) if judges is not None else None
@@ -190,9 +288,20 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        skipped, notes = _analyse(valid, stimuli, judge_table, tmp, params,
-                                  {"ratings": str(ratings), "clips": str(clips),
-                                   "judges": str(judges) if judges else None, "columns": columns or {}, **params})
+        skipped, notes = _analyse(
+            valid,
+            stimuli,
+            judge_table,
+            tmp,
+            params,
+            {
+                "ratings": str(ratings),
+                "clips": str(clips),
+                "judges": str(judges) if judges else None,
+                "columns": columns or {},
+                **params,
+            },
+        )
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -200,8 +309,9 @@ def run_stats(ratings: str | Path, clips: Path, out: Path, params: dict, judges:
     return skipped
 
 
-def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
-             config: dict) -> tuple[list[str], list[str]]:
+def _analyse(
+    valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict, config: dict
+) -> tuple[list[str], list[str]]:
     """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
     from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
@@ -242,8 +352,10 @@ def _analyse(valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict,
     notes = [*valid.notes, *(n for n in study.notes if n not in valid.notes), *(f"skipped {s}" for s in skipped)]
     if (tables["ratings"]["source"].astype(str) == "simulated").any():
         notes.insert(0, "The ratings are SIMULATED.")
-    notes += [coverage_note(params["icc_ci_method"], REPO / "benchmarks" / "out" / "icc_coverage.json"),
-              table2_note(params["table2_random"], REPO / "benchmarks" / "out" / "table2_null.json")]
+    notes += [
+        coverage_note(params["icc_ci_method"], REPO / "benchmarks" / "out" / "icc_coverage.json"),
+        table2_note(params["table2_random"], REPO / "benchmarks" / "out" / "table2_null.json"),
+    ]
     write_text(build_report([("Tables", written), ("Figures", figures)], config, notes), tmp / "report.html")
     return skipped, notes
 
@@ -290,8 +402,10 @@ def check_judges(files: list[Path]) -> int:
         print(f"modprefs check-judges: error: {exc}", file=sys.stderr)
         return 2
     backend = judges.get("backend", "local")
-    print(f"judges: backend {backend}: " + ("key, endpoint and models ok" if backend == "openai"
-                                            else "offline, nothing to check before the run"))
+    print(
+        f"judges: backend {backend}: "
+        + ("key, endpoint and models ok" if backend == "openai" else "offline, nothing to check before the run")
+    )
     return 0
 
 
@@ -305,10 +419,14 @@ def main(argv: list[str] | None = None) -> int:
     from modprefs.plan.cli import add_parser as add_plan_parser  # `modprefs plan ...` (docs/plan.md)
 
     add_plan_parser(sub)
-    cj = sub.add_parser("check-judges",
-                        help="check the API judges' key, endpoint and models (as a run's start does)")
-    cj.add_argument("--configfile", type=Path, nargs="*", default=[],
-                    help="config files over config.yaml, later ones winning (default: none)")
+    cj = sub.add_parser("check-judges", help="check the API judges' key, endpoint and models (as a run's start does)")
+    cj.add_argument(
+        "--configfile",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="config files over config.yaml, later ones winning (default: none)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.command == "app":
@@ -325,13 +443,18 @@ def main(argv: list[str] | None = None) -> int:
         k: getattr(args, k)
         for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold", "ci_level")
     }
-    params.update(icc_ci_method=args.ci_method, table2_random=args.table2_random, icc_test=args.icc_test,
-                  modality_terms=str(args.modality_terms))
+    params.update(
+        icc_ci_method=args.ci_method,
+        table2_random=args.table2_random,
+        icc_test=args.icc_test,
+        modality_terms=str(args.modality_terms),
+    )
     try:
         from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415
 
-        skipped = run_stats(args.ratings, args.clips, args.out, params, args.judges, parse_column_map(args.map),
-                            args.overwrite)
+        skipped = run_stats(
+            args.ratings, args.clips, args.out, params, args.judges, parse_column_map(args.map), args.overwrite
+        )
     except UserInputError as exc:
         print(f"modprefs stats: error: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ once, each prefixed with the config file and line that set the key (:mod:`modpre
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +84,27 @@ def _data_problems(config: Mapping[str, Any], source: Path) -> list[Problem]:
     except PrismFormatError as err:
         return [(("data", "source"), f"data.source: {err}")]
     if table.empty:
-        return [(("data", "source"), f"data.source: {source} holds no eligible {ctype!r} conversation "
-                 "(data.conversation_type; a conversation needs a turn with two responses)")]
-    return [(("sampling", "n_prompts"), text) for text in
-            sample_size_problems(table, int(sampling["n_prompts"]), float(sampling["long_fraction"]),
-                                 float(sampling["long_percentile"]))]
+        return [
+            (
+                ("data", "source"),
+                f"data.source: {source} holds no eligible {ctype!r} conversation "
+                "(data.conversation_type; a conversation needs a turn with two responses)",
+            )
+        ]
+    return [
+        (("sampling", "n_prompts"), text)
+        for text in sample_size_problems(
+            table, int(sampling["n_prompts"]), float(sampling["long_fraction"]), float(sampling["long_percentile"])
+        )
+    ]
 
 
 def _tts_problems(tts: Mapping[str, Any], base: Path) -> list[Problem]:
     from modprefs.speech.preflight import tts_problems
 
-    blocks: list[tuple[tuple[str, ...], str, Any]] = [(("tts",), "tts", {k: v for k, v in tts.items()
-                                                                            if k != "engines"})]
+    blocks: list[tuple[tuple[str, ...], str, Any]] = [
+        (("tts",), "tts", {k: v for k, v in tts.items() if k != "engines"})
+    ]
     engines = tts.get("engines") or []
     blocks += [(("tts", "engines", str(i)), f"tts.engines[{i}]", e) for i, e in enumerate(engines)]
     problems: list[Problem] = []
@@ -105,8 +114,13 @@ def _tts_problems(tts: Mapping[str, Any], base: Path) -> list[Problem]:
             problems.append(((*path, *(k for k in [key] if k)), text))
     names = [e.get("backend") for e in engines]
     for name in sorted({n for n in names if names.count(n) > 1}):
-        problems.append((("tts", "engines"), f"tts.engines: backend {name!r} appears more than once "
-                         "(each engine renders to results/audio/engines/<backend>/)"))
+        problems.append(
+            (
+                ("tts", "engines"),
+                f"tts.engines: backend {name!r} appears more than once "
+                "(each engine renders to results/audio/engines/<backend>/)",
+            )
+        )
     return problems
 
 
@@ -135,8 +149,63 @@ def _judges_problems(judges: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def check_config(config: Mapping[str, Any], base_dir: str | Path = ".",
-                 sources: Sequence[ConfigSource] | None = None) -> None:
+def _check_screening(
+    screening: Mapping[str, Any], base: Path, problems: list[Problem], readable: Callable[[str, str], bool]
+) -> None:
+    """Append the screening's problems: a language it cannot detect, an unreadable harmful-terms list."""
+    language = screening.get("language")
+    if language:
+        from modprefs.sampling.screening import detectable_languages
+
+        if language not in detectable_languages():
+            problems.append(
+                (
+                    ("sampling", "screening", "language"),
+                    f"sampling.screening.language: {language!r} is not a language the screening can detect "
+                    f"(ISO 639-1: {', '.join(detectable_languages())})",
+                )
+            )
+    if "harmful_terms" in screening and readable("sampling.screening.harmful_terms", screening["harmful_terms"]):
+        from modprefs.sampling.screening import ScreeningError, WordListModerator
+
+        try:
+            WordListModerator.from_file(base / screening["harmful_terms"])
+        except ScreeningError as err:
+            problems.append((("sampling", "screening", "harmful_terms"), f"sampling.screening.harmful_terms: {err}"))
+
+
+def _audio_qc_problems(config: Mapping[str, Any]) -> list[Problem]:
+    """The audio QC thresholds' problem, if any (unknown metric, bad bound)."""
+    thresholds = (config.get("audio_qc") or {}).get("thresholds") or {}
+    if not thresholds:
+        return []
+    import math
+
+    from modprefs.speech.qc import QC_COLUMNS, check_thresholds
+
+    try:
+        check_thresholds(dict.fromkeys(QC_COLUMNS, math.nan), thresholds)
+    except ValueError as err:
+        return [(("audio_qc", "thresholds"), f"audio_qc.thresholds: {err}")]
+    return []
+
+
+def _ratings_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
+    """The ``ratings`` section's problems, each under its dotted key (or ``ratings``)."""
+    from modprefs.ratings.sources import ratings_config_problems  # noqa: PLC0415
+
+    problems: list[Problem] = []
+    for message in ratings_config_problems(config["ratings"], base):
+        key = message.split(":", 1)[0]
+        problems.append(
+            (tuple(key.split(".")) if key.startswith("ratings.") and " " not in key else ("ratings",), message)
+        )
+    return problems
+
+
+def check_config(
+    config: Mapping[str, Any], base_dir: str | Path = ".", sources: Sequence[ConfigSource] | None = None
+) -> None:
     """Raise :class:`ConfigError` listing every cross-key, file, TTS or data problem in ``config``.
 
     ``base_dir`` is the folder relative paths are resolved against (the working directory
@@ -163,22 +232,7 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".",
             read_attention_check(base / config["attention_check"])
         except AttentionCheckError as err:
             problems.append((("attention_check",), f"attention_check: {err}"))
-    screening = config["sampling"].get("screening", {})
-    language = screening.get("language")
-    if language:
-        from modprefs.sampling.screening import detectable_languages
-
-        if language not in detectable_languages():
-            problems.append((("sampling", "screening", "language"),
-                             f"sampling.screening.language: {language!r} is not a language the screening can detect "
-                             f"(ISO 639-1: {', '.join(detectable_languages())})"))
-    if "harmful_terms" in screening and readable("sampling.screening.harmful_terms", screening["harmful_terms"]):
-        from modprefs.sampling.screening import ScreeningError, WordListModerator
-
-        try:
-            WordListModerator.from_file(base / screening["harmful_terms"])
-        except ScreeningError as err:
-            problems.append((("sampling", "screening", "harmful_terms"), f"sampling.screening.harmful_terms: {err}"))
+    _check_screening(config["sampling"].get("screening", {}), base, problems, readable)
 
     if "modality_terms" in config["stats"]:
         readable("stats.modality_terms", config["stats"]["modality_terms"])
@@ -186,36 +240,27 @@ def check_config(config: Mapping[str, Any], base_dir: str | Path = ".",
     n_prompts = config["sampling"]["n_prompts"]
     trials = config["study"]["trials_per_participant"]
     if trials > n_prompts:
-        problems.append((("study", "trials_per_participant"),
-                         f"study.trials_per_participant: {trials} exceeds sampling.n_prompts ({n_prompts}); "
-                         "a participant cannot rate the same prompt twice"))
+        problems.append(
+            (
+                ("study", "trials_per_participant"),
+                f"study.trials_per_participant: {trials} exceeds sampling.n_prompts ({n_prompts}); "
+                "a participant cannot rate the same prompt twice",
+            )
+        )
 
     problems += _tts_problems(config["tts"], base)
-    thresholds = (config.get("audio_qc") or {}).get("thresholds") or {}
-    if thresholds:
-        import math
-
-        from modprefs.speech.qc import QC_COLUMNS, check_thresholds
-
-        try:
-            check_thresholds(dict.fromkeys(QC_COLUMNS, math.nan), thresholds)
-        except ValueError as err:
-            problems.append((("audio_qc", "thresholds"), f"audio_qc.thresholds: {err}"))
+    problems += _audio_qc_problems(config)
     problems += _judges_problems(config.get("judges") or {})
 
-    from modprefs.ratings.sources import ratings_config_problems  # noqa: PLC0415
-
-    for message in ratings_config_problems(config["ratings"], base):
-        key = message.split(":", 1)[0]
-        problems.append((tuple(key.split(".")) if key.startswith("ratings.") and " " not in key else ("ratings",),
-                         message))
+    problems += _ratings_problems(config, base)
 
     if problems:
         raise ConfigError(format_problems(problems, sources))
 
 
-def validate_config(config: dict[str, Any], schema_path: str | Path,
-                    sources: Sequence[ConfigSource] | None = None) -> None:
+def validate_config(
+    config: dict[str, Any], schema_path: str | Path, sources: Sequence[ConfigSource] | None = None
+) -> None:
     """Schema validation that reports every problem with its dotted key (and file and line, given ``sources``).
 
     Raises :class:`ConfigError`. Defaults from the schema are *not* filled in here; the

@@ -56,11 +56,15 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from None
     if data is None:
-        raise ConfigError(f"{path}: the config file is empty; it needs the keys of the repository's config.yaml "
-                          "(seed, data, sampling, attention_check, tts, study, ratings, stats)")
+        raise ConfigError(
+            f"{path}: the config file is empty; it needs the keys of the repository's config.yaml "
+            "(seed, data, sampling, attention_check, tts, study, ratings, stats)"
+        )
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a config file must map keys to values at its top level (seed: ..., data: ...), "
-                          f"this one holds a {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: a config file must map keys to values at its top level (seed: ..., data: ...), "
+            f"this one holds a {type(data).__name__}"
+        )
     return data
 
 
@@ -141,8 +145,7 @@ def locate(sources: Sequence[ConfigSource], path: Sequence[str | int]) -> str:
     return ", ".join(s.label for s in sources) or "the config"
 
 
-def format_problems(problems: Sequence[tuple[Sequence[str | int], str]],
-                    sources: Sequence[ConfigSource] | None) -> str:
+def format_problems(problems: Sequence[tuple[Sequence[str | int], str]], sources: Sequence[ConfigSource] | None) -> str:
     """One line per problem, each prefixed with the file (and line) that set the key."""
     lines = []
     for path, text in problems:

@@ -79,8 +79,9 @@ def write_json(obj: Any, target: str | os.PathLike[str]) -> None:
     write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", target)
 
 
-def write_markdown_table(df: pd.DataFrame, target: str | os.PathLike[str], title: str | None = None,
-                         floatfmt: str = ".4g") -> None:
+def write_markdown_table(
+    df: pd.DataFrame, target: str | os.PathLike[str], title: str | None = None, floatfmt: str = ".4g"
+) -> None:
     """Write ``df`` as a GitHub-flavoured Markdown table (optionally under a ``# title``) atomically."""
     body = df.to_markdown(index=False, floatfmt=floatfmt)
     text = (f"# {title}\n\n" if title else "") + body + "\n"

@@ -31,10 +31,40 @@ import pandas as pd
 from modprefs.errors import UserInputError
 
 # pandas' default NA strings (pandas._libs.parsers.STR_NA_VALUES); not special in id columns.
-NA_TOKENS: tuple[str, ...] = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
-                              "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
-ID_COLUMNS = frozenset({"participant_id", "prompt_id", "clip_id", "conversation_id", "item_id", "preference",
-                        "judge", "prompt_version", "slot_id"})
+NA_TOKENS: tuple[str, ...] = (
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
+)
+ID_COLUMNS = frozenset(
+    {
+        "participant_id",
+        "prompt_id",
+        "clip_id",
+        "conversation_id",
+        "item_id",
+        "preference",
+        "judge",
+        "prompt_version",
+        "slot_id",
+    }
+)
 DELIMITERS = (",", "\t", ";", "|")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", *PARQUET_SUFFIXES)
@@ -61,10 +91,15 @@ def decode(data: bytes, path: str | os.PathLike[str]) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        kind = "binary data, not a text table" if b"\x00" in data[:4096] else \
-            "it may be Latin-1/Windows-1252 or another legacy encoding"
-        raise TableError(f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column {column} "
-                         f"cannot be decoded ({kind}); save the file as UTF-8") from None
+        kind = (
+            "binary data, not a text table"
+            if b"\x00" in data[:4096]
+            else "it may be Latin-1/Windows-1252 or another legacy encoding"
+        )
+        raise TableError(
+            f"{path}: not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column {column} "
+            f"cannot be decoded ({kind}); save the file as UTF-8"
+        ) from None
 
 
 def sniff_delimiter(header: str, path: str | os.PathLike[str]) -> str:
@@ -89,9 +124,11 @@ def _check_rows(text: str, delim: str, n_fields: int, path: str | os.PathLike[st
     for row in reader:
         if row and len(row) != n_fields and any(cell.strip() for cell in row):
             shown = {"\t": "tab"}.get(delim, delim)
-            raise TableError(f"{path}: line {reader.line_num + offset} has {len(row)} field(s) but the header has "
-                             f"{n_fields} "
-                             f"(delimiter {shown!r}); quote values that contain the delimiter")
+            raise TableError(
+                f"{path}: line {reader.line_num + offset} has {len(row)} field(s) but the header has "
+                f"{n_fields} "
+                f"(delimiter {shown!r}); quote values that contain the delimiter"
+            )
 
 
 def _check_header(columns: list[str], path: str | os.PathLike[str]) -> None:
@@ -128,16 +165,24 @@ def typed_from_strings(raw: pd.DataFrame) -> pd.DataFrame:
 
 def _parse_typed(text: str, delim: str, columns: list[str], path: str | os.PathLike[str]) -> pd.DataFrame:
     ids = [c for c in columns if is_id_column(c)]
-    df = pd.read_csv(io.StringIO(text), sep=delim, header=0, names=columns, index_col=False,
-                     dtype={c: str for c in ids},
-                     keep_default_na=False, na_values={c: list(NA_TOKENS) for c in columns if c not in ids})
+    df = pd.read_csv(
+        io.StringIO(text),
+        sep=delim,
+        header=0,
+        names=columns,
+        index_col=False,
+        dtype={c: str for c in ids},
+        keep_default_na=False,
+        na_values={c: list(NA_TOKENS) for c in columns if c not in ids},
+    )
     for c in ids:  # an empty id cell is missing; "NA" is an id
         df[c] = df[c].astype(object).where(df[c].astype(str).str.strip() != "", None)
     return df
 
 
-def read_table(path: str | os.PathLike[str], *, strings: bool = False, allow_empty: bool = False,
-               what: str | None = None) -> pd.DataFrame:
+def read_table(
+    path: str | os.PathLike[str], *, strings: bool = False, allow_empty: bool = False, what: str | None = None
+) -> pd.DataFrame:
     """Read a CSV/TSV (delimiter sniffed) or Parquet table (see the module docstring).
 
     Args:
@@ -167,8 +212,16 @@ def read_table(path: str | os.PathLike[str], *, strings: bool = False, allow_emp
     _check_rows(body, delim, len(columns), name, offset=text[: len(text) - len(body)].count("\n"))
     try:
         if strings:
-            df = pd.read_csv(io.StringIO(text), sep=delim, header=0, names=columns, index_col=False, dtype=str,
-                             keep_default_na=False, na_values=[])
+            df = pd.read_csv(
+                io.StringIO(text),
+                sep=delim,
+                header=0,
+                names=columns,
+                index_col=False,
+                dtype=str,
+                keep_default_na=False,
+                na_values=[],
+            )
         else:
             df = _parse_typed(text, delim, columns, name)
     except (pd.errors.ParserError, ValueError) as exc:

@@ -23,8 +23,11 @@ ORIGIN_PREFIX = "job origin:"
 
 def job_origin() -> dict[str, str]:
     """Host, pid and SLURM job id (``none`` when not inside a SLURM job) of this process."""
-    return {"host": socket.gethostname(), "pid": str(os.getpid()),
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID", "none")}
+    return {
+        "host": socket.gethostname(),
+        "pid": str(os.getpid()),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID", "none"),
+    }
 
 
 def format_origin(origin: dict[str, str] | None = None) -> str:
@@ -41,8 +44,9 @@ def parse_origin(text: str) -> dict[str, str] | None:
     return None
 
 
-def setup_logging(snakemake: Any, fmt: str = DEFAULT_FORMAT, filemode: str = "a",
-                  level: int = logging.INFO) -> logging.Logger:
+def setup_logging(
+    snakemake: Any, fmt: str = DEFAULT_FORMAT, filemode: str = "a", level: int = logging.INFO
+) -> logging.Logger:
     """Log to ``snakemake.log[0]`` (root logger, replacing any handlers) and record the job's origin.
 
     ``fmt`` and ``filemode`` are passed to :func:`logging.basicConfig` so each adapter keeps its own

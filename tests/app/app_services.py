@@ -72,14 +72,28 @@ def postgres_cluster() -> Iterator[str]:
         full = [*prefix, *cmd] if prefix[:1] != ["su"] else [*prefix, " ".join(cmd)]
         r = subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=tmp)
         if r.returncode != 0:
-            raise RuntimeError(f"{cmd[0]} failed ({r.returncode}): {r.stdout}{r.stderr}"
-                               f"{log.read_text() if log.exists() else ''}")
+            raise RuntimeError(
+                f"{cmd[0]} failed ({r.returncode}): {r.stdout}{r.stderr}{log.read_text() if log.exists() else ''}"
+            )
 
     try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync",
-            "--no-instructions")
-        opts = (f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=64MB")
+        run(
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
+        )
+        opts = (
+            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=64MB"
+        )
         run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "-t", "60", "start", timeout=90)
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
     finally:
@@ -93,10 +107,28 @@ def app_server(db_url: str, *extra: str, env: dict[str, str] | None = None) -> I
     """``modprefs app serve`` in a subprocess on a free loopback port; yields its base URL."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="modprefs-app-", suffix=".log", delete=False)
-    cmd = [sys.executable, "-m", "modprefs.cli", "app", "serve", "--db", db_url, "--host", "127.0.0.1",
-           "--port", str(port), "--log-level", "warning", *extra]
-    full_env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-                "OPENBLAS_NUM_THREADS": "1", **(env or {})}
+    cmd = [
+        sys.executable,
+        "-m",
+        "modprefs.cli",
+        "app",
+        "serve",
+        "--db",
+        db_url,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        *extra,
+    ]
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "OPENBLAS_NUM_THREADS": "1",
+        **(env or {}),
+    }
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -97,11 +97,21 @@ def nonsensical_position(text: str, condition: str) -> str:
     raise SimError("could not find the attention check's nonsensical response")
 
 
-async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str] | None = None, age: int = 34,
-                          fail_attention: bool = False, double_submit: bool = False, stop_after: int | None = None,
-                          justification: str | None = None, seed: int = 0, fetch_audio: bool = True,
-                          durations: dict[str, float] | None = None, headphones: str = "stereo",
-                          client_ip: str | None = None) -> Outcome:
+async def run_participant(
+    client: httpx.AsyncClient,
+    *,
+    prolific: dict[str, str] | None = None,
+    age: int = 34,
+    fail_attention: bool = False,
+    double_submit: bool = False,
+    stop_after: int | None = None,
+    justification: str | None = None,
+    seed: int = 0,
+    fetch_audio: bool = True,
+    durations: dict[str, float] | None = None,
+    headphones: str = "stereo",
+    client_ip: str | None = None,
+) -> Outcome:
     """One participant's session. ``client_ip``: sent as X-Forwarded-For (a server behind a proxy
     sees one address per participant); ``headphones``: ``stereo`` or ``mono`` listener."""
     rng = random.Random(seed)
@@ -112,10 +122,21 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
     base = f"/p/{out.token}"
     csrf = CSRF_RE.search(r.text).group(1)
     _check(await client.post(f"{base}/consent", data={"csrf": csrf, "agree": "yes"}), 303)
-    demo = {"csrf": csrf, "age": str(age), "gender": rng.choice(["Woman", "Man"]), "race": "White",
-            "hispanic_latino": "no", "birthplace": "United States", "education": "Bachelor's degree",
-            "employment": "Full-time", "country": "United States", "primary_language": "English",
-            "native_english": "yes", "other_languages": "Spanish; French", "timezone": "America/New_York"}
+    demo = {
+        "csrf": csrf,
+        "age": str(age),
+        "gender": rng.choice(["Woman", "Man"]),
+        "race": "White",
+        "hispanic_latino": "no",
+        "birthplace": "United States",
+        "education": "Bachelor's degree",
+        "employment": "Full-time",
+        "country": "United States",
+        "primary_language": "English",
+        "native_english": "yes",
+        "other_languages": "Spanish; French",
+        "timezone": "America/New_York",
+    }
     _check(await client.post(f"{base}/demographics", data=demo), 303)
     clock = 1_700_000_000_000 + seed * 10_000_000
     n_ids = 0
@@ -138,8 +159,9 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
             return out
         events: list[dict[str, Any]] = []
 
-        def ev(kind: str, pos: str | None = None, x: float | None = None, fld: str | None = None,
-               gap_ms: int | None = None) -> dict[str, Any]:
+        def ev(
+            kind: str, pos: str | None = None, x: float | None = None, fld: str | None = None, gap_ms: int | None = None
+        ) -> dict[str, Any]:
             nonlocal clock, n_ids
             clock += rng.randint(200, 2500) if gap_ms is None else gap_ms
             e = {"id": f"sim{seed}-{n_ids}", "kind": kind, "pos": pos, "t": clock, "x": x, "field": fld}
@@ -150,8 +172,13 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
         async def send_now(e: dict[str, Any]) -> dict[str, Any]:
             """Post one event at once (as the page does for onset, play, ended, reveal)."""
             events.remove(e)  # noqa: B023 (called in this iteration)
-            res = _check(await client.post(f"{base}/events", json={"trial": trial, "events": [e]},  # noqa: B023 (called in this iteration)
-                                           headers={"X-CSRF-Token": data["csrf"]})).json()  # noqa: B023 (called in this iteration)
+            res = _check(
+                await client.post(
+                    f"{base}/events",
+                    json={"trial": trial, "events": [e]},  # noqa: B023 (called in this iteration)
+                    headers={"X-CSRF-Token": data["csrf"]},  # noqa: B023 (called in this iteration)
+                )
+            ).json()
             out.receipts.append(res)
             return res
 
@@ -188,18 +215,31 @@ async def run_participant(client: httpx.AsyncClient, *, prolific: dict[str, str]
         ev("preference", None if choice == "tie" else choice)
         # half of the other events go through /events, the rest travel with the submission
         half = len(events) // 2
-        res = _check(await client.post(f"{base}/events", json={"trial": trial, "events": events[:half]},
-                                       headers={"X-CSRF-Token": data["csrf"]})).json()
+        res = _check(
+            await client.post(
+                f"{base}/events", json={"trial": trial, "events": events[:half]}, headers={"X-CSRF-Token": data["csrf"]}
+            )
+        ).json()
         out.receipts.append(res)
         ev("submit")
-        form = {"csrf": data["csrf"], "rating_A": str(ratings["A"]), "rating_B": str(ratings["B"]),
-                "preference": choice, "justification": justification or f"because {rng.random():.3f}",
-                "submit_t": str(clock), "events": json.dumps(events[half:])}
+        form = {
+            "csrf": data["csrf"],
+            "rating_A": str(ratings["A"]),
+            "rating_B": str(ratings["B"]),
+            "preference": choice,
+            "justification": justification or f"because {rng.random():.3f}",
+            "submit_t": str(clock),
+            "events": json.dumps(events[half:]),
+        }
         if cond == "audio":
             form.update(audio_quality_A=str(rng.randint(40, 90)), audio_quality_B=str(rng.randint(40, 90)))
         if double_submit:
-            rs = await asyncio.gather(*[client.post(f"{base}/trial/{trial}", data=form,
-                                                    headers={"Accept": "application/json"}) for _ in range(2)])
+            rs = await asyncio.gather(
+                *[
+                    client.post(f"{base}/trial/{trial}", data=form, headers={"Accept": "application/json"})
+                    for _ in range(2)
+                ]
+            )
             outcomes = [_check(x).json()["outcome"] for x in rs]
             out.duplicates += outcomes.count("duplicate")
             if outcomes.count("duplicate") != 1:

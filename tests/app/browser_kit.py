@@ -15,9 +15,18 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = os.environ.get("MODPREFS_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--autoplay-policy=no-user-gesture-required",
-                 "--mute-audio", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+    "--mute-audio",
+    "--disable-dev-shm-usage",
+]
 
 
 def require_browser() -> None:

@@ -33,8 +33,8 @@ def tone_levels(stereo: np.ndarray, sr: int, rendering: str) -> list[float]:
     ears = ear_signals(stereo, rendering)
     out = []
     for start, end in headphones.intervals():
-        seg = ears[int(start * sr):int(end * sr)]
-        out.append(float(np.mean(np.sqrt(np.mean(seg ** 2, axis=0)))))
+        seg = ears[int(start * sr) : int(end * sr)]
+        out.append(float(np.mean(np.sqrt(np.mean(seg**2, axis=0)))))
     return out
 
 

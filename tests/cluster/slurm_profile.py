@@ -69,6 +69,5 @@ def write_test_profile(directory: Path) -> Path:
     return directory
 
 
-
 if __name__ == "__main__":
     print(write_test_profile(Path(sys.argv[1])))

@@ -18,8 +18,9 @@ def main(smk) -> None:  # noqa: ANN001
     stimuli = pd.read_csv(smk.input.stimuli, dtype={"prompt_id": str, "clip_id": str})
     study = smk.params.study
     prompt_ids = list(dict.fromkeys(stimuli["prompt_id"]))
-    table = make_assignments(prompt_ids, study["raters_per_condition"], study["trials_per_participant"],
-                             smk.params.seed)
+    table = make_assignments(
+        prompt_ids, study["raters_per_condition"], study["trials_per_participant"], smk.params.seed
+    )
     write_csv(table, smk.output[0])
     logging.info("%d participants, %d rows", table["participant_id"].nunique(), len(table))
 

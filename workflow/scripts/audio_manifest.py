@@ -25,8 +25,13 @@ def main(smk) -> None:  # noqa: ANN001
     manifest, qc_table = study_manifest(shards, qc, attention_id, pd.read_csv(smk.input.prompts, **read))
     write_csv(qc_table, smk.output.qc)
     write_csv(manifest, smk.output.manifest)
-    logging.info("%d clips in the study (%d rendered in %d round(s), %d replaced for audio quality)", len(manifest),
-                 len(qc_table), qc_table["round"].max() + 1, int((~qc_table["in_study"]).sum()))
+    logging.info(
+        "%d clips in the study (%d rendered in %d round(s), %d replaced for audio quality)",
+        len(manifest),
+        len(qc_table),
+        qc_table["round"].max() + 1,
+        int((~qc_table["in_study"]).sum()),
+    )
 
 
 run_adapter(main, snakemake)  # noqa: F821

@@ -24,8 +24,9 @@ def main(smk) -> None:  # noqa: ANN001
     cfg = dict(smk.params.qc)
     rows = []
     if len(manifest):
-        checker = QualityChecker(cfg.get("thresholds"), threads=smk.threads, asr=cfg.get("asr", True),
-                                 dnsmos=cfg.get("dnsmos", True))
+        checker = QualityChecker(
+            cfg.get("thresholds"), threads=smk.threads, asr=cfg.get("asr", True), dnsmos=cfg.get("dnsmos", True)
+        )
         for clip in manifest.itertuples(index=False):
             result = checker.check_file(clip.path, clip.spoken_text)
             rows.append({"clip_id": clip.clip_id, **result})

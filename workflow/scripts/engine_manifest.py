@@ -24,8 +24,10 @@ def main(smk) -> None:  # noqa: ANN001
     for path, shard in shards.items():
         bad = unreadable_clips(shard)
         if bad:
-            raise ClipRenderError(f"unreadable clip(s) of {smk.wildcards.engine}: {'; '.join(bad)}. They changed "
-                                  f"after rendering: delete {path} and rerun to render that shard again")
+            raise ClipRenderError(
+                f"unreadable clip(s) of {smk.wildcards.engine}: {'; '.join(bad)}. They changed "
+                f"after rendering: delete {path} and rerun to render that shard again"
+            )
     manifest = combine_manifests(shards.values())
     write_csv(manifest, smk.output[0])
     logging.info("%d clips -> %s", len(manifest), smk.output[0])

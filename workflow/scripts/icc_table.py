@@ -15,10 +15,15 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
-    study = read_study({"ratings": smk.input.ratings, "participants": smk.input.participants,
-                        "stimuli": smk.input.stimuli})
-    params = {"icc_ci_method": smk.params.ci_method, "n_boot": smk.params.n_boot, "seed": smk.params.seed,
-              "ci_level": smk.params.ci_level}
+    study = read_study(
+        {"ratings": smk.input.ratings, "participants": smk.input.participants, "stimuli": smk.input.stimuli}
+    )
+    params = {
+        "icc_ci_method": smk.params.ci_method,
+        "n_boot": smk.params.n_boot,
+        "seed": smk.params.seed,
+        "ci_level": smk.params.ci_level,
+    }
     logging.info("ICC: %d ratings, params %s; %s", len(study.tables["ratings"]), params, "; ".join(study.notes))
     result = icc_table(study.tables, params)
     write_result(result, {"icc_csv": smk.output.csv, "icc_md": smk.output.md})

@@ -10,22 +10,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-import pandas as pd  # noqa: E402
-
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.judges.dispatch import run_judges  # noqa: E402
-from modprefs.judges.items import attention_check_items, study_items  # noqa: E402
-from modprefs.speech.clips import read_attention_check  # noqa: E402
+from modprefs.judges.items import read_modality_items  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
-    modality, ids = smk.wildcards.modality, dict.fromkeys(("prompt_id", "conversation_id", "clip_id"), str)
-    prompts = pd.read_csv(smk.input.prompts, dtype=ids, keep_default_na=False)
-    manifest = pd.read_csv(smk.input.manifest, dtype=ids, keep_default_na=False) if modality == "audio" else None
-    items = (attention_check_items(read_attention_check(smk.input.attention_check), manifest, modality)
-             + study_items(pd.read_parquet(smk.input.conversations), prompts, manifest, modality))
+    modality = smk.wildcards.modality
+    manifest = smk.input.manifest if modality == "audio" else None
+    items = read_modality_items(
+        modality, smk.input.prompts, manifest, smk.input.attention_check, smk.input.conversations
+    )
     judges = dict(smk.params.judges)
     if judges.get("backend") == "local":
         judges["local"] = {**(judges.get("local") or {}), "threads": int(smk.threads)}

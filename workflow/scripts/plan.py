@@ -23,8 +23,9 @@ def main(smk) -> None:
     argv += ["--out", smk.params.out, "--jobs", str(smk.threads), "--no-progress"]
     logging.info("modprefs plan %s", " ".join(argv))
     if plan_from_args(parser.parse_args(argv)) == EXIT_UNMET:
-        logging.warning("no design in the grid meets every target under the central priors: see %s",
-                        smk.output.recommendation)
+        logging.warning(
+            "no design in the grid meets every target under the central priors: see %s", smk.output.recommendation
+        )
 
 
 run_adapter(main, snakemake)  # noqa: F821

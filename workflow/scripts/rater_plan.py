@@ -20,8 +20,9 @@ def main(smk) -> None:  # noqa: ANN001
     per_prompt = al.human_per_prompt_icc(tables)
     config = al.AllocationConfig.from_mapping(params.get("allocation"))
     logging.info("allocation config: %s; human per-prompt ICCs: %s", config, per_prompt is not None)
-    plan, summary = al.plan_from_tables(tables["judges"], tables["stimuli"], config, params.get("judge_by_modality"),
-                                        per_prompt)
+    plan, summary = al.plan_from_tables(
+        tables["judges"], tables["stimuli"], config, params.get("judge_by_modality"), per_prompt
+    )
     write_csv(plan, outputs["plan"])
     al.figure_rater_plan(plan, outputs["figure"])
     if "summary" in outputs:

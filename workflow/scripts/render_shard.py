@@ -5,35 +5,35 @@ The model loads once per shard; an empty shard (past the last clip) writes a hea
 
 import logging
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.speech.backends import get_backend  # noqa: E402
-from modprefs.speech.clips import read_study_clips, shard  # noqa: E402
-from modprefs.speech.render import empty_manifest, render_clips  # noqa: E402
+from modprefs.speech.clips import study_shard  # noqa: E402
+from modprefs.speech.render import render_shard  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     logging.captureWarnings(True)
-    index, manifest = int(smk.wildcards.shard), empty_manifest()
+    index = int(smk.wildcards.shard)
     if smk.params.inject_silence:
         logging.warning("FAULT INJECTION: audio_qc.inject_silence = %s", list(smk.params.inject_silence))
-    clips = read_study_clips(smk.input.prompts, smk.input.conversations,
-                             smk.input.attention_check if smk.params.with_attention_check else None)
-    part = shard(clips, index, int(smk.params.shard_size))
-    logging.info("shard %d: %d of %d clips (%s)", index, len(part), len(clips), ", ".join(part["clip_id"]))
+    attention = smk.input.attention_check if smk.params.with_attention_check else None
+    part, n_clips = study_shard(
+        smk.input.prompts, smk.input.conversations, attention, index, int(smk.params.shard_size)
+    )
+    logging.info("shard %d: %d of %d clips (%s)", index, len(part), n_clips, ", ".join(part["clip_id"]))
+    manifest = render_shard(part, smk.params.tts, smk.threads, smk.params.clip_dir, smk.params.inject_silence)
     if not part.empty:
-        start = time.perf_counter()
-        backend = get_backend(smk.params.tts, threads=smk.threads)
-        logging.info("backend %r ready in %.1f s", backend, time.perf_counter() - start)
-        manifest = render_clips(part, backend, Path(smk.params.clip_dir), inject_silence=smk.params.inject_silence)
-        logging.info("shard %d: %.1f s of audio in %.1f s of synthesis", index, manifest["duration_s"].sum(),
-                     manifest["render_seconds"].sum())
+        logging.info(
+            "shard %d: %.1f s of audio in %.1f s of synthesis",
+            index,
+            manifest["duration_s"].sum(),
+            manifest["render_seconds"].sum(),
+        )
     write_csv(manifest, smk.output.manifest)
 
 

@@ -13,12 +13,22 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
-    optional = {k: Path(smk.input[k][0] if k != "judges" else smk.input[k])
-                for k in ("judges", "coverage", "table2_null") if smk.input.get(k)}  # absent: not run
+    optional = {
+        k: Path(smk.input[k][0] if k != "judges" else smk.input[k])
+        for k in ("judges", "coverage", "table2_null")
+        if smk.input.get(k)
+    }  # absent: not run
     rewards = {k: [Path(p) for p in smk.input[k]] for k in ("reward_tables", "reward_curves") if k in smk.input.keys()}
-    html, n_tables = workflow_report([Path(p) for p in smk.input.tables], [Path(p) for p in smk.input.figures],
-                                     Path(smk.input.ratings), smk.config, smk.params.icc_ci_method,
-                                     smk.params.table2_random, **optional, **rewards)
+    html, n_tables = workflow_report(
+        [Path(p) for p in smk.input.tables],
+        [Path(p) for p in smk.input.figures],
+        Path(smk.input.ratings),
+        smk.config,
+        smk.params.icc_ci_method,
+        smk.params.table2_random,
+        **optional,
+        **rewards,
+    )
     write_text(html, smk.output[0])
     logging.info("report with %d tables and %d figures", n_tables, len(smk.input.figures))
 

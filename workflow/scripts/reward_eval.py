@@ -6,14 +6,13 @@ rule reward_summary (``snakemake.rule == "reward_summary"``): every run's eval f
     results/reward/summary/{transfer,drift,runs,pair_types}.csv and .md.
 """
 
-import json
 import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from modprefs.reward.evaluate import evaluate_run, read_eval, write_summary  # noqa: E402
+from modprefs.reward.evaluate import evaluate_run, write_summary_files  # noqa: E402
 from modprefs.reward.pairs import read_pairs  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
@@ -21,14 +20,19 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 def main(smk) -> None:
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     import torch
+
     torch.set_num_threads(max(1, int(smk.threads)))
     if smk.rule == "reward_summary":
-        evals = {run: read_eval(Path(p).parent) for run, p in zip(smk.params.runs, smk.input.evals)}
-        pairs_summary = json.loads(Path(smk.input.pairs_summary).read_text())
-        write_summary(evals, Path(smk.output.runs_csv).parent, pairs_summary)
+        write_summary_files(smk.params.runs, smk.input.evals, smk.input.pairs_summary, Path(smk.output.runs_csv).parent)
         return
-    out = evaluate_run(Path(smk.input.checkpoint).parent, read_pairs(smk.input.pairs), smk.params.engines_dir or None,
-                       smk.params.engines, out_dir=Path(smk.output.summary).parent, cache_dir=smk.params.cache_dir)
+    out = evaluate_run(
+        Path(smk.input.checkpoint).parent,
+        read_pairs(smk.input.pairs),
+        smk.params.engines_dir or None,
+        smk.params.engines,
+        out_dir=Path(smk.output.summary).parent,
+        cache_dir=smk.params.cache_dir,
+    )
     logging.info("run %s: %s", smk.wildcards.run, out["summary"])
 
 

@@ -20,10 +20,17 @@ def main(smk) -> None:
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     p, i = smk.params, smk.input
     sets, summary = build_pair_sets(
-        p.pairs, read_table(i.ratings), read_table(i.stimuli),
-        read_table(i.manifest), pd.read_parquet(i.conversations),
-        read_table(p.judge_ratings, allow_empty=True) if p.judge_ratings else None, p.tts, p.audio_dir, int(p.seed),
-        threads=smk.threads)
+        p.pairs,
+        read_table(i.ratings),
+        read_table(i.stimuli),
+        read_table(i.manifest),
+        pd.read_parquet(i.conversations),
+        read_table(p.judge_ratings, allow_empty=True) if p.judge_ratings else None,
+        p.tts,
+        p.audio_dir,
+        int(p.seed),
+        threads=smk.threads,
+    )
     for name, pairs in sets.items():
         write_pairs(pairs, getattr(smk.output, name))
     write_json(summary, smk.output.summary)

@@ -19,12 +19,19 @@ def main(smk) -> None:  # noqa: ANN001
     sampling = smk.params.sampling
     interactions = pd.read_parquet(smk.input.conversations)
     screen = screen_from_config(sampling.get("screening", {}), smk.input.harmful_terms)
-    prompts, removals, info = draw_prompts(interactions, sampling["n_prompts"], sampling["long_fraction"],
-                                           sampling["long_percentile"], smk.params.seed, screen)
+    prompts, removals, info = draw_prompts(
+        interactions,
+        sampling["n_prompts"],
+        sampling["long_fraction"],
+        sampling["long_percentile"],
+        smk.params.seed,
+        screen,
+    )
     logging.info("strata: %s", info)
     for rem in removals.itertuples():
-        logging.info("removed %s (%s): %s -> replaced by %s", rem.conversation_id, rem.reason, rem.detail,
-                     rem.replaced_by)
+        logging.info(
+            "removed %s (%s): %s -> replaced by %s", rem.conversation_id, rem.reason, rem.detail, rem.replaced_by
+        )
     write_csv(removals, smk.output.removals)
     write_csv(prompts, smk.output.prompts)
 

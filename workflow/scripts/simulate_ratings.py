@@ -3,7 +3,6 @@ ones before anything is written) and simulation_truth.csv; params simulation (ra
 
 import logging
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
@@ -11,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
+from modprefs.ratings.ingest import validate_as_collected  # noqa: E402
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
@@ -22,13 +21,15 @@ def main(smk) -> None:  # noqa: ANN001
     stimuli, assignments = pd.read_csv(smk.input.stimuli), pd.read_csv(smk.input.assignments)
     params = SimulationParams.from_config(dict(smk.params.simulation or {}))
     seed = int(smk.params.seed)
-    log.info("simulating %d participants x %d trials over %d clips (seed %d)",
-             assignments["participant_id"].nunique(), int(assignments["trial"].max()), len(stimuli), seed)
+    log.info(
+        "simulating %d participants x %d trials over %d clips (seed %d)",
+        assignments["participant_id"].nunique(),
+        int(assignments["trial"].max()),
+        len(stimuli),
+        seed,
+    )
     ratings, trials, participants, truth = simulate_ratings(stimuli, assignments, params, seed)
-    with tempfile.TemporaryDirectory() as tmp:  # self-check with the ingest validator
-        for name, df in (("ratings", ratings), ("trials", trials), ("participants", participants)):
-            df.to_csv(Path(tmp) / f"{name}.csv", index=False)
-        validate_ratings_dir(tmp, stimuli)
+    validate_as_collected({"ratings": ratings, "trials": trials, "participants": participants}, stimuli)  # self-check
     for df, target in zip((ratings, trials, participants), smk.output[:3]):
         write_csv(df, target)
     write_csv(truth, smk.output.truth)

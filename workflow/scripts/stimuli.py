@@ -15,9 +15,11 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk)
-    stimuli = build_stimuli(pd.read_csv(smk.input.prompts, dtype={"prompt_id": str, "conversation_id": str}),
-                            pd.read_parquet(smk.input.conversations),
-                            pd.read_csv(smk.input.manifest, dtype={"clip_id": str, "prompt_id": str}))
+    stimuli = build_stimuli(
+        pd.read_csv(smk.input.prompts, dtype={"prompt_id": str, "conversation_id": str}),
+        pd.read_parquet(smk.input.conversations),
+        pd.read_csv(smk.input.manifest, dtype={"clip_id": str, "prompt_id": str}),
+    )
     write_csv(stimuli, smk.output[0])
     logging.info("%d stimuli (%d prompts)", len(stimuli), stimuli["prompt_id"].nunique())
 

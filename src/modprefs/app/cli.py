@@ -56,6 +56,7 @@ def _int_in(lo: int, hi: int) -> Callable[[str], int]:
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"{value} is not in {lo}..{hi}")
         return value
+
     return parse
 
 
@@ -68,6 +69,7 @@ def _number(minimum: float, strict: bool = False) -> Callable[[str], float]:
         if not math.isfinite(value) or value < minimum or (strict and value == minimum):
             raise argparse.ArgumentTypeError(f"{raw} must be a finite number {'>' if strict else '>='} {minimum:g}")
         return value
+
     return parse
 
 
@@ -78,8 +80,11 @@ def _base_url(raw: str) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    app = sub.add_parser("app", help="the annotation web app: load a study, serve it, export its data",
-                         description=__doc__.split("\n\n")[0])
+    app = sub.add_parser(
+        "app",
+        help="the annotation web app: load a study, serve it, export its data",
+        description=__doc__.split("\n\n")[0],
+    )
     cmds = app.add_subparsers(dest="app_command", required=True)
     _add_load_parser(cmds)
     _add_serve_parser(cmds)
@@ -90,29 +95,40 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", default=None,
-                   help="database URL (default $MODPREFS_APP_DB or sqlite:///study.db)")
+    p.add_argument("--db", default=None, help="database URL (default $MODPREFS_APP_DB or sqlite:///study.db)")
 
 
 def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
     ld = cmds.add_parser("load", help="load assignments, stimuli, conversations and audio into the database")
     _db_arg(ld)
-    ld.add_argument("--results", type=Path, default=Path("results"),
-                    help="the workflow's results folder (default locations of every input)")
+    ld.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="the workflow's results folder (default locations of every input)",
+    )
     ld.add_argument("--assignments", type=Path)
     ld.add_argument("--stimuli", type=Path)
     ld.add_argument("--conversations", type=Path, help="conversations.parquet (or a CSV/parquet keyed by prompt_id)")
     ld.add_argument("--prompts", type=Path, help="prompts.csv: prompt_id -> conversation_id")
-    ld.add_argument("--manifest", type=Path, help="audio manifest.csv (clip_id, path, duration_s); every WAV "
-                    "is decoded and its duration checked against duration_s (0.1 s)")
+    ld.add_argument(
+        "--manifest",
+        type=Path,
+        help="audio manifest.csv (clip_id, path, duration_s); every WAV "
+        "is decoded and its duration checked against duration_s (0.1 s)",
+    )
     ld.add_argument("--attention-check", type=Path, default=REPO / "resources/attention_check.json")
     ld.add_argument("--base-dir", type=Path, help="resolve relative audio paths against this (default: results/..)")
     ld.add_argument("--completion-code", help="code shown on completion (default: random)")
     ld.add_argument("--screenout-code", default="", help="code for screened-out participants (Prolific)")
     ld.add_argument("--attention-fail-code", default="", help="code for attention-check failures (Prolific)")
     ld.add_argument("--title", default=None, help="study title shown on every page")
-    ld.add_argument("--seed", type=_int_in(0, 2 ** 31 - 1), default=1,
-                    help="seed of the app's random steps (the headphone check's tone orders; default 1)")
+    ld.add_argument(
+        "--seed",
+        type=_int_in(0, 2**31 - 1),
+        default=1,
+        help="seed of the app's random steps (the headphone check's tone orders; default 1)",
+    )
     ld.add_argument("--replace", action="store_true", help="replace a study already in the database")
     ld.add_argument("--force", action="store_true", help="with --replace: also delete collected data")
     ld.add_argument("--summary", type=Path, default=None, help="write the loaded counts as JSON here")
@@ -123,37 +139,97 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     _db_arg(sv)
     sv.add_argument("--host", default="127.0.0.1")
     sv.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
-    sv.add_argument("--abandon-minutes", type=_number(0, strict=True), default=None, metavar="MIN",
-                    help="a slot holder silent this long is abandoned; the slot is reissued (default 30)")
-    sv.add_argument("--entry", choices=["any", "prolific", "invite"], default=None,
-                    help="who may enter at /start: anyone, only with PROLIFIC_PID, or nobody (invitations only)")
+    sv.add_argument(
+        "--abandon-minutes",
+        type=_number(0, strict=True),
+        default=None,
+        metavar="MIN",
+        help="a slot holder silent this long is abandoned; the slot is reissued (default 30)",
+    )
+    sv.add_argument(
+        "--entry",
+        choices=["any", "prolific", "invite"],
+        default=None,
+        help="who may enter at /start: anyone, only with PROLIFIC_PID, or nobody (invitations only)",
+    )
     sv.add_argument("--completion-code", default=None)
-    sv.add_argument("--workers", type=_int_in(1, 256), default=1,
-                    help="uvicorn worker processes (default 1; more than 1 needs PostgreSQL)")
+    sv.add_argument(
+        "--workers",
+        type=_int_in(1, 256),
+        default=1,
+        help="uvicorn worker processes (default 1; more than 1 needs PostgreSQL)",
+    )
     sv.add_argument("--root-path", default="", help="ASGI root_path behind a reverse proxy")
     sv.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug", "trace"])
-    sv.add_argument("--keep-alive", type=_int_in(1, 3600), default=30,
-                    help="seconds an idle HTTP connection is kept open (default 30)")
-    sv.add_argument("--timing-tolerance", type=_number(0), default=None, dest="timing_tolerance_s", metavar="S",
-                    help="seconds an `ended` may arrive before the clip's duration has passed since its `play` "
-                         "(server clock), and a text reveal before the reading time (default 0.5)")
-    sv.add_argument("--text-reveal", choices=["next", "auto", "off"], default=None,
-                    help="text condition: Response B appears after Response A was read, by a button (next) or "
-                         "by itself (auto) after --text-min-read; off shows both at once (default next)")
-    sv.add_argument("--text-min-read", type=_number(0), default=None, dest="text_min_read_s", metavar="S",
-                    help="seconds Response A is shown before B can appear (default 3)")
-    sv.add_argument("--headphone-check", choices=["off", "record", "require"], default=None,
-                    help="audio condition: the antiphase headphone screening before the first trial; record "
-                         "keeps everyone (exclude at export), require ends the session on a fail (default off)")
-    sv.add_argument("--rate-window", type=_number(0, strict=True), default=None, dest="rate_window_s", metavar="S",
-                    help="seconds of the rate-limit window (default 60)")
-    for name, default, what in (("start-ip", 60, "/start requests per client IP"),
-                                ("start-pid", 10, "/start requests per PROLIFIC_PID"),
-                                ("session-ip", 1200, "/p/... requests per client IP"),
-                                ("session-token", 300, "/p/... requests per session (one per Prolific id)")):
-        sv.add_argument(f"--rate-{name}", type=_int_in(0, 10 ** 7), default=None,
-                        dest=f"rate_{name.replace('-', '_')}", metavar="N",
-                        help=f"{what} per window; beyond: 429 with Retry-After; 0 disables (default {default})")
+    sv.add_argument(
+        "--keep-alive",
+        type=_int_in(1, 3600),
+        default=30,
+        help="seconds an idle HTTP connection is kept open (default 30)",
+    )
+    _add_serve_trial_args(sv)
+    _add_serve_rate_args(sv)
+
+
+def _add_serve_trial_args(sv: argparse.ArgumentParser) -> None:
+    """``serve``'s options on the trials: timing tolerance, the text reveal, the headphone check."""
+    sv.add_argument(
+        "--timing-tolerance",
+        type=_number(0),
+        default=None,
+        dest="timing_tolerance_s",
+        metavar="S",
+        help="seconds an `ended` may arrive before the clip's duration has passed since its `play` "
+        "(server clock), and a text reveal before the reading time (default 0.5)",
+    )
+    sv.add_argument(
+        "--text-reveal",
+        choices=["next", "auto", "off"],
+        default=None,
+        help="text condition: Response B appears after Response A was read, by a button (next) or "
+        "by itself (auto) after --text-min-read; off shows both at once (default next)",
+    )
+    sv.add_argument(
+        "--text-min-read",
+        type=_number(0),
+        default=None,
+        dest="text_min_read_s",
+        metavar="S",
+        help="seconds Response A is shown before B can appear (default 3)",
+    )
+    sv.add_argument(
+        "--headphone-check",
+        choices=["off", "record", "require"],
+        default=None,
+        help="audio condition: the antiphase headphone screening before the first trial; record "
+        "keeps everyone (exclude at export), require ends the session on a fail (default off)",
+    )
+
+
+def _add_serve_rate_args(sv: argparse.ArgumentParser) -> None:
+    """``serve``'s rate-limit options: the window and the per-IP, per-id and per-session limits."""
+    sv.add_argument(
+        "--rate-window",
+        type=_number(0, strict=True),
+        default=None,
+        dest="rate_window_s",
+        metavar="S",
+        help="seconds of the rate-limit window (default 60)",
+    )
+    for name, default, what in (
+        ("start-ip", 60, "/start requests per client IP"),
+        ("start-pid", 10, "/start requests per PROLIFIC_PID"),
+        ("session-ip", 1200, "/p/... requests per client IP"),
+        ("session-token", 300, "/p/... requests per session (one per Prolific id)"),
+    ):
+        sv.add_argument(
+            f"--rate-{name}",
+            type=_int_in(0, 10**7),
+            default=None,
+            dest=f"rate_{name.replace('-', '_')}",
+            metavar="N",
+            help=f"{what} per window; beyond: 429 with Retry-After; 0 disables (default {default})",
+        )
 
 
 def _add_invite_parser(cmds: argparse._SubParsersAction) -> None:
@@ -164,15 +240,20 @@ def _add_invite_parser(cmds: argparse._SubParsersAction) -> None:
 
 
 def _add_export_parser(cmds: argparse._SubParsersAction) -> None:
-    ex = cmds.add_parser("export", help="write ratings.csv, trials.csv, participants.csv (+ sessions, events, "
-                                        "incidents)")
+    ex = cmds.add_parser(
+        "export", help="write ratings.csv, trials.csv, participants.csv (+ sessions, events, incidents)"
+    )
     _db_arg(ex)
     ex.add_argument("--out", type=Path, required=True)
-    ex.add_argument("--validate", type=Path, default=None,
-                    help="stimuli.csv: validate the export with the workflow's ingest checks")
-    ex.add_argument("--exclude-headphone-failed", action="store_true",
-                    help="leave participants who failed the headphone check out of ratings, trials and "
-                         "participants (they stay in sessions.csv)")
+    ex.add_argument(
+        "--validate", type=Path, default=None, help="stimuli.csv: validate the export with the workflow's ingest checks"
+    )
+    ex.add_argument(
+        "--exclude-headphone-failed",
+        action="store_true",
+        help="leave participants who failed the headphone check out of ratings, trials and "
+        "participants (they stay in sessions.csv)",
+    )
 
 
 def _add_status_parser(cmds: argparse._SubParsersAction) -> None:
@@ -180,9 +261,20 @@ def _add_status_parser(cmds: argparse._SubParsersAction) -> None:
     _db_arg(st)
 
 
-SERVE_SETTINGS = ("abandon_minutes", "entry", "completion_code", "timing_tolerance_s", "text_reveal",
-                  "text_min_read_s", "headphone_check", "rate_window_s", "rate_start_ip", "rate_start_pid",
-                  "rate_session_ip", "rate_session_token")
+SERVE_SETTINGS = (
+    "abandon_minutes",
+    "entry",
+    "completion_code",
+    "timing_tolerance_s",
+    "text_reveal",
+    "text_min_read_s",
+    "headphone_check",
+    "rate_window_s",
+    "rate_start_ip",
+    "rate_start_pid",
+    "rate_session_ip",
+    "rate_session_token",
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -234,8 +326,11 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
     for name in ("assignments", "stimuli", "conversations", "prompts", "manifest"):
         if getattr(args, name) is not None:
             setattr(files, name, getattr(args, name))
-    meta = {"screenout_code": args.screenout_code, "attention_fail_code": args.attention_fail_code,
-            "headphone_seed": str(args.seed)}
+    meta = {
+        "screenout_code": args.screenout_code,
+        "attention_fail_code": args.attention_fail_code,
+        "headphone_seed": str(args.seed),
+    }
     if args.completion_code:
         meta["completion_code"] = args.completion_code
     if args.title:
@@ -260,8 +355,10 @@ def _run_serve(args: argparse.Namespace, url: str) -> int:
     from modprefs.app.db import Database, open_database
 
     if args.workers > 1 and _is_sqlite(url):
-        raise AppCliError(f"app serve: --workers {args.workers} needs PostgreSQL; a SQLite database "
-                          f"({url}) is served by one worker (--workers 1)")
+        raise AppCliError(
+            f"app serve: --workers {args.workers} needs PostgreSQL; a SQLite database "
+            f"({url}) is served by one worker (--workers 1)"
+        )
     overrides = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k) is not None}
     # the database, the settings and the port are checked before anything is served or printed
     if args.workers > 1:
@@ -271,19 +368,33 @@ def _run_serve(args: argparse.Namespace, url: str) -> int:
         _check_port_free(args.host, args.port)
         os.environ["MODPREFS_APP_DB"] = url
         os.environ["MODPREFS_APP_SETTINGS"] = json.dumps(overrides)
-        print(f"serving {db.redacted_url()} on http://{args.host}:{args.port}/ with {args.workers} workers",
-              flush=True)
-        uvicorn.run("modprefs.app.server:app_from_env", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, root_path=args.root_path, log_level=args.log_level,
-                    proxy_headers=True, timeout_keep_alive=args.keep_alive)
+        print(f"serving {db.redacted_url()} on http://{args.host}:{args.port}/ with {args.workers} workers", flush=True)
+        uvicorn.run(
+            "modprefs.app.server:app_from_env",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            root_path=args.root_path,
+            log_level=args.log_level,
+            proxy_headers=True,
+            timeout_keep_alive=args.keep_alive,
+        )
         return 0
     from modprefs.app.server import create_app
 
     app = create_app(url, settings_overrides=overrides)
     _check_port_free(args.host, args.port)
     print(f"serving {Database(url, create=False).redacted_url()} on http://{args.host}:{args.port}/", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, root_path=args.root_path, log_level=args.log_level,
-                proxy_headers=True, timeout_keep_alive=args.keep_alive)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        root_path=args.root_path,
+        log_level=args.log_level,
+        proxy_headers=True,
+        timeout_keep_alive=args.keep_alive,
+    )
     return 0
 
 

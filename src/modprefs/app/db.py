@@ -35,7 +35,7 @@ def normalise_url(url: str) -> str:
     """``postgres://`` / ``postgresql://`` -> ``postgresql+psycopg://`` (psycopg 3, the app's driver)."""
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -63,8 +63,9 @@ def make_engine(url: str | None = None, *, echo: bool = False, create: bool = Tr
         path = sqlite_path(url)
         if path is not None and create:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30},
-                               pool_size=20, max_overflow=40)
+        engine = create_engine(
+            url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, max_overflow=40
+        )
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn, _record):  # noqa: ANN001
@@ -131,8 +132,9 @@ def require_study(db: Database, command: str) -> None:
     try:
         tables = set(inspect(db.engine).get_table_names())
         if not {"app_meta", "app_slots", "app_participants"} <= tables:
-            raise StudyDatabaseError(f"app {command}: the database {shown} holds no study (no app tables); "
-                                     + _load_hint(shown))
+            raise StudyDatabaseError(
+                f"app {command}: the database {shown} holds no study (no app tables); " + _load_hint(shown)
+            )
         with db.engine.connect() as conn:
             n_slots = conn.execute(text("SELECT count(*) FROM app_slots")).scalar()
             version = conn.execute(text("SELECT value FROM app_meta WHERE key = 'schema_version'")).scalar()
@@ -145,7 +147,8 @@ def require_study(db: Database, command: str) -> None:
         raise StudyDatabaseError(
             f"app {command}: the database {shown} was loaded by another version of modprefs (app schema "
             f"{version or 1}, this version reads {SCHEMA_VERSION}); export it with that version, then reload it "
-            f"with: modprefs app load --db {shown} --results results --replace --force")
+            f"with: modprefs app load --db {shown} --results results --replace --force"
+        )
 
 
 def open_database(url: str | None, command: str) -> Database:
@@ -156,8 +159,9 @@ def open_database(url: str | None, command: str) -> Database:
         path = sqlite_path(url)
         shown = make_url(url).render_as_string(hide_password=True)
     except SQLAlchemyError:
-        raise StudyDatabaseError(f"app {command}: --db {url!r} is not a database URL "
-                                 "(sqlite:///path/study.db or postgresql://user@host/db)") from None
+        raise StudyDatabaseError(
+            f"app {command}: --db {url!r} is not a database URL (sqlite:///path/study.db or postgresql://user@host/db)"
+        ) from None
     if path is not None and not path.is_file():
         raise StudyDatabaseError(f"app {command}: the database {path} does not exist; " + _load_hint(shown))
     try:

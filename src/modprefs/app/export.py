@@ -37,15 +37,56 @@ from modprefs.app.db import Database
 from modprefs.app.models import Event, Incident, Participant, TrialResult
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
 
-SESSIONS_COLUMNS = ["participant_id", "slot_id", "condition", "entry", "prolific_pid", "study_id", "session_id",
-                    "state", "screen_reason", "current_trial", "n_trials", "passed_attention", "completed",
-                    "headphone_check", "headphone_correct", "created_utc", "finished_utc", "session_minutes"]
-EVENTS_COLUMNS = ["participant_id", "trial", "seq", "event_id", "kind", "response", "field", "value", "client_ms",
-                  "server_ts", "refused"]
+SESSIONS_COLUMNS = [
+    "participant_id",
+    "slot_id",
+    "condition",
+    "entry",
+    "prolific_pid",
+    "study_id",
+    "session_id",
+    "state",
+    "screen_reason",
+    "current_trial",
+    "n_trials",
+    "passed_attention",
+    "completed",
+    "headphone_check",
+    "headphone_correct",
+    "created_utc",
+    "finished_utc",
+    "session_minutes",
+]
+EVENTS_COLUMNS = [
+    "participant_id",
+    "trial",
+    "seq",
+    "event_id",
+    "kind",
+    "response",
+    "field",
+    "value",
+    "client_ms",
+    "server_ts",
+    "refused",
+]
 INCIDENTS_COLUMNS = ["participant_id", "trial", "kind", "detail", "server_utc"]
 HEADPHONE_COLUMN = "headphone_check"  # beside the schema's participant columns (extra columns are allowed)
-DEMOGRAPHICS = ["age", "gender", "race", "hispanic_latino", "birthplace", "education", "employment", "country",
-                "primary_language", "native_english", "english_proficiency", "other_languages", "timezone"]
+DEMOGRAPHICS = [
+    "age",
+    "gender",
+    "race",
+    "hispanic_latino",
+    "birthplace",
+    "education",
+    "employment",
+    "country",
+    "primary_language",
+    "native_english",
+    "english_proficiency",
+    "other_languages",
+    "timezone",
+]
 TABLES = ("ratings", "trials", "participants", "sessions", "events", "incidents")
 
 
@@ -81,6 +122,111 @@ def _headphones(p: Participant) -> str:
     return p.headphone_check or "not_run"
 
 
+def _session_row(p: Participant) -> dict[str, Any]:
+    """One ``sessions`` row: every participant record, exported or not."""
+    return {
+        "participant_id": p.participant_id,
+        "slot_id": p.slot_id,
+        "condition": p.condition,
+        "entry": p.entry,
+        "prolific_pid": p.prolific_pid,
+        "study_id": p.study_id,
+        "session_id": p.session_id,
+        "state": p.state,
+        "screen_reason": p.screen_reason,
+        "current_trial": p.current_trial,
+        "n_trials": p.n_trials,
+        "passed_attention": p.passed_attention,
+        "completed": bool(p.completed),
+        "headphone_check": _headphones(p),
+        "headphone_correct": p.headphone_correct,
+        "created_utc": _iso(p.created_at),
+        "finished_utc": _iso(p.finished_at),
+        "session_minutes": _minutes(p),
+    }
+
+
+def _participant_row(p: Participant) -> dict[str, Any]:
+    """One ``participants`` row (an exported participant)."""
+    return {
+        "participant_id": p.participant_id,
+        "condition": p.condition,
+        **{k: getattr(p, k) for k in DEMOGRAPHICS},
+        "passed_attention": bool(p.passed_attention),
+        "completed": bool(p.completed),
+        "session_minutes": _minutes(p),
+        "difficulty": p.difficulty,
+        "source": "collected",
+        HEADPHONE_COLUMN: _headphones(p),
+    }
+
+
+def _trial_row(r: TrialResult, p: Participant) -> dict[str, Any]:
+    """One ``trials`` row (the listening measures are None in the text condition)."""
+    audio = p.condition == "audio"
+    return {
+        "participant_id": p.participant_id,
+        "prompt_id": r.prompt_id,
+        "trial": r.trial,
+        "preference": r.preference,
+        "justification": r.justification,
+        "decision_time_s": r.decision_time_s,
+        "deliberation_time_s": r.deliberation_time_s if audio else None,
+        "rating_changes": r.rating_changes,
+        "replays_0": r.replays_0 if audio else None,
+        "replays_1": r.replays_1 if audio else None,
+        "relistened_first": r.relistened_first if audio else None,
+        "source": "collected",
+    }
+
+
+def _rating_rows(r: TrialResult, p: Participant) -> list[dict[str, Any]]:
+    """The trial's two ``ratings`` rows, response 0 then response 1."""
+    audio = p.condition == "audio"
+    return [
+        {
+            "participant_id": p.participant_id,
+            "condition": p.condition,
+            "prompt_id": r.prompt_id,
+            "clip_id": f"{r.prompt_id}_{resp}",
+            "trial": r.trial,
+            "presented_first": resp == r.first_clip,
+            "rating": r.rating_0 if resp == 0 else r.rating_1,
+            "audio_quality": (r.audio_quality_0 if resp == 0 else r.audio_quality_1) if audio else None,
+            "source": "collected",
+        }
+        for resp in (0, 1)
+    ]
+
+
+def _event_row(e: Event, pid: str | None) -> dict[str, Any]:
+    """One ``events`` row (a session without a participant id is named ``session<N>``)."""
+    return {
+        "participant_id": pid or f"session{e.participant}",
+        "trial": e.trial,
+        "seq": e.seq,
+        "event_id": e.eid,
+        "kind": e.kind,
+        "response": e.response,
+        "field": e.field,
+        "value": e.value,
+        "client_ms": e.client_ms,
+        "server_ts": round(e.server_ts, 3),
+        "refused": e.refused,
+    }
+
+
+def _incident_row(inc: Incident, pid: str | None) -> dict[str, Any]:
+    """One ``incidents`` row (a session without a participant id is named ``session<N>``)."""
+    return {
+        "participant_id": pid or f"session{inc.participant}",
+        "trial": inc.trial,
+        "kind": inc.kind,
+        "detail": inc.detail,
+        "server_utc": _iso(inc.server_ts),
+    }
+
+
 def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Every export table as a list of row dicts (column order: the *_COLUMNS lists)."""
     with db.transaction() as s:
@@ -91,68 +237,34 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
             .join(Participant, Event.participant == Participant.id)
             .order_by(Event.participant, Event.trial, Event.seq)
         ).all()
-        incidents = s.execute(select(Incident, Participant.participant_id)
-                              .join(Participant, Incident.participant == Participant.id).order_by(Incident.id)).all()
+        incidents = s.execute(
+            select(Incident, Participant.participant_id)
+            .join(Participant, Incident.participant == Participant.id)
+            .order_by(Incident.id)
+        ).all()
     by_id = {p.id: p for p in people}
-    exported = {p.id for p in people if p.participant_id is not None and p.passed_attention is not None
-                and not (exclude_headphone_failed and p.headphone_check == "failed")}
+    exported = {
+        p.id
+        for p in people
+        if p.participant_id is not None
+        and p.passed_attention is not None
+        and not (exclude_headphone_failed and p.headphone_check == "failed")
+    }
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     for p in people:
-        tables["sessions"].append(
-            {
-                "participant_id": p.participant_id,
-                "slot_id": p.slot_id,
-                "condition": p.condition,
-                "entry": p.entry,
-                "prolific_pid": p.prolific_pid,
-                "study_id": p.study_id,
-                "session_id": p.session_id,
-                "state": p.state,
-                "screen_reason": p.screen_reason,
-                "current_trial": p.current_trial,
-                "n_trials": p.n_trials,
-                "passed_attention": p.passed_attention,
-                "completed": bool(p.completed),
-                "headphone_check": _headphones(p),
-                "headphone_correct": p.headphone_correct,
-                "created_utc": _iso(p.created_at),
-                "finished_utc": _iso(p.finished_at),
-                "session_minutes": _minutes(p),
-            }
-        )
-        if p.id not in exported:
-            continue
-        row = {"participant_id": p.participant_id, "condition": p.condition,
-               **{k: getattr(p, k) for k in DEMOGRAPHICS}, "passed_attention": bool(p.passed_attention),
-               "completed": bool(p.completed), "session_minutes": _minutes(p), "difficulty": p.difficulty,
-               "source": "collected", HEADPHONE_COLUMN: _headphones(p)}
-        tables["participants"].append(row)
+        tables["sessions"].append(_session_row(p))
+        if p.id in exported:
+            tables["participants"].append(_participant_row(p))
     for r in results:
         p = by_id[r.participant]
         if p.id not in exported:
             continue
-        audio = p.condition == "audio"
-        tables["trials"].append({
-            "participant_id": p.participant_id, "prompt_id": r.prompt_id, "trial": r.trial,
-            "preference": r.preference, "justification": r.justification, "decision_time_s": r.decision_time_s,
-            "deliberation_time_s": r.deliberation_time_s if audio else None, "rating_changes": r.rating_changes,
-            "replays_0": r.replays_0 if audio else None, "replays_1": r.replays_1 if audio else None,
-            "relistened_first": r.relistened_first if audio else None, "source": "collected"})
-        for resp in (0, 1):
-            tables["ratings"].append({
-                "participant_id": p.participant_id, "condition": p.condition, "prompt_id": r.prompt_id,
-                "clip_id": f"{r.prompt_id}_{resp}", "trial": r.trial, "presented_first": resp == r.first_clip,
-                "rating": r.rating_0 if resp == 0 else r.rating_1,
-                "audio_quality": (r.audio_quality_0 if resp == 0 else r.audio_quality_1) if audio else None,
-                "source": "collected"})
+        tables["trials"].append(_trial_row(r, p))
+        tables["ratings"].extend(_rating_rows(r, p))
     for e, pid in events:
-        tables["events"].append({"participant_id": pid or f"session{e.participant}", "trial": e.trial, "seq": e.seq,
-                                 "event_id": e.eid, "kind": e.kind, "response": e.response, "field": e.field,
-                                 "value": e.value, "client_ms": e.client_ms, "server_ts": round(e.server_ts, 3),
-                                 "refused": e.refused})
+        tables["events"].append(_event_row(e, pid))
     for inc, pid in incidents:
-        tables["incidents"].append({"participant_id": pid or f"session{inc.participant}", "trial": inc.trial,
-                                    "kind": inc.kind, "detail": inc.detail, "server_utc": _iso(inc.server_ts)})
+        tables["incidents"].append(_incident_row(inc, pid))
     return tables
 
 

@@ -66,10 +66,15 @@ class StudyFiles:
     @classmethod
     def from_results(cls, results: Path, attention_check: Path, base_dir: Path | None = None) -> StudyFiles:
         """The workflow's default locations under ``results``."""
-        return cls(assignments=results / "study/assignments.csv", stimuli=results / "study/stimuli.csv",
-                   conversations=results / "data/conversations.parquet", prompts=results / "sampling/final_prompts.csv",
-                   manifest=results / "audio/manifest.csv", attention_check=attention_check,
-                   base_dir=base_dir or results.resolve().parent)
+        return cls(
+            assignments=results / "study/assignments.csv",
+            stimuli=results / "study/stimuli.csv",
+            conversations=results / "data/conversations.parquet",
+            prompts=results / "sampling/final_prompts.csv",
+            manifest=results / "audio/manifest.csv",
+            attention_check=attention_check,
+            base_dir=base_dir or results.resolve().parent,
+        )
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -80,8 +85,10 @@ def _read_table(path: Path) -> pd.DataFrame:
             return pd.read_parquet(path)
         return pd.read_csv(path, dtype=str, keep_default_na=False)
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise StudyLoadError(f"{path}: cannot be read as a {'Parquet' if path.suffix == '.parquet' else 'CSV'} "
-                             f"table ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        raise StudyLoadError(
+            f"{path}: cannot be read as a {'Parquet' if path.suffix == '.parquet' else 'CSV'} "
+            f"table ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from None
 
 
 def check_wav(path: Path, expected_s: float | None) -> tuple[float | None, str | None]:
@@ -102,8 +109,10 @@ def check_wav(path: Path, expected_s: float | None) -> tuple[float | None, str |
         return None, "holds no audio samples"
     duration = len(data) / float(sr)
     if expected_s is not None and abs(duration - expected_s) > DURATION_TOLERANCE_S:
-        return None, (f"lasts {duration:.3f} s but the manifest says {expected_s:.3f} s "
-                      f"(more than {DURATION_TOLERANCE_S} s apart)")
+        return None, (
+            f"lasts {duration:.3f} s but the manifest says {expected_s:.3f} s "
+            f"(more than {DURATION_TOLERANCE_S} s apart)"
+        )
     return duration, None
 
 
@@ -126,8 +135,9 @@ def read_prompts(files: StudyFiles) -> dict[str, dict[str, Any]]:
         raise StudyLoadError(f"{files.conversations}: missing column(s) {sorted(missing)}")
     if "prompt_id" not in conv.columns:
         if files.prompts is None:
-            raise StudyLoadError(f"{files.conversations} has no prompt_id column: give the prompts table "
-                                 "(prompt_id, conversation_id)")
+            raise StudyLoadError(
+                f"{files.conversations} has no prompt_id column: give the prompts table (prompt_id, conversation_id)"
+            )
         prompts = _read_table(files.prompts)
         conv = conv.assign(conversation_id=conv["conversation_id"].astype(str))
         conv = prompts[["prompt_id", "conversation_id"]].merge(conv, on="conversation_id", how="left")
@@ -135,15 +145,25 @@ def read_prompts(files: StudyFiles) -> dict[str, dict[str, Any]]:
     for row in conv.itertuples(index=False):
         if not isinstance(row.prompt, str):
             continue
-        out[str(row.prompt_id)] = {"history": _history(row.history), "prompt": row.prompt,
-                                   "text_0": str(row.text_0), "text_1": str(row.text_1)}
+        out[str(row.prompt_id)] = {
+            "history": _history(row.history),
+            "prompt": row.prompt,
+            "text_0": str(row.text_0),
+            "text_1": str(row.text_1),
+        }
     try:
         attn = json.loads(Path(files.attention_check).read_text(encoding="utf-8"))
-        out[ATTENTION] = {"history": _history(attn.get("history", [])), "prompt": attn["prompt"],
-                          "text_0": attn["responses"][0]["text"], "text_1": attn["responses"][1]["text"]}
+        out[ATTENTION] = {
+            "history": _history(attn.get("history", [])),
+            "prompt": attn["prompt"],
+            "text_0": attn["responses"][0]["text"],
+            "text_1": attn["responses"][1]["text"],
+        }
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, IndexError, TypeError) as exc:
-        raise StudyLoadError(f"{files.attention_check}: not an attention check (JSON with prompt and two "
-                             f"responses[].text): {type(exc).__name__}: {exc}") from None
+        raise StudyLoadError(
+            f"{files.attention_check}: not an attention check (JSON with prompt and two "
+            f"responses[].text): {type(exc).__name__}: {exc}"
+        ) from None
     return out
 
 
@@ -159,9 +179,8 @@ def _resolve_audio(path: str, files: StudyFiles, clip_id: str) -> Path | None:
     return None
 
 
-def read_study(files: StudyFiles) -> dict[str, Any]:
-    """Read and cross-check every input; every problem is listed before giving up."""
-    problems: list[str] = []
+def _read_assignments(files: StudyFiles) -> pd.DataFrame:
+    """The assignments table with its columns checked and ``trial``/``first_clip`` as integers."""
     asg = _read_table(files.assignments)
     for col in ("participant_id", "condition", "trial", "prompt_id", "first_clip"):
         if col not in asg.columns:
@@ -172,20 +191,23 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
         bad = ~asg[col].astype(str).str.fullmatch(r"\d+")
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
-            raise StudyLoadError(f"{files.assignments}: row {i + 2}, column {col}: {asg[col].iloc[i]!r} is not a "
-                                 "non-negative integer")
+            raise StudyLoadError(
+                f"{files.assignments}: row {i + 2}, column {col}: {asg[col].iloc[i]!r} is not a non-negative integer"
+            )
         asg[col] = asg[col].astype(int)
-    stim = _read_table(files.stimuli)
-    if "prompt_id" not in stim.columns:
-        raise StudyLoadError(f"{files.stimuli}: missing column 'prompt_id'")
-    prompts = read_prompts(files)
-    known = set(stim["prompt_id"]) | {ATTENTION}
+    return asg
+
+
+def _assignment_problems(asg: pd.DataFrame, known: set[str], prompts: dict[str, dict[str, Any]]) -> list[str]:
+    """Each assignment row's problems, then each participant's (one condition, trials 0..n)."""
+    problems: list[str] = []
     for row in asg.itertuples(index=False):
         if row.condition not in ("text", "audio"):
             problems.append(f"assignments: {row.participant_id} trial {row.trial}: condition {row.condition!r}")
         if row.prompt_id not in known:
-            problems.append(f"assignments: {row.participant_id} trial {row.trial}: prompt {row.prompt_id!r} "
-                            "is not in stimuli.csv")
+            problems.append(
+                f"assignments: {row.participant_id} trial {row.trial}: prompt {row.prompt_id!r} is not in stimuli.csv"
+            )
         elif row.prompt_id not in prompts:
             problems.append(f"prompt {row.prompt_id!r}: no conversation (history, prompt, responses)")
         if (row.trial == 0) != (row.prompt_id == ATTENTION):
@@ -198,43 +220,60 @@ def read_study(files: StudyFiles) -> dict[str, Any]:
         trials = sorted(grp["trial"])
         if trials != list(range(len(trials))):
             problems.append(f"assignments: participant {pid}: trials {trials} are not 0..n")
+    return problems
+
+
+def _attach_audio(asg: pd.DataFrame, clips: dict[str, dict[str, Any]], files: StudyFiles, problems: list[str]) -> None:
+    """Fill each clip's ``path`` and ``duration_s`` from the manifest; append what is wrong to ``problems``."""
+    if files.manifest is None or not Path(files.manifest).is_file():
+        problems.append("the audio condition needs the audio manifest (manifest.csv)")
+        return
+    man = _read_table(files.manifest)
+    for col in ("clip_id", "path"):
+        if col not in man.columns:
+            raise StudyLoadError(f"{files.manifest}: missing column {col!r}")
+    by_clip = {str(r.clip_id): r for r in man.itertuples(index=False)}
+    audio_prompts = set(asg.loc[asg["condition"] == "audio", "prompt_id"])
+    for cid, c in clips.items():
+        row = by_clip.get(cid)
+        if row is None:
+            if c["prompt_id"] in audio_prompts:
+                problems.append(f"clip {cid}: not in the audio manifest")
+            continue
+        path = _resolve_audio(str(row.path), files, cid)
+        if path is None:
+            if c["prompt_id"] in audio_prompts:
+                problems.append(f"clip {cid}: audio file {row.path!r} not found")
+            continue
+        raw = str(getattr(row, "duration_s", "")).strip()
+        try:
+            expected = float(raw) if raw else None
+        except ValueError:
+            problems.append(f"clip {cid}: {files.manifest}: duration_s {raw!r} is not a number")
+            continue
+        duration, problem = check_wav(path, expected)
+        if problem is not None:
+            problems.append(f"clip {cid}: audio file {path} {problem}")
+            continue
+        c["path"], c["duration_s"] = str(path), duration
+
+
+def read_study(files: StudyFiles) -> dict[str, Any]:
+    """Read and cross-check every input; every problem is listed before giving up."""
+    asg = _read_assignments(files)
+    stim = _read_table(files.stimuli)
+    if "prompt_id" not in stim.columns:
+        raise StudyLoadError(f"{files.stimuli}: missing column 'prompt_id'")
+    prompts = read_prompts(files)
+    known = set(stim["prompt_id"]) | {ATTENTION}
+    problems = _assignment_problems(asg, known, prompts)
     used_prompts = set(asg["prompt_id"])
     clips: dict[str, dict[str, Any]] = {}
     for p in used_prompts:
         for r in (0, 1):
             clips[f"{p}_{r}"] = {"clip_id": f"{p}_{r}", "prompt_id": p, "response": r, "path": None, "duration_s": None}
     if (asg["condition"] == "audio").any():
-        if files.manifest is None or not Path(files.manifest).is_file():
-            problems.append("the audio condition needs the audio manifest (manifest.csv)")
-        else:
-            man = _read_table(files.manifest)
-            for col in ("clip_id", "path"):
-                if col not in man.columns:
-                    raise StudyLoadError(f"{files.manifest}: missing column {col!r}")
-            by_clip = {str(r.clip_id): r for r in man.itertuples(index=False)}
-            audio_prompts = set(asg.loc[asg["condition"] == "audio", "prompt_id"])
-            for cid, c in clips.items():
-                row = by_clip.get(cid)
-                if row is None:
-                    if c["prompt_id"] in audio_prompts:
-                        problems.append(f"clip {cid}: not in the audio manifest")
-                    continue
-                path = _resolve_audio(str(row.path), files, cid)
-                if path is None:
-                    if c["prompt_id"] in audio_prompts:
-                        problems.append(f"clip {cid}: audio file {row.path!r} not found")
-                    continue
-                raw = str(getattr(row, "duration_s", "")).strip()
-                try:
-                    expected = float(raw) if raw else None
-                except ValueError:
-                    problems.append(f"clip {cid}: {files.manifest}: duration_s {raw!r} is not a number")
-                    continue
-                duration, problem = check_wav(path, expected)
-                if problem is not None:
-                    problems.append(f"clip {cid}: audio file {path} {problem}")
-                    continue
-                c["path"], c["duration_s"] = str(path), duration
+        _attach_audio(asg, clips, files, problems)
     if problems:
         shown = "\n".join(f"  - {p}" for p in problems[:50])
         raise StudyLoadError(f"{len(problems)} problem(s) with the study:\n{shown}")
@@ -252,8 +291,9 @@ def slot_order(asg: pd.DataFrame) -> list[tuple[str, str]]:
     return [(pid, cond) for _, _, pid, cond in sorted(ranked)]
 
 
-def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force: bool = False,
-               meta: dict[str, str] | None = None) -> dict[str, int]:
+def load_study(
+    db: Database, files: StudyFiles, *, replace: bool = False, force: bool = False, meta: dict[str, str] | None = None
+) -> dict[str, int]:
     """Create the tables and load the study (see the module docstring); returns counts.
 
     A database that already holds a study is refused unless ``replace``; one that already holds
@@ -270,8 +310,9 @@ def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force:
         if n_slots and not replace:
             raise StudyLoadError(f"the database already holds a study ({n_slots} slots); pass --replace to load anew")
         if n_people and not force:
-            raise StudyLoadError(f"the database holds {n_people} participant session(s); --replace --force deletes "
-                                 "them (export first)")
+            raise StudyLoadError(
+                f"the database holds {n_people} participant session(s); --replace --force deletes them (export first)"
+            )
     if replace:
         Base.metadata.drop_all(db.engine)
     Base.metadata.create_all(db.engine)
@@ -281,8 +322,15 @@ def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force:
         for k, v in values.items():
             s.merge(Meta(key=k, value=str(v)))
         for pid, p in sorted(study["prompts"].items()):
-            s.add(Prompt(prompt_id=pid, history_json=json.dumps(p["history"]), prompt=p["prompt"],
-                         text_0=p["text_0"], text_1=p["text_1"]))
+            s.add(
+                Prompt(
+                    prompt_id=pid,
+                    history_json=json.dumps(p["history"]),
+                    prompt=p["prompt"],
+                    text_0=p["text_0"],
+                    text_1=p["text_1"],
+                )
+            )
         s.flush()
         for c in study["clips"].values():
             s.add(Clip(**c))
@@ -290,7 +338,17 @@ def load_study(db: Database, files: StudyFiles, *, replace: bool = False, force:
             s.add(Slot(slot_id=pid, condition=cond, position=pos, status="open", issues=0))
         s.flush()
         for row in asg.itertuples(index=False):
-            s.add(SlotTrial(slot_id=row.participant_id, trial=int(row.trial), prompt_id=row.prompt_id,
-                            first_clip=int(row.first_clip)))
-    return {"slots": int(asg["participant_id"].nunique()), "trials": int(len(asg)),
-            "prompts": len(study["prompts"]), "clips": len(study["clips"])}
+            s.add(
+                SlotTrial(
+                    slot_id=row.participant_id,
+                    trial=int(row.trial),
+                    prompt_id=row.prompt_id,
+                    first_clip=int(row.first_clip),
+                )
+            )
+    return {
+        "slots": int(asg["participant_id"].nunique()),
+        "trials": int(len(asg)),
+        "prompts": len(study["prompts"]),
+        "clips": len(study["clips"]),
+    }

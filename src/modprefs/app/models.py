@@ -148,9 +148,11 @@ class TrialResult(Base):
 
 class Event(Base):
     __tablename__ = "app_events"
-    __table_args__ = (UniqueConstraint("participant", "trial", "seq", name="uq_app_events_seq"),
-                      UniqueConstraint("participant", "eid", name="uq_app_events_eid"),
-                      Index("ix_app_events_participant_trial", "participant", "trial"))
+    __table_args__ = (
+        UniqueConstraint("participant", "trial", "seq", name="uq_app_events_seq"),
+        UniqueConstraint("participant", "eid", name="uq_app_events_eid"),
+        Index("ix_app_events_participant_trial", "participant", "trial"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"))
     trial: Mapped[int] = mapped_column(Integer)

@@ -49,8 +49,14 @@ def heard_clips(events: Iterable[Mapping[str, Any]]) -> set[int]:
     return {int(e["response"]) for e in accepted(events) if e["kind"] == "ended" and e.get("response") is not None}
 
 
-def check_listen(events: Iterable[Mapping[str, Any]], response: int, ended_ts: float, duration_s: float | None,
-                 fetched_ts: float | None, tolerance_s: float) -> str | None:
+def check_listen(
+    events: Iterable[Mapping[str, Any]],
+    response: int,
+    ended_ts: float,
+    duration_s: float | None,
+    fetched_ts: float | None,
+    tolerance_s: float,
+) -> str | None:
     """None if an ``ended`` of clip ``response`` received at ``ended_ts`` completes a plausible first
     listen, else the reason (a key of :data:`MESSAGES`). ``events``: the trial's earlier events."""
     if fetched_ts is None or fetched_ts > ended_ts:
@@ -72,8 +78,9 @@ def check_listen(events: Iterable[Mapping[str, Any]], response: int, ended_ts: f
     return None
 
 
-def check_reveal(events: Iterable[Mapping[str, Any]], reveal_ts: float, min_read_s: float,
-                 tolerance_s: float) -> str | None:
+def check_reveal(
+    events: Iterable[Mapping[str, Any]], reveal_ts: float, min_read_s: float, tolerance_s: float
+) -> str | None:
     """None if a ``reveal`` received at ``reveal_ts`` is plausible, else the reason."""
     onsets = [float(e["server_ts"]) for e in accepted(events) if e["kind"] == "onset"]
     if not onsets:

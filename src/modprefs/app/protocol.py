@@ -58,8 +58,11 @@ def count_replays(events: Iterable[Mapping[str, Any]]) -> dict[int, int]:
             paused_at[r] = None
         elif e["kind"] == "play":
             was_paused_at = paused_at[r]
-            resumed = was_paused_at is not None and e.get("value") is not None and \
-                abs(float(e["value"]) - float(was_paused_at)) <= RESUME_TOLERANCE_S
+            resumed = (
+                was_paused_at is not None
+                and e.get("value") is not None
+                and abs(float(e["value"]) - float(was_paused_at)) <= RESUME_TOLERANCE_S
+            )
             if r in first_end and not resumed:
                 replays[r] += 1
             paused_at[r] = None
@@ -92,8 +95,9 @@ def count_reversals(events: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
     return reversals, moves
 
 
-def derive_measures(events: Iterable[Mapping[str, Any]], condition: str, first_clip: int,
-                    submit_ms: float | None) -> dict[str, Any]:
+def derive_measures(
+    events: Iterable[Mapping[str, Any]], condition: str, first_clip: int, submit_ms: float | None
+) -> dict[str, Any]:
     """The trial's derived measures (keys as trials.csv columns, plus ``slider_moves``)."""
     evs = _sorted(events)
     onsets = [e["t"] for e in evs if e["kind"] == "onset"]
@@ -104,9 +108,15 @@ def derive_measures(events: Iterable[Mapping[str, Any]], condition: str, first_c
     if onsets and submit_ms is not None:
         decision = round(max(0.0, (submit_ms - onsets[0]) / 1000.0), 3)
     reversals, moves = count_reversals(evs)
-    out: dict[str, Any] = {"decision_time_s": decision, "rating_changes": reversals, "slider_moves": moves,
-                           "deliberation_time_s": None, "replays_0": None, "replays_1": None,
-                           "relistened_first": None}
+    out: dict[str, Any] = {
+        "decision_time_s": decision,
+        "rating_changes": reversals,
+        "slider_moves": moves,
+        "deliberation_time_s": None,
+        "replays_0": None,
+        "replays_1": None,
+        "relistened_first": None,
+    }
     if condition != "audio":
         return out
     replays = count_replays(evs)
@@ -118,6 +128,10 @@ def derive_measures(events: Iterable[Mapping[str, Any]], condition: str, first_c
             deliberation = 0.0
         else:
             deliberation = round(max(0.0, (submit_ms - last["t"]) / 1000.0), 3)
-    out.update(deliberation_time_s=deliberation, replays_0=replays[0], replays_1=replays[1],
-               relistened_first=replays[int(first_clip)] > 0)
+    out.update(
+        deliberation_time_s=deliberation,
+        replays_0=replays[0],
+        replays_1=replays[1],
+        relistened_first=replays[int(first_clip)] > 0,
+    )
     return out

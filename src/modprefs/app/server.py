@@ -55,8 +55,10 @@ from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarg
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024
 ADMIN_SECRET_ENV = "MODPREFS_ADMIN_SECRET"
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; media-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; media-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'"
+)
 
 
 class _BodyTooLarge(Exception):
@@ -95,8 +97,12 @@ class LimitsMiddleware:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                extra = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+                extra = [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                ]
                 path = scope.get("path", "")
                 if path.startswith("/p/") or path.startswith("/admin") or path.startswith("/start"):
                     if not path.endswith(".wav"):
@@ -152,13 +158,22 @@ class RateLimitMiddleware:
 
 
 def _env() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(HERE / "templates")),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     return env
 
 
-def create_app(db_url: str | None = None, *, admin_secret_env: str = ADMIN_SECRET_ENV,
-               settings_overrides: dict[str, Any] | None = None, max_body: int = MAX_BODY) -> Any:
+def create_app(
+    db_url: str | None = None,
+    *,
+    admin_secret_env: str = ADMIN_SECRET_ENV,
+    settings_overrides: dict[str, Any] | None = None,
+    max_body: int = MAX_BODY,
+) -> Any:
     """The ASGI application for the study in ``db_url`` (loaded with ``modprefs app load``).
 
     Raises :class:`modprefs.errors.UserInputError` (before serving anything) when the database holds no
@@ -258,18 +273,31 @@ class _Pages:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         token = request.path_params.get("token")
         back = f"/p/{token}" if token and exc.status != 404 else None  # e.g. a refused trial: back to the task
-        return self.render("message.html", status=exc.status, title="Something went wrong", message=exc.message,
-                           back=back)
+        return self.render(
+            "message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back
+        )
 
     def render_view(self, view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
-        name = {"consent": "consent.html", "demographics": "demographics.html", "trial": "trial.html",
-                "headphones": "headphones.html", "difficulty": "difficulty.html", "done": "done.html",
-                "ended": "ended.html"}[view["page"]]
+        name = {
+            "consent": "consent.html",
+            "demographics": "demographics.html",
+            "trial": "trial.html",
+            "headphones": "headphones.html",
+            "difficulty": "difficulty.html",
+            "done": "done.html",
+            "ended": "ended.html",
+        }[view["page"]]
         data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
         if view["page"] == "trial":
-            data.update(trial=view["trial"], condition=view["condition"], heard=view["heard"],
-                        revealed=view["revealed"], reveal=view["reveal"], restore=view["restore"],
-                        events_url=f"/p/{view['token']}/events")
+            data.update(
+                trial=view["trial"],
+                condition=view["condition"],
+                heard=view["heard"],
+                revealed=view["revealed"],
+                reveal=view["reveal"],
+                restore=view["restore"],
+                events_url=f"/p/{view['token']}/events",
+            )
         return self.render(name, status=status, v=view, data=data, options=_OPTIONS, **extra)
 
 
@@ -277,8 +305,11 @@ class _ParticipantPages(_Pages):
     """The participant routes: entry, the current step, the forms, the event log and the audio."""
 
     async def index(self, request: Request) -> Response:
-        return self.render("message.html", title=self.settings().study_title,
-                           message="This is a research study. Please open the personal link you were given.")
+        return self.render(
+            "message.html",
+            title=self.settings().study_title,
+            message="This is a research study. Please open the personal link you were given.",
+        )
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -286,10 +317,15 @@ class _ParticipantPages(_Pages):
     async def start(self, request: Request) -> Response:
         q = request.query_params
         try:
-            token = await run_in_threadpool(service.enter, self.db, self.settings(),
-                                            prolific_pid=q.get("PROLIFIC_PID"), study_id=q.get("STUDY_ID"),
-                                            session_id=q.get("SESSION_ID"),
-                                            user_agent=request.headers.get("user-agent"))
+            token = await run_in_threadpool(
+                service.enter,
+                self.db,
+                self.settings(),
+                prolific_pid=q.get("PROLIFIC_PID"),
+                study_id=q.get("STUDY_ID"),
+                session_id=q.get("SESSION_ID"),
+                user_agent=request.headers.get("user-agent"),
+            )
         except AppError as exc:
             return self.error_page(exc, request)
         return RedirectResponse(f"/p/{token}", status_code=303)
@@ -307,8 +343,9 @@ class _ParticipantPages(_Pages):
         try:
             _check_fetch_site(request)
             form = await _read_form(request)
-            await run_in_threadpool(service.give_consent, self.db, token, _field(form, "csrf"),
-                                    form.get("agree") == "yes")
+            await run_in_threadpool(
+                service.give_consent, self.db, token, _field(form, "csrf"), form.get("agree") == "yes"
+            )
         except AppError as exc:
             return self.error_page(exc, request)
         return _redirect_home(token)
@@ -319,8 +356,9 @@ class _ParticipantPages(_Pages):
             _check_fetch_site(request)
             form = await _read_form(request)
             fields = _string_fields(form)
-            errors = await run_in_threadpool(service.submit_demographics, self.db, self.settings(), token,
-                                             _field(form, "csrf"), fields)
+            errors = await run_in_threadpool(
+                service.submit_demographics, self.db, self.settings(), token, _field(form, "csrf"), fields
+            )
             if errors:
                 view = await run_in_threadpool(service.page_state, self.db, self.settings(), token)
                 return self.render_view(view, status=422, errors=errors, values=fields)
@@ -340,8 +378,9 @@ class _ParticipantPages(_Pages):
                 raise Invalid("Expected {trial, events}.")
             evs = service.parse_events(body.get("events", []))
             csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
-            result = await run_in_threadpool(service.record_events, self.db, self.settings(), token, csrf,
-                                             body["trial"], evs)
+            result = await run_in_threadpool(
+                service.record_events, self.db, self.settings(), token, csrf, body["trial"], evs
+            )
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         return JSONResponse(result)
@@ -353,8 +392,9 @@ class _ParticipantPages(_Pages):
             _check_fetch_site(request)
             form = await _read_form(request)
             fields = _string_fields(form)
-            outcome = await run_in_threadpool(service.submit_trial, self.db, self.settings(), token,
-                                              _field(form, "csrf"), n, fields)
+            outcome = await run_in_threadpool(
+                service.submit_trial, self.db, self.settings(), token, _field(form, "csrf"), n, fields
+            )
         except AppError as exc:
             return self.error_page(exc, request)
         if request.headers.get("accept", "").startswith("application/json"):
@@ -367,8 +407,9 @@ class _ParticipantPages(_Pages):
             _check_fetch_site(request)
             form = await _read_form(request)
             fields = _string_fields(form)
-            await run_in_threadpool(service.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"),
-                                    fields)
+            await run_in_threadpool(
+                service.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"), fields
+            )
         except AppError as exc:
             return self.error_page(exc, request)
         return _redirect_home(token)
@@ -386,8 +427,9 @@ class _ParticipantPages(_Pages):
         try:
             _check_fetch_site(request)
             form = await _read_form(request)
-            await run_in_threadpool(service.submit_difficulty, self.db, token, _field(form, "csrf"),
-                                    _field(form, "difficulty"))
+            await run_in_threadpool(
+                service.submit_difficulty, self.db, token, _field(form, "csrf"), _field(form, "difficulty")
+            )
         except AppError as exc:
             return self.error_page(exc, request)
         return _redirect_home(token)
@@ -421,8 +463,9 @@ class _Site(_ParticipantPages):
             except (ValueError, IndexError, UnicodeDecodeError):
                 supplied = ""
         if not supplied or not hmac.compare_digest(supplied.encode(), secret.encode()):
-            return PlainTextResponse("Admin secret required.", status_code=401,
-                                     headers={"WWW-Authenticate": 'Basic realm="modprefs admin"'})
+            return PlainTextResponse(
+                "Admin secret required.", status_code=401, headers={"WWW-Authenticate": 'Basic realm="modprefs admin"'}
+            )
         return None
 
     async def admin_export_zip(self, request: Request) -> Response:
@@ -431,8 +474,11 @@ class _Site(_ParticipantPages):
         from modprefs.app.export import export_zip
 
         data = await run_in_threadpool(export_zip, self.db)
-        return Response(data, media_type="application/zip",
-                        headers={"Content-Disposition": 'attachment; filename="modprefs-export.zip"'})
+        return Response(
+            data,
+            media_type="application/zip",
+            headers={"Content-Disposition": 'attachment; filename="modprefs-export.zip"'},
+        )
 
     async def admin_export_table(self, request: Request) -> Response:
         if (denied := self.admin_ok(request)) is not None:
@@ -460,12 +506,20 @@ class _Site(_ParticipantPages):
         return self.render("admin.html", trials=tables["trials"][-500:], counts=counts)
 
 
-_OPTIONS = {"genders": service.GENDERS, "races": service.RACES, "education": service.EDUCATION_LEVELS,
-            "employment": service.EMPLOYMENT, "proficiency": service.ENGLISH_PROFICIENCY}
+_OPTIONS = {
+    "genders": service.GENDERS,
+    "races": service.RACES,
+    "education": service.EDUCATION_LEVELS,
+    "employment": service.EMPLOYMENT,
+    "proficiency": service.ENGLISH_PROFICIENCY,
+}
 
 
 def app_from_env() -> Any:
     """Factory for ``uvicorn --factory modprefs.app.server:app_from_env`` (several workers on PostgreSQL)."""
     overrides = json.loads(os.environ.get("MODPREFS_APP_SETTINGS", "{}"))
-    return create_app(os.environ.get("MODPREFS_APP_DB"), settings_overrides=overrides,
-                      admin_secret_env=os.environ.get("MODPREFS_ADMIN_SECRET_ENV", ADMIN_SECRET_ENV))
+    return create_app(
+        os.environ.get("MODPREFS_APP_DB"),
+        settings_overrides=overrides,
+        admin_secret_env=os.environ.get("MODPREFS_ADMIN_SECRET_ENV", ADMIN_SECRET_ENV),
+    )

@@ -55,11 +55,25 @@ from modprefs.errors import UserInputError
 
 log = logging.getLogger("modprefs.app")
 
-EDUCATION_LEVELS = ["Less than high school", "High school diploma or GED", "Some college, no degree",
-                    "Associate degree", "Bachelor's degree", "Master's degree", "Doctoral or professional degree"]
+EDUCATION_LEVELS = [
+    "Less than high school",
+    "High school diploma or GED",
+    "Some college, no degree",
+    "Associate degree",
+    "Bachelor's degree",
+    "Master's degree",
+    "Doctoral or professional degree",
+]
 GENDERS = ["Woman", "Man", "Non-binary", "Prefer not to say"]
-RACES = ["White", "Black or African American", "Asian", "American Indian or Alaska Native",
-         "Native Hawaiian or Other Pacific Islander", "Multiracial", "Other"]
+RACES = [
+    "White",
+    "Black or African American",
+    "Asian",
+    "American Indian or Alaska Native",
+    "Native Hawaiian or Other Pacific Islander",
+    "Multiracial",
+    "Other",
+]
 EMPLOYMENT = ["Full-time", "Part-time", "Self-employed", "Unemployed", "Student", "Retired", "Homemaker", "Other"]
 ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
 NO_ENGLISH = "None"
@@ -71,8 +85,21 @@ MAX_OTHER_LANGUAGES = 300
 MAX_JUSTIFICATION = 2000
 MAX_EVENTS_PER_POST = 300
 MAX_EVENTS_PER_TRIAL = 5000
-EVENT_KINDS = {"onset", "play", "pause", "ended", "seek", "seek_refused", "ended_refused", "slider",
-               "preference", "submit", "blur", "focus", "reveal"}
+EVENT_KINDS = {
+    "onset",
+    "play",
+    "pause",
+    "ended",
+    "seek",
+    "seek_refused",
+    "ended_refused",
+    "slider",
+    "preference",
+    "submit",
+    "blur",
+    "focus",
+    "reveal",
+}
 SLIDER_FIELDS = {"rating", "audio_quality"}
 HOLDING = ("trials", "headphones")
 TEXT_REVEAL = ("next", "auto", "off")
@@ -181,6 +208,7 @@ def read_settings(db: Database, **overrides: Any) -> Settings:
 
 # ---- entry ------------------------------------------------------------------------------------
 
+
 def _clean_id(value: str | None, name: str) -> str | None:
     if value is None or value == "":
         return None
@@ -189,8 +217,15 @@ def _clean_id(value: str | None, name: str) -> str | None:
     return value
 
 
-def enter(db: Database, settings: Settings, *, prolific_pid: str | None = None, study_id: str | None = None,
-          session_id: str | None = None, user_agent: str | None = None) -> str:
+def enter(
+    db: Database,
+    settings: Settings,
+    *,
+    prolific_pid: str | None = None,
+    study_id: str | None = None,
+    session_id: str | None = None,
+    user_agent: str | None = None,
+) -> str:
     """A new participant session (or the existing one of this Prolific id); returns its token."""
     pid = _clean_id(prolific_pid, "PROLIFIC_PID")
     study = _clean_id(study_id, "STUDY_ID")
@@ -204,8 +239,11 @@ def enter(db: Database, settings: Settings, *, prolific_pid: str | None = None, 
             with db.transaction() as s:
                 if pid is not None:
                     q = select(Participant).where(Participant.prolific_pid == pid)
-                    q = q.where(Participant.study_id == study) if study is not None else \
-                        q.where(Participant.study_id.is_(None))
+                    q = (
+                        q.where(Participant.study_id == study)
+                        if study is not None
+                        else q.where(Participant.study_id.is_(None))
+                    )
                     existing = s.scalars(q).first()
                     if existing is not None:
                         if existing.session_id and sess and existing.session_id != sess:
@@ -213,9 +251,18 @@ def enter(db: Database, settings: Settings, *, prolific_pid: str | None = None, 
                         existing.last_seen = now()
                         return existing.token
                 t = now()
-                p = Participant(token=new_token(), csrf=new_token(), entry="prolific" if pid else "link",
-                                prolific_pid=pid, study_id=study, session_id=sess, state="consent",
-                                created_at=t, last_seen=t, user_agent=(user_agent or "")[:300] or None)
+                p = Participant(
+                    token=new_token(),
+                    csrf=new_token(),
+                    entry="prolific" if pid else "link",
+                    prolific_pid=pid,
+                    study_id=study,
+                    session_id=sess,
+                    state="consent",
+                    created_at=t,
+                    last_seen=t,
+                    user_agent=(user_agent or "")[:300] or None,
+                )
                 s.add(p)
                 s.flush()
                 return p.token
@@ -230,8 +277,9 @@ def invite(db: Database, n: int) -> list[str]:
     with db.transaction() as s:
         t = now()
         for _ in range(n):
-            p = Participant(token=new_token(), csrf=new_token(), entry="invite", state="consent",
-                            created_at=t, last_seen=t)
+            p = Participant(
+                token=new_token(), csrf=new_token(), entry="invite", state="consent", created_at=t, last_seen=t
+            )
             s.add(p)
             tokens.append(p.token)
     return tokens
@@ -264,29 +312,48 @@ def _incident(s: Session, p: Participant, trial: int | None, kind: str, detail: 
 
 # ---- the current page ---------------------------------------------------------------------------
 
+
 def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
     """What to show now: {"page": ..., plus the page's data}."""
     with db.transaction() as s:
         sweep_abandoned(s, settings)
         p = _participant(s, token)
-        base = {"token": p.token, "csrf": p.csrf, "state": p.state, "entry": p.entry,
-                "condition": p.condition, "study_title": settings.study_title}
+        base = {
+            "token": p.token,
+            "csrf": p.csrf,
+            "state": p.state,
+            "entry": p.entry,
+            "condition": p.condition,
+            "study_title": settings.study_title,
+        }
         if p.state == "trials":
             return {**base, **_trial_view(s, p, settings)}
         if p.state == "headphones":
-            return {**base, "page": "headphones", "n_questions": headphones.N_TRIALS,
-                    "pass_min": headphones.PASS_MIN}
+            return {**base, "page": "headphones", "n_questions": headphones.N_TRIALS, "pass_min": headphones.PASS_MIN}
         if p.state == "difficulty":
             return {**base, "page": "difficulty", "n_trials": p.n_trials}
         if p.state == "done":
-            return {**base, "page": "done", "code": settings.completion_code,
-                    "return_url": _return_url(settings, p, settings.completion_code)}
+            return {
+                **base,
+                "page": "done",
+                "code": settings.completion_code,
+                "return_url": _return_url(settings, p, settings.completion_code),
+            }
         if p.state in ("consent", "demographics"):
             return {**base, "page": p.state}
-        code = {"failed_attention": settings.attention_fail_code or settings.screenout_code,
-                "screened_out": settings.screenout_code, "full": settings.screenout_code}.get(p.state, "")
-        return {**base, "page": "ended", "reason": p.state, "screen_reason": p.screen_reason, "code": code,
-                "return_url": _return_url(settings, p, code) if code else None}
+        code = {
+            "failed_attention": settings.attention_fail_code or settings.screenout_code,
+            "screened_out": settings.screenout_code,
+            "full": settings.screenout_code,
+        }.get(p.state, "")
+        return {
+            **base,
+            "page": "ended",
+            "reason": p.state,
+            "screen_reason": p.screen_reason,
+            "code": code,
+            "return_url": _return_url(settings, p, code) if code else None,
+        }
 
 
 def _return_url(settings: Settings, p: Participant, code: str) -> str | None:
@@ -311,8 +378,20 @@ def _slot_trial(s: Session, p: Participant, trial: int) -> SlotTrial:
 def _events_of(s: Session, p: Participant, trial: int) -> list[dict[str, Any]]:
     """The trial's stored events in receipt order (keys of :mod:`.protocol` and :mod:`.plausibility`)."""
     rows = s.scalars(select(Event).where(Event.participant == p.id, Event.trial == trial).order_by(Event.seq)).all()
-    return [{"seq": e.seq, "eid": e.eid, "kind": e.kind, "response": e.response, "field": e.field,
-             "value": e.value, "t": e.client_ms, "server_ts": e.server_ts, "refused": e.refused} for e in rows]
+    return [
+        {
+            "seq": e.seq,
+            "eid": e.eid,
+            "kind": e.kind,
+            "response": e.response,
+            "field": e.field,
+            "value": e.value,
+            "t": e.client_ms,
+            "server_ts": e.server_ts,
+            "refused": e.refused,
+        }
+        for e in rows
+    ]
 
 
 def _restore(events: list[dict[str, Any]], order: list[int]) -> dict[str, Any]:
@@ -345,18 +424,33 @@ def _trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any
     responses = []
     for pos, r in zip("AB", order):
         clip_id = f"{st.prompt_id}_{r}"
-        responses.append({"pos": pos, "text": prompt.text_0 if r == 0 else prompt.text_1,
-                          "audio_url": f"/p/{p.token}/audio/{clip_id}.wav" if p.condition == "audio" else None,
-                          "heard": pos in state["heard"]})
+        responses.append(
+            {
+                "pos": pos,
+                "text": prompt.text_0 if r == 0 else prompt.text_1,
+                "audio_url": f"/p/{p.token}/audio/{clip_id}.wav" if p.condition == "audio" else None,
+                "heard": pos in state["heard"],
+            }
+        )
     reveal = "off" if p.condition == "audio" else settings.text_reveal
-    return {"page": "trial", "trial": p.current_trial, "n_trials": p.n_trials, "task_number": p.current_trial + 1,
-            "task_total": (p.n_trials or 0) + 1, "history": json.loads(prompt.history_json), "prompt": prompt.prompt,
-            "responses": responses, "heard": state["heard"], "revealed": state["revealed"] or reveal == "off",
-            "reveal": {"mode": reveal, "min_read_s": settings.text_min_read_s},
-            "restore": _restore(events, order)}
+    return {
+        "page": "trial",
+        "trial": p.current_trial,
+        "n_trials": p.n_trials,
+        "task_number": p.current_trial + 1,
+        "task_total": (p.n_trials or 0) + 1,
+        "history": json.loads(prompt.history_json),
+        "prompt": prompt.prompt,
+        "responses": responses,
+        "heard": state["heard"],
+        "revealed": state["revealed"] or reveal == "off",
+        "reveal": {"mode": reveal, "min_read_s": settings.text_min_read_s},
+        "restore": _restore(events, order),
+    }
 
 
 # ---- consent and demographics ----------------------------------------------------------------------
+
 
 def give_consent(db: Database, token: str, csrf: str | None, agree: bool) -> None:
     with db.transaction() as s:
@@ -381,8 +475,9 @@ def _text(form: Mapping[str, str], name: str, errors: dict[str, str], limit: int
     return value or None
 
 
-def _choice(form: Mapping[str, str], name: str, options: list[str], errors: dict[str, str],
-            required: bool = False) -> str | None:
+def _choice(
+    form: Mapping[str, str], name: str, options: list[str], errors: dict[str, str], required: bool = False
+) -> str | None:
     value = str(form.get(name, "") or "").strip()
     if value == "" or value == "Prefer not to say" and "Prefer not to say" not in options:
         if required:
@@ -447,8 +542,9 @@ def _timezones() -> set[str]:
     return _TZ
 
 
-def submit_demographics(db: Database, settings: Settings, token: str, csrf: str | None,
-                        form: Mapping[str, str]) -> dict[str, str]:
+def submit_demographics(
+    db: Database, settings: Settings, token: str, csrf: str | None, form: Mapping[str, str]
+) -> dict[str, str]:
     """Store the questionnaire, screen (under 18, no English) and take a slot; returns errors (if any)."""
     values, errors = parse_demographics(form)
     with db.transaction() as s:
@@ -480,9 +576,12 @@ def claim_slot(s: Session, p: Participant) -> bool:
         slot = s.scalars(select(Slot).where(Slot.status == "open").order_by(Slot.position).limit(1)).first()
         if slot is None:
             return False
-        res = s.execute(update(Slot).where(Slot.slot_id == slot.slot_id, Slot.status == "open")
-                        .values(status="taken", holder=p.id, issues=Slot.issues + 1)
-                        .execution_options(synchronize_session=False))
+        res = s.execute(
+            update(Slot)
+            .where(Slot.slot_id == slot.slot_id, Slot.status == "open")
+            .values(status="taken", holder=p.id, issues=Slot.issues + 1)
+            .execution_options(synchronize_session=False)
+        )
         if _rowcount(res) != 1:
             s.expire(slot)
             continue  # taken by a concurrent arrival: try the next one
@@ -498,14 +597,19 @@ def claim_slot(s: Session, p: Participant) -> bool:
 def sweep_abandoned(s: Session, settings: Settings) -> int:
     """Mark slot holders silent for ``abandon_minutes`` abandoned and reopen their slots."""
     cutoff = now() - settings.abandon_minutes * 60.0
-    stale = s.execute(select(Participant.id, Participant.slot_id, Participant.last_seen)
-                      .where(Participant.state.in_(HOLDING), Participant.last_seen < cutoff)).all()
+    stale = s.execute(
+        select(Participant.id, Participant.slot_id, Participant.last_seen).where(
+            Participant.state.in_(HOLDING), Participant.last_seen < cutoff
+        )
+    ).all()
     n = 0
     for pid, slot_id, last_seen in stale:
-        res = s.execute(update(Participant).where(Participant.id == pid, Participant.state.in_(HOLDING),
-                                                  Participant.last_seen < cutoff)
-                        .values(state="abandoned", finished_at=last_seen, screen_reason="timeout")
-                        .execution_options(synchronize_session=False))
+        res = s.execute(
+            update(Participant)
+            .where(Participant.id == pid, Participant.state.in_(HOLDING), Participant.last_seen < cutoff)
+            .values(state="abandoned", finished_at=last_seen, screen_reason="timeout")
+            .execution_options(synchronize_session=False)
+        )
         if _rowcount(res) == 1:
             _release(s, slot_id, pid)
             n += 1
@@ -517,11 +621,16 @@ def sweep_abandoned(s: Session, settings: Settings) -> int:
 def _release(s: Session, slot_id: str | None, holder: int) -> None:
     if slot_id is None:
         return
-    s.execute(update(Slot).where(Slot.slot_id == slot_id, Slot.holder == holder, Slot.status == "taken")
-              .values(status="open", holder=None).execution_options(synchronize_session=False))
+    s.execute(
+        update(Slot)
+        .where(Slot.slot_id == slot_id, Slot.holder == holder, Slot.status == "taken")
+        .values(status="open", holder=None)
+        .execution_options(synchronize_session=False)
+    )
 
 
 # ---- headphone screening ----------------------------------------------------------------------------
+
 
 def _headphone_orders(settings: Settings, p: Participant) -> list[tuple[str, str, str]]:
     return headphones.trial_orders(settings.headphone_seed, p.id)
@@ -540,8 +649,7 @@ def headphone_wav(db: Database, settings: Settings, token: str, which: str) -> b
         return headphones.wav_bytes(_headphone_orders(settings, p)[int(which)])
 
 
-def submit_headphones(db: Database, settings: Settings, token: str, csrf: str | None,
-                      form: Mapping[str, str]) -> str:
+def submit_headphones(db: Database, settings: Settings, token: str, csrf: str | None, form: Mapping[str, str]) -> str:
     """Score the screening's answers (``q0``..``q5``: 1, 2 or 3); returns ``passed`` or ``failed``.
 
     Recorded per participant (``headphone_check``, ``headphone_correct``). With ``headphone_check =
@@ -570,6 +678,7 @@ def submit_headphones(db: Database, settings: Settings, token: str, csrf: str | 
 
 # ---- events and trials --------------------------------------------------------------------------------
 
+
 def _number(e: Mapping[str, Any], key: str) -> float | None:
     x = e.get(key)
     if x is None:
@@ -595,7 +704,7 @@ def parse_events(raw: Any) -> list[dict[str, Any]]:
             raise Invalid("event id must be 1-48 characters of A-Z a-z 0-9 _ . : -")
         if kind not in EVENT_KINDS:
             raise Invalid(f"unknown event kind {str(kind)[:20]!r}")
-        if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t < 2 ** 53:
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t < 2**53:
             raise Invalid("event t must be epoch milliseconds")
         pos = e.get("pos")
         if pos not in (None, "A", "B"):
@@ -623,17 +732,138 @@ class EventReceipt:
     revealed: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        return {"stored": self.stored, "duplicates": self.duplicates, "ignored": self.ignored,
-                "conflicts": self.conflicts, "refused": self.refused, "heard": self.heard, "revealed": self.revealed}
+        return {
+            "stored": self.stored,
+            "duplicates": self.duplicates,
+            "ignored": self.ignored,
+            "conflicts": self.conflicts,
+            "refused": self.refused,
+            "heard": self.heard,
+            "revealed": self.revealed,
+        }
 
 
-def _payload(trial: int, kind: str, response: int | None, fld: str | None, value: float | None,
-             t: int) -> tuple[Any, ...]:
+def _payload(
+    trial: int, kind: str, response: int | None, fld: str | None, value: float | None, t: int
+) -> tuple[Any, ...]:
     return (int(trial), kind, response, fld, None if value is None else float(value), int(t))
 
 
-def _store_events(s: Session, p: Participant, settings: Settings, trial: int, st: SlotTrial,
-                  events: list[dict[str, Any]], receipt: EventReceipt) -> list[dict[str, Any]]:
+def _fetch_times(s: Session, p: Participant, st: SlotTrial) -> dict[str, float]:
+    """clip_id -> server time the participant first fetched the trial's clip (fetched clips only)."""
+    return dict(
+        s.execute(
+            select(Fetch.clip_id, Fetch.first_ts).where(
+                Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"])
+            )
+        )
+        .tuples()
+        .all()
+    )
+
+
+def _refusal(
+    e: dict[str, Any],
+    response: int | None,
+    p: Participant,
+    st: SlotTrial,
+    settings: Settings,
+    stored: list[dict[str, Any]],
+    clips: dict[int, Clip | None],
+    fetched: dict[str, float],
+    ts: float,
+) -> str | None:
+    """Why a first ``ended`` (audio) or ``reveal`` (text) is implausible, or None (every other event: None)."""
+    if (
+        e["kind"] == "ended"
+        and p.condition == "audio"
+        and response is not None
+        and response not in plausibility.heard_clips(stored)
+    ):
+        clip = clips[response]
+        return plausibility.check_listen(
+            stored,
+            response,
+            ts,
+            clip.duration_s if clip else None,
+            fetched.get(f"{st.prompt_id}_{response}"),
+            settings.timing_tolerance_s,
+        )
+    if e["kind"] == "reveal" and p.condition == "text" and not plausibility.revealed(stored):
+        return plausibility.check_reveal(stored, ts, settings.text_min_read_s, settings.timing_tolerance_s)
+    return None
+
+
+def _add_event(
+    s: Session,
+    p: Participant,
+    trial: int,
+    seq: int,
+    e: dict[str, Any],
+    response: int | None,
+    ts: float,
+    refused: str | None,
+) -> dict[str, Any]:
+    """Add one event row to the session; returns it in the form ``_events_of`` gives."""
+    s.add(
+        Event(
+            participant=p.id,
+            trial=trial,
+            seq=seq,
+            eid=e["eid"],
+            kind=e["kind"],
+            response=response,
+            field=e["field"],
+            value=e["x"],
+            client_ms=e["t"],
+            server_ts=ts,
+            refused=refused,
+        )
+    )
+    return {
+        "seq": seq,
+        "eid": e["eid"],
+        "kind": e["kind"],
+        "response": response,
+        "field": e["field"],
+        "value": e["x"],
+        "t": e["t"],
+        "server_ts": ts,
+        "refused": refused,
+    }
+
+
+def _note_refusal(
+    s: Session, p: Participant, trial: int, e: dict[str, Any], what: str, refused: str, receipt: EventReceipt
+) -> None:
+    """Report a refused ``ended``/``reveal`` in the receipt and record it as an incident."""
+    receipt.refused.append(
+        {
+            "id": e["eid"],
+            "pos": e["pos"],
+            "kind": e["kind"],
+            "reason": refused,
+            "message": plausibility.MESSAGES[refused],
+        }
+    )
+    _incident(
+        s,
+        p,
+        trial,
+        "listen_refused" if e["kind"] == "ended" else "reveal_refused",
+        f"{e['kind']} of {what} refused: {plausibility.MESSAGES[refused]}",
+    )
+
+
+def _store_events(
+    s: Session,
+    p: Participant,
+    settings: Settings,
+    trial: int,
+    st: SlotTrial,
+    events: list[dict[str, Any]],
+    receipt: EventReceipt,
+) -> list[dict[str, Any]]:
     """Store new events (the participant row is locked); fills ``receipt``; returns the trial's events."""
     stored = _events_of(s, p, trial)
     first = st.first_clip
@@ -642,13 +872,13 @@ def _store_events(s: Session, p: Participant, settings: Settings, trial: int, st
         return stored
     eids = list(dict.fromkeys(e["eid"] for e in events))
     known = {row.eid: row for row in s.scalars(select(Event).where(Event.participant == p.id, Event.eid.in_(eids)))}
-    seen: dict[str, tuple[Any, ...]] = {eid: _payload(r.trial, r.kind, r.response, r.field, r.value, r.client_ms)
-                                        for eid, r in known.items()}
+    seen: dict[str, tuple[Any, ...]] = {
+        eid: _payload(r.trial, r.kind, r.response, r.field, r.value, r.client_ms) for eid, r in known.items()
+    }
     room = MAX_EVENTS_PER_TRIAL - len(stored)
     next_seq = max((e["seq"] for e in stored), default=-1) + 1
     clips = {r: s.get(Clip, f"{st.prompt_id}_{r}") for r in (0, 1)}
-    fetched = dict(s.execute(select(Fetch.clip_id, Fetch.first_ts).where(
-        Fetch.participant == p.id, Fetch.clip_id.in_([f"{st.prompt_id}_0", f"{st.prompt_id}_1"]))).tuples().all())
+    fetched = _fetch_times(s, p, st)
     ts = now()
     # the submission first, so that a full trial still records it
     for e in [e for e in events if e["kind"] == "submit"] + [e for e in events if e["kind"] != "submit"]:
@@ -659,41 +889,33 @@ def _store_events(s: Session, p: Participant, settings: Settings, trial: int, st
                 receipt.duplicates += 1
             else:
                 receipt.conflicts.append(e["eid"])
-                _incident(s, p, trial, "event_conflict", f"event id {e['eid']} was stored as {seen[e['eid']]}, "
-                          f"re-sent as {payload}: the stored one is kept")
+                _incident(
+                    s,
+                    p,
+                    trial,
+                    "event_conflict",
+                    f"event id {e['eid']} was stored as {seen[e['eid']]}, re-sent as {payload}: the stored one is kept",
+                )
             continue
         if room <= 0:
             receipt.ignored += 1
             continue
-        refused = None
-        if e["kind"] == "ended" and p.condition == "audio" and response is not None \
-                and response not in plausibility.heard_clips(stored):
-            clip = clips[response]
-            refused = plausibility.check_listen(stored, response, ts, clip.duration_s if clip else None,
-                                                fetched.get(f"{st.prompt_id}_{response}"),
-                                                settings.timing_tolerance_s)
-        elif e["kind"] == "reveal" and p.condition == "text" and not plausibility.revealed(stored):
-            refused = plausibility.check_reveal(stored, ts, settings.text_min_read_s, settings.timing_tolerance_s)
-        s.add(Event(participant=p.id, trial=trial, seq=next_seq, eid=e["eid"], kind=e["kind"], response=response,
-                    field=e["field"], value=e["x"], client_ms=e["t"], server_ts=ts, refused=refused))
-        stored.append({"seq": next_seq, "eid": e["eid"], "kind": e["kind"], "response": response,
-                       "field": e["field"], "value": e["x"], "t": e["t"], "server_ts": ts, "refused": refused})
+        refused = _refusal(e, response, p, st, settings, stored, clips, fetched, ts)
+        stored.append(_add_event(s, p, trial, next_seq, e, response, ts, refused))
         seen[e["eid"]] = payload
         next_seq += 1
         room -= 1
         receipt.stored += 1
         if refused:
             what = f"response {pos_of.get(response, '?')}" if e["kind"] == "ended" else "Response B"
-            receipt.refused.append({"id": e["eid"], "pos": e["pos"], "kind": e["kind"], "reason": refused,
-                                    "message": plausibility.MESSAGES[refused]})
-            _incident(s, p, trial, "listen_refused" if e["kind"] == "ended" else "reveal_refused",
-                      f"{e['kind']} of {what} refused: {plausibility.MESSAGES[refused]}")
+            _note_refusal(s, p, trial, e, what, refused, receipt)
     s.flush()
     return stored
 
 
-def record_events(db: Database, settings: Settings, token: str, csrf: str | None, trial: int,
-                  events: list[dict[str, Any]]) -> dict[str, Any]:
+def record_events(
+    db: Database, settings: Settings, token: str, csrf: str | None, trial: int, events: list[dict[str, Any]]
+) -> dict[str, Any]:
     """Store a batch of the current trial's events; the answer says what became of each (EventReceipt)."""
     receipt = EventReceipt()
     with db.transaction() as s:
@@ -759,8 +981,7 @@ def parse_trial_form(form: Mapping[str, str], audio: bool) -> TrialForm:
     if errors:
         raise Invalid("; ".join(errors))
     assert ra is not None and rb is not None  # required sliders: a missing one is in errors
-    return TrialForm(ra, rb, aqa if audio else None, aqb if audio else None, choice, justification, submit_ms,
-                     events)
+    return TrialForm(ra, rb, aqa if audio else None, aqb if audio else None, choice, justification, submit_ms, events)
 
 
 def _trial_refusal(p: Participant, settings: Settings, st: SlotTrial, events: list[dict[str, Any]]) -> str | None:
@@ -780,8 +1001,9 @@ def _trial_refusal(p: Participant, settings: Settings, st: SlotTrial, events: li
     return None
 
 
-def submit_trial(db: Database, settings: Settings, token: str, csrf: str | None, trial: int,
-                 form: Mapping[str, str]) -> str:
+def submit_trial(
+    db: Database, settings: Settings, token: str, csrf: str | None, trial: int, form: Mapping[str, str]
+) -> str:
     """Store a trial; returns ``stored``, ``duplicate`` (already stored: nothing changed) or ``failed_attention``.
 
     A trial whose clips the server has not accepted as heard (or whose Response B was not revealed)
@@ -793,8 +1015,12 @@ def submit_trial(db: Database, settings: Settings, token: str, csrf: str | None,
             p = _participant(s, token, lock=True)
             _check_csrf(p, csrf)
             if trial < p.current_trial or p.state not in ("trials",):
-                if s.scalars(select(TrialResult.id).where(TrialResult.participant == p.id,
-                                                          TrialResult.trial == trial)).first() is not None:
+                if (
+                    s.scalars(
+                        select(TrialResult.id).where(TrialResult.participant == p.id, TrialResult.trial == trial)
+                    ).first()
+                    is not None
+                ):
                     return "duplicate"
                 raise Conflict("This trial is not open.")
             if trial > p.current_trial:
@@ -814,17 +1040,30 @@ def submit_trial(db: Database, settings: Settings, token: str, csrf: str | None,
     raise Invalid(refusal)
 
 
-def _store_trial(s: Session, p: Participant, trial: int, st: SlotTrial, first: int, data: TrialForm,
-                 events: list[dict[str, Any]]) -> str:
+def _store_trial(
+    s: Session, p: Participant, trial: int, st: SlotTrial, first: int, data: TrialForm, events: list[dict[str, Any]]
+) -> str:
     measures = derive_measures(plausibility.accepted(events), p.condition or "text", first, data.submit_ms)
     by_pos = {"A": first, "B": 1 - first}
     ratings = {by_pos["A"]: data.rating_a, by_pos["B"]: data.rating_b}
     aq = {by_pos["A"]: data.audio_quality_a, by_pos["B"]: data.audio_quality_b}
     preference = "tie" if data.choice == "tie" else str(by_pos[data.choice])
-    s.add(TrialResult(participant=p.id, trial=trial, prompt_id=st.prompt_id, first_clip=first,
-                      preference=preference, justification=data.justification,
-                      rating_0=ratings[0], rating_1=ratings[1], audio_quality_0=aq[0], audio_quality_1=aq[1],
-                      submitted_at=now(), **measures))
+    s.add(
+        TrialResult(
+            participant=p.id,
+            trial=trial,
+            prompt_id=st.prompt_id,
+            first_clip=first,
+            preference=preference,
+            justification=data.justification,
+            rating_0=ratings[0],
+            rating_1=ratings[1],
+            audio_quality_0=aq[0],
+            audio_quality_1=aq[1],
+            submitted_at=now(),
+            **measures,
+        )
+    )
     s.flush()  # a concurrent double submission fails here (unique participant x trial)
     values: dict[str, Any] = {"last_seen": now()}
     outcome = "stored"
@@ -839,16 +1078,23 @@ def _store_trial(s: Session, p: Participant, trial: int, st: SlotTrial, first: i
             values.update(state="difficulty", current_trial=trial + 1, completed=True)
         else:
             values["current_trial"] = trial + 1
-    res = s.execute(update(Participant).where(Participant.id == p.id, Participant.current_trial == trial,
-                                              Participant.state == "trials").values(**values)
-                    .execution_options(synchronize_session=False))
+    res = s.execute(
+        update(Participant)
+        .where(Participant.id == p.id, Participant.current_trial == trial, Participant.state == "trials")
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
     if _rowcount(res) != 1:
         raise IntegrityError("concurrent submission", None, Exception("duplicate"))
     if outcome == "failed_attention":
         _release(s, p.slot_id, p.id)
     elif values.get("state") == "difficulty":
-        s.execute(update(Slot).where(Slot.slot_id == p.slot_id, Slot.holder == p.id)
-                  .values(status="done").execution_options(synchronize_session=False))
+        s.execute(
+            update(Slot)
+            .where(Slot.slot_id == p.slot_id, Slot.holder == p.id)
+            .values(status="done")
+            .execution_options(synchronize_session=False)
+        )
     return outcome
 
 
@@ -880,8 +1126,11 @@ def audio_file(db: Database, token: str, clip_id: str) -> str:
         if clip is None or not clip.path:
             raise NotFound("Audio not found.")
         if s.get(Fetch, (p.id, clip_id)) is None:  # concurrent range requests: the first one wins
-            s.execute(_insert(db, Fetch).values(participant=p.id, clip_id=clip_id, first_ts=now())
-                      .on_conflict_do_nothing(index_elements=["participant", "clip_id"]))
+            s.execute(
+                _insert(db, Fetch)
+                .values(participant=p.id, clip_id=clip_id, first_ts=now())
+                .on_conflict_do_nothing(index_elements=["participant", "clip_id"])
+            )
         return clip.path
 
 
@@ -889,12 +1138,15 @@ def _insert(db: Database, model: Any) -> Any:
     """The dialect's INSERT (it has ``on_conflict_do_nothing``)."""
     if db.dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
+
         return pg_insert(model)
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
     return sqlite_insert(model)
 
 
 # ---- admin ------------------------------------------------------------------------------------------
+
 
 def status_counts(db: Database, settings: Settings | None = None) -> dict[str, Any]:
     with db.transaction() as s:
@@ -904,8 +1156,19 @@ def status_counts(db: Database, settings: Settings | None = None) -> dict[str, A
         slots = dict(s.execute(select(Slot.status, func.count()).group_by(Slot.status)).tuples().all())
         n_trials = s.scalar(select(func.count()).select_from(TrialResult))
         incidents = dict(s.execute(select(Incident.kind, func.count()).group_by(Incident.kind)).tuples().all())
-        phones = dict(s.execute(select(Participant.headphone_check, func.count())
-                                .where(Participant.headphone_check.is_not(None))
-                                .group_by(Participant.headphone_check)).tuples().all())
-    return {"participants": states, "slots": slots, "trials_submitted": int(n_trials or 0),
-            "incidents": incidents, "headphone_check": phones}
+        phones = dict(
+            s.execute(
+                select(Participant.headphone_check, func.count())
+                .where(Participant.headphone_check.is_not(None))
+                .group_by(Participant.headphone_check)
+            )
+            .tuples()
+            .all()
+        )
+    return {
+        "participants": states,
+        "slots": slots,
+        "trials_submitted": int(n_trials or 0),
+        "incidents": incidents,
+        "headphone_check": phones,
+    }

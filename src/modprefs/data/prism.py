@@ -43,10 +43,24 @@ REQUIRED_ROW_KEYS = ("conversation_id", "conversation_type", "conversation_histo
 REQUIRED_UTTERANCE_KEYS = ("turn", "role", "content", "within_turn_id", "model_name", "score", "if_chosen")
 
 INTERACTION_COLUMNS = [
-    "conversation_id", "conversation_type", "turn", "history", "prompt",
-    "response_id_0", "text_0", "model_name_0", "score_0",
-    "response_id_1", "text_1", "model_name_1", "score_1",
-    "chars_0", "chars_1", "abs_char_diff", "history_chars", "history_turns",
+    "conversation_id",
+    "conversation_type",
+    "turn",
+    "history",
+    "prompt",
+    "response_id_0",
+    "text_0",
+    "model_name_0",
+    "score_0",
+    "response_id_1",
+    "text_1",
+    "model_name_1",
+    "score_1",
+    "chars_0",
+    "chars_1",
+    "abs_char_diff",
+    "history_chars",
+    "history_turns",
 ]
 
 
@@ -96,24 +110,32 @@ def read_jsonl(path: str | Path) -> PrismRows:
             except UnicodeDecodeError as err:
                 raise PrismFormatError(
                     f"{where}, column {err.start + 1}: not UTF-8 text (byte 0x{raw[err.start]:02x}); "
-                    "save the file as UTF-8") from None
+                    "save the file as UTF-8"
+                ) from None
             if not text.strip():
                 continue
             try:
                 row = json.loads(text)
             except json.JSONDecodeError as err:
-                raise PrismFormatError(f"{where}, column {err.colno}: not valid JSON ({err.msg}); each line must "
-                                       "hold one conversation as a JSON object") from None
+                raise PrismFormatError(
+                    f"{where}, column {err.colno}: not valid JSON ({err.msg}); each line must "
+                    "hold one conversation as a JSON object"
+                ) from None
             if not isinstance(row, dict):
-                raise PrismFormatError(f"{where}: expected a JSON object (one conversation per line), "
-                                       f"got {type(row).__name__}")
+                raise PrismFormatError(
+                    f"{where}: expected a JSON object (one conversation per line), got {type(row).__name__}"
+                )
             rows.append(row)
             locations.append(where)
     return PrismRows(rows, locations)
 
 
-def load_prism_rows(source: str, hf_dataset: str = "HannahRoseKirk/prism-alignment",
-                    hf_config: str = "conversations", hf_split: str = "train") -> PrismRows:
+def load_prism_rows(
+    source: str,
+    hf_dataset: str = "HannahRoseKirk/prism-alignment",
+    hf_config: str = "conversations",
+    hf_split: str = "train",
+) -> PrismRows:
     """Rows of PRISM's ``conversations`` table, each located for error messages.
 
     ``source == "prism"`` loads the hub dataset through :mod:`datasets` (needs network access or a
@@ -140,8 +162,7 @@ def load_prism_rows(source: str, hf_dataset: str = "HannahRoseKirk/prism-alignme
 
 
 def _is_int(value: Any) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)) or (
-        isinstance(value, float) and value.is_integer())
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
 
 
 def _is_number(value: Any) -> bool:
@@ -160,10 +181,16 @@ def _utterance_problem(utt: Any) -> str | None:
         return f".role is {role!r}, expected 'user' or 'model'"
     checks = [
         ("turn", _is_int(utt["turn"]) and utt["turn"] >= 0, "a whole number >= 0"),
-        ("content", isinstance(utt["content"], str) or (role == "model" and utt["content"] is None),
-         "a string" if role == "user" else "a string or null"),
-        ("within_turn_id", _is_int(utt["within_turn_id"]) or (role == "user" and utt["within_turn_id"] is None),
-         "a whole number" if role == "model" else "a whole number or null"),
+        (
+            "content",
+            isinstance(utt["content"], str) or (role == "model" and utt["content"] is None),
+            "a string" if role == "user" else "a string or null",
+        ),
+        (
+            "within_turn_id",
+            _is_int(utt["within_turn_id"]) or (role == "user" and utt["within_turn_id"] is None),
+            "a whole number" if role == "model" else "a whole number or null",
+        ),
         ("score", utt["score"] is None or _is_number(utt["score"]), "a number or null"),
         ("if_chosen", utt["if_chosen"] is None or isinstance(utt["if_chosen"], bool), "true, false or null"),
         ("model_name", utt["model_name"] is None or isinstance(utt["model_name"], str), "a string or null"),
@@ -184,20 +211,24 @@ def check_row(row: Mapping[str, Any], where: str) -> str:
         raise PrismFormatError(f"{where}: expected an object, got {type(row).__name__}")
     missing = [k for k in REQUIRED_ROW_KEYS if k not in row or row[k] is None]
     if missing:
-        raise PrismFormatError(f"{where}: missing key(s) {missing} (a PRISM conversations row needs "
-                               f"{', '.join(REQUIRED_ROW_KEYS)})")
+        raise PrismFormatError(
+            f"{where}: missing key(s) {missing} (a PRISM conversations row needs {', '.join(REQUIRED_ROW_KEYS)})"
+        )
     cid = row["conversation_id"]
     if not (isinstance(cid, str) and cid.strip()) and not _is_int(cid):
         raise PrismFormatError(f"{where}: conversation_id is {cid!r}, expected a non-empty string")
     cid = str(cid)
     ctype = row["conversation_type"]
     if ctype not in CONVERSATION_TYPES:
-        raise PrismFormatError(f"{where} (conversation {cid!r}): conversation_type is {ctype!r}, expected one of "
-                               f"{', '.join(repr(t) for t in CONVERSATION_TYPES)}")
+        raise PrismFormatError(
+            f"{where} (conversation {cid!r}): conversation_type is {ctype!r}, expected one of "
+            f"{', '.join(repr(t) for t in CONVERSATION_TYPES)}"
+        )
     history = row["conversation_history"]
     if not isinstance(history, list):
-        raise PrismFormatError(f"{where} (conversation {cid!r}): conversation_history is "
-                               f"{type(history).__name__}, expected a list")
+        raise PrismFormatError(
+            f"{where} (conversation {cid!r}): conversation_history is {type(history).__name__}, expected a list"
+        )
     for j, utt in enumerate(history):
         problem = _utterance_problem(utt)
         if problem:
@@ -276,8 +307,9 @@ def interaction_from_row(row: Mapping[str, Any], seed: int) -> dict[str, Any] | 
     return out
 
 
-def build_interactions(rows: Iterable[Mapping[str, Any]], seed: int,
-                       conversation_type: str = "unguided") -> tuple[pd.DataFrame, dict[str, int]]:
+def build_interactions(
+    rows: Iterable[Mapping[str, Any]], seed: int, conversation_type: str = "unguided"
+) -> tuple[pd.DataFrame, dict[str, int]]:
     """Interactions for every conversation of ``conversation_type`` (one row each).
 
     Every row is checked first (:func:`check_row`; a :class:`PrismRows` names file and line in the

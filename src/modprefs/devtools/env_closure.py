@@ -63,8 +63,14 @@ def rule_environments(rules_dir: Path = REPO / "rules") -> list[RuleEnvironment]
             env = re.search(r"^\s+conda:\s*\n\s+\"([^\"]+)\"", block, flags=re.M)
             script = re.search(r"^\s+script:\s*\n\s+\"([^\"]+)\"", block, flags=re.M)
             if name and env and script:
-                out.append(RuleEnvironment(name.group(1), smk, (smk.parent / env.group(1)).resolve(),
-                                           (smk.parent / script.group(1)).resolve()))
+                out.append(
+                    RuleEnvironment(
+                        name.group(1),
+                        smk,
+                        (smk.parent / env.group(1)).resolve(),
+                        (smk.parent / script.group(1)).resolve(),
+                    )
+                )
     return out
 
 
@@ -190,8 +196,9 @@ def environment_distributions(env_file: Path) -> set[str]:
     return _with_requirements(names)
 
 
-def missing_distributions(rules: Iterable[RuleEnvironment] | None = None, src: Path = REPO / "src"
-                          ) -> dict[str, dict[str, list[str]]]:
+def missing_distributions(
+    rules: Iterable[RuleEnvironment] | None = None, src: Path = REPO / "src"
+) -> dict[str, dict[str, list[str]]]:
     """Rule -> {module: distributions providing it} for every imported module whose distribution(s) the
     rule's environment does not list (``"?"`` when nothing installed here provides the module)."""
     providers = packages_distributions()
@@ -210,8 +217,10 @@ def main() -> int:
     problems = missing_distributions(envs.values())
     for rule, modules in problems.items():
         r = envs[rule]
-        print(f"{r.env.relative_to(REPO)} (rule {rule}, {r.script.relative_to(REPO)}): missing "
-              + ", ".join(f"{m} ({'/'.join(d)})" for m, d in modules.items()))
+        print(
+            f"{r.env.relative_to(REPO)} (rule {rule}, {r.script.relative_to(REPO)}): missing "
+            + ", ".join(f"{m} ({'/'.join(d)})" for m, d in modules.items())
+        )
     print(f"{len(envs)} rules checked, {len(problems)} with missing distributions")
     return 1 if problems else 0
 

@@ -167,10 +167,14 @@ def violations(repo: Path = REPO) -> list[str]:
     """Every violation of the three rules in ``repo``, one line each."""
     src = repo / "src"
     lines = [f"import cycle: {' <-> '.join(c)}" for c in import_cycles(import_graph(src))]
-    lines += [f"adapter over {MAX_ADAPTER_LINES} lines: {_relative(p, repo)} ({n})"
-              for p, n in long_files(repo / "workflow/scripts")]
-    lines += [f"function over {MAX_FUNCTION_LINES} lines: {_relative(f.path, repo)}:{f.line} {f.name} ({f.lines})"
-              for f in long_functions(src)]
+    lines += [
+        f"adapter over {MAX_ADAPTER_LINES} lines: {_relative(p, repo)} ({n})"
+        for p, n in long_files(repo / "workflow/scripts")
+    ]
+    lines += [
+        f"function over {MAX_FUNCTION_LINES} lines: {_relative(f.path, repo)}:{f.line} {f.name} ({f.lines})"
+        for f in long_functions(src)
+    ]
     return lines
 
 

@@ -18,10 +18,21 @@ from typing import Any
 # Loaded on first use (PEP 562), so that importing one submodule (e.g. ``judges.allocation`` for the rater
 # plan, ``judges.records`` for the reward pairs) does not load the openai client, torch or transformers.
 _EXPORTS = {
-    "JudgeAbort": "types", "JudgeConfig": "client", "JudgeItem": "types", "JudgeSetupError": "types",
-    "RunResult": "types", "arun_judges": "client", "build_items": "client", "run_judges": "dispatch",
-    "LocalJudgeConfig": "local", "run_local_judges": "local", "LocalModelNotInstalledError": "local_model",
-    "ParseResult": "parse", "parse_rating": "parse", "TABLE_COLUMNS": "records", "ratings_table": "records",
+    "JudgeAbort": "types",
+    "JudgeConfig": "client",
+    "JudgeItem": "types",
+    "JudgeSetupError": "types",
+    "RunResult": "types",
+    "arun_judges": "client",
+    "build_items": "client",
+    "run_judges": "dispatch",
+    "LocalJudgeConfig": "local",
+    "run_local_judges": "local",
+    "LocalModelNotInstalledError": "local_model",
+    "ParseResult": "parse",
+    "parse_rating": "parse",
+    "TABLE_COLUMNS": "records",
+    "ratings_table": "records",
 }
 __all__ = sorted(_EXPORTS)
 

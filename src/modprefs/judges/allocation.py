@@ -81,9 +81,22 @@ PAPER_SLOPE = 0.014
 PAPER_MEAN_ICC = 0.30
 ICC_MODELS = ("prior", "fitted", "auto")
 MODALITIES = ("audio", "text")
-PLAN_COLUMNS = ["prompt_id", "modality", "ai_diff", "predicted_icc", "raters_planned", "predicted_icc_k",
-                "uniform_raters", "predicted_icc_uniform", "reaches_target", "target", "icc_clipped",
-                "budget_binding", "icc_model", "note"]
+PLAN_COLUMNS = [
+    "prompt_id",
+    "modality",
+    "ai_diff",
+    "predicted_icc",
+    "raters_planned",
+    "predicted_icc_k",
+    "uniform_raters",
+    "predicted_icc_uniform",
+    "reaches_target",
+    "target",
+    "icc_clipped",
+    "budget_binding",
+    "icc_model",
+    "note",
+]
 
 
 @dataclass(frozen=True)
@@ -146,8 +159,10 @@ class AllocationConfig:
 
 # --- the pieces ------------------------------------------------------------------------------------
 
-def minimal_raters(icc: np.ndarray | float, target: float, min_raters: int = 1, max_raters: int | None = None
-                   ) -> np.ndarray:
+
+def minimal_raters(
+    icc: np.ndarray | float, target: float, min_raters: int = 1, max_raters: int | None = None
+) -> np.ndarray:
     """Smallest whole k with ICC(2,k) >= ``target`` for each ICC(2,1) in ``icc`` (all in (0, 1)),
     clipped to [min_raters, max_raters]: k = ceil(t (1 - rho) / (rho (1 - t))) (Spearman–Brown)."""
     rho = np.asarray(icc, dtype=float)
@@ -162,8 +177,9 @@ def minimal_raters(icc: np.ndarray | float, target: float, min_raters: int = 1, 
     return k.astype(int)
 
 
-def allocate(icc: np.ndarray, target: float, min_raters: int, max_raters: int, budget: int | None = None
-             ) -> tuple[np.ndarray, bool]:
+def allocate(
+    icc: np.ndarray, target: float, min_raters: int, max_raters: int, budget: int | None = None
+) -> tuple[np.ndarray, bool]:
     """Raters per prompt from predicted ICC(2,1) values (module docstring, steps 3–4).
 
     Returns (k, budget_binding). Without a binding budget, k = :func:`minimal_raters`. With one,
@@ -177,8 +193,9 @@ def allocate(icc: np.ndarray, target: float, min_raters: int, max_raters: int, b
         return need, False
     n = rho.size
     if n * min_raters > budget:
-        raise ValueError(f"budget {budget} cannot give {n} prompts min_raters = {min_raters} each "
-                         f"({n * min_raters} needed)")
+        raise ValueError(
+            f"budget {budget} cannot give {n} prompts min_raters = {min_raters} each ({n * min_raters} needed)"
+        )
     k = np.full(n, min_raters, dtype=int)
     left = budget - k.sum()
     heap = [(-(icc_k(rho[i], k[i] + 1) - icc_k(rho[i], k[i])), i) for i in range(n) if k[i] < need[i]]
@@ -192,8 +209,7 @@ def allocate(icc: np.ndarray, target: float, min_raters: int, max_raters: int, b
     return k, True
 
 
-def uniform_raters(icc: np.ndarray, target: float, min_raters: int, max_raters: int,
-                   budget: int | None = None) -> int:
+def uniform_raters(icc: np.ndarray, target: float, min_raters: int, max_raters: int, budget: int | None = None) -> int:
     """The conventional uniform count: raters the mean ICC(2,1) needs for ``target``, clipped to
     [min, max] and, with a budget, to floor(budget / n)."""
     rho = np.asarray(icc, dtype=float)
@@ -203,8 +219,9 @@ def uniform_raters(icc: np.ndarray, target: float, min_raters: int, max_raters: 
     return k
 
 
-def prior_icc(ai_diff: np.ndarray, slope: float = PAPER_SLOPE, mean_icc: float = PAPER_MEAN_ICC
-              ) -> tuple[np.ndarray, float]:
+def prior_icc(
+    ai_diff: np.ndarray, slope: float = PAPER_SLOPE, mean_icc: float = PAPER_MEAN_ICC
+) -> tuple[np.ndarray, float]:
     """The paper's line through the data: (b0 + slope x ai_diff, b0) with b0 = mean_icc - slope x
     mean(ai_diff), so the predictions average ``mean_icc`` (before clipping)."""
     g = np.asarray(ai_diff, dtype=float)
@@ -219,23 +236,33 @@ def fit_icc_line(ai_diff: np.ndarray, icc: np.ndarray) -> dict[str, float]:
     g = np.asarray(ai_diff, dtype=float)
     y = np.asarray(icc, dtype=float)
     res = sm.OLS(y, np.column_stack([np.ones_like(g), g])).fit()
-    return {"intercept": float(res.params[0]), "slope": float(res.params[1]), "slope_se": float(res.bse[1]),
-            "slope_p": float(res.pvalues[1]), "n": int(res.nobs)}
+    return {
+        "intercept": float(res.params[0]),
+        "slope": float(res.params[1]),
+        "slope_se": float(res.bse[1]),
+        "slope_p": float(res.pvalues[1]),
+        "n": int(res.nobs),
+    }
 
 
-def fitted_predictions(fit: Mapping[str, float], ai_diff: np.ndarray, fit_max_p: float | None = 0.05
-                       ) -> tuple[np.ndarray, str]:
+def fitted_predictions(
+    fit: Mapping[str, float], ai_diff: np.ndarray, fit_max_p: float | None = 0.05
+) -> tuple[np.ndarray, str]:
     """Predicted ICC(2,1) (unclipped) from :func:`fit_icc_line`'s ``fit`` and a description.
 
     With ``fit_max_p`` set and the slope's p above it, every prediction is the fitted line's mean
     over ``ai_diff`` (no usable link: the uniform design)."""
     g = np.asarray(ai_diff, dtype=float)
     line = fit["intercept"] + fit["slope"] * g
-    what = (f"ICC = {fit['intercept']:.4f} + {fit['slope']:.5f} x ai_diff (OLS on {fit['n']} prompts, slope SE "
-            f"{fit['slope_se']:.5f}, p = {fit['slope_p']:.3g})")
+    what = (
+        f"ICC = {fit['intercept']:.4f} + {fit['slope']:.5f} x ai_diff (OLS on {fit['n']} prompts, slope SE "
+        f"{fit['slope_se']:.5f}, p = {fit['slope_p']:.3g})"
+    )
     if fit_max_p is not None and not fit["slope_p"] <= fit_max_p:
-        return np.full(g.shape, float(np.mean(line))), (f"{what}; slope p > fit_max_p = {fit_max_p:g}: no usable "
-                                                       f"link, every prompt gets the mean {np.mean(line):.4f}")
+        return np.full(g.shape, float(np.mean(line))), (
+            f"{what}; slope p > fit_max_p = {fit_max_p:g}: no usable "
+            f"link, every prompt gets the mean {np.mean(line):.4f}"
+        )
     return line, what
 
 
@@ -272,8 +299,9 @@ def _human_icc(per_prompt_icc: pd.DataFrame | None) -> pd.DataFrame | None:
     return h
 
 
-def predict_icc(diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig(),
-                per_prompt_icc: pd.DataFrame | None = None) -> pd.DataFrame:
+def predict_icc(
+    diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig(), per_prompt_icc: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """``diffs`` (prompt_id, modality, ai_diff[, note]) with predicted_icc (clipped), icc_clipped and
     icc_model (which model, with its coefficients) added; see the module docstring, step 2.
 
@@ -298,8 +326,10 @@ def predict_icc(diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig
             if len(pairs) >= config.min_fit_prompts and pairs["ai_diff"].nunique() > 1:
                 fit = fit_icc_line(pairs["ai_diff"], pairs["icc_2_1"])
             elif config.icc_model == "fitted":
-                raise ValueError(f"icc_model 'fitted': modality {m!r} has {len(pairs)} prompts with both a human ICC "
-                                 f"and an AI differentiation; needs min_fit_prompts = {config.min_fit_prompts}")
+                raise ValueError(
+                    f"icc_model 'fitted': modality {m!r} has {len(pairs)} prompts with both a human ICC "
+                    f"and an AI differentiation; needs min_fit_prompts = {config.min_fit_prompts}"
+                )
         elif config.icc_model == "fitted":
             raise ValueError("icc_model 'fitted' needs human per-prompt ICCs (per_prompt_icc)")
         if fit is not None:
@@ -309,18 +339,32 @@ def predict_icc(diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig
         else:
             raw = np.full(g.shape, np.nan)
             raw[ok], b0 = prior_icc(g[ok], config.prior_slope, config.prior_mean_icc)
-            why = "" if config.icc_model == "prior" else (
-                "; auto: no human per-prompt ICC given" if human is None else
-                f"; auto: fewer than {config.min_fit_prompts} prompts with human ICC")
-            model = (f"prior (paper Table 6): ICC = b0 + {config.prior_slope:g} x ai_diff, b0 = "
-                     f"{config.prior_mean_icc:g} - {config.prior_slope:g} x mean ai_diff = {b0:.4f}{why}")
+            why = (
+                ""
+                if config.icc_model == "prior"
+                else (
+                    "; auto: no human per-prompt ICC given"
+                    if human is None
+                    else f"; auto: fewer than {config.min_fit_prompts} prompts with human ICC"
+                )
+            )
+            model = (
+                f"prior (paper Table 6): ICC = b0 + {config.prior_slope:g} x ai_diff, b0 = "
+                f"{config.prior_mean_icc:g} - {config.prior_slope:g} x mean ai_diff = {b0:.4f}{why}"
+            )
         pred = np.clip(raw, config.icc_floor, config.icc_ceiling)
         clipped = ok & (raw != pred)
         fill = float(np.mean(pred[ok]))
         notes = block["note"].to_numpy(object)
         for i in np.flatnonzero(~ok):
-            notes[i] = "; ".join(s for s in (notes[i], "no AI differentiation: given the modality's mean predicted "
-                                             f"ICC {fill:.3f} (uniform count)") if s)
+            notes[i] = "; ".join(
+                s
+                for s in (
+                    notes[i],
+                    f"no AI differentiation: given the modality's mean predicted ICC {fill:.3f} (uniform count)",
+                )
+                if s
+            )
         pred = np.where(ok, pred, fill)
         block["predicted_icc"] = pred
         block["icc_clipped"] = clipped
@@ -330,8 +374,9 @@ def predict_icc(diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig
     return pd.concat(out, ignore_index=True)
 
 
-def rater_plan(diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig(),
-               per_prompt_icc: pd.DataFrame | None = None) -> pd.DataFrame:
+def rater_plan(
+    diffs: pd.DataFrame, config: AllocationConfig = AllocationConfig(), per_prompt_icc: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The plan (:data:`PLAN_COLUMNS`), one row per prompt and modality, sorted by modality and prompt.
 
     ``diffs``: AI differentiation per prompt and modality
@@ -362,13 +407,20 @@ def plan_summary(plan: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for m, b in plan.groupby("modality", sort=True):
         t = float(b["target"].iloc[0])
-        rows.append({"modality": m, "n_prompts": len(b), "total_planned": int(b["raters_planned"].sum()),
-                     "total_uniform": int(b["uniform_raters"].sum()),
-                     "share_reaching_target_plan": float((b["predicted_icc_k"] >= t - 1e-12).mean()),
-                     "share_reaching_target_uniform": float((b["predicted_icc_uniform"] >= t - 1e-12).mean()),
-                     "mean_icc_k_plan": float(b["predicted_icc_k"].mean()),
-                     "mean_icc_k_uniform": float(b["predicted_icc_uniform"].mean()),
-                     "budget_binding": bool(b["budget_binding"].iloc[0]), "icc_model": b["icc_model"].iloc[0]})
+        rows.append(
+            {
+                "modality": m,
+                "n_prompts": len(b),
+                "total_planned": int(b["raters_planned"].sum()),
+                "total_uniform": int(b["uniform_raters"].sum()),
+                "share_reaching_target_plan": float((b["predicted_icc_k"] >= t - 1e-12).mean()),
+                "share_reaching_target_uniform": float((b["predicted_icc_uniform"] >= t - 1e-12).mean()),
+                "mean_icc_k_plan": float(b["predicted_icc_k"].mean()),
+                "mean_icc_k_uniform": float(b["predicted_icc_uniform"].mean()),
+                "budget_binding": bool(b["budget_binding"].iloc[0]),
+                "icc_model": b["icc_model"].iloc[0],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -376,9 +428,13 @@ class RaterPlanInputError(UserInputError):
     """The judge table cannot drive a rater plan (no usable AI ratings); the message says why."""
 
 
-def plan_from_tables(judges: pd.DataFrame, stimuli: pd.DataFrame, config: AllocationConfig,
-                     judge_by_modality: Mapping[str, str | None] | None = None,
-                     per_prompt_icc: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def plan_from_tables(
+    judges: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    config: AllocationConfig,
+    judge_by_modality: Mapping[str, str | None] | None = None,
+    per_prompt_icc: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(plan, summary)`` from the workflow's tables: results/judges/ratings.csv and stimuli.csv.
 
     The AI differentiation per prompt comes from one judge per modality
@@ -412,19 +468,23 @@ def human_per_prompt_icc(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame | N
 
 def summary_lines(summary: pd.DataFrame, target: float) -> list[str]:
     """One log line per modality of :func:`plan_summary`'s table."""
-    return [f"{r.modality}: {r.n_prompts} prompts, {r.total_planned} raters planned vs {r.total_uniform} uniform "
-            f"(predicted share reaching {target:.2f}: {r.share_reaching_target_plan:.2f} vs "
-            f"{r.share_reaching_target_uniform:.2f}); budget binding: {r.budget_binding}; model: {r.icc_model}"
-            for r in summary.itertuples(index=False)]
+    return [
+        f"{r.modality}: {r.n_prompts} prompts, {r.total_planned} raters planned vs {r.total_uniform} uniform "
+        f"(predicted share reaching {target:.2f}: {r.share_reaching_target_plan:.2f} vs "
+        f"{r.share_reaching_target_uniform:.2f}); budget binding: {r.budget_binding}; model: {r.icc_model}"
+        for r in summary.itertuples(index=False)
+    ]
 
 
 def plan_warnings(plan: pd.DataFrame) -> list[str]:
     """What a user should know about a plan: the prior model's cost, and every prompt note."""
     out = []
     if plan["icc_model"].astype(str).str.startswith("prior").any():
-        out.append("the plan uses the paper's prior slope; benchmarks/judges_allocation.py found it costs more raters "
-                   "than a uniform design unless the AI explains most of the per-prompt ICC heterogeneity: prefer "
-                   "icc_model 'fitted' with human per-prompt ICCs from a pilot")
+        out.append(
+            "the plan uses the paper's prior slope; benchmarks/judges_allocation.py found it costs more raters "
+            "than a uniform design unless the AI explains most of the per-prompt ICC heterogeneity: prefer "
+            "icc_model 'fitted' with human per-prompt ICCs from a pilot"
+        )
     out += [f"rater plan note: {note}" for note in plan.loc[plan["note"] != "", "note"].unique()]
     return out
 
@@ -443,17 +503,33 @@ def figure_rater_plan(plan: pd.DataFrame, target: str | os.PathLike[str]) -> Non
     for m, b in plan.groupby("modality", sort=True):
         c = COLOURS.get(m)
         b = b.sort_values("ai_diff")
-        ax1.scatter(b["ai_diff"], b["raters_planned"], s=14, color=c, alpha=0.8,
-                    label=f"{m}: {int(b['raters_planned'].sum())} raters planned")
-        ax1.axhline(b["uniform_raters"].iloc[0], color=c, ls="--", lw=1,
-                    label=f"{m} uniform: {int(b['uniform_raters'].sum())} raters")
+        ax1.scatter(
+            b["ai_diff"],
+            b["raters_planned"],
+            s=14,
+            color=c,
+            alpha=0.8,
+            label=f"{m}: {int(b['raters_planned'].sum())} raters planned",
+        )
+        ax1.axhline(
+            b["uniform_raters"].iloc[0],
+            color=c,
+            ls="--",
+            lw=1,
+            label=f"{m} uniform: {int(b['uniform_raters'].sum())} raters",
+        )
         ax2.scatter(b["ai_diff"], b["predicted_icc_k"], s=14, color=c, alpha=0.8, label=f"{m}: plan")
-        ax2.scatter(b["ai_diff"], b["predicted_icc_uniform"], s=14, color=c, alpha=0.5, marker="x",
-                    label=f"{m}: uniform")
+        ax2.scatter(
+            b["ai_diff"], b["predicted_icc_uniform"], s=14, color=c, alpha=0.5, marker="x", label=f"{m}: uniform"
+        )
     ax2.axhline(float(plan["target"].iloc[0]), color="#555555", ls=":", lw=1)
     ax1.set(xlabel="AI differentiation (points)", ylabel="raters per prompt", title="Rater plan")
-    ax2.set(xlabel="AI differentiation (points)", ylabel="predicted ICC(2,k)", ylim=(0, 1),
-            title=f"Predicted reliability (target {float(plan['target'].iloc[0]):g})")
+    ax2.set(
+        xlabel="AI differentiation (points)",
+        ylabel="predicted ICC(2,k)",
+        ylim=(0, 1),
+        title=f"Predicted reliability (target {float(plan['target'].iloc[0]):g})",
+    )
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
@@ -461,6 +537,19 @@ def figure_rater_plan(plan: pd.DataFrame, target: str | os.PathLike[str]) -> Non
     save_png(fig, target)
 
 
-__all__ = ["AllocationConfig", "PAPER_MEAN_ICC", "PAPER_SLOPE", "PLAN_COLUMNS", "allocate", "figure_rater_plan",
-           "fit_icc_line", "fitted_predictions", "minimal_raters", "plan_summary", "predict_icc", "prior_icc",
-           "rater_plan", "uniform_raters"]
+__all__ = [
+    "AllocationConfig",
+    "PAPER_MEAN_ICC",
+    "PAPER_SLOPE",
+    "PLAN_COLUMNS",
+    "allocate",
+    "figure_rater_plan",
+    "fit_icc_line",
+    "fitted_predictions",
+    "minimal_raters",
+    "plan_summary",
+    "predict_icc",
+    "prior_icc",
+    "rater_plan",
+    "uniform_raters",
+]

@@ -55,7 +55,7 @@ DEFAULT_PRICES = {
     "gpt-4o-audio-preview": {"input": 2.50, "audio_input": 40.00, "output": 10.00},
 }
 
-AUDIO_TOKENS_PER_S = 10.0      # rough estimate used only for the tokens-per-minute limiter
+AUDIO_TOKENS_PER_S = 10.0  # rough estimate used only for the tokens-per-minute limiter
 EST_OUTPUT_TOKENS = 16
 
 
@@ -71,6 +71,7 @@ class _RequestRejected(Exception):
 # configuration and items
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class JudgeConfig:
     base_url: str = "https://api.openai.com/v1"
@@ -84,7 +85,7 @@ class JudgeConfig:
     max_concurrency: int = 8
     rpm: float | None = 500
     tpm: float | None = 30_000
-    burst_s: float = 10.0      # limiter bucket size, in seconds of the per-minute allowance
+    burst_s: float = 10.0  # limiter bucket size, in seconds of the per-minute allowance
     timeout_s: float = 60.0
     max_retries: int = 6
     max_reasks: int = 2
@@ -101,8 +102,8 @@ class JudgeConfig:
     send_request_hash_header: bool = True
     progress: bool = True
     backend: str = "openai"
-    judge: str | None = None   # label for the table's `judge` column; default "<backend>:<model>"
-    seed: int | None = None    # seeds the backoff jitter only
+    judge: str | None = None  # label for the table's `judge` column; default "<backend>:<model>"
+    seed: int | None = None  # seeds the backoff jitter only
 
     @classmethod
     def from_dict(cls, d: dict | None) -> JudgeConfig:
@@ -165,14 +166,32 @@ def build_items(conversations, prompts, manifest=None, modalities=("text", "audi
         for r in (0, 1):
             clip_id = f"{p['prompt_id']}_{r}"
             if "text" in modalities:
-                items.append(JudgeItem(p["prompt_id"], clip_id, "text", "response_quality", history,
-                                       row["prompt"], response_text=row[f"text_{r}"]))
+                items.append(
+                    JudgeItem(
+                        p["prompt_id"],
+                        clip_id,
+                        "text",
+                        "response_quality",
+                        history,
+                        row["prompt"],
+                        response_text=row[f"text_{r}"],
+                    )
+                )
             if "audio" in modalities:
                 if clip_id not in paths:
                     raise KeyError(f"clip {clip_id} missing from the audio manifest")
                 for kind in ("response_quality", "audio_quality"):
-                    items.append(JudgeItem(p["prompt_id"], clip_id, "audio", kind, history, row["prompt"],
-                                           audio_path=str(paths[clip_id])))
+                    items.append(
+                        JudgeItem(
+                            p["prompt_id"],
+                            clip_id,
+                            "audio",
+                            kind,
+                            history,
+                            row["prompt"],
+                            audio_path=str(paths[clip_id]),
+                        )
+                    )
     return items
 
 
@@ -180,13 +199,14 @@ def build_items(conversations, prompts, manifest=None, modalities=("text", "audi
 # requests
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Unit:
     item: JudgeItem
     sample: int
     model: str
     prompt: Prompt
-    text: str                 # the rendered user text
+    text: str  # the rendered user text
     audio_sha256: str | None
     canonical: dict
     hash: str
@@ -202,10 +222,18 @@ class _Unit:
         data = Path(self.item.audio_file).read_bytes()
         if hashlib.sha256(data).hexdigest() != self.audio_sha256:
             raise JudgeAbort(f"{self.item.audio_path} changed during the run")
-        return [{"role": "user", "content": [
-            {"type": "text", "text": self.text},
-            {"type": "input_audio", "input_audio": {"data": base64.b64encode(data).decode("ascii"), "format": "wav"}},
-        ]}]
+        return [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": self.text},
+                    {
+                        "type": "input_audio",
+                        "input_audio": {"data": base64.b64encode(data).decode("ascii"), "format": "wav"},
+                    },
+                ],
+            }
+        ]
 
 
 def _wav_info(path: str) -> tuple[str, float]:
@@ -214,6 +242,7 @@ def _wav_info(path: str) -> tuple[str, float]:
         raise JudgeSetupError(f"{path} is not a WAV file (input_audio is sent with format 'wav')")
     try:
         import soundfile as sf
+
         seconds = float(sf.info(path).duration)
     except Exception:  # noqa: BLE001 - only used for the limiter's estimate
         seconds = len(data) / 32000.0
@@ -254,17 +283,35 @@ def build_units(items: list[JudgeItem], cfg: JudgeConfig, out_dir: str | Path) -
         est = len(text) / 4 + seconds * AUDIO_TOKENS_PER_S + EST_OUTPUT_TOKENS
         for s in range(int(cfg.samples_per_item)):
             canonical = {
-                "model": model, "prompt_version": prompt.version, "reask_prompt_version": reask.version,
-                "messages": [{"role": "user", "content": content}], "sample": s,
-                "params": cfg.params, "response_format": RATING_JSON_SCHEMA if use_rf else None,
+                "model": model,
+                "prompt_version": prompt.version,
+                "reask_prompt_version": reask.version,
+                "messages": [{"role": "user", "content": content}],
+                "sample": s,
+                "params": cfg.params,
+                "response_format": RATING_JSON_SCHEMA if use_rf else None,
             }
             h = rec.request_hash(canonical)
             key = (item.modality, item.kind, item.clip_id, s)
             if h in seen:
                 raise ValueError(f"duplicate judge request {key} (same as {seen[h]})")
             seen[h] = key
-            units.append(_Unit(item, s, model, prompt, text, audio_sha, canonical, h,
-                               rec.record_path(out_dir, item.modality, item.kind, h), est, use_rf, reask))
+            units.append(
+                _Unit(
+                    item,
+                    s,
+                    model,
+                    prompt,
+                    text,
+                    audio_sha,
+                    canonical,
+                    h,
+                    rec.record_path(out_dir, item.modality, item.kind, h),
+                    est,
+                    use_rf,
+                    reask,
+                )
+            )
     return units
 
 
@@ -272,12 +319,14 @@ def build_units(items: list[JudgeItem], cfg: JudgeConfig, out_dir: str | Path) -
 # the run
 # --------------------------------------------------------------------------------------------
 
+
 def api_key(cfg: JudgeConfig) -> str:
     key = os.environ.get(cfg.api_key_env, "")
     if not key.strip():
         raise JudgeSetupError(
             f"judges.api_key_env names the environment variable {cfg.api_key_env!r}, but it is not set "
-            f"(or empty); export {cfg.api_key_env}=<your key> before running the API judges")
+            f"(or empty); export {cfg.api_key_env}=<your key> before running the API judges"
+        )
     return key
 
 
@@ -290,22 +339,37 @@ async def preflight(client: AsyncOpenAI, cfg: JudgeConfig, models: set[str]) -> 
     except openai.AuthenticationError as e:
         raise JudgeSetupError(f"the API key in ${cfg.api_key_env} was rejected by {url} (HTTP 401): {e.message}") from e
     except openai.APITimeoutError as e:
-        raise JudgeSetupError(f"judges.base_url {url} is unreachable: GET /models timed out after "
-                              f"{cfg.preflight_timeout_s} s") from e
+        raise JudgeSetupError(
+            f"judges.base_url {url} is unreachable: GET /models timed out after {cfg.preflight_timeout_s} s"
+        ) from e
     except openai.APIConnectionError as e:
         cause = e.__cause__ or e
-        raise JudgeSetupError(f"judges.base_url {url} is unreachable: GET /models failed "
-                              f"({type(cause).__name__}: {cause})") from e
+        raise JudgeSetupError(
+            f"judges.base_url {url} is unreachable: GET /models failed ({type(cause).__name__}: {cause})"
+        ) from e
     except openai.NotFoundError as e:
-        raise JudgeSetupError(f"{url} has no GET /models endpoint (HTTP 404); set judges.preflight: false "
-                              "to skip the model check for this endpoint") from e
+        raise JudgeSetupError(
+            f"{url} has no GET /models endpoint (HTTP 404); set judges.preflight: false "
+            "to skip the model check for this endpoint"
+        ) from e
     except openai.APIStatusError as e:
         raise JudgeSetupError(f"GET {url}/models answered HTTP {e.status_code}: {e.message}") from e
     missing = sorted(m for m in models if m not in ids)
     if missing:
         shown = ", ".join(sorted(ids)[:20]) + (" ..." if len(ids) > 20 else "")
-        raise JudgeSetupError(f"unknown model(s) {missing} at {url} (not in GET /models; offered: {shown}); "
-                              "check judges.models")
+        raise JudgeSetupError(
+            f"unknown model(s) {missing} at {url} (not in GET /models; offered: {shown}); check judges.models"
+        )
+
+
+def _add_usage(usage: dict[str, int], resp: Any) -> None:
+    """Add one completion's token counts (audio prompt tokens included) to ``usage``."""
+    if resp.usage:
+        usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
+        usage["completion_tokens"] += resp.usage.completion_tokens or 0
+        usage["total_tokens"] += resp.usage.total_tokens or 0
+        details = getattr(resp.usage, "prompt_tokens_details", None)
+        usage["audio_prompt_tokens"] += (getattr(details, "audio_tokens", None) or 0) if details else 0
 
 
 class _Runner:
@@ -322,8 +386,11 @@ class _Runner:
             return None
         audio = usage.get("audio_prompt_tokens") or 0
         text_in = (usage.get("prompt_tokens") or 0) - audio
-        return (text_in * price.get("input", 0) + audio * price.get("audio_input", price.get("input", 0))
-                + (usage.get("completion_tokens") or 0) * price.get("output", 0)) / 1e6
+        return (
+            text_in * price.get("input", 0)
+            + audio * price.get("audio_input", price.get("input", 0))
+            + (usage.get("completion_tokens") or 0) * price.get("output", 0)
+        ) / 1e6
 
     async def _call(self, u: _Unit, messages: list[dict], ask: int):
         cfg = self.cfg
@@ -371,8 +438,11 @@ class _Runner:
             if attempt == int(cfg.max_retries):
                 raise _TransportFailure(f"{err}; gave up after {attempt + 1} attempts")
             self.stats.retries += 1
-            delay = (retry_after * self.rng.uniform(1.0, 1.1) if retry_after is not None
-                     else backoff_delay(attempt, cfg.backoff_base_s, cfg.backoff_max_s, self.rng))
+            delay = (
+                retry_after * self.rng.uniform(1.0, 1.1)
+                if retry_after is not None
+                else backoff_delay(attempt, cfg.backoff_base_s, cfg.backoff_max_s, self.rng)
+            )
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -401,16 +471,20 @@ class _Runner:
             content = msg.content if msg else None
             refusal = getattr(msg, "refusal", None) if msg else None
             parsed = parse_rating(content, refusal)
-            if resp.usage:
-                usage["prompt_tokens"] += resp.usage.prompt_tokens or 0
-                usage["completion_tokens"] += resp.usage.completion_tokens or 0
-                usage["total_tokens"] += resp.usage.total_tokens or 0
-                details = getattr(resp.usage, "prompt_tokens_details", None)
-                usage["audio_prompt_tokens"] += (getattr(details, "audio_tokens", None) or 0) if details else 0
-            attempts.append({"ask": ask, "reply": content, "refusal": refusal,
-                             "finish_reason": choice.finish_reason if choice else None,
-                             "rating": parsed.rating, "reason": parsed.reason, "latency_s": round(latency, 4),
-                             "transport_errors": errors, "completion": resp.model_dump(mode="json")})
+            _add_usage(usage, resp)
+            attempts.append(
+                {
+                    "ask": ask,
+                    "reply": content,
+                    "refusal": refusal,
+                    "finish_reason": choice.finish_reason if choice else None,
+                    "rating": parsed.rating,
+                    "reason": parsed.reason,
+                    "latency_s": round(latency, 4),
+                    "transport_errors": errors,
+                    "completion": resp.model_dump(mode="json"),
+                }
+            )
             if parsed.ok:
                 status, rating, reason, error_kind = "ok", parsed.rating, None, None
                 break
@@ -424,29 +498,63 @@ class _Runner:
         if status == "failed" and error_kind in {"parse", "range", "refusal"}:
             reason = f"{reason} (after {len(attempts)} asks)"
         cost = self._cost(u.model, usage) if attempts else 0.0
-        it = u.item
-        record = {
-            "schema": rec.RECORD_SCHEMA, "request_hash": u.hash,
-            "judge": cfg.judge_label(u.model), "backend": cfg.backend, "base_url": cfg.base_url, "model": u.model,
-            "prompt_version": u.prompt.version, "modality": it.modality, "kind": it.kind,
-            "prompt_id": it.prompt_id, "clip_id": it.clip_id, "sample": u.sample,
-            "audio_sha256": u.audio_sha256, "params": cfg.params, "response_format": u.response_format,
-            "request": u.canonical,
-            "status": status, "rating": rating, "reason": reason, "error_kind": error_kind,
+        outcome = {
+            "status": status,
+            "rating": rating,
+            "reason": reason,
+            "error_kind": error_kind,
             "reply": attempts[-1]["reply"] if attempts else None,
-            "attempts": attempts, "asks": len(attempts), "transport_retries": retries,
-            "tokens": usage, "latency_s": round(time.monotonic() - t_start, 4),
-            "cost_usd": cost, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "attempts": attempts,
+            "asks": len(attempts),
+            "transport_retries": retries,
+            "tokens": usage,
+            "latency_s": round(time.monotonic() - t_start, 4),
+            "cost_usd": cost,
         }
+        record = self._record(u, outcome)
         rec.write_record(u.path, record)
+        self._tally(status, cost)
+        return record
+
+    def _record(self, u: _Unit, outcome: dict[str, Any]) -> dict[str, Any]:
+        """The unit's record: what was asked (schema, hash, judge, item, request), ``outcome``, the time."""
+        cfg = self.cfg
+        it = u.item
+        return {
+            "schema": rec.RECORD_SCHEMA,
+            "request_hash": u.hash,
+            "judge": cfg.judge_label(u.model),
+            "backend": cfg.backend,
+            "base_url": cfg.base_url,
+            "model": u.model,
+            "prompt_version": u.prompt.version,
+            "modality": it.modality,
+            "kind": it.kind,
+            "prompt_id": it.prompt_id,
+            "clip_id": it.clip_id,
+            "sample": u.sample,
+            "audio_sha256": u.audio_sha256,
+            "params": cfg.params,
+            "response_format": u.response_format,
+            "request": u.canonical,
+            **outcome,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+
+    def _tally(self, status: str, cost: float | None) -> None:
+        """Count one finished unit in the run's stats and advance the progress bar."""
         self.stats.ok += status == "ok"
         self.stats.failed += status != "ok"
         self.stats.spend_usd += cost or 0.0
         if self.bar is not None:
             self.bar.update(1)
-            self.bar.set_postfix(ok=self.stats.ok, failed=self.stats.failed, retries=self.stats.retries,
-                                 usd=f"{self.stats.spend_usd:.4f}", refresh=False)
-        return record
+            self.bar.set_postfix(
+                ok=self.stats.ok,
+                failed=self.stats.failed,
+                retries=self.stats.retries,
+                usd=f"{self.stats.spend_usd:.4f}",
+                refresh=False,
+            )
 
 
 async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path) -> RunResult:
@@ -460,13 +568,15 @@ async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_di
     stats.cached = len(units) - len(pending)
     if pending:
         key = api_key(cfg)
-        async with AsyncOpenAI(api_key=key, base_url=cfg.base_url, timeout=float(cfg.timeout_s),
-                               max_retries=0) as client:
+        async with AsyncOpenAI(
+            api_key=key, base_url=cfg.base_url, timeout=float(cfg.timeout_s), max_retries=0
+        ) as client:
             if cfg.preflight:
                 await preflight(client, cfg, {u.model for u in pending})
             bar = None
             if cfg.progress:
                 from tqdm.auto import tqdm
+
                 bar = tqdm(total=len(pending), desc="judge calls", unit="call", file=sys.stderr)
             runner = _Runner(cfg, client, stats, bar)
             queue: asyncio.Queue = asyncio.Queue()
@@ -485,7 +595,7 @@ async def arun_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_di
                 async with asyncio.TaskGroup() as tg:
                     for _ in range(min(int(cfg.max_concurrency), len(pending))):
                         tg.create_task(worker())
-            except BaseExceptionGroup as eg:    # surface the first worker error itself (e.g. JudgeAbort)
+            except BaseExceptionGroup as eg:  # surface the first worker error itself (e.g. JudgeAbort)
                 first = eg.exceptions[0]
                 while isinstance(first, BaseExceptionGroup):
                     first = first.exceptions[0]

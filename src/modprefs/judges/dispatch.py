@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from modprefs.judges.client import JudgeConfig
 
 
-def run_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path,
-               table_path: str | Path | None = None) -> RunResult:
+def run_judges(
+    items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path, table_path: str | Path | None = None
+) -> RunResult:
     """Synchronous entry point; optionally writes the tidy table (CSV) to ``table_path``.
 
     ``config['backend'] == 'local'`` (a ``judges`` mapping) runs the offline judges instead
@@ -38,6 +39,7 @@ def run_judges(items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str 
         result = asyncio.run(arun_judges(items, config, out_dir))
     if table_path is not None:
         from modprefs.io import write_csv
+
         write_csv(result.table, table_path)
     return result
 
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     text = Path(args.config).read_text()
     if args.config.endswith((".yaml", ".yml")):
         import yaml
+
         config = yaml.safe_load(text)
         config = config.get("judges", config)
     else:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from modprefs.judges.client import JudgeItem, build_items
+from modprefs.speech.clips import read_attention_check
 
 MODALITY_KINDS = {"text": ("response_quality",), "audio": ("response_quality", "audio_quality")}
 
@@ -17,8 +19,9 @@ def _check_modality(modality: str) -> None:
         raise ValueError(f"modality must be one of {sorted(MODALITY_KINDS)}, got {modality!r}")
 
 
-def study_items(conversations: pd.DataFrame, prompts: pd.DataFrame, manifest: pd.DataFrame | None,
-                modality: str) -> list[JudgeItem]:
+def study_items(
+    conversations: pd.DataFrame, prompts: pd.DataFrame, manifest: pd.DataFrame | None, modality: str
+) -> list[JudgeItem]:
     """Items for responses 0 and 1 of every prompt (final_prompts.csv order) in one modality.
 
     Args:
@@ -34,8 +37,9 @@ def study_items(conversations: pd.DataFrame, prompts: pd.DataFrame, manifest: pd
     return build_items(conversations, prompts, manifest, modalities=(modality,))
 
 
-def attention_check_items(attention_check: Mapping[str, Any], manifest: pd.DataFrame | None,
-                          modality: str) -> list[JudgeItem]:
+def attention_check_items(
+    attention_check: Mapping[str, Any], manifest: pd.DataFrame | None, modality: str
+) -> list[JudgeItem]:
     """Items for the attention check's two responses (``attn_0`` coherent, ``attn_1`` nonsensical).
 
     The judges rate them like any prompt; their ratings are a sanity check of the judge (a judge
@@ -53,12 +57,49 @@ def attention_check_items(attention_check: Mapping[str, Any], manifest: pd.DataF
     for r, response in enumerate(responses):
         clip_id = f"{prompt_id}_{r}"
         if modality == "text":
-            items.append(JudgeItem(prompt_id, clip_id, "text", "response_quality", history,
-                                   attention_check.get("prompt", ""), response_text=response["text"]))
+            items.append(
+                JudgeItem(
+                    prompt_id,
+                    clip_id,
+                    "text",
+                    "response_quality",
+                    history,
+                    attention_check.get("prompt", ""),
+                    response_text=response["text"],
+                )
+            )
             continue
         if clip_id not in paths:
             raise KeyError(f"attention-check clip {clip_id} is missing from the audio manifest")
         for kind in MODALITY_KINDS["audio"]:
-            items.append(JudgeItem(prompt_id, clip_id, "audio", kind, history, attention_check.get("prompt", ""),
-                                   audio_path=str(paths[clip_id])))
+            items.append(
+                JudgeItem(
+                    prompt_id,
+                    clip_id,
+                    "audio",
+                    kind,
+                    history,
+                    attention_check.get("prompt", ""),
+                    audio_path=str(paths[clip_id]),
+                )
+            )
     return items
+
+
+def read_modality_items(
+    modality: str,
+    prompts_csv: str | os.PathLike[str],
+    manifest_csv: str | os.PathLike[str] | None,
+    attention_check_json: str | os.PathLike[str],
+    conversations_parquet: str | os.PathLike[str],
+) -> list[JudgeItem]:
+    """One modality's judge items from the workflow's files: the attention check's, then every final prompt's.
+
+    ``manifest_csv``: the audio manifest (audio modality), or None (text).
+    """
+    ids = dict.fromkeys(("prompt_id", "conversation_id", "clip_id"), str)
+    prompts = pd.read_csv(prompts_csv, dtype=ids, keep_default_na=False)
+    manifest = pd.read_csv(manifest_csv, dtype=ids, keep_default_na=False) if manifest_csv is not None else None
+    return attention_check_items(read_attention_check(attention_check_json), manifest, modality) + study_items(
+        pd.read_parquet(conversations_parquet), prompts, manifest, modality
+    )

@@ -66,9 +66,11 @@ SCORER = "yes-no-expectation/1"
 TEXT_BACKEND, CASCADE_BACKEND, DNSMOS_BACKEND = "local", "local-cascade", "dnsmos"
 ASR_LABEL = "whisper-tiny.en"
 DNSMOS_LABEL = "dnsmos-p835-ovrl"
-TRANSCRIPT_SLOT = "<the clip's transcript>"   # stands for the transcript in a cascade unit's hashed input
-SAMPLING = ("deterministic expected value: one record per item (sample 0); repeated samples would be "
-            "identical, judges.samples_per_item is not read by the local backend")
+TRANSCRIPT_SLOT = "<the clip's transcript>"  # stands for the transcript in a cascade unit's hashed input
+SAMPLING = (
+    "deterministic expected value: one record per item (sample 0); repeated samples would be "
+    "identical, judges.samples_per_item is not read by the local backend"
+)
 TEXT_RATING_MAP = "rating = round(1 + 99 * p_yes), p_yes = P(Yes) / (P(Yes) + P(No)) of the first answer token"
 DNSMOS_RATING_MAP = "rating = round(1 + 99 * (ovrl - 1) / 4), clipped to 1..100 (DNSMOS P.835 OVRL, 1-5)"
 
@@ -87,6 +89,7 @@ class LocalJudgeConfig:
     dnsmos_hop_s: seconds between DNSMOS' 9.01 s windows (1.0 = DNSMOS' own; see DnsMos).
     progress: tqdm progress bar on stderr.
     """
+
     model_file: str | None = None
     model_name: str | None = None
     prompt: str = "local_text_response_quality_v1"
@@ -96,7 +99,7 @@ class LocalJudgeConfig:
     asr_model_path: str | None = None
     dnsmos_hop_s: float = 1.0
     progress: bool = False
-    judge: str | None = None       # table label for every judge; default "<backend>:<model>"
+    judge: str | None = None  # table label for every judge; default "<backend>:<model>"
 
     @classmethod
     def from_judges(cls, judges: Mapping[str, Any] | None) -> LocalJudgeConfig:
@@ -130,11 +133,13 @@ class LocalJudgeConfig:
 # the prompt file: sections "### system", "### template", "### example: Yes|No"
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class YesNoPrompt:
     """A parsed local prompt file. ``template`` has the placeholders ``{{history}}``, ``{{question}}``
     and ``{{response}}``; ``shots`` are the few-shot user turns (rendered with the template, no
     history) and their answers."""
+
     prompt: Prompt
     system: str
     template: str
@@ -165,12 +170,14 @@ def load_yes_no_prompt(name: str, prompts_dir: str | Path | None = None) -> YesN
     """Parse a local prompt file (see ``resources/judges/prompts/local_text_response_quality_v1.txt``)."""
     prompt = load_prompt(name, prompts_dir)
     marks = list(_SECTION.finditer(prompt.text))
-    if not marks or prompt.text[:marks[0].start()].strip():
-        raise ValueError(f"local prompt {prompt.name}: must consist of '### system', '### template' and "
-                         "'### example: Yes|No' sections")
+    if not marks or prompt.text[: marks[0].start()].strip():
+        raise ValueError(
+            f"local prompt {prompt.name}: must consist of '### system', '### template' and "
+            "'### example: Yes|No' sections"
+        )
     system, template, shots = "", None, []
     for m, nxt in zip(marks, marks[1:] + [None]):
-        body = prompt.text[m.end():nxt.start() if nxt else None].strip("\n")
+        body = prompt.text[m.end() : nxt.start() if nxt else None].strip("\n")
         if m.group(1) == "system":
             system = body.strip()
         elif m.group(1) == "template":
@@ -181,8 +188,9 @@ def load_yes_no_prompt(name: str, prompts_dir: str | Path | None = None) -> YesN
                 raise ValueError(f"local prompt {prompt.name}: an example needs 'question:' and 'response:' lines")
             shots.append((fields["question"], fields["response"], m.group(2)))
     if template is None or "{{response}}" not in template or "{{question}}" not in template:
-        raise ValueError(f"local prompt {prompt.name}: a '### template' with {{{{question}}}} and "
-                         "{{response}} is needed")
+        raise ValueError(
+            f"local prompt {prompt.name}: a '### template' with {{{{question}}}} and {{{{response}}}} is needed"
+        )
     p = YesNoPrompt(prompt, system, template, ())
     rendered = tuple((p.render(q, r).strip(), answer) for q, r, answer in shots)
     return dataclasses.replace(p, shots=rendered)
@@ -216,6 +224,7 @@ def dnsmos_rating(ovrl: float) -> tuple[float, int, bool]:
 # units (one per item) and their request hashes
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Unit:
     item: JudgeItem
@@ -225,14 +234,15 @@ class _Unit:
     canonical: dict
     hash: str
     path: Path
-    prompt: YesNoPrompt | None = None   # text and cascade units
-    text: str | None = None             # text units: the rendered user turn
+    prompt: YesNoPrompt | None = None  # text and cascade units
+    text: str | None = None  # text units: the rendered user turn
     audio_sha256: str | None = None
 
 
 @dataclass
 class _Identity:
     """What the request hashes name: the GGUF (lazy: hashed only if a text or cascade item exists)."""
+
     cfg: LocalJudgeConfig
     _gguf: Path | None = None
     _gguf_sha: str | None = None
@@ -248,6 +258,7 @@ class _Identity:
     def asr(self) -> tuple[Path, str]:
         if self._asr is None:
             from modprefs.speech.qc import ModelNotInstalledError, default_asr_model_path
+
             try:
                 path = Path(self.cfg.asr_model_path) if self.cfg.asr_model_path else default_asr_model_path()
             except ModelNotInstalledError as err:
@@ -262,8 +273,9 @@ def _dnsmos_version() -> str:
     try:
         return importlib.metadata.version("speechmos")
     except importlib.metadata.PackageNotFoundError as err:
-        raise LocalModelNotInstalledError("the DNSMOS audio-quality judge needs speechmos: "
-                                          "pip install speechmos") from err
+        raise LocalModelNotInstalledError(
+            "the DNSMOS audio-quality judge needs speechmos: pip install speechmos"
+        ) from err
 
 
 def _audio_sha(path: str, cache: dict[str, str]) -> str:
@@ -272,8 +284,7 @@ def _audio_sha(path: str, cache: dict[str, str]) -> str:
     return cache[path]
 
 
-def build_units(items: list[JudgeItem], cfg: LocalJudgeConfig, out_dir: str | Path,
-                ident: _Identity) -> list[_Unit]:
+def build_units(items: list[JudgeItem], cfg: LocalJudgeConfig, out_dir: str | Path, ident: _Identity) -> list[_Unit]:
     """One unit per item with its canonical request and record path; duplicates are an error."""
     prompt = load_yes_no_prompt(cfg.prompt, cfg.prompts_dir)
     audio_sha: dict[str, str] = {}
@@ -283,15 +294,27 @@ def build_units(items: list[JudgeItem], cfg: LocalJudgeConfig, out_dir: str | Pa
         if it.kind == "audio_quality":
             backend, model, pv = DNSMOS_BACKEND, DNSMOS_LABEL, f"{DNSMOS_LABEL}-linear@1"
             sha = _audio_sha(it.audio_file, audio_sha)
-            canonical = {"backend": backend, "model": model, "speechmos": _dnsmos_version(),
-                         "hop_s": float(cfg.dnsmos_hop_s), "personalized": False, "rating_map": DNSMOS_RATING_MAP,
-                         "audio_sha256": sha, "sample": 0}
+            canonical = {
+                "backend": backend,
+                "model": model,
+                "speechmos": _dnsmos_version(),
+                "hop_s": float(cfg.dnsmos_hop_s),
+                "personalized": False,
+                "rating_map": DNSMOS_RATING_MAP,
+                "audio_sha256": sha,
+                "sample": 0,
+            }
             text = None
         else:
             _, gguf_sha, name = ident.gguf()
             history = format_history(it.history)
-            base = {"scorer": SCORER, "model_sha256": gguf_sha, "prompt_version": prompt.version,
-                    "min_answer_mass": float(cfg.min_answer_mass), "sample": 0}
+            base = {
+                "scorer": SCORER,
+                "model_sha256": gguf_sha,
+                "prompt_version": prompt.version,
+                "min_answer_mass": float(cfg.min_answer_mass),
+                "sample": 0,
+            }
             if it.modality == "text":
                 backend, model, sha = TEXT_BACKEND, name, None
                 assert it.response_text is not None  # checked when the item was made
@@ -301,23 +324,42 @@ def build_units(items: list[JudgeItem], cfg: LocalJudgeConfig, out_dir: str | Pa
                 backend, model = CASCADE_BACKEND, f"{ASR_LABEL}->{name}"
                 sha, text = _audio_sha(it.audio_file, audio_sha), None
                 _, asr_sha = ident.asr()
-                canonical = {"backend": backend, "model": model, **base, "asr_model_sha256": asr_sha,
-                             "asr": {"language": "en", "beam_size": 1},
-                             "input": prompt.render(it.prompt, TRANSCRIPT_SLOT, history), "audio_sha256": sha}
+                canonical = {
+                    "backend": backend,
+                    "model": model,
+                    **base,
+                    "asr_model_sha256": asr_sha,
+                    "asr": {"language": "en", "beam_size": 1},
+                    "input": prompt.render(it.prompt, TRANSCRIPT_SLOT, history),
+                    "audio_sha256": sha,
+                }
             pv = prompt.version
         h = rec.request_hash(canonical)
         key = (it.modality, it.kind, it.clip_id)
         if h in seen:
             raise ValueError(f"duplicate judge item {key} (same request as {seen[h]})")
         seen[h] = key
-        units.append(_Unit(it, backend, model, pv, canonical, h, rec.record_path(out_dir, it.modality, it.kind, h),
-                           prompt=prompt, text=text, audio_sha256=sha))
+        units.append(
+            _Unit(
+                it,
+                backend,
+                model,
+                pv,
+                canonical,
+                h,
+                rec.record_path(out_dir, it.modality, it.kind, h),
+                prompt=prompt,
+                text=text,
+                audio_sha256=sha,
+            )
+        )
     return units
 
 
 # ---------------------------------------------------------------------------------------------
 # the run
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass
 class LocalRunStats:
@@ -326,10 +368,10 @@ class LocalRunStats:
     pending: int = 0
     ok: int = 0
     failed: int = 0
-    forward_passes: int = 0     # text-model forward passes (incl. the one for the few-shot prefix)
-    transcriptions: int = 0     # Whisper runs
+    forward_passes: int = 0  # text-model forward passes (incl. the one for the few-shot prefix)
+    transcriptions: int = 0  # Whisper runs
     dnsmos_calls: int = 0
-    model_load_s: float = 0.0   # all models together
+    model_load_s: float = 0.0  # all models together
     wall_s: float = 0.0
 
     def as_dict(self) -> dict:
@@ -339,13 +381,12 @@ class LocalRunStats:
 class _Models:
     """The three models, each loaded only if a pending unit needs it (a fully cached run loads none)."""
 
-    def __init__(self, cfg: LocalJudgeConfig, ident: _Identity, stats: LocalRunStats,
-                 prompt: YesNoPrompt) -> None:
+    def __init__(self, cfg: LocalJudgeConfig, ident: _Identity, stats: LocalRunStats, prompt: YesNoPrompt) -> None:
         self.cfg, self.ident, self.stats, self.prompt = cfg, ident, stats, prompt
         self._scorer: YesNoScorer | None = None
         self._asr = None
         self._dnsmos = None
-        self.transcripts: dict[str, tuple[str, float]] = {}   # audio sha256 -> (text, seconds)
+        self.transcripts: dict[str, tuple[str, float]] = {}  # audio sha256 -> (text, seconds)
 
     def load_for(self, units: list[_Unit]) -> None:
         """Load the models that ``units`` need now (so that per-record latencies exclude loading)."""
@@ -360,14 +401,16 @@ class _Models:
     def scorer(self) -> YesNoScorer:
         if self._scorer is None:
             path, _, _ = self.ident.gguf()
-            self._scorer = YesNoScorer(path, threads=self.cfg.threads, system=self.prompt.system,
-                                       shots=list(self.prompt.shots))
+            self._scorer = YesNoScorer(
+                path, threads=self.cfg.threads, system=self.prompt.system, shots=list(self.prompt.shots)
+            )
             self.stats.model_load_s += self._scorer.load_s
         return self._scorer
 
     def asr(self):
         if self._asr is None:
             from modprefs.speech.qc import Transcriber
+
             t0 = time.monotonic()
             self._asr = Transcriber(self.ident.asr()[0], threads=self.cfg.threads)
             self.stats.model_load_s += time.monotonic() - t0
@@ -376,6 +419,7 @@ class _Models:
     def dnsmos_model(self):
         if self._dnsmos is None:
             from modprefs.speech.qc import DnsMos, ModelNotInstalledError
+
             t0 = time.monotonic()
             try:
                 self._dnsmos = DnsMos(threads=self.cfg.threads, hop_s=self.cfg.dnsmos_hop_s)
@@ -405,6 +449,7 @@ class _Models:
 
 def _read_mono(path: str):
     import soundfile as sf
+
     data, rate = sf.read(str(path), dtype="float32", always_2d=True)
     return data.mean(axis=1), int(rate)
 
@@ -413,33 +458,67 @@ def _base_record(u: _Unit, cfg: LocalJudgeConfig) -> dict:
     """The API client's record fields (records.RECORD_SCHEMA), filled for a local judgement."""
     it = u.item
     return {
-        "schema": rec.RECORD_SCHEMA, "request_hash": u.hash,
-        "judge": cfg.judge or f"{u.backend}:{u.model}", "backend": u.backend, "base_url": None, "model": u.model,
-        "prompt_version": u.prompt_version, "modality": it.modality, "kind": it.kind,
-        "prompt_id": it.prompt_id, "clip_id": it.clip_id, "sample": 0,
-        "audio_sha256": u.audio_sha256, "params": {"threads": int(cfg.threads)}, "response_format": False,
-        "request": u.canonical, "status": "failed", "rating": None, "reason": None, "error_kind": None,
-        "reply": None, "attempts": [], "asks": 1, "transport_retries": 0,
+        "schema": rec.RECORD_SCHEMA,
+        "request_hash": u.hash,
+        "judge": cfg.judge or f"{u.backend}:{u.model}",
+        "backend": u.backend,
+        "base_url": None,
+        "model": u.model,
+        "prompt_version": u.prompt_version,
+        "modality": it.modality,
+        "kind": it.kind,
+        "prompt_id": it.prompt_id,
+        "clip_id": it.clip_id,
+        "sample": 0,
+        "audio_sha256": u.audio_sha256,
+        "params": {"threads": int(cfg.threads)},
+        "response_format": False,
+        "request": u.canonical,
+        "status": "failed",
+        "rating": None,
+        "reason": None,
+        "error_kind": None,
+        "reply": None,
+        "attempts": [],
+        "asks": 1,
+        "transport_retries": 0,
         "tokens": {"prompt_tokens": 0, "completion_tokens": 0, "audio_prompt_tokens": 0, "total_tokens": 0},
-        "latency_s": 0.0, "cost_usd": 0.0, "sampling": SAMPLING,
+        "latency_s": 0.0,
+        "cost_usd": 0.0,
+        "sampling": SAMPLING,
     }
 
 
 def _apply_yes_no(record: dict, score: YesNoScore, cfg: LocalJudgeConfig) -> None:
     value = expected_rating(score.p_yes)
-    record.update({
-        "scoring": f"{SCORER}: P(Yes)/(P(Yes)+P(No)) of the first answer token after the few-shot prompt",
-        "rating_map": TEXT_RATING_MAP, "expected_rating": round(value, 4),
-        "distribution": {"p_yes": score.p_yes, "p_yes_raw": score.p_yes_raw, "p_no_raw": score.p_no_raw,
-                         "answer_mass": score.answer_mass, "top_tokens": score.top_tokens},
-        "reply": f"P(Yes)={score.p_yes:.4f}",
-        "tokens": {"prompt_tokens": score.n_tokens, "completion_tokens": 0, "audio_prompt_tokens": 0,
-                   "total_tokens": score.n_tokens},
-    })
+    record.update(
+        {
+            "scoring": f"{SCORER}: P(Yes)/(P(Yes)+P(No)) of the first answer token after the few-shot prompt",
+            "rating_map": TEXT_RATING_MAP,
+            "expected_rating": round(value, 4),
+            "distribution": {
+                "p_yes": score.p_yes,
+                "p_yes_raw": score.p_yes_raw,
+                "p_no_raw": score.p_no_raw,
+                "answer_mass": score.answer_mass,
+                "top_tokens": score.top_tokens,
+            },
+            "reply": f"P(Yes)={score.p_yes:.4f}",
+            "tokens": {
+                "prompt_tokens": score.n_tokens,
+                "completion_tokens": 0,
+                "audio_prompt_tokens": 0,
+                "total_tokens": score.n_tokens,
+            },
+        }
+    )
     if score.answer_mass < float(cfg.min_answer_mass):
-        record.update(status="failed", error_kind="answer_mass",
-                      reason=f"the model put only {score.answer_mass:.3f} of its next-token probability on Yes/No "
-                             f"(< min_answer_mass {cfg.min_answer_mass:g})")
+        record.update(
+            status="failed",
+            error_kind="answer_mass",
+            reason=f"the model put only {score.answer_mass:.3f} of its next-token probability on Yes/No "
+            f"(< min_answer_mass {cfg.min_answer_mass:g})",
+        )
     else:
         record.update(status="ok", rating=int(round(value)))
 
@@ -448,8 +527,10 @@ def _judge_text(u: _Unit, models: _Models, cfg: LocalJudgeConfig, text: str, rec
     scorer = models.scorer()
     n = scorer.n_tokens(text)
     if n > scorer.context_tokens:
-        record.update(error_kind="request", reason=f"input of {n} tokens exceeds the model's context of "
-                                                   f"{scorer.context_tokens} tokens")
+        record.update(
+            error_kind="request",
+            reason=f"input of {n} tokens exceeds the model's context of {scorer.context_tokens} tokens",
+        )
         return
     _apply_yes_no(record, scorer.score(text), cfg)
 
@@ -466,8 +547,11 @@ def judge_unit(u: _Unit, models: _Models, cfg: LocalJudgeConfig) -> dict:
         assert u.prompt is not None and u.audio_sha256 is not None  # build_units sets both for a cascade unit
         _, name = u.model.split("->", 1)
         transcript, asr_s = models.transcribe(it.audio_file, u.audio_sha256)
-        record.update(cascade=f"{ASR_LABEL} -> {name}", transcript=transcript,
-                      asr={"model": ASR_LABEL, "path": str(models.ident.asr()[0]), "latency_s": round(asr_s, 4)})
+        record.update(
+            cascade=f"{ASR_LABEL} -> {name}",
+            transcript=transcript,
+            asr={"model": ASR_LABEL, "path": str(models.ident.asr()[0]), "latency_s": round(asr_s, 4)},
+        )
         if not transcript.strip():
             record.update(error_kind="empty_transcript", reason="the ASR transcript of the clip is empty")
         else:
@@ -477,10 +561,17 @@ def judge_unit(u: _Unit, models: _Models, cfg: LocalJudgeConfig) -> dict:
         mos = models.dnsmos(it.audio_file)
         value, rating, clipped = dnsmos_rating(mos["ovrl"])
         ok = math.isfinite(value)
-        record.update(dnsmos=mos, rating_map=DNSMOS_RATING_MAP, expected_rating=round(value, 4) if ok else None,
-                      rating_clipped=clipped, scoring="DNSMOS P.835 OVRL, linear map",
-                      status="ok" if ok else "failed", rating=rating if ok else None,
-                      error_kind=None if ok else "dnsmos", reason=None if ok else f"DNSMOS OVRL is {mos['ovrl']}")
+        record.update(
+            dnsmos=mos,
+            rating_map=DNSMOS_RATING_MAP,
+            expected_rating=round(value, 4) if ok else None,
+            rating_clipped=clipped,
+            scoring="DNSMOS P.835 OVRL, linear map",
+            status="ok" if ok else "failed",
+            rating=rating if ok else None,
+            error_kind=None if ok else "dnsmos",
+            reason=None if ok else f"DNSMOS OVRL is {mos['ovrl']}",
+        )
     record["latency_s"] = round(time.monotonic() - t0, 4)
     record["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     rec.write_record(u.path, record)
@@ -494,6 +585,7 @@ def _preflight(pending: list[_Unit], ident: _Identity) -> None:
         ident.gguf()
     if any(u.backend == CASCADE_BACKEND for u in pending):
         import importlib.util
+
         if importlib.util.find_spec("faster_whisper") is None:
             raise LocalModelNotInstalledError("the audio cascade needs faster-whisper: pip install faster-whisper")
         ident.asr()
@@ -501,8 +593,9 @@ def _preflight(pending: list[_Unit], ident: _Identity) -> None:
         _dnsmos_version()
 
 
-def run_local_judges(items: list[JudgeItem], config: Mapping[str, Any] | LocalJudgeConfig,
-                     out_dir: str | Path) -> RunResult:
+def run_local_judges(
+    items: list[JudgeItem], config: Mapping[str, Any] | LocalJudgeConfig, out_dir: str | Path
+) -> RunResult:
     """Rate ``items`` offline; one record per item under ``<out_dir>/raw``; cached by request hash.
 
     Args:
@@ -533,6 +626,7 @@ def run_local_judges(items: list[JudgeItem], config: Mapping[str, Any] | LocalJu
         bar = None
         if cfg.progress:
             from tqdm.auto import tqdm
+
             bar = tqdm(total=len(pending), desc="local judge", unit="item", file=sys.stderr)
         try:
             for u in pending:

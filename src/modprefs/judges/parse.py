@@ -48,8 +48,8 @@ RATING_JSON_SCHEMA = {
 @dataclass(frozen=True)
 class ParseResult:
     rating: int | None
-    reason: str | None          # None when ok
-    kind: str | None = None     # None | "parse" | "refusal" | "range"
+    reason: str | None  # None when ok
+    kind: str | None = None  # None | "parse" | "refusal" | "range"
 
     @property
     def ok(self) -> bool:

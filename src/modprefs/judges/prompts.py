@@ -27,9 +27,9 @@ ROLE_NAMES = {"user": "USER", "model": "ASSISTANT", "assistant": "ASSISTANT"}
 
 @dataclass(frozen=True)
 class Prompt:
-    name: str      # file stem
+    name: str  # file stem
     text: str
-    sha256: str    # of the file's bytes
+    sha256: str  # of the file's bytes
 
     @property
     def version(self) -> str:
@@ -41,7 +41,7 @@ class Prompt:
             out = out.replace("{{" + key + "}}", value)
         if "{{" in out and "}}" in out:
             start = out.index("{{")
-            raise ValueError(f"prompt {self.name}: unfilled placeholder near {out[start:start + 40]!r}")
+            raise ValueError(f"prompt {self.name}: unfilled placeholder near {out[start : start + 40]!r}")
         return out
 
 

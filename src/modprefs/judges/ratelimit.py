@@ -16,8 +16,7 @@ class TokenBucket:
     ``capacity`` defaults to 1/6 of a minute's allowance (10 s of burst), at least 1 unit.
     """
 
-    def __init__(self, per_minute: float | None, capacity: float | None = None,
-                 clock=time.monotonic) -> None:
+    def __init__(self, per_minute: float | None, capacity: float | None = None, clock=time.monotonic) -> None:
         self.enabled = per_minute is not None and per_minute > 0
         self.rate = (per_minute or 0) / 60.0
         self.capacity = float(capacity) if capacity else max(1.0, (per_minute or 0) / 6.0)
@@ -59,7 +58,7 @@ class TokenBucket:
 def backoff_delay(attempt: int, base_s: float, max_s: float, rng: random.Random | None = None) -> float:
     """Exponential backoff with full jitter: uniform(0.5, 1.0) * min(max_s, base_s * 2**attempt)."""
     jitter = rng.uniform(0.5, 1.0) if rng is not None else random.uniform(0.5, 1.0)
-    return min(max_s, base_s * (2 ** attempt)) * jitter
+    return min(max_s, base_s * (2**attempt)) * jitter
 
 
 def retry_after_seconds(headers) -> float | None:

@@ -24,8 +24,20 @@ from modprefs.io import write_text
 RECORD_SCHEMA = "modprefs.judge_call/1"
 
 #: docs/CONTRACTS.md, results/judges/ratings.csv
-TABLE_COLUMNS = ["judge", "backend", "model", "prompt_version", "modality", "kind", "prompt_id", "clip_id",
-                 "sample", "rating", "status", "reason"]
+TABLE_COLUMNS = [
+    "judge",
+    "backend",
+    "model",
+    "prompt_version",
+    "modality",
+    "kind",
+    "prompt_id",
+    "clip_id",
+    "sample",
+    "rating",
+    "status",
+    "reason",
+]
 
 FINAL_ERROR_KINDS = {"parse", "range", "refusal", "request"}
 

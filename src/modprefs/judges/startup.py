@@ -28,8 +28,9 @@ def check_judges_at_start(judges: Mapping[str, Any]) -> None:
         return
 
     async def _check() -> None:
-        async with AsyncOpenAI(api_key=key, base_url=cfg.base_url, timeout=float(cfg.preflight_timeout_s),
-                               max_retries=0) as client:
+        async with AsyncOpenAI(
+            api_key=key, base_url=cfg.base_url, timeout=float(cfg.preflight_timeout_s), max_retries=0
+        ) as client:
             await preflight(client, cfg, set(cfg.models.values()))
 
     asyncio.run(_check())

@@ -19,7 +19,6 @@ MODALITIES = ("text", "audio")
 KINDS = ("response_quality", "audio_quality")
 
 
-
 class JudgeSetupError(UserInputError, RuntimeError):
     """Configuration or endpoint problem found before any request was made."""
 
@@ -35,6 +34,7 @@ class JudgeItem:
     ``modality`` text: the response is ``response_text``; audio: the response is the WAV file at
     ``audio_path``. ``kind`` is response_quality (both modalities) or audio_quality (audio only).
     """
+
     prompt_id: str
     clip_id: str
     modality: str
@@ -68,8 +68,8 @@ class RunStats:
     units: int = 0
     cached: int = 0
     pending: int = 0
-    http_calls: int = 0        # chat-completions HTTP attempts (incl. retries and re-asks)
-    retries: int = 0           # transport retries (429, 5xx, timeouts, connection errors)
+    http_calls: int = 0  # chat-completions HTTP attempts (incl. retries and re-asks)
+    retries: int = 0  # transport retries (429, 5xx, timeouts, connection errors)
     reasks: int = 0
     ok: int = 0
     failed: int = 0
@@ -82,6 +82,6 @@ class RunStats:
 
 @dataclass
 class RunResult:
-    table: Any                 # pandas DataFrame (records.TABLE_COLUMNS)
+    table: Any  # pandas DataFrame (records.TABLE_COLUMNS)
     stats: RunStats | LocalRunStats  # the API judge's or the local judge's counters
     records: list = field(default_factory=list)

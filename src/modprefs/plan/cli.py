@@ -196,9 +196,7 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
         help="Table 4's test of the ICC difference that the power is planned for (the analysis' stats.icc_test; "
         f"default {STATS_DEFAULTS['icc_test']})",
     )
-    g.add_argument(
-        "--perm-draws", type=_int(1), default=1, help="permutation draws per study for the permutation test"
-    )
+    g.add_argument("--perm-draws", type=_int(1), default=1, help="permutation draws per study for the permutation test")
     g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")
     g.add_argument("--no-cache", action="store_true")
@@ -250,8 +248,17 @@ def plan_from_args(args: argparse.Namespace) -> int:
     settings = _settings(args, targets)
     cache = None if args.no_cache else (args.cache or args.out / "cache")
     priors = _priors(args, cache, _quantiles(args.quantiles))
-    result = make_plan(priors, designs, targets, costs, settings, scenarios, jobs=args.jobs, cache_dir=cache,
-                       progress=not args.no_progress)
+    result = make_plan(
+        priors,
+        designs,
+        targets,
+        costs,
+        settings,
+        scenarios,
+        jobs=args.jobs,
+        cache_dir=cache,
+        progress=not args.no_progress,
+    )
     lines = _write_outputs(args, result, priors, targets, costs, settings, scenarios, len(designs), t0)
     print(result.statement)
     for line in [*priors.notes, *lines]:
@@ -259,9 +266,12 @@ def plan_from_args(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}/designs.csv, recommendation.csv, priors.csv, plan.json, figures/ and report.html")
     main_scenario = "central" if "central" in scenarios else scenarios[0]
     if main_scenario in result.unmet:
-        print(f"error: no design in the grid meets every target under the {main_scenario} priors: "
-              + "; ".join(result.unmet[main_scenario])
-              + ". Widen the grid (--prompts/--raters/--trials) or relax the targets.", file=sys.stderr)
+        print(
+            f"error: no design in the grid meets every target under the {main_scenario} priors: "
+            + "; ".join(result.unmet[main_scenario])
+            + ". Widen the grid (--prompts/--raters/--trials) or relax the targets.",
+            file=sys.stderr,
+        )
         return EXIT_UNMET
     return 0
 
@@ -270,16 +280,31 @@ def _designs_and_targets(args: argparse.Namespace):
     """The design grid and the targets (checked against the grid's conditions)."""
     from modprefs.plan.grid import CONDITION_CHOICES, Targets, design_grid, parse_int_list
 
-    designs = design_grid(parse_int_list(args.prompts, "--prompts", 2), parse_int_list(args.raters, "--raters", 2),
-                          parse_int_list(args.trials, "--trials", 1), args.conditions)
+    designs = design_grid(
+        parse_int_list(args.prompts, "--prompts", 2),
+        parse_int_list(args.raters, "--raters", 2),
+        parse_int_list(args.trials, "--trials", 1),
+        args.conditions,
+    )
     conditions = CONDITION_CHOICES[args.conditions]
-    target_conditions = (conditions if args.target_conditions is None
-                         else _split(args.target_conditions, "--target-conditions", conditions))
-    targets = Targets(ci_half_width=args.target_ci_half_width, icc_k=args.target_icc_k,
-                      icc_diff=args.target_power_icc_diff, table2_effect=args.target_power_table2,
-                      table2_term=args.table2_term, agreement_half_width=args.target_agreement_half_width,
-                      target_conditions=target_conditions, assurance=args.assurance, power=args.power,
-                      alpha=args.alpha, ci_level=args.ci_level)
+    target_conditions = (
+        conditions
+        if args.target_conditions is None
+        else _split(args.target_conditions, "--target-conditions", conditions)
+    )
+    targets = Targets(
+        ci_half_width=args.target_ci_half_width,
+        icc_k=args.target_icc_k,
+        icc_diff=args.target_power_icc_diff,
+        table2_effect=args.target_power_table2,
+        table2_term=args.table2_term,
+        agreement_half_width=args.target_agreement_half_width,
+        target_conditions=target_conditions,
+        assurance=args.assurance,
+        power=args.power,
+        alpha=args.alpha,
+        ci_level=args.ci_level,
+    )
     targets.check(conditions)
     return designs, targets
 
@@ -291,10 +316,15 @@ def _costs(args: argparse.Namespace, conditions: tuple[str, ...]):
     def per_condition(name: str) -> dict[str, float]:
         return {c: v for c in conditions if (v := getattr(args, f"{name}_{c}")) is not None}
 
-    costs = Costs(pay_per_hour=args.pay_per_hour, fee_rate=args.fee_rate, overhead_minutes=args.overhead_minutes,
-                  minutes_per_trial=per_condition("minutes_per_trial"),
-                  attention_fail_rate=per_condition("attention_fail_rate"),
-                  incomplete_rate=per_condition("incomplete_rate"), pay_failed=not args.no_pay_failed)
+    costs = Costs(
+        pay_per_hour=args.pay_per_hour,
+        fee_rate=args.fee_rate,
+        overhead_minutes=args.overhead_minutes,
+        minutes_per_trial=per_condition("minutes_per_trial"),
+        attention_fail_rate=per_condition("attention_fail_rate"),
+        incomplete_rate=per_condition("incomplete_rate"),
+        pay_failed=not args.no_pay_failed,
+    )
     costs.check()
     return costs
 
@@ -309,10 +339,19 @@ def _settings(args: argparse.Namespace, targets):
     ci_method = args.ci_method or ANALYSIS_CI_METHOD
     if ci_method not in CI_METHODS:
         raise PlanInputError(f"--ci-method: {ci_method!r} is not one of {list(CI_METHODS)}")
-    return SimSettings(n_sims=args.n_sims, seed=args.seed, interval=args.interval, ci_method=ci_method,
-                       n_calibration=args.n_calibration, calibration_designs=args.calibration_designs,
-                       n_boot=args.n_boot, ci_level=args.ci_level, icc_test=args.icc_test, perm_draws=args.perm_draws,
-                       table2=targets.table2_effect is not None)
+    return SimSettings(
+        n_sims=args.n_sims,
+        seed=args.seed,
+        interval=args.interval,
+        ci_method=ci_method,
+        n_calibration=args.n_calibration,
+        calibration_designs=args.calibration_designs,
+        n_boot=args.n_boot,
+        ci_level=args.ci_level,
+        icc_test=args.icc_test,
+        perm_draws=args.perm_draws,
+        table2=targets.table2_effect is not None,
+    )
 
 
 def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float, float]):
@@ -326,8 +365,12 @@ def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float
 
         pilot = read_pilot(args.pilot, args.pilot_clips, parse_column_map(args.pilot_map))
         tables = [pilot.ratings, pilot.participants, pilot.trials, pilot.clips]
-        payload = {"pilot": [None if t is None else t.to_json() for t in tables], "seed": args.seed,
-                   "boot": args.prior_boot, "q": quantiles}
+        payload = {
+            "pilot": [None if t is None else t.to_json() for t in tables],
+            "seed": args.seed,
+            "boot": args.prior_boot,
+            "q": quantiles,
+        }
         priors = cached_object(cache, payload, lambda: pilot_priors(pilot, args.seed, args.prior_boot, quantiles))
     else:
         payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles}
@@ -337,30 +380,56 @@ def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float
     return priors
 
 
-def _write_outputs(args: argparse.Namespace, result, priors, targets, costs, settings, scenarios: tuple[str, ...],
-                   n_designs: int, t0: float) -> list[str]:
+def _write_outputs(
+    args: argparse.Namespace,
+    result,
+    priors,
+    targets,
+    costs,
+    settings,
+    scenarios: tuple[str, ...],
+    n_designs: int,
+    t0: float,
+) -> list[str]:
     """designs.csv/.md, recommendation.csv, priors.csv, figures/, report.html, plan.json; the recommendation lines."""
     from modprefs.io import write_csv, write_json, write_markdown_table, write_text
     from modprefs.plan.report import figures, plan_report_html, recommendation_lines
 
     out = args.out
     write_csv(result.table, out / "designs.csv")
-    shown = [c for c in result.table.columns
-             if not c.endswith("_mcse") and not c.startswith("meets_") and not c.startswith("interval_factor")]
-    write_markdown_table(result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)",
-                         floatfmt=".3g")
+    shown = [
+        c
+        for c in result.table.columns
+        if not c.endswith("_mcse") and not c.startswith("meets_") and not c.startswith("interval_factor")
+    ]
+    write_markdown_table(
+        result.table[shown], out / "designs.md", title="Designs (mean over simulated studies)", floatfmt=".3g"
+    )
     write_csv(result.recommendations, out / "recommendation.csv")
     write_csv(priors.table, out / "priors.csv")
     figs = figures(result, targets, out / "figures")
-    config = {"command": "modprefs plan",
-              **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("func",)}}
+    config = {
+        "command": "modprefs plan",
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("func",)},
+    }
     write_text(plan_report_html(result, priors, targets, figs, config), out / "report.html")
     lines = recommendation_lines(result)
-    write_json({"statement": result.statement, "recommendation": lines, "priors_source": priors.source,
-                "priors_notes": priors.notes, "settings": dataclasses.asdict(settings),
-                "targets": dataclasses.asdict(targets), "costs": dataclasses.asdict(costs), "unmet": result.unmet,
-                "seconds": round(time.perf_counter() - t0, 1), "n_designs": n_designs, "scenarios": list(scenarios)},
-               out / "plan.json")
+    write_json(
+        {
+            "statement": result.statement,
+            "recommendation": lines,
+            "priors_source": priors.source,
+            "priors_notes": priors.notes,
+            "settings": dataclasses.asdict(settings),
+            "targets": dataclasses.asdict(targets),
+            "costs": dataclasses.asdict(costs),
+            "unmet": result.unmet,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "n_designs": n_designs,
+            "scenarios": list(scenarios),
+        },
+        out / "plan.json",
+    )
     return lines
 
 

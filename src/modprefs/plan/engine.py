@@ -118,8 +118,14 @@ def code_fingerprint() -> str:
 
 def task_key(task: Task) -> str:
     """Content hash of a task (parameters, design, settings, lengths, code)."""
-    payload = {"scenario_params": task.params.to_dict(), "kind": task.kind, "design": dataclasses.asdict(task.design),
-               "settings": dataclasses.asdict(task.settings), "lengths": task.lengths_pool, "code": code_fingerprint()}
+    payload = {
+        "scenario_params": task.params.to_dict(),
+        "kind": task.kind,
+        "design": dataclasses.asdict(task.design),
+        "settings": dataclasses.asdict(task.settings),
+        "lengths": task.lengths_pool,
+        "code": code_fingerprint(),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -219,8 +225,9 @@ def expected_cost(task: Task) -> float:
     return float(ratings * (s.n_sims * per_study + calibration))
 
 
-def run_tasks(tasks: list[Task], jobs: int = 1, cache_dir: str | os.PathLike[str] | None = None,
-              progress: bool = False) -> list[dict[str, np.ndarray]]:
+def run_tasks(
+    tasks: list[Task], jobs: int = 1, cache_dir: str | os.PathLike[str] | None = None, progress: bool = False
+) -> list[dict[str, np.ndarray]]:
     """Run (or read from the cache) every task, ``jobs`` worker processes at a time.
 
     Args:

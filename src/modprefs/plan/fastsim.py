@@ -77,25 +77,34 @@ def standardised_lengths(lengths: np.ndarray) -> np.ndarray:
 
 def clip_effects(p: SimulationParams, n_prompts: int, rng: np.random.Generator) -> np.ndarray:
     """(n_prompts, 2 responses, 2 conditions [audio, text]) clip effects, drawn by the simulator's own code."""
-    stim = pd.DataFrame({"prompt_id": np.repeat(np.arange(n_prompts), 2).astype(str),
-                         "response": np.tile([0, 1], n_prompts)})
+    stim = pd.DataFrame(
+        {"prompt_id": np.repeat(np.arange(n_prompts), 2).astype(str), "response": np.tile([0, 1], n_prompts)}
+    )
     return _clip_effects(stim, p, rng).reshape(n_prompts, 2, 2)
 
 
-def _condition(p: SimulationParams, condition: str, lay: ConditionLayout, u: np.ndarray, len_z: np.ndarray,
-               max_trial: int, attention: bool, rng: np.random.Generator) -> ConditionRatings:
+def _condition(
+    p: SimulationParams,
+    condition: str,
+    lay: ConditionLayout,
+    u: np.ndarray,
+    len_z: np.ndarray,
+    max_trial: int,
+    attention: bool,
+    rng: np.random.Generator,
+) -> ConditionRatings:
     is_text = 1.0 if condition == "text" else 0.0
     ci = 1 if condition == "text" else 0
     n_part = lay.n_participants
     v = math.sqrt(p.by_condition("var_participant", condition)) * rng.standard_normal(n_part)
     tau = _lognormal(rng, p.by_condition("tie_threshold_mean", condition), p.tie_threshold_cv, n_part)
-    failed = (rng.random(n_part) < p.by_condition("p_fail_attention", condition)) if attention \
-        else np.zeros(n_part, bool)
+    failed = (
+        (rng.random(n_part) < p.by_condition("p_fail_attention", condition)) if attention else np.zeros(n_part, bool)
+    )
     drop = (~failed) & (rng.random(n_part) < p.by_condition("p_incomplete", condition))
     k_drop = rng.poisson(p.incomplete_trials_mean, n_part)
-    n_done = np.where(failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(lay.n_assigned - 1, 0)),
-                                          lay.n_assigned))
-    s2 = math.log1p(p.resid_scale_cv ** 2)
+    n_done = np.where(failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(lay.n_assigned - 1, 0)), lay.n_assigned))
+    s2 = math.log1p(p.resid_scale_cv**2)
     resid_scale = np.exp(math.sqrt(s2) * rng.standard_normal(n_part) - s2)
 
     # a participant's trials are done in trial order: keep the first n_done of them
@@ -109,10 +118,17 @@ def _condition(p: SimulationParams, condition: str, lay: ConditionLayout, u: np.
     latent = np.empty((n, 2))
     for r in (0, 1):
         first = (first_clip == r).astype(float)
-        latent[:, r] = (p.intercept + p.b_first * first + p.b_text * is_text
-                        + (p.b_len + p.b_len_text * is_text) * len_z[prompt, r]
-                        + (p.b_trial + p.b_trial_text * is_text) * trial_z + p.b_first_text * first * is_text
-                        + u[prompt, r, ci] + v[tp] + sd_res * _unit_t(rng, p.resid_df, n))
+        latent[:, r] = (
+            p.intercept
+            + p.b_first * first
+            + p.b_text * is_text
+            + (p.b_len + p.b_len_text * is_text) * len_z[prompt, r]
+            + (p.b_trial + p.b_trial_text * is_text) * trial_z
+            + p.b_first_text * first * is_text
+            + u[prompt, r, ci]
+            + v[tp]
+            + sd_res * _unit_t(rng, p.resid_df, n)
+        )
     lo_b, hi_b = (1.0, 100.0) if p.clip_ratings else (-np.inf, np.inf)
     perceived = np.clip(latent, lo_b, hi_b)
     rating = np.rint(perceived)
@@ -126,13 +142,18 @@ def _condition(p: SimulationParams, condition: str, lay: ConditionLayout, u: np.
     else:
         tie = (np.abs(rating[:, 0] - rating[:, 1]) < thr) | (rating[:, 0] == rating[:, 1])
     return ConditionRatings(
-        y=rating.ravel(), first=np.column_stack([first_clip == 0, first_clip == 1]).astype(float).ravel(),
-        trial=np.repeat(trial, 2), clip=(2 * prompt[:, None] + np.array([0, 1])[None, :]).ravel(),
-        participant=np.repeat(tp, 2), tie=tie)
+        y=rating.ravel(),
+        first=np.column_stack([first_clip == 0, first_clip == 1]).astype(float).ravel(),
+        trial=np.repeat(trial, 2),
+        clip=(2 * prompt[:, None] + np.array([0, 1])[None, :]).ravel(),
+        participant=np.repeat(tp, 2),
+        tie=tie,
+    )
 
 
-def simulate_study(p: SimulationParams, layout: Layout, lengths: np.ndarray, rng: np.random.Generator,
-                   attention: bool = True) -> SimulatedStudy:
+def simulate_study(
+    p: SimulationParams, layout: Layout, lengths: np.ndarray, rng: np.random.Generator, attention: bool = True
+) -> SimulatedStudy:
     """Simulate the analysed ratings of one study.
 
     Args:
@@ -170,15 +191,29 @@ def study_tables(study: SimulatedStudy) -> tuple[pd.DataFrame, pd.DataFrame, pd.
         prompt = r.clip // 2
         pid = np.char.add(c[0], np.char.zfill(r.participant.astype(str), 4))
         pr = np.char.add("p", np.char.zfill(prompt.astype(str), 4))
-        frames.append(pd.DataFrame({
-            "participant_id": pid, "condition": c, "prompt_id": pr,
-            "clip_id": np.char.add(np.char.add(pr, "_"), (r.clip % 2).astype(str)), "trial": r.trial,
-            "presented_first": r.first.astype(bool), "rating": r.y.astype(int)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "participant_id": pid,
+                    "condition": c,
+                    "prompt_id": pr,
+                    "clip_id": np.char.add(np.char.add(pr, "_"), (r.clip % 2).astype(str)),
+                    "trial": r.trial,
+                    "presented_first": r.first.astype(bool),
+                    "rating": r.y.astype(int),
+                }
+            )
+        )
         people.append(pd.DataFrame({"participant_id": np.unique(pid), "condition": c, "passed_attention": True}))
     n_prompts = study.len_z.shape[0]
     prompts = np.char.add("p", np.char.zfill(np.arange(n_prompts).astype(str), 4))
     # n_chars reproduce len_z exactly: z-scores are invariant to this affine map
-    stimuli = pd.DataFrame({"prompt_id": np.repeat(prompts, 2), "response": np.tile([0, 1], n_prompts),
-                            "n_chars": 1000.0 + 100.0 * study.len_z.ravel()})
+    stimuli = pd.DataFrame(
+        {
+            "prompt_id": np.repeat(prompts, 2),
+            "response": np.tile([0, 1], n_prompts),
+            "n_chars": 1000.0 + 100.0 * study.len_z.ravel(),
+        }
+    )
     stimuli["clip_id"] = stimuli["prompt_id"] + "_" + stimuli["response"].astype(str)
     return pd.concat(frames, ignore_index=True), pd.concat(people, ignore_index=True), stimuli

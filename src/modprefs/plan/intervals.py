@@ -57,8 +57,9 @@ def wald_half_width(icck: np.ndarray, sek: np.ndarray, level: float) -> np.ndarr
     return (hi - lo) / 2.0
 
 
-def analysis_half_widths(study: SimulatedStudy, method: str, n_boot: int, rng: np.random.Generator,
-                         level: float) -> dict[str, float]:
+def analysis_half_widths(
+    study: SimulatedStudy, method: str, n_boot: int, rng: np.random.Generator, level: float
+) -> dict[str, float]:
     """The analysis' own ICC(2,k) interval half-width per condition of one study (NaN if it failed)."""
     out = {}
     for c, r in study.ratings.items():
@@ -99,8 +100,9 @@ def fit_ratio_model(designs: np.ndarray, log_ratio: np.ndarray) -> Callable[[np.
     return predict
 
 
-def predicted_half_widths(icck: np.ndarray, sek: np.ndarray, interval: str, level: float,
-                          analysis_ratio: float | None = None) -> tuple[np.ndarray, float]:
+def predicted_half_widths(
+    icck: np.ndarray, sek: np.ndarray, interval: str, level: float, analysis_ratio: float | None = None
+) -> tuple[np.ndarray, float]:
     """Per-study predicted half-widths of the reported ICC(2,k) interval, and the scale factor used.
 
     Args:

@@ -76,8 +76,9 @@ def _counterbalance(prompt: np.ndarray, n_prompts: int, rng: np.random.Generator
     return first
 
 
-def balanced_layout(n_prompts: int, raters: int, trials: int, conditions: tuple[str, ...],
-                    rng: np.random.Generator) -> Layout:
+def balanced_layout(
+    n_prompts: int, raters: int, trials: int, conditions: tuple[str, ...], rng: np.random.Generator
+) -> Layout:
     """A balanced between-subjects layout: ``raters`` participants per condition, ``trials`` prompts each.
 
     Args:
@@ -100,9 +101,12 @@ def balanced_layout(n_prompts: int, raters: int, trials: int, conditions: tuple[
         order = np.argsort(rng.random((raters, trials)), axis=1)
         prompt = np.take_along_axis(block, order, axis=1).ravel()
         out[condition] = ConditionLayout(
-            participant=np.repeat(np.arange(raters), trials), prompt=prompt,
-            trial=np.tile(np.arange(1, trials + 1), raters), first=_counterbalance(prompt, n_prompts, rng),
-            n_assigned=np.full(raters, trials))
+            participant=np.repeat(np.arange(raters), trials),
+            prompt=prompt,
+            trial=np.tile(np.arange(1, trials + 1), raters),
+            first=_counterbalance(prompt, n_prompts, rng),
+            n_assigned=np.full(raters, trials),
+        )
     return Layout(conditions=out, n_prompts=n_prompts, max_trial=trials)
 
 
@@ -130,9 +134,12 @@ def layout_from_assignments(assignments: pd.DataFrame, prompt_ids: list[str]) ->
         rows = rated[rated["condition"].astype(str) == condition].sort_values(["participant_id", "trial"])
         participant = rows["participant_id"].astype(str).map(pcode).to_numpy(np.int64)
         out[condition] = ConditionLayout(
-            participant=participant, prompt=rows["prompt_id"].astype(str).map(code).to_numpy(np.int64),
-            trial=rows["trial"].to_numpy(np.int64), first=rows["first_clip"].to_numpy(np.int64),
-            n_assigned=np.bincount(participant, minlength=len(people)))
+            participant=participant,
+            prompt=rows["prompt_id"].astype(str).map(code).to_numpy(np.int64),
+            trial=rows["trial"].to_numpy(np.int64),
+            first=rows["first_clip"].to_numpy(np.int64),
+            n_assigned=np.bincount(participant, minlength=len(people)),
+        )
     max_trial = int(assignments["trial"].astype(int).max()) if len(assignments) else 1
     return Layout(conditions=out, n_prompts=len(prompt_ids), max_trial=max(max_trial, 1))
 

@@ -20,7 +20,8 @@ PRIORS_STATEMENT = (
     "The priors drive this answer. Every number here is what the simulator predicts if the priors are right: "
     "above all each modality's single-rater reliability ICC(2,1) ({iccs}, from {source}). If your raters, "
     "prompts or rating scale differ from the priors' source, the answer moves: the pessimistic and optimistic "
-    "rows show how far across the priors' uncertainty. A pilot (--pilot) replaces the priors with your own.")
+    "rows show how far across the priors' uncertainty. A pilot (--pilot) replaces the priors with your own."
+)
 
 
 @dataclass
@@ -52,7 +53,8 @@ def analysis_ratios(results: dict[Design, dict[str, np.ndarray]]) -> dict[Design
             raise PlanInputError(
                 f"--n-calibration: none of the {lr.size} calibration studies of the {c} condition gave both the "
                 "analysis' interval and the Wald interval of ICC(2,k) (designs this small often put the ICC at 0 "
-                "or 1); raise --n-calibration, use larger designs, or --interval sampling")
+                "or 1); raise --n-calibration, use larger designs, or --interval sampling"
+            )
         model = fit_ratio_model(np.array(rows, float), lr)
         for d in results:
             if c in d.conditions:
@@ -78,16 +80,25 @@ def jackknife_test_calibration(results: dict[Design, dict[str, np.ndarray]]) -> 
         raise PlanInputError(
             f"--n-calibration: none of the {lr.size} calibration studies of the ICC-difference alternative gave both "
             "the jackknife test and the Wald SE (designs this small often put an ICC at 0 or 1); raise "
-            "--n-calibration or use larger designs")
+            "--n-calibration or use larger designs"
+        )
     ratio_model = fit_ratio_model(np.array(rows, float), lr)
     df_model = fit_ratio_model(np.array(rows, float), ldf)
     sizes = np.array([[d.prompts, d.raters, d.trials] for d in results], float)
     return {d: (float(r), float(df)) for d, r, df in zip(results, ratio_model(sizes), df_model(sizes), strict=True)}
 
 
-def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Costs, settings: SimSettings,
-              scenarios: tuple[str, ...] = SCENARIOS, jobs: int = 1, cache_dir: str | os.PathLike[str] | None = None,
-              progress: bool = False) -> PlanResult:
+def make_plan(
+    priors: Priors,
+    designs: list[Design],
+    targets: Targets,
+    costs: Costs,
+    settings: SimSettings,
+    scenarios: tuple[str, ...] = SCENARIOS,
+    jobs: int = 1,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> PlanResult:
     """Simulate every design under every scenario and summarise (see :mod:`modprefs.plan.summary`)."""
     targets.check(designs[0].conditions)
     costs.check()
@@ -95,8 +106,10 @@ def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Co
     if pool is not None and max(d.prompts for d in designs) > len(pool):
         from modprefs.plan.errors import PlanInputError
 
-        raise PlanInputError(f"--prompts: {max(d.prompts for d in designs)} prompts exceed the {len(pool)} prompts "
-                             "whose lengths the clips table gives")
+        raise PlanInputError(
+            f"--prompts: {max(d.prompts for d in designs)} prompts exceed the {len(pool)} prompts "
+            "whose lengths the clips table gives"
+        )
     sizes = np.array([[d.prompts, d.raters, d.trials] for d in designs], float)
     calibrated = {designs[i] for i in calibration_designs(sizes, settings.calibration_designs)}
     uncalibrated = dataclasses.replace(settings, n_calibration=0)
@@ -118,8 +131,17 @@ def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Co
         ratios = analysis_ratios({d: by[(s, d, "main")] for d in designs}) if settings.interval == "analysis" else {}
         jk = jackknife_test_calibration({d: by[(s, d, "icc_diff")] for d in designs if (s, d, "icc_diff") in by})
         for d in designs:
-            row = summarise(d, by[(s, d, "main")], priors.scenarios[s], targets, costs, settings.interval,
-                            by.get((s, d, "icc_diff")), ratios.get(d), jk.get(d))
+            row = summarise(
+                d,
+                by[(s, d, "main")],
+                priors.scenarios[s],
+                targets,
+                costs,
+                settings.interval,
+                by.get((s, d, "icc_diff")),
+                ratios.get(d),
+                jk.get(d),
+            )
             rows.append({"scenario": s, **row})
     table = pd.DataFrame(rows)
     recs, unmet = [], {}
@@ -131,7 +153,10 @@ def make_plan(priors: Priors, designs: list[Design], targets: Targets, costs: Co
             recs.append({"scenario": s, "met": False, "note": "; ".join(unmet[s])})
         else:
             recs.append({**best.to_dict(), "met": True, "note": ""})
-    iccs = ", ".join(f"{r.condition} {r.central:.3f}" for r in priors.table.itertuples()
-                     if r.quantity == "ICC(2,1)")
-    return PlanResult(table=table, recommendations=pd.DataFrame(recs), unmet=unmet,
-                      statement=PRIORS_STATEMENT.format(iccs=iccs, source=priors.source))
+    iccs = ", ".join(f"{r.condition} {r.central:.3f}" for r in priors.table.itertuples() if r.quantity == "ICC(2,1)")
+    return PlanResult(
+        table=table,
+        recommendations=pd.DataFrame(recs),
+        unmet=unmet,
+        statement=PRIORS_STATEMENT.format(iccs=iccs, source=priors.source),
+    )

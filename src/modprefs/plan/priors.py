@@ -83,11 +83,11 @@ class Priors:
         return self.scenarios["central"]
 
 
-
 def _replaced(params: SimulationParams, field: str, value: float) -> SimulationParams:
     """``params`` with one field (named at run time) set to ``value``."""
     changes: dict[str, Any] = {field: value}
     return dataclasses.replace(params, **changes)
+
 
 def scale_clip_variance(p: SimulationParams, condition: str, multiplier: float) -> SimulationParams:
     """``p`` with condition's latent clip variance multiplied by ``multiplier``."""

@@ -59,8 +59,9 @@ def wilson_half_width(p: np.ndarray, n: np.ndarray, level: float = 0.95) -> np.n
         return np.where(n > 0, z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n), np.nan)
 
 
-def icc_diff_power(alt: dict[str, np.ndarray], alpha: float,
-                   jackknife: tuple[float, float] | None = None) -> tuple[float, float, float]:
+def icc_diff_power(
+    alt: dict[str, np.ndarray], alpha: float, jackknife: tuple[float, float] | None = None
+) -> tuple[float, float, float]:
     """(power, MC SE, critical |z|) of the planned ICC(2,1)-difference test on the alternative's studies.
 
     z = d / sqrt(se_a^2 + se_t^2) (the Wald SE of the difference) against a critical value that mimics Table

@@ -68,8 +68,8 @@ def icc_standard_errors(theta: np.ndarray, hessian: np.ndarray, k: float) -> tup
     a, b = t1 * t1, t2 * t2
     d1 = a + b + 1.0
     dk = a + (b + 1.0) / k
-    g1 = np.array([2 * t1 * (b + 1.0) / d1 ** 2, -2 * t2 * a / d1 ** 2])
-    gk = np.array([2 * t1 * (b + 1.0) / k / dk ** 2, -2 * t2 * a / k / dk ** 2])
+    g1 = np.array([2 * t1 * (b + 1.0) / d1**2, -2 * t2 * a / d1**2])
+    gk = np.array([2 * t1 * (b + 1.0) / k / dk**2, -2 * t2 * a / k / dk**2])
     return float(math.sqrt(max(g1 @ cov @ g1, 0.0))), float(math.sqrt(max(gk @ cov @ gk, 0.0)))
 
 

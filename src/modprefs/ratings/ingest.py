@@ -41,6 +41,7 @@ order from the ratings' ``presented_first``, not from assignments.csv.
 
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -128,8 +129,9 @@ def _col(df: pd.DataFrame | None, name: str) -> list:
 def _stimulus_maps(stimuli: pd.DataFrame) -> tuple[set[str], dict[str, tuple[str, int]], dict[str, set[str]]]:
     prompts = set(stimuli["prompt_id"].astype(str)) | {ATTENTION_PROMPT}
     clip_of: dict[str, tuple[str, int]] = dict(ATTENTION_CLIPS)
-    for pid, cid, resp in zip(stimuli["prompt_id"].astype(str), stimuli["clip_id"].astype(str),
-                              stimuli["response"].astype(int)):
+    for pid, cid, resp in zip(
+        stimuli["prompt_id"].astype(str), stimuli["clip_id"].astype(str), stimuli["response"].astype(int)
+    ):
         clip_of[cid] = (pid, int(resp))
     clips_by_prompt: dict[str, set[str]] = defaultdict(set)
     for cid, (pid, _) in clip_of.items():
@@ -137,8 +139,12 @@ def _stimulus_maps(stimuli: pd.DataFrame) -> tuple[set[str], dict[str, tuple[str
     return prompts, clip_of, clips_by_prompt
 
 
-def ingest_ratings(source: str | Path, stimuli: pd.DataFrame, columns: Mapping[str, str] | None = None,
-                   assignments: pd.DataFrame | None = None) -> ValidRatings:
+def ingest_ratings(
+    source: str | Path,
+    stimuli: pd.DataFrame,
+    columns: Mapping[str, str] | None = None,
+    assignments: pd.DataFrame | None = None,
+) -> ValidRatings:
     """Load ``source`` (:func:`modprefs.ratings.sources.load_ratings_source`) and validate it.
 
     Raises:
@@ -149,8 +155,9 @@ def ingest_ratings(source: str | Path, stimuli: pd.DataFrame, columns: Mapping[s
     return validate_ratings(raw, stimuli, assignments)
 
 
-def validate_ratings_dir(directory: str | Path, stimuli: pd.DataFrame,
-                         columns: Mapping[str, str] | None = None) -> dict[str, pd.DataFrame]:
+def validate_ratings_dir(
+    directory: str | Path, stimuli: pd.DataFrame, columns: Mapping[str, str] | None = None
+) -> dict[str, pd.DataFrame]:
     """Validate the tables of the ratings source ``directory`` against ``stimuli``; the typed tables.
 
     The tables' checks only (as the annotation app's ``export --validate`` needs): an export made
@@ -160,8 +167,9 @@ def validate_ratings_dir(directory: str | Path, stimuli: pd.DataFrame,
     return validate_ratings(raw, stimuli, study_checks=False).tables
 
 
-def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.DataFrame | None = None,
-                     study_checks: bool = True) -> ValidRatings:
+def validate_ratings(
+    raw: RawTables, stimuli: pd.DataFrame, assignments: pd.DataFrame | None = None, study_checks: bool = True
+) -> ValidRatings:
     """Check the loaded tables (see the module docstring); raise :class:`RatingsValidationError` on any problem.
 
     Args:
@@ -186,8 +194,10 @@ def validate_ratings(raw: RawTables, stimuli: pd.DataFrame, assignments: pd.Data
     ratings = tables["ratings"]
     assert ratings is not None
     if ratings.empty and study_checks:
-        problems.file("ratings", "no rating rows (a header without data, or an empty dataset): an empty study has "
-                                 "nothing to analyse")
+        problems.file(
+            "ratings",
+            "no rating rows (a header without data, or an empty dataset): an empty study has nothing to analyse",
+        )
     given_participants = tables["participants"] is not None
     _cross_checks(tables, stimuli, problems, given_participants)
     if not problems.items:
@@ -229,20 +239,27 @@ def _attention_check(tables: dict[str, pd.DataFrame | None], problems: _Problems
     else:
         attn = trials["prompt_id"].astype(str) == ATTENTION_PROMPT
     attn = attn.fillna(False).to_numpy(bool)
-    answer = {pid: (i, pref) for i, (pid, pref, is_attn) in
-              enumerate(zip(trials["participant_id"], trials["preference"], attn)) if is_attn and _present(pref)}
+    answer = {
+        pid: (i, pref)
+        for i, (pid, pref, is_attn) in enumerate(zip(trials["participant_id"], trials["preference"], attn))
+        if is_attn and _present(pref)
+    }
     if not answer:
         return
     assert parts is not None
     if "passed_attention" not in parts.columns:
         passed = {pid: pref != FAILED_ATTENTION_PREFERENCE for pid, (_, pref) in answer.items()}
         parts["passed_attention"] = parts["participant_id"].map(passed).astype("boolean")
-        notes.append("passed_attention derived from the attention check's preference (trial 0: 1 = the nonsensical "
-                     "response = failed)")
+        notes.append(
+            "passed_attention derived from the attention check's preference (trial 0: 1 = the nonsensical "
+            "response = failed)"
+        )
         unanswered = parts.loc[parts["passed_attention"].isna(), "participant_id"].tolist()
         if unanswered:
-            notes.append(f"{len(unanswered)} participant(s) without an attention-check answer are not analysed, "
-                         f"e.g. {', '.join(repr(p) for p in unanswered[:5])}")
+            notes.append(
+                f"{len(unanswered)} participant(s) without an attention-check answer are not analysed, "
+                f"e.g. {', '.join(repr(p) for p in unanswered[:5])}"
+            )
         return
     for i, (pid, flag) in enumerate(zip(parts["participant_id"], parts["passed_attention"])):
         if pid not in answer or not _present(flag):
@@ -251,14 +268,19 @@ def _attention_check(tables: dict[str, pd.DataFrame | None], problems: _Problems
         expected = pref != FAILED_ATTENTION_PREFERENCE
         verdict = "not the nonsensical response: passed" if expected else "the nonsensical response attn_1: failed"
         if bool(flag) != expected:
-            problems.cell("participants", i, "passed_attention",
-                          f"participant {pid!r} has passed_attention {str(bool(flag)).lower()}, but at the attention "
-                          f"check ({problems.at('trials', j)}) preferred {pref!r} "
-                          f"({verdict})")
+            problems.cell(
+                "participants",
+                i,
+                "passed_attention",
+                f"participant {pid!r} has passed_attention {str(bool(flag)).lower()}, but at the attention "
+                f"check ({problems.at('trials', j)}) preferred {pref!r} "
+                f"({verdict})",
+            )
 
 
-def _study_checks(tables: dict[str, pd.DataFrame | None], problems: _Problems, notes: list[str],
-                  assignments: pd.DataFrame | None) -> None:
+def _study_checks(
+    tables: dict[str, pd.DataFrame | None], problems: _Problems, notes: list[str], assignments: pd.DataFrame | None
+) -> None:
     ratings, parts = tables["ratings"], tables["participants"]
     assert ratings is not None and parts is not None
     if ratings.empty:
@@ -267,25 +289,32 @@ def _study_checks(tables: dict[str, pd.DataFrame | None], problems: _Problems, n
         ok = set(parts.loc[parts["passed_attention"].fillna(False).astype(bool), "participant_id"])
     else:
         ok = set(parts["participant_id"])
-    rated = ratings["participant_id"].isin(ok) & (ratings["prompt_id"].astype(str) != ATTENTION_PROMPT
-                                                  if "prompt_id" in ratings.columns else True)
+    rated = ratings["participant_id"].isin(ok) & (
+        ratings["prompt_id"].astype(str) != ATTENTION_PROMPT if "prompt_id" in ratings.columns else True
+    )
     if "trial" in ratings.columns:
         rated &= ratings["trial"].astype("Int64").fillna(0) >= 1
     if not rated.any():
-        problems.file("ratings", "no rating left to analyse: every participant failed the attention check "
-                                 "(passed_attention) or only attention-check (trial 0) ratings are present")
+        problems.file(
+            "ratings",
+            "no rating left to analyse: every participant failed the attention check "
+            "(passed_attention) or only attention-check (trial 0) ratings are present",
+        )
         return
     if assignments is not None and len(assignments):
         design = set(assignments["participant_id"].astype(str))
         extra = sorted(set(ratings["participant_id"].dropna()) - design)
         if extra:
             shown = ", ".join(repr(p) for p in extra[:5]) + (" ..." if len(extra) > 5 else "")
-            notes.append(f"{len(extra)} participant(s) not in the design (assignments.csv), e.g. {shown}: accepted; "
-                         "their presentation order is taken from ratings.presented_first")
+            notes.append(
+                f"{len(extra)} participant(s) not in the design (assignments.csv), e.g. {shown}: accepted; "
+                "their presentation order is taken from ratings.presented_first"
+            )
 
 
-def _cross_checks(tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame, problems: _Problems,
-                  given_participants: bool) -> None:
+def _cross_checks(
+    tables: dict[str, pd.DataFrame | None], stimuli: pd.DataFrame, problems: _Problems, given_participants: bool
+) -> None:
     prompts, clip_of, clips_by_prompt = _stimulus_maps(stimuli)
     ratings, trials, parts = tables["ratings"], tables["trials"], tables["participants"]
     assert ratings is not None
@@ -314,16 +343,21 @@ class _RowChecks:
     def check_participant(self, table: str, i: int, pid: object) -> None:
         """An unknown participant (not in participants.csv, when given) is a problem."""
         if self.known_participants is not None and _present(pid) and pid not in self.known_participants:
-            self.problems.cell(table, i, "participant_id",
-                               f"unknown participant {pid!r} (not in {self.problems.origins['participants'].file()})")
+            self.problems.cell(
+                table,
+                i,
+                "participant_id",
+                f"unknown participant {pid!r} (not in {self.problems.origins['participants'].file()})",
+            )
 
     def check_prompt(self, table: str, i: int, prompt: object, trial: object) -> None:
         """An unknown prompt, or the attention check anywhere but at trial 0, is a problem."""
         if not _present(prompt):
             return
         if prompt not in self.prompts:
-            self.problems.cell(table, i, "prompt_id",
-                               f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)")
+            self.problems.cell(
+                table, i, "prompt_id", f"unknown prompt {prompt!r} (not in the stimuli nor the attention check)"
+            )
         elif _present(trial):
             if trial == 0 and prompt != ATTENTION_PROMPT:
                 self.problems.cell(table, i, "prompt_id", f"trial 0 is the attention check, but prompt is {prompt!r}")
@@ -342,8 +376,9 @@ class _RowChecks:
         return f"trial {key[1]}" if self.by_trial else f"prompt {key[1]!r}"
 
 
-def _participant_conditions(parts: pd.DataFrame | None, problems: _Problems,
-                            given_participants: bool) -> tuple[dict[str, str], set[str] | None]:
+def _participant_conditions(
+    parts: pd.DataFrame | None, problems: _Problems, given_participants: bool
+) -> tuple[dict[str, str], set[str] | None]:
     """(condition of each participant, the known participants or None): duplicates in participants.csv reported."""
     cond_of: dict[str, str] = {}
     known_participants: set[str] | None = None
@@ -353,8 +388,12 @@ def _participant_conditions(parts: pd.DataFrame | None, problems: _Problems,
             if not _present(pid):
                 continue
             if pid in first_row:
-                problems.cell("participants", i, "participant_id",
-                              f"duplicate participant {pid!r} (first at {problems.at('participants', first_row[pid])})")
+                problems.cell(
+                    "participants",
+                    i,
+                    "participant_id",
+                    f"duplicate participant {pid!r} (first at {problems.at('participants', first_row[pid])})",
+                )
                 continue
             first_row[pid] = i
             if _present(cond):
@@ -363,15 +402,18 @@ def _participant_conditions(parts: pd.DataFrame | None, problems: _Problems,
     return cond_of, known_participants
 
 
-def _check_trials(trials: pd.DataFrame | None, checks: _RowChecks,
-                  cond_of: dict[str, str]) -> tuple[dict[tuple, int], dict[tuple, str]]:
+def _check_trials(
+    trials: pd.DataFrame | None, checks: _RowChecks, cond_of: dict[str, str]
+) -> tuple[dict[tuple, int], dict[tuple, str]]:
     """(row of each trial key, prompt of each trial key) in trials.csv; its row problems reported."""
     problems, key_col = checks.problems, checks.key_col
     trial_rows: dict[tuple, int] = {}
     trial_prompt: dict[tuple, str] = {}
     if trials is not None:
-        cols = {c: _col(trials, c) for c in ("participant_id", "prompt_id", "trial", "relistened_first",
-                                              *AUDIO_ONLY_TRIAL_COLUMNS)}
+        cols = {
+            c: _col(trials, c)
+            for c in ("participant_id", "prompt_id", "trial", "relistened_first", *AUDIO_ONLY_TRIAL_COLUMNS)
+        }
         for i in range(len(trials)):
             pid, prompt, trial = cols["participant_id"][i], cols["prompt_id"][i], cols["trial"][i]
             checks.check_participant("trials", i, pid)
@@ -379,8 +421,13 @@ def _check_trials(trials: pd.DataFrame | None, checks: _RowChecks,
             key = checks.key_of(pid, trial, prompt)
             if key is not None:
                 if key in trial_rows:
-                    problems.cell("trials", i, key_col, f"duplicate {checks.key_text(key)} of participant {pid!r} "
-                                                        f"(first at {problems.at('trials', trial_rows[key])})")
+                    problems.cell(
+                        "trials",
+                        i,
+                        key_col,
+                        f"duplicate {checks.key_text(key)} of participant {pid!r} "
+                        f"(first at {problems.at('trials', trial_rows[key])})",
+                    )
                 else:
                     trial_rows[key] = i
                     if _present(prompt):
@@ -388,25 +435,38 @@ def _check_trials(trials: pd.DataFrame | None, checks: _RowChecks,
             if _present(pid) and cond_of.get(pid) == "text":
                 for col in AUDIO_ONLY_TRIAL_COLUMNS:
                     if _present(cols[col][i]):
-                        problems.cell("trials", i, col,
-                                      f"audio-only measure present for text-condition participant {pid!r}")
+                        problems.cell(
+                            "trials", i, col, f"audio-only measure present for text-condition participant {pid!r}"
+                        )
                 if _present(cols["relistened_first"][i]) and bool(cols["relistened_first"][i]):
-                    problems.cell("trials", i, "relistened_first",
-                                  f"re-listening is audio-only, but participant {pid!r} is in the text condition")
+                    problems.cell(
+                        "trials",
+                        i,
+                        "relistened_first",
+                        f"re-listening is audio-only, but participant {pid!r} is in the text condition",
+                    )
     return trial_rows, trial_prompt
 
 
-def _check_ratings(ratings: pd.DataFrame, trials: pd.DataFrame | None, parts: pd.DataFrame | None,
-                   checks: _RowChecks, clip_of: dict[str, tuple[str, int]], cond_of: dict[str, str],
-                   trial_rows: dict[tuple, int], trial_prompt: dict[tuple, str]
-                   ) -> tuple[dict[tuple, list[int]], dict[str, list]]:
+def _check_ratings(
+    ratings: pd.DataFrame,
+    trials: pd.DataFrame | None,
+    parts: pd.DataFrame | None,
+    checks: _RowChecks,
+    clip_of: dict[str, tuple[str, int]],
+    cond_of: dict[str, str],
+    trial_rows: dict[tuple, int],
+    trial_prompt: dict[tuple, str],
+) -> tuple[dict[tuple, list[int]], dict[str, list]]:
     """(rating rows of each trial key, the ratings' key columns as lists); its row problems reported."""
     problems, key_col = checks.problems, checks.key_col
     seen_clip: dict[tuple[str, str], int] = {}
     per_trial: dict[tuple, list[int]] = defaultdict(list)
     has_aq = "audio_quality" in ratings.columns
-    cols = {c: _col(ratings, c) for c in ("participant_id", "condition", "prompt_id", "clip_id", "trial",
-                                          "audio_quality", "presented_first")}
+    cols = {
+        c: _col(ratings, c)
+        for c in ("participant_id", "condition", "prompt_id", "clip_id", "trial", "audio_quality", "presented_first")
+    }
     for i in range(len(ratings)):
         pid, cond, prompt = cols["participant_id"][i], cols["condition"][i], cols["prompt_id"][i]
         clip, trial = cols["clip_id"][i], cols["trial"][i]
@@ -414,22 +474,36 @@ def _check_ratings(ratings: pd.DataFrame, trials: pd.DataFrame | None, parts: pd
         checks.check_prompt("ratings", i, prompt, trial)
         if _present(clip):
             if clip not in clip_of:
-                problems.cell("ratings", i, "clip_id",
-                              f"unknown clip {clip!r} (not in the stimuli nor the attention check)")
+                problems.cell(
+                    "ratings", i, "clip_id", f"unknown clip {clip!r} (not in the stimuli nor the attention check)"
+                )
             elif _present(prompt) and clip_of[clip][0] != prompt:
-                problems.cell("ratings", i, "clip_id", f"clip {clip!r} belongs to prompt {clip_of[clip][0]!r}, "
-                                                       f"not to this row's prompt {prompt!r}")
+                problems.cell(
+                    "ratings",
+                    i,
+                    "clip_id",
+                    f"clip {clip!r} belongs to prompt {clip_of[clip][0]!r}, not to this row's prompt {prompt!r}",
+                )
             if _present(pid):
                 clip_key = (pid, clip)
                 if clip_key in seen_clip:
-                    problems.cell("ratings", i, "clip_id", f"duplicate rating of clip {clip!r} by participant {pid!r} "
-                                                           f"(first at {problems.at('ratings', seen_clip[clip_key])})")
+                    problems.cell(
+                        "ratings",
+                        i,
+                        "clip_id",
+                        f"duplicate rating of clip {clip!r} by participant {pid!r} "
+                        f"(first at {problems.at('ratings', seen_clip[clip_key])})",
+                    )
                 else:
                     seen_clip[clip_key] = i
         if _present(pid) and _present(cond) and pid in cond_of and cond_of[pid] != cond:
             where = problems.at("participants", _row_of(parts, pid))
-            problems.cell("ratings", i, "condition", f"{cond!r} but participant {pid!r} is in the "
-                                                     f"{cond_of[pid]!r} condition ({where})")
+            problems.cell(
+                "ratings",
+                i,
+                "condition",
+                f"{cond!r} but participant {pid!r} is in the {cond_of[pid]!r} condition ({where})",
+            )
         if _present(cond) and has_aq:
             if cond == "text" and _present(cols["audio_quality"][i]):
                 problems.cell("ratings", i, "audio_quality", "audio_quality is present in the text condition")
@@ -439,19 +513,33 @@ def _check_ratings(ratings: pd.DataFrame, trials: pd.DataFrame | None, parts: pd
         if key is not None:
             per_trial[key].append(i)
             if trials is not None and key not in trial_rows:
-                problems.cell("ratings", i, key_col, f"no row in {problems.origins['trials'].file()} for participant "
-                                                     f"{pid!r} {checks.key_text(key)}")
+                problems.cell(
+                    "ratings",
+                    i,
+                    key_col,
+                    f"no row in {problems.origins['trials'].file()} for participant {pid!r} {checks.key_text(key)}",
+                )
             elif checks.by_trial and key in trial_prompt and _present(prompt) and trial_prompt[key] != prompt:
-                problems.cell("ratings", i, "prompt_id",
-                              f"{prompt!r} but {problems.origins['trials'].file()} has prompt {trial_prompt[key]!r} "
-                              f"for participant {pid!r} trial {trial}")
+                problems.cell(
+                    "ratings",
+                    i,
+                    "prompt_id",
+                    f"{prompt!r} but {problems.origins['trials'].file()} has prompt {trial_prompt[key]!r} "
+                    f"for participant {pid!r} trial {trial}",
+                )
     return per_trial, cols
 
 
-def _check_trial_clips(ratings: pd.DataFrame, trials: pd.DataFrame | None, checks: _RowChecks,
-                       clips_by_prompt: dict[str, set[str]], trial_rows: dict[tuple, int],
-                       trial_prompt: dict[tuple, str], per_trial: dict[tuple, list[int]],
-                       cols: dict[str, list]) -> None:
+def _check_trial_clips(
+    ratings: pd.DataFrame,
+    trials: pd.DataFrame | None,
+    checks: _RowChecks,
+    clips_by_prompt: dict[str, set[str]],
+    trial_rows: dict[tuple, int],
+    trial_prompt: dict[tuple, str],
+    per_trial: dict[tuple, list[int]],
+    cols: dict[str, list],
+) -> None:
     """Each trial: exactly the prompt's two clips rated, exactly one of them presented first."""
     problems, key_col, key_text = checks.problems, checks.key_col, checks.key_text
     groups = trial_rows if trials is not None else {k: rows[0] for k, rows in per_trial.items()}
@@ -468,17 +556,28 @@ def _check_trial_clips(ratings: pd.DataFrame, trials: pd.DataFrame | None, check
         expected = clips_by_prompt.get(prompt, set()) if prompt is not None and _present(prompt) else set()
         if expected and (len(rows) != 2 or set(clips) != expected):
             where = ("trials", i) if trials is not None else ("ratings", rows[0])
-            problems.cell(where[0], where[1], key_col,
-                          f"participant {pid!r} {key_text(key)} has {len(rows)} rating row(s) (clips "
-                          f"{sorted(str(c) for c in clips)}); expected one per clip {sorted(expected)} (rating rows "
-                          f"{', '.join(problems.at('ratings', r) for r in rows)})")
+            problems.cell(
+                where[0],
+                where[1],
+                key_col,
+                f"participant {pid!r} {key_text(key)} has {len(rows)} rating row(s) (clips "
+                f"{sorted(str(c) for c in clips)}); expected one per clip {sorted(expected)} (rating rows "
+                f"{', '.join(problems.at('ratings', r) for r in rows)})",
+            )
             continue
         firsts = [cols["presented_first"][r] for r in rows]
-        if ("presented_first" in ratings.columns and all(_present(f) for f in firsts)
-                and sum(bool(f) for f in firsts) != 1):
-            problems.cell("ratings", rows[0], "presented_first",
-                          f"participant {pid!r} {key_text(key)}: exactly one of the two clips must be presented first "
-                          f"(rows {', '.join(problems.at('ratings', r) for r in rows)})")
+        if (
+            "presented_first" in ratings.columns
+            and all(_present(f) for f in firsts)
+            and sum(bool(f) for f in firsts) != 1
+        ):
+            problems.cell(
+                "ratings",
+                rows[0],
+                "presented_first",
+                f"participant {pid!r} {key_text(key)}: exactly one of the two clips must be presented first "
+                f"(rows {', '.join(problems.at('ratings', r) for r in rows)})",
+            )
 
 
 def write_valid(valid: ValidRatings, paths: Mapping[str, str | Path]) -> None:
@@ -496,3 +595,12 @@ def write_valid(valid: ValidRatings, paths: Mapping[str, str | Path]) -> None:
 def _row_of(parts: pd.DataFrame | None, pid: object) -> int:
     assert parts is not None
     return int(parts.index[parts["participant_id"] == pid][0])
+
+
+def validate_as_collected(tables: Mapping[str, pd.DataFrame], stimuli: pd.DataFrame) -> None:
+    """Validate ratings, trials and participants tables as collected ones: written as CSV files to a
+    temporary folder and checked there by :func:`validate_ratings_dir` (raises as it does)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, df in tables.items():
+            df.to_csv(Path(tmp) / f"{name}.csv", index=False)
+        validate_ratings_dir(tmp, stimuli)

@@ -62,8 +62,10 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
 
     missing = [c for c in ("clip_id", "prompt_id") if c not in df.columns]
     if missing:
-        raise StimuliError(f"{name}: missing column(s) {missing} (needed: clip_id, prompt_id; optional: response, "
-                           f"n_chars, ...; has {list(df.columns)})")
+        raise StimuliError(
+            f"{name}: missing column(s) {missing} (needed: clip_id, prompt_id; optional: response, "
+            f"n_chars, ...; has {list(df.columns)})"
+        )
     clips = df["clip_id"].astype(object)
     suffix = clips.astype(str).str.extract(r"_([01])$")[0]
     if "response" in df.columns:
@@ -80,8 +82,11 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
         if prompt is None or pd.isna(prompt):
             cell(i, "prompt_id", "empty prompt id")
         if pd.isna(suf):
-            cell(i, "clip_id", f"{clip!r} does not end in _0 or _1 (the response index; clip ids are "
-                               "{prompt_id}_{response})")
+            cell(
+                i,
+                "clip_id",
+                f"{clip!r} does not end in _0 or _1 (the response index; clip ids are {{prompt_id}}_{{response}})",
+            )
         elif pd.notna(resp) and int(suf) != int(resp):
             cell(i, "clip_id", f"{clip!r} ends in _{suf} but its response is {int(resp)}")
     first: dict[str, int] = {}
@@ -96,16 +101,21 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
         for prompt, rows in df.groupby(df["prompt_id"].astype(str)).groups.items():
             got = sorted(int(response.loc[r]) for r in rows)
             if got != [0, 1]:
-                cell(int(rows[0]), "prompt_id", f"prompt {prompt!r} has clips with responses {got} (rows "
-                                                f"{[int(r) + 2 for r in rows]}); each prompt needs one clip of "
-                                                "response 0 and one of response 1")
+                cell(
+                    int(rows[0]),
+                    "prompt_id",
+                    f"prompt {prompt!r} has clips with responses {got} (rows "
+                    f"{[int(r) + 2 for r in rows]}); each prompt needs one clip of "
+                    "response 0 and one of response 1",
+                )
     if "n_chars" in df.columns:
         chars = pd.to_numeric(df["n_chars"], errors="coerce")
         for bad in np.flatnonzero((chars.isna() & df["n_chars"].notna()).to_numpy() | (chars < 0).to_numpy()):
             cell(int(bad), "n_chars", f"{df['n_chars'].iloc[bad]!r} is not a non-negative number")
     if problems:
-        raise StimuliError(f"{len(problems)} problem(s) with the stimuli {name}:\n" +
-                           "\n".join(f"  - {p}" for p in problems[:50]))
+        raise StimuliError(
+            f"{len(problems)} problem(s) with the stimuli {name}:\n" + "\n".join(f"  - {p}" for p in problems[:50])
+        )
     return df.assign(response=response.astype(int))
 
 
@@ -122,8 +132,11 @@ def present_columns(df: pd.DataFrame | None) -> frozenset[str]:
     """Columns of ``df`` holding at least one value (an empty column is not present)."""
     if df is None:
         return frozenset()
-    return frozenset(str(c) for c in df.columns if df[c].notna().any() and
-                     not (df[c].dtype == object and df[c].astype(str).str.strip().eq("").all()))
+    return frozenset(
+        str(c)
+        for c in df.columns
+        if df[c].notna().any() and not (df[c].dtype == object and df[c].astype(str).str.strip().eq("").all())
+    )
 
 
 def _truthy(values: pd.Series) -> pd.Series:
@@ -138,11 +151,15 @@ def first_clips(ratings: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
     response = {c: r for c, (_, r) in ATTENTION_CLIPS.items()}
     response.update(zip(stimuli["clip_id"].astype(str), stimuli["response"].astype(int)))
     first = ratings[_truthy(ratings["presented_first"]).to_numpy()]
-    out = pd.DataFrame({"participant_id": first["participant_id"].to_numpy(),
-                        "condition": first["condition"].to_numpy(),
-                        "trial": pd.to_numeric(first["trial"], errors="coerce").to_numpy(),
-                        "prompt_id": first["prompt_id"].to_numpy(),
-                        "first_clip": first["clip_id"].astype(str).map(response).to_numpy()})
+    out = pd.DataFrame(
+        {
+            "participant_id": first["participant_id"].to_numpy(),
+            "condition": first["condition"].to_numpy(),
+            "trial": pd.to_numeric(first["trial"], errors="coerce").to_numpy(),
+            "prompt_id": first["prompt_id"].to_numpy(),
+            "first_clip": first["clip_id"].astype(str).map(response).to_numpy(),
+        }
+    )
     out = out.dropna(subset=["trial", "first_clip"]).astype({"trial": int, "first_clip": int})
     return out.sort_values(["participant_id", "trial"], kind="mergesort").reset_index(drop=True)
 
@@ -170,15 +187,22 @@ def prepare_study(tables: Mapping[str, pd.DataFrame | None], design: pd.DataFram
         notes.append("no attention-check result (participants.passed_attention): every participant is analysed")
     if "trial" not in present["ratings"]:
         ratings["trial"] = np.where(ratings["prompt_id"].astype(str) == ATTENTION_PROMPT, 0, 1)
-        notes.append("no trial numbers (ratings.trial): every rating counts as a response trial; models without "
-                     "trial number")
+        notes.append(
+            "no trial numbers (ratings.trial): every rating counts as a response trial; models without trial number"
+        )
     if "presented_first" not in present["ratings"]:
         ratings["presented_first"] = False
         notes.append("no presentation order (ratings.presented_first): models without the order effect")
     stimuli = tables["stimuli"]
-    out = {**{k: v for k, v in tables.items() if v is not None}, "ratings": ratings, "participants": participants,
-           "trials": trials, "assignments": first_clips(ratings, stimuli) if "presented_first" in present["ratings"]
-           and "trial" in present["ratings"] else pd.DataFrame(columns=ASSIGNMENT_COLUMNS)}
+    out = {
+        **{k: v for k, v in tables.items() if v is not None},
+        "ratings": ratings,
+        "participants": participants,
+        "trials": trials,
+        "assignments": first_clips(ratings, stimuli)
+        if "presented_first" in present["ratings"] and "trial" in present["ratings"]
+        else pd.DataFrame(columns=ASSIGNMENT_COLUMNS),
+    }
     conditions = sorted(set(ratings["condition"].dropna().astype(str)))
     if len(conditions) == 1:
         notes.append(f"only the {conditions[0]} condition has ratings: analyses comparing text and audio are skipped")
@@ -186,13 +210,18 @@ def prepare_study(tables: Mapping[str, pd.DataFrame | None], design: pd.DataFram
         extra = sorted(set(ratings["participant_id"].dropna().astype(str)) - set(design["participant_id"].astype(str)))
         if extra:
             shown = ", ".join(repr(p) for p in extra[:5]) + (" ..." if len(extra) > 5 else "")
-            notes.append(f"{len(extra)} participant(s) not in the design's assignments.csv (e.g. {shown}): analysed, "
-                         "with their presentation order from ratings.presented_first")
+            notes.append(
+                f"{len(extra)} participant(s) not in the design's assignments.csv (e.g. {shown}): analysed, "
+                "with their presentation order from ratings.presented_first"
+            )
     return Study(out, present, notes)
 
 
-def read_study(paths: Mapping[str, str | os.PathLike[str]], design: str | os.PathLike[str] | None = None,
-               stimuli: pd.DataFrame | None = None) -> Study:
+def read_study(
+    paths: Mapping[str, str | os.PathLike[str]],
+    design: str | os.PathLike[str] | None = None,
+    stimuli: pd.DataFrame | None = None,
+) -> Study:
     """Read the tables of ``paths`` ({name: file}) and, when ratings are among them, ``prepare_study`` them.
 
     ``stimuli`` is read with :func:`read_stimuli` (unless given as a frame); ``design`` is the
@@ -206,7 +235,8 @@ def read_study(paths: Mapping[str, str | os.PathLike[str]], design: str | os.Pat
     if stimuli is not None or "stimuli" in paths:
         tables["stimuli"] = stimuli if stimuli is not None else read_stimuli(paths["stimuli"])
     if "ratings" not in tables:
-        return Study({k: v for k, v in tables.items() if v is not None},
-                     {k: present_columns(v) for k, v in tables.items()})
+        return Study(
+            {k: v for k, v in tables.items() if v is not None}, {k: present_columns(v) for k, v in tables.items()}
+        )
     plan = read_table(design, allow_empty=True) if design is not None and Path(design).is_file() else None
     return prepare_study(tables, plan)

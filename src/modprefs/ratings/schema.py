@@ -26,14 +26,53 @@ TABLE_FILES = {t: f"{t}.csv" for t in TABLES}
 
 # Column order of the tables the workflow writes (simulator, annotation-app export); the schemas
 # in workflow/schemas/ define each column.
-RATINGS_COLUMNS = ["participant_id", "condition", "prompt_id", "clip_id", "trial", "presented_first",
-                   "rating", "audio_quality", "source"]
-TRIALS_COLUMNS = ["participant_id", "prompt_id", "trial", "preference", "justification", "decision_time_s",
-                  "deliberation_time_s", "rating_changes", "replays_0", "replays_1", "relistened_first", "source"]
-PARTICIPANTS_COLUMNS = ["participant_id", "condition", "age", "gender", "race", "hispanic_latino", "birthplace",
-                        "education", "employment", "country", "primary_language", "native_english",
-                        "english_proficiency", "other_languages", "timezone", "passed_attention", "completed",
-                        "session_minutes", "difficulty", "source"]
+RATINGS_COLUMNS = [
+    "participant_id",
+    "condition",
+    "prompt_id",
+    "clip_id",
+    "trial",
+    "presented_first",
+    "rating",
+    "audio_quality",
+    "source",
+]
+TRIALS_COLUMNS = [
+    "participant_id",
+    "prompt_id",
+    "trial",
+    "preference",
+    "justification",
+    "decision_time_s",
+    "deliberation_time_s",
+    "rating_changes",
+    "replays_0",
+    "replays_1",
+    "relistened_first",
+    "source",
+]
+PARTICIPANTS_COLUMNS = [
+    "participant_id",
+    "condition",
+    "age",
+    "gender",
+    "race",
+    "hispanic_latino",
+    "birthplace",
+    "education",
+    "employment",
+    "country",
+    "primary_language",
+    "native_english",
+    "english_proficiency",
+    "other_languages",
+    "timezone",
+    "passed_attention",
+    "completed",
+    "session_minutes",
+    "difficulty",
+    "source",
+]
 
 _TRUE = {"true", "1", "yes", "t", "y"}
 _FALSE = {"false", "0", "no", "f", "n"}
@@ -81,11 +120,18 @@ def column_specs(table: str) -> list[ColumnSpec]:
         kinds = [t for t in types if t != "null"]
         enum = prop.get("enum")
         nullable = "null" in types or (enum is not None and None in enum)
-        out.append(ColumnSpec(
-            name=name, kind=kinds[0] if kinds else "string", nullable=nullable, required=name in required,
-            enum=tuple(e for e in enum if e is not None) if enum is not None else None,
-            minimum=prop.get("minimum"), maximum=prop.get("maximum"), pattern=prop.get("pattern"),
-        ))
+        out.append(
+            ColumnSpec(
+                name=name,
+                kind=kinds[0] if kinds else "string",
+                nullable=nullable,
+                required=name in required,
+                enum=tuple(e for e in enum if e is not None) if enum is not None else None,
+                minimum=prop.get("minimum"),
+                maximum=prop.get("maximum"),
+                pattern=prop.get("pattern"),
+            )
+        )
     return out
 
 

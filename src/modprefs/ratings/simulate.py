@@ -185,19 +185,51 @@ CONDITIONS = ("audio", "text")
 ATTENTION_PROMPT = "attn"
 ATTENTION_CLIPS = ("attn_0", "attn_1")  # attn_0 coherent, attn_1 nonsensical
 
-TRUTH_COLUMNS = ["kind", "condition", "clip_id", "prompt_id", "participant_id", "effect", "len_z",
-                 "expected_rating", "audio_quality_true", "tie_threshold", "time_effect"]
+TRUTH_COLUMNS = [
+    "kind",
+    "condition",
+    "clip_id",
+    "prompt_id",
+    "participant_id",
+    "effect",
+    "len_z",
+    "expected_rating",
+    "audio_quality_true",
+    "tie_threshold",
+    "time_effect",
+]
 
-EDUCATION_LEVELS = ["Less than high school", "High school diploma or GED", "Some college, no degree",
-                    "Associate degree", "Bachelor's degree", "Master's degree", "Doctoral or professional degree"]
+EDUCATION_LEVELS = [
+    "Less than high school",
+    "High school diploma or GED",
+    "Some college, no degree",
+    "Associate degree",
+    "Bachelor's degree",
+    "Master's degree",
+    "Doctoral or professional degree",
+]
 BACHELOR_PLUS = EDUCATION_LEVELS[4:]
 GENDERS = ["Woman", "Man", "Non-binary", "Prefer not to say"]
-RACES = ["White", "Black or African American", "Asian", "American Indian or Alaska Native",
-         "Native Hawaiian or Other Pacific Islander", "Multiracial", "Other"]
+RACES = [
+    "White",
+    "Black or African American",
+    "Asian",
+    "American Indian or Alaska Native",
+    "Native Hawaiian or Other Pacific Islander",
+    "Multiracial",
+    "Other",
+]
 EMPLOYMENT = ["Full-time", "Part-time", "Self-employed", "Unemployed", "Student", "Retired", "Homemaker", "Other"]
 ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
-TIMEZONES = ["America/New_York", "America/Chicago", "America/Denver", "America/Phoenix", "America/Los_Angeles",
-             "America/Anchorage", "Pacific/Honolulu"]
+TIMEZONES = [
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Phoenix",
+    "America/Los_Angeles",
+    "America/Anchorage",
+    "Pacific/Honolulu",
+]
 OTHER_PRIMARY = ["Spanish", "Chinese", "Tagalog", "Vietnamese", "Arabic", "Korean", "Russian", "Hindi"]
 OTHER_LANGUAGES = ["Spanish", "French", "German", "Chinese", "Japanese", "Italian", "Portuguese", "ASL"]
 BIRTHPLACES_ABROAD = ["Mexico", "India", "Philippines", "China", "Vietnam", "Canada", "United Kingdom", "Nigeria"]
@@ -350,8 +382,9 @@ class SimulationParams:
         return getattr(self, f"{name}_{condition}")
 
 
-def _other_time_params(p: SimulationParams, condition: str, listen: np.ndarray, who: np.ndarray,
-                       trial_z: np.ndarray) -> tuple[float, float, float, float]:
+def _other_time_params(
+    p: SimulationParams, condition: str, listen: np.ndarray, who: np.ndarray, trial_z: np.ndarray
+) -> tuple[float, float, float, float]:
     """(mu, participant log-variance, residual log-variance, practice slope) of the non-listening time.
 
     ``listen``, ``who``, ``trial_z``: the condition's response trials (listening seconds, participant
@@ -373,22 +406,22 @@ def _other_time_params(p: SimulationParams, condition: str, listen: np.ndarray, 
     m = p.by_condition("trial_time_mean", condition)
     sd = p.by_condition("trial_time_sd", condition)
     slope = p.by_condition("log_time_trial_slope", condition)
-    var_e = p.log_time_resid_sd ** 2
+    var_e = p.log_time_resid_sd**2
     if not len(trial_z):
         return math.log(m) - math.log1p((sd / m) ** 2) / 2 - var_e / 2, math.log1p((sd / m) ** 2), var_e, slope
     if condition == "audio":
         pm = pd.Series(listen).groupby(who).mean()
         lm, lv = float(pm.mean()), (float(pm.var(ddof=0)) if len(pm) > 1 else 0.0)
         om = max(m - lm, m / 4)
-        osd = math.sqrt(max(sd ** 2 - lv, (0.1 * om) ** 2))
+        osd = math.sqrt(max(sd**2 - lv, (0.1 * om) ** 2))
         slope = slope * m / om
         m, sd = om, osd
     g = np.exp(slope * np.asarray(trial_z, float))
-    by = pd.DataFrame({"who": who, "g": g, "g2": g ** 2}).groupby("who")
+    by = pd.DataFrame({"who": who, "g": g, "g2": g**2}).groupby("who")
     n_p = by.size().to_numpy(float)
     ex = by["g"].mean().to_numpy() * math.exp(var_e / 2)  # E X_p
-    var_x = by["g2"].sum().to_numpy() / n_p ** 2 * math.exp(var_e) * math.expm1(var_e)
-    ex2 = var_x + ex ** 2  # E X_p^2
+    var_x = by["g2"].sum().to_numpy() / n_p**2 * math.exp(var_e) * math.expm1(var_e)
+    ex2 = var_x + ex**2  # E X_p^2
     var_a = max(math.log1p((sd / m) ** 2) + 2 * math.log(ex.mean()) - math.log(ex2.mean()), 0.0)
     mu = math.log(m) - var_a / 2 - math.log(ex.mean())
     return mu, var_a, var_e, slope
@@ -400,7 +433,7 @@ def _other_time_params(p: SimulationParams, condition: str, listen: np.ndarray, 
 def _lognormal(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
     if cv <= 0:
         return np.full(size, float(mean))
-    s2 = math.log1p(cv ** 2)
+    s2 = math.log1p(cv**2)
     return rng.lognormal(math.log(mean) - s2 / 2, math.sqrt(s2), size)
 
 
@@ -439,8 +472,10 @@ def _clip_effects(stim: pd.DataFrame, p: SimulationParams, rng: np.random.Genera
     va, vt = p.var_clip_audio, p.var_clip_text
     rwa, rwt = p.rho_clip_within_prompt_audio, p.rho_clip_within_prompt_text
     if rwa < 0 or rwt < 0:
-        raise ValueError("ratings.simulation: rho_clip_within_prompt_audio/_text must be >= 0 "
-                         "(a shared prompt effect has a non-negative variance)")
+        raise ValueError(
+            "ratings.simulation: rho_clip_within_prompt_audio/_text must be >= 0 "
+            "(a shared prompt effect has a non-negative variance)"
+        )
 
     def pair(var_a: float, var_t: float, rho: float) -> np.ndarray:
         c = rho * math.sqrt(var_a * var_t)
@@ -488,8 +523,9 @@ def _check_inputs(stimuli: pd.DataFrame, assignments: pd.DataFrame) -> None:
 # --------------------------------------------------------------------------------------------------
 # the simulator
 # --------------------------------------------------------------------------------------------------
-def snap_ties(rating: np.ndarray, perceived: np.ndarray, tie: np.ndarray, gap: np.ndarray,
-              clip_ratings: bool) -> np.ndarray:
+def snap_ties(
+    rating: np.ndarray, perceived: np.ndarray, tie: np.ndarray, gap: np.ndarray, clip_ratings: bool
+) -> np.ndarray:
     """Put each tied trial's two sliders ``gap`` points apart around its perceived mean (in place).
 
     ``rating``, ``perceived``: (n, 2) rounded and perceived ratings; ``tie``: (n,) the trials judged
@@ -510,8 +546,9 @@ def snap_ties(rating: np.ndarray, perceived: np.ndarray, tie: np.ndarray, gap: n
     return tie | (rating[:, 0] == rating[:, 1])
 
 
-def simulate_ratings(stimuli: pd.DataFrame, assignments: pd.DataFrame, params: SimulationParams | None = None,
-                     seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def simulate_ratings(
+    stimuli: pd.DataFrame, assignments: pd.DataFrame, params: SimulationParams | None = None, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Simulate ``(ratings, trials, participants, truth)`` for the given design (see module docstring)."""
     p = params if params is not None else SimulationParams()
     _check_inputs(stimuli, assignments)
@@ -623,23 +660,43 @@ def _simulate_panel(assignments: pd.DataFrame, p: SimulationParams, rng_part: np
     # dropout: rate p_incomplete_c among passers, tilted towards slow raters (exp(beta a - beta^2/2)
     # has mean one over a standard normal a, so the expected rate stays p_incomplete_c)
     beta = p.incomplete_speed_effect
-    p_drop = np.clip(_per_condition(p, cond, "p_incomplete") * np.exp(beta * a_time - beta ** 2 / 2), 0.0, 1.0)
+    p_drop = np.clip(_per_condition(p, cond, "p_incomplete") * np.exp(beta * a_time - beta**2 / 2), 0.0, 1.0)
     drop = (~failed) & (rng_part.random(n_part) < p_drop)
     k_drop = rng_part.poisson(p.incomplete_trials_mean, n_part)
-    n_done = np.where(failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(n_trials_assigned - 1, 0)),
-                                          n_trials_assigned))
+    n_done = np.where(
+        failed, 0, np.where(drop, np.minimum(k_drop, np.maximum(n_trials_assigned - 1, 0)), n_trials_assigned)
+    )
     completed = (~failed) & (n_done == n_trials_assigned)
     # rater-specific residual scale: lognormal with E[scale^2] = 1, so var_resid_c is the mean variance
-    s2 = math.log1p(p.resid_scale_cv ** 2)
+    s2 = math.log1p(p.resid_scale_cv**2)
     resid_scale = np.exp(math.sqrt(s2) * rng_part.standard_normal(n_part) - s2)
     replay_prop = _gamma_unit(rng_part, p.replay_propensity_shape, n_part)
     change_prop = _gamma_unit(rng_part, 2.0, n_part)
     aq_offset = math.sqrt(p.var_aq_participant) * rng_part.standard_normal(n_part)
-    overhead = _per_condition(p, cond, "session_overhead_min") * _lognormal(rng_part, 1.0, p.session_overhead_cv,
-                                                                            n_part)
+    overhead = _per_condition(p, cond, "session_overhead_min") * _lognormal(
+        rng_part, 1.0, p.session_overhead_cv, n_part
+    )
     pidx = {pid: i for i, pid in enumerate(part["participant_id"])}
-    return _Panel(asg, part, n_part, cond, is_text_p, max_trial, v, tau, failed, a_time, n_done, completed,
-                  resid_scale, replay_prop, change_prop, aq_offset, overhead, pidx)
+    return _Panel(
+        asg,
+        part,
+        n_part,
+        cond,
+        is_text_p,
+        max_trial,
+        v,
+        tau,
+        failed,
+        a_time,
+        n_done,
+        completed,
+        resid_scale,
+        replay_prop,
+        change_prop,
+        aq_offset,
+        overhead,
+        pidx,
+    )
 
 
 @dataclass
@@ -681,8 +738,9 @@ def _done_trials(panel: _Panel) -> _DoneTrials:
     return _DoneTrials(tr, n_tr, tp, t_cond, t_text, trial, first_clip, attn, trial_z)
 
 
-def _latent_ratings(clips: _Clips, panel: _Panel, d: _DoneTrials, p: SimulationParams,
-                    rng_rate: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _latent_ratings(
+    clips: _Clips, panel: _Panel, d: _DoneTrials, p: SimulationParams, rng_rate: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """(ci, latent): each trial's clip rows (-1 at the attention check) and latent ratings, (n_tr, 2) each."""
     n_tr, tp, attn, t_cond, t_text = d.n_tr, d.tp, d.attn, d.t_cond, d.t_text
     n_clip, u, len_z = clips.n_clip, clips.u, clips.len_z
@@ -696,9 +754,17 @@ def _latent_ratings(clips: _Clips, panel: _Panel, d: _DoneTrials, p: SimulationP
         first = (d.first_clip == r).astype(float)
         lz = np.where(attn, 0.0, len_z[ci[:, r]] if n_clip else 0.0)
         uc = np.where(attn, 0.0, np.where(t_text == 1, u[ci[:, r], 1], u[ci[:, r], 0]) if n_clip else 0.0)
-        latent[:, r] = (p.intercept + p.b_first * first + p.b_text * t_text + (p.b_len + p.b_len_text * t_text) * lz
-                        + (p.b_trial + p.b_trial_text * t_text) * d.trial_z + p.b_first_text * first * t_text
-                        + uc + panel.v[tp] + sd_res * _unit_t(rng_rate, p.resid_df, n_tr))
+        latent[:, r] = (
+            p.intercept
+            + p.b_first * first
+            + p.b_text * t_text
+            + (p.b_len + p.b_len_text * t_text) * lz
+            + (p.b_trial + p.b_trial_text * t_text) * d.trial_z
+            + p.b_first_text * first * t_text
+            + uc
+            + panel.v[tp]
+            + sd_res * _unit_t(rng_rate, p.resid_df, n_tr)
+        )
     # attention check: coherent high, nonsense low (reversed for failers)
     att_noise = p.attention_sd * rng_rate.standard_normal((n_tr, 2))
     hi = p.attention_coherent_mean + att_noise[:, 0]
@@ -711,8 +777,9 @@ def _latent_ratings(clips: _Clips, panel: _Panel, d: _DoneTrials, p: SimulationP
     return ci, latent
 
 
-def _observed_ratings(latent: np.ndarray, panel: _Panel, d: _DoneTrials, p: SimulationParams,
-                      rng_rate: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _observed_ratings(
+    latent: np.ndarray, panel: _Panel, d: _DoneTrials, p: SimulationParams, rng_rate: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """(rating, pref): the rounded (clipped) slider ratings after tie handling and each trial's preference."""
     n_tr, tp, attn, t_cond = d.n_tr, d.tp, d.attn, d.t_cond
     f_t = panel.failed[tp]
@@ -737,22 +804,44 @@ def _observed_ratings(latent: np.ndarray, panel: _Panel, d: _DoneTrials, p: Simu
     return rating, pref
 
 
-def _audio_quality(clips: _Clips, panel: _Panel, d: _DoneTrials, ci: np.ndarray, latent: np.ndarray,
-                   p: SimulationParams, rng_rate: np.random.Generator) -> np.ndarray:
+def _audio_quality(
+    clips: _Clips,
+    panel: _Panel,
+    d: _DoneTrials,
+    ci: np.ndarray,
+    latent: np.ndarray,
+    p: SimulationParams,
+    rng_rate: np.random.Generator,
+) -> np.ndarray:
     """(n_tr, 2) audio-quality ratings: true quality + rater offset + rating tilt + noise, rounded, 1..100."""
     n_tr, tp, attn = d.n_tr, d.tp, d.attn
     cond_mean = p.intercept + p.b_text * d.t_text
     aq = np.zeros((n_tr, 2))
     for r in (0, 1):
         q = np.where(attn, clips.aq_attn[r], clips.aq_true[ci[:, r]] if clips.n_clip else clips.aq_attn[r])
-        aq[:, r] = np.clip(np.rint(q + panel.aq_offset[tp] + p.b_aq_rating * (latent[:, r] - cond_mean)
-                                   + math.sqrt(p.var_aq_resid) * rng_rate.standard_normal(n_tr)), 1, 100)
+        aq[:, r] = np.clip(
+            np.rint(
+                q
+                + panel.aq_offset[tp]
+                + p.b_aq_rating * (latent[:, r] - cond_mean)
+                + math.sqrt(p.var_aq_resid) * rng_rate.standard_normal(n_tr)
+            ),
+            1,
+            100,
+        )
     return aq
 
 
-def _trial_table(clips: _Clips, panel: _Panel, d: _DoneTrials, ci: np.ndarray, pref: np.ndarray,
-                 p: SimulationParams, rng_trial: np.random.Generator,
-                 rng_just: np.random.Generator) -> tuple[pd.DataFrame, np.ndarray]:
+def _trial_table(
+    clips: _Clips,
+    panel: _Panel,
+    d: _DoneTrials,
+    ci: np.ndarray,
+    pref: np.ndarray,
+    p: SimulationParams,
+    rng_trial: np.random.Generator,
+    rng_just: np.random.Generator,
+) -> tuple[pd.DataFrame, np.ndarray]:
     """(trials, dtime): the trials table (timing, replays, changes, justifications) and each decision time."""
     n_tr, tp, attn, t_cond, trial_z, first_clip = d.n_tr, d.tp, d.attn, d.t_cond, d.trial_z, d.first_clip
     is_audio_t = t_cond == "audio"
@@ -779,35 +868,40 @@ def _trial_table(clips: _Clips, panel: _Panel, d: _DoneTrials, ci: np.ndarray, p
         ref = m & ~attn
         mu, var_a, var_e, s_other = _other_time_params(p, c, listen[ref], tp[ref], trial_z[ref])
         # a_time is a standard normal per participant; scale it by this condition's SD
-        other[m] = np.exp(mu + math.sqrt(var_a) * panel.a_time[tp[m]] + s_other * trial_z[m]
-                          + math.sqrt(var_e) * z_eps[m])
+        other[m] = np.exp(
+            mu + math.sqrt(var_a) * panel.a_time[tp[m]] + s_other * trial_z[m] + math.sqrt(var_e) * z_eps[m]
+        )
     other[attn] *= p.attention_time_factor  # the attention check is a quick, obvious judgement
     dtime = listen + other
-    delib = _lognormal(rng_trial, p.deliberation_median_s * math.exp(0.65 ** 2 / 2), 0.65, n_tr)
+    delib = _lognormal(rng_trial, p.deliberation_median_s * math.exp(0.65**2 / 2), 0.65, n_tr)
     delib = np.where(is_audio_t, np.minimum(delib, 0.8 * other), np.nan)
-    changes = rng_trial.poisson(np.where(t_cond == "text", p.rating_changes_mean_text,
-                                         p.rating_changes_mean_audio) * panel.change_prop[tp])
+    changes = rng_trial.poisson(
+        np.where(t_cond == "text", p.rating_changes_mean_text, p.rating_changes_mean_audio) * panel.change_prop[tp]
+    )
     write = rng_just.random(n_tr) < np.where(t_cond == "text", p.p_justification_text, p.p_justification_audio)
     write &= ~attn
-    texts = justification_texts(t_cond[write], pref[write], first_clip[write], p.justification_modality_strength,
-                                rng_just)
+    texts = justification_texts(
+        t_cond[write], pref[write], first_clip[write], p.justification_modality_strength, rng_just
+    )
     justification = np.full(n_tr, None, dtype=object)
     justification[write] = texts
 
-    trials = pd.DataFrame({
-        "participant_id": d.tr["participant_id"].to_numpy(),
-        "prompt_id": d.tr["prompt_id"].to_numpy(),
-        "trial": d.trial.astype(int),
-        "preference": pref,
-        "justification": justification,
-        "decision_time_s": np.round(dtime, 2),
-        "deliberation_time_s": pd.array(np.round(delib, 2), dtype="Float64"),
-        "rating_changes": changes.astype(int),
-        "replays_0": pd.array(np.where(is_audio_t, rep[:, 0], 0), dtype="Int64"),
-        "replays_1": pd.array(np.where(is_audio_t, rep[:, 1], 0), dtype="Int64"),
-        "relistened_first": _bool_or_empty(rep_first > 0, is_audio_t),
-        "source": "simulated",
-    })
+    trials = pd.DataFrame(
+        {
+            "participant_id": d.tr["participant_id"].to_numpy(),
+            "prompt_id": d.tr["prompt_id"].to_numpy(),
+            "trial": d.trial.astype(int),
+            "preference": pref,
+            "justification": justification,
+            "decision_time_s": np.round(dtime, 2),
+            "deliberation_time_s": pd.array(np.round(delib, 2), dtype="Float64"),
+            "rating_changes": changes.astype(int),
+            "replays_0": pd.array(np.where(is_audio_t, rep[:, 0], 0), dtype="Int64"),
+            "replays_1": pd.array(np.where(is_audio_t, rep[:, 1], 0), dtype="Int64"),
+            "relistened_first": _bool_or_empty(rep_first > 0, is_audio_t),
+            "source": "simulated",
+        }
+    )
     for c in ("replays_0", "replays_1"):
         trials.loc[~is_audio_t, c] = pd.NA
     trials.loc[~is_audio_t, "deliberation_time_s"] = pd.NA
@@ -824,34 +918,50 @@ def _ratings_table(clips: _Clips, d: _DoneTrials, ci: np.ndarray, rating: np.nda
         clip_ids = np.where(attn, ATTENTION_CLIPS[r], stim["clip_id"].to_numpy()[ci[:, r]] if clips.n_clip else "")
         aq_col = pd.array(np.where(is_audio_t, aq[:, r], 0).astype(int), dtype="Int64")
         aq_col[~is_audio_t] = pd.NA
-        rows.append(pd.DataFrame({
-            "participant_id": d.tr["participant_id"].to_numpy(),
-            "condition": t_cond,
-            "prompt_id": d.tr["prompt_id"].to_numpy(),
-            "clip_id": clip_ids,
-            "trial": d.trial.astype(int),
-            "presented_first": d.first_clip == r,
-            "rating": rating[:, r],
-            "audio_quality": aq_col,
-            "source": "simulated",
-            "_order": np.arange(n_tr) * 2 + r,
-        }))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "participant_id": d.tr["participant_id"].to_numpy(),
+                    "condition": t_cond,
+                    "prompt_id": d.tr["prompt_id"].to_numpy(),
+                    "clip_id": clip_ids,
+                    "trial": d.trial.astype(int),
+                    "presented_first": d.first_clip == r,
+                    "rating": rating[:, r],
+                    "audio_quality": aq_col,
+                    "source": "simulated",
+                    "_order": np.arange(n_tr) * 2 + r,
+                }
+            )
+        )
     return pd.concat(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
 
-def _participants_table(panel: _Panel, d: _DoneTrials, dtime: np.ndarray, p: SimulationParams,
-                        rng_part: np.random.Generator, rng_demo: np.random.Generator) -> pd.DataFrame:
+def _participants_table(
+    panel: _Panel,
+    d: _DoneTrials,
+    dtime: np.ndarray,
+    p: SimulationParams,
+    rng_part: np.random.Generator,
+    rng_demo: np.random.Generator,
+) -> pd.DataFrame:
     """The participants table: demographics, attention, completion, session minutes and difficulty."""
     n_part, cond, completed = panel.n_part, panel.cond, panel.completed
     session = panel.overhead + (pd.Series(dtime).groupby(d.tp).sum().reindex(range(n_part)).fillna(0).to_numpy()) / 60.0
-    difficulty = np.array([rng_part.choice(5, p=np.array(p.by_condition("difficulty_probs", c))) + 1 for c in cond],
-                          dtype=int) if n_part else np.zeros(0, dtype=int)
+    difficulty = (
+        np.array([rng_part.choice(5, p=np.array(p.by_condition("difficulty_probs", c))) + 1 for c in cond], dtype=int)
+        if n_part
+        else np.zeros(0, dtype=int)
+    )
     diff_col = pd.array(difficulty, dtype="Int64")
     diff_col[~completed] = pd.NA
-    participants = pd.concat([
-        panel.part[["participant_id", "condition"]].reset_index(drop=True),
-        _demographics(cond, p, rng_demo),
-    ], axis=1)
+    participants = pd.concat(
+        [
+            panel.part[["participant_id", "condition"]].reset_index(drop=True),
+            _demographics(cond, p, rng_demo),
+        ],
+        axis=1,
+    )
     participants["passed_attention"] = ~panel.failed
     participants["completed"] = completed
     participants["session_minutes"] = np.round(session, 2)
@@ -866,18 +976,47 @@ def _truth_table(clips: _Clips, panel: _Panel, p: SimulationParams) -> pd.DataFr
     truth_rows = []
     for ci_c, c in enumerate(CONDITIONS):
         it = 1.0 if c == "text" else 0.0
-        exp = (p.intercept + p.b_text * it + (p.b_len + p.b_len_text * it) * len_z + u[:, ci_c]
-               + (p.b_first + p.b_first_text * it) / 2)
-        truth_rows.append(pd.DataFrame({
-            "kind": "clip", "condition": c, "clip_id": stim["clip_id"], "prompt_id": stim["prompt_id"],
-            "participant_id": pd.NA, "effect": u[:, ci_c], "len_z": len_z, "expected_rating": exp,
-            "audio_quality_true": clips.aq_true, "tie_threshold": np.nan, "time_effect": np.nan,
-        }))
-    truth_rows.append(pd.DataFrame({
-        "kind": "participant", "condition": panel.cond, "clip_id": pd.NA, "prompt_id": pd.NA,
-        "participant_id": panel.part["participant_id"], "effect": panel.v, "len_z": np.nan, "expected_rating": np.nan,
-        "audio_quality_true": np.nan, "tie_threshold": panel.tau, "time_effect": panel.a_time,
-    }))
+        exp = (
+            p.intercept
+            + p.b_text * it
+            + (p.b_len + p.b_len_text * it) * len_z
+            + u[:, ci_c]
+            + (p.b_first + p.b_first_text * it) / 2
+        )
+        truth_rows.append(
+            pd.DataFrame(
+                {
+                    "kind": "clip",
+                    "condition": c,
+                    "clip_id": stim["clip_id"],
+                    "prompt_id": stim["prompt_id"],
+                    "participant_id": pd.NA,
+                    "effect": u[:, ci_c],
+                    "len_z": len_z,
+                    "expected_rating": exp,
+                    "audio_quality_true": clips.aq_true,
+                    "tie_threshold": np.nan,
+                    "time_effect": np.nan,
+                }
+            )
+        )
+    truth_rows.append(
+        pd.DataFrame(
+            {
+                "kind": "participant",
+                "condition": panel.cond,
+                "clip_id": pd.NA,
+                "prompt_id": pd.NA,
+                "participant_id": panel.part["participant_id"],
+                "effect": panel.v,
+                "len_z": np.nan,
+                "expected_rating": np.nan,
+                "audio_quality_true": np.nan,
+                "tie_threshold": panel.tau,
+                "time_effect": panel.a_time,
+            }
+        )
+    )
     return pd.concat(truth_rows, ignore_index=True)[TRUTH_COLUMNS]
 
 
@@ -896,14 +1035,18 @@ def _demographics(cond: np.ndarray, p: SimulationParams, rng: np.random.Generato
     hispanic = rng.random(n) < pc("p_hispanic")
     native = rng.random(n) < pc("p_native_english")
     bach = rng.random(n) < pc("p_bachelor_plus")
-    edu = np.where(bach, rng.choice(BACHELOR_PLUS, size=n, p=[0.65, 0.27, 0.08]),
-                   rng.choice(EDUCATION_LEVELS[:4], size=n, p=[0.04, 0.36, 0.40, 0.20]))
+    edu = np.where(
+        bach,
+        rng.choice(BACHELOR_PLUS, size=n, p=[0.65, 0.27, 0.08]),
+        rng.choice(EDUCATION_LEVELS[:4], size=n, p=[0.04, 0.36, 0.40, 0.20]),
+    )
     employment = rng.choice(EMPLOYMENT, size=n, p=[0.45, 0.15, 0.10, 0.10, 0.06, 0.06, 0.05, 0.03])
     born_abroad = rng.random(n) < np.where(native, 0.04, 0.75)
     birthplace = np.where(born_abroad, rng.choice(BIRTHPLACES_ABROAD, size=n), "United States")
     primary = np.where(native, "English", rng.choice(OTHER_PRIMARY, size=n))
-    proficiency = np.where(native, np.array(None, dtype=object),
-                           rng.choice(ENGLISH_PROFICIENCY, size=n, p=[0.05, 0.20, 0.40, 0.35]))
+    proficiency = np.where(
+        native, np.array(None, dtype=object), rng.choice(ENGLISH_PROFICIENCY, size=n, p=[0.05, 0.20, 0.40, 0.35])
+    )
     other: list[str | None] = []
     for is_native in native:
         if not is_native:
@@ -914,8 +1057,20 @@ def _demographics(cond: np.ndarray, p: SimulationParams, rng: np.random.Generato
         else:
             other.append(None)
     tz = rng.choice(TIMEZONES, size=n, p=[0.46, 0.29, 0.06, 0.03, 0.14, 0.01, 0.01])
-    return pd.DataFrame({
-        "age": age, "gender": gender, "race": race, "hispanic_latino": hispanic, "birthplace": birthplace,
-        "education": edu, "employment": employment, "country": "United States", "primary_language": primary,
-        "native_english": native, "english_proficiency": proficiency, "other_languages": other, "timezone": tz,
-    })
+    return pd.DataFrame(
+        {
+            "age": age,
+            "gender": gender,
+            "race": race,
+            "hispanic_latino": hispanic,
+            "birthplace": birthplace,
+            "education": edu,
+            "employment": employment,
+            "country": "United States",
+            "primary_language": primary,
+            "native_english": native,
+            "english_proficiency": proficiency,
+            "other_languages": other,
+            "timezone": tz,
+        }
+    )

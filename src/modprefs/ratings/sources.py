@@ -44,8 +44,7 @@ from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE
 
 WIDE_COLUMNS = ("rating_0", "rating_1", "audio_quality_0", "audio_quality_1", "first_clip")
 ALIASES = {"participant": "participant_id", "clip": "clip_id", "prompt": "prompt_id"}
-MAP_KEYS = tuple(dict.fromkeys([*RATINGS_COLUMNS, *TRIALS_COLUMNS, *PARTICIPANTS_COLUMNS, *WIDE_COLUMNS,
-                                "response"]))
+MAP_KEYS = tuple(dict.fromkeys([*RATINGS_COLUMNS, *TRIALS_COLUMNS, *PARTICIPANTS_COLUMNS, *WIDE_COLUMNS, "response"]))
 HUB_PREFIX = "hf://"
 # Columns that belong to one trial / one participant when they appear in the ratings table.
 TRIAL_LEVEL = tuple(c for c in TRIALS_COLUMNS if c not in ("participant_id", "prompt_id", "trial", "source"))
@@ -96,8 +95,13 @@ class Origin:
 
     def take(self, idx: list[int] | np.ndarray) -> Origin:
         idx = [int(i) for i in idx]
-        return Origin([self.files[i] for i in idx], [self.rows[i] for i in idx], dict(self.columns),
-                      {k: [v[i] for i in idx] for k, v in self.row_columns.items()}, self.name)
+        return Origin(
+            [self.files[i] for i in idx],
+            [self.rows[i] for i in idx],
+            dict(self.columns),
+            {k: [v[i] for i in idx] for k, v in self.row_columns.items()},
+            self.name,
+        )
 
 
 @dataclass
@@ -127,8 +131,9 @@ def _first_row(path: Path) -> int:
 
 def is_datasets_folder(path: Path) -> bool:
     """A ``datasets`` ``save_to_disk`` folder (a Dataset or a DatasetDict)."""
-    return (path / "dataset_dict.json").is_file() or ((path / "state.json").is_file()
-                                                      and (path / "dataset_info.json").is_file())
+    return (path / "dataset_dict.json").is_file() or (
+        (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
+    )
 
 
 def source_files(source: str | Path) -> list[Path]:
@@ -154,12 +159,18 @@ def source_files(source: str | Path) -> list[Path]:
 
 
 def _data_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES
-                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in TABLE_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
 
 
-def load_ratings_source(source: str | Path, columns: Mapping[str, str] | None = None,
-                        stimuli: pd.DataFrame | None = None) -> RawTables:
+def load_ratings_source(
+    source: str | Path, columns: Mapping[str, str] | None = None, stimuli: pd.DataFrame | None = None
+) -> RawTables:
     """Read ``source`` (see the module docstring) into :class:`RawTables` with canonical column names.
 
     Args:
@@ -178,8 +189,10 @@ def load_ratings_source(source: str | Path, columns: Mapping[str, str] | None = 
         files: list[Path] = []
     elif path.is_file():
         if path.suffix.lower() not in TABLE_SUFFIXES:
-            raise RatingsSourceError(f"ratings source {text}: unsupported file type {path.suffix!r} "
-                                     f"(expected one of {', '.join(TABLE_SUFFIXES)})")
+            raise RatingsSourceError(
+                f"ratings source {text}: unsupported file type {path.suffix!r} "
+                f"(expected one of {', '.join(TABLE_SUFFIXES)})"
+            )
         raw = {"ratings": _read(path, path.name)}
         files = [path]
     elif path.is_dir() and is_datasets_folder(path):
@@ -195,9 +208,11 @@ def load_ratings_source(source: str | Path, columns: Mapping[str, str] | None = 
     elif path.is_dir():
         raw, files = _from_data_files(path)
     else:
-        raise RatingsSourceError(f"ratings source {text}: no such file or folder (expected a folder with "
-                                 "ratings.csv, a CSV/TSV/Parquet file, a datasets save_to_disk folder, a folder "
-                                 f"of data files, or a Hugging Face hub id {HUB_PREFIX}owner/name)")
+        raise RatingsSourceError(
+            f"ratings source {text}: no such file or folder (expected a folder with "
+            "ratings.csv, a CSV/TSV/Parquet file, a datasets save_to_disk folder, a folder "
+            f"of data files, or a Hugging Face hub id {HUB_PREFIX}owner/name)"
+        )
     mapped = apply_column_map(raw, columns or {}, text)
     tables = {t: df for t, (df, _) in mapped.items()}
     origins = {t: o for t, (_, o) in mapped.items()}
@@ -218,15 +233,17 @@ def _read(path: Path, name: str) -> tuple[pd.DataFrame, Origin]:
 def _from_data_files(folder: Path) -> tuple[dict[str, tuple[pd.DataFrame, Origin]], list[Path]]:
     files = _data_files(folder)
     if not files:
-        raise RatingsSourceError(f"ratings source {folder}: the folder holds no ratings.csv and no CSV/TSV/Parquet "
-                                 "data files")
+        raise RatingsSourceError(
+            f"ratings source {folder}: the folder holds no ratings.csv and no CSV/TSV/Parquet data files"
+        )
     groups: dict[str, list[Path]] = {t: [] for t in TABLES}
     for p in files:
         table = next((t for t in ("trials", "participants") if p.name.lower().startswith(t)), "ratings")
         groups[table].append(p)
     if not groups["ratings"]:
-        raise RatingsSourceError(f"ratings source {folder}: no ratings data file (only "
-                                 f"{', '.join(p.name for p in files)})")
+        raise RatingsSourceError(
+            f"ratings source {folder}: no ratings data file (only {', '.join(p.name for p in files)})"
+        )
     out = {}
     for table, paths in groups.items():
         if not paths:
@@ -239,11 +256,16 @@ def _from_data_files(folder: Path) -> tuple[dict[str, tuple[pd.DataFrame, Origin
         cols = list(parts[0][0].columns)
         for df, _, shown in parts[1:]:
             if list(df.columns) != cols:
-                raise RatingsSourceError(f"ratings source {folder}: {shown} has columns {list(df.columns)}, but "
-                                         f"{parts[0][2]} has {cols}; data files of one table must agree")
+                raise RatingsSourceError(
+                    f"ratings source {folder}: {shown} has columns {list(df.columns)}, but "
+                    f"{parts[0][2]} has {cols}; data files of one table must agree"
+                )
         merged = pd.concat([d for d, _, _ in parts], ignore_index=True)
-        origin = Origin(sum((o.files for _, o, _ in parts), []), sum((o.rows for _, o, _ in parts), []),
-                        name=", ".join(shown for _, _, shown in parts))
+        origin = Origin(
+            sum((o.files for _, o, _ in parts), []),
+            sum((o.rows for _, o, _ in parts), []),
+            name=", ".join(shown for _, _, shown in parts),
+        )
         out[table] = (merged, origin)
     return out, files
 
@@ -261,8 +283,10 @@ def _dataset_frames(obj, name: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
         elif len(names) == 1:
             splits = {"ratings": (names[0], obj[names[0]])}
         else:
-            raise RatingsSourceError(f"ratings source {name}: the dataset has splits {names}; name them ratings "
-                                     "(and optionally trials, participants) or keep a single split")
+            raise RatingsSourceError(
+                f"ratings source {name}: the dataset has splits {names}; name them ratings "
+                "(and optionally trials, participants) or keep a single split"
+            )
     out = {}
     for table, (split, ds) in splits.items():
         df = strings_frame(ds.to_pandas())
@@ -277,14 +301,15 @@ def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
     try:
         obj = datasets.load_from_disk(str(path))
     except Exception as exc:  # datasets raises FileNotFoundError, ValueError, ArrowInvalid...
-        raise RatingsSourceError(f"ratings source {path}: cannot load the datasets folder "
-                                 f"({type(exc).__name__}: {exc})") from None
+        raise RatingsSourceError(
+            f"ratings source {path}: cannot load the datasets folder ({type(exc).__name__}: {exc})"
+        ) from None
     return _dataset_frames(obj, f"dataset {path.name}")
 
 
 def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
-    repo = source[len(HUB_PREFIX):]
-    repo = repo[len("datasets/"):] if repo.startswith("datasets/") else repo
+    repo = source[len(HUB_PREFIX) :]
+    repo = repo[len("datasets/") :] if repo.startswith("datasets/") else repo
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
         raise RatingsSourceError(f"ratings source {source}: a hub id is {HUB_PREFIX}owner/name")
     import datasets  # noqa: PLC0415
@@ -296,7 +321,8 @@ def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
             f"ratings source {source}: could not load the Hugging Face dataset {repo!r} from the hub "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). The hub must be reachable "
             "(and the dataset's terms accepted); or load it where it is and save_to_disk(), then point the "
-            "source at that folder") from None
+            "source at that folder"
+        ) from None
     return _dataset_frames(obj, f"hub dataset {repo}")
 
 
@@ -328,8 +354,9 @@ def check_column_map(columns: Mapping[str, str], where: str) -> dict[str, str]:
     for key, value in columns.items():
         canon = ALIASES.get(key, key)
         if canon not in MAP_KEYS:
-            problems.append(f"{where}: unknown column {key!r} (known: {', '.join(MAP_KEYS)}; aliases "
-                            f"{', '.join(ALIASES)})")
+            problems.append(
+                f"{where}: unknown column {key!r} (known: {', '.join(MAP_KEYS)}; aliases {', '.join(ALIASES)})"
+            )
             continue
         if not isinstance(value, str) or not value.strip():
             problems.append(f"{where}.{key}: the source column name must be a non-empty string")
@@ -346,8 +373,9 @@ def check_column_map(columns: Mapping[str, str], where: str) -> dict[str, str]:
     return out
 
 
-def apply_column_map(raw: dict[str, tuple[pd.DataFrame, Origin]], columns: Mapping[str, str], source: str
-                     ) -> dict[str, tuple[pd.DataFrame, Origin]]:
+def apply_column_map(
+    raw: dict[str, tuple[pd.DataFrame, Origin]], columns: Mapping[str, str], source: str
+) -> dict[str, tuple[pd.DataFrame, Origin]]:
     """Rename source columns to canonical ones in every table holding them (see :func:`check_column_map`)."""
     mapping = check_column_map(columns, "column map") if columns else {}
     problems = []
@@ -357,16 +385,19 @@ def apply_column_map(raw: dict[str, tuple[pd.DataFrame, Origin]], columns: Mappi
         rename = {src: canon for canon, src in mapping.items() if src in df.columns}
         for src, canon in rename.items():
             if canon in df.columns and canon not in rename:
-                problems.append(f"{origin.file()}: column map {canon}={src}, but the table already has a column "
-                                f"{canon!r}")
+                problems.append(
+                    f"{origin.file()}: column map {canon}={src}, but the table already has a column {canon!r}"
+                )
         found |= set(rename)
         origin.columns.update({canon: src for src, canon in rename.items()})
         out[table] = (df.rename(columns=rename), origin)
     for canon, src in mapping.items():
         if src not in found:
             shown = "; ".join(f"{o.file()}: {', '.join(map(str, df.columns))}" for df, o in raw.values())
-            problems.append(f"ratings source {source}: column map {canon}={src}, but no table has a column {src!r} "
-                            f"(columns: {shown})")
+            problems.append(
+                f"ratings source {source}: column map {canon}={src}, but no table has a column {src!r} "
+                f"(columns: {shown})"
+            )
     if problems:
         raise RatingsSourceError("\n".join(problems))
     return out
@@ -378,8 +409,10 @@ def _is_wide(df: pd.DataFrame) -> bool:
     present = [c for c in ("rating_0", "rating_1") if c in df.columns]
     if len(present) == 1:
         missing = "rating_1" if present[0] == "rating_0" else "rating_0"
-        raise RatingsSourceError(f"the ratings table has {present[0]!r} but no {missing!r}: a wide table needs both "
-                                 "(or a long table a 'rating' column)")
+        raise RatingsSourceError(
+            f"the ratings table has {present[0]!r} but no {missing!r}: a wide table needs both "
+            "(or a long table a 'rating' column)"
+        )
     return len(present) == 2
 
 
@@ -399,8 +432,10 @@ def _wide_to_long(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], s
     """Two long rating rows per wide row; the wide row's trial-level columns stay for :func:`split_levels`."""
     wide, origin = tables["ratings"], origins["ratings"]
     if "prompt_id" not in wide.columns:
-        raise RatingsSourceError(f"{origin.file()}: a wide ratings table (rating_0, rating_1) needs a prompt_id column "
-                                 "(map yours, e.g. --map prompt_id=item)")
+        raise RatingsSourceError(
+            f"{origin.file()}: a wide ratings table (rating_0, rating_1) needs a prompt_id column "
+            "(map yours, e.g. --map prompt_id=item)"
+        )
     by_pair, _ = _clip_lookup(stimuli)
     n = len(wide)
     idx = np.repeat(np.arange(n), 2)
@@ -409,18 +444,25 @@ def _wide_to_long(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], s
     prompts = long["prompt_id"].astype(str).str.strip()
     long["clip_id"] = [by_pair.get((p, str(r)), f"{p}_{r}") if p else "" for p, r in zip(prompts, resp)]
     long["rating"] = np.where(resp == 0, wide["rating_0"].to_numpy()[idx], wide["rating_1"].to_numpy()[idx])
-    row_columns = {"rating": [origin.column(f"rating_{r}") for r in resp],
-                   "clip_id": [origin.column("prompt_id")] * 2 * n}
+    row_columns = {
+        "rating": [origin.column(f"rating_{r}") for r in resp],
+        "clip_id": [origin.column("prompt_id")] * 2 * n,
+    }
     if "audio_quality_0" in wide.columns or "audio_quality_1" in wide.columns:
-        aq = {r: wide[f"audio_quality_{r}"].to_numpy()[idx] if f"audio_quality_{r}" in wide.columns
-              else np.full(2 * n, "", dtype=object) for r in (0, 1)}
+        aq = {
+            r: wide[f"audio_quality_{r}"].to_numpy()[idx]
+            if f"audio_quality_{r}" in wide.columns
+            else np.full(2 * n, "", dtype=object)
+            for r in (0, 1)
+        }
         long["audio_quality"] = np.where(resp == 0, aq[0], aq[1])
         row_columns["audio_quality"] = [origin.column(f"audio_quality_{r}") for r in resp]
     if "first_clip" in wide.columns:
         first = wide["first_clip"].astype(str).str.strip().to_numpy()[idx]
-        long["presented_first"] = [("" if f == "" else ("true" if f == str(r) else
-                                                        ("false" if f in ("0", "1") else f"first_clip={f}")))
-                                   for f, r in zip(first, resp)]
+        long["presented_first"] = [
+            ("" if f == "" else ("true" if f == str(r) else ("false" if f in ("0", "1") else f"first_clip={f}")))
+            for f, r in zip(first, resp)
+        ]
         row_columns["presented_first"] = [origin.column("first_clip")] * 2 * n
     long = long.drop(columns=[c for c in WIDE_COLUMNS if c in long.columns])
     o = origin.take(idx)
@@ -434,8 +476,10 @@ def _fill_ids(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], stimu
     by_pair, by_clip = _clip_lookup(stimuli)
     if "clip_id" not in r.columns and {"prompt_id", "response"} <= set(r.columns):
         resp = r["response"].astype(str).str.strip().str.replace(r"\.0$", "", regex=True)
-        r["clip_id"] = [by_pair.get((p.strip(), x), f"{p.strip()}_{x}") if p.strip() and x else ""
-                        for p, x in zip(r["prompt_id"].astype(str), resp)]
+        r["clip_id"] = [
+            by_pair.get((p.strip(), x), f"{p.strip()}_{x}") if p.strip() and x else ""
+            for p, x in zip(r["prompt_id"].astype(str), resp)
+        ]
         origin.columns.setdefault("clip_id", f"{origin.column('prompt_id')} + {origin.column('response')}")
     if "prompt_id" not in r.columns and "clip_id" in r.columns:
         r["prompt_id"] = [by_clip.get(c.strip(), ("", ""))[0] for c in r["clip_id"].astype(str)]
@@ -452,8 +496,10 @@ def split_levels(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], no
     :class:`RatingsSourceError` names both rows and the column.
     """
     r, origin = tables["ratings"], origins["ratings"]
-    for table, level_cols, keys in (("trials", TRIAL_LEVEL, ["participant_id", "trial"]),
-                                    ("participants", PARTICIPANT_LEVEL, ["participant_id"])):
+    for table, level_cols, keys in (
+        ("trials", TRIAL_LEVEL, ["participant_id", "trial"]),
+        ("participants", PARTICIPANT_LEVEL, ["participant_id"]),
+    ):
         cols = [c for c in level_cols if c in r.columns]
         if table in tables or not cols:
             continue
@@ -461,8 +507,10 @@ def split_levels(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], no
             keys = ["participant_id", "prompt_id"]
         missing = [k for k in keys if k not in r.columns]
         if missing:
-            raise RatingsSourceError(f"{origin.file()}: column(s) {cols} hold one value per {table[:-1]}, which needs "
-                                     f"the column(s) {missing} to tell them apart")
+            raise RatingsSourceError(
+                f"{origin.file()}: column(s) {cols} hold one value per {table[:-1]}, which needs "
+                f"the column(s) {missing} to tell them apart"
+            )
         carry = ["prompt_id"] if table == "trials" and "prompt_id" in r.columns and "prompt_id" not in keys else []
         if table == "participants" and "condition" in r.columns:
             carry = ["condition"]
@@ -479,9 +527,11 @@ def split_levels(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], no
             for c in cols:
                 a, b = str(r.iat[j, r.columns.get_loc(c)]).strip(), str(r.iat[i, r.columns.get_loc(c)]).strip()
                 if a != b and len(problems) < 20:
-                    problems.append(f"{origin.where(i, c)}: {b!r}, but {origin.where(j)} of the same {table[:-1]} "
-                                    f"({', '.join(f'{kk}={r.iat[i, r.columns.get_loc(kk)]!r}' for kk in keys)}) has "
-                                    f"{a!r}; a {table[:-1]}-level column must agree on every row")
+                    problems.append(
+                        f"{origin.where(i, c)}: {b!r}, but {origin.where(j)} of the same {table[:-1]} "
+                        f"({', '.join(f'{kk}={r.iat[i, r.columns.get_loc(kk)]!r}' for kk in keys)}) has "
+                        f"{a!r}; a {table[:-1]}-level column must agree on every row"
+                    )
         if problems:
             raise RatingsSourceError("\n".join(problems))
         tables[table] = r.iloc[rows][keys + carry + cols].reset_index(drop=True)
@@ -498,7 +548,7 @@ def ratings_config_problems(ratings: Mapping, base_dir: str | Path = ".") -> lis
     problems: list[str] = []
     if source != "simulate":
         if source.startswith(HUB_PREFIX):
-            repo = source[len(HUB_PREFIX):].removeprefix("datasets/")
+            repo = source[len(HUB_PREFIX) :].removeprefix("datasets/")
             if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
                 problems.append(f"ratings.source: {source!r} is not a hub id ({HUB_PREFIX}owner/name)")
         else:
@@ -507,12 +557,16 @@ def ratings_config_problems(ratings: Mapping, base_dir: str | Path = ".") -> lis
             results = (base / "results").resolve()
             resolved = path.resolve()
             if resolved == results or results in resolved.parents:
-                problems.append(f"ratings.source: {source!r} is inside results/, the workflow's own output folder "
-                                "(ingest writes results/ratings from the source): copy the collected ratings "
-                                "elsewhere and point ratings.source there")
+                problems.append(
+                    f"ratings.source: {source!r} is inside results/, the workflow's own output folder "
+                    "(ingest writes results/ratings from the source): copy the collected ratings "
+                    "elsewhere and point ratings.source there"
+                )
             elif not path.exists():
-                problems.append(f"ratings.source: not found: {source!r} (a folder, a CSV/TSV/Parquet file, a datasets "
-                                f"folder, or {HUB_PREFIX}owner/name)")
+                problems.append(
+                    f"ratings.source: not found: {source!r} (a folder, a CSV/TSV/Parquet file, a datasets "
+                    f"folder, or {HUB_PREFIX}owner/name)"
+                )
     columns = ratings.get("columns") or {}
     if columns:
         try:

@@ -18,8 +18,22 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-PACKAGES = ("modprefs", "snakemake", "numpy", "scipy", "pandas", "statsmodels", "krippendorff", "kokoro-onnx",
-            "onnxruntime", "datasets", "lingua-language-detector", "scikit-learn", "nltk", "matplotlib")
+PACKAGES = (
+    "modprefs",
+    "snakemake",
+    "numpy",
+    "scipy",
+    "pandas",
+    "statsmodels",
+    "krippendorff",
+    "kokoro-onnx",
+    "onnxruntime",
+    "datasets",
+    "lingua-language-detector",
+    "scikit-learn",
+    "nltk",
+    "matplotlib",
+)
 
 _CSS = (
     "\n"
@@ -54,12 +68,18 @@ def _figure_html(path: Path, title: str) -> str:
     return f'<figure><img alt="{html.escape(title)}" src="data:image/png;base64,{data}"></figure>'
 
 
-def build_report(sections: Sequence[tuple[str, Sequence[tuple[str, pd.DataFrame | Path]]]], config: dict,
-                 notes: Sequence[str] = (), title: str = "modprefs report") -> str:
+def build_report(
+    sections: Sequence[tuple[str, Sequence[tuple[str, pd.DataFrame | Path]]]],
+    config: dict,
+    notes: Sequence[str] = (),
+    title: str = "modprefs report",
+) -> str:
     """The report's HTML. ``sections``: (heading, [(caption, DataFrame or PNG path), ...])."""
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p>Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC}.</p>"]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<p>Generated {datetime.now(UTC):%Y-%m-%d %H:%M UTC}.</p>",
+    ]
     for note in notes:
         parts.append(f'<p class="note">{html.escape(note)}</p>')
     parts.append(
@@ -94,13 +114,24 @@ def coverage_table(coverage_json: Path | None) -> pd.DataFrame | None:
     for key, block in summary.items():
         model, _, size = key.partition("/")
         for method, m in block.get("methods", {}).items():
-            row = {"model": model, "size": size, "studies": block.get("n_studies"),
-                   "truth_icc_2_1": block.get("truth_icc_2_1"), "method": method}
+            row = {
+                "model": model,
+                "size": size,
+                "studies": block.get("n_studies"),
+                "truth_icc_2_1": block.get("truth_icc_2_1"),
+                "method": method,
+            }
             for stat in ("icc_2_1", "icc_2_k"):
                 c = m.get(stat) or {}
                 lo, hi = c.get("coverage_ci95_clopper_pearson") or (None, None)
-                row.update({f"{stat}_coverage": c.get("coverage"), f"{stat}_coverage_lo": lo,
-                            f"{stat}_coverage_hi": hi, f"{stat}_width": c.get("mean_width")})
+                row.update(
+                    {
+                        f"{stat}_coverage": c.get("coverage"),
+                        f"{stat}_coverage_lo": lo,
+                        f"{stat}_coverage_hi": hi,
+                        f"{stat}_width": c.get("mean_width"),
+                    }
+                )
             rows.append(row)
     return pd.DataFrame(rows) if rows else None
 
@@ -139,9 +170,17 @@ def table2_null_table(null_json: Path | None) -> pd.DataFrame | None:
             for term in ("modality_x_length", "modality_x_order"):
                 t = block.get(structure, {}).get(term)
                 if t:
-                    rows.append({"model": model, "table2_random": structure, "term": term,
-                                 "studies": block.get("n_studies"), "false_positive_rate": t["rate"],
-                                 "rate_lo": t["rate_ci95"][0], "rate_hi": t["rate_ci95"][1]})
+                    rows.append(
+                        {
+                            "model": model,
+                            "table2_random": structure,
+                            "term": term,
+                            "studies": block.get("n_studies"),
+                            "false_positive_rate": t["rate"],
+                            "rate_lo": t["rate_ci95"][0],
+                            "rate_hi": t["rate_ci95"][1],
+                        }
+                    )
     return pd.DataFrame(rows) if rows else None
 
 
@@ -156,9 +195,14 @@ def table2_note(structure: str, null_json: Path | None) -> str:
         rates = table[(table["table2_random"] == name) & table["term"].isin(["modality_x_length", "modality_x_order"])]
         if not rates.empty:
             parts.append(f"{name}: {rates['false_positive_rate'].min():.3f}-{rates['false_positive_rate'].max():.3f}")
-    return (text + " Rejection rates at alpha = .05 of the modality x length and modality x order interactions in null "
-            "simulations (no interaction; " + ", ".join(sorted(set(table["model"]))) + "): " + "; ".join(parts)
-            + " -- the table 'Table 2 false-positive rates' below (benchmarks/out/table2_null.json).")
+    return (
+        text + " Rejection rates at alpha = .05 of the modality x length and modality x order interactions in null "
+        "simulations (no interaction; "
+        + ", ".join(sorted(set(table["model"])))
+        + "): "
+        + "; ".join(parts)
+        + " -- the table 'Table 2 false-positive rates' below (benchmarks/out/table2_null.json)."
+    )
 
 
 def judges_note(judges: pd.DataFrame) -> str | None:
@@ -177,12 +221,16 @@ def judges_note(judges: pd.DataFrame) -> str | None:
     note = "AI ratings (Tables 5-6, rater plan) come from: " + "; ".join(parts) + "."
     backends = set(judges["backend"])
     if "local-cascade" in backends:
-        note += (" The offline 'AI-audio' response ratings come from a CASCADE: a Whisper transcript of each clip "
-                 "rated by a small text model. A cascade judges transcripts, not speech, which is exactly why the "
-                 "paper used an end-to-end audio model; the paper's judge needs judges.backend: openai with "
-                 "gpt-4o-audio-preview, or an OpenAI-compatible server running an end-to-end audio LLM (e.g. vLLM "
-                 "serving Qwen2.5-Omni).")
+        note += (
+            " The offline 'AI-audio' response ratings come from a CASCADE: a Whisper transcript of each clip "
+            "rated by a small text model. A cascade judges transcripts, not speech, which is exactly why the "
+            "paper used an end-to-end audio model; the paper's judge needs judges.backend: openai with "
+            "gpt-4o-audio-preview, or an OpenAI-compatible server running an end-to-end audio LLM (e.g. vLLM "
+            "serving Qwen2.5-Omni)."
+        )
     if backends & {"local", "local-cascade"}:
-        note += (" The offline text model (SmolLM2-135M-Instruct) is far weaker than GPT-4o: treat these AI ratings "
-                 "as a pipeline check, not as the paper's synthetic raters (README, 'Synthetic judges').")
+        note += (
+            " The offline text model (SmolLM2-135M-Instruct) is far weaker than GPT-4o: treat these AI ratings "
+            "as a pipeline check, not as the paper's synthetic raters (README, 'Synthetic judges')."
+        )
     return note

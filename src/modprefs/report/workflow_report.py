@@ -21,9 +21,11 @@ from modprefs.report.html import (
     table2_null_table,
 )
 
-SIMULATED_NOTE = ("The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
-                  "crossed random-effects model calibrated to the paper, not human judgments. Point "
-                  "ratings.source at collected ratings to analyse a real study.")
+SIMULATED_NOTE = (
+    "The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
+    "crossed random-effects model calibrated to the paper, not human judgments. Point "
+    "ratings.source at collected ratings to analyse a real study."
+)
 
 
 def reward_title(path: Path) -> str:
@@ -39,21 +41,38 @@ def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
     items = []
     table = coverage_table(coverage)
     if table is not None:
-        items.append(("ICC interval coverage: nominal 95 % intervals by generating model, design size and method "
-                      "(benchmarks/icc_coverage.py)", table))
+        items.append(
+            (
+                "ICC interval coverage: nominal 95 % intervals by generating model, design size and method "
+                "(benchmarks/icc_coverage.py)",
+                table,
+            )
+        )
     table = table2_null_table(table2_null)
     if table is not None:
-        items.append(("Table 2 false-positive rates: rejection at alpha = .05 of the modality interactions in null "
-                      "simulations, by generating model and random-effects structure (benchmarks/table2_null.py)",
-                      table))
+        items.append(
+            (
+                "Table 2 false-positive rates: rejection at alpha = .05 of the modality interactions in null "
+                "simulations, by generating model and random-effects structure (benchmarks/table2_null.py)",
+                table,
+            )
+        )
     return items
 
 
-def workflow_report(tables: Sequence[Path], figures: Sequence[Path], ratings: Path, config: Mapping[str, Any],
-                    icc_ci_method: str, table2_random: str, judges: Path | None = None,
-                    coverage: Path | None = None, table2_null: Path | None = None,
-                    reward_tables: Sequence[Path] | None = None,
-                    reward_curves: Sequence[Path] | None = None) -> tuple[str, int]:
+def workflow_report(
+    tables: Sequence[Path],
+    figures: Sequence[Path],
+    ratings: Path,
+    config: Mapping[str, Any],
+    icc_ci_method: str,
+    table2_random: str,
+    judges: Path | None = None,
+    coverage: Path | None = None,
+    table2_null: Path | None = None,
+    reward_tables: Sequence[Path] | None = None,
+    reward_curves: Sequence[Path] | None = None,
+) -> tuple[str, int]:
     """The report's HTML and its number of study tables.
 
     ``coverage`` / ``table2_null``: the benchmark results behind the notes on the ICC intervals and

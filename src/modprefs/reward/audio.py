@@ -26,8 +26,7 @@ from modprefs.errors import UserInputError
 
 SAMPLE_RATE = 16_000
 DEGRADATIONS = ("noise", "clipping", "lowpass")
-DEFAULT_PARAMS = {"noise": {"snr_db": 10.0}, "clipping": {"gain": 4.0, "level": 0.3},
-                  "lowpass": {"cutoff_hz": 1500.0}}
+DEFAULT_PARAMS = {"noise": {"snr_db": 10.0}, "clipping": {"gain": 4.0, "level": 0.3}, "lowpass": {"cutoff_hz": 1500.0}}
 
 
 class AudioReadError(UserInputError):
@@ -48,7 +47,7 @@ def degrade(wave: np.ndarray, sr: int, spec: str | dict) -> np.ndarray:
     wave = np.asarray(wave, dtype=np.float64)
     if kind == "noise":
         rng = np.random.default_rng(int(spec["seed"]))
-        power = float(np.mean(wave ** 2)) or 1e-8
+        power = float(np.mean(wave**2)) or 1e-8
         noise = rng.standard_normal(wave.shape) * math.sqrt(power / 10 ** (float(spec["snr_db"]) / 10))
         out = wave + noise
     elif kind == "clipping":
@@ -57,6 +56,7 @@ def degrade(wave: np.ndarray, sr: int, spec: str | dict) -> np.ndarray:
         out = np.clip(wave * float(spec["gain"]), -level, level)
     elif kind == "lowpass":
         from scipy.signal import butter, sosfiltfilt
+
         cutoff = min(float(spec["cutoff_hz"]), 0.45 * sr)
         sos = butter(4, cutoff, btype="low", fs=sr, output="sos")
         out = sosfiltfilt(sos, wave) if len(wave) > 27 else wave
@@ -78,8 +78,9 @@ def check_audio(path: str | Path) -> None:
         raise AudioReadError(f"audio file is empty (0 samples): {p}")
 
 
-def load_audio(path: str | Path, sr: int = SAMPLE_RATE, max_s: float | None = None,
-               transform: str | None = None) -> np.ndarray:
+def load_audio(
+    path: str | Path, sr: int = SAMPLE_RATE, max_s: float | None = None, transform: str | None = None
+) -> np.ndarray:
     """Mono float32 audio at ``sr`` Hz, degraded by ``transform`` (a spec) and cut to ``max_s`` s."""
     try:
         wave, file_sr = sf.read(str(path), dtype="float32", always_2d=True)
@@ -92,6 +93,7 @@ def load_audio(path: str | Path, sr: int = SAMPLE_RATE, max_s: float | None = No
         wave = wave[: int(round(max_s * file_sr))]
     if file_sr != sr:
         from scipy.signal import resample_poly
+
         g = math.gcd(int(file_sr), int(sr))
         wave = resample_poly(wave, sr // g, file_sr // g).astype(np.float32)
     return np.ascontiguousarray(wave, dtype=np.float32)
@@ -100,16 +102,23 @@ def load_audio(path: str | Path, sr: int = SAMPLE_RATE, max_s: float | None = No
 @lru_cache(maxsize=8)
 def _mel_filters(n_mels: int, n_fft: int, sr: int) -> np.ndarray:
     from transformers.audio_utils import mel_filter_bank
-    return mel_filter_bank(num_frequency_bins=n_fft // 2 + 1, num_mel_filters=n_mels, min_frequency=0.0,
-                           max_frequency=sr / 2, sampling_rate=sr, norm="slaney",
-                           mel_scale="slaney").astype(np.float32)
+
+    return mel_filter_bank(
+        num_frequency_bins=n_fft // 2 + 1,
+        num_mel_filters=n_mels,
+        min_frequency=0.0,
+        max_frequency=sr / 2,
+        sampling_rate=sr,
+        norm="slaney",
+        mel_scale="slaney",
+    ).astype(np.float32)
 
 
-def log_mel(wave: np.ndarray, n_mels: int = 64, sr: int = SAMPLE_RATE, n_fft: int = 400,
-            hop: int = 160) -> np.ndarray:
+def log_mel(wave: np.ndarray, n_mels: int = 64, sr: int = SAMPLE_RATE, n_fft: int = 400, hop: int = 160) -> np.ndarray:
     """Log-mel spectrogram ``[n_mels, frames]`` (Whisper's scaling without per-clip normalisation,
     so level, noise floor and bandwidth stay visible)."""
     import torch
+
     x = torch.from_numpy(np.asarray(wave, dtype=np.float32))
     if x.numel() < n_fft:
         x = torch.nn.functional.pad(x, (0, n_fft - x.numel()))

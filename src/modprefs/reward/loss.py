@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 
 
-def bradley_terry_loss(r_chosen: torch.Tensor, r_rejected: torch.Tensor, margin: torch.Tensor | None = None,
-                       center_coef: float = 0.0) -> tuple[torch.Tensor, dict[str, float]]:
+def bradley_terry_loss(
+    r_chosen: torch.Tensor, r_rejected: torch.Tensor, margin: torch.Tensor | None = None, center_coef: float = 0.0
+) -> tuple[torch.Tensor, dict[str, float]]:
     """Mean BT loss over a batch plus ``center_coef`` × the centering term; returns (loss, parts)."""
     diff = r_chosen - r_rejected
     if margin is not None:

@@ -67,42 +67,49 @@ class ConditionMixer(nn.Module):
         nn.init.zeros_(self.film.bias)
         if self.ffn_mult:
             self.norm_ff = nn.LayerNorm(dim)
-            self.ff = nn.Sequential(nn.Linear(dim, self.ffn_mult * dim), nn.GELU(),
-                                    nn.Linear(self.ffn_mult * dim, dim))
+            self.ff = nn.Sequential(nn.Linear(dim, self.ffn_mult * dim), nn.GELU(), nn.Linear(self.ffn_mult * dim, dim))
 
-    def attention(self, resp: torch.Tensor, cond: torch.Tensor, cond_mask: torch.Tensor,
-                  context_mask: torch.Tensor) -> torch.Tensor:
+    def attention(
+        self, resp: torch.Tensor, cond: torch.Tensor, cond_mask: torch.Tensor, context_mask: torch.Tensor
+    ) -> torch.Tensor:
         """Masked multi-head cross-attention ``[B, R, H]`` of response positions over condition positions, plus
         the mapped per-head relevance: the log of the attention mass on the context keys over their share of
         the keys (0 when attention spreads evenly; 0 for a row without context)."""
         b, r, h = resp.shape
         c = cond.shape[1]
         d = h // self.heads
-        q = self.q(self.norm_q(resp)).view(b, r, self.heads, d).transpose(1, 2)       # [B, heads, R, d]
+        q = self.q(self.norm_q(resp)).view(b, r, self.heads, d).transpose(1, 2)  # [B, heads, R, d]
         kv = self.norm_kv(cond)
-        k = self.k(kv).view(b, c, self.heads, d).transpose(1, 2)                       # [B, heads, C, d]
+        k = self.k(kv).view(b, c, self.heads, d).transpose(1, 2)  # [B, heads, C, d]
         v = self.v(kv).view(b, c, self.heads, d).transpose(1, 2)
-        logits = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d))                     # [B, heads, R, C]
+        logits = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d))  # [B, heads, R, C]
         if logits.dtype in (torch.float16, torch.bfloat16):
             logits = logits.float()
         valid = cond_mask.to(logits.dtype)
-        logits = logits + ((valid - 1.0) * 1e9)[:, None, None, :]                     # padded keys: -1e9
+        logits = logits + ((valid - 1.0) * 1e9)[:, None, None, :]  # padded keys: -1e9
         weights = torch.softmax(logits, dim=-1)
-        ctx = context_mask.to(logits.dtype) * valid                                   # [B, C]
-        n_ctx, n_valid = ctx.sum(-1), valid.sum(-1)                                   # [B]
-        mass = (weights @ ctx[:, None, :, None]).squeeze(-1)                           # [B, heads, R]
+        ctx = context_mask.to(logits.dtype) * valid  # [B, C]
+        n_ctx, n_valid = ctx.sum(-1), valid.sum(-1)  # [B]
+        mass = (weights @ ctx[:, None, :, None]).squeeze(-1)  # [B, heads, R]
         rel = torch.log(mass.clamp_min(1e-30)) - torch.log((n_ctx / n_valid).clamp_min(1e-30))[:, None, None]
         rel = rel * (n_ctx > 0).to(rel.dtype)[:, None, None]
         attended = (weights.to(v.dtype) @ v).transpose(1, 2).reshape(b, r, h)
         return self.out(attended) + self.relevance(rel.transpose(1, 2).to(v.dtype))
 
-    def forward(self, resp: torch.Tensor, resp_mask: torch.Tensor, cond: torch.Tensor, cond_mask: torch.Tensor,
-                context_mask: torch.Tensor, criterion: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        resp: torch.Tensor,
+        resp_mask: torch.Tensor,
+        cond: torch.Tensor,
+        cond_mask: torch.Tensor,
+        context_mask: torch.Tensor,
+        criterion: torch.Tensor,
+    ) -> torch.Tensor:
         """``resp`` [B, R, H] with ``resp_mask`` [B, R]; ``cond`` [B, C, H] with ``cond_mask`` [B, C] (at least
         one valid position per row) and ``context_mask`` [B, C] (the context positions among them: not the
         instruction); ``criterion`` [B, H]. Returns [B, R, H] (padded positions zeroed)."""
         h = resp + self.attention(resp, cond, cond_mask.bool(), context_mask.bool())
-        gamma, beta = self.film(criterion).chunk(2, dim=-1)                          # [B, H] each
+        gamma, beta = self.film(criterion).chunk(2, dim=-1)  # [B, H] each
         h = self.norm_film(h) * (1.0 + gamma[:, None, :]) + beta[:, None, :]
         if self.ffn_mult:
             h = h + self.ff(self.norm_ff(h))

@@ -41,17 +41,17 @@ CONFIG_FILE = "config.json"
 #: criterion -> instruction (the text prefix). Overridable from config (reward.criteria).
 DEFAULT_CRITERIA = {
     "quality": "Criterion: overall quality. Rate how helpful, accurate and appropriate the final spoken "
-               "reply is as the next turn of this conversation.",
+    "reply is as the next turn of this conversation.",
     "quality_text": "Criterion: overall quality as a reader judges it. Rate how helpful, accurate and appropriate "
-                    "the final reply is as the next turn of this conversation, read as text.",
+    "the final reply is as the next turn of this conversation, read as text.",
     "quality_audio": "Criterion: overall quality as a listener judges it. Rate how helpful, accurate and "
-                     "appropriate the final spoken reply is as the next turn of this conversation, heard as speech.",
+    "appropriate the final spoken reply is as the next turn of this conversation, heard as speech.",
     "modality": "Criterion: modality. Rate how natural the final turn sounds as human speech in this "
-                "conversation: prosody, emotion and channel, not only the words.",
+    "conversation: prosody, emotion and channel, not only the words.",
     "colloquialness": "Criterion: colloquialness. Rate how natural the final turn is as spoken conversation "
-                      "rather than written text: brevity, fragments, discourse markers.",
+    "rather than written text: brevity, fragments, discourse markers.",
     "fidelity": "Criterion: audio fidelity. Rate the acoustic quality of the final spoken turn: clean, "
-                "undistorted, full-band speech.",
+    "undistorted, full-band speech.",
 }
 
 
@@ -87,8 +87,10 @@ class RewardModel(nn.Module):
     def score_features(self, feats: Sequence[Any], batch_size: int = 16) -> np.ndarray:
         was_training = self.training
         self.eval()
-        out = [self(self.backbone.collate(feats[i:i + batch_size])).cpu().numpy()
-               for i in range(0, len(feats), batch_size)]
+        out = [
+            self(self.backbone.collate(feats[i : i + batch_size])).cpu().numpy()
+            for i in range(0, len(feats), batch_size)
+        ]
         self.train(was_training)
         return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
 
@@ -98,56 +100,69 @@ class RewardModel(nn.Module):
 
     # -- checkpoint
     def config(self) -> dict[str, Any]:
-        return {"format": CHECKPOINT_FORMAT, "backbone": self.backbone.config(), "pooling": self.pooling_name,
-                "criteria": self.criteria, "hidden_size": self.backbone.hidden_size, **self.extra_config}
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "backbone": self.backbone.config(),
+            "pooling": self.pooling_name,
+            "criteria": self.criteria,
+            "hidden_size": self.backbone.hidden_size,
+            **self.extra_config,
+        }
 
     def save(self, directory: str | os.PathLike[str], **extra: Any) -> Path:
         """Write ``model.safetensors`` + ``config.json`` (with ``extra`` keys) atomically into ``directory``."""
         from safetensors.torch import save_file
 
         from modprefs.io import atomic_path, write_json
+
         directory = Path(directory)
         self.extra_config.update(extra)
         frozen = tuple(f"backbone.{p}" for p in getattr(self.backbone, "frozen_prefixes", ()))
-        state = {k: v.detach().to("cpu").contiguous() for k, v in self.state_dict().items()
-                 if not k.startswith(frozen)}
+        state = {k: v.detach().to("cpu").contiguous() for k, v in self.state_dict().items() if not k.startswith(frozen)}
         with atomic_path(directory / WEIGHTS_FILE) as tmp:
             save_file(state, str(tmp), metadata={"format": CHECKPOINT_FORMAT})
         write_json(self.config(), directory / CONFIG_FILE)
         return directory
 
 
-def load_reward_model(directory: str | os.PathLike[str], device: str | torch.device = "cpu",
-                      cache: FeatureCache | None = None) -> RewardModel:
+def load_reward_model(
+    directory: str | os.PathLike[str], device: str | torch.device = "cpu", cache: FeatureCache | None = None
+) -> RewardModel:
     """Rebuild the scorer saved by :meth:`RewardModel.save` (the backbone from its config, then weights)."""
     from safetensors.torch import load_file
+
     directory = Path(directory)
     cfg_path = directory / CONFIG_FILE
     if not cfg_path.is_file():
         raise FileNotFoundError(f"reward checkpoint: {cfg_path} not found")
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     if cfg.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{cfg_path}: format {cfg.get('format')!r}, expected {CHECKPOINT_FORMAT!r} "
-                         "(a checkpoint of an older modprefs: train it again)")
+        raise ValueError(
+            f"{cfg_path}: format {cfg.get('format')!r}, expected {CHECKPOINT_FORMAT!r} "
+            "(a checkpoint of an older modprefs: train it again)"
+        )
     backbone_cfg = dict(cfg["backbone"])
     if backbone_cfg.get("name") == "qwen2.5-omni" and backbone_cfg.get("thinker_config") is not None:
         backbone_cfg["model_id"] = None  # rebuilt from the saved config, weights below
     model = RewardModel(build_backbone(backbone_cfg, cache=cache), cfg["pooling"], cfg["criteria"])
-    model.extra_config = {k: v for k, v in cfg.items()
-                          if k not in ("format", "backbone", "pooling", "criteria", "hidden_size")}
+    model.extra_config = {
+        k: v for k, v in cfg.items() if k not in ("format", "backbone", "pooling", "criteria", "hidden_size")
+    }
     prepare_precision(model, torch.device(device))  # the dtypes training had: the saved fp32 weights stay fp32
     state = load_file(str(directory / WEIGHTS_FILE))
     missing, unexpected = model.load_state_dict(state, strict=False)
     frozen = tuple(f"backbone.{p}" for p in getattr(model.backbone, "frozen_prefixes", ()))
     missing = [k for k in missing if not k.startswith(frozen)]
     if missing or unexpected:
-        raise ValueError(f"{directory / WEIGHTS_FILE} does not match its config: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
+        raise ValueError(
+            f"{directory / WEIGHTS_FILE} does not match its config: missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
     model.eval()
     return model.to(device)
 
 
 # ------------------------------------------------------------------------------------ pair tables
+
 
 def _context(value: Any) -> tuple[Turn, ...]:
     if value is None or (isinstance(value, float) and np.isnan(value)):
@@ -165,8 +180,9 @@ def _opt(value: Any) -> str | None:
     return str(value)
 
 
-def pair_examples(pairs: pd.DataFrame, criteria: dict[str, str],
-                  features: tuple[Sequence[Any], Sequence[Any]] | None = None) -> tuple[list[Example], list[Example]]:
+def pair_examples(
+    pairs: pd.DataFrame, criteria: dict[str, str], features: tuple[Sequence[Any], Sequence[Any]] | None = None
+) -> tuple[list[Example], list[Example]]:
     """(chosen, rejected) examples of a pair table (:data:`modprefs.reward.pairs.PAIR_COLUMNS`)."""
     chosen, rejected = [], []
     for i, row in enumerate(pairs.itertuples(index=False)):
@@ -176,8 +192,24 @@ def pair_examples(pairs: pd.DataFrame, criteria: dict[str, str],
         ctx = _context(getattr(row, "context", None))
         fc = features[0][i] if features else None
         fr = features[1][i] if features else None
-        chosen.append(Example(criteria[crit], ctx, str(row.chosen_text or ""), _opt(row.chosen_audio),
-                              _opt(getattr(row, "chosen_transform", None)), fc))
-        rejected.append(Example(criteria[crit], ctx, str(row.rejected_text or ""), _opt(row.rejected_audio),
-                                _opt(getattr(row, "rejected_transform", None)), fr))
+        chosen.append(
+            Example(
+                criteria[crit],
+                ctx,
+                str(row.chosen_text or ""),
+                _opt(row.chosen_audio),
+                _opt(getattr(row, "chosen_transform", None)),
+                fc,
+            )
+        )
+        rejected.append(
+            Example(
+                criteria[crit],
+                ctx,
+                str(row.rejected_text or ""),
+                _opt(row.rejected_audio),
+                _opt(getattr(row, "rejected_transform", None)),
+                fr,
+            )
+        )
     return chosen, rejected

@@ -43,10 +43,30 @@ from modprefs.reward.audio import DEGRADATIONS, AudioReadError, check_audio, deg
 
 log = logging.getLogger(__name__)
 
-PAIR_COLUMNS = ["pair_id", "criterion", "category", "source", "label_modality", "group", "prompt_id", "context",
-                "chosen_audio", "chosen_text", "chosen_transform", "chosen_clip_id", "chosen_chars",
-                "rejected_audio", "rejected_text", "rejected_transform", "rejected_clip_id", "rejected_chars",
-                "margin", "n_raters", "rewriter", "tts_voice"]
+PAIR_COLUMNS = [
+    "pair_id",
+    "criterion",
+    "category",
+    "source",
+    "label_modality",
+    "group",
+    "prompt_id",
+    "context",
+    "chosen_audio",
+    "chosen_text",
+    "chosen_transform",
+    "chosen_clip_id",
+    "chosen_chars",
+    "rejected_audio",
+    "rejected_text",
+    "rejected_transform",
+    "rejected_clip_id",
+    "rejected_chars",
+    "margin",
+    "n_raters",
+    "rewriter",
+    "tts_voice",
+]
 CORPUS_COLUMNS = ["audio_path", "transcript", "dialogue_id", "turn", "speaker", "tier"]
 TIERS = ("wild", "semi-wild", "scripted")
 REWRITE_COLUMNS = ["item_id", "written", "spoken"]
@@ -81,10 +101,12 @@ def normalise_id(cid: Any) -> str:
     """The file-name-safe id of a conversation or dialogue: the sampling stage's prompt id
     (:func:`modprefs.sampling.draw.prompt_id_for`), so pairs find the context of any conversation id."""
     from modprefs.sampling.draw import prompt_id_for
+
     return prompt_id_for(str(cid))
 
 
 # ------------------------------------------------------------------------------------- (a) study
+
 
 def study_context(conversations: pd.DataFrame, prompts: pd.DataFrame | None = None) -> dict[str, list[dict]]:
     """prompt_id -> context turns (history as {role, text, audio=None}, then the prompt as a user turn)."""
@@ -108,14 +130,24 @@ def study_context(conversations: pd.DataFrame, prompts: pd.DataFrame | None = No
 
 
 def _mean_ratings(df: pd.DataFrame, modality_col: str) -> pd.DataFrame:
-    return (df.groupby([modality_col, "prompt_id", "clip_id"], as_index=False)
-              .agg(rating=("rating", "mean"), n=("rating", "size"))
-              .rename(columns={modality_col: "modality"}))
+    return (
+        df.groupby([modality_col, "prompt_id", "clip_id"], as_index=False)
+        .agg(rating=("rating", "mean"), n=("rating", "size"))
+        .rename(columns={modality_col: "modality"})
+    )
 
 
-def _pairs_from_means(means: pd.DataFrame, source: str, stim: pd.DataFrame, manifest: pd.DataFrame,
-                      context: Mapping[str, list[dict]], min_gap: Mapping[str, float], criterion: str,
-                      skipped: dict[str, int], by_modality: bool = False) -> list[dict[str, Any]]:
+def _pairs_from_means(
+    means: pd.DataFrame,
+    source: str,
+    stim: pd.DataFrame,
+    manifest: pd.DataFrame,
+    context: Mapping[str, list[dict]],
+    min_gap: Mapping[str, float],
+    criterion: str,
+    skipped: dict[str, int],
+    by_modality: bool = False,
+) -> list[dict[str, Any]]:
     clip = manifest.set_index("clip_id")
     chars = stim.set_index("clip_id")["n_chars"]
     rows = []
@@ -165,11 +197,47 @@ def _pairs_from_means(means: pd.DataFrame, source: str, stim: pd.DataFrame, mani
     return rows
 
 
-def study_pairs(ratings: pd.DataFrame | None, stimuli: pd.DataFrame, manifest: pd.DataFrame,
-                conversations: pd.DataFrame, prompts: pd.DataFrame | None = None,
-                judges: pd.DataFrame | None = None, min_gap: Mapping[str, float] | None = None,
-                criterion: str = "quality", sources: Sequence[str] = ("human", "judge"),
-                criterion_by_modality: bool = False, report: dict[str, Any] | None = None) -> pd.DataFrame:
+def _human_ratings(ratings: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
+    """The human ratings of the study's clips (conditions checked; no attention check, no missing rating)."""
+    require_columns(ratings, ["participant_id", "condition", "prompt_id", "clip_id", "rating"], "ratings.csv")
+    r = ratings.astype({"prompt_id": str, "clip_id": str})
+    bad = sorted(set(r["condition"].dropna().astype(str)) - set(MODALITIES))
+    if bad:
+        raise PairDataError(f"ratings.csv column condition has value(s) {bad}; expected text/audio")
+    r = r[r["clip_id"].isin(stim["clip_id"]) & r["rating"].notna()]
+    if "trial" in r.columns:
+        r = r[r["trial"] != 0]
+    return r
+
+
+def _judge_ratings(judges: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
+    """The AI judges' successful numeric response-quality ratings of the study's clips."""
+    require_columns(
+        judges, ["modality", "kind", "prompt_id", "clip_id", "sample", "rating", "status"], "judges ratings.csv"
+    )
+    j = judges.astype({"prompt_id": str, "clip_id": str})
+    j = j[
+        (j["kind"] == "response_quality")
+        & (j["status"] == "ok")
+        & j["rating"].notna()
+        & j["clip_id"].isin(stim["clip_id"])
+    ]
+    return j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
+
+
+def study_pairs(
+    ratings: pd.DataFrame | None,
+    stimuli: pd.DataFrame,
+    manifest: pd.DataFrame,
+    conversations: pd.DataFrame,
+    prompts: pd.DataFrame | None = None,
+    judges: pd.DataFrame | None = None,
+    min_gap: Mapping[str, float] | None = None,
+    criterion: str = "quality",
+    sources: Sequence[str] = ("human", "judge"),
+    criterion_by_modality: bool = False,
+    report: dict[str, Any] | None = None,
+) -> pd.DataFrame:
     """Pairs from human text/audio ratings and AI judge ratings (see the module docs).
 
     ``min_gap``: {"text": x, "audio": y} decisiveness thresholds on the 1–100 mean-rating gap.
@@ -188,33 +256,44 @@ def study_pairs(ratings: pd.DataFrame | None, stimuli: pd.DataFrame, manifest: p
     skipped: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
     if "human" in sources and ratings is not None:
-        require_columns(ratings, ["participant_id", "condition", "prompt_id", "clip_id", "rating"], "ratings.csv")
-        r = ratings.astype({"prompt_id": str, "clip_id": str})
-        bad = sorted(set(r["condition"].dropna().astype(str)) - set(MODALITIES))
-        if bad:
-            raise PairDataError(f"ratings.csv column condition has value(s) {bad}; expected text/audio")
-        r = r[r["clip_id"].isin(stim["clip_id"]) & r["rating"].notna()]
-        if "trial" in r.columns:
-            r = r[r["trial"] != 0]
-        rows += _pairs_from_means(_mean_ratings(r, "condition"), "human", stim, manifest, context, min_gap,
-                                  criterion, skipped, criterion_by_modality)
+        rows += _pairs_from_means(
+            _mean_ratings(_human_ratings(ratings, stim), "condition"),
+            "human",
+            stim,
+            manifest,
+            context,
+            min_gap,
+            criterion,
+            skipped,
+            criterion_by_modality,
+        )
     if "judge" in sources and judges is not None:
-        require_columns(judges, ["modality", "kind", "prompt_id", "clip_id", "sample", "rating", "status"],
-                        "judges ratings.csv")
-        j = judges.astype({"prompt_id": str, "clip_id": str})
-        j = j[(j["kind"] == "response_quality") & (j["status"] == "ok") & j["rating"].notna()
-              & j["clip_id"].isin(stim["clip_id"])]
-        j = j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
-        rows += _pairs_from_means(_mean_ratings(j, "modality"), "judge", stim, manifest, context, min_gap,
-                                  criterion, skipped, criterion_by_modality)
+        rows += _pairs_from_means(
+            _mean_ratings(_judge_ratings(judges, stim), "modality"),
+            "judge",
+            stim,
+            manifest,
+            context,
+            min_gap,
+            criterion,
+            skipped,
+            criterion_by_modality,
+        )
     out = _frame(rows)
     if report is not None:
-        report.update({"pairs": int(len(out)), "by_category": out["category"].value_counts().to_dict(),
-                       "skipped": skipped, "min_gap": dict(min_gap)})
+        report.update(
+            {
+                "pairs": int(len(out)),
+                "by_category": out["category"].value_counts().to_dict(),
+                "skipped": skipped,
+                "min_gap": dict(min_gap),
+            }
+        )
     return out
 
 
 # ---------------------------------------------------------------------------------- (b) modality
+
 
 def validate_corpus(corpus: pd.DataFrame, name: str = "corpus manifest") -> pd.DataFrame:
     """Check a user corpus manifest (:data:`CORPUS_COLUMNS`); return it typed and sorted."""
@@ -258,9 +337,16 @@ Renderer = Callable[[str, str], str]
 """``render(text, key) -> audio path``: synthesise ``text`` once (``key`` names the output)."""
 
 
-def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: int = 1,
-                   max_pairs: int | None = None, seed: int = 0, criterion: str = "modality",
-                   corpus_name: str = "corpus", voice_of: Callable[[str], str] | None = None) -> pd.DataFrame:
+def modality_pairs(
+    corpus: pd.DataFrame,
+    render: Renderer,
+    min_context_turns: int = 1,
+    max_pairs: int | None = None,
+    seed: int = 0,
+    criterion: str = "modality",
+    corpus_name: str = "corpus",
+    voice_of: Callable[[str], str] | None = None,
+) -> pd.DataFrame:
     """Natural turn (chosen) vs its TTS re-synthesis (rejected), same natural-speech context.
     ``render(text, key)`` synthesises the turn (key ``{dialogue}_{turn}``); ``voice_of(key)``, when given,
     names the voice it used (the ``tts_voice`` column)."""
@@ -278,17 +364,34 @@ def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: in
         key = f"{normalise_id(did)}_{int(row.turn)}"
         synthetic = render(str(row.transcript), key)
         text = str(row.transcript)
-        rows.append({
-            "pair_id": f"modality:{corpus_name}:{key}", "criterion": criterion, "category": row.tier,
-            "source": "modality", "label_modality": "audio", "group": f"{corpus_name}:{did}", "prompt_id": None,
-            "context": [{"role": str(t.speaker), "text": str(t.transcript), "audio": str(t.audio_path)}
-                        for t in ctx.itertuples(index=False)],
-            "chosen_audio": str(row.audio_path), "chosen_text": text, "chosen_transform": None,
-            "chosen_clip_id": None, "chosen_chars": len(text),
-            "rejected_audio": str(synthetic), "rejected_text": text, "rejected_transform": None,
-            "rejected_clip_id": None, "rejected_chars": len(text), "margin": 0.0, "n_raters": 0,
-            "tts_voice": voice_of(key) if voice_of else None,
-        })
+        rows.append(
+            {
+                "pair_id": f"modality:{corpus_name}:{key}",
+                "criterion": criterion,
+                "category": row.tier,
+                "source": "modality",
+                "label_modality": "audio",
+                "group": f"{corpus_name}:{did}",
+                "prompt_id": None,
+                "context": [
+                    {"role": str(t.speaker), "text": str(t.transcript), "audio": str(t.audio_path)}
+                    for t in ctx.itertuples(index=False)
+                ],
+                "chosen_audio": str(row.audio_path),
+                "chosen_text": text,
+                "chosen_transform": None,
+                "chosen_clip_id": None,
+                "chosen_chars": len(text),
+                "rejected_audio": str(synthetic),
+                "rejected_text": text,
+                "rejected_transform": None,
+                "rejected_clip_id": None,
+                "rejected_chars": len(text),
+                "margin": 0.0,
+                "n_raters": 0,
+                "tts_voice": voice_of(key) if voice_of else None,
+            }
+        )
     return _frame(rows)
 
 
@@ -297,8 +400,9 @@ def modality_pairs(corpus: pd.DataFrame, render: Renderer, min_context_turns: in
 REWRITE_PROMPT = (
     "Rewrite the following reply the way a person would actually say it out loud in a casual spoken "
     "conversation: shorter, with natural fragments, discourse markers and fillers where they fit "
-    "(\"well\", \"so\", \"you know\"), no lists, headings or symbols. Keep the meaning. Answer with the "
-    "spoken version only.\n\nReply:\n{text}")
+    '("well", "so", "you know"), no lists, headings or symbols. Keep the meaning. Answer with the '
+    "spoken version only.\n\nReply:\n{text}"
+)
 
 
 def request_rewrites(texts: Mapping[str, str], complete: Callable[[str], str]) -> pd.DataFrame:
@@ -313,26 +417,37 @@ def request_rewrites(texts: Mapping[str, str], complete: Callable[[str], str]) -
     return pd.DataFrame(rows, columns=REWRITE_COLUMNS)
 
 
-def openai_completer(base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0,
-                     temperature: float = 0.7) -> Callable[[str], str]:
+def openai_completer(
+    base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 60.0, temperature: float = 0.7
+) -> Callable[[str], str]:
     """A ``complete(prompt)`` over an OpenAI-compatible chat-completions endpoint (the judge's)."""
     import openai
+
     key = os.environ.get(api_key_env)
     if not key:
         raise PairDataError(f"colloquial rewrites: environment variable {api_key_env} (API key) is not set")
     client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout_s)
 
     def complete(prompt: str) -> str:
-        reply = client.chat.completions.create(model=model, temperature=temperature,
-                                               messages=[{"role": "user", "content": prompt}])
+        reply = client.chat.completions.create(
+            model=model, temperature=temperature, messages=[{"role": "user", "content": prompt}]
+        )
         return reply.choices[0].message.content or ""
+
     return complete
 
 
-def colloquial_pairs(rewrites: pd.DataFrame, render: Renderer, contexts: Mapping[str, list[dict]] | None = None,
-                     criterion: str = "colloquialness", name: str = "rewrites table", category: str = "colloquial",
-                     rewriter: str | None = None, tts_voice: str | None = None,
-                     groups: Mapping[str, str] | None = None) -> pd.DataFrame:
+def colloquial_pairs(
+    rewrites: pd.DataFrame,
+    render: Renderer,
+    contexts: Mapping[str, list[dict]] | None = None,
+    criterion: str = "colloquialness",
+    name: str = "rewrites table",
+    category: str = "colloquial",
+    rewriter: str | None = None,
+    tts_voice: str | None = None,
+    groups: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """Spoken-style (chosen) vs written-style (rejected) final turn, same TTS voice, same context.
     ``category``/``rewriter`` label where the rewrites come from (``colloquial_rule_based``/``rule-based``
     for :mod:`modprefs.reward.colloquial`); ``groups``: item -> split group (default: the item's prompt,
@@ -343,16 +458,32 @@ def colloquial_pairs(rewrites: pd.DataFrame, render: Renderer, contexts: Mapping
         item = normalise_id(r.item_id)
         written, spoken = str(r.written), str(r.spoken)
         group = (groups or {}).get(str(r.item_id), str(r.item_id).rsplit("_", 1)[0])
-        rows.append({
-            "pair_id": f"colloquial:{item}", "criterion": criterion, "category": category,
-            "source": "colloquial", "label_modality": "audio", "group": group, "rewriter": rewriter,
-            "tts_voice": tts_voice, "prompt_id": group, "context": (contexts or {}).get(str(r.item_id), []),
-            "chosen_audio": str(render(spoken, f"{item}_spoken")), "chosen_text": spoken, "chosen_transform": None,
-            "chosen_clip_id": None, "chosen_chars": len(spoken),
-            "rejected_audio": str(render(written, f"{item}_written")), "rejected_text": written,
-            "rejected_transform": None, "rejected_clip_id": None, "rejected_chars": len(written),
-            "margin": 0.0, "n_raters": 0,
-        })
+        rows.append(
+            {
+                "pair_id": f"colloquial:{item}",
+                "criterion": criterion,
+                "category": category,
+                "source": "colloquial",
+                "label_modality": "audio",
+                "group": group,
+                "rewriter": rewriter,
+                "tts_voice": tts_voice,
+                "prompt_id": group,
+                "context": (contexts or {}).get(str(r.item_id), []),
+                "chosen_audio": str(render(spoken, f"{item}_spoken")),
+                "chosen_text": spoken,
+                "chosen_transform": None,
+                "chosen_clip_id": None,
+                "chosen_chars": len(spoken),
+                "rejected_audio": str(render(written, f"{item}_written")),
+                "rejected_text": written,
+                "rejected_transform": None,
+                "rejected_clip_id": None,
+                "rejected_chars": len(written),
+                "margin": 0.0,
+                "n_raters": 0,
+            }
+        )
     return _frame(rows)
 
 
@@ -363,6 +494,7 @@ def tts_renderer(backend: Any, out_dir: str | os.PathLike[str]) -> Renderer:
 
     from modprefs.io import atomic_path
     from modprefs.speech.text import speakable_text
+
     out_dir = Path(out_dir)
 
     def render(text: str, key: str) -> str:
@@ -372,13 +504,21 @@ def tts_renderer(backend: Any, out_dir: str | os.PathLike[str]) -> Renderer:
             with atomic_path(target) as tmp:
                 sf.write(str(tmp), np.asarray(audio, dtype=np.float32), int(backend.sample_rate))
         return str(target)
+
     return render
 
 
 # ------------------------------------------------------------------------------- (d) degradation
 
-def degradation_pairs(manifest: pd.DataFrame, kinds: Sequence[str] = DEGRADATIONS, per_clip: int = 1,
-                      seed: int = 0, criterion: str = "fidelity", jitter: bool = True) -> pd.DataFrame:
+
+def degradation_pairs(
+    manifest: pd.DataFrame,
+    kinds: Sequence[str] = DEGRADATIONS,
+    per_clip: int = 1,
+    seed: int = 0,
+    criterion: str = "fidelity",
+    jitter: bool = True,
+) -> pd.DataFrame:
     """Clean (chosen) vs degraded (rejected) rendition of the same clip; the degradation is a seeded
     spec applied on load (``rejected_transform``), so the pair needs no extra audio file."""
     require_columns(manifest, ["clip_id", "path", "spoken_text"], "audio manifest.csv")
@@ -399,33 +539,56 @@ def degradation_pairs(manifest: pd.DataFrame, kinds: Sequence[str] = DEGRADATION
             kind = kinds[k]
             params = {}
             if jitter:
-                params = {"noise": {"snr_db": float(rng.uniform(5, 15))},
-                          "clipping": {"level": float(rng.uniform(0.2, 0.4))},
-                          "lowpass": {"cutoff_hz": float(rng.uniform(1000, 2500))}}[kind]
+                params = {
+                    "noise": {"snr_db": float(rng.uniform(5, 15))},
+                    "clipping": {"level": float(rng.uniform(0.2, 0.4))},
+                    "lowpass": {"cutoff_hz": float(rng.uniform(1000, 2500))},
+                }[kind]
             spec = degradation_spec(kind, int(rng.integers(2**31)), **params)
             text = str(r.spoken_text)
-            rows.append({
-                "pair_id": f"degradation:{kind}:{r.clip_id}", "criterion": criterion, "category": kind,
-                "source": "degradation", "label_modality": "audio", "group": prompt_id, "prompt_id": prompt_id,
-                "context": [], "chosen_audio": str(r.path), "chosen_text": text, "chosen_transform": None,
-                "chosen_clip_id": str(r.clip_id), "chosen_chars": len(text),
-                "rejected_audio": str(r.path), "rejected_text": text, "rejected_transform": spec,
-                "rejected_clip_id": str(r.clip_id), "rejected_chars": len(text), "margin": 0.0, "n_raters": 0,
-            })
+            rows.append(
+                {
+                    "pair_id": f"degradation:{kind}:{r.clip_id}",
+                    "criterion": criterion,
+                    "category": kind,
+                    "source": "degradation",
+                    "label_modality": "audio",
+                    "group": prompt_id,
+                    "prompt_id": prompt_id,
+                    "context": [],
+                    "chosen_audio": str(r.path),
+                    "chosen_text": text,
+                    "chosen_transform": None,
+                    "chosen_clip_id": str(r.clip_id),
+                    "chosen_chars": len(text),
+                    "rejected_audio": str(r.path),
+                    "rejected_text": text,
+                    "rejected_transform": spec,
+                    "rejected_clip_id": str(r.clip_id),
+                    "rejected_chars": len(text),
+                    "margin": 0.0,
+                    "n_raters": 0,
+                }
+            )
     return _frame(rows)
 
 
 # -------------------------------------------------------------------------------- checks and I/O
 
-def validate_pairs(pairs: pd.DataFrame, name: str = "pairs", check_files: bool = True,
-                   criteria: Iterable[str] | None = None) -> None:
+
+def validate_pairs(
+    pairs: pd.DataFrame, name: str = "pairs", check_files: bool = True, criteria: Iterable[str] | None = None
+) -> None:
     """Raise :class:`PairDataError` for an empty pair set, missing columns, an unknown criterion,
     or a pair whose audio (chosen, rejected or context) is missing or unreadable (named)."""
-    require_columns(pairs, ["pair_id", "criterion", "chosen_audio", "chosen_text", "rejected_audio",
-                            "rejected_text"], name)
+    require_columns(
+        pairs, ["pair_id", "criterion", "chosen_audio", "chosen_text", "rejected_audio", "rejected_text"], name
+    )
     if pairs.empty:
-        raise PairDataError(f"{name}: the pair set is empty; nothing to train on (check the pair builders' "
-                            "logs: ratings with ties only, a min_gap above every gap, or no sources configured)")
+        raise PairDataError(
+            f"{name}: the pair set is empty; nothing to train on (check the pair builders' "
+            "logs: ratings with ties only, a min_gap above every gap, or no sources configured)"
+        )
     if criteria is not None:
         unknown = sorted(set(pairs["criterion"].astype(str)) - set(criteria))
         if unknown:
@@ -454,6 +617,7 @@ def validate_pairs(pairs: pd.DataFrame, name: str = "pairs", check_files: bool =
 
 def write_pairs(pairs: pd.DataFrame, target: str | os.PathLike[str]) -> None:
     from modprefs.io import write_parquet
+
     out = pairs if len(pairs) else empty_pairs()
     write_parquet(out[PAIR_COLUMNS].reset_index(drop=True), target)
 
@@ -490,12 +654,13 @@ def assign_split(pairs: pd.DataFrame, val_fraction: float, seed: int = 0) -> pd.
     groups = pairs["group"].fillna(pairs["pair_id"]).astype(str)
 
     def u(g: str) -> float:
-        return int(hashlib.sha256(f"{seed}:{g}".encode()).hexdigest()[:12], 16) / 16 ** 12
+        return int(hashlib.sha256(f"{seed}:{g}".encode()).hexdigest()[:12], 16) / 16**12
+
     draws = {g: u(g) for g in groups.unique()}
     val = {g for g, x in draws.items() if x < val_fraction}
     if val_fraction > 0 and len(draws) >= 2:
         ranked = sorted(draws, key=lambda g: draws[g])
-        if not val:            # few groups: hold out at least the one with the smallest draw
+        if not val:  # few groups: hold out at least the one with the smallest draw
             val = {ranked[0]}
         if len(val) == len(draws):  # ... and train on at least one
             val.discard(ranked[-1])

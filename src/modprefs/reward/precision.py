@@ -27,5 +27,9 @@ def prepare_precision(model: torch.nn.Module, device: torch.device) -> dict[str,
     total = sum(p.numel() for p in model.parameters())
     if upcast:
         log.info("master weights: %d parameters upcast to fp32", upcast)
-    return {"trainable_params": int(trainable), "total_params": int(total), "upcast_to_fp32": int(upcast),
-            "frozen_low_precision_params": int(frozen_low)}
+    return {
+        "trainable_params": int(trainable),
+        "total_params": int(total),
+        "upcast_to_fp32": int(upcast),
+        "frozen_low_precision_params": int(frozen_low),
+    }

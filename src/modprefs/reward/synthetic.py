@@ -15,24 +15,56 @@ SR = 16_000
 #: a tiny randomly initialised Qwen2.5-Omni thinker (2 LM layers of width 64, a 1-layer audio tower): the
 #: qwen2.5-omni code path on a CPU in seconds (tests, the memory benchmark)
 TINY_THINKER: dict = {
-    "audio_config": {"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 64,
-                     "num_mel_bins": 128, "output_dim": 64, "n_window": 50, "max_source_positions": 1500},
-    "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                      "out_hidden_size": 64, "fullatt_block_indexes": [0]},
-    "text_config": {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-                    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
-                    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]}},
-    "audio_token_index": 500, "image_token_index": 501, "video_token_index": 502,
-    "audio_start_token_id": 503, "audio_end_token_id": 504, "vision_start_token_id": 505,
-    "vision_end_token_id": 506, "position_id_per_seconds": 25, "seconds_per_chunk": 2,
+    "audio_config": {
+        "d_model": 32,
+        "encoder_layers": 1,
+        "encoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "num_mel_bins": 128,
+        "output_dim": 64,
+        "n_window": 50,
+        "max_source_positions": 1500,
+    },
+    "vision_config": {
+        "depth": 1,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 2,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [0],
+    },
+    "text_config": {
+        "vocab_size": 512,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+    },
+    "audio_token_index": 500,
+    "image_token_index": 501,
+    "video_token_index": 502,
+    "audio_start_token_id": 503,
+    "audio_end_token_id": 504,
+    "vision_start_token_id": 505,
+    "vision_end_token_id": 506,
+    "position_id_per_seconds": 25,
+    "seconds_per_chunk": 2,
 }
 
 SENTENCES = [
-    "The train leaves at nine tomorrow morning.", "Could you pass me the salt, please?",
-    "I think the meeting went rather well today.", "Rain is expected later this afternoon.",
-    "She planted tomatoes along the garden fence.", "Let's meet outside the library at noon.",
-    "The recipe needs two cups of flour.", "My brother moved to a small town last year.",
-    "Turn left after the second traffic light.", "We watched the stars from the hilltop.",
+    "The train leaves at nine tomorrow morning.",
+    "Could you pass me the salt, please?",
+    "I think the meeting went rather well today.",
+    "Rain is expected later this afternoon.",
+    "She planted tomatoes along the garden fence.",
+    "Let's meet outside the library at noon.",
+    "The recipe needs two cups of flour.",
+    "My brother moved to a small town last year.",
+    "Turn left after the second traffic light.",
+    "We watched the stars from the hilltop.",
 ]
 
 
@@ -57,8 +89,14 @@ def write_clips(directory: Path, n: int, seed: int = 0, seconds: float = 1.6) ->
     for i in range(n):
         path = directory / f"c{i:03d}_0.wav"
         sf.write(path, speechlike(seed * 1000 + i, seconds), SR)
-        rows.append({"clip_id": f"c{i:03d}_0", "prompt_id": f"c{i:03d}", "path": str(path),
-                     "spoken_text": SENTENCES[i % len(SENTENCES)]})
+        rows.append(
+            {
+                "clip_id": f"c{i:03d}_0",
+                "prompt_id": f"c{i:03d}",
+                "path": str(path),
+                "spoken_text": SENTENCES[i % len(SENTENCES)],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -67,8 +105,10 @@ def fidelity_pairs(directory: Path, n_clips: int, per_clip: int = 3, seed: int =
 
 
 #: the opposite of ``fidelity`` (a test criterion: the same audio pairs, reversed, must be learned under it)
-LOFI_CRITERION = ("Criterion: lo-fi character. Prefer the final spoken turn that sounds more degraded: noisier, "
-                  "more distorted or more band-limited audio.")
+LOFI_CRITERION = (
+    "Criterion: lo-fi character. Prefer the final spoken turn that sounds more degraded: noisier, "
+    "more distorted or more band-limited audio."
+)
 
 
 def criterion_reversal_pairs(pairs: pd.DataFrame, criterion: str = "lofi") -> pd.DataFrame:
@@ -85,14 +125,16 @@ def criterion_reversal_pairs(pairs: pd.DataFrame, criterion: str = "lofi") -> pd
     return pd.concat([pairs, rev], ignore_index=True)
 
 
-def context_pairs(conversations_jsonl: str | Path, directory: Path, seed: int = 0,
-                  seconds: float = 1.0) -> pd.DataFrame:
+def context_pairs(
+    conversations_jsonl: str | Path, directory: Path, seed: int = 0, seconds: float = 1.0
+) -> pd.DataFrame:
     """Context-dependent pairs from PRISM-format conversations: in the context of prompt *i* (its opening
     message), a response to prompt *i* (chosen) vs a response to another prompt (rejected; the prompts are
     paired by a seeded cycle). Every response is chosen in its own prompt's context and most are rejected in
     another's, so a model that ignores the context cannot beat chance. Each response gets its own speech-like
     clip (content-free audio: the transcript carries the answer). ``group`` = the prompt's conversation id."""
     import json
+
     convs = []
     for line in Path(conversations_jsonl).read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -100,8 +142,9 @@ def context_pairs(conversations_jsonl: str | Path, directory: Path, seed: int = 
         row = json.loads(line)
         hist = row["conversation_history"]
         prompt = next(t["content"] for t in hist if t["turn"] == 0 and t["role"] == "user")
-        responses = [t["content"] for t in hist if t["turn"] == 0 and t["role"] == "model"
-                     and t["content"] != "EMPTY STRING"]
+        responses = [
+            t["content"] for t in hist if t["turn"] == 0 and t["role"] == "model" and t["content"] != "EMPTY STRING"
+        ]
         if responses:
             convs.append((str(row["conversation_id"]), prompt, responses))
     rng = np.random.default_rng(seed)
@@ -120,13 +163,30 @@ def context_pairs(conversations_jsonl: str | Path, directory: Path, seed: int = 
             k = int(shift[(int(np.flatnonzero(shift == i)[0]) + 1) % len(convs)])  # a fixed other prompt
             other = convs[k][2]
             m = j % len(other)
-            rows.append({"pair_id": f"context:{cid}:{j}", "criterion": "quality", "category": "context",
-                         "source": "context", "label_modality": "audio", "group": cid, "prompt_id": cid,
-                         "context": [{"role": "user", "text": prompt, "audio": None}],
-                         "chosen_audio": audio[(i, j)], "chosen_text": text, "chosen_transform": None,
-                         "chosen_clip_id": None, "chosen_chars": len(text),
-                         "rejected_audio": audio[(k, m)], "rejected_text": other[m], "rejected_transform": None,
-                         "rejected_clip_id": None, "rejected_chars": len(other[m]), "margin": 0.0, "n_raters": 0})
+            rows.append(
+                {
+                    "pair_id": f"context:{cid}:{j}",
+                    "criterion": "quality",
+                    "category": "context",
+                    "source": "context",
+                    "label_modality": "audio",
+                    "group": cid,
+                    "prompt_id": cid,
+                    "context": [{"role": "user", "text": prompt, "audio": None}],
+                    "chosen_audio": audio[(i, j)],
+                    "chosen_text": text,
+                    "chosen_transform": None,
+                    "chosen_clip_id": None,
+                    "chosen_chars": len(text),
+                    "rejected_audio": audio[(k, m)],
+                    "rejected_text": other[m],
+                    "rejected_transform": None,
+                    "rejected_clip_id": None,
+                    "rejected_chars": len(other[m]),
+                    "margin": 0.0,
+                    "n_raters": 0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -141,12 +201,14 @@ def tiny_thinker_folder(directory: Path, seed: int = 0, dtype: str = "float32") 
         Qwen2_5OmniThinkerForConditionalGeneration,
         WhisperFeatureExtractor,
     )
+
     directory = Path(directory)
     if (directory / "config.json").is_file():
         return directory
     torch.manual_seed(seed)
     model = Qwen2_5OmniThinkerForConditionalGeneration(Qwen2_5OmniThinkerConfig(**TINY_THINKER))
     model.to(getattr(torch, dtype)).save_pretrained(directory)
-    WhisperFeatureExtractor(feature_size=TINY_THINKER["audio_config"]["num_mel_bins"],
-                            sampling_rate=SR).save_pretrained(directory)
+    WhisperFeatureExtractor(
+        feature_size=TINY_THINKER["audio_config"]["num_mel_bins"], sampling_rate=SR
+    ).save_pretrained(directory)
     return directory

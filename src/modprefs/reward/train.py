@@ -23,7 +23,7 @@ import math
 import os
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,19 +47,19 @@ class TrainConfig:
     epochs: int = 20
     batch_size: int = 16
     grad_accum: int = 1
-    lr: Any = "auto"                   # auto: the backbone's default_lr (2e-3 minilm-logmel; 1e-5 / LoRA 1e-4 qwen)
+    lr: Any = "auto"  # auto: the backbone's default_lr (2e-3 minilm-logmel; 1e-5 / LoRA 1e-4 qwen)
     weight_decay: float = 0.0
-    lr_schedule: str = "linear"        # linear (decay to 0, as TRL's default) | constant
+    lr_schedule: str = "linear"  # linear (decay to 0, as TRL's default) | constant
     warmup_ratio: float = 0.0
-    center_coef: float = 0.01          # λ of the centering term (SDiaReward, TRL)
-    margin_scale: float = 0.0          # loss margin = margin_scale × pair margin (0: plain BT)
+    center_coef: float = 0.01  # λ of the centering term (SDiaReward, TRL)
+    margin_scale: float = 0.0  # loss margin = margin_scale × pair margin (0: plain BT)
     val_fraction: float = 0.25
     seed: int = 0
-    device: str = "auto"               # auto | cpu | cuda | cuda:N
-    precision: str = "auto"            # auto (bf16 on CUDA, fp32 on CPU) | bf16 | fp32
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | bf16 | fp32
     gradient_checkpointing: Any = "auto"  # auto (on for large backbones) | true | false
     max_grad_norm: float = 1.0
-    threads: int | None = None         # torch CPU threads (None: leave as is)
+    threads: int | None = None  # torch CPU threads (None: leave as is)
     progress: bool = True
     train_on: list[str] | None = None  # categories or sources to train on (None: all)
     tie_tol: float = 1e-6
@@ -76,8 +76,10 @@ def resolve_device(device: str = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise RewardSetupError(f"reward.train.device is {device!r}, but CUDA is not available here "
-                               "(set reward.train.device: auto or cpu, or run the job on a GPU node)")
+        raise RewardSetupError(
+            f"reward.train.device is {device!r}, but CUDA is not available here "
+            "(set reward.train.device: auto or cpu, or run the job on a GPU node)"
+        )
     return dev
 
 
@@ -100,7 +102,8 @@ def check_device_for(model: RewardModel, device: torch.device, asked: str) -> No
             f"reward backbone {bb.name} ({bb.model_id}) needs a CUDA GPU to train (about 20 GB with LoRA, 60+ GB "
             "for a full fine-tune of the 3B model; docs/reward.md has the memory table) and none is visible here. "
             "Run the job on a GPU node (profiles/slurm asks for one), or set reward.train.device: cpu to run it "
-            "on the CPU anyway (days for 3B).")
+            "on the CPU anyway (days for 3B)."
+        )
 
 
 def seed_everything(seed: int) -> None:
@@ -127,17 +130,25 @@ def pair_accuracy(r_chosen: np.ndarray, r_rejected: np.ndarray, tie_tol: float =
     correct = int(np.sum(d > tie_tol))
     wrong = int(len(d) - ties - correct)
     decided = correct + wrong
-    return {"n": int(len(d)), "correct": correct, "wrong": wrong, "ties": ties,
-            "accuracy": correct / decided if decided else float("nan"),
-            "accuracy_ties_half": (correct + 0.5 * ties) / len(d) if len(d) else float("nan")}
+    return {
+        "n": int(len(d)),
+        "correct": correct,
+        "wrong": wrong,
+        "ties": ties,
+        "accuracy": correct / decided if decided else float("nan"),
+        "accuracy_ties_half": (correct + 0.5 * ties) / len(d) if len(d) else float("nan"),
+    }
 
 
 def reward_summary(r_chosen: np.ndarray, r_rejected: np.ndarray) -> dict[str, float]:
     if len(r_chosen) == 0:
         return {"mean_chosen": float("nan"), "mean_rejected": float("nan"), "mean_reward": float("nan")}
-    return {"mean_chosen": float(np.mean(r_chosen)), "mean_rejected": float(np.mean(r_rejected)),
-            "mean_reward": float(np.mean(np.concatenate([r_chosen, r_rejected]))),
-            "mean_pair_sum": float(np.mean(r_chosen + r_rejected))}
+    return {
+        "mean_chosen": float(np.mean(r_chosen)),
+        "mean_rejected": float(np.mean(r_rejected)),
+        "mean_reward": float(np.mean(np.concatenate([r_chosen, r_rejected]))),
+        "mean_pair_sum": float(np.mean(r_chosen + r_rejected)),
+    }
 
 
 def build_model(model_config: dict[str, Any], cache: FeatureCache | None = None) -> RewardModel:
@@ -148,16 +159,21 @@ def build_model(model_config: dict[str, Any], cache: FeatureCache | None = None)
 def _peak_rss_mb() -> float:
     try:
         import resource
+
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     except Exception:  # pragma: no cover - non-POSIX
         return float("nan")
 
 
-def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | None,
-                       model_config: dict[str, Any] | None = None, train: TrainConfig | None = None,
-                       cache_dir: str | os.PathLike[str] | None = None,
-                       features: tuple[Sequence[Any], Sequence[Any]] | None = None,
-                       model: RewardModel | None = None) -> tuple[RewardModel, dict[str, Any]]:
+def train_reward_model(
+    pairs: pd.DataFrame,
+    run_dir: str | os.PathLike[str] | None,
+    model_config: dict[str, Any] | None = None,
+    train: TrainConfig | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    features: tuple[Sequence[Any], Sequence[Any]] | None = None,
+    model: RewardModel | None = None,
+) -> tuple[RewardModel, dict[str, Any]]:
     """Train on ``pairs`` (see the module docs); return (model, metrics). ``run_dir=None`` writes nothing.
 
     ``features``: precomputed (chosen, rejected) vectors for the ``features`` backbone.
@@ -167,38 +183,67 @@ def train_reward_model(pairs: pd.DataFrame, run_dir: str | os.PathLike[str] | No
     model_config = dict(model_config or {})
     t_start = time.perf_counter()
     criteria = (model.criteria if model is not None else model_config.get("criteria")) or DEFAULT_CRITERIA
-    backbone_name = (model.backbone.name if model is not None
-                     else (model_config.get("backbone") or {}).get("name", "minilm-logmel"))
+    backbone_name = (
+        model.backbone.name if model is not None else (model_config.get("backbone") or {}).get("name", "minilm-logmel")
+    )
     pairs, split, train_idx, val_idx = _split_pairs(pairs, train, criteria, backbone_name)
     device, use_bf16 = _setup_device(train)
     cache = FeatureCache(cache_dir)
     model, gc, precision, lr = _prepare_model(model, model_config, criteria, cache, device, train)
     f_chosen, f_rejected, margin, featurize_s = _featurize(model, pairs, criteria, features, cache, train)
     params, opt, sched, gen, steps_per_epoch = _optimiser(model, train, lr, len(train_idx))
-    run = _TrainingRun(model=model, train=train, device=device, use_bf16=use_bf16, f_chosen=f_chosen,
-                       f_rejected=f_rejected, margin=margin, n_pairs=len(pairs), train_idx=train_idx,
-                       val_idx=val_idx, params=params, opt=opt, sched=sched, gen=gen,
-                       steps_per_epoch=steps_per_epoch)
+    run = _TrainingRun(
+        model=model,
+        train=train,
+        device=device,
+        use_bf16=use_bf16,
+        f_chosen=f_chosen,
+        f_rejected=f_rejected,
+        margin=margin,
+        n_pairs=len(pairs),
+        train_idx=train_idx,
+        val_idx=val_idx,
+        params=params,
+        opt=opt,
+        sched=sched,
+        gen=gen,
+        steps_per_epoch=steps_per_epoch,
+    )
     history, rc, rr, pairs_seen, train_s = _train_epochs(run)
 
     data_hash = pairs_hash(pairs, include_audio=backbone_name != "features")
-    metrics = _metrics(run, criteria, history, rc, rr, gc=gc, lr=lr, data_hash=data_hash, precision=precision,
-                       timing={"featurize_s": featurize_s, "train_s": train_s,
-                               "total_s": time.perf_counter() - t_start,
-                               "train_pairs_per_s": pairs_seen / train_s if train_s > 0 else float("nan"),
-                               "peak_rss_mb": _peak_rss_mb()},
-                       cache=cache)
+    metrics = _metrics(
+        run,
+        criteria,
+        history,
+        rc,
+        rr,
+        gc=gc,
+        lr=lr,
+        data_hash=data_hash,
+        precision=precision,
+        timing={
+            "featurize_s": featurize_s,
+            "train_s": train_s,
+            "total_s": time.perf_counter() - t_start,
+            "train_pairs_per_s": pairs_seen / train_s if train_s > 0 else float("nan"),
+            "peak_rss_mb": _peak_rss_mb(),
+        },
+        cache=cache,
+    )
     train_settings = {k: v for k, v in dataclasses.asdict(train).items() if k not in ("progress",)}
     train_settings["lr_resolved"] = lr
-    model.extra_config.update({"center_coef": train.center_coef, "training_data_sha256": data_hash,
-                               "train": train_settings})
+    model.extra_config.update(
+        {"center_coef": train.center_coef, "training_data_sha256": data_hash, "train": train_settings}
+    )
     if run_dir is not None:
         write_run(model, metrics, pairs, split, rc, rr, run_dir)
     return model, metrics
 
 
-def _split_pairs(pairs: pd.DataFrame, train: TrainConfig, criteria: Any,
-                 backbone_name: str) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+def _split_pairs(
+    pairs: pd.DataFrame, train: TrainConfig, criteria: Any, backbone_name: str
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
     """Check the pairs, then (pairs reindexed, split labels, training indices, validation indices)."""
     validate_pairs(pairs, check_files=backbone_name != "features", criteria=criteria)
     pairs = pairs.reset_index(drop=True)
@@ -207,9 +252,11 @@ def _split_pairs(pairs: pd.DataFrame, train: TrainConfig, criteria: Any,
     train_idx = np.flatnonzero((split == "train") & chosen_mask)
     val_idx = np.flatnonzero(split == "val")
     if len(train_idx) == 0:
-        raise PairDataError(f"no training pairs after the split (val_fraction={train.val_fraction}) and "
-                            f"train_on={train.train_on}: {len(pairs)} pairs, categories "
-                            f"{sorted(pairs['category'].astype(str).unique())}")
+        raise PairDataError(
+            f"no training pairs after the split (val_fraction={train.val_fraction}) and "
+            f"train_on={train.train_on}: {len(pairs)} pairs, categories "
+            f"{sorted(pairs['category'].astype(str).unique())}"
+        )
     return pairs, split, train_idx, val_idx
 
 
@@ -226,15 +273,22 @@ def _setup_device(train: TrainConfig) -> tuple[torch.device, bool]:
     return device, use_bf16
 
 
-def _prepare_model(model: RewardModel | None, model_config: dict[str, Any], criteria: Any, cache: FeatureCache,
-                   device: torch.device, train: TrainConfig) -> tuple[RewardModel, bool, Any, float]:
+def _prepare_model(
+    model: RewardModel | None,
+    model_config: dict[str, Any],
+    criteria: Any,
+    cache: FeatureCache,
+    device: torch.device,
+    train: TrainConfig,
+) -> tuple[RewardModel, bool, Any, float]:
     """The model on its device: (model, gradient checkpointing on, parameter precision summary, learning rate)."""
     if model is None:
         model = build_model({**model_config, "criteria": criteria}, cache)
     check_device_for(model, device, train.device)
     gc = train.gradient_checkpointing
-    if (gc is True or (gc == "auto" and getattr(model.backbone, "large", False))) and \
-            hasattr(model.backbone, "enable_gradient_checkpointing"):
+    if (gc is True or (gc == "auto" and getattr(model.backbone, "large", False))) and hasattr(
+        model.backbone, "enable_gradient_checkpointing"
+    ):
         model.backbone.enable_gradient_checkpointing()
         gc = True
     else:
@@ -245,9 +299,14 @@ def _prepare_model(model: RewardModel | None, model_config: dict[str, Any], crit
     return model, gc, precision, lr
 
 
-def _featurize(model: RewardModel, pairs: pd.DataFrame, criteria: Any,
-               features: tuple[Sequence[Any], Sequence[Any]] | None, cache: FeatureCache,
-               train: TrainConfig) -> tuple[Any, Any, torch.Tensor, float]:
+def _featurize(
+    model: RewardModel,
+    pairs: pd.DataFrame,
+    criteria: Any,
+    features: tuple[Sequence[Any], Sequence[Any]] | None,
+    cache: FeatureCache,
+    train: TrainConfig,
+) -> tuple[Any, Any, torch.Tensor, float]:
     """Every pair side featurized once: (chosen features, rejected features, loss margins, seconds taken)."""
     t0 = time.perf_counter()
     ex_c, ex_r = pair_examples(pairs, criteria, features)
@@ -255,15 +314,19 @@ def _featurize(model: RewardModel, pairs: pd.DataFrame, criteria: Any,
     n = len(pairs)
     f_chosen, f_rejected = feats[:n], feats[n:]
     featurize_s = time.perf_counter() - t0
-    log.info("featurized %d pair sides in %.1f s (cache hits %d, misses %d)", 2 * n, featurize_s,
-             cache.hits, cache.misses)
-    margin = torch.tensor(pd.to_numeric(pairs["margin"], errors="coerce").fillna(0.0).to_numpy()
-                          if "margin" in pairs else np.zeros(n), dtype=torch.float32) * float(train.margin_scale)
+    log.info(
+        "featurized %d pair sides in %.1f s (cache hits %d, misses %d)", 2 * n, featurize_s, cache.hits, cache.misses
+    )
+    margin = torch.tensor(
+        pd.to_numeric(pairs["margin"], errors="coerce").fillna(0.0).to_numpy() if "margin" in pairs else np.zeros(n),
+        dtype=torch.float32,
+    ) * float(train.margin_scale)
     return f_chosen, f_rejected, margin, featurize_s
 
 
-def _optimiser(model: RewardModel, train: TrainConfig, lr: float, n_train: int) -> tuple[
-        list[torch.nn.Parameter], torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR, torch.Generator, int]:
+def _optimiser(
+    model: RewardModel, train: TrainConfig, lr: float, n_train: int
+) -> tuple[list[torch.nn.Parameter], torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR, torch.Generator, int]:
     """(trainable parameters, AdamW, its learning-rate schedule, the shuffling generator, steps per epoch)."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=train.weight_decay)
@@ -280,6 +343,7 @@ def _optimiser(model: RewardModel, train: TrainConfig, lr: float, n_train: int) 
         if train.lr_schedule == "constant":
             return 1.0
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup))
+
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_factor)
     return params, opt, sched, gen, steps_per_epoch
 
@@ -316,26 +380,38 @@ def _train_epochs(run: _TrainingRun) -> tuple[list[dict[str, Any]], np.ndarray, 
     train, model, val_idx = run.train, run.model, run.val_idx
     history: list[dict[str, Any]] = []
     from tqdm.auto import tqdm
+
     t1 = time.perf_counter()
     pairs_seen = 0
-    bar = tqdm(total=train.epochs * run.steps_per_epoch, desc="reward training", disable=not train.progress,
-               leave=False, mininterval=1.0)
+    bar = tqdm(
+        total=train.epochs * run.steps_per_epoch,
+        desc="reward training",
+        disable=not train.progress,
+        leave=False,
+        mininterval=1.0,
+    )
     for epoch in range(1, train.epochs + 1):
         model.train()
         order = run.train_idx[torch.randperm(len(run.train_idx), generator=run.gen).numpy()]
         loss_sum, n_loss = 0.0, 0
-        micro = [order[i:i + train.batch_size] for i in range(0, len(order), train.batch_size)]
+        micro = [order[i : i + train.batch_size] for i in range(0, len(order), train.batch_size)]
         for step_start in range(0, len(micro), train.grad_accum):
-            loss_sum, n_loss, seen = _train_step(run, micro[step_start:step_start + train.grad_accum],
-                                                 loss_sum, n_loss)
+            loss_sum, n_loss, seen = _train_step(
+                run, micro[step_start : step_start + train.grad_accum], loss_sum, n_loss
+            )
             pairs_seen += seen
             bar.update(1)
             bar.set_postfix(loss=f"{loss_sum / max(n_loss, 1):.4f}", epoch=epoch)
         last = _evaluate(run, epoch, loss_sum, n_loss)
         history.append(last)
-        log.info("epoch %d: loss %.4f train acc (running) %.3f val acc %s mean reward %.3f", epoch,
-                 last["train_loss"], last["train_accuracy"], f"{last['val_accuracy']:.3f}" if len(val_idx) else "-",
-                 last["train_mean_reward"])
+        log.info(
+            "epoch %d: loss %.4f train acc (running) %.3f val acc %s mean reward %.3f",
+            epoch,
+            last["train_loss"],
+            last["train_accuracy"],
+            f"{last['val_accuracy']:.3f}" if len(val_idx) else "-",
+            last["train_mean_reward"],
+        )
     bar.close()
     rc = model.score_features(run.f_chosen, train.batch_size * 2)  # the trained model on every pair (scores.csv)
     rr = model.score_features(run.f_rejected, train.batch_size * 2)
@@ -343,8 +419,7 @@ def _train_epochs(run: _TrainingRun) -> tuple[list[dict[str, Any]], np.ndarray, 
     return history, rc, rr, pairs_seen, train_s
 
 
-def _train_step(run: _TrainingRun, group: list[np.ndarray], loss_sum: float,
-                n_loss: int) -> tuple[float, int, int]:
+def _train_step(run: _TrainingRun, group: list[np.ndarray], loss_sum: float, n_loss: int) -> tuple[float, int, int]:
     """One optimiser step over ``group``'s micro-batches: (running loss sum, running count, pairs seen)."""
     model, train = run.model, run.train
     run.opt.zero_grad(set_to_none=True)
@@ -354,7 +429,7 @@ def _train_step(run: _TrainingRun, group: list[np.ndarray], loss_sum: float,
         batch = model.backbone.collate([run.f_chosen[i] for i in b] + [run.f_rejected[i] for i in b])
         with torch.autocast(device_type=run.device.type, dtype=torch.bfloat16, enabled=run.use_bf16):
             r = model(batch)
-        rc, rr = r[: len(b)].float(), r[len(b):].float()
+        rc, rr = r[: len(b)].float(), r[len(b) :].float()
         run.run_c[b], run.run_r[b] = rc.detach().cpu().numpy(), rr.detach().cpu().numpy()
         loss, _parts = bradley_terry_loss(rc, rr, run.margin[b].to(rc.device), train.center_coef)
         (loss * (len(b) / total)).backward()
@@ -382,29 +457,56 @@ def _evaluate(run: _TrainingRun, epoch: int, loss_sum: float, n_loss: int) -> di
         row.update({f"{name}_{k}": v for k, v in reward_summary(c, r).items()})
     if len(val_idx):
         with torch.no_grad():
-            vl, _ = bradley_terry_loss(torch.from_numpy(vc), torch.from_numpy(vr), run.margin[val_idx],
-                                       train.center_coef)
+            vl, _ = bradley_terry_loss(
+                torch.from_numpy(vc), torch.from_numpy(vr), run.margin[val_idx], train.center_coef
+            )
         row["val_loss"] = float(vl)
     return row
 
 
-def _metrics(run: _TrainingRun, criteria: Any, history: list[dict[str, Any]], rc: np.ndarray, rr: np.ndarray, *,
-             gc: bool, lr: float, data_hash: str, precision: Any, timing: dict[str, float],
-             cache: FeatureCache) -> dict[str, Any]:
+def _metrics(
+    run: _TrainingRun,
+    criteria: Any,
+    history: list[dict[str, Any]],
+    rc: np.ndarray,
+    rr: np.ndarray,
+    *,
+    gc: bool,
+    lr: float,
+    data_hash: str,
+    precision: Any,
+    timing: dict[str, float],
+    cache: FeatureCache,
+) -> dict[str, Any]:
     """metrics.json: the trained model on the train and val pairs, the curve, the settings and the timing."""
     model, train, device, train_idx, val_idx = run.model, run.train, run.device, run.train_idx, run.val_idx
     metrics: dict[str, Any] = {
-        "backbone": model.backbone.config(), "pooling": model.pooling_name, "criteria": sorted(criteria),
-        "center_coef": train.center_coef, "margin_scale": train.margin_scale, "train_on": train.train_on,
-        "n_pairs": int(run.n_pairs), "n_train": int(len(train_idx)), "n_val": int(len(val_idx)),
+        "backbone": model.backbone.config(),
+        "pooling": model.pooling_name,
+        "criteria": sorted(criteria),
+        "center_coef": train.center_coef,
+        "margin_scale": train.margin_scale,
+        "train_on": train.train_on,
+        "n_pairs": int(run.n_pairs),
+        "n_train": int(len(train_idx)),
+        "n_val": int(len(val_idx)),
         "train": pair_accuracy(rc[train_idx], rr[train_idx], train.tie_tol)
         | reward_summary(rc[train_idx], rr[train_idx]),
         "val": (pair_accuracy(rc[val_idx], rr[val_idx], train.tie_tol) | reward_summary(rc[val_idx], rr[val_idx]))
-        if len(val_idx) else None,
+        if len(val_idx)
+        else None,
         "all": reward_summary(rc, rr),
-        "history": history, "device": str(device), "precision": "bf16" if run.use_bf16 else "fp32",
-        "gradient_checkpointing": gc, "seed": train.seed, "epochs": train.epochs, "batch_size": train.batch_size,
-        "grad_accum": train.grad_accum, "lr": lr, "training_data_sha256": data_hash, "parameters": precision,
+        "history": history,
+        "device": str(device),
+        "precision": "bf16" if run.use_bf16 else "fp32",
+        "gradient_checkpointing": gc,
+        "seed": train.seed,
+        "epochs": train.epochs,
+        "batch_size": train.batch_size,
+        "grad_accum": train.grad_accum,
+        "lr": lr,
+        "training_data_sha256": data_hash,
+        "parameters": precision,
         "timing": timing,
         "cache": {"hits": cache.hits, "misses": cache.misses},
     }
@@ -413,34 +515,60 @@ def _metrics(run: _TrainingRun, criteria: Any, history: list[dict[str, Any]], rc
     return metrics
 
 
-def scores_table(pairs: pd.DataFrame, split: Sequence[str] | np.ndarray, rc: np.ndarray,
-                 rr: np.ndarray) -> pd.DataFrame:
-    cols = [c for c in ("pair_id", "criterion", "category", "source", "label_modality", "group",
-                        "chosen_chars", "rejected_chars") if c in pairs.columns]
+def scores_table(
+    pairs: pd.DataFrame, split: Sequence[str] | np.ndarray, rc: np.ndarray, rr: np.ndarray
+) -> pd.DataFrame:
+    cols = [
+        c
+        for c in (
+            "pair_id",
+            "criterion",
+            "category",
+            "source",
+            "label_modality",
+            "group",
+            "chosen_chars",
+            "rejected_chars",
+        )
+        if c in pairs.columns
+    ]
     out = pairs[cols].copy()
     out["split"] = list(split)
     out["r_chosen"], out["r_rejected"] = rc, rr
     return out
 
 
-def write_run(model: RewardModel, metrics: dict[str, Any], pairs: pd.DataFrame, split: Sequence[str] | np.ndarray,
-              rc: np.ndarray, rr: np.ndarray, run_dir: str | os.PathLike[str]) -> Path:
+def write_run(
+    model: RewardModel,
+    metrics: dict[str, Any],
+    pairs: pd.DataFrame,
+    split: Sequence[str] | np.ndarray,
+    rc: np.ndarray,
+    rr: np.ndarray,
+    run_dir: str | os.PathLike[str],
+) -> Path:
     from modprefs.io import write_csv, write_json
+
     run_dir = Path(run_dir)
     model.save(run_dir)
     write_csv(scores_table(pairs, split, rc, rr), run_dir / "scores.csv")
-    plot_curve(metrics["history"], run_dir / "curve.png", title=f"{metrics['backbone']['name']} / "
-               f"{metrics['pooling']} / λ={metrics['center_coef']}")
+    plot_curve(
+        metrics["history"],
+        run_dir / "curve.png",
+        title=f"{metrics['backbone']['name']} / {metrics['pooling']} / λ={metrics['center_coef']}",
+    )
     write_json(metrics, run_dir / "metrics.json")
     return run_dir
 
 
 def plot_curve(history: list[dict[str, Any]], target: str | os.PathLike[str], title: str = "") -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from modprefs.io import atomic_path
+
     h = pd.DataFrame(history)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     axes[0].plot(h["epoch"], h["train_loss"], label="train")
@@ -463,3 +591,14 @@ def plot_curve(history: list[dict[str, Any]], target: str | os.PathLike[str], ti
     with atomic_path(target) as tmp:
         fig.savefig(tmp, dpi=100)
     plt.close(fig)
+
+
+def run_message(run: str, pairs: pd.DataFrame, model: str, train: TrainConfig) -> str:
+    """The line that opens a training run's log: its pairs by category, the model and the training settings."""
+    return f"run {run}: {len(pairs)} pairs ({pairs['category'].value_counts().to_dict()}), model {model}, train {train}"
+
+
+def metrics_message(run: str, metrics: Mapping[str, Any]) -> str:
+    """The line that closes a training run's log: train and validation accuracy, total seconds."""
+    val = metrics["val"] and round(metrics["val"]["accuracy"], 3)
+    return f"run {run}: train acc {metrics['train']['accuracy']:.3f}, val {val}, {metrics['timing']['total_s']:.1f} s"

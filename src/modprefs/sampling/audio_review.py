@@ -14,18 +14,23 @@ The attention check cannot be replaced: if its clips fail QC the review stops wi
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
-from modprefs.sampling.screening import ScreeningResult
+from modprefs.sampling.screening import ScreeningResult, screen_from_config
 
-DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action",
-                    "replaced_by"]
+DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action", "replaced_by"]
 ON_EXHAUSTED = ("error", "drop")
+PathLike = str | os.PathLike[str]
+
+log = logging.getLogger(__name__)
 
 
 class AudioReviewError(UserInputError, RuntimeError):
@@ -48,8 +53,9 @@ def failed_prompts(qc: pd.DataFrame, clips: pd.DataFrame) -> dict[str, str]:
     missing = sorted(set(clips["clip_id"]) - set(qc["clip_id"]))
     if missing:
         raise ValueError(f"audio QC has no row for clip(s) {missing}")
-    table = clips[["clip_id", "prompt_id"]].merge(qc[["clip_id", "qc_pass", "qc_reasons"]], on="clip_id",
-                                                  how="left", validate="one_to_one")
+    table = clips[["clip_id", "prompt_id"]].merge(
+        qc[["clip_id", "qc_pass", "qc_reasons"]], on="clip_id", how="left", validate="one_to_one"
+    )
     failing = table[~_is_true(table["qc_pass"])]
     detail: dict[str, list[str]] = {}
     for row in failing.itertuples(index=False):
@@ -76,11 +82,20 @@ def used_conversations(earlier: Sequence[pd.DataFrame], prompts: pd.DataFrame) -
     return used, max_order + 1
 
 
-def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, qc: pd.DataFrame,
-                 interactions: pd.DataFrame, used: set[str], sampling: Mapping[str, Any], seed: int,
-                 screen: Callable[[Mapping[str, Any]], ScreeningResult], max_rounds: int,
-                 on_exhausted: str = "error", first_draw_order: int = 0
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def review_round(
+    round_index: int,
+    prompts: pd.DataFrame,
+    clips: pd.DataFrame,
+    qc: pd.DataFrame,
+    interactions: pd.DataFrame,
+    used: set[str],
+    sampling: Mapping[str, Any],
+    seed: int,
+    screen: Callable[[Mapping[str, Any]], ScreeningResult],
+    max_rounds: int,
+    on_exhausted: str = "error",
+    first_draw_order: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Review one round.
 
     Args:
@@ -107,23 +122,15 @@ def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, q
     if on_exhausted not in ON_EXHAUSTED:
         raise ValueError(f"audio_qc.on_exhausted must be one of {ON_EXHAUSTED}, got {on_exhausted!r}")
     failed = failed_prompts(qc, clips)
-    round_ids = set(prompts["prompt_id"].astype(str))
-    outside = sorted(pid for pid in failed if pid not in round_ids)
-    if outside:
-        reasons = "; ".join(failed[pid] for pid in outside)
-        fix = ("A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
-               "holding the attention check) and rerun with --forcerun audio_review to render it again"
-               if "unreadable" in reasons else
-               "Reword the attention check (config attention_check) or adjust audio_qc.thresholds")
-        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
+    _check_attention_clips(failed, prompts)
     empty_prompts = prompts.iloc[0:0]
     removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
     if not failed:
         replacements = empty_prompts
     elif round_index < max_rounds:
-        replacements, removals = replace_prompts(interactions, failed, used, prompts,
-                                                 float(sampling["long_percentile"]), seed, screen,
-                                                 first_draw_order)
+        replacements, removals = replace_prompts(
+            interactions, failed, used, prompts, float(sampling["long_percentile"]), seed, screen, first_draw_order
+        )
     elif on_exhausted == "error":
         raise AudioReviewError(
             f"after {max_rounds} replacement round(s), {len(failed)} prompt(s) still fail audio QC: "
@@ -133,22 +140,70 @@ def review_round(round_index: int, prompts: pd.DataFrame, clips: pd.DataFrame, q
         )
     else:
         replacements = empty_prompts
-        removals = pd.DataFrame.from_records(
-            [{"conversation_id": p.conversation_id, "stratum": p.stratum, "reason": "audio_quality",
-              "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
-              "replaced_by": ""}
-             for p in prompts.itertuples(index=False) if p.prompt_id in failed],
-            columns=REMOVAL_COLUMNS)
-    replaced_by = dict(zip(removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
-                           removals.loc[removals["reason"] == "audio_quality", "replaced_by"].astype(str)))
+        removals = _dropped(prompts, failed, max_rounds)
+    return _decisions(round_index, prompts, failed, removals), replacements, removals
+
+
+def _check_attention_clips(failed: Mapping[str, str], prompts: pd.DataFrame) -> None:
+    """Raise :class:`AudioReviewError` when a failed prompt is not the round's (the attention check)."""
+    round_ids = set(prompts["prompt_id"].astype(str))
+    outside = sorted(pid for pid in failed if pid not in round_ids)
+    if outside:
+        reasons = "; ".join(failed[pid] for pid in outside)
+        fix = (
+            "A clip file was damaged after rendering: delete results/audio/rounds/0/shards/0.csv (the shard "
+            "holding the attention check) and rerun with --forcerun audio_review to render it again"
+            if "unreadable" in reasons
+            else "Reword the attention check (config attention_check) or adjust audio_qc.thresholds"
+        )
+        raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
+
+
+def _dropped(prompts: pd.DataFrame, failed: Mapping[str, str], max_rounds: int) -> pd.DataFrame:
+    """Removals (``REMOVAL_COLUMNS``) of the failed prompts dropped once the replacement rounds are used up."""
+    return pd.DataFrame.from_records(
+        [
+            {
+                "conversation_id": p.conversation_id,
+                "stratum": p.stratum,
+                "reason": "audio_quality",
+                "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
+                "replaced_by": "",
+            }
+            for p in prompts.itertuples(index=False)
+            if p.prompt_id in failed
+        ],
+        columns=REMOVAL_COLUMNS,
+    )
+
+
+def _decisions(
+    round_index: int, prompts: pd.DataFrame, failed: Mapping[str, str], removals: pd.DataFrame
+) -> pd.DataFrame:
+    """One decision row per prompt of the round (:data:`DECISION_COLUMNS`): keep, replace or drop."""
+    replaced_by = dict(
+        zip(
+            removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
+            removals.loc[removals["reason"] == "audio_quality", "replaced_by"].astype(str),
+        )
+    )
     decisions = []
     for p in prompts.itertuples(index=False):
         ok = p.prompt_id not in failed
         action = "keep" if ok else ("replace" if replaced_by.get(str(p.conversation_id)) else "drop")
-        decisions.append({"round": round_index, "prompt_id": p.prompt_id, "conversation_id": p.conversation_id,
-                          "stratum": p.stratum, "qc_pass": ok, "detail": failed.get(p.prompt_id, ""),
-                          "action": action, "replaced_by": replaced_by.get(str(p.conversation_id), "")})
-    return pd.DataFrame(decisions, columns=DECISION_COLUMNS), replacements, removals
+        decisions.append(
+            {
+                "round": round_index,
+                "prompt_id": p.prompt_id,
+                "conversation_id": p.conversation_id,
+                "stratum": p.stratum,
+                "qc_pass": ok,
+                "detail": failed.get(p.prompt_id, ""),
+                "action": action,
+                "replaced_by": replaced_by.get(str(p.conversation_id), ""),
+            }
+        )
+    return pd.DataFrame(decisions, columns=DECISION_COLUMNS)
 
 
 def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.DataFrame]]) -> pd.DataFrame:
@@ -168,3 +223,78 @@ def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.
     if undecided:
         raise ValueError(f"prompt(s) {undecided} were drawn but never reviewed (is a round missing?)")
     return candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)
+
+
+def review_round_files(
+    round_index: int,
+    prompts: PathLike,
+    shards: Sequence[PathLike],
+    qc: Sequence[PathLike],
+    used: Sequence[PathLike],
+    conversations: PathLike,
+    harmful_terms: str | Path,
+    sampling: Mapping[str, Any],
+    seed: int,
+    max_rounds: int,
+    on_exhausted: str,
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """:func:`review_round` on the workflow's files (the round's prompts, shard manifests, QC tables, the
+    tables of earlier draws and removals, the candidate pool); logs each action and the round's counts.
+
+    Returns ``(decisions, replacements, removals)`` as :func:`review_round` does.
+    """
+    read: dict[str, Any] = dict(
+        dtype={"prompt_id": str, "conversation_id": str, "clip_id": str, "replaced_by": str}, keep_default_na=False
+    )
+    round_prompts = pd.read_csv(prompts, **read)
+    clips, qc_table = (pd.concat([pd.read_csv(p, **read) for p in paths], ignore_index=True) for paths in (shards, qc))
+    used_ids, first_order = used_conversations([pd.read_csv(p, **read) for p in used], round_prompts)
+    screen = screen_from_config(sampling.get("screening", {}), harmful_terms)
+    decisions, replacements, removals = review_round(
+        round_index,
+        round_prompts,
+        clips,
+        qc_table,
+        pd.read_parquet(conversations),
+        used_ids,
+        sampling,
+        seed,
+        screen,
+        max_rounds,
+        on_exhausted,
+        first_order,
+    )
+    for d in decisions[decisions["action"] != "keep"].itertuples():
+        log.info(
+            "round %d: %s %s (%s)%s",
+            round_index,
+            d.action,
+            d.prompt_id,
+            d.detail,
+            f" -> {d.replaced_by}" if d.replaced_by else "",
+        )
+    log.info(
+        "round %d: %d prompts reviewed, %d kept, %d replacements to render",
+        round_index,
+        len(decisions),
+        int((decisions["action"] == "keep").sum()),
+        len(replacements),
+    )
+    return decisions, replacements, removals
+
+
+def final_sample_files(
+    first_draw: PathLike, decisions: Sequence[PathLike], replacements: Sequence[PathLike], removals: Sequence[PathLike]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(final prompts, every removal in order, every round's decisions) from the workflow's files.
+
+    ``removals``: the first draw's screening removals, then each review round's removals.
+    """
+    read: dict[str, Any] = dict(
+        dtype={"prompt_id": str, "conversation_id": str, "replaced_by": str}, keep_default_na=False
+    )
+    round_decisions = [pd.read_csv(p, **read) for p in decisions]
+    round_replacements = [pd.read_csv(p, **read) for p in replacements]
+    prompts = final_prompts(pd.read_csv(first_draw, **read), list(zip(round_decisions, round_replacements)))
+    all_removals = pd.concat([pd.read_csv(p, **read) for p in removals], ignore_index=True)
+    return prompts, all_removals, pd.concat(round_decisions, ignore_index=True)

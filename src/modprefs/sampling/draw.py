@@ -30,8 +30,17 @@ import pandas as pd
 from modprefs.errors import UserInputError
 from modprefs.sampling.screening import ScreeningResult
 
-PROMPT_COLUMNS = ["prompt_id", "conversation_id", "stratum", "chars_0", "chars_1", "abs_char_diff",
-                  "history_chars", "history_turns", "draw_order"]
+PROMPT_COLUMNS = [
+    "prompt_id",
+    "conversation_id",
+    "stratum",
+    "chars_0",
+    "chars_1",
+    "abs_char_diff",
+    "history_chars",
+    "history_turns",
+    "draw_order",
+]
 REMOVAL_COLUMNS = ["conversation_id", "stratum", "reason", "detail", "replaced_by"]
 REMOVAL_REASONS = ("audio_quality", "other_language", "empty", "harmful")
 STRATA = ("long_diff", "other")
@@ -60,8 +69,9 @@ def stratum_quotas(n_prompts: int, long_fraction: float) -> dict[str, int]:
     return {"long_diff": n_long, "other": n_prompts - n_long}
 
 
-def sample_size_problems(interactions: pd.DataFrame, n_prompts: int, long_fraction: float,
-                         long_percentile: float) -> list[str]:
+def sample_size_problems(
+    interactions: pd.DataFrame, n_prompts: int, long_fraction: float, long_percentile: float
+) -> list[str]:
     """Why ``n_prompts`` cannot be drawn from ``interactions`` before any screening (empty list: it can).
 
     The eligible interactions (conversations.parquet) must number at least ``n_prompts``, and each
@@ -70,9 +80,11 @@ def sample_size_problems(interactions: pd.DataFrame, n_prompts: int, long_fracti
     """
     n = len(interactions)
     if n_prompts > n:
-        return [f"sampling.n_prompts: {n_prompts} prompts requested but only {n} eligible conversations "
-                "exist in data.source (before text screening, which can only remove more); lower "
-                "sampling.n_prompts or add data"]
+        return [
+            f"sampling.n_prompts: {n_prompts} prompts requested but only {n} eligible conversations "
+            "exist in data.source (before text screening, which can only remove more); lower "
+            "sampling.n_prompts or add data"
+        ]
     strata, threshold = assign_strata(interactions["abs_char_diff"], long_percentile)
     sizes = strata.value_counts().to_dict()
     problems = []
@@ -83,12 +95,14 @@ def sample_size_problems(interactions: pd.DataFrame, n_prompts: int, long_fracti
                 f"sampling.long_fraction: stratum {stratum!r} needs {quota} of the {n_prompts} prompts but holds "
                 f"only {have} eligible conversations (|chars_0 - chars_1| "
                 f"{'>=' if stratum == 'long_diff' else '<'} {threshold:.0f}, sampling.long_percentile "
-                f"{long_percentile}); lower sampling.n_prompts or sampling.long_fraction, or add data")
+                f"{long_percentile}); lower sampling.n_prompts or sampling.long_fraction, or add data"
+            )
     return problems
 
 
-def _ordered_pools(interactions: pd.DataFrame, long_percentile: float, seed: int
-                   ) -> tuple[dict[str, pd.DataFrame], float, pd.DataFrame]:
+def _ordered_pools(
+    interactions: pd.DataFrame, long_percentile: float, seed: int
+) -> tuple[dict[str, pd.DataFrame], float, pd.DataFrame]:
     """Each stratum's candidates in their seeded draw order, the stratum threshold, and the table.
 
     The order is a pure function of (interactions, long_percentile, seed), so the first draw and
@@ -105,9 +119,15 @@ def _ordered_pools(interactions: pd.DataFrame, long_percentile: float, seed: int
     return pools, threshold, table
 
 
-def _walk(pool: pd.DataFrame, stratum: str, needed: int, skip: set[str],
-          screen: Callable[[Mapping[str, Any]], ScreeningResult], removals: list[dict[str, Any]],
-          pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _walk(
+    pool: pd.DataFrame,
+    stratum: str,
+    needed: int,
+    skip: set[str],
+    screen: Callable[[Mapping[str, Any]], ScreeningResult],
+    removals: list[dict[str, Any]],
+    pending: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     """Take ``needed`` passing candidates from ``pool`` in order, skipping ``skip`` conversation ids.
 
     Candidates that fail screening are appended to ``removals``; every entry of ``pending`` (removals
@@ -128,16 +148,26 @@ def _walk(pool: pd.DataFrame, stratum: str, needed: int, skip: set[str],
         else:
             if result.reason not in REMOVAL_REASONS:
                 raise ValueError(f"unknown removal reason {result.reason!r}")
-            rem = {"conversation_id": row["conversation_id"], "stratum": stratum, "reason": result.reason,
-                   "detail": result.detail, "replaced_by": ""}
+            rem = {
+                "conversation_id": row["conversation_id"],
+                "stratum": stratum,
+                "reason": result.reason,
+                "detail": result.detail,
+                "replaced_by": "",
+            }
             removals.append(rem)
             pending.append(rem)
     return taken
 
 
-def draw_prompts(interactions: pd.DataFrame, n_prompts: int, long_fraction: float, long_percentile: float,
-                 seed: int, screen: Callable[[Mapping[str, Any]], ScreeningResult]
-                 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def draw_prompts(
+    interactions: pd.DataFrame,
+    n_prompts: int,
+    long_fraction: float,
+    long_percentile: float,
+    seed: int,
+    screen: Callable[[Mapping[str, Any]], ScreeningResult],
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Draw the study's prompts. Returns ``(prompts, removals, info)``.
 
     ``interactions`` is conversations.parquet; ``screen`` maps one of its rows to a
@@ -162,8 +192,12 @@ def draw_prompts(interactions: pd.DataFrame, n_prompts: int, long_fraction: floa
             )
         chosen.extend({**row, "draw_order": len(chosen) + i} for i, row in enumerate(taken))
     prompts = _prompt_table(chosen)
-    info = {"threshold_chars": threshold, "quotas": quotas,
-            "pool_sizes": table["stratum"].value_counts().to_dict(), "n_removed": len(removals)}
+    info = {
+        "threshold_chars": threshold,
+        "quotas": quotas,
+        "pool_sizes": table["stratum"].value_counts().to_dict(),
+        "n_removed": len(removals),
+    }
     return prompts, pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS), info
 
 
@@ -175,10 +209,16 @@ def _prompt_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return prompts[PROMPT_COLUMNS]
 
 
-def replace_prompts(interactions: pd.DataFrame, failed: Mapping[str, str], used: set[str],
-                    current: pd.DataFrame, long_percentile: float, seed: int,
-                    screen: Callable[[Mapping[str, Any]], ScreeningResult], first_draw_order: int
-                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def replace_prompts(
+    interactions: pd.DataFrame,
+    failed: Mapping[str, str],
+    used: set[str],
+    current: pd.DataFrame,
+    long_percentile: float,
+    seed: int,
+    screen: Callable[[Mapping[str, Any]], ScreeningResult],
+    first_draw_order: int,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Replace prompts whose audio failed QC, each from its own stratum (paper §3.1, "replace").
 
     Args:
@@ -205,8 +245,13 @@ def replace_prompts(interactions: pd.DataFrame, failed: Mapping[str, str], used:
     removals: list[dict[str, Any]] = []
     chosen: list[dict[str, Any]] = []
     for p in current[current["prompt_id"].isin(list(failed))].itertuples(index=False):
-        rem = {"conversation_id": p.conversation_id, "stratum": p.stratum, "reason": "audio_quality",
-               "detail": failed[p.prompt_id], "replaced_by": ""}
+        rem = {
+            "conversation_id": p.conversation_id,
+            "stratum": p.stratum,
+            "reason": "audio_quality",
+            "detail": failed[p.prompt_id],
+            "replaced_by": "",
+        }
         removals.append(rem)
         taken = _walk(pools[p.stratum], p.stratum, 1, skip, screen, removals, [rem])
         skip |= {str(r["conversation_id"]) for r in removals}

@@ -77,14 +77,17 @@ class WordListModerator:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as err:
-                raise ScreeningError(f"harmful-term list {path} line {n}, column {err.start + 1}: not UTF-8 text "
-                                     f"(byte 0x{raw[err.start]:02x})") from None
+                raise ScreeningError(
+                    f"harmful-term list {path} line {n}, column {err.start + 1}: not UTF-8 text "
+                    f"(byte 0x{raw[err.start]:02x})"
+                ) from None
             term = line.split("#", 1)[0].strip()
             if term:
                 terms.append(term)
         if not terms:
-            raise ScreeningError(f"harmful-term list {path} lists no term (one term or phrase per line; "
-                                 "'#' starts a comment)")
+            raise ScreeningError(
+                f"harmful-term list {path} lists no term (one term or phrase per line; '#' starts a comment)"
+            )
         return cls(terms)
 
     def flag(self, text: str) -> str | None:
@@ -119,8 +122,9 @@ def is_empty_response(text: str | None) -> bool:
     return text is None or not text.strip() or text.strip() == EMPTY_STRING
 
 
-def screen_interaction(interaction: Mapping[str, Any], moderator: Moderator, language: str = "en",
-                       min_language_confidence: float = 0.5) -> ScreeningResult:
+def screen_interaction(
+    interaction: Mapping[str, Any], moderator: Moderator, language: str = "en", min_language_confidence: float = 0.5
+) -> ScreeningResult:
     """Apply the rules of the module docstring to one interaction (a conversations.parquet row)."""
     responses = [interaction["text_0"], interaction["text_1"]]
     for k, text in enumerate(responses):
@@ -139,9 +143,13 @@ def screen_interaction(interaction: Mapping[str, Any], moderator: Moderator, lan
     return ScreeningResult(None)
 
 
-def screen_from_config(screening: Mapping[str, Any], harmful_terms: str | Path
-                       ) -> Callable[[Mapping[str, Any]], ScreeningResult]:
+def screen_from_config(
+    screening: Mapping[str, Any], harmful_terms: str | Path
+) -> Callable[[Mapping[str, Any]], ScreeningResult]:
     """The text screen configured by ``sampling.screening`` with the word list at ``harmful_terms``."""
-    return partial(screen_interaction, moderator=WordListModerator.from_file(harmful_terms),
-                   language=screening.get("language", "en"),
-                   min_language_confidence=screening.get("min_language_confidence", 0.5))
+    return partial(
+        screen_interaction,
+        moderator=WordListModerator.from_file(harmful_terms),
+        language=screening.get("language", "en"),
+        min_language_confidence=screening.get("min_language_confidence", 0.5),
+    )

@@ -14,6 +14,18 @@ from modprefs.speech.clips import CLIP_COLUMNS, read_study_clips, shard, study_c
 from modprefs.speech.render import MANIFEST_COLUMNS, ClipRenderError, combine_manifests, render_clips
 from modprefs.speech.text import speakable_text
 
-__all__ = ["TTSBackend", "get_backend", "known_backends", "register_backend", "CLIP_COLUMNS", "read_study_clips",
-           "shard", "study_clips", "MANIFEST_COLUMNS", "ClipRenderError", "combine_manifests", "render_clips",
-           "speakable_text"]
+__all__ = [
+    "TTSBackend",
+    "get_backend",
+    "known_backends",
+    "register_backend",
+    "CLIP_COLUMNS",
+    "read_study_clips",
+    "shard",
+    "study_clips",
+    "MANIFEST_COLUMNS",
+    "ClipRenderError",
+    "combine_manifests",
+    "render_clips",
+    "speakable_text",
+]

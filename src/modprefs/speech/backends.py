@@ -79,8 +79,7 @@ def _factory(name: str) -> BackendFactory:
     if name in _BUILTIN:
         module, attr = _BUILTIN[name]
         return getattr(importlib.import_module(module), attr)
-    raise ValueError(f"tts.backend {name!r} is not a known TTS backend; known backends: "
-                     f"{', '.join(known_backends())}")
+    raise ValueError(f"tts.backend {name!r} is not a known TTS backend; known backends: {', '.join(known_backends())}")
 
 
 def get_backend(tts_config: Mapping[str, Any], threads: int = 1) -> TTSBackend:
@@ -101,6 +100,7 @@ def get_backend(tts_config: Mapping[str, Any], threads: int = 1) -> TTSBackend:
     name = str(tts_config["backend"])
     backend = _factory(name)(tts_config, max(1, int(threads)))
     if not isinstance(backend, TTSBackend):
-        raise TypeError(f"tts.backend {name!r}: factory returned {type(backend).__name__}, "
-                        "which lacks the TTSBackend attributes")
+        raise TypeError(
+            f"tts.backend {name!r}: factory returned {type(backend).__name__}, which lacks the TTSBackend attributes"
+        )
     return backend

@@ -17,8 +17,15 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 
-__all__ = ["CLIP_COLUMNS", "AttentionCheckError", "clip_id", "read_attention_check", "study_clips", "shard",
-           "read_study_clips"]
+__all__ = [
+    "CLIP_COLUMNS",
+    "AttentionCheckError",
+    "clip_id",
+    "read_attention_check",
+    "study_clips",
+    "shard",
+    "read_study_clips",
+]
 
 CLIP_COLUMNS = ["clip_id", "prompt_id", "response", "text"]
 
@@ -53,8 +60,9 @@ def read_attention_check(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise AttentionCheckError(f"attention check {path}, line {err.lineno}, column {err.colno}: not valid JSON "
-                                  f"({err.msg})") from None
+        raise AttentionCheckError(
+            f"attention check {path}, line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})"
+        ) from None
     if not isinstance(data, dict):
         raise AttentionCheckError(f"attention check {path}: expected a JSON object, got {type(data).__name__}")
     problems = []
@@ -65,9 +73,10 @@ def read_attention_check(path: str | os.PathLike[str]) -> dict[str, Any]:
         problems.append("'prompt' must be a non-empty string")
     history = data.get("history", [])
     if not isinstance(history, list) or not all(
-            isinstance(h, Mapping) and h.get("role") in ("user", "model") and isinstance(h.get("content"), str)
-            for h in history):
-        problems.append("'history' must be a list of {\"role\": \"user\"|\"model\", \"content\": str} turns")
+        isinstance(h, Mapping) and h.get("role") in ("user", "model") and isinstance(h.get("content"), str)
+        for h in history
+    ):
+        problems.append('\'history\' must be a list of {"role": "user"|"model", "content": str} turns')
     try:
         for row in _attention_rows(data):
             speakable_text(row["text"], clip_id=row["clip_id"])
@@ -82,20 +91,30 @@ def _attention_rows(attention_check: Mapping[str, Any]) -> list[dict[str, Any]]:
     prompt_id = str(attention_check.get("prompt_id", "attn"))
     responses = attention_check.get("responses")
     if not isinstance(responses, list) or len(responses) != 2:
-        raise ValueError(f"attention check {prompt_id!r}: 'responses' must be a list of two "
-                         f"{{'text': ...}} objects, got {responses!r:.80}")
+        raise ValueError(
+            f"attention check {prompt_id!r}: 'responses' must be a list of two "
+            f"{{'text': ...}} objects, got {responses!r:.80}"
+        )
     rows = []
     for response, item in enumerate(responses):
         if not isinstance(item, Mapping) or not isinstance(item.get("text"), str):
             raise ValueError(f"attention check {prompt_id!r}: responses[{response}] has no 'text' string")
-        rows.append({"clip_id": clip_id(prompt_id, response), "prompt_id": prompt_id,
-                     "response": response, "text": item["text"]})
+        rows.append(
+            {
+                "clip_id": clip_id(prompt_id, response),
+                "prompt_id": prompt_id,
+                "response": response,
+                "text": item["text"],
+            }
+        )
     return rows
 
 
 def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dict[str, Any]]:
-    for table, name, cols in [(prompts, "prompts", ["prompt_id", "conversation_id"]),
-                              (conversations, "conversations", ["conversation_id", "text_0", "text_1"])]:
+    for table, name, cols in [
+        (prompts, "prompts", ["prompt_id", "conversation_id"]),
+        (conversations, "conversations", ["conversation_id", "text_0", "text_1"]),
+    ]:
         missing = [c for c in cols if c not in table.columns]
         if missing:
             raise KeyError(f"{name} table lacks column(s) {missing}")
@@ -113,13 +132,20 @@ def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dic
         if conversation_id not in texts.index:
             raise KeyError(f"prompt {prompt_id}: conversation_id {conversation_id!r} is not in conversations")
         for response in (0, 1):
-            rows.append({"clip_id": clip_id(prompt_id, response), "prompt_id": prompt_id,
-                         "response": response, "text": texts.at[conversation_id, f"text_{response}"]})
+            rows.append(
+                {
+                    "clip_id": clip_id(prompt_id, response),
+                    "prompt_id": prompt_id,
+                    "response": response,
+                    "text": texts.at[conversation_id, f"text_{response}"],
+                }
+            )
     return rows
 
 
-def study_clips(prompts: pd.DataFrame, conversations: pd.DataFrame,
-                attention_check: Mapping[str, Any] | None) -> pd.DataFrame:
+def study_clips(
+    prompts: pd.DataFrame, conversations: pd.DataFrame, attention_check: Mapping[str, Any] | None
+) -> pd.DataFrame:
     """Every clip the study renders, in the contract's order.
 
     Args:
@@ -153,13 +179,28 @@ def shard(clips: pd.DataFrame, shard_index: int, shard_size: int) -> pd.DataFram
     if int(shard_index) < 0:
         raise ValueError(f"shard index must be >= 0, got {shard_index}")
     start = int(shard_index) * int(shard_size)
-    return clips.iloc[start:start + int(shard_size)].reset_index(drop=True)
+    return clips.iloc[start : start + int(shard_size)].reset_index(drop=True)
 
 
-def read_study_clips(prompts_csv: str | os.PathLike[str], conversations_parquet: str | os.PathLike[str],
-                     attention_check_json: str | os.PathLike[str] | None) -> pd.DataFrame:
+def read_study_clips(
+    prompts_csv: str | os.PathLike[str],
+    conversations_parquet: str | os.PathLike[str],
+    attention_check_json: str | os.PathLike[str] | None,
+) -> pd.DataFrame:
     """:func:`study_clips` from the workflow's files (ids read as strings); no attention check if None."""
     prompts = pd.read_csv(prompts_csv, dtype={"prompt_id": str, "conversation_id": str}, keep_default_na=False)
     conversations = pd.read_parquet(conversations_parquet)
     attention_check = None if attention_check_json is None else read_attention_check(attention_check_json)
     return study_clips(prompts, conversations, attention_check)
+
+
+def study_shard(
+    prompts_csv: str | os.PathLike[str],
+    conversations_parquet: str | os.PathLike[str],
+    attention_check_json: str | os.PathLike[str] | None,
+    shard_index: int,
+    shard_size: int,
+) -> tuple[pd.DataFrame, int]:
+    """(shard ``shard_index`` of the study's clips (:func:`shard`), the number of the study's clips)."""
+    clips = read_study_clips(prompts_csv, conversations_parquet, attention_check_json)
+    return shard(clips, shard_index, shard_size), len(clips)

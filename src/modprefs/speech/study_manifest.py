@@ -16,8 +16,12 @@ import pandas as pd
 from modprefs.speech.render import combine_manifests
 
 
-def study_manifest(shards: Sequence[pd.DataFrame], qc_rounds: Sequence[tuple[int, pd.DataFrame]],
-                   attention_id: str, final_prompts: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def study_manifest(
+    shards: Sequence[pd.DataFrame],
+    qc_rounds: Sequence[tuple[int, pd.DataFrame]],
+    attention_id: str,
+    final_prompts: pd.DataFrame,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(manifest, qc)`` as described in the module docstring.
 
     Args:
@@ -37,10 +41,13 @@ def study_manifest(shards: Sequence[pd.DataFrame], qc_rounds: Sequence[tuple[int
         raise ValueError(f"no rendered clips for final prompt(s) {absent}")
     qc["in_study"] = qc["clip_id"].isin(rendered.loc[rendered["prompt_id"].isin(order), "clip_id"])
     overlap = [c for c in qc.columns if c in rendered.columns and c != "clip_id"]
-    manifest = (rendered[rendered["prompt_id"].isin(order)]
-                .assign(_order=lambda t: t["prompt_id"].map(order))
-                .sort_values(["_order", "response"], kind="stable").drop(columns="_order")
-                .merge(qc.drop(columns=overlap), on="clip_id", how="left", validate="one_to_one"))
+    manifest = (
+        rendered[rendered["prompt_id"].isin(order)]
+        .assign(_order=lambda t: t["prompt_id"].map(order))
+        .sort_values(["_order", "response"], kind="stable")
+        .drop(columns="_order")
+        .merge(qc.drop(columns=overlap), on="clip_id", how="left", validate="one_to_one")
+    )
     failed = manifest[~manifest["qc_pass"].astype(str).str.lower().eq("true")]
     if len(failed):
         raise ValueError(f"clip(s) in the final study fail QC: {failed['clip_id'].tolist()} (review rounds bug?)")

@@ -49,20 +49,20 @@ _ITALIC_STAR = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])")
 _ITALIC_UNDERSCORE = re.compile(r"(?<!\w)_(?=\S)([^_\n]+?)(?<=\S)_(?!\w)")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~<])")
-_ESCAPED = re.compile("[\uE000-\uE07F]")  # private-use stand-ins for escaped ASCII
+_ESCAPED = re.compile("[\ue000-\ue07f]")  # private-use stand-ins for escaped ASCII
 _STRAY_MARKUP = re.compile(r"[*`|]+|(?<!\w)#+(?=\s|$)")
 
 _EMOJI = re.compile(
     "["
-    "\U0001F000-\U0001FAFF"  # mahjong .. symbols & pictographs extended-A (incl. emoticons)
-    "\U0001F1E6-\U0001F1FF"  # regional indicators (flags)
-    "\u2600-\u27BF"          # miscellaneous symbols, dingbats
-    "\u2B00-\u2BFF"          # arrows & stars (⭐, ⬆)
-    "\u2300-\u23FF"          # technical (⌚, ⏰)
-    "\uFE00-\uFE0F"          # variation selectors
-    "\u200D"                 # zero-width joiner
-    "\u20E3"                 # combining keycap
-    "\U000E0020-\U000E007F"  # tag characters (subdivision flags)
+    "\U0001f000-\U0001faff"  # mahjong .. symbols & pictographs extended-A (incl. emoticons)
+    "\U0001f1e6-\U0001f1ff"  # regional indicators (flags)
+    "\u2600-\u27bf"  # miscellaneous symbols, dingbats
+    "\u2b00-\u2bff"  # arrows & stars (⭐, ⬆)
+    "\u2300-\u23ff"  # technical (⌚, ⏰)
+    "\ufe00-\ufe0f"  # variation selectors
+    "\u200d"  # zero-width joiner
+    "\u20e3"  # combining keycap
+    "\U000e0020-\U000e007f"  # tag characters (subdivision flags)
     "]+"
 )
 
@@ -125,7 +125,7 @@ def _classify(raw: str) -> tuple[str, bool] | None:
         return _inline(header.group(1)), True
     item = _LIST_ITEM.match(line)
     if item:
-        return _inline(line[item.end():]), True
+        return _inline(line[item.end() :]), True
     return _inline(line), False
 
 
@@ -184,6 +184,5 @@ def speakable_text(text: str, clip_id: str | None = None) -> str:
     parts = [_terminate(line) if ends else line for line, ends in _blocks(text)]
     spoken = _SPACE_BEFORE_MARK.sub(r"\1", " ".join(" ".join(parts).split()))
     if not re.search(r"[^\W_]", spoken):
-        raise ValueError(f"{where}: nothing speakable left after removing markup and emoji "
-                         f"from {text[:80]!r}")
+        raise ValueError(f"{where}: nothing speakable left after removing markup and emoji from {text[:80]!r}")
     return spoken

@@ -31,19 +31,62 @@ import unicodedata
 
 __all__ = ["normalize_words", "number_to_words", "word_error_rate", "edit_counts"]
 
-_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-         "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
 _TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _SCALES = [(10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand")]
-_ORDINAL_WORDS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-                  "nine": "ninth", "twelve": "twelfth"}
+_ORDINAL_WORDS = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
+}
 _CURRENCY = {"$": "dollars", "£": "pounds", "€": "euros"}
 
-_NUMBER = re.compile(r"(?P<cur>[$£€])?(?P<num>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?"
-                     r"(?P<ord>st|nd|rd|th)?(?P<pct>%)?(?![\w])", re.IGNORECASE)
-_TRANSLATE = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"',
-                            "\u2013": "-", "\u2014": "-", "\u2212": "-", "&": " and ", "/": " ", "_": " ",
-                            "-": " "})
+_NUMBER = re.compile(
+    r"(?P<cur>[$£€])?(?P<num>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?"
+    r"(?P<ord>st|nd|rd|th)?(?P<pct>%)?(?![\w])",
+    re.IGNORECASE,
+)
+_TRANSLATE = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u02bc": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "&": " and ",
+        "/": " ",
+        "_": " ",
+        "-": " ",
+    }
+)
 
 
 def _below_thousand(n: int) -> list[str]:
@@ -127,8 +170,12 @@ def edit_counts(reference: list[str], hypothesis: list[str]) -> tuple[int, int, 
                 best = prev[j - 1]
             else:
                 s, d, left = prev[j - 1], prev[j], cur[j - 1]
-                best = min((s[0] + 1, s[1] + 1, s[2], s[3]), (d[0] + 1, d[1], d[2] + 1, d[3]),
-                           (left[0] + 1, left[1], left[2], left[3] + 1), key=lambda c: c[0])
+                best = min(
+                    (s[0] + 1, s[1] + 1, s[2], s[3]),
+                    (d[0] + 1, d[1], d[2] + 1, d[3]),
+                    (left[0] + 1, left[1], left[2], left[3] + 1),
+                    key=lambda c: c[0],
+                )
             cur.append(best)
         prev = cur
     _, subs, dels, ins = prev[m]

@@ -54,11 +54,17 @@ def agreement_curve(gaps: pd.DataFrame, taus: np.ndarray | None = None) -> pd.Da
         a, t = outcomes(gaps["audio"], tau), outcomes(gaps["text"], tau)
         both = (a != "tie") & (t != "tie")
         n_both = int(both.sum())
-        rows.append({"tau": float(tau), "n_prompts": len(gaps), "n_both_decisive": n_both,
-                     "n_agree_decisive": int((a[both] == t[both]).sum()),
-                     "agree_decisive": float((a[both] == t[both]).mean()) if n_both else np.nan,
-                     "agree_all": float((a == t).mean()) if len(gaps) else np.nan,
-                     "note": "" if n_both else "no prompt decisive in both modalities at this threshold"})
+        rows.append(
+            {
+                "tau": float(tau),
+                "n_prompts": len(gaps),
+                "n_both_decisive": n_both,
+                "n_agree_decisive": int((a[both] == t[both]).sum()),
+                "agree_decisive": float((a[both] == t[both]).mean()) if n_both else np.nan,
+                "agree_all": float((a == t).mean()) if len(gaps) else np.nan,
+                "note": "" if n_both else "no prompt decisive in both modalities at this threshold",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -67,11 +73,22 @@ def agreement_at_zero(gaps: pd.DataFrame) -> dict:
     curve = agreement_curve(gaps, np.array([0.0])).iloc[0]
     k, n = int(curve["n_agree_decisive"]), int(curve["n_both_decisive"])
     if n == 0:
-        return {"n_agree": 0, "n": 0, "agreement": np.nan, "p_greater": np.nan, "p_two_sided": np.nan,
-                "reason": "no prompt with a decisive winner in both modalities"}
-    return {"n_agree": k, "n": n, "agreement": k / n,
-            "p_greater": float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue),
-            "p_two_sided": float(stats.binomtest(k, n, 0.5).pvalue), "reason": ""}
+        return {
+            "n_agree": 0,
+            "n": 0,
+            "agreement": np.nan,
+            "p_greater": np.nan,
+            "p_two_sided": np.nan,
+            "reason": "no prompt with a decisive winner in both modalities",
+        }
+    return {
+        "n_agree": k,
+        "n": n,
+        "agreement": k / n,
+        "p_greater": float(stats.binomtest(k, n, 0.5, alternative="greater").pvalue),
+        "p_two_sided": float(stats.binomtest(k, n, 0.5).pvalue),
+        "reason": "",
+    }
 
 
 def figure3_agreement(curve: pd.DataFrame, target: str | os.PathLike[str]) -> None:
@@ -91,8 +108,12 @@ def figure3_agreement(curve: pd.DataFrame, target: str | os.PathLike[str]) -> No
     ax.plot(curve["tau"], 100 * curve["agree_decisive"], color="#1f77b4", label="agreement (both decisive)")
     ax.plot(curve["tau"], 100 * curve["agree_all"], color="#d62728", label="agreement (tie vs decisive = disagree)")
     ax.axhline(50, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="rating-gap threshold", ylabel="cross-modality agreement (%)", ylim=(0, 100),
-           title="Cross-modality agreement of winners")
+    ax.set(
+        xlabel="rating-gap threshold",
+        ylabel="cross-modality agreement (%)",
+        ylim=(0, 100),
+        title="Cross-modality agreement of winners",
+    )
     ax2.set_ylabel("prompts decisive in both modalities")
     ax.set_zorder(ax2.get_zorder() + 1)
     ax.patch.set_visible(False)

@@ -68,30 +68,63 @@ from modprefs.stats.lmm import fit_formula
 
 MODALITIES: tuple[str, ...] = ("audio", "text")
 RESPONSE_QUALITY = "response_quality"
-JUDGE_COLUMNS: tuple[str, ...] = ("judge", "prompt_version", "modality", "kind", "clip_id", "sample", "rating",
-                                  "status")
-TABLE_COLUMNS: list[str] = ["section", "term", "estimate", "se", "t", "df", "p", "n", "paper_estimate", "paper_p",
-                            "note"]
+JUDGE_COLUMNS: tuple[str, ...] = (
+    "judge",
+    "prompt_version",
+    "modality",
+    "kind",
+    "clip_id",
+    "sample",
+    "rating",
+    "status",
+)
+TABLE_COLUMNS: list[str] = [
+    "section",
+    "term",
+    "estimate",
+    "se",
+    "t",
+    "df",
+    "p",
+    "n",
+    "paper_estimate",
+    "paper_p",
+    "note",
+]
 LMM_FORMULA = "abs_error ~ modality + (1 | clip_id)"
 #: Cook's distance cut-off for "influential" (a common rule of thumb; the paper does not state its cut-off).
 COOKS_D_RULE = "4/n"
 
 #: Table 5 of the paper: term -> (estimate, p as printed).
 PAPER_TABLE5: dict[str, tuple[float, str]] = {
-    "Audio MAE": (12.27, ""), "Text MAE": (14.29, ""), "Text vs. Audio (LMM)": (2.02, ".035"),
-    "vs. AI-Text": (-1.84, ".015"), "vs. AI-Audio": (-9.18, "<.001"), "vs. Human-Text": (8.03, "<.001"),
-    "vs. Human-Audio": (1.15, ".374")}
+    "Audio MAE": (12.27, ""),
+    "Text MAE": (14.29, ""),
+    "Text vs. Audio (LMM)": (2.02, ".035"),
+    "vs. AI-Text": (-1.84, ".015"),
+    "vs. AI-Audio": (-9.18, "<.001"),
+    "vs. Human-Text": (8.03, "<.001"),
+    "vs. Human-Audio": (1.15, ".374"),
+}
 #: Table 6 of the paper: term -> (estimate, p as printed).
 PAPER_TABLE6: dict[str, tuple[float, str]] = {
-    "AI Differentiation": (0.014, "<.001"), "Modality (Text)": (-0.010, ".76"), "AI Diff x Modality": (-0.003, ".15"),
-    "Spearman: audio": (0.23, ".02"), "Spearman: text": (0.38, "<.001")}
+    "AI Differentiation": (0.014, "<.001"),
+    "Modality (Text)": (-0.010, ".76"),
+    "AI Diff x Modality": (-0.003, ".15"),
+    "Spearman: audio": (0.23, ".02"),
+    "Spearman: text": (0.38, "<.001"),
+}
 #: PRISM comparison groups: label -> column of the clip table.
-PRISM_GROUPS: tuple[tuple[str, str], ...] = (("vs. AI-Text", "ai_text"), ("vs. AI-Audio", "ai_audio"),
-                                             ("vs. Human-Text", "human_text"), ("vs. Human-Audio", "human_audio"))
+PRISM_GROUPS: tuple[tuple[str, str], ...] = (
+    ("vs. AI-Text", "ai_text"),
+    ("vs. AI-Audio", "ai_audio"),
+    ("vs. Human-Text", "human_text"),
+    ("vs. Human-Audio", "human_audio"),
+)
 OLS_TERMS: tuple[str, ...] = ("Intercept", "AI Differentiation", "Modality (Text)", "AI Diff x Modality")
 
 
 # --- inputs -------------------------------------------------------------------------------------
+
 
 def _require(df: pd.DataFrame, columns: tuple[str, ...] | list[str], name: str) -> None:
     missing = [c for c in columns if c not in df.columns]
@@ -116,16 +149,19 @@ def judges_skip_reason(judges: pd.DataFrame | None) -> str | None:
     if len(failed) and "reason" in failed.columns:
         top = failed["reason"].astype(str).str.slice(0, 80).value_counts().head(3)
         why = "; most common failure reasons: " + "; ".join(f"{n} x {r!r}" for r, n in top.items())
-    return (f"no usable AI judge ratings: 0 of {len(judges)} rows have status 'ok' and kind '{RESPONSE_QUALITY}'"
-            f" ({len(failed)} failed){why}")
+    return (
+        f"no usable AI judge ratings: 0 of {len(judges)} rows have status 'ok' and kind '{RESPONSE_QUALITY}'"
+        f" ({len(failed)} failed){why}"
+    )
 
 
 def _judge_id(df: pd.DataFrame) -> pd.Series:
     return df["judge"].astype(str) + "@" + df["prompt_version"].astype(str)
 
 
-def select_judge_ratings(judges: pd.DataFrame,
-                         judge_by_modality: Mapping[str, str | None] | None = None) -> pd.DataFrame:
+def select_judge_ratings(
+    judges: pd.DataFrame, judge_by_modality: Mapping[str, str | None] | None = None
+) -> pd.DataFrame:
     """The ``ok`` response-quality AI ratings, one judge per modality.
 
     Args:
@@ -149,8 +185,10 @@ def select_judge_ratings(judges: pd.DataFrame,
     rating = pd.to_numeric(ok["rating"], errors="coerce")
     bad = ok[~rating.between(1, 100)]
     if len(bad):
-        raise ValueError(f"judge ratings: column 'rating' is missing or outside 1..100 in {len(bad)} row(s) with "
-                         f"status 'ok' (first: clip {bad['clip_id'].iloc[0]!r}, rating {bad['rating'].iloc[0]!r})")
+        raise ValueError(
+            f"judge ratings: column 'rating' is missing or outside 1..100 in {len(bad)} row(s) with "
+            f"status 'ok' (first: clip {bad['clip_id'].iloc[0]!r}, rating {bad['rating'].iloc[0]!r})"
+        )
     ok["rating"] = rating.astype(float)
     ok["judge_id"] = _judge_id(ok)
     ok["clip_id"] = ok["clip_id"].astype(str)
@@ -169,12 +207,16 @@ def select_judge_ratings(judges: pd.DataFrame,
             want = str(choice[m])
             sub = sub[(sub["judge_id"] == want) | (sub["judge"].astype(str) == want)]
             if sub.empty:
-                raise ValueError(f"judge_by_modality[{m!r}] = {want!r} matches none of "
-                                 f"{sorted(ok.loc[ok['modality'] == m, 'judge_id'].unique())}")
+                raise ValueError(
+                    f"judge_by_modality[{m!r}] = {want!r} matches none of "
+                    f"{sorted(ok.loc[ok['modality'] == m, 'judge_id'].unique())}"
+                )
         ids = sorted(sub["judge_id"].unique())
         if len(ids) > 1:
-            raise ValueError(f"judge ratings: several {m} judges (judge@prompt_version) {ids}; choose one with "
-                             f"judge_by_modality (config stats.ai_alignment.judge_by_modality.{m})")
+            raise ValueError(
+                f"judge ratings: several {m} judges (judge@prompt_version) {ids}; choose one with "
+                f"judge_by_modality (config stats.ai_alignment.judge_by_modality.{m})"
+            )
         parts.append(sub[["modality", "clip_id", "sample", "rating", "judge_id"]])
     if not parts:
         return pd.DataFrame(columns=["modality", "clip_id", "sample", "rating", "judge_id"])
@@ -203,8 +245,11 @@ def ai_clip_means(ai: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
     """
     s = _stimulus_map(stimuli)
     a = ai[ai["clip_id"].isin(set(s["clip_id"]))]
-    out = (a.groupby(["modality", "clip_id"], sort=True)
-           .agg(ai_mean=("rating", "mean"), ai_n=("rating", "size"), judge_id=("judge_id", "first")).reset_index())
+    out = (
+        a.groupby(["modality", "clip_id"], sort=True)
+        .agg(ai_mean=("rating", "mean"), ai_n=("rating", "size"), judge_id=("judge_id", "first"))
+        .reset_index()
+    )
     return out.merge(s[["clip_id", "prompt_id", "response"]], on="clip_id", how="left")
 
 
@@ -233,8 +278,9 @@ def clip_table(ai_means: pd.DataFrame, human_means: pd.DataFrame, stimuli: pd.Da
     clip) with their counts ``n_ai_*`` (AI samples) and ``n_human_*`` (raters)."""
     s = _stimulus_map(stimuli)
     prism = pd.to_numeric(s["prism_score"], errors="coerce") if "prism_score" in s.columns else np.nan
-    out = pd.DataFrame({"clip_id": s["clip_id"], "prompt_id": s["prompt_id"], "response": s["response"],
-                        "prism_score": prism})
+    out = pd.DataFrame(
+        {"clip_id": s["clip_id"], "prompt_id": s["prompt_id"], "response": s["response"], "prism_score": prism}
+    )
     for m in MODALITIES:
         a = ai_means[ai_means["modality"] == m].set_index("clip_id")
         h = human_means[human_means["modality"] == m].set_index("clip_id")
@@ -247,12 +293,33 @@ def clip_table(ai_means: pd.DataFrame, human_means: pd.DataFrame, stimuli: pd.Da
 
 # --- Table 5 --------------------------------------------------------------------------------------
 
-def _row(section: str, term: str, estimate: float = math.nan, se: float = math.nan, t: float = math.nan,
-         df: float = math.nan, p: float = math.nan, n: int = 0, note: str = "",
-         paper: Mapping[str, tuple[float, str]] | None = None) -> dict:
+
+def _row(
+    section: str,
+    term: str,
+    estimate: float = math.nan,
+    se: float = math.nan,
+    t: float = math.nan,
+    df: float = math.nan,
+    p: float = math.nan,
+    n: int = 0,
+    note: str = "",
+    paper: Mapping[str, tuple[float, str]] | None = None,
+) -> dict:
     pe, pp = (paper or {}).get(term, (math.nan, ""))
-    return {"section": section, "term": term, "estimate": estimate, "se": se, "t": t, "df": df, "p": p, "n": int(n),
-            "paper_estimate": pe, "paper_p": pp, "note": note}
+    return {
+        "section": section,
+        "term": term,
+        "estimate": estimate,
+        "se": se,
+        "t": t,
+        "df": df,
+        "p": p,
+        "n": int(n),
+        "paper_estimate": pe,
+        "paper_p": pp,
+        "note": note,
+    }
 
 
 def abs_error_long(clips: pd.DataFrame) -> pd.DataFrame:
@@ -261,9 +328,17 @@ def abs_error_long(clips: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for m in MODALITIES:
         d = clips.dropna(subset=[f"ai_{m}", f"human_{m}"])
-        parts.append(pd.DataFrame({"clip_id": d["clip_id"], "prompt_id": d["prompt_id"], "condition": m,
-                                   "modality": float(m == "text"),
-                                   "abs_error": (d[f"ai_{m}"] - d[f"human_{m}"]).abs()}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "clip_id": d["clip_id"],
+                    "prompt_id": d["prompt_id"],
+                    "condition": m,
+                    "modality": float(m == "text"),
+                    "abs_error": (d[f"ai_{m}"] - d[f"human_{m}"]).abs(),
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -277,18 +352,29 @@ def ai_human_error(clips: pd.DataFrame) -> list[dict]:
         e = long.loc[long["condition"] == m, "abs_error"].to_numpy(float)
         term = f"{m.capitalize()} MAE"
         if e.size == 0:
-            rows.append(_row(section, term, note=f"no clip has both an AI-{m} and a human-{m} mean",
-                             paper=PAPER_TABLE5))
+            rows.append(
+                _row(section, term, note=f"no clip has both an AI-{m} and a human-{m} mean", paper=PAPER_TABLE5)
+            )
             continue
         se = e.std(ddof=1) / math.sqrt(e.size) if e.size > 1 else math.nan
-        rows.append(_row(section, term, float(e.mean()), se, n=e.size, note="mean |AI - human| over clips (points)",
-                         paper=PAPER_TABLE5))
+        rows.append(
+            _row(
+                section,
+                term,
+                float(e.mean()),
+                se,
+                n=e.size,
+                note="mean |AI - human| over clips (points)",
+                paper=PAPER_TABLE5,
+            )
+        )
     term = "Text vs. Audio (LMM)"
     counts = long["condition"].value_counts()
     if any(counts.get(m, 0) == 0 for m in MODALITIES):
         missing = [m for m in MODALITIES if counts.get(m, 0) == 0]
-        rows.append(_row(section, term, note=f"needs both modalities; no AI-human pairs for {missing}",
-                         paper=PAPER_TABLE5))
+        rows.append(
+            _row(section, term, note=f"needs both modalities; no AI-human pairs for {missing}", paper=PAPER_TABLE5)
+        )
         return rows
     if len(long) < 4 or long["clip_id"].nunique() < 2:
         rows.append(_row(section, term, n=len(long), note="too few clips for the LMM", paper=PAPER_TABLE5))
@@ -300,8 +386,20 @@ def ai_human_error(clips: pd.DataFrame) -> list[dict]:
         note += "; singular fit (clip variance at 0)"
     if not fit.converged:
         note += f"; not converged: {fit.message}"
-    rows.append(_row(section, term, float(fit.beta[j]), float(fit.beta_se[j]), float(fit.t_value[j]), float(fit.df[j]),
-                     float(fit.p_value[j]), n=fit.n_obs, note=note, paper=PAPER_TABLE5))
+    rows.append(
+        _row(
+            section,
+            term,
+            float(fit.beta[j]),
+            float(fit.beta_se[j]),
+            float(fit.t_value[j]),
+            float(fit.df[j]),
+            float(fit.p_value[j]),
+            n=fit.n_obs,
+            note=note,
+            paper=PAPER_TABLE5,
+        )
+    )
     return rows
 
 
@@ -314,19 +412,38 @@ def prism_comparisons(clips: pd.DataFrame) -> list[dict]:
         d = clips[["prism_score", col]].dropna()
         n = len(d)
         if n < 2:
-            rows.append(_row(section, term, n=n, note=f"needs >= 2 clips with a PRISM score and a {col} mean",
-                             paper=PAPER_TABLE5))
+            rows.append(
+                _row(
+                    section, term, n=n, note=f"needs >= 2 clips with a PRISM score and a {col} mean", paper=PAPER_TABLE5
+                )
+            )
             continue
         diff = (d["prism_score"] - d[col]).to_numpy(float)
         res = stats.ttest_rel(d["prism_score"].to_numpy(float), d[col].to_numpy(float))
-        rows.append(_row(section, term, float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(n)),
-                         float(res.statistic), float(n - 1), float(res.pvalue), n=n,
-                         note="paired t over clips, PRISM - group", paper=PAPER_TABLE5))
+        rows.append(
+            _row(
+                section,
+                term,
+                float(diff.mean()),
+                float(diff.std(ddof=1) / math.sqrt(n)),
+                float(res.statistic),
+                float(n - 1),
+                float(res.pvalue),
+                n=n,
+                note="paired t over clips, PRISM - group",
+                paper=PAPER_TABLE5,
+            )
+        )
     return rows
 
 
-def table5(judges: pd.DataFrame, ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.DataFrame,
-           judge_by_modality: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table5(
+    judges: pd.DataFrame,
+    ratings: pd.DataFrame,
+    participants: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    judge_by_modality: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 5 and the clip-level table it is computed from (see the module docstring).
 
     Returns (table, clips): ``table`` has :data:`TABLE_COLUMNS` (estimate in points), ``clips`` is
@@ -341,6 +458,7 @@ def table5(judges: pd.DataFrame, ratings: pd.DataFrame, participants: pd.DataFra
 
 
 # --- Table 6 --------------------------------------------------------------------------------------
+
 
 def ai_differentiation(ai_means: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
     """Per prompt (of the stimulus set) and modality the AI judge rated: ``ai_mean_0``, ``ai_mean_1``
@@ -358,8 +476,16 @@ def ai_differentiation(ai_means: pd.DataFrame, stimuli: pd.DataFrame) -> pd.Data
             m0, m1 = means.get(0, math.nan), means.get(1, math.nan)
             missing = [r for r in (0, 1) if not np.isfinite(means.get(r, math.nan))]
             note = f"no AI-{m} rating of response(s) {missing}" if missing else ""
-            rows.append({"prompt_id": prompt, "modality": m, "ai_mean_0": m0, "ai_mean_1": m1,
-                         "ai_diff": abs(m0 - m1) if not missing else math.nan, "note": note})
+            rows.append(
+                {
+                    "prompt_id": prompt,
+                    "modality": m,
+                    "ai_mean_0": m0,
+                    "ai_mean_1": m1,
+                    "ai_diff": abs(m0 - m1) if not missing else math.nan,
+                    "note": note,
+                }
+            )
     return pd.DataFrame(rows, columns=["prompt_id", "modality", "ai_mean_0", "ai_mean_1", "ai_diff", "note"])
 
 
@@ -409,18 +535,39 @@ def fit_ols(frame: pd.DataFrame, interaction: bool = True):
 def _ols_rows(section: str, res, n_prompts: int, note: str) -> list[dict]:
     rows = []
     for term in res.params.index:
-        rows.append(_row(section, term, float(res.params[term]), float(res.bse[term]), float(res.tvalues[term]),
-                         float(res.df_resid), float(res.pvalues[term]), n=int(res.nobs),
-                         note=f"{note}; R2 = {res.rsquared:.3f}; {n_prompts} prompts", paper=PAPER_TABLE6))
+        rows.append(
+            _row(
+                section,
+                term,
+                float(res.params[term]),
+                float(res.bse[term]),
+                float(res.tvalues[term]),
+                float(res.df_resid),
+                float(res.pvalues[term]),
+                n=int(res.nobs),
+                note=f"{note}; R2 = {res.rsquared:.3f}; {n_prompts} prompts",
+                paper=PAPER_TABLE6,
+            )
+        )
     for term in OLS_TERMS:
         if term not in res.params.index:
             rows.append(_row(section, term, note="needs both modalities", paper=PAPER_TABLE6))
     if "AI Diff x Modality" in res.params.index:
         c = np.array([0.0, 1.0, 0.0, 1.0])
         tt = res.t_test(c)
-        rows.append(_row(section, "Simple slope: text (b1 + b3)", float(np.squeeze(tt.effect)),
-                         float(np.squeeze(tt.sd)), float(np.squeeze(tt.tvalue)), float(res.df_resid),
-                         float(np.squeeze(tt.pvalue)), n=int(res.nobs), note="ICC per point of AI gap, text"))
+        rows.append(
+            _row(
+                section,
+                "Simple slope: text (b1 + b3)",
+                float(np.squeeze(tt.effect)),
+                float(np.squeeze(tt.sd)),
+                float(np.squeeze(tt.tvalue)),
+                float(res.df_resid),
+                float(np.squeeze(tt.pvalue)),
+                n=int(res.nobs),
+                note="ICC per point of AI gap, text",
+            )
+        )
     return rows
 
 
@@ -433,8 +580,17 @@ def _spearman_rows(section: str, frame: pd.DataFrame) -> list[dict]:
             rows.append(_row(section, term, n=len(d), note=f"needs >= 3 usable {m} prompts", paper=PAPER_TABLE6))
             continue
         res = stats.spearmanr(d["ai_diff"], d["icc_2_1"])
-        rows.append(_row(section, term, float(res.statistic), p=float(res.pvalue), n=len(d),
-                         note="Spearman rho(AI differentiation, human ICC(2,1))", paper=PAPER_TABLE6))
+        rows.append(
+            _row(
+                section,
+                term,
+                float(res.statistic),
+                p=float(res.pvalue),
+                n=len(d),
+                note="Spearman rho(AI differentiation, human ICC(2,1))",
+                paper=PAPER_TABLE6,
+            )
+        )
     return rows
 
 
@@ -460,11 +616,12 @@ def table6(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     main = "OLS: ICC ~ AI_diff x Modality (reference audio)"
     p_needed = 4 if interaction else 2
     if len(used) <= p_needed:
-        rows = [_row(main, t, n=len(used), note=f"needs > {p_needed} usable prompt x modality rows", paper=PAPER_TABLE6)
-                for t in OLS_TERMS] + _spearman_rows("Spearman", used)
+        rows = [
+            _row(main, t, n=len(used), note=f"needs > {p_needed} usable prompt x modality rows", paper=PAPER_TABLE6)
+            for t in OLS_TERMS
+        ] + _spearman_rows("Spearman", used)
         return pd.DataFrame(rows, columns=TABLE_COLUMNS), per_prompt
-    note = "statsmodels OLS" if interaction else (f"within {present[0]} only (no usable {absent} rows): "
-                                                  "ICC ~ AI_diff")
+    note = "statsmodels OLS" if interaction else (f"within {present[0]} only (no usable {absent} rows): ICC ~ AI_diff")
     res = fit_ols(used, interaction)
     n_prompts = used["prompt_id"].nunique()
     rows = _ols_rows(main, res, n_prompts, note)
@@ -481,8 +638,10 @@ def table6(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     rnote = f"removed {int(infl.sum())} of {len(used)}" + (f": {what}" if what else "")
     if len(kept) > p_needed:
         res2 = fit_ols(kept, interaction)
-        rows += [{**r, "note": f"{rnote}; {r['note']}"}
-                 for r in _ols_rows(f"{rob}: OLS", res2, kept["prompt_id"].nunique(), note)]
+        rows += [
+            {**r, "note": f"{rnote}; {r['note']}"}
+            for r in _ols_rows(f"{rob}: OLS", res2, kept["prompt_id"].nunique(), note)
+        ]
     else:
         rows += [_row(f"{rob}: OLS", t, n=len(kept), note=f"{rnote}; too few rows left") for t in OLS_TERMS]
     rows += [{**r, "note": f"{rnote}; {r['note']}"} for r in _spearman_rows(f"{rob}: Spearman", kept)]
@@ -491,9 +650,13 @@ def table6(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return table, per_prompt
 
 
-def table6_from_inputs(judges: pd.DataFrame, ratings: pd.DataFrame, participants: pd.DataFrame,
-                       stimuli: pd.DataFrame, judge_by_modality: Mapping[str, str] | None = None
-                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table6_from_inputs(
+    judges: pd.DataFrame,
+    ratings: pd.DataFrame,
+    participants: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    judge_by_modality: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 6 from the raw tables: AI differentiation (:func:`ai_differentiation`) and the human
     per-prompt ICC(2,1) (:func:`modprefs.stats.modality.per_prompt_icc` on
     :func:`modprefs.stats.modality.rating_frame`). Returns :func:`table6`'s (table, per_prompt)."""
@@ -508,6 +671,7 @@ def table6_from_inputs(judges: pd.DataFrame, ratings: pd.DataFrame, participants
 
 
 # --- figures --------------------------------------------------------------------------------------
+
 
 def _figure(ncols: int, width: float = 10.0):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -559,9 +723,11 @@ def figure_ai_diff_icc(per_prompt: pd.DataFrame, target: str | os.PathLike[str])
             xs = np.linspace(d["ai_diff"].min(), d["ai_diff"].max(), 50)
             ax.plot(xs, a + b * xs, color=COLOURS[m], lw=1.5, label=f"{m}: slope {b:.4f}")
     ax.axhline(0, color="#888888", lw=0.8)
-    ax.set(xlabel="AI differentiation |mean AI(resp 0) - mean AI(resp 1)| (points)",
-           ylabel="human per-prompt ICC(2,1)",
-           title="Table 6: AI differentiation and human agreement (x: Cook's D > 4/n)")
+    ax.set(
+        xlabel="AI differentiation |mean AI(resp 0) - mean AI(resp 1)| (points)",
+        ylabel="human per-prompt ICC(2,1)",
+        title="Table 6: AI differentiation and human agreement (x: Cook's D > 4/n)",
+    )
     ax.title.set_fontsize(9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -577,6 +743,13 @@ def figure_placeholder(reason: str, target: str | os.PathLike[str]) -> None:
 
     fig, (ax,) = _figure(1, 6.4)
     ax.axis("off")
-    ax.text(0.5, 0.5, "skipped:\n" + textwrap.fill(reason, 60), ha="center", va="center", fontsize=10,
-            transform=ax.transAxes)
+    ax.text(
+        0.5,
+        0.5,
+        "skipped:\n" + textwrap.fill(reason, 60),
+        ha="center",
+        va="center",
+        fontsize=10,
+        transform=ax.transAxes,
+    )
     save_png(fig, target)

@@ -68,7 +68,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -95,8 +95,15 @@ _MAX_CELLS = 8_000_000
 # input: coders x units matrices
 # ---------------------------------------------------------------------------------------------
 
-def reliability_matrix(df: pd.DataFrame, coder_col: str, unit_col: str, value_col: str,
-                       units: list | None = None, coders: list | None = None) -> pd.DataFrame:
+
+def reliability_matrix(
+    df: pd.DataFrame,
+    coder_col: str,
+    unit_col: str,
+    value_col: str,
+    units: list | None = None,
+    coders: list | None = None,
+) -> pd.DataFrame:
     """Coders x units matrix (NaN = missing) from a long table, one row per (coder, unit) value.
 
     Args:
@@ -117,20 +124,28 @@ def reliability_matrix(df: pd.DataFrame, coder_col: str, unit_col: str, value_co
     missing = [c for c in (coder_col, unit_col, value_col) if c not in df.columns]
     if missing:
         raise ValueError(f"reliability_matrix: missing column(s) {missing}")
-    long = pd.DataFrame({"coder": df[coder_col].astype(str), "unit": df[unit_col].astype(str),
-                         "value": pd.to_numeric(df[value_col], errors="coerce")})
+    long = pd.DataFrame(
+        {
+            "coder": df[coder_col].astype(str),
+            "unit": df[unit_col].astype(str),
+            "value": pd.to_numeric(df[value_col], errors="coerce"),
+        }
+    )
     bad = df[value_col].notna() & long["value"].isna()
     if bad.any():
-        raise ValueError(f"reliability_matrix: non-numeric {value_col!r} values, e.g. "
-                         f"{df.loc[bad, value_col].iloc[0]!r}")
+        raise ValueError(
+            f"reliability_matrix: non-numeric {value_col!r} values, e.g. {df.loc[bad, value_col].iloc[0]!r}"
+        )
     long = long[long["value"].notna()]
     if not np.isfinite(long["value"].to_numpy(float)).all():
         raise ValueError(f"reliability_matrix: infinite {value_col!r} values")
     dup = long.duplicated(["coder", "unit"], keep=False)
     if dup.any():
         first = long[dup].iloc[0]
-        raise ValueError(f"reliability_matrix: coder {first['coder']!r} has {int(dup.sum())} duplicate "
-                         f"value(s), e.g. for unit {first['unit']!r}; one value per (coder, unit) is required")
+        raise ValueError(
+            f"reliability_matrix: coder {first['coder']!r} has {int(dup.sum())} duplicate "
+            f"value(s), e.g. for unit {first['unit']!r}; one value per (coder, unit) is required"
+        )
     unit_order = sorted(long["unit"].unique()) if units is None else [str(u) for u in units]
     coder_order = sorted(long["coder"].unique()) if coders is None else [str(c) for c in coders]
     for name, given, present in (("unit", unit_order, long["unit"]), ("coder", coder_order, long["coder"])):
@@ -143,8 +158,9 @@ def reliability_matrix(df: pd.DataFrame, coder_col: str, unit_col: str, value_co
     return wide
 
 
-def as_coder_unit_array(data: np.ndarray | pd.DataFrame, n_units: int | None = None,
-                        n_coders: int | None = None) -> np.ndarray:
+def as_coder_unit_array(
+    data: np.ndarray | pd.DataFrame, n_units: int | None = None, n_coders: int | None = None
+) -> np.ndarray:
     """Validated float (n_coders, n_units) array; NaN = missing.
 
     ``n_units`` / ``n_coders``, when given, must match ``data.shape[1]`` / ``data.shape[0]``; the
@@ -160,8 +176,10 @@ def as_coder_unit_array(data: np.ndarray | pd.DataFrame, n_units: int | None = N
     for axis, expected, name in ((1, n_units, "units"), (0, n_coders, "coders")):
         if expected is not None and arr.shape[axis] != expected:
             hint = " — is the matrix transposed (units x coders)?" if arr.shape[1 - axis] == expected else ""
-            raise ValueError(f"reliability data has shape {arr.shape}; expected {expected} {name} along axis "
-                             f"{axis} (coders x units){hint}")
+            raise ValueError(
+                f"reliability data has shape {arr.shape}; expected {expected} {name} along axis "
+                f"{axis} (coders x units){hint}"
+            )
     if np.isinf(arr).any():
         raise ValueError("reliability data contains infinite values (use NaN for missing)")
     return arr
@@ -170,6 +188,7 @@ def as_coder_unit_array(data: np.ndarray | pd.DataFrame, n_units: int | None = N
 # ---------------------------------------------------------------------------------------------
 # features
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class AlphaFeatures:
@@ -231,9 +250,12 @@ def _value_codes(arr: np.ndarray, value_domain: np.ndarray | Sequence[float] | N
     return codes, domain
 
 
-def alpha_features(data: np.ndarray | pd.DataFrame, level: Level,
-                   value_domain: np.ndarray | Sequence[float] | None = None,
-                   n_units: int | None = None) -> AlphaFeatures:
+def alpha_features(
+    data: np.ndarray | pd.DataFrame,
+    level: Level,
+    value_domain: np.ndarray | Sequence[float] | None = None,
+    n_units: int | None = None,
+) -> AlphaFeatures:
     """Precompute :class:`AlphaFeatures` of a coders x units matrix (NaN = missing).
 
     Args:
@@ -263,8 +285,9 @@ def alpha_features(data: np.ndarray | pd.DataFrame, level: Level,
     return AlphaFeatures(level, feats, domain)
 
 
-def unit_value_counts(data: np.ndarray | pd.DataFrame, value_domain: np.ndarray | Sequence[float] | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def unit_value_counts(
+    data: np.ndarray | pd.DataFrame, value_domain: np.ndarray | Sequence[float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(counts (U, V), domain (V,)): coders per unit and value — the package's ``value_counts``."""
     arr = as_coder_unit_array(data)
     codes, domain = _value_codes(arr, value_domain)
@@ -277,6 +300,7 @@ def unit_value_counts(data: np.ndarray | pd.DataFrame, value_domain: np.ndarray 
 # ---------------------------------------------------------------------------------------------
 # alpha from per-unit sums
 # ---------------------------------------------------------------------------------------------
+
 
 def _pairable(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(mask m >= 2, 1/(m - 1) where pairable else 0), elementwise."""
@@ -309,7 +333,7 @@ def _alpha_nominal(counts: np.ndarray, weights: np.ndarray | None) -> np.ndarray
     m = counts.sum(axis=-1)
     pair, inv = _pairable(m)
     w = _unit_weights(pair, weights)
-    n_c = np.matmul(w[..., None, :], counts)[..., 0, :]                        # (..., V)
+    n_c = np.matmul(w[..., None, :], counts)[..., 0, :]  # (..., V)
     n = n_c.sum(axis=-1)
     do = _wsum(w, (m * m - (counts * counts).sum(axis=-1)) * inv)
     de = n * n - (n_c * n_c).sum(axis=-1)
@@ -334,10 +358,10 @@ def _alpha_ordinal(counts: np.ndarray, weights: np.ndarray | None) -> np.ndarray
     m = counts.sum(axis=-1)
     pair, _ = _pairable(m)
     w = _unit_weights(pair, weights)
-    n_c = np.matmul(w[..., None, :], counts)[..., 0, :]                        # (..., V)
+    n_c = np.matmul(w[..., None, :], counts)[..., 0, :]  # (..., V)
     n = n_c.sum(axis=-1, keepdims=True)
-    r = np.cumsum(n_c, axis=-1) - 0.5 * n_c - 0.5 * n                          # centred mid-ranks
-    if counts.ndim == 2 and r.ndim == 2:                                       # fixed units, many resamples
+    r = np.cumsum(n_c, axis=-1) - 0.5 * n_c - 0.5 * n  # centred mid-ranks
+    if counts.ndim == 2 and r.ndim == 2:  # fixed units, many resamples
         s1, s2 = r @ counts.T, (r * r) @ counts.T
     else:
         s1 = np.matmul(counts, r[..., :, None])[..., 0]
@@ -348,8 +372,7 @@ def _alpha_ordinal(counts: np.ndarray, weights: np.ndarray | None) -> np.ndarray
 _ALPHA = {"nominal": _alpha_nominal, "ordinal": _alpha_ordinal, "interval": _alpha_interval}
 
 
-def alpha_from_unit_features(unit_features: np.ndarray, level: Level,
-                             weights: np.ndarray | None = None) -> np.ndarray:
+def alpha_from_unit_features(unit_features: np.ndarray, level: Level, weights: np.ndarray | None = None) -> np.ndarray:
     """Alpha from per-unit features, batched over leading axes and/or unit weights.
 
     Args:
@@ -372,8 +395,12 @@ def alpha_from_unit_features(unit_features: np.ndarray, level: Level,
     return _ALPHA[_check_level(level)](f, w)
 
 
-def krippendorff_alpha(data: np.ndarray | pd.DataFrame, level_of_measurement: Level = "interval",
-                       value_domain: np.ndarray | Sequence[float] | None = None, n_units: int | None = None) -> float:
+def krippendorff_alpha(
+    data: np.ndarray | pd.DataFrame,
+    level_of_measurement: Level = "interval",
+    value_domain: np.ndarray | Sequence[float] | None = None,
+    n_units: int | None = None,
+) -> float:
     """Krippendorff's alpha of one coders x units matrix (NaN = missing).
 
     Equal to ``krippendorff.alpha(reliability_data=data, level_of_measurement=...,
@@ -415,8 +442,13 @@ def bootstrap_alpha(features: AlphaFeatures, weights: np.ndarray, coders: np.nda
     if w.ndim != 2 or w.shape[1] != uf.shape[0]:
         raise ValueError(f"weights must be (B, {uf.shape[0]}), got {w.shape}")
     step = max(1, _MAX_CELLS // max(1, uf.shape[0] * max(1, uf.shape[1] if features.level == "ordinal" else 1)))
-    return np.concatenate([alpha_from_unit_features(uf, features.level, w[i:i + step])
-                           for i in range(0, w.shape[0], step)]) if w.shape[0] else np.empty(0)
+    return (
+        np.concatenate(
+            [alpha_from_unit_features(uf, features.level, w[i : i + step]) for i in range(0, w.shape[0], step)]
+        )
+        if w.shape[0]
+        else np.empty(0)
+    )
 
 
 def group_alphas(features: AlphaFeatures, in_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -434,7 +466,7 @@ def group_alphas(features: AlphaFeatures, in_first: np.ndarray) -> tuple[np.ndar
     step = max(1, _MAX_CELLS // (U * K))
     first, second = [], []
     for i in range(0, mask.shape[0], step):
-        g1 = mask[i:i + step] @ flat
+        g1 = mask[i : i + step] @ flat
         g2 = total - g1
         first.append(alpha_from_unit_features(g1.reshape(-1, U, K), features.level))
         second.append(alpha_from_unit_features(g2.reshape(-1, U, K), features.level))
@@ -451,6 +483,7 @@ def group_alpha_difference(features: AlphaFeatures, in_first: np.ndarray) -> np.
 # study data -> matrices (section 4.2)
 # ---------------------------------------------------------------------------------------------
 
+
 def _passed(participants: pd.DataFrame) -> set[str]:
     return set(participants.loc[_as_bool(participants["passed_attention"]), "participant_id"].astype(str))
 
@@ -462,8 +495,7 @@ def _normalise_preference(values: pd.Series) -> pd.Series:
     return text.where(text.isin(["0", "1", "tie"]))
 
 
-def preference_codes(trials: pd.DataFrame, assignments: pd.DataFrame,
-                     frame: PreferenceFrame) -> pd.DataFrame:
+def preference_codes(trials: pd.DataFrame, assignments: pd.DataFrame, frame: PreferenceFrame) -> pd.DataFrame:
     """Numeric A/Tie/B codes of the preferences, in one of two frames.
 
     ``trials.preference`` is the preferred RESPONSE INDEX ('0', '1') or 'tie';
@@ -495,8 +527,10 @@ def preference_codes(trials: pd.DataFrame, assignments: pd.DataFrame,
     merged = t.merge(a, on=["participant_id", "prompt_id", "trial"], how="left", validate="one_to_one")
     if merged["first_clip"].isna().any():
         row = merged[merged["first_clip"].isna()].iloc[0]
-        raise ValueError(f"trial without assignment: participant {row['participant_id']}, prompt "
-                         f"{row['prompt_id']}, trial {row['trial']}")
+        raise ValueError(
+            f"trial without assignment: participant {row['participant_id']}, prompt "
+            f"{row['prompt_id']}, trial {row['trial']}"
+        )
     merged["preference"] = _normalise_preference(merged["preference"])
     merged = merged[merged["preference"].notna()].reset_index(drop=True)
     first = pd.to_numeric(merged["first_clip"]).astype(int).to_numpy()
@@ -512,8 +546,13 @@ def preference_codes(trials: pd.DataFrame, assignments: pd.DataFrame,
     return merged
 
 
-def preference_matrix(trials: pd.DataFrame, assignments: pd.DataFrame, participants: pd.DataFrame,
-                      condition: str | None, frame: PreferenceFrame) -> pd.DataFrame:
+def preference_matrix(
+    trials: pd.DataFrame,
+    assignments: pd.DataFrame,
+    participants: pd.DataFrame,
+    condition: str | None,
+    frame: PreferenceFrame,
+) -> pd.DataFrame:
     """Participants x prompts matrix of preference codes (:func:`preference_codes`) of a condition.
 
     Units = prompts; coders = participants who passed the attention check; trial 0 / prompt
@@ -521,8 +560,11 @@ def preference_matrix(trials: pd.DataFrame, assignments: pd.DataFrame, participa
     Values in :data:`PREFERENCE_DOMAIN`.
     """
     codes = preference_codes(trials, assignments, frame)
-    keep = (codes["participant_id"].isin(_passed(participants)) & (codes["trial"] >= 1)
-            & (codes["prompt_id"] != ATTENTION_PROMPT))
+    keep = (
+        codes["participant_id"].isin(_passed(participants))
+        & (codes["trial"] >= 1)
+        & (codes["prompt_id"] != ATTENTION_PROMPT)
+    )
     if condition is not None:
         keep &= codes["condition"].astype(str) == condition
     return reliability_matrix(codes[keep], "participant_id", "prompt_id", "code")
@@ -540,9 +582,15 @@ ALPHA_METRICS: dict[str, tuple[Level, PreferenceFrame | None, str]] = {
 }
 
 
-def _pooled_matrix(metric: str, ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.DataFrame,
-                   participants: pd.DataFrame, conditions: tuple[str, ...],
-                   stimuli: pd.DataFrame | None) -> tuple[pd.DataFrame, np.ndarray]:
+def _pooled_matrix(
+    metric: str,
+    ratings: pd.DataFrame,
+    trials: pd.DataFrame,
+    assignments: pd.DataFrame,
+    participants: pd.DataFrame,
+    conditions: tuple[str, ...],
+    stimuli: pd.DataFrame | None,
+) -> tuple[pd.DataFrame, np.ndarray]:
     """(participants x units matrix of both conditions, (C,) condition per row)."""
     level, frame, _ = ALPHA_METRICS[metric]
     if frame is None:
@@ -557,10 +605,49 @@ def _pooled_matrix(metric: str, ratings: pd.DataFrame, trials: pd.DataFrame, ass
     return mat, cond.reindex(mat.index.astype(str)).to_numpy(dtype=str)
 
 
-def alpha_table(ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.DataFrame,
-                participants: pd.DataFrame, n_boot: int = 5000, n_perm: int = 5000, seed: int = 0,
-                ci_level: float = 0.95, stimuli: pd.DataFrame | None = None,
-                conditions: tuple[str, str] = ("audio", "text")) -> pd.DataFrame:
+def _condition_alpha(
+    sub: pd.DataFrame,
+    c: str,
+    level: Level,
+    domain: np.ndarray | Sequence[float] | None,
+    n_boot: int,
+    rng: np.random.Generator,
+    ci_level: float,
+) -> dict[str, Any]:
+    """One condition's columns of an :func:`alpha_table` row: counts, alpha and its bootstrap interval."""
+    from modprefs.stats.resampling import stimulus_bootstrap  # noqa: PLC0415
+
+    sub = sub.loc[:, sub.notna().any(axis=0)]
+    m = sub.notna().sum(axis=0).to_numpy()
+    row: dict[str, Any] = {
+        f"n_coders_{c}": int(sub.shape[0]),
+        f"n_units_{c}": int(sub.shape[1]),
+        f"n_pairable_units_{c}": int((m >= 2).sum()),
+        f"coders_per_unit_{c}": float(m.mean()) if m.size else np.nan,
+    }
+    if (m >= 2).any():
+        feats = alpha_features(sub, level, domain)
+        row[f"alpha_{c}"] = float(alpha_from_unit_features(feats.unit_features(), level))
+        boot = stimulus_bootstrap(sub.shape[1], functools.partial(bootstrap_alpha, feats), n_boot, rng)
+        lo, hi = boot.ci(ci_level) if n_boot else (np.nan, np.nan)
+        row.update({f"lo_{c}": lo, f"hi_{c}": hi, f"n_boot_failed_{c}": boot.n_failed})
+    else:
+        row.update({f"alpha_{c}": np.nan, f"lo_{c}": np.nan, f"hi_{c}": np.nan, f"n_boot_failed_{c}": 0})
+    return row
+
+
+def alpha_table(
+    ratings: pd.DataFrame,
+    trials: pd.DataFrame,
+    assignments: pd.DataFrame,
+    participants: pd.DataFrame,
+    n_boot: int = 5000,
+    n_perm: int = 5000,
+    seed: int = 0,
+    ci_level: float = 0.95,
+    stimuli: pd.DataFrame | None = None,
+    conditions: tuple[str, str] = ("audio", "text"),
+) -> pd.DataFrame:
     """Krippendorff's alpha rows of Table 4: per condition, bootstrap CI, permutation p.
 
     One row per metric in :data:`ALPHA_METRICS` (continuous: interval on ratings, units = clips;
@@ -577,40 +664,36 @@ def alpha_table(ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.Dat
     Seeds: ``SeedSequence(seed).spawn(3)`` one per metric (in :data:`ALPHA_METRICS` order), each
     spawning (bootstrap of conditions[0], bootstrap of conditions[1], permutations).
     """
-    from modprefs.stats.resampling import make_rng, permutation_test_between_groups, stimulus_bootstrap  # noqa: PLC0415
+    from modprefs.stats.resampling import make_rng, permutation_test_between_groups  # noqa: PLC0415
 
     if not 0 < ci_level < 1:
         raise ValueError(f"ci_level must be in (0, 1), got {ci_level}")
     rows = []
-    for (metric, (level, frame, unit)), stream in zip(ALPHA_METRICS.items(),
-                                                       np.random.SeedSequence(seed).spawn(len(ALPHA_METRICS))):
+    for (metric, (level, frame, unit)), stream in zip(
+        ALPHA_METRICS.items(), np.random.SeedSequence(seed).spawn(len(ALPHA_METRICS))
+    ):
         rng_a, rng_b, rng_p = (make_rng(s) for s in stream.spawn(3))
         domain = None if level == "interval" else PREFERENCE_DOMAIN
         mat, cond = _pooled_matrix(metric, ratings, trials, assignments, participants, conditions, stimuli)
-        row: dict = {"metric": metric, "level": level, "units": unit, "frame": frame or "",
-                     "n_boot": n_boot, "n_perm": n_perm, "ci_level": ci_level}
+        row: dict = {
+            "metric": metric,
+            "level": level,
+            "units": unit,
+            "frame": frame or "",
+            "n_boot": n_boot,
+            "n_perm": n_perm,
+            "ci_level": ci_level,
+        }
         for c, rng in zip(conditions, (rng_a, rng_b)):
-            sub = mat[cond == c]
-            sub = sub.loc[:, sub.notna().any(axis=0)]
-            m = sub.notna().sum(axis=0).to_numpy()
-            row.update({f"n_coders_{c}": int(sub.shape[0]), f"n_units_{c}": int(sub.shape[1]),
-                        f"n_pairable_units_{c}": int((m >= 2).sum()),
-                        f"coders_per_unit_{c}": float(m.mean()) if m.size else np.nan})
-            if (m >= 2).any():
-                feats = alpha_features(sub, level, domain)
-                row[f"alpha_{c}"] = float(alpha_from_unit_features(feats.unit_features(), level))
-                boot = stimulus_bootstrap(sub.shape[1], functools.partial(bootstrap_alpha, feats), n_boot, rng)
-                lo, hi = boot.ci(ci_level) if n_boot else (np.nan, np.nan)
-                row.update({f"lo_{c}": lo, f"hi_{c}": hi, f"n_boot_failed_{c}": boot.n_failed})
-            else:
-                row.update({f"alpha_{c}": np.nan, f"lo_{c}": np.nan, f"hi_{c}": np.nan,
-                            f"n_boot_failed_{c}": 0})
+            row.update(_condition_alpha(mat[cond == c], c, level, domain, n_boot, rng, ci_level))
         if mat.shape[0] and (mat.notna().sum(axis=0) >= 2).any():
             pooled = alpha_features(mat, level, domain)
-            perm = permutation_test_between_groups(cond, functools.partial(group_alpha_difference, pooled),
-                                                   n_perm, rng_p, groups=conditions)
-            row.update({"diff": perm.observed, "p_value": perm.p_value, "n_perm_valid": perm.n_valid,
-                        "null_sd": perm.null_sd})
+            perm = permutation_test_between_groups(
+                cond, functools.partial(group_alpha_difference, pooled), n_perm, rng_p, groups=conditions
+            )
+            row.update(
+                {"diff": perm.observed, "p_value": perm.p_value, "n_perm_valid": perm.n_valid, "null_sd": perm.null_sd}
+            )
         else:
             row.update({"diff": np.nan, "p_value": np.nan, "n_perm_valid": 0, "null_sd": np.nan})
         row["note"] = _alpha_note(row, conditions)

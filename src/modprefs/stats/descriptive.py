@@ -78,8 +78,10 @@ def response_trials(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.Data
     """
     keep = analysed_participants(participants)[["participant_id", "condition"]]
     t = trials.drop(columns=[c for c in ("condition",) if c in trials.columns])
-    t = t[(pd.to_numeric(t["trial"], errors="coerce") >= 1).to_numpy()
-          & (t["prompt_id"].astype(str) != ATTENTION_PROMPT).to_numpy()]
+    t = t[
+        (pd.to_numeric(t["trial"], errors="coerce") >= 1).to_numpy()
+        & (t["prompt_id"].astype(str) != ATTENTION_PROMPT).to_numpy()
+    ]
     return t.merge(keep, on="participant_id", how="inner")
 
 
@@ -103,8 +105,9 @@ def mann_whitney(text: Sequence[float] | np.ndarray, audio: Sequence[float] | np
     x = np.asarray(text, dtype=float)
     y = np.asarray(audio, dtype=float)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
-    out: dict[str, Any] = dict(U_text=math.nan, U_audio=math.nan, p=math.nan, r_rb=math.nan, n_text=len(x),
-                               n_audio=len(y), reason="")
+    out: dict[str, Any] = dict(
+        U_text=math.nan, U_audio=math.nan, p=math.nan, r_rb=math.nan, n_text=len(x), n_audio=len(y), reason=""
+    )
     if len(x) == 0 or len(y) == 0:
         missing = [c for c, a in (("text", x), ("audio", y)) if len(a) == 0]
         out["reason"] = "no observations in " + " and ".join(missing)
@@ -207,8 +210,11 @@ def demographics_long(participants: pd.DataFrame) -> pd.DataFrame:
             "white_pct": _str_eq(g["race"], "White") if "race" in g else None,
             "hispanic_latino_pct": as_bool(g["hispanic_latino"]) if "hispanic_latino" in g else None,
             "native_english_pct": as_bool(g["native_english"]) if "native_english" in g else None,
-            "bachelor_plus_pct": (g["education"].astype("string").str.strip().isin(BACHELOR_PLUS)
-                                  .where(g["education"].notna())) if "education" in g else None,
+            "bachelor_plus_pct": (
+                g["education"].astype("string").str.strip().isin(BACHELOR_PLUS).where(g["education"].notna())
+            )
+            if "education" in g
+            else None,
         }
         for measure, label, kind in TABLE1_ROWS:
             reason = ""
@@ -233,8 +239,9 @@ def demographics_long(participants: pd.DataFrame) -> pd.DataFrame:
                     value, sd = _pct(count, n), math.nan
                     if n == 0:
                         reason = f"no answers in {c}"
-            rows.append(dict(measure=measure, label=label, condition=c, value=value, sd=sd, count=count, n=n,
-                             reason=reason))
+            rows.append(
+                dict(measure=measure, label=label, condition=c, value=value, sd=sd, count=count, n=n, reason=reason)
+            )
     return pd.DataFrame(rows, columns=DEMOGRAPHICS_LONG_COLUMNS)
 
 
@@ -266,9 +273,27 @@ def demographics_table(participants: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------------------------------
 # Table 3
 # --------------------------------------------------------------------------------------------------
-SESSION_LONG_COLUMNS = ["measure", "label", "population", "text", "text_sd", "text_count", "n_text", "audio",
-                        "audio_sd", "audio_count", "n_audio", "test", "U", "U_text", "U_audio", "r_rb",
-                        "odds_ratio", "p", "reason"]
+SESSION_LONG_COLUMNS = [
+    "measure",
+    "label",
+    "population",
+    "text",
+    "text_sd",
+    "text_count",
+    "n_text",
+    "audio",
+    "audio_sd",
+    "audio_count",
+    "n_audio",
+    "test",
+    "U",
+    "U_text",
+    "U_audio",
+    "r_rb",
+    "odds_ratio",
+    "p",
+    "reason",
+]
 
 
 def participant_mean_trial_time(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
@@ -281,6 +306,70 @@ def participant_mean_trial_time(trials: pd.DataFrame, participants: pd.DataFrame
     t = t.assign(_t=as_float(t["decision_time_s"])).dropna(subset=["_t"])
     g = t.groupby(["participant_id", "condition"], sort=True)["_t"]
     return pd.DataFrame({"n_trials": g.size(), "mean_trial_s": g.mean()}).reset_index()
+
+
+def _fisher_row(condition: pd.Series, measure: str, label: str, population: str, event: np.ndarray) -> dict:
+    """A :func:`session_long` row of percentages with Fisher's exact test (``event`` per participant)."""
+    counts = {}
+    for c in CONDITIONS:
+        m = (condition == c).to_numpy()
+        counts[c] = (int(event[m].sum()), int(m.sum()))
+    res = fisher_2x2(
+        counts["text"][0],
+        counts["text"][1] - counts["text"][0],
+        counts["audio"][0],
+        counts["audio"][1] - counts["audio"][0],
+    )
+    empty = [c for c in CONDITIONS if counts[c][1] == 0]
+    return dict(
+        measure=measure,
+        label=label,
+        population=population,
+        text=_pct(*counts["text"]),
+        text_sd=math.nan,
+        text_count=counts["text"][0],
+        n_text=counts["text"][1],
+        audio=_pct(*counts["audio"]),
+        audio_sd=math.nan,
+        audio_count=counts["audio"][0],
+        n_audio=counts["audio"][1],
+        test=FISHER_TEST,
+        U=math.nan,
+        U_text=math.nan,
+        U_audio=math.nan,
+        r_rb=math.nan,
+        odds_ratio=res["odds_ratio"],
+        p=res["p"],
+        reason=_join(res["reason"], *(f"no recruited participants in {c}" for c in empty)),
+    )
+
+
+def _mw_row(measure: str, label: str, population: str, values: dict[str, np.ndarray]) -> dict:
+    """A :func:`session_long` row of M (SD) with the Mann-Whitney U test (``values`` per condition)."""
+    ms = {c: mean_sd(values[c]) for c in CONDITIONS}
+    res = mann_whitney(values["text"], values["audio"])
+    thin = [f"SD needs at least 2 participants in {c}" for c in CONDITIONS if ms[c][2] == 1]
+    return dict(
+        measure=measure,
+        label=label,
+        population=population,
+        text=ms["text"][0],
+        text_sd=ms["text"][1],
+        text_count=math.nan,
+        n_text=ms["text"][2],
+        audio=ms["audio"][0],
+        audio_sd=ms["audio"][1],
+        audio_count=math.nan,
+        n_audio=ms["audio"][2],
+        test=MW_TEST,
+        U=res["U_text"],
+        U_text=res["U_text"],
+        U_audio=res["U_audio"],
+        r_rb=res["r_rb"],
+        odds_ratio=math.nan,
+        p=res["p"],
+        reason=_join(res["reason"], *thin),
+    )
 
 
 def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFrame:
@@ -314,44 +403,43 @@ def session_long(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFra
     completed = as_bool(p["completed"]).fillna(False).to_numpy()
     rows = []
 
-    def fisher_row(measure: str, label: str, population: str, event: np.ndarray) -> dict:
-        counts = {}
-        for c in CONDITIONS:
-            m = (p["condition"] == c).to_numpy()
-            counts[c] = (int(event[m].sum()), int(m.sum()))
-        res = fisher_2x2(counts["text"][0], counts["text"][1] - counts["text"][0],
-                         counts["audio"][0], counts["audio"][1] - counts["audio"][0])
-        empty = [c for c in CONDITIONS if counts[c][1] == 0]
-        return dict(measure=measure, label=label, population=population,
-                    text=_pct(*counts["text"]), text_sd=math.nan, text_count=counts["text"][0],
-                    n_text=counts["text"][1], audio=_pct(*counts["audio"]), audio_sd=math.nan,
-                    audio_count=counts["audio"][0], n_audio=counts["audio"][1], test=FISHER_TEST, U=math.nan,
-                    U_text=math.nan, U_audio=math.nan, r_rb=math.nan, odds_ratio=res["odds_ratio"], p=res["p"],
-                    reason=_join(res["reason"], *(f"no recruited participants in {c}" for c in empty)))
-
-    def mw_row(measure: str, label: str, population: str, values: dict[str, np.ndarray]) -> dict:
-        ms = {c: mean_sd(values[c]) for c in CONDITIONS}
-        res = mann_whitney(values["text"], values["audio"])
-        thin = [f"SD needs at least 2 participants in {c}" for c in CONDITIONS if ms[c][2] == 1]
-        return dict(measure=measure, label=label, population=population,
-                    text=ms["text"][0], text_sd=ms["text"][1], text_count=math.nan, n_text=ms["text"][2],
-                    audio=ms["audio"][0], audio_sd=ms["audio"][1], audio_count=math.nan, n_audio=ms["audio"][2],
-                    test=MW_TEST, U=res["U_text"], U_text=res["U_text"], U_audio=res["U_audio"], r_rb=res["r_rb"],
-                    odds_ratio=math.nan, p=res["p"], reason=_join(res["reason"], *thin))
-
-    rows.append(fisher_row("completed_pct", "Completed (%)", "all recruited; non-completer = passed, not completed",
-                           ~(passed & ~completed)))
+    rows.append(
+        _fisher_row(
+            p["condition"],
+            "completed_pct",
+            "Completed (%)",
+            "all recruited; non-completer = passed, not completed",
+            ~(passed & ~completed),
+        )
+    )
     comp = p[passed & completed]
-    rows.append(mw_row("session_min", "Session duration, min", "completers (passed and completed)",
-                       {c: as_float(comp.loc[comp.condition == c, "session_minutes"]).to_numpy() for c in CONDITIONS}))
+    rows.append(
+        _mw_row(
+            "session_min",
+            "Session duration, min",
+            "completers (passed and completed)",
+            {c: as_float(comp.loc[comp.condition == c, "session_minutes"]).to_numpy() for c in CONDITIONS},
+        )
+    )
     pm = participant_mean_trial_time(trials, p)
-    rows.append(mw_row("trial_s", "Trial duration, sec",
-                       "analysed (passed), participants' mean decision_time_s over response trials",
-                       {c: pm.loc[pm.condition == c, "mean_trial_s"].to_numpy() for c in CONDITIONS}))
+    rows.append(
+        _mw_row(
+            "trial_s",
+            "Trial duration, sec",
+            "analysed (passed), participants' mean decision_time_s over response trials",
+            {c: pm.loc[pm.condition == c, "mean_trial_s"].to_numpy() for c in CONDITIONS},
+        )
+    )
     ana = p[passed]
-    rows.append(mw_row("difficulty", "Difficulty rating", "analysed with a difficulty answer",
-                       {c: as_float(ana.loc[ana.condition == c, "difficulty"]).to_numpy() for c in CONDITIONS}))
-    rows.append(fisher_row("failed_attention_pct", "Failed attention (%)", "all recruited", ~passed))
+    rows.append(
+        _mw_row(
+            "difficulty",
+            "Difficulty rating",
+            "analysed with a difficulty answer",
+            {c: as_float(ana.loc[ana.condition == c, "difficulty"]).to_numpy() for c in CONDITIONS},
+        )
+    )
+    rows.append(_fisher_row(p["condition"], "failed_attention_pct", "Failed attention (%)", "all recruited", ~passed))
     return pd.DataFrame(rows, columns=SESSION_LONG_COLUMNS)
 
 
@@ -373,20 +461,51 @@ def session_table(participants: pd.DataFrame, trials: pd.DataFrame) -> pd.DataFr
             text, audio = _fmt_num(r.text, d), _fmt_num(r.audio, d)
         else:
             text, audio = _fmt_m_sd(r.text, r.text_sd, d), _fmt_m_sd(r.audio, r.audio_sd, d)
-        out.append(dict(row=r.label, text=text, audio=audio, p=format_p(r.p),
-                        test="Fisher's exact" if r.test == FISHER_TEST else "Mann-Whitney U",
-                        U=_fmt_num(r.U, 1), n_text=r.n_text, n_audio=r.n_audio, population=r.population,
-                        reason=r.reason))
-    return pd.DataFrame(out, columns=["row", *CONDITIONS, "p", "test", "U", "n_text", "n_audio", "population",
-                                      "reason"])
+        out.append(
+            dict(
+                row=r.label,
+                text=text,
+                audio=audio,
+                p=format_p(r.p),
+                test="Fisher's exact" if r.test == FISHER_TEST else "Mann-Whitney U",
+                U=_fmt_num(r.U, 1),
+                n_text=r.n_text,
+                n_audio=r.n_audio,
+                population=r.population,
+                reason=r.reason,
+            )
+        )
+    return pd.DataFrame(
+        out, columns=["row", *CONDITIONS, "p", "test", "U", "n_text", "n_audio", "population", "reason"]
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # Behaviour (§3.2.2 logged indicators, §5.1 re-listening)
 # --------------------------------------------------------------------------------------------------
-BEHAVIOUR_COLUMNS = ["measure", "label", "unit", "population", "text", "text_sd", "text_median", "text_count",
-                     "n_text", "audio", "audio_sd", "audio_median", "audio_count", "n_audio", "test", "statistic",
-                     "U_text", "U_audio", "r_rb", "p", "reason"]
+BEHAVIOUR_COLUMNS = [
+    "measure",
+    "label",
+    "unit",
+    "population",
+    "text",
+    "text_sd",
+    "text_median",
+    "text_count",
+    "n_text",
+    "audio",
+    "audio_sd",
+    "audio_median",
+    "audio_count",
+    "n_audio",
+    "test",
+    "statistic",
+    "U_text",
+    "U_audio",
+    "r_rb",
+    "p",
+    "reason",
+]
 
 
 def first_clip_map(assignments: pd.DataFrame | None = None, ratings: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -401,8 +520,13 @@ def first_clip_map(assignments: pd.DataFrame | None = None, ratings: pd.DataFram
     elif ratings is not None:
         r = ratings[as_bool(ratings["presented_first"]).fillna(False).to_numpy()]
         resp = r["clip_id"].astype(str).str.rsplit("_", n=1).str[-1]
-        a = pd.DataFrame({"participant_id": r["participant_id"].to_numpy(), "trial": r["trial"].to_numpy(),
-                          "first_clip": pd.to_numeric(resp, errors="coerce").to_numpy()})
+        a = pd.DataFrame(
+            {
+                "participant_id": r["participant_id"].to_numpy(),
+                "trial": r["trial"].to_numpy(),
+                "first_clip": pd.to_numeric(resp, errors="coerce").to_numpy(),
+            }
+        )
     else:
         return pd.DataFrame(columns=["participant_id", "trial", "first_clip"])
     a["trial"] = pd.to_numeric(a["trial"], errors="coerce")
@@ -411,8 +535,12 @@ def first_clip_map(assignments: pd.DataFrame | None = None, ratings: pd.DataFram
     return a.drop_duplicates(["participant_id", "trial"])
 
 
-def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignments: pd.DataFrame | None = None,
-                    ratings: pd.DataFrame | None = None) -> pd.DataFrame:
+def behaviour_table(
+    trials: pd.DataFrame,
+    participants: pd.DataFrame,
+    assignments: pd.DataFrame | None = None,
+    ratings: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Rater behaviour by condition (§3.2.2's logged indicators; §5.1's re-listening), long numeric form.
 
     Population: response trials (trial >= 1) of analysed participants (passed the attention check,
@@ -446,26 +574,60 @@ def behaviour_table(trials: pd.DataFrame, participants: pd.DataFrame, assignment
     t, is_audio, rel = _behaviour_trials(trials, participants, assignments, ratings)
     rows = []
     audio_only = ("audio",)
-    rows.append(_pooled_row(t, is_audio, rel, "relisten_first_rate",
-                            "Re-listened to the first clip (% of audio trials)", "%", "_relisten", audio_only))
-    order_reason = "" if np.isfinite(t["_rep_first"]).any() else \
-        "presentation order unknown (pass assignments or ratings) or no replay counts"
-    for measure, label, col in (("replays_first", "Replays of the first-presented clip per trial", "_rep_first"),
-                                ("replays_second", "Replays of the second-presented clip per trial", "_rep_second")):
-        row = _mean_row(t, measure, label, "replays", col, audio_only, test=False)
-        row["reason"] = _join(row["reason"], order_reason)
-        rows.append(row)
-    rows.append(_replays_difference_row(t, order_reason))
-    rows.append(_mean_row(t, "rating_changes", "Rating reversals per trial", "reversals", "_changes", CONDITIONS,
-                          test=True))
-    rows.append(_pooled_row(t, is_audio, rel, "rating_changes_any_pct", "Trials with >= 1 rating reversal (%)", "%",
-                            "_any_change", CONDITIONS))
+    rows.append(
+        _pooled_row(
+            t,
+            is_audio,
+            rel,
+            "relisten_first_rate",
+            "Re-listened to the first clip (% of audio trials)",
+            "%",
+            "_relisten",
+            audio_only,
+        )
+    )
+    rows += _replay_rows(t)
+    rows.append(
+        _mean_row(t, "rating_changes", "Rating reversals per trial", "reversals", "_changes", CONDITIONS, test=True)
+    )
+    rows.append(
+        _pooled_row(
+            t,
+            is_audio,
+            rel,
+            "rating_changes_any_pct",
+            "Trials with >= 1 rating reversal (%)",
+            "%",
+            "_any_change",
+            CONDITIONS,
+        )
+    )
     rows.append(_mean_row(t, "deliberation_s", "Deliberation time (s)", "s", "_delib", audio_only, test=False))
     return pd.DataFrame(rows, columns=BEHAVIOUR_COLUMNS)
 
 
-def _behaviour_trials(trials: pd.DataFrame, participants: pd.DataFrame, assignments: pd.DataFrame | None,
-                      ratings: pd.DataFrame | None) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
+def _replay_rows(t: pd.DataFrame) -> list[dict]:
+    """:func:`behaviour_table`'s replay rows: first- and second-presented clip, then their difference."""
+    order_reason = (
+        ""
+        if np.isfinite(t["_rep_first"]).any()
+        else "presentation order unknown (pass assignments or ratings) or no replay counts"
+    )
+    rows = []
+    for measure, label, col in (
+        ("replays_first", "Replays of the first-presented clip per trial", "_rep_first"),
+        ("replays_second", "Replays of the second-presented clip per trial", "_rep_second"),
+    ):
+        row = _mean_row(t, measure, label, "replays", col, ("audio",), test=False)
+        row["reason"] = _join(row["reason"], order_reason)
+        rows.append(row)
+    rows.append(_replays_difference_row(t, order_reason))
+    return rows
+
+
+def _behaviour_trials(
+    trials: pd.DataFrame, participants: pd.DataFrame, assignments: pd.DataFrame | None, ratings: pd.DataFrame | None
+) -> tuple[pd.DataFrame, np.ndarray, pd.Series]:
     """(t, is_audio, rel): the response trials with the behaviour columns derived, audio mask, relistened_first.
 
     ``t`` gains ``_rep_first``/``_rep_second`` (replays by presentation order), ``_rep_diff``,
@@ -483,8 +645,9 @@ def _behaviour_trials(trials: pd.DataFrame, participants: pd.DataFrame, assignme
     t["_rep_first"] = np.where(first == 0, rep0, np.where(first == 1, rep1, np.nan))
     t["_rep_second"] = np.where(first == 0, rep1, np.where(first == 1, rep0, np.nan))
     t["_rep_diff"] = t["_rep_first"] - t["_rep_second"]
-    rel = as_bool(t["relistened_first"]) if "relistened_first" in t else pd.Series(pd.NA, index=t.index,
-                                                                                    dtype="boolean")
+    rel = (
+        as_bool(t["relistened_first"]) if "relistened_first" in t else pd.Series(pd.NA, index=t.index, dtype="boolean")
+    )
     rel_from_rep = pd.Series(np.where(np.isfinite(t["_rep_first"]), t["_rep_first"] > 0, np.nan), index=t.index)
     t["_relisten"] = rel.astype(float).where(rel.notna(), rel_from_rep)
     t["_changes"] = as_float(t["rating_changes"]) if "rating_changes" in t else np.nan
@@ -506,16 +669,44 @@ def _trial_values(t: pd.DataFrame, col: str, c: str) -> np.ndarray:
 
 
 #: A behaviour row before its measure's cells are filled (copied per row).
-_BEHAVIOUR_ROW_BASE = dict(text=math.nan, text_sd=math.nan, text_median=math.nan, text_count=math.nan, n_text=0,
-                           audio=math.nan, audio_sd=math.nan, audio_median=math.nan, audio_count=math.nan, n_audio=0,
-                           test="", statistic=math.nan, U_text=math.nan, U_audio=math.nan, r_rb=math.nan, p=math.nan)
+_BEHAVIOUR_ROW_BASE = dict(
+    text=math.nan,
+    text_sd=math.nan,
+    text_median=math.nan,
+    text_count=math.nan,
+    n_text=0,
+    audio=math.nan,
+    audio_sd=math.nan,
+    audio_median=math.nan,
+    audio_count=math.nan,
+    n_audio=0,
+    test="",
+    statistic=math.nan,
+    U_text=math.nan,
+    U_audio=math.nan,
+    r_rb=math.nan,
+    p=math.nan,
+)
 
 
-def _pooled_row(t: pd.DataFrame, is_audio: np.ndarray, rel: pd.Series, measure: str, label: str, unit: str,
-                col: str, conds: tuple[str, ...]) -> dict:
+def _pooled_row(
+    t: pd.DataFrame,
+    is_audio: np.ndarray,
+    rel: pd.Series,
+    measure: str,
+    label: str,
+    unit: str,
+    col: str,
+    conds: tuple[str, ...],
+) -> dict:
     """A pooled-rate row: per condition in ``conds`` the count of true trials of ``col`` over the trials."""
-    row = dict(_BEHAVIOUR_ROW_BASE, measure=measure, label=label, unit=unit,
-               population="response trials of analysed participants; pooled count / trials")
+    row = dict(
+        _BEHAVIOUR_ROW_BASE,
+        measure=measure,
+        label=label,
+        unit=unit,
+        population="response trials of analysed participants; pooled count / trials",
+    )
     reasons = []
     for c in CONDITIONS:
         if c not in conds:
@@ -526,19 +717,29 @@ def _pooled_row(t: pd.DataFrame, is_audio: np.ndarray, rel: pd.Series, measure: 
         row[c] = _pct(v.sum(), len(v))
         if not len(v):
             reasons.append(f"{c}: no trials with this measure")
-    if col == "_relisten" and "audio" in conds and not np.isfinite(t.loc[is_audio, "_rep_first"]).any() \
-            and not rel[is_audio].notna().any():
+    if (
+        col == "_relisten"
+        and "audio" in conds
+        and not np.isfinite(t.loc[is_audio, "_rep_first"]).any()
+        and not rel[is_audio].notna().any()
+    ):
         reasons.append("audio: neither relistened_first nor first-clip replays available")
     reasons.append("pooled rate: no SD, median or test")
     row["reason"] = _join(*reasons)
     return row
 
 
-def _mean_row(t: pd.DataFrame, measure: str, label: str, unit: str, col: str, conds: tuple[str, ...],
-              test: bool) -> dict:
+def _mean_row(
+    t: pd.DataFrame, measure: str, label: str, unit: str, col: str, conds: tuple[str, ...], test: bool
+) -> dict:
     """A mean row: M (SD) of participants' means of ``col``, trial median, Mann–Whitney U if ``test``."""
-    row = dict(_BEHAVIOUR_ROW_BASE, measure=measure, label=label, unit=unit,
-               population="response trials of analysed participants; M (SD) over participants' means")
+    row = dict(
+        _BEHAVIOUR_ROW_BASE,
+        measure=measure,
+        label=label,
+        unit=unit,
+        population="response trials of analysed participants; M (SD) over participants' means",
+    )
     reasons, means = [], {}
     for c in CONDITIONS:
         if c not in conds:
@@ -548,16 +749,29 @@ def _mean_row(t: pd.DataFrame, measure: str, label: str, unit: str, col: str, co
         means[c] = _per_participant(t, col, c)
         m, sd, n = mean_sd(means[c])
         v = _trial_values(t, col, c)
-        row.update({c: m, f"{c}_sd": sd, f"n_{c}": n, f"{c}_median": float(np.median(v)) if len(v) else math.nan,
-                    f"{c}_count": float(len(v))})
+        row.update(
+            {
+                c: m,
+                f"{c}_sd": sd,
+                f"n_{c}": n,
+                f"{c}_median": float(np.median(v)) if len(v) else math.nan,
+                f"{c}_count": float(len(v)),
+            }
+        )
         if n == 0:
             reasons.append(f"{c}: no participants with this measure")
         elif n == 1:
             reasons.append(f"{c}: SD needs at least 2 participants")
     if test:
         res = mann_whitney(means["text"], means["audio"])
-        row.update(test=MW_TEST, statistic=res["U_text"], U_text=res["U_text"], U_audio=res["U_audio"],
-                   r_rb=res["r_rb"], p=res["p"])
+        row.update(
+            test=MW_TEST,
+            statistic=res["U_text"],
+            U_text=res["U_text"],
+            U_audio=res["U_audio"],
+            r_rb=res["r_rb"],
+            p=res["p"],
+        )
         reasons.append(res["reason"])
     row["reason"] = _join(*reasons)
     return row
@@ -565,14 +779,22 @@ def _mean_row(t: pd.DataFrame, measure: str, label: str, unit: str, col: str, co
 
 def _replays_difference_row(t: pd.DataFrame, order_reason: str) -> dict:
     """The paired first-minus-second replays row, Wilcoxon signed-rank over audio participants' means."""
-    row = _mean_row(t, "replays_first_minus_second", "Replays first minus second (paired, per participant)",
-                    "replays", "_rep_diff", ("audio",), test=False)
+    row = _mean_row(
+        t,
+        "replays_first_minus_second",
+        "Replays first minus second (paired, per participant)",
+        "replays",
+        "_rep_diff",
+        ("audio",),
+        test=False,
+    )
     d = _per_participant(t, "_rep_diff", "audio")
     row["test"] = "Wilcoxon signed-rank (two-sided), audio participants' mean differences"
     if len(d) and np.any(d != 0):
         w = stats.wilcoxon(d, alternative="two-sided", zero_method="wilcox")
         row["statistic"], row["p"] = float(w.statistic), float(w.pvalue)
     else:
-        row["reason"] = _join(row["reason"], order_reason,
-                              "no non-zero paired differences: Wilcoxon undefined" if len(d) else "")
+        row["reason"] = _join(
+            row["reason"], order_reason, "no non-zero paired differences: Wilcoxon undefined" if len(d) else ""
+        )
     return row

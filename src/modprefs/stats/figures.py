@@ -39,8 +39,13 @@ def _panel(ax, data: dict[str, np.ndarray], title: str, xlabel: str, unit: str) 
     for c in CONDITIONS:
         x, y = ecdf(data.get(c, np.array([])))
         if len(x):
-            ax.step(np.concatenate([[0.0], x]), np.concatenate([[0.0], y]), where="post", color=COLOURS[c],
-                    label=f"{c} ({unit} = {len(x)}; M = {x.mean():.1f}, Mdn = {np.median(x):.1f})")
+            ax.step(
+                np.concatenate([[0.0], x]),
+                np.concatenate([[0.0], y]),
+                where="post",
+                color=COLOURS[c],
+                label=f"{c} ({unit} = {len(x)}; M = {x.mean():.1f}, Mdn = {np.median(x):.1f})",
+            )
             ax.axvline(x.mean(), color=COLOURS[c], ls=":", lw=1)
         else:
             ax.plot([], [], color=COLOURS[c], label=f"{c}: no data")
@@ -68,10 +73,20 @@ def figure2_gap_cdf(gaps: pd.DataFrame, target: str | os.PathLike[str] | None = 
     fig = Figure(figsize=(10, 4.2))
     FigureCanvasAgg(fig)
     ax1, ax2 = fig.subplots(1, 2, sharey=True)
-    _panel(ax1, {c: per_prompt.loc[per_prompt.condition == c, "mean_gap"].to_numpy() for c in CONDITIONS},
-           "Mean per-prompt rating gap (decisive trials)", "Mean |rating difference| per prompt", "prompts")
-    _panel(ax2, {c: dec.loc[dec.condition == c, "gap"].to_numpy() for c in CONDITIONS},
-           "Per-trial rating gap (decisive trials)", "|rating difference| on a trial", "trials")
+    _panel(
+        ax1,
+        {c: per_prompt.loc[per_prompt.condition == c, "mean_gap"].to_numpy() for c in CONDITIONS},
+        "Mean per-prompt rating gap (decisive trials)",
+        "Mean |rating difference| per prompt",
+        "prompts",
+    )
+    _panel(
+        ax2,
+        {c: dec.loc[dec.condition == c, "gap"].to_numpy() for c in CONDITIONS},
+        "Per-trial rating gap (decisive trials)",
+        "|rating difference| on a trial",
+        "trials",
+    )
     ax2.set_ylabel("")
     fig.suptitle("Figure 2: rating gap when a preference (not a tie) was declared", fontsize=11)
     fig.tight_layout()

@@ -31,9 +31,27 @@ log = logging.getLogger(__name__)
 CONDITIONS: tuple[str, ...] = ("audio", "text")
 CI_METHOD = "percentile, stimulus bootstrap (clips resampled, raters fixed; the paper's)"
 ATTENTION_PROMPT = "attn"
-ICC_COLUMNS = ["condition", "n_ratings", "n_clips", "n_participants", "k_mean_raters", "var_clip",
-               "var_participant", "var_resid", "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", "icc_2_k", "icc_2_k_lo",
-               "icc_2_k_hi", "n_boot", "n_boot_failed", "ci_method", "model", "note"]
+ICC_COLUMNS = [
+    "condition",
+    "n_ratings",
+    "n_clips",
+    "n_participants",
+    "k_mean_raters",
+    "var_clip",
+    "var_participant",
+    "var_resid",
+    "icc_2_1",
+    "icc_2_1_lo",
+    "icc_2_1_hi",
+    "icc_2_k",
+    "icc_2_k_lo",
+    "icc_2_k_hi",
+    "n_boot",
+    "n_boot_failed",
+    "ci_method",
+    "model",
+    "note",
+]
 
 
 def icc_from_components(var_stimulus: float, var_rater: float, var_resid: float, k: float) -> tuple[float, float]:
@@ -59,8 +77,9 @@ def _as_bool(values: pd.Series) -> pd.Series:
     return text.isin(["true", "1", "1.0", "yes"]).fillna(False).astype(bool)
 
 
-def analysable_ratings(ratings: pd.DataFrame, participants: pd.DataFrame, condition: str,
-                       stimuli: pd.DataFrame | None = None) -> pd.DataFrame:
+def analysable_ratings(
+    ratings: pd.DataFrame, participants: pd.DataFrame, condition: str, stimuli: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Ratings of one condition entering the ICC model.
 
     Keeps rows of participants whose ``passed_attention`` is true, with ``trial >= 1`` (trial 0 is
@@ -69,10 +88,12 @@ def analysable_ratings(ratings: pd.DataFrame, participants: pd.DataFrame, condit
     """
     passed = participants.loc[_as_bool(participants["passed_attention"]), "participant_id"].astype(str)
     df = ratings[ratings["condition"].astype(str) == condition]
-    keep = (df["participant_id"].astype(str).isin(set(passed))
-            & (pd.to_numeric(df["trial"], errors="coerce") >= 1)
-            & (df["prompt_id"].astype(str) != ATTENTION_PROMPT)
-            & pd.to_numeric(df["rating"], errors="coerce").notna())
+    keep = (
+        df["participant_id"].astype(str).isin(set(passed))
+        & (pd.to_numeric(df["trial"], errors="coerce") >= 1)
+        & (df["prompt_id"].astype(str) != ATTENTION_PROMPT)
+        & pd.to_numeric(df["rating"], errors="coerce").notna()
+    )
     if stimuli is not None:
         keep &= df["clip_id"].astype(str).isin(set(stimuli["clip_id"].astype(str)))
     return df[keep].reset_index(drop=True)
@@ -130,9 +151,18 @@ def condition_design(df: pd.DataFrame) -> ConditionDesign:
     part_codes, parts = pd.factorize(df["participant_id"].astype(str), sort=True)
     prompt_labels = df["prompt_id"].astype(str) if "prompt_id" in df.columns else df["clip_id"].astype(str)
     prompt_codes, prompts = pd.factorize(prompt_labels, sort=True)
-    return ConditionDesign(y=y, X=X, clip=clip_codes.astype(np.intp), participant=part_codes.astype(np.intp),
-                           n_clips=len(clips), n_participants=len(parts), terms=terms, formula=model_formula(terms),
-                           prompt=prompt_codes.astype(np.intp), n_prompts=len(prompts))
+    return ConditionDesign(
+        y=y,
+        X=X,
+        clip=clip_codes.astype(np.intp),
+        participant=part_codes.astype(np.intp),
+        n_clips=len(clips),
+        n_participants=len(parts),
+        terms=terms,
+        formula=model_formula(terms),
+        prompt=prompt_codes.astype(np.intp),
+        n_prompts=len(prompts),
+    )
 
 
 def resample_clips(clip: np.ndarray, n_clips: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -157,38 +187,51 @@ def resample_clips(clip: np.ndarray, n_clips: int, rng: np.random.Generator) -> 
     return order[offsets], np.repeat(np.arange(n_clips), lengths)
 
 
-def _fit_iccs(design: ConditionDesign, rows: np.ndarray | None = None, clip: np.ndarray | None = None,
-              theta0: np.ndarray | None = None) -> tuple[CrossedFit, float, float, float]:
+def _fit_iccs(
+    design: ConditionDesign,
+    rows: np.ndarray | None = None,
+    clip: np.ndarray | None = None,
+    theta0: np.ndarray | None = None,
+) -> tuple[CrossedFit, float, float, float]:
     """Fit the model (on ``rows`` with clip codes ``clip`` when given); return (fit, k, ICC(2,1), ICC(2,k))."""
     if rows is None:
         y, X, g_clip, g_part = design.y, design.X, design.clip, design.participant
     else:
         assert clip is not None  # the callers pass rows and clip together
         y, X, g_clip, g_part = design.y[rows], design.X[rows], clip, design.participant[rows]
-    fit = fit_crossed_intercepts(y, X, g_clip, g_part, reml=True, theta0=theta0,
-                                 names=("clip_id", "participant_id"))
+    fit = fit_crossed_intercepts(y, X, g_clip, g_part, reml=True, theta0=theta0, names=("clip_id", "participant_id"))
     k = y.size / fit.n_levels[0]
     icc1, icck = icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid, k)
     return fit, k, icc1, icck
 
 
-def _empty_row(condition: str, n_ratings: int, n_clips: int, n_participants: int, formula: str,
-               note: str) -> dict:
+def _empty_row(condition: str, n_ratings: int, n_clips: int, n_participants: int, formula: str, note: str) -> dict:
     row: dict[str, Any] = {c: math.nan for c in ICC_COLUMNS}
-    row.update(condition=condition, n_ratings=n_ratings, n_clips=n_clips, n_participants=n_participants,
-               n_boot=0, n_boot_failed=0, ci_method=CI_METHOD, model=formula, note=note)
+    row.update(
+        condition=condition,
+        n_ratings=n_ratings,
+        n_clips=n_clips,
+        n_participants=n_participants,
+        n_boot=0,
+        n_boot_failed=0,
+        ci_method=CI_METHOD,
+        model=formula,
+        note=note,
+    )
     return row
 
 
-def icc_for_design(condition: str, design: ConditionDesign, n_boot: int, rng: np.random.Generator,
-                   ci_level: float = 0.95) -> dict:
+def icc_for_design(
+    condition: str, design: ConditionDesign, n_boot: int, rng: np.random.Generator, ci_level: float = 0.95
+) -> dict:
     """One output row (:data:`ICC_COLUMNS`) for a prepared condition; see :func:`icc_by_condition`."""
     n = int(design.y.size)
     try:
         fit, k, icc1, icck = _fit_iccs(design)
     except (ValueError, np.linalg.LinAlgError) as exc:
-        return _empty_row(condition, n, design.n_clips, design.n_participants, design.formula,
-                          f"model not estimable: {exc}")
+        return _empty_row(
+            condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}"
+        )
     notes = []
     if not fit.converged:
         notes.append(f"optimiser convergence not verified: {fit.message}")
@@ -218,16 +261,31 @@ def icc_for_design(condition: str, design: ConditionDesign, n_boot: int, rng: np
     if failed:
         log.warning("%s: %d of %d bootstrap refits failed", condition, failed, n_boot)
     return {
-        "condition": condition, "n_ratings": n, "n_clips": design.n_clips, "n_participants": design.n_participants,
-        "k_mean_raters": k, "var_clip": fit.var_g1, "var_participant": fit.var_g2, "var_resid": fit.var_resid,
-        "icc_2_1": icc1, "icc_2_1_lo": lo1, "icc_2_1_hi": hi1, "icc_2_k": icck, "icc_2_k_lo": lok,
-        "icc_2_k_hi": hik, "n_boot": n_boot, "n_boot_failed": failed, "ci_method": CI_METHOD,
-        "model": design.formula, "note": "; ".join(notes),
+        "condition": condition,
+        "n_ratings": n,
+        "n_clips": design.n_clips,
+        "n_participants": design.n_participants,
+        "k_mean_raters": k,
+        "var_clip": fit.var_g1,
+        "var_participant": fit.var_g2,
+        "var_resid": fit.var_resid,
+        "icc_2_1": icc1,
+        "icc_2_1_lo": lo1,
+        "icc_2_1_hi": hi1,
+        "icc_2_k": icck,
+        "icc_2_k_lo": lok,
+        "icc_2_k_hi": hik,
+        "n_boot": n_boot,
+        "n_boot_failed": failed,
+        "ci_method": CI_METHOD,
+        "model": design.formula,
+        "note": "; ".join(notes),
     }
 
 
-def fit_crossed_intercepts_statsmodels(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray,
-                                       reml: bool = True) -> dict:
+def fit_crossed_intercepts_statsmodels(
+    y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml: bool = True
+) -> dict:
     """Cross-check fit with statsmodels MixedLM (variance components in one all-data group).
 
     Slow (seconds per fit) and, at statsmodels' default tolerances, accurate to about 1e-3
@@ -248,5 +306,10 @@ def fit_crossed_intercepts_statsmodels(y: np.ndarray, X: np.ndarray, g1: np.ndar
     model = sm.MixedLM(y, np.asarray(X, float), groups=np.zeros(y.size), exog_vc=vcs)
     res = model.fit(reml=reml)
     vc = dict(zip(vcs.names, np.asarray(res.vcomp)))
-    return {"beta": np.asarray(res.fe_params), "var_g1": float(vc["g1"]), "var_g2": float(vc["g2"]),
-            "var_resid": float(res.scale), "converged": bool(res.converged)}
+    return {
+        "beta": np.asarray(res.fe_params),
+        "var_g1": float(vc["g1"]),
+        "var_g2": float(vc["g2"]),
+        "var_resid": float(res.scale),
+        "converged": bool(res.converged),
+    }

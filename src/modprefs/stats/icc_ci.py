@@ -111,8 +111,9 @@ def _check(method: str, interval: str) -> None:
         raise ValueError(f"CI method {method!r} gives {' or '.join(allowed)} intervals, not {interval!r}")
 
 
-def resample_clips_and_participants(design: ConditionDesign, rng: np.random.Generator
-                                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def resample_clips_and_participants(
+    design: ConditionDesign, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One two-way bootstrap draw: clips, then participants, each with replacement and independently.
 
     Returns ``(rows, clip, participant)``: row indices into the design and the new level codes.
@@ -139,8 +140,9 @@ def resample_prompts(design: ConditionDesign, rng: np.random.Generator) -> tuple
     return rows, clip.astype(np.intp)
 
 
-def crossed_blups(design: ConditionDesign, fit: CrossedFit, tol: float = 1e-10,
-                  max_sweeps: int = 500) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def crossed_blups(
+    design: ConditionDesign, fit: CrossedFit, tol: float = 1e-10, max_sweeps: int = 500
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """BLUPs of the clip and participant intercepts at the fitted variances, and the residuals.
 
     Solves the mixed-model equations for (u, v) given the fitted fixed effects by block Gauss-Seidel
@@ -160,8 +162,12 @@ def crossed_blups(design: ConditionDesign, fit: CrossedFit, tol: float = 1e-10,
             if fit.var_g1 > 0
             else np.zeros_like(u)
         )
-        v_new = (np.bincount(design.participant, r - u_new[design.clip], design.n_participants)
-                 / (n_p + fit.var_resid / fit.var_g2) if fit.var_g2 > 0 else np.zeros_like(v))
+        v_new = (
+            np.bincount(design.participant, r - u_new[design.clip], design.n_participants)
+            / (n_p + fit.var_resid / fit.var_g2)
+            if fit.var_g2 > 0
+            else np.zeros_like(v)
+        )
         step = max(np.abs(u_new - u).max(initial=0.0), np.abs(v_new - v).max(initial=0.0))
         u, v = u_new, v_new
         if step < tol * max(1.0, math.sqrt(fit.var_resid)):
@@ -185,16 +191,28 @@ def jackknife_iccs(design: ConditionDesign, fit: CrossedFit, unit: str) -> np.nd
 
     Each refit starts from the full fit's theta; a refit that fails or does not converge gives a NaN row.
     """
-    codes, n_units = ((design.prompt, design.n_prompts) if unit == "prompt"
-                      else (design.participant, design.n_participants) if unit == "participant" else (None, 0))
+    codes, n_units = (
+        (design.prompt, design.n_prompts)
+        if unit == "prompt"
+        else (design.participant, design.n_participants)
+        if unit == "participant"
+        else (None, 0)
+    )
     if codes is None:
         raise ValueError(f"unknown jackknife unit {unit!r}; expected 'prompt' or 'participant'")
     out = np.full((n_units, 2), np.nan)
     for j in range(n_units):
         keep = codes != j
         try:
-            f = fit_crossed_intercepts(design.y[keep], design.X[keep], design.clip[keep], design.participant[keep],
-                                       reml=True, theta0=fit.theta, names=("clip_id", "participant_id"))
+            f = fit_crossed_intercepts(
+                design.y[keep],
+                design.X[keep],
+                design.clip[keep],
+                design.participant[keep],
+                reml=True,
+                theta0=fit.theta,
+                names=("clip_id", "participant_id"),
+            )
         except (ValueError, np.linalg.LinAlgError):
             continue
         if f.converged:
@@ -202,8 +220,9 @@ def jackknife_iccs(design: ConditionDesign, fit: CrossedFit, unit: str) -> np.nd
     return out
 
 
-def residual_bootstrap_iccs(design: ConditionDesign, fit: CrossedFit, n_boot: int,
-                            rng: np.random.Generator) -> np.ndarray:
+def residual_bootstrap_iccs(
+    design: ConditionDesign, fit: CrossedFit, n_boot: int, rng: np.random.Generator
+) -> np.ndarray:
     """(n_boot, 2) ICCs refitted to y* = X b + u + v + e*: effects held at their reflated BLUPs, residuals
     resampled with replacement from the reflated residuals. The spread of these replicates is the part of
     the estimator's variance that comes from rating noise alone (clips and raters fixed)."""
@@ -230,8 +249,14 @@ def simulate_from_fit(design: ConditionDesign, fit: CrossedFit, rng: np.random.G
     return design.X @ fit.beta + u[design.clip] + v[design.participant] + e
 
 
-def _refit(design: ConditionDesign, y: np.ndarray, rows: np.ndarray | None, clip: np.ndarray | None,
-           participant: np.ndarray | None, theta0: np.ndarray) -> tuple[CrossedFit, float, float]:
+def _refit(
+    design: ConditionDesign,
+    y: np.ndarray,
+    rows: np.ndarray | None,
+    clip: np.ndarray | None,
+    participant: np.ndarray | None,
+    theta0: np.ndarray,
+) -> tuple[CrossedFit, float, float]:
     if rows is None:
         yy, X, g1, g2 = y, design.X, design.clip, design.participant
     else:
@@ -242,8 +267,9 @@ def _refit(design: ConditionDesign, y: np.ndarray, rows: np.ndarray | None, clip
     return f, icc1, icck
 
 
-def bootstrap_iccs(design: ConditionDesign, fit: CrossedFit, method: str, n_boot: int,
-                   rng: np.random.Generator) -> tuple[np.ndarray, int]:
+def bootstrap_iccs(
+    design: ConditionDesign, fit: CrossedFit, method: str, n_boot: int, rng: np.random.Generator
+) -> tuple[np.ndarray, int]:
     """(n_boot, 2) bootstrap replicates of (ICC(2,1), ICC(2,k)); NaN rows = failed refits.
 
     ``fit`` is the full-data fit (its theta is the warm start; its estimates drive ``parametric``).
@@ -277,8 +303,9 @@ def bootstrap_iccs(design: ConditionDesign, fit: CrossedFit, method: str, n_boot
     return boot, failed
 
 
-def interval_from_boot(estimate: np.ndarray, boot: np.ndarray, ci_level: float = 0.95,
-                       interval: str = "percentile") -> np.ndarray:
+def interval_from_boot(
+    estimate: np.ndarray, boot: np.ndarray, ci_level: float = 0.95, interval: str = "percentile"
+) -> np.ndarray:
     """(2, 2) array [[lo, hi] of ICC(2,1), [lo, hi] of ICC(2,k)] from replicates (NaN rows ignored).
 
     ``percentile``: the alpha/2 and 1-alpha/2 quantiles. ``basic``: 2*estimate minus them, truncated
@@ -336,8 +363,14 @@ class JackknifeInterval:
     failed: int
 
 
-def jackknife_interval(design: ConditionDesign, fit: CrossedFit, icc1: float, n_noise: int,
-                       rng: np.random.Generator, ci_level: float = 0.95) -> JackknifeInterval:
+def jackknife_interval(
+    design: ConditionDesign,
+    fit: CrossedFit,
+    icc1: float,
+    n_noise: int,
+    rng: np.random.Generator,
+    ci_level: float = 0.95,
+) -> JackknifeInterval:
     """Crossed-jackknife interval of ICC(2,1): a t interval on the logit scale.
 
     A crossed design has three sources of sampling error: which prompts (stimuli) were drawn, which
@@ -378,8 +411,8 @@ def jackknife_interval(design: ConditionDesign, fit: CrossedFit, icc1: float, n_
     if not (np.isfinite(v_p) and np.isfinite(v_r) and 0 < icc1 < 1):
         return JackknifeInterval(v_p, v_r, v_e, math.nan, math.nan, math.nan, math.nan, failed)
     variance = max(v_p + v_r - v_e, v_p, v_r)
-    denom = v_p ** 2 / (n_p - 1) + v_r ** 2 / (n_r - 1)
-    df = variance ** 2 / denom if denom > 0 else math.inf
+    denom = v_p**2 / (n_p - 1) + v_r**2 / (n_r - 1)
+    df = variance**2 / denom if denom > 0 else math.inf
     q = (
         float(stats.t.ppf(0.5 + ci_level / 2.0, df))
         if math.isfinite(df)
@@ -396,8 +429,15 @@ def spearman_brown(icc1: float | np.ndarray, k: float) -> np.ndarray:
     return k * rho / (1.0 + (k - 1.0) * rho)
 
 
-def icc_ci_for_design(condition: str, design: ConditionDesign, method: str, n_boot: int,
-                      rng: np.random.Generator, ci_level: float = 0.95, interval: str | None = None) -> dict:
+def icc_ci_for_design(
+    condition: str,
+    design: ConditionDesign,
+    method: str,
+    n_boot: int,
+    rng: np.random.Generator,
+    ci_level: float = 0.95,
+    interval: str | None = None,
+) -> dict:
     """One output row (:data:`modprefs.stats.icc.ICC_COLUMNS`) with the chosen CI method.
 
     ``method="stimulus", interval="percentile"`` is :func:`modprefs.stats.icc.icc_for_design` itself.
@@ -415,8 +455,9 @@ def icc_ci_for_design(condition: str, design: ConditionDesign, method: str, n_bo
     try:
         fit, k, icc1, icck = _fit_iccs(design)
     except (ValueError, np.linalg.LinAlgError) as exc:
-        row = _empty_row(condition, n, design.n_clips, design.n_participants, design.formula,
-                         f"model not estimable: {exc}")
+        row = _empty_row(
+            condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}"
+        )
         row["ci_method"] = label
         return row
     notes = []
@@ -430,8 +471,10 @@ def icc_ci_for_design(condition: str, design: ConditionDesign, method: str, n_bo
         lok, hik = (float(v) for v in spearman_brown(np.array([lo1, hi1]), k))
         failed = jk.failed
         if not np.isfinite(jk.variance):
-            notes.append("jackknife interval undefined (needs >= 2 prompts and >= 2 participants that can be left "
-                         "out, and 0 < ICC(2,1) < 1)")
+            notes.append(
+                "jackknife interval undefined (needs >= 2 prompts and >= 2 participants that can be left "
+                "out, and 0 < ICC(2,1) < 1)"
+            )
     else:
         boot, failed = bootstrap_iccs(design, fit, method, n_boot, rng)
         (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot, ci_level, interval)
@@ -440,17 +483,39 @@ def icc_ci_for_design(condition: str, design: ConditionDesign, method: str, n_bo
     if failed:
         log.warning("%s: %d of %d %s refits failed", condition, failed, n_boot, method)
     return {
-        "condition": condition, "n_ratings": n, "n_clips": design.n_clips, "n_participants": design.n_participants,
-        "k_mean_raters": k, "var_clip": fit.var_g1, "var_participant": fit.var_g2, "var_resid": fit.var_resid,
-        "icc_2_1": icc1, "icc_2_1_lo": lo1, "icc_2_1_hi": hi1, "icc_2_k": icck, "icc_2_k_lo": lok,
-        "icc_2_k_hi": hik, "n_boot": n_boot, "n_boot_failed": failed, "ci_method": label,
-        "model": design.formula, "note": "; ".join(notes),
+        "condition": condition,
+        "n_ratings": n,
+        "n_clips": design.n_clips,
+        "n_participants": design.n_participants,
+        "k_mean_raters": k,
+        "var_clip": fit.var_g1,
+        "var_participant": fit.var_g2,
+        "var_resid": fit.var_resid,
+        "icc_2_1": icc1,
+        "icc_2_1_lo": lo1,
+        "icc_2_1_hi": hi1,
+        "icc_2_k": icck,
+        "icc_2_k_lo": lok,
+        "icc_2_k_hi": hik,
+        "n_boot": n_boot,
+        "n_boot_failed": failed,
+        "ci_method": label,
+        "model": design.formula,
+        "note": "; ".join(notes),
     }
 
 
-def icc_with_ci(ratings: pd.DataFrame, participants: pd.DataFrame, method: str, n_boot: int, seed: int,
-                ci_level: float = 0.95, stimuli: pd.DataFrame | None = None,
-                conditions: tuple[str, ...] = CONDITIONS, interval: str | None = None) -> pd.DataFrame:
+def icc_with_ci(
+    ratings: pd.DataFrame,
+    participants: pd.DataFrame,
+    method: str,
+    n_boot: int,
+    seed: int,
+    ci_level: float = 0.95,
+    stimuli: pd.DataFrame | None = None,
+    conditions: tuple[str, ...] = CONDITIONS,
+    interval: str | None = None,
+) -> pd.DataFrame:
     """ICC(2,1) and ICC(2,k) per condition with ``method``'s bootstrap intervals.
 
     As :func:`icc_by_condition` (same inputs, seeding, rows and columns
@@ -469,20 +534,33 @@ def icc_with_ci(ratings: pd.DataFrame, participants: pd.DataFrame, method: str, 
     for condition, stream in zip(conditions, streams):
         df = analysable_ratings(ratings, participants, condition, stimuli)
         if df.empty:
-            row = _empty_row(condition, 0, 0, 0, model_formula(("presented_first", "trial_z")),
-                             "no analysable ratings (passed attention check, trial >= 1)")
+            row = _empty_row(
+                condition,
+                0,
+                0,
+                0,
+                model_formula(("presented_first", "trial_z")),
+                "no analysable ratings (passed attention check, trial >= 1)",
+            )
             row["ci_method"] = ci_method_label(method, interval)
             out.append(row)
             continue
         design = condition_design(df)
-        out.append(icc_ci_for_design(condition, design, method, n_boot, np.random.default_rng(stream),
-                                     ci_level, interval))
+        out.append(
+            icc_ci_for_design(condition, design, method, n_boot, np.random.default_rng(stream), ci_level, interval)
+        )
     return pd.DataFrame(out, columns=ICC_COLUMNS)
 
 
-def icc_by_condition(ratings: pd.DataFrame, participants: pd.DataFrame, n_boot: int, seed: int,
-                     ci_level: float = 0.95, stimuli: pd.DataFrame | None = None,
-                     conditions: tuple[str, ...] = CONDITIONS) -> pd.DataFrame:
+def icc_by_condition(
+    ratings: pd.DataFrame,
+    participants: pd.DataFrame,
+    n_boot: int,
+    seed: int,
+    ci_level: float = 0.95,
+    stimuli: pd.DataFrame | None = None,
+    conditions: tuple[str, ...] = CONDITIONS,
+) -> pd.DataFrame:
     """ICC(2,1) and ICC(2,k) per condition with stimulus-bootstrap percentile CIs.
 
     Args:
@@ -500,5 +578,13 @@ def icc_by_condition(ratings: pd.DataFrame, participants: pd.DataFrame, n_boot: 
         ``k_mean_raters`` = ratings per clip. A condition whose model cannot be estimated (no
         ratings, one participant, constant ratings, ...) gets NaN estimates and a ``note``.
     """
-    return icc_with_ci(ratings, participants, method="stimulus", n_boot=n_boot, seed=seed, ci_level=ci_level,
-                       stimuli=stimuli, conditions=conditions)
+    return icc_with_ci(
+        ratings,
+        participants,
+        method="stimulus",
+        n_boot=n_boot,
+        seed=seed,
+        ci_level=ci_level,
+        stimuli=stimuli,
+        conditions=conditions,
+    )

@@ -100,15 +100,19 @@ class ConditionParts:
     noise: np.ndarray
 
 
-def condition_parts(design: ConditionDesign, prompt_labels: Sequence[str] | np.ndarray, n_noise: int,
-                    rng: np.random.Generator) -> ConditionParts:
+def condition_parts(
+    design: ConditionDesign, prompt_labels: Sequence[str] | np.ndarray, n_noise: int, rng: np.random.Generator
+) -> ConditionParts:
     """Fit one condition's ICC model and its replicates; ``prompt_labels[g]`` names prompt code g, so that the
     two conditions' prompts can be matched (a prompt is shared by the conditions)."""
     fit, _, icc1, icck = _fit_iccs(design)
     by_prompt = jackknife_iccs(design, fit, "prompt")
-    return ConditionParts(np.array([icc1, icck]), dict(zip(map(str, prompt_labels), by_prompt, strict=True)),
-                          jackknife_iccs(design, fit, "participant"),
-                          residual_bootstrap_iccs(design, fit, n_noise, rng))
+    return ConditionParts(
+        np.array([icc1, icck]),
+        dict(zip(map(str, prompt_labels), by_prompt, strict=True)),
+        jackknife_iccs(design, fit, "participant"),
+        residual_bootstrap_iccs(design, fit, n_noise, rng),
+    )
 
 
 def _condition_parts(frame: pd.DataFrame, n_noise: int, rng: np.random.Generator) -> ConditionParts:
@@ -138,8 +142,13 @@ def _test_one(j: int, parts: dict[str, ConditionParts]) -> IccDifference:
     noise = [parts[c].noise[:, j] for c in CONDITIONS]
     v_noise = sum(float(np.var(x[np.isfinite(x)], ddof=1)) if np.isfinite(x).sum() > 1 else 0.0 for x in noise)
     if not (np.isfinite(v_prompt) and all(np.isfinite(v_part))):
-        return _undefined(statistic, est["audio"], est["text"], len(prompts),
-                          "needs >= 2 prompts and >= 2 participants per condition that can be left out")
+        return _undefined(
+            statistic,
+            est["audio"],
+            est["text"],
+            len(prompts),
+            "needs >= 2 prompts and >= 2 participants per condition that can be left out",
+        )
     participant = float(sum(v_part))
     variance = max(v_prompt + participant - v_noise, v_prompt, participant)
     denom = v_prompt**2 / (n_prompt - 1) + sum(v**2 / (n - 1) for v, n in zip(v_part, n_part, strict=True))
@@ -150,8 +159,21 @@ def _test_one(j: int, parts: dict[str, ConditionParts]) -> IccDifference:
     detail = {f"v_participant_{c}": v for c, v in zip(CONDITIONS, v_part, strict=True)}
     detail |= {f"n_participants_{c}": float(n) for c, n in zip(CONDITIONS, n_part, strict=True)}
     detail["n_prompts_left_out"] = float(n_prompt)
-    return IccDifference(statistic, est["audio"], est["text"], diff, v_prompt, participant, v_noise, variance, df, t,
-                         p, len(prompts), parts=detail)
+    return IccDifference(
+        statistic,
+        est["audio"],
+        est["text"],
+        diff,
+        v_prompt,
+        participant,
+        v_noise,
+        variance,
+        df,
+        t,
+        p,
+        len(prompts),
+        parts=detail,
+    )
 
 
 def icc_difference_test(frames: dict[str, pd.DataFrame], n_noise: int, seed: int) -> dict[str, IccDifference]:
@@ -171,8 +193,10 @@ def icc_difference_test(frames: dict[str, pd.DataFrame], n_noise: int, seed: int
     if missing:
         raise ValueError(f"the ICC difference test needs analysable ratings in both conditions; none in {missing}")
     streams = np.random.SeedSequence([seed, 0xD1FF]).spawn(len(CONDITIONS))
-    parts = {c: _condition_parts(frames[c], n_noise, np.random.default_rng(s))
-             for c, s in zip(CONDITIONS, streams, strict=True)}
+    parts = {
+        c: _condition_parts(frames[c], n_noise, np.random.default_rng(s))
+        for c, s in zip(CONDITIONS, streams, strict=True)
+    }
     return difference_tests(parts)
 
 

@@ -70,8 +70,18 @@ from scipy.stats import chi2_contingency
 log = logging.getLogger(__name__)
 
 CONDITIONS: tuple[str, ...] = ("audio", "text")
-TERM_COLUMNS = ["term", "docs_audio", "docs_text", "prop_audio", "prop_text", "chi2", "p", "q", "significant",
-                "more_in"]
+TERM_COLUMNS = [
+    "term",
+    "docs_audio",
+    "docs_text",
+    "prop_audio",
+    "prop_text",
+    "chi2",
+    "p",
+    "q",
+    "significant",
+    "more_in",
+]
 DEFAULT_MIN_DF = 5
 DEFAULT_ALPHA = 0.05
 #: the documented exclusion list, relative to the repository root
@@ -87,8 +97,10 @@ _TOKEN = re.compile(r"[a-z]{2,}")
 def stop_words() -> frozenset[str]:
     """The stop list of :data:`STOP_WORDS_PATH` (lowercase words; see the file's header for its rule)."""
     if not STOP_WORDS_PATH.is_file():
-        raise FileNotFoundError(f"justification stop list not found: {STOP_WORDS_PATH} "
-                                "(resources/analysis/stop_words.txt of the modprefs repository)")
+        raise FileNotFoundError(
+            f"justification stop list not found: {STOP_WORDS_PATH} "
+            "(resources/analysis/stop_words.txt of the modprefs repository)"
+        )
     return frozenset(load_terms(STOP_WORDS_PATH))
 
 
@@ -151,8 +163,9 @@ def benjamini_hochberg(pvalues: Iterable[float]) -> np.ndarray:
     return q
 
 
-def presence_test(docs_audio: int, n_audio: int, docs_text: int, n_text: int,
-                  correction: bool = True) -> tuple[float, float]:
+def presence_test(
+    docs_audio: int, n_audio: int, docs_text: int, n_text: int, correction: bool = True
+) -> tuple[float, float]:
     """Chi-square test of a term's presence/absence by modality (2x2): (chi2, p).
 
     Table ``[[docs_audio, n_audio - docs_audio], [docs_text, n_text - docs_text]]`` through
@@ -222,17 +235,77 @@ class JustificationAnalysis:
         return int(self.terms["significant"].sum())
 
     def summary(self) -> dict:
-        return {"n_justifications": int(sum(self.n_docs.values())),
-                **{f"n_justifications_{c}": int(self.n_docs.get(c, 0)) for c in CONDITIONS},
-                "vocabulary_size": self.vocabulary_size, "n_excluded": len(self.excluded),
-                "excluded": list(self.excluded), "n_tested": self.n_tested, "n_significant": self.n_significant,
-                "min_df": self.min_df, "yates_correction": self.correction, "alpha": self.alpha,
-                "stop_words": STOP_WORDS_NAME, "stemmer": STEMMER_NAME}
+        return {
+            "n_justifications": int(sum(self.n_docs.values())),
+            **{f"n_justifications_{c}": int(self.n_docs.get(c, 0)) for c in CONDITIONS},
+            "vocabulary_size": self.vocabulary_size,
+            "n_excluded": len(self.excluded),
+            "excluded": list(self.excluded),
+            "n_tested": self.n_tested,
+            "n_significant": self.n_significant,
+            "min_df": self.min_df,
+            "yates_correction": self.correction,
+            "alpha": self.alpha,
+            "stop_words": STOP_WORDS_NAME,
+            "stemmer": STEMMER_NAME,
+        }
 
 
-def analyze_justifications(trials: pd.DataFrame, participants: pd.DataFrame, exclude_terms: Iterable[str] | str | Path,
-                           min_df: int | float = DEFAULT_MIN_DF, correction: bool = True,
-                           alpha: float = DEFAULT_ALPHA) -> JustificationAnalysis:
+def _empty_terms() -> pd.DataFrame:
+    """A term table (:data:`TERM_COLUMNS`) without rows, its columns typed."""
+    return pd.DataFrame(
+        {
+            c: pd.Series(dtype=d)
+            for c, d in zip(
+                TERM_COLUMNS,
+                ["object", "int64", "int64", "float64", "float64", "float64", "float64", "float64", "bool", "object"],
+            )
+        }
+    )
+
+
+def _term_table(
+    vocab: np.ndarray,
+    docs_audio: np.ndarray,
+    docs_text: np.ndarray,
+    na: int,
+    nt: int,
+    correction: bool,
+    alpha: float,
+) -> pd.DataFrame:
+    """Each tested term's presence test and BH q-value (:data:`TERM_COLUMNS`), sorted by q, p, term."""
+    stats = [presence_test(a, na, t, nt, correction) for a, t in zip(docs_audio, docs_text)]
+    chi2 = np.array([s[0] for s in stats], dtype=float)
+    p = np.array([s[1] for s in stats], dtype=float)
+    q = benjamini_hochberg(p)
+    prop_a, prop_t = docs_audio / na, docs_text / nt
+    more_in = np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal"))
+    table = pd.DataFrame(
+        {
+            "term": vocab.astype(str),
+            "docs_audio": docs_audio,
+            "docs_text": docs_text,
+            "prop_audio": prop_a,
+            "prop_text": prop_t,
+            "chi2": chi2,
+            "p": p,
+            "q": q,
+            "significant": q <= alpha,
+            "more_in": more_in,
+        },
+        columns=TERM_COLUMNS,
+    )
+    return table.sort_values(["q", "p", "term"], kind="mergesort").reset_index(drop=True)
+
+
+def analyze_justifications(
+    trials: pd.DataFrame,
+    participants: pd.DataFrame,
+    exclude_terms: Iterable[str] | str | Path,
+    min_df: int | float = DEFAULT_MIN_DF,
+    correction: bool = True,
+    alpha: float = DEFAULT_ALPHA,
+) -> JustificationAnalysis:
     """The §4.3 analysis with its counts (see the module docstring).
 
     ``exclude_terms``: words/stems to exclude, or a path to a term list (:func:`load_terms`).
@@ -244,12 +317,12 @@ def analyze_justifications(trials: pd.DataFrame, participants: pd.DataFrame, exc
     excluded_stems = exclusion_stems(exclude_terms)
     docs = select_justifications(trials, participants)
     n_docs = {c: int((docs["condition"] == c).sum()) for c in CONDITIONS}
-    empty = pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(
-        TERM_COLUMNS, ["object", "int64", "int64", "float64", "float64", "float64", "float64", "float64", "bool",
-                       "object"])})
+    empty = _empty_terms()
     if min(n_docs.values()) == 0:
-        log.warning("justifications: no analysed justifications in %s; nothing tested",
-                    [c for c in CONDITIONS if n_docs[c] == 0])
+        log.warning(
+            "justifications: no analysed justifications in %s; nothing tested",
+            [c for c in CONDITIONS if n_docs[c] == 0],
+        )
         return JustificationAnalysis(empty, n_docs, 0, 0, [], min_df, correction, alpha)
 
     vectorizer = TfidfVectorizer(analyzer=analyze, min_df=min_df, lowercase=False)
@@ -269,36 +342,42 @@ def analyze_justifications(trials: pd.DataFrame, participants: pd.DataFrame, exc
     vocab, docs_audio, docs_text = vocab[keep], docs_audio[keep], docs_text[keep]
 
     na, nt = n_docs["audio"], n_docs["text"]
-    stats = [presence_test(a, na, t, nt, correction) for a, t in zip(docs_audio, docs_text)]
-    chi2 = np.array([s[0] for s in stats], dtype=float)
-    p = np.array([s[1] for s in stats], dtype=float)
-    q = benjamini_hochberg(p)
-    prop_a, prop_t = docs_audio / na, docs_text / nt
-    more_in = np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal"))
-    table = pd.DataFrame({"term": vocab.astype(str), "docs_audio": docs_audio, "docs_text": docs_text,
-                          "prop_audio": prop_a, "prop_text": prop_t, "chi2": chi2, "p": p, "q": q,
-                          "significant": q <= alpha, "more_in": more_in}, columns=TERM_COLUMNS)
-    table = table.sort_values(["q", "p", "term"], kind="mergesort").reset_index(drop=True)
-    result = JustificationAnalysis(table, n_docs, int(keep.size), int(keep.sum()), excluded, min_df, correction,
-                                   alpha)
-    log.info("justifications: %d analysed (%d audio, %d text); TF-IDF vocabulary %d terms (min_df=%s), "
-             "%d modality-specific excluded, %d tested, %d significant at q=%.2f (Yates %s)",
-             na + nt, na, nt, result.vocabulary_size, min_df, len(excluded), result.n_tested,
-             result.n_significant, alpha, "on" if correction else "off")
+    table = _term_table(vocab, docs_audio, docs_text, na, nt, correction, alpha)
+    result = JustificationAnalysis(table, n_docs, int(keep.size), int(keep.sum()), excluded, min_df, correction, alpha)
+    log.info(
+        "justifications: %d analysed (%d audio, %d text); TF-IDF vocabulary %d terms (min_df=%s), "
+        "%d modality-specific excluded, %d tested, %d significant at q=%.2f (Yates %s)",
+        na + nt,
+        na,
+        nt,
+        result.vocabulary_size,
+        min_df,
+        len(excluded),
+        result.n_tested,
+        result.n_significant,
+        alpha,
+        "on" if correction else "off",
+    )
     return result
 
 
-def justification_terms(trials: pd.DataFrame, participants: pd.DataFrame, exclude_terms: Iterable[str] | str | Path,
-                        min_df: int | float = DEFAULT_MIN_DF, correction: bool = True,
-                        alpha: float = DEFAULT_ALPHA) -> pd.DataFrame:
+def justification_terms(
+    trials: pd.DataFrame,
+    participants: pd.DataFrame,
+    exclude_terms: Iterable[str] | str | Path,
+    min_df: int | float = DEFAULT_MIN_DF,
+    correction: bool = True,
+    alpha: float = DEFAULT_ALPHA,
+) -> pd.DataFrame:
     """One row per tested term (:data:`TERM_COLUMNS`); the counts are in ``.attrs`` and logged.
 
     ``attrs`` keys: n_justifications, n_justifications_audio, n_justifications_text,
     vocabulary_size (before exclusion), n_excluded, excluded, n_tested, n_significant, min_df,
     yates_correction, alpha, stop_words, stemmer.
     """
-    result = analyze_justifications(trials, participants, exclude_terms, min_df=min_df, correction=correction,
-                                    alpha=alpha)
+    result = analyze_justifications(
+        trials, participants, exclude_terms, min_df=min_df, correction=correction, alpha=alpha
+    )
     table = result.terms
     table.attrs.update(result.summary())
     return table

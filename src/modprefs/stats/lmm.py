@@ -166,10 +166,20 @@ class LmmFit:
 
     def coef_table(self) -> pd.DataFrame:
         """lmerTest-like coefficient table: estimate, SE, df, t, p, both 95 % CIs."""
-        return pd.DataFrame({
-            "term": self.x_names, "estimate": self.beta, "se": self.beta_se, "df": self.df,
-            "t": self.t_value, "p": self.p_value, "ci_t_lo": self.ci_t[:, 0], "ci_t_hi": self.ci_t[:, 1],
-            "ci_z_lo": self.ci_z[:, 0], "ci_z_hi": self.ci_z[:, 1]})
+        return pd.DataFrame(
+            {
+                "term": self.x_names,
+                "estimate": self.beta,
+                "se": self.beta_se,
+                "df": self.df,
+                "t": self.t_value,
+                "p": self.p_value,
+                "ci_t_lo": self.ci_t[:, 0],
+                "ci_t_hi": self.ci_t[:, 1],
+                "ci_z_lo": self.ci_z[:, 0],
+                "ci_z_hi": self.ci_z[:, 1],
+            }
+        )
 
     def variance_table(self) -> pd.DataFrame:
         """lme4 ``as.data.frame(VarCorr(fit))``-like: one row per variance, covariance and the residual."""
@@ -177,12 +187,26 @@ class LmmFit:
         for re_ in self.random_effects:
             r = len(re_.coef_names)
             for j in range(r):
-                rows.append({"group": re_.group, "var1": re_.coef_names[j], "var2": None,
-                             "vcov": re_.cov[j, j], "sdcor": re_.sd[j]})
+                rows.append(
+                    {
+                        "group": re_.group,
+                        "var1": re_.coef_names[j],
+                        "var2": None,
+                        "vcov": re_.cov[j, j],
+                        "sdcor": re_.sd[j],
+                    }
+                )
             for j in range(r):
                 for i in range(j + 1, r):
-                    rows.append({"group": re_.group, "var1": re_.coef_names[j], "var2": re_.coef_names[i],
-                                 "vcov": re_.cov[i, j], "sdcor": re_.corr[i, j]})
+                    rows.append(
+                        {
+                            "group": re_.group,
+                            "var1": re_.coef_names[j],
+                            "var2": re_.coef_names[i],
+                            "vcov": re_.cov[i, j],
+                            "sdcor": re_.corr[i, j],
+                        }
+                    )
         rows.append({"group": "Residual", "var1": None, "var2": None, "vcov": self.sigma2, "sdcor": self.sigma})
         return pd.DataFrame(rows)
 
@@ -204,6 +228,7 @@ class LrtResult:
 
 # --- input checks -----------------------------------------------------------------------------
 
+
 def _encode(g: np.ndarray, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(codes (n,), levels (q,)) of a grouping factor; unused levels are dropped, as lme4 does."""
     g = np.asarray(g)
@@ -217,8 +242,9 @@ def _encode(g: np.ndarray, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     return codes.reshape(-1).astype(np.intp), levels
 
 
-def _check_inputs(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
-                  ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+def _check_inputs(
+    y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Validate shapes and values; return per-term codes, levels and (n, r) Z. Raises ValueError."""
     if y.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}")
@@ -250,8 +276,10 @@ def _check_inputs(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
         if q < 2:
             raise InsufficientDataError(f"grouping factor {t.name!r} has {q} level(s); it needs at least 2")
         if q >= n or q * Z.shape[1] >= n:
-            raise InsufficientDataError(f"term {t.name!r} has {q * Z.shape[1]} random effects ({q} levels) for {n} "
-                             "observations; the model is unidentifiable (lme4 stops here too)")
+            raise InsufficientDataError(
+                f"term {t.name!r} has {q * Z.shape[1]} random effects ({q} levels) for {n} "
+                "observations; the model is unidentifiable (lme4 stops here too)"
+            )
         if t.coef_names is not None and len(t.coef_names) != Z.shape[1]:
             raise ValueError(f"term {t.name!r}: {len(t.coef_names)} coef_names for {Z.shape[1]} columns")
         codes.append(c)
@@ -261,6 +289,7 @@ def _check_inputs(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
 
 
 # --- optimisation -----------------------------------------------------------------------------
+
 
 def _fg(theta: np.ndarray, model: ProfiledLmm, reml: bool) -> tuple[float, np.ndarray]:
     """Criterion and gradient for the optimiser; a huge value where the system breaks down."""
@@ -298,11 +327,11 @@ def _canonical(model: ProfiledLmm, theta: np.ndarray) -> np.ndarray:
     theta = theta.copy()
     for t in model.terms:
         rows, cols = t.lower
-        seg = theta[t.theta_start:t.theta_start + t.n_theta]
+        seg = theta[t.theta_start : t.theta_start + t.n_theta]
         for j in range(t.r):
             if seg[(rows == j) & (cols == j)][0] < 0:
                 seg[cols == j] *= -1.0
-        theta[t.theta_start:t.theta_start + t.n_theta] = seg
+        theta[t.theta_start : t.theta_start + t.n_theta] = seg
     return theta
 
 
@@ -319,8 +348,9 @@ def _hessian_fd(model: ProfiledLmm, reml: bool, theta: np.ndarray, g0: np.ndarra
     return 0.5 * (hess + hess.T)
 
 
-def _newton_polish(model: ProfiledLmm, reml: bool, theta: np.ndarray, max_steps: int = 8
-                   ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray | None, int]:
+def _newton_polish(
+    model: ProfiledLmm, reml: bool, theta: np.ndarray, max_steps: int = 8
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray | None, int]:
     """Chord-Newton steps (one FD Hessian) from ``theta``; stops when a step no longer lowers f.
 
     L-BFGS-B stops where its relative-decrease test fires; the REML surface is flat enough there
@@ -371,8 +401,7 @@ def _optimise(model: ProfiledLmm, reml: bool, theta0: np.ndarray) -> tuple[np.nd
     non-negative diagonals (lme4's constraint). A variance on its zero bound is then an ordinary
     minimum of a function even in that coordinate (no bound for L-BFGS to get stuck on).
     """
-    res = scipy.optimize.minimize(_fg, theta0, args=(model, reml), jac=True, method="L-BFGS-B",
-                                  options=_LBFGS_OPTIONS)
+    res = scipy.optimize.minimize(_fg, theta0, args=(model, reml), jac=True, method="L-BFGS-B", options=_LBFGS_OPTIONS)
     n_eval = int(res.nfev)
     message = str(res.message)
     ok = bool(res.success) or "ABNORMAL" in message  # line search stalls at machine precision
@@ -397,14 +426,16 @@ def _optimise(model: ProfiledLmm, reml: bool, theta0: np.ndarray) -> tuple[np.nd
 
 # --- Satterthwaite ------------------------------------------------------------------------------
 
+
 def _grads(ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
     """(dlogdet, dr2) of an evaluation made with ``grad=True``."""
     assert ev.dlogdet is not None and ev.dr2 is not None
     return ev.dlogdet, ev.dr2
 
 
-def _deviance_hessian(model: ProfiledLmm, reml: bool, theta: np.ndarray, sigma: float, scale: float,
-                      ev: Evaluation) -> np.ndarray:
+def _deviance_hessian(
+    model: ProfiledLmm, reml: bool, theta: np.ndarray, sigma: float, scale: float, ev: Evaluation
+) -> np.ndarray:
     """Hessian of the (RE)ML deviance in phi = (theta, sigma), beta profiled (lmerTest's ``devfun_vp``).
 
     dev(theta, sigma) = logdet(theta) + r2(theta) / sigma^2 + nu log(2 pi sigma^2), r2 in y-units.
@@ -420,12 +451,14 @@ def _deviance_hessian(model: ProfiledLmm, reml: bool, theta: np.ndarray, sigma: 
         up, dn = theta.copy(), theta.copy()
         up[j] += h
         dn[j] -= h
-        (up_logdet, up_r2), (dn_logdet, dn_r2) = _grads(model.evaluate(up, reml, grad=True)), \
-            _grads(model.evaluate(dn, reml, grad=True))
-        H[:k, j] = ((up_logdet - dn_logdet) + s2 * (up_r2 - dn_r2) / sigma ** 2) / (2 * h)
+        (up_logdet, up_r2), (dn_logdet, dn_r2) = (
+            _grads(model.evaluate(up, reml, grad=True)),
+            _grads(model.evaluate(dn, reml, grad=True)),
+        )
+        H[:k, j] = ((up_logdet - dn_logdet) + s2 * (up_r2 - dn_r2) / sigma**2) / (2 * h)
     H[:k, :k] = 0.5 * (H[:k, :k] + H[:k, :k].T)
-    H[:k, k] = H[k, :k] = -2.0 * s2 * _grads(ev)[1] / sigma ** 3
-    H[k, k] = 6.0 * r2 / sigma ** 4 - 2.0 * nu / sigma ** 2
+    H[:k, k] = H[k, :k] = -2.0 * s2 * _grads(ev)[1] / sigma**3
+    H[k, k] = 6.0 * r2 / sigma**4 - 2.0 * nu / sigma**2
     return H
 
 
@@ -436,8 +469,9 @@ def _pinv_eigen(H: np.ndarray, tol: float = HESSIAN_EIGEN_TOL) -> np.ndarray:
     return (vecs[:, pos] / vals[pos]) @ vecs[:, pos].T
 
 
-def satterthwaite_df(vcov_beta: np.ndarray, jac: np.ndarray, vcov_varpar: np.ndarray,
-                     L: np.ndarray | None = None) -> np.ndarray:
+def satterthwaite_df(
+    vcov_beta: np.ndarray, jac: np.ndarray, vcov_varpar: np.ndarray, L: np.ndarray | None = None
+) -> np.ndarray:
     """Satterthwaite df for contrasts (lmerTest ``contest1D``): 2 (L'V L)^2 / (g' A g).
 
     Args:
@@ -453,13 +487,21 @@ def satterthwaite_df(vcov_beta: np.ndarray, jac: np.ndarray, vcov_varpar: np.nda
     grad = np.einsum("ci,kij,cj->ck", L, jac, L)
     denom = np.einsum("ck,kl,cl->c", grad, vcov_varpar, grad)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, 2.0 * var ** 2 / denom, np.nan)
+        return np.where(denom > 0, 2.0 * var**2 / denom, np.nan)
 
 
 # --- the fit ----------------------------------------------------------------------------------
 
-def _random_effects(model: ProfiledLmm, theta: np.ndarray, sigma2: float, scale: float, ev: Evaluation,
-                    re_terms: list[RandomTerm], levels: list[np.ndarray]) -> list[RandomEffect]:
+
+def _random_effects(
+    model: ProfiledLmm,
+    theta: np.ndarray,
+    sigma2: float,
+    scale: float,
+    ev: Evaluation,
+    re_terms: list[RandomTerm],
+    levels: list[np.ndarray],
+) -> list[RandomEffect]:
     out = []
     for k, (T, t) in enumerate(zip(model.factors(theta), re_terms)):
         cov = sigma2 * T @ T.T
@@ -468,16 +510,83 @@ def _random_effects(model: ProfiledLmm, theta: np.ndarray, sigma2: float, scale:
             corr = cov / np.outer(sd, sd)
         np.fill_diagonal(corr, 1.0)
         r = T.shape[0]
-        names = tuple(t.coef_names) if t.coef_names is not None else ("(Intercept)",) + tuple(
-            f"z{j}" for j in range(1, r))
-        out.append(RandomEffect(group=t.name, coef_names=names, n_levels=int(levels[k].size), cov=cov, sd=sd,
-                                corr=corr, levels=levels[k], modes=scale * ev.u[k] @ T.T))
+        names = (
+            tuple(t.coef_names) if t.coef_names is not None else ("(Intercept)",) + tuple(f"z{j}" for j in range(1, r))
+        )
+        out.append(
+            RandomEffect(
+                group=t.name,
+                coef_names=names,
+                n_levels=int(levels[k].size),
+                cov=cov,
+                sd=sd,
+                corr=corr,
+                levels=levels[k],
+                modes=scale * ev.u[k] @ T.T,
+            )
+        )
     return out
 
 
-def fit_lmm(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm], reml: bool = True,
-            x_names: list[str] | None = None, satterthwaite: bool = True,
-            theta0: np.ndarray | None = None) -> LmmFit:
+def _x_names(x_names: list[str] | None, p: int) -> list[str]:
+    """The names of X's ``p`` columns: ``x_names`` checked, or "x0", "x1", ..."""
+    if x_names is None:
+        x_names = [f"x{j}" for j in range(p)]
+    if len(x_names) != p:
+        raise ValueError(f"{len(x_names)} x_names for {p} columns of X")
+    return x_names
+
+
+def _start_theta(model: ProfiledLmm, theta0: np.ndarray | None, diag: np.ndarray) -> np.ndarray:
+    """The optimiser's start: ``theta0`` or lme4's, with diagonal entries at least 1e-3."""
+    start = _start(model) if theta0 is None else np.asarray(theta0, dtype=float).reshape(model.n_theta)
+    start = start.copy()
+    start[diag] = np.maximum(start[diag], 1e-3)  # theta_j = 0 is stationary for intercepts; start off it
+    return start
+
+
+def _ols_scale(y: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(b0, resid0, scale): the OLS fit, its residuals and residual SD; ``ValueError`` when y has no variance."""
+    n, p = X.shape
+    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid0 = y - X @ b0
+    scale = float(np.sqrt(resid0 @ resid0 / (n - p)))
+    if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
+        raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
+    return b0, resid0, scale
+
+
+def _satterthwaite(
+    model: ProfiledLmm,
+    reml: bool,
+    theta: np.ndarray,
+    sigma2: float,
+    scale: float,
+    ev: Evaluation,
+    vcov: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None, str]:
+    """(df, vcov_varpar, failure): Satterthwaite df of the fixed effects, or NaN df and the message's addition."""
+    df = np.full(vcov.shape[0], np.nan)
+    sigma = float(np.sqrt(sigma2))
+    try:
+        H = _deviance_hessian(model, reml, theta, sigma, scale, ev)
+    except np.linalg.LinAlgError as err:
+        return df, None, f"; Satterthwaite df not available: deviance Hessian failed ({err})"
+    vcov_varpar = 2.0 * _pinv_eigen(H)
+    assert ev.dainv_beta is not None  # evaluated with vcov_jac=satterthwaite
+    jac = np.concatenate([sigma2 * ev.dainv_beta, (2.0 * sigma * ev.ainv_beta)[None]], axis=0)
+    return satterthwaite_df(vcov, jac, vcov_varpar), vcov_varpar, ""
+
+
+def fit_lmm(
+    y: np.ndarray,
+    X: np.ndarray,
+    re_terms: list[RandomTerm],
+    reml: bool = True,
+    x_names: list[str] | None = None,
+    satterthwaite: bool = True,
+    theta0: np.ndarray | None = None,
+) -> LmmFit:
     """Fit ``y ~ X + re_terms`` by REML (default) or ML, as ``lme4::lmer`` (+ lmerTest's Satterthwaite df).
 
     Args:
@@ -504,21 +613,11 @@ def fit_lmm(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm], reml: bool
     X = np.asarray(X, dtype=float)
     codes, levels, Zs = _check_inputs(y, X, re_terms)
     n, p = X.shape
-    if x_names is None:
-        x_names = [f"x{j}" for j in range(p)]
-    if len(x_names) != p:
-        raise ValueError(f"{len(x_names)} x_names for {p} columns of X")
-    b0, *_ = np.linalg.lstsq(X, y, rcond=None)
-    resid0 = y - X @ b0
-    scale = float(np.sqrt(resid0 @ resid0 / (n - p)))
-    if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
-        raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
+    x_names = _x_names(x_names, p)
+    b0, resid0, scale = _ols_scale(y, X)
     model = ProfiledLmm(resid0 / scale, X, codes, [lev.size for lev in levels], Zs)
-    start = _start(model) if theta0 is None else np.asarray(theta0, dtype=float).reshape(model.n_theta)
     diag = _diag_mask(model)
-    start = start.copy()
-    start[diag] = np.maximum(start[diag], 1e-3)  # theta_j = 0 is stationary for intercepts; start off it
-    theta, ok, n_eval, message = _optimise(model, reml, start)
+    theta, ok, n_eval, message = _optimise(model, reml, _start_theta(model, theta0, diag))
     ev = model.evaluate(theta, reml, grad=True, vcov_jac=satterthwaite)
     nu = _nu(model, reml)
     sigma2 = ev.r2 / nu * scale * scale
@@ -527,29 +626,35 @@ def fit_lmm(y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm], reml: bool
     se = np.sqrt(np.diag(vcov))
     tval = beta / se
     z = scipy.stats.norm.ppf(0.975)
-    df = np.full(p, np.nan)
-    vcov_varpar = None
-    if satterthwaite:
-        sigma = float(np.sqrt(sigma2))
-        try:
-            H = _deviance_hessian(model, reml, theta, sigma, scale, ev)
-        except np.linalg.LinAlgError as err:
-            message += f"; Satterthwaite df not available: deviance Hessian failed ({err})"
-        else:
-            vcov_varpar = 2.0 * _pinv_eigen(H)
-            assert ev.dainv_beta is not None  # evaluated with vcov_jac=satterthwaite
-            jac = np.concatenate([sigma2 * ev.dainv_beta, (2.0 * sigma * ev.ainv_beta)[None]], axis=0)
-            df = satterthwaite_df(vcov, jac, vcov_varpar)
+    no_df: tuple[np.ndarray, np.ndarray | None, str] = (np.full(p, np.nan), None, "")
+    df, vcov_varpar, failure = _satterthwaite(model, reml, theta, sigma2, scale, ev, vcov) if satterthwaite else no_df
+    message += failure
     pval = 2.0 * scipy.stats.t.sf(np.abs(tval), df)
     tq = scipy.stats.t.ppf(0.975, df)
     objective = ev.f + nu * np.log(scale * scale)
     return LmmFit(
-        beta=beta, beta_se=se, vcov_beta=vcov, x_names=list(x_names), df=df, t_value=tval, p_value=pval,
-        ci_t=np.column_stack([beta - tq * se, beta + tq * se]), ci_z=np.column_stack([beta - z * se, beta + z * se]),
-        theta=theta, random_effects=_random_effects(model, theta, sigma2, scale, ev, re_terms, levels),
-        sigma2=float(sigma2), objective=float(objective), loglik=float(-objective / 2), reml=reml, n_obs=n,
-        npar=p + model.n_theta + 1, vcov_varpar=vcov_varpar, converged=ok,
-        singular=bool(np.any(theta[diag] < SINGULAR_TOL)), n_iter=n_eval, message=message,
+        beta=beta,
+        beta_se=se,
+        vcov_beta=vcov,
+        x_names=list(x_names),
+        df=df,
+        t_value=tval,
+        p_value=pval,
+        ci_t=np.column_stack([beta - tq * se, beta + tq * se]),
+        ci_z=np.column_stack([beta - z * se, beta + z * se]),
+        theta=theta,
+        random_effects=_random_effects(model, theta, sigma2, scale, ev, re_terms, levels),
+        sigma2=float(sigma2),
+        objective=float(objective),
+        loglik=float(-objective / 2),
+        reml=reml,
+        n_obs=n,
+        npar=p + model.n_theta + 1,
+        vcov_varpar=vcov_varpar,
+        converged=ok,
+        singular=bool(np.any(theta[diag] < SINGULAR_TOL)),
+        n_iter=n_eval,
+        message=message,
         spec=_Spec(y=y, X=X, terms=tuple(re_terms), x_names=tuple(x_names)),
     )
 
@@ -561,12 +666,15 @@ def fit_formula(df: pd.DataFrame, formula: str, reml: bool = True, satterthwaite
     treatment-coded). Rows are used as given (drop missing values first).
     """
     d = build_design(df, formula)
-    terms = [RandomTerm(group=g, Z=Z, name=gn, coef_names=tuple(cn))
-             for g, Z, gn, cn in zip(d.groups, d.Zs, d.group_names, d.coef_names)]
+    terms = [
+        RandomTerm(group=g, Z=Z, name=gn, coef_names=tuple(cn))
+        for g, Z, gn, cn in zip(d.groups, d.Zs, d.group_names, d.coef_names)
+    ]
     return fit_lmm(d.y, d.X, terms, reml=reml, x_names=d.x_names, satterthwaite=satterthwaite)
 
 
 # --- likelihood-ratio tests ---------------------------------------------------------------------
+
 
 def _as_ml(fit: LmmFit) -> LmmFit:
     """The ML fit of the same model (``fit`` itself when it is already ML)."""

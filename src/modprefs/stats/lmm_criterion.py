@@ -137,8 +137,9 @@ class ProfiledLmm:
         Zs: per term, (n, r_k) term columns (ones for an intercept; [ones, x] for a slope).
     """
 
-    def __init__(self, y: np.ndarray, X: np.ndarray, codes: list[np.ndarray], n_levels: list[int],
-                 Zs: list[np.ndarray]) -> None:
+    def __init__(
+        self, y: np.ndarray, X: np.ndarray, codes: list[np.ndarray], n_levels: list[int], Zs: list[np.ndarray]
+    ) -> None:
         n, p = X.shape
         self.n, self.p = n, p
         K = len(codes)
@@ -153,28 +154,32 @@ class ProfiledLmm:
             offset += widths[k]
         for k in range(K):
             r = Zs[k].shape[1]
-            layouts[k] = TermLayout(q=n_levels[k], r=r, offset=offsets.get(k, -1), theta_start=theta_start,
-                                    lower=lower_indices(r))
+            layouts[k] = TermLayout(
+                q=n_levels[k], r=r, offset=offsets.get(k, -1), theta_start=theta_start, lower=lower_indices(r)
+            )
             theta_start += r * (r + 1) // 2
         self.terms: list[TermLayout] = layouts  # type: ignore[assignment]
         self.rest = rest
         self.n_theta = theta_start
-        self.qr = offset                      # columns of the non-eliminated random effects
-        self.m = offset + p                   # size of the Schur complement
+        self.qr = offset  # columns of the non-eliminated random effects
+        self.m = offset + p  # size of the Schur complement
         e = self.terms[self.elim]
         Z1 = _term_matrix(codes[self.elim], e.q, Zs[self.elim])
-        Zr = sp.hstack([_term_matrix(codes[k], n_levels[k], Zs[k]) for k in rest], format="csr") if rest \
+        Zr = (
+            sp.hstack([_term_matrix(codes[k], n_levels[k], Zs[k]) for k in rest], format="csr")
+            if rest
             else sp.csr_matrix((n, 0))
+        )
         Z1t = Z1.T.tocsr()
         Zrt = Zr.T.tocsr()
         # Block-diagonal Z1'Z1 as (q1, r1, r1).
         Ze, ce = Zs[self.elim], codes[self.elim]
         N1 = np.empty((e.q, e.r, e.r))
-        for a in range(e.r):          # r1 <= a handful: loops over coefficients, not rows
+        for a in range(e.r):  # r1 <= a handful: loops over coefficients, not rows
             for b in range(a, e.r):
                 N1[:, a, b] = N1[:, b, a] = np.bincount(ce, weights=Ze[:, a] * Ze[:, b], minlength=e.q)
         self.N1 = N1
-        G1v = np.hstack([(Z1t @ Zr).toarray(), Z1t @ X])          # (q1 r1, m)
+        G1v = np.hstack([(Z1t @ Zr).toarray(), Z1t @ X])  # (q1 r1, m)
         self.G1v = G1v.reshape(e.q, e.r, self.m)
         Gvv = np.empty((self.m, self.m))
         qr = self.qr
@@ -195,7 +200,7 @@ class ProfiledLmm:
         out = []
         for t in self.terms:
             T = np.zeros((t.r, t.r))
-            T[t.lower] = theta[t.theta_start:t.theta_start + t.n_theta]
+            T[t.lower] = theta[t.theta_start : t.theta_start + t.n_theta]
             out.append(T)
         return out
 
@@ -251,7 +256,7 @@ class ProfiledLmm:
             C0 = t1 * self.G1v
             Dd = t1 * t1 * self.N1[:, 0, 0] + 1.0
             dinv = 1.0 / Dd
-            G0 = (C0[:, 0, :] * np.sqrt(dinv)[:, None])
+            G0 = C0[:, 0, :] * np.sqrt(dinv)[:, None]
             return C0, dinv[:, None, None], float(np.log(Dd).sum()), C0 * dinv[:, None, None], G0
         C0 = np.einsum("ba,lbm->lam", T1, self.G1v)
         D = np.einsum("ba,lbc,cd->lad", T1, self.N1, T1) + np.eye(r1)
@@ -290,7 +295,7 @@ class ProfiledLmm:
         xv, info = _potrs(L, rhs, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError("triangular solve failed")
-        wv = self._scale_v_vec(Ts, xv)                      # Lambda~_v x_v = [b_rest; beta]
+        wv = self._scale_v_vec(Ts, xv)  # Lambda~_v x_v = [b_rest; beta]
         u1 = (Dinv @ c1[:, :, None])[:, :, 0] - (F02 @ wv).reshape(q1, r1)
         r2 = self.yty - float(c1f @ u1.ravel()) - float(cv @ xv)
         if not r2 > 0:
@@ -304,8 +309,10 @@ class ProfiledLmm:
         f = logdet + nu * (1.0 + np.log(2.0 * np.pi * r2 / nu))
         Sinv = _cho_inverse(L)
         # every term is either the eliminated one or in self.rest
-        u = [u1 if k == self.elim else xv[t.offset:t.offset + t.width].reshape(t.q, t.r)
-             for k, t in enumerate(self.terms)]
+        u = [
+            u1 if k == self.elim else xv[t.offset : t.offset + t.width].reshape(t.q, t.r)
+            for k, t in enumerate(self.terms)
+        ]
         ev = Evaluation(f=float(f), logdet=logdet, r2=r2, beta=xv[qr:].copy(), ainv_beta=Sinv[qr:, qr:].copy(), u=u)
         if grad:
             ev.dlogdet, ev.dr2 = self._gradients(Ts, reml, L, Sinv, S0, F0, Dinv, u, wv)
@@ -330,9 +337,9 @@ class ProfiledLmm:
         T1 = Ts[self.elim]
         kd = self.m if reml else qr
         Sk = Sinv if reml else (_cho_inverse(np.ascontiguousarray(L[:qr, :qr])) if qr else np.zeros((0, 0)))
-        NT = self.N1 @ T1                                   # (q1, r1, r1)
+        NT = self.N1 @ T1  # (q1, r1, r1)
         E0 = NT @ F0[:, :, :kd] - self.G1v[:, :, :kd]
-        Sig = self._scale_v_vec(Ts, self._scale_v_vec(Ts, Sk).T)   # Lambda Sk Lambda' (symmetric)
+        Sig = self._scale_v_vec(Ts, self._scale_v_vec(Ts, Sk).T)  # Lambda Sk Lambda' (symmetric)
         FS = (F0[:, :, :kd].reshape(q1 * r1, kd) @ Sig).reshape(q1, r1, kd)
         if r1 == 1:
             K1 = (Dinv[:, 0, 0] * NT[:, 0, 0] + np.einsum("lk,lk->l", FS[:, 0], E0[:, 0]))[:, None, None]
@@ -351,14 +358,14 @@ class ProfiledLmm:
                     Tcols = Tall[:, blk].reshape(kd, t.q, t.r)
                     blocks[k] = np.einsum("lai,ilb->lab", Srows, Tcols)
         # Z' res per term, for d r2.
-        b1 = u[self.elim] @ T1.T                            # (q1, r1) b = T1 u per level
+        b1 = u[self.elim] @ T1.T  # (q1, r1) b = T1 u per level
         z1r = self.Z1y - np.einsum("lab,lb->la", self.N1, b1) - self.G1v @ wv
         zr = {self.elim: z1r}
         if qr:
             zrr = self.Zvy[:qr] - self.G1v[:, :, :qr].reshape(q1 * r1, qr).T @ b1.ravel() - self.Gvv[:qr] @ wv
             for k in self.rest:
                 t = self.terms[k]
-                zr[k] = zrr[t.offset:t.offset + t.width].reshape(t.q, t.r)
+                zr[k] = zrr[t.offset : t.offset + t.width].reshape(t.q, t.r)
         dlog = np.empty(self.n_theta)
         dr2 = np.empty(self.n_theta)
         for k, t in enumerate(self.terms):
@@ -378,11 +385,11 @@ class ProfiledLmm:
         e = self.terms[self.elim]
         q1, r1, qr, p = e.q, e.r, self.qr, self.p
         T1 = Ts[self.elim]
-        Wv = Sinv[:, qr:]                                    # (m, p)
-        Whv = self._scale_v_vec(Ts, Wv)                      # Lambda~_v W_v
+        Wv = Sinv[:, qr:]  # (m, p)
+        Whv = self._scale_v_vec(Ts, Wv)  # Lambda~_v W_v
         W1 = -(F02 @ Whv).reshape(q1, r1, p)
-        Wh1 = np.einsum("ab,lbp->lap", T1, W1)               # Lambda_1 W_1
-        Y1 = self.N1 @ Wh1 + self.G1v @ Whv                  # (q1, r1, p)
+        Wh1 = np.einsum("ab,lbp->lap", T1, W1)  # Lambda_1 W_1
+        Y1 = self.N1 @ Wh1 + self.G1v @ Whv  # (q1, r1, p)
         Wu = {self.elim: W1}
         Yu = {self.elim: Y1}
         if qr:
@@ -405,7 +412,7 @@ def _cho_inverse(L: np.ndarray) -> np.ndarray:
     """Full symmetric inverse of L L' from its lower Cholesky factor (LAPACK potri); L's upper triangle must be 0."""
     if L.shape[0] == 0:
         return np.zeros((0, 0))
-    inv, info = _potri(L, lower=1)   # lower triangle; the upper one is L's (zeroed by potrf's clean)
+    inv, info = _potri(L, lower=1)  # lower triangle; the upper one is L's (zeroed by potrf's clean)
     if info != 0:
         raise np.linalg.LinAlgError("singular Cholesky factor")
     out = inv + inv.T

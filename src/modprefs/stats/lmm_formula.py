@@ -87,8 +87,10 @@ def _split_plus(expr: str) -> list[tuple[str, int]]:
 
 def _check_name(name: str, formula: str) -> str:
     if not _NAME.match(name):
-        raise ValueError(f"cannot parse {name!r} in formula {formula!r}: only column names, ':', '*', '+', "
-                         "'0'/'1'/'-1' and '(... | g)' terms are supported")
+        raise ValueError(
+            f"cannot parse {name!r} in formula {formula!r}: only column names, ':', '*', '+', "
+            "'0'/'1'/'-1' and '(... | g)' terms are supported"
+        )
     return name
 
 
@@ -136,8 +138,10 @@ def parse_formula(formula: str) -> ParsedFormula:
         random.append((icpt is not False, slope_terms, grouping))
     fixed_expr = _RANDOM.sub("", rhs)
     if "(" in fixed_expr or ")" in fixed_expr or "|" in fixed_expr:
-        raise ValueError(f"cannot parse {formula!r}: parentheses and '|' only in random-effects terms "
-                         "'(expr | group)'; transform columns in the data frame")
+        raise ValueError(
+            f"cannot parse {formula!r}: parentheses and '|' only in random-effects terms "
+            "'(expr | group)'; transform columns in the data frame"
+        )
     intercept, fixed_terms = _expand_terms(fixed_expr, formula)
     if not random:
         raise ValueError(f"formula {formula!r} has no random-effects term '(... | group)'")
@@ -164,7 +168,7 @@ def _column_codes(df: pd.DataFrame, name: str) -> tuple[np.ndarray, list[str]]:
     if col.isna().any():
         raise ValueError(f"column {name!r} has missing values; drop or impute them first")
     if pd.api.types.is_bool_dtype(col):
-        return col.to_numpy(dtype=float)[:, None], ["TRUE"]       # R: a logical is a FALSE/TRUE factor
+        return col.to_numpy(dtype=float)[:, None], ["TRUE"]  # R: a logical is a FALSE/TRUE factor
     if pd.api.types.is_numeric_dtype(col):
         return col.to_numpy(dtype=float)[:, None], [""]
     levels = list(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else sorted(col.unique())
@@ -192,8 +196,9 @@ def _term_columns(df: pd.DataFrame, term: tuple[str, ...], cache: dict) -> tuple
     return mats[0], names
 
 
-def _model_matrix(df: pd.DataFrame, intercept: bool, terms: tuple[tuple[str, ...], ...],
-                  cache: dict) -> tuple[np.ndarray, list[str]]:
+def _model_matrix(
+    df: pd.DataFrame, intercept: bool, terms: tuple[tuple[str, ...], ...], cache: dict
+) -> tuple[np.ndarray, list[str]]:
     blocks, names = [], []
     if intercept:
         blocks.append(np.ones((len(df), 1)))

@@ -60,16 +60,26 @@ def table2_formula(random: str = DEFAULT_TABLE2_RANDOM) -> str:
     if random not in TABLE2_RANDOM:
         raise ValueError(f"stats.table2_random: unknown structure {random!r}; expected one of {sorted(TABLE2_RANDOM)}")
     return f"{TABLE2_FIXED} + {TABLE2_RANDOM[random]}"
+
+
 SIMPLE_FORMULA = "rating ~ presented_first + len_z + trial_z + (1 | participant_id) + (1 | clip_id)"
 PRACTICE_FORMULA = "log_time ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)"
 SLOPE_NULL = "score ~ modality + (1 | prompt_id) + (1 | participant_id)"
 SLOPE_FULL = "score ~ modality + (1 + modality | prompt_id) + (1 | participant_id)"
 
-TERM_LABELS = {"(Intercept)": "Intercept", "presented_first": "Presented first", "modality": "Modality (text)",
-               "len_z": "Character length (z)", "trial_z": "Trial number (z)",
-               "presented_first:modality": "Presented first x Modality", "modality:len_z": "Modality x Char. length",
-               "len_z:modality": "Modality x Char. length", "modality:trial_z": "Modality x Trial number",
-               "trial_z:modality": "Modality x Trial number", "aq_z": "Audio quality (z)"}
+TERM_LABELS = {
+    "(Intercept)": "Intercept",
+    "presented_first": "Presented first",
+    "modality": "Modality (text)",
+    "len_z": "Character length (z)",
+    "trial_z": "Trial number (z)",
+    "presented_first:modality": "Presented first x Modality",
+    "modality:len_z": "Modality x Char. length",
+    "len_z:modality": "Modality x Char. length",
+    "modality:trial_z": "Modality x Trial number",
+    "trial_z:modality": "Modality x Trial number",
+    "aq_z": "Audio quality (z)",
+}
 
 
 def _zscore(x: pd.Series) -> pd.Series:
@@ -96,10 +106,22 @@ def rating_frame(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.
 
 def coefficient_table(fit: LmmFit, model: str) -> pd.DataFrame:
     t = fit.coef_table()
-    return pd.DataFrame({"model": model, "term": t["term"].map(lambda s: TERM_LABELS.get(s, s)),
-                         "b": t["estimate"], "se": t["se"], "ci_lo": t["ci_t_lo"], "ci_hi": t["ci_t_hi"],
-                         "df": t["df"], "t": t["t"], "p": t["p"], "n_obs": fit.n_obs,
-                         "singular": fit.singular, "converged": fit.converged})
+    return pd.DataFrame(
+        {
+            "model": model,
+            "term": t["term"].map(lambda s: TERM_LABELS.get(s, s)),
+            "b": t["estimate"],
+            "se": t["se"],
+            "ci_lo": t["ci_t_lo"],
+            "ci_hi": t["ci_t_hi"],
+            "df": t["df"],
+            "t": t["t"],
+            "p": t["p"],
+            "n_obs": fit.n_obs,
+            "singular": fit.singular,
+            "converged": fit.converged,
+        }
+    )
 
 
 def table2(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM) -> pd.DataFrame:
@@ -143,9 +165,15 @@ def preference_scores(frame: pd.DataFrame) -> pd.DataFrame:
     f = frame.assign(response=frame["clip_id"].str.extract(r"_([01])$")[0].astype(int))
     wide = f.pivot_table(index=["participant_id", "prompt_id", "condition"], columns="response", values="rating")
     wide = wide.dropna().reset_index()
-    return pd.DataFrame({"participant_id": wide["participant_id"], "prompt_id": wide["prompt_id"],
-                         "condition": wide["condition"], "modality": (wide["condition"] == "text").astype(float),
-                         "score": wide[0] - wide[1]})
+    return pd.DataFrame(
+        {
+            "participant_id": wide["participant_id"],
+            "prompt_id": wide["prompt_id"],
+            "condition": wide["condition"],
+            "modality": (wide["condition"] == "text").astype(float),
+            "score": wide[0] - wide[1],
+        }
+    )
 
 
 def random_slope_test(frame: pd.DataFrame) -> pd.DataFrame:
@@ -184,20 +212,34 @@ def audio_quality_analysis(frame: pd.DataFrame) -> pd.DataFrame:
     if audio.empty:
         return pd.DataFrame([{"statistic": "audio quality", "value": np.nan, "note": "no audio-quality ratings"}])
     aq = audio["audio_quality"].astype(float)
-    rows = [{"statistic": name, "value": float(v), "note": ""} for name, v in (
-        ("n ratings", len(aq)), ("mean", aq.mean()), ("sd", aq.std(ddof=1)), ("median", aq.median()),
-        ("q10", aq.quantile(0.1)), ("q90", aq.quantile(0.9)))]
+    rows = [
+        {"statistic": name, "value": float(v), "note": ""}
+        for name, v in (
+            ("n ratings", len(aq)),
+            ("mean", aq.mean()),
+            ("sd", aq.std(ddof=1)),
+            ("median", aq.median()),
+            ("q10", aq.quantile(0.1)),
+            ("q90", aq.quantile(0.9)),
+        )
+    ]
     r, p = stats.pearsonr(aq, audio["rating"])
     rows.append({"statistic": "r(audio quality, rating), per rating", "value": float(r), "note": f"p = {p:.3g}"})
     clip = audio.groupby("clip_id")[["audio_quality", "rating"]].mean()
     if len(clip) > 2:
         rho, p = stats.spearmanr(clip["audio_quality"], clip["rating"])
-        rows.append({"statistic": "Spearman rho(clip mean audio quality, clip mean rating)", "value": float(rho),
-                     "note": f"p = {p:.3g}, {len(clip)} clips"})
+        rows.append(
+            {
+                "statistic": "Spearman rho(clip mean audio quality, clip mean rating)",
+                "value": float(rho),
+                "note": f"p = {p:.3g}, {len(clip)} clips",
+            }
+        )
     audio["aq_z"] = _zscore(audio["audio_quality"])
     base = coefficient_table(fit_formula(audio, SIMPLE_FORMULA), "audio").set_index("term")
-    adj = coefficient_table(fit_formula(audio, SIMPLE_FORMULA.replace("trial_z +", "trial_z + aq_z +")),
-                            "audio + audio quality").set_index("term")
+    adj = coefficient_table(
+        fit_formula(audio, SIMPLE_FORMULA.replace("trial_z +", "trial_z + aq_z +")), "audio + audio quality"
+    ).set_index("term")
     for term in ("Presented first", "Character length (z)", "Audio quality (z)"):
         if term in adj.index:
             rows.append(
@@ -230,8 +272,15 @@ def per_prompt_icc(frame: pd.DataFrame) -> pd.DataFrame:
         wide = block.pivot_table(index="response", columns="participant_id", values="rating").dropna(axis=1)
         n, k = wide.shape
         if n < 2 or k < 2:
-            rows.append({"prompt_id": prompt, "condition": cond, "n_raters": k, "icc_2_1": np.nan,
-                         "note": "needs both clips rated by at least 2 raters"})
+            rows.append(
+                {
+                    "prompt_id": prompt,
+                    "condition": cond,
+                    "n_raters": k,
+                    "icc_2_1": np.nan,
+                    "note": "needs both clips rated by at least 2 raters",
+                }
+            )
             continue
         x = wide.to_numpy(float)
         grand = x.mean()
@@ -241,6 +290,14 @@ def per_prompt_icc(frame: pd.DataFrame) -> pd.DataFrame:
         mse = sse / ((n - 1) * (k - 1))
         denom = msr + (k - 1) * mse + k * (msc - mse) / n
         icc = (msr - mse) / denom if denom > 0 else np.nan
-        rows.append({"prompt_id": prompt, "condition": cond, "n_raters": k, "icc_2_1": icc,
-                     "mean_gap": float(x[0].mean() - x[1].mean()), "note": "" if denom > 0 else "zero variance"})
+        rows.append(
+            {
+                "prompt_id": prompt,
+                "condition": cond,
+                "n_raters": k,
+                "icc_2_1": icc,
+                "mean_gap": float(x[0].mean() - x[1].mean()),
+                "note": "" if denom > 0 else "zero variance",
+            }
+        )
     return pd.DataFrame(rows)

@@ -18,7 +18,11 @@ import numpy as np
 import pandas as pd
 
 KOO_LI_BANDS: tuple[tuple[str, float, float], ...] = (
-    ("poor", 0.0, 0.5), ("moderate", 0.5, 0.75), ("good", 0.75, 0.9), ("excellent", 0.9, 1.0))
+    ("poor", 0.0, 0.5),
+    ("moderate", 0.5, 0.75),
+    ("good", 0.75, 0.9),
+    ("excellent", 0.9, 1.0),
+)
 TARGETS: tuple[float, ...] = (0.5, 0.75, 0.9)
 
 
@@ -49,10 +53,17 @@ def raters_needed_table(icc: pd.DataFrame, targets: tuple[float, ...] = TARGETS)
     rows = []
     for r in icc.itertuples(index=False):
         for t in targets:
-            rows.append({"condition": r.condition, "target_icc_2_k": t, "raters_needed": raters_needed(r.icc_2_1, t),
-                         "raters_needed_optimistic": raters_needed(r.icc_2_1_hi, t),
-                         "raters_needed_pessimistic": raters_needed(r.icc_2_1_lo, t),
-                         "icc_2_1": r.icc_2_1, "observed_k": r.k_mean_raters})
+            rows.append(
+                {
+                    "condition": r.condition,
+                    "target_icc_2_k": t,
+                    "raters_needed": raters_needed(r.icc_2_1, t),
+                    "raters_needed_optimistic": raters_needed(r.icc_2_1_hi, t),
+                    "raters_needed_pessimistic": raters_needed(r.icc_2_1_lo, t),
+                    "icc_2_1": r.icc_2_1,
+                    "observed_k": r.k_mean_raters,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -87,8 +98,13 @@ def figure4_icc_by_k(icc: pd.DataFrame, target: str | os.PathLike[str], k_max: i
         if np.isfinite(r.icc_2_1_lo) and np.isfinite(r.icc_2_1_hi):
             ax.fill_between(ks, icc_k(r.icc_2_1_lo, ks), icc_k(r.icc_2_1_hi, ks), color=colour, alpha=0.15, lw=0)
         ax.axvline(r.k_mean_raters, color=colour, ls=":", lw=1)
-    ax.set(xlabel="number of raters k", ylabel="ICC(2,k)", ylim=(0, 1), xlim=(1, k_max),
-           title="Reliability of the mean of k raters (bands: Koo & Li 2016)")
+    ax.set(
+        xlabel="number of raters k",
+        ylabel="ICC(2,k)",
+        ylim=(0, 1),
+        xlim=(1, k_max),
+        title="Reliability of the mean of k raters (bands: Koo & Li 2016)",
+    )
     ax.legend(loc="lower right", fontsize=8)
     save_png(fig, target)
     plt.close(fig)

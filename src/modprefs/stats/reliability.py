@@ -34,8 +34,9 @@ def _group_iccs(pooled: pd.DataFrame, members: set[str], theta0: np.ndarray | No
     return icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid, design.y.size / fit.n_levels[0])
 
 
-def icc_permutation_test(ratings: pd.DataFrame, participants: pd.DataFrame, n_perm: int, seed: int,
-                         stimuli: pd.DataFrame | None = None) -> dict[str, dict[str, float]]:
+def icc_permutation_test(
+    ratings: pd.DataFrame, participants: pd.DataFrame, n_perm: int, seed: int, stimuli: pd.DataFrame | None = None
+) -> dict[str, dict[str, float]]:
     """Permutation p-values of ICC(2,1) and ICC(2,k) differences (audio − text).
 
     Returns ``{"icc_2_1": {...}, "icc_2_k": {...}}``, each with observed, p_value, n_perm, n_valid.
@@ -56,14 +57,115 @@ def icc_permutation_test(ratings: pd.DataFrame, participants: pd.DataFrame, n_pe
     out = {}
     for j, name in enumerate(("icc_2_1", "icc_2_k")):
         finite = np.isfinite(null[:, j])
-        out[name] = {"observed": float(observed[j]), "p_value": permutation_p_value(observed[j], null[:, j]),
-                     "n_perm": n_perm, "n_valid": int(finite.sum())}
+        out[name] = {
+            "observed": float(observed[j]),
+            "p_value": permutation_p_value(observed[j], null[:, j]),
+            "n_perm": n_perm,
+            "n_valid": int(finite.sum()),
+        }
     return out
 
 
-def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assignments: pd.DataFrame,
-           participants: pd.DataFrame, stimuli: pd.DataFrame, n_perm: int, n_boot_alpha: int, n_perm_alpha: int,
-           seed: int, ci_level: float = 0.95, icc_test: str = "jackknife", n_noise: int = 0) -> pd.DataFrame:
+TABLE4_COLUMNS = [
+    "metric",
+    "audio",
+    "audio_lo",
+    "audio_hi",
+    "text",
+    "text_lo",
+    "text_hi",
+    "diff",
+    "p_value",
+    "n_boot",
+    "n_perm",
+    "note",
+]
+_ALPHA_LABELS = {
+    "continuous": "Krippendorff's alpha (cont.)",
+    "ordinal": "Krippendorff's alpha (ord.)",
+    "nominal": "Krippendorff's alpha (nom.)",
+}
+
+
+def _icc_tests(
+    icc_test: str,
+    ratings: pd.DataFrame,
+    participants: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    n_perm: int,
+    n_noise: int,
+    seed: int,
+) -> dict[str, dict[str, Any]]:
+    """{icc_2_1/icc_2_k: {p_value, note...}} of the audio - text ICC difference by ``icc_test``."""
+    if icc_test == "jackknife":
+        frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+        return {
+            name: {"p_value": r.p_value, "note": r.note}
+            for name, r in icc_difference_test(frames, n_noise, seed).items()
+        }
+    if icc_test == "permutation":
+        return icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
+    raise ValueError(f"unknown icc_test {icc_test!r}; expected 'permutation' or 'jackknife'")
+
+
+def _icc_rows(icc: pd.DataFrame, tests: dict[str, dict[str, Any]], n_boot: int, n_perm: int) -> list[dict[str, Any]]:
+    """Table 4's ICC(2,1) and ICC(2,k) rows from the ICC table (indexed by condition) and the tests."""
+    rows = []
+    for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
+        row: dict[str, Any] = {"metric": label, "n_boot": n_boot, "n_perm": n_perm}
+        for c in ("audio", "text"):
+            row[c], row[f"{c}_lo"], row[f"{c}_hi"] = (
+                icc.loc[c, name],
+                icc.loc[c, f"{name}_lo"],
+                icc.loc[c, f"{name}_hi"],
+            )
+        row["diff"] = row["audio"] - row["text"]
+        row["p_value"] = tests.get(name, {}).get("p_value", np.nan)
+        row["note"] = "; ".join(
+            n
+            for n in (icc.loc["audio", "note"], icc.loc["text", "note"], tests.get(name, {}).get("note"))
+            if isinstance(n, str) and n
+        )
+        rows.append(row)
+    return rows
+
+
+def _alpha_rows(alphas: pd.DataFrame, n_boot_alpha: int, n_perm_alpha: int) -> list[dict[str, Any]]:
+    """Table 4's Krippendorff's alpha rows from :func:`modprefs.stats.alpha.alpha_table`."""
+    return [
+        {
+            "metric": _ALPHA_LABELS.get(a["metric"], a["metric"]),
+            "audio": a["alpha_audio"],
+            "audio_lo": a["lo_audio"],
+            "audio_hi": a["hi_audio"],
+            "text": a["alpha_text"],
+            "text_lo": a["lo_text"],
+            "text_hi": a["hi_text"],
+            "diff": a["diff"],
+            "p_value": a["p_value"],
+            "n_boot": n_boot_alpha,
+            "n_perm": n_perm_alpha,
+            "note": a.get("note", ""),
+        }
+        for a in alphas.to_dict("records")
+    ]
+
+
+def table4(
+    icc: pd.DataFrame,
+    ratings: pd.DataFrame,
+    trials: pd.DataFrame,
+    assignments: pd.DataFrame,
+    participants: pd.DataFrame,
+    stimuli: pd.DataFrame,
+    n_perm: int,
+    n_boot_alpha: int,
+    n_perm_alpha: int,
+    seed: int,
+    ci_level: float = 0.95,
+    icc_test: str = "jackknife",
+    n_noise: int = 0,
+) -> pd.DataFrame:
     """Table 4 as one tidy frame: metric, audio, audio_lo, audio_hi, text, text_lo, text_hi, diff, p_value,
     n_boot, n_perm, note.
 
@@ -75,37 +177,26 @@ def table4(icc: pd.DataFrame, ratings: pd.DataFrame, trials: pd.DataFrame, assig
     """
     icc = icc.set_index("condition")
     n_boot = int(icc["n_boot"].max())
-    if icc_test == "jackknife":
-        frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
-        tests: dict[str, dict[str, Any]] = {name: {"p_value": r.p_value, "note": r.note}
-                 for name, r in icc_difference_test(frames, n_noise, seed).items()}
-    elif icc_test == "permutation":
-        tests = icc_permutation_test(ratings, participants, n_perm, seed, stimuli) if n_perm > 0 else {}
-    else:
-        raise ValueError(f"unknown icc_test {icc_test!r}; expected 'permutation' or 'jackknife'")
-    rows = [{"metric": "Avg. raters per stimulus", "audio": icc.loc["audio", "k_mean_raters"],
-             "text": icc.loc["text", "k_mean_raters"], "note": "descriptive: no interval or test"}]
-    for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
-        row: dict[str, Any] = {"metric": label, "n_boot": n_boot, "n_perm": n_perm if icc_test == "permutation" else 0}
-        for c in ("audio", "text"):
-            row[c], row[f"{c}_lo"], row[f"{c}_hi"] = (icc.loc[c, name], icc.loc[c, f"{name}_lo"],
-                                                      icc.loc[c, f"{name}_hi"])
-        row["diff"] = row["audio"] - row["text"]
-        row["p_value"] = tests.get(name, {}).get("p_value", np.nan)
-        row["note"] = "; ".join(
-            n for n in (icc.loc["audio", "note"], icc.loc["text", "note"], tests.get(name, {}).get("note"))
-            if isinstance(n, str) and n
-        )
-        rows.append(row)
-    alphas = alpha_table(ratings, trials, assignments, participants, n_boot=n_boot_alpha, n_perm=n_perm_alpha,
-                         seed=seed, ci_level=ci_level, stimuli=stimuli)
-    labels = {"continuous": "Krippendorff's alpha (cont.)", "ordinal": "Krippendorff's alpha (ord.)",
-              "nominal": "Krippendorff's alpha (nom.)"}
-    for a in alphas.to_dict("records"):
-        rows.append({"metric": labels.get(a["metric"], a["metric"]), "audio": a["alpha_audio"],
-                     "audio_lo": a["lo_audio"], "audio_hi": a["hi_audio"], "text": a["alpha_text"],
-                     "text_lo": a["lo_text"], "text_hi": a["hi_text"], "diff": a["diff"], "p_value": a["p_value"],
-                     "n_boot": n_boot_alpha, "n_perm": n_perm_alpha, "note": a.get("note", "")})
-    cols = ["metric", "audio", "audio_lo", "audio_hi", "text", "text_lo", "text_hi", "diff", "p_value", "n_boot",
-            "n_perm", "note"]
-    return pd.DataFrame(rows).reindex(columns=cols)
+    tests = _icc_tests(icc_test, ratings, participants, stimuli, n_perm, n_noise, seed)
+    rows = [
+        {
+            "metric": "Avg. raters per stimulus",
+            "audio": icc.loc["audio", "k_mean_raters"],
+            "text": icc.loc["text", "k_mean_raters"],
+            "note": "descriptive: no interval or test",
+        }
+    ]
+    rows += _icc_rows(icc, tests, n_boot, n_perm if icc_test == "permutation" else 0)
+    alphas = alpha_table(
+        ratings,
+        trials,
+        assignments,
+        participants,
+        n_boot=n_boot_alpha,
+        n_perm=n_perm_alpha,
+        seed=seed,
+        ci_level=ci_level,
+        stimuli=stimuli,
+    )
+    rows += _alpha_rows(alphas, n_boot_alpha, n_perm_alpha)
+    return pd.DataFrame(rows).reindex(columns=TABLE4_COLUMNS)

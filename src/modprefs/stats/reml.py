@@ -88,23 +88,23 @@ class _Suff:
     p: int
     q1: int
     q2: int
-    n1: np.ndarray     # (q1,)   rows per g1 level = diag(Z1'Z1)
-    n2: np.ndarray     # (q2,)   rows per g2 level = diag(Z2'Z2)
-    N12: np.ndarray    # (q1,q2) Z1'Z2 (cell counts)
-    Z1X: np.ndarray    # (q1,p)
-    Z2X: np.ndarray    # (q2,p)
-    XtX: np.ndarray    # (p,p)
-    Z1y: np.ndarray    # (q1,)
-    Z2y: np.ndarray    # (q2,)
-    Xty: np.ndarray    # (p,)
+    n1: np.ndarray  # (q1,)   rows per g1 level = diag(Z1'Z1)
+    n2: np.ndarray  # (q2,)   rows per g2 level = diag(Z2'Z2)
+    N12: np.ndarray  # (q1,q2) Z1'Z2 (cell counts)
+    Z1X: np.ndarray  # (q1,p)
+    Z2X: np.ndarray  # (q2,p)
+    XtX: np.ndarray  # (p,p)
+    Z1y: np.ndarray  # (q1,)
+    Z2y: np.ndarray  # (q2,)
+    Xty: np.ndarray  # (p,)
     yty: float
-    H: np.ndarray          # (q1, m) [N12, Z1X]
-    counts: np.ndarray     # (V,) distinct values of n1
-    group: np.ndarray      # (q1,) index into counts of each g1 level
+    H: np.ndarray  # (q1, m) [N12, Z1X]
+    counts: np.ndarray  # (V,) distinct values of n1
+    group: np.ndarray  # (q1,) index into counts of each g1 level
     group_size: np.ndarray  # (V,) levels per distinct count
     HH: np.ndarray | None  # (V, m, m) sum over the group's levels of H_a' H_a (None: too large, go per level)
-    Hy: np.ndarray         # (V, m) sum of H_a Z1y_a
-    yy1: np.ndarray        # (V,) sum of Z1y_a^2
+    Hy: np.ndarray  # (V, m) sum of H_a Z1y_a
+    yy1: np.ndarray  # (V,) sum of Z1y_a^2
 
     def cross(self, w: np.ndarray) -> np.ndarray:
         """H' diag(w[group]) H, (m, m), for per-group weights w (V,)."""
@@ -125,7 +125,7 @@ class _Eval:
     f: float
     grad: np.ndarray | None
     r2: float
-    x: np.ndarray       # (q2+p,) solution [u2, beta] of the reduced system
+    x: np.ndarray  # (q2+p,) solution [u2, beta] of the reduced system
     Sinv_beta: np.ndarray  # (p,p) (R_X'R_X)^-1
     logdet_L: float
 
@@ -167,14 +167,30 @@ def _sufficient(y: np.ndarray, X: np.ndarray, c1: np.ndarray, q1: int, c2: np.nd
         bounds = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=V))])
         HH = np.empty((V, m, m))
         for v in range(V):  # V <= sqrt(2n) groups, not rows
-            block = H[order[bounds[v]:bounds[v + 1]]]
+            block = H[order[bounds[v] : bounds[v + 1]]]
             HH[v] = block.T @ block
     return _Suff(
-        n=n, p=p, q1=q1, q2=q2, n1=n1, n2=np.bincount(c2, minlength=q2).astype(float), N12=N12,
-        Z1X=Z1X, Z2X=_column_sums(c2, q2, X), XtX=X.T @ X,
-        Z1y=Z1y, Z2y=np.bincount(c2, weights=y, minlength=q2), Xty=X.T @ y, yty=float(y @ y),
-        H=H, counts=counts, group=group, group_size=onehot.sum(axis=0), HH=HH,
-        Hy=onehot.T @ (H * Z1y[:, None]), yy1=onehot.T @ (Z1y * Z1y),
+        n=n,
+        p=p,
+        q1=q1,
+        q2=q2,
+        n1=n1,
+        n2=np.bincount(c2, minlength=q2).astype(float),
+        N12=N12,
+        Z1X=Z1X,
+        Z2X=_column_sums(c2, q2, X),
+        XtX=X.T @ X,
+        Z1y=Z1y,
+        Z2y=np.bincount(c2, weights=y, minlength=q2),
+        Xty=X.T @ y,
+        yty=float(y @ y),
+        H=H,
+        counts=counts,
+        group=group,
+        group_size=onehot.sum(axis=0),
+        HH=HH,
+        Hy=onehot.T @ (H * Z1y[:, None]),
+        yy1=onehot.T @ (Z1y * Z1y),
     )
 
 
@@ -207,10 +223,10 @@ def _evaluate(theta: np.ndarray, s: _Suff, reml: bool, grad: bool = True) -> _Ev
     q2, p = s.q2, s.p
     m = q2 + p
     t1sq = t1 * t1
-    w = 1.0 / (t1sq * s.counts + 1.0)              # (V,) D^-1 per distinct count
+    w = 1.0 / (t1sq * s.counts + 1.0)  # (V,) D^-1 per distinct count
     scale = np.ones(m)
     scale[:q2] = t2
-    P = s.cross(w)                                  # H'D^-1 H
+    P = s.cross(w)  # H'D^-1 H
     S = -t1sq * (P * scale[:, None] * scale[None, :])
     S[:q2, :q2] += np.diag(t2 * t2 * s.n2 + 1.0)
     S[:q2, q2:] += t2 * s.Z2X
@@ -247,18 +263,17 @@ def _evaluate(theta: np.ndarray, s: _Suff, reml: bool, grad: bool = True) -> _Ev
         z1r = s.Z1y - t1 * s.n1 * u1 - Gx
         z2r = s.Z2y - t1 * (s.N12.T @ u1) - t2 * s.n2 * u2 - s.Z2X @ beta
         dr2 = np.array([-2.0 * float(z1r @ u1), -2.0 * float(z2r @ u2)])
-        T2 = -t1sq * (scale[:, None] * P[:, :q2])   # (m, q2)
+        T2 = -t1sq * (scale[:, None] * P[:, :q2])  # (m, q2)
         T2[:q2] += np.diag(t2 * s.n2)
         T2[q2:] += s.Z2X.T
-        Q = s.cross(w * w) * scale[:, None] * scale[None, :]   # G'D^-2 G
+        Q = s.cross(w * w) * scale[:, None] * scale[None, :]  # G'D^-2 G
         if reml:
             Si, Qk, T2k = Sinv, Q, T2
         else:
             Si = _cho_inverse(np.ascontiguousarray(L[:q2, :q2]))
             Qk, T2k = Q[:q2, :q2], T2[:q2]
         n_over_D = float(s.group_size @ (s.counts * w))
-        dlogdet = np.array([2.0 * t1 * (n_over_D - float(np.sum(Si * Qk))),
-                            2.0 * float(np.sum(Si[:q2] * T2k.T))])
+        dlogdet = np.array([2.0 * t1 * (n_over_D - float(np.sum(Si * Qk))), 2.0 * float(np.sum(Si[:q2] * T2k.T))])
         g = dlogdet + nu * dr2 / r2
     return _Eval(f=float(f), grad=g, r2=r2, x=x, Sinv_beta=Sinv[q2:, q2:], logdet_L=logdet_L)
 
@@ -272,8 +287,9 @@ def _safe_fg(theta: np.ndarray, s: _Suff, reml: bool) -> tuple[float, np.ndarray
     return ev.f, ev.grad
 
 
-def _newton_polish(theta: np.ndarray, s: _Suff, reml: bool, max_steps: int = 10
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
+def _newton_polish(
+    theta: np.ndarray, s: _Suff, reml: bool, max_steps: int = 10
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
     """Newton steps on the free (non-zero) coordinates with a forward-difference Hessian.
 
     L-BFGS-B stops where its relative-decrease test fires; the REML surface is flat enough there
@@ -318,7 +334,12 @@ _LBFGSB_OPTIONS = {"ftol": 1e-10, "gtol": 1e-7, "maxiter": 1000, "maxls": 50}
 
 def _optimise(s: _Suff, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, bool, int, str]:
     res = scipy.optimize.minimize(
-        _safe_fg, theta0, args=(s, reml), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * 2,
+        _safe_fg,
+        theta0,
+        args=(s, reml),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * 2,
         options=_LBFGSB_OPTIONS,
     )
     theta = np.maximum(np.asarray(res.x, float), 0.0)
@@ -348,7 +369,12 @@ def _optimise(s: _Suff, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, boo
         if escape is None:
             break
         res = scipy.optimize.minimize(
-            _safe_fg, escape, args=(s, reml), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * 2,
+            _safe_fg,
+            escape,
+            args=(s, reml),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, None)] * 2,
             options=_LBFGSB_OPTIONS,
         )
         theta = np.maximum(np.asarray(res.x, float), 0.0)
@@ -366,8 +392,9 @@ def _optimise(s: _Suff, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, boo
     return theta, ok, n_eval, message
 
 
-def _checked_design(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, names: tuple[str, str]
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int]:
+def _checked_design(
+    y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, names: tuple[str, str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int]:
     """(y, X) as float arrays and (codes, levels) of g1 and g2, after every input check of the fit."""
     y = np.asarray(y, dtype=float)
     X = np.asarray(X, dtype=float)
@@ -389,8 +416,10 @@ def _checked_design(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray
             raise ValueError(f"grouping factor {name} has {q} level(s); a random intercept needs at least 2")
     for name, q in ((names[0], q1), (names[1], q2)):
         if q >= n:
-            raise ValueError(f"grouping factor {name} has {q} levels for {n} observations; "
-                             "it must have fewer levels than observations")
+            raise ValueError(
+                f"grouping factor {name} has {q} levels for {n} observations; "
+                "it must have fewer levels than observations"
+            )
     if p == 0 or n <= p + 1:
         raise ValueError(f"need at least one fixed effect and n > p + 1 (n = {n}, p = {p})")
     if np.linalg.matrix_rank(X) < p:
@@ -410,9 +439,15 @@ def _ols_centred_scaled(y: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, float
     return b0, scale, ys
 
 
-def fit_crossed_intercepts(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.ndarray, reml: bool = True,
-                           theta0: tuple[float, float] | np.ndarray | None = None,
-                           names: tuple[str, str] = ("g1", "g2")) -> CrossedFit:
+def fit_crossed_intercepts(
+    y: np.ndarray,
+    X: np.ndarray,
+    g1: np.ndarray,
+    g2: np.ndarray,
+    reml: bool = True,
+    theta0: tuple[float, float] | np.ndarray | None = None,
+    names: tuple[str, str] = ("g1", "g2"),
+) -> CrossedFit:
     """Fit ``y ~ X + (1|g1) + (1|g2)`` by REML (default) or ML, as lme4's ``lmer``.
 
     Args:
@@ -460,8 +495,19 @@ def fit_crossed_intercepts(y: np.ndarray, X: np.ndarray, g1: np.ndarray, g2: np.
     if swap:
         theta = theta[::-1].copy()
     return CrossedFit(
-        beta=beta, beta_se=beta_se, var_g1=float(sigma2 * theta[0] ** 2), var_g2=float(sigma2 * theta[1] ** 2),
-        var_resid=float(sigma2), theta=theta, objective=float(objective), loglik=float(-objective / 2),
-        reml=reml, n_obs=n, n_levels=(q2, q1) if swap else (q1, q2), converged=ok, n_iter=n_eval,
-        singular=bool(np.any(theta < SINGULAR_TOL)), message=message,
+        beta=beta,
+        beta_se=beta_se,
+        var_g1=float(sigma2 * theta[0] ** 2),
+        var_g2=float(sigma2 * theta[1] ** 2),
+        var_resid=float(sigma2),
+        theta=theta,
+        objective=float(objective),
+        loglik=float(-objective / 2),
+        reml=reml,
+        n_obs=n,
+        n_levels=(q2, q1) if swap else (q1, q2),
+        converged=ok,
+        n_iter=n_eval,
+        singular=bool(np.any(theta < SINGULAR_TOL)),
+        message=message,
     )

@@ -47,6 +47,7 @@ def make_rng(seed: int | Sequence[int] | np.random.SeedSequence | np.random.Gene
 # bootstrap
 # ---------------------------------------------------------------------------------------------
 
+
 def draw_units(n_units: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, n_units) unit indices drawn with replacement, one ``rng.integers`` call."""
     if n_units < 1:
@@ -85,9 +86,14 @@ class BootstrapResult:
         return percentile_ci(self.estimates, level)
 
 
-def stimulus_bootstrap(units: int | Sequence, statistic: Callable[[np.ndarray], np.ndarray | float],
-                       n_boot: int, rng: np.random.Generator,
-                       mode: Literal["counts", "indices"] = "counts", chunk_size: int = 1000) -> BootstrapResult:
+def stimulus_bootstrap(
+    units: int | Sequence,
+    statistic: Callable[[np.ndarray], np.ndarray | float],
+    n_boot: int,
+    rng: np.random.Generator,
+    mode: Literal["counts", "indices"] = "counts",
+    chunk_size: int = 1000,
+) -> BootstrapResult:
     """Stimulus (unit) bootstrap: resample the U units with replacement, ``n_boot`` times.
 
     A unit drawn twice counts as two distinct units.
@@ -112,7 +118,7 @@ def stimulus_bootstrap(units: int | Sequence, statistic: Callable[[np.ndarray], 
     if mode == "counts":
         parts = []
         for i in range(0, n_boot, max(1, chunk_size)):
-            w = draw_counts(draws[i:i + chunk_size], n_units).astype(float)
+            w = draw_counts(draws[i : i + chunk_size], n_units).astype(float)
             parts.append(np.asarray(statistic(w), dtype=float))
         est = np.concatenate(parts) if parts else np.empty(0)
     elif mode == "indices":
@@ -134,8 +140,9 @@ def stimulus_bootstrap(units: int | Sequence, statistic: Callable[[np.ndarray], 
     return BootstrapResult(estimates=est, n_units=n_units, n_boot=n_boot, n_failed=int(bad.sum()))
 
 
-def percentile_ci(samples: np.ndarray, level: float = 0.95, axis: int = 0
-                  ) -> tuple[np.ndarray | float, np.ndarray | float]:
+def percentile_ci(
+    samples: np.ndarray, level: float = 0.95, axis: int = 0
+) -> tuple[np.ndarray | float, np.ndarray | float]:
     """Percentile interval (lo, hi) at two-sided coverage ``level`` of the finite ``samples``.
 
     Quantiles at (1 - level)/2 and (1 + level)/2 with numpy's default (linear) interpolation,
@@ -163,6 +170,7 @@ def percentile_ci(samples: np.ndarray, level: float = 0.95, axis: int = 0
 # permutation test
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PermutationResult:
     """Two-sided permutation test of a between-group difference.
@@ -189,9 +197,17 @@ class PermutationResult:
 
     def summary(self) -> dict:
         """JSON-friendly dict without the null distribution itself."""
-        return {"observed": self.observed, "p_value": self.p_value, "n_perm": self.n_perm,
-                "n_valid": self.n_valid, "groups": list(map(str, self.groups)), "sizes": list(self.sizes),
-                "null_mean": self.null_mean, "null_sd": self.null_sd, "null_quantiles": list(self.null_quantiles)}
+        return {
+            "observed": self.observed,
+            "p_value": self.p_value,
+            "n_perm": self.n_perm,
+            "n_valid": self.n_valid,
+            "groups": list(map(str, self.groups)),
+            "sizes": list(self.sizes),
+            "null_mean": self.null_mean,
+            "null_sd": self.null_sd,
+            "null_quantiles": list(self.null_quantiles),
+        }
 
 
 def permutation_p_value(observed: float, null: np.ndarray, rtol: float = P_VALUE_RTOL) -> float:
@@ -216,10 +232,15 @@ def permutation_masks(in_first: np.ndarray, n_perm: int, rng: np.random.Generato
     return rng.permuted(np.tile(base, (n_perm, 1)), axis=1)
 
 
-def permutation_test_between_groups(participant_conditions: Sequence | np.ndarray,
-                                    statistic_diff: Callable[[np.ndarray], np.ndarray | float],
-                                    n_perm: int, rng: np.random.Generator, groups: tuple | None = None,
-                                    vectorised: bool = True, chunk_size: int = 1000) -> PermutationResult:
+def permutation_test_between_groups(
+    participant_conditions: Sequence | np.ndarray,
+    statistic_diff: Callable[[np.ndarray], np.ndarray | float],
+    n_perm: int,
+    rng: np.random.Generator,
+    groups: tuple | None = None,
+    vectorised: bool = True,
+    chunk_size: int = 1000,
+) -> PermutationResult:
     """Permutation test of statistic(first group) - statistic(second group) over participants.
 
     The participants of both conditions are pooled and randomly reassigned to pseudo-groups of
@@ -267,13 +288,22 @@ def permutation_test_between_groups(participant_conditions: Sequence | np.ndarra
 
     observed = float(evaluate(in_first[None, :])[0])
     step = max(1, chunk_size)
-    null = np.concatenate([evaluate(masks[i:i + step]) for i in range(0, n_perm, step)]) if n_perm else np.empty(0)
+    null = np.concatenate([evaluate(masks[i : i + step]) for i in range(0, n_perm, step)]) if n_perm else np.empty(0)
     finite = null[np.isfinite(null)]
     if finite.size:
         q = tuple(float(v) for v in np.quantile(finite, [0.025, 0.5, 0.975]))
         mean, sd = float(finite.mean()), float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
     else:
         q, mean, sd = (float("nan"),) * 3, float("nan"), float("nan")
-    return PermutationResult(observed=observed, null=null, p_value=permutation_p_value(observed, null),
-                             n_perm=int(n_perm), n_valid=int(finite.size), groups=groups, sizes=sizes,
-                             null_mean=mean, null_sd=sd, null_quantiles=q)  # type: ignore[arg-type]
+    return PermutationResult(
+        observed=observed,
+        null=null,
+        p_value=permutation_p_value(observed, null),
+        n_perm=int(n_perm),
+        n_valid=int(finite.size),
+        groups=groups,
+        sizes=sizes,
+        null_mean=mean,
+        null_sd=sd,
+        null_quantiles=q,  # type: ignore[arg-type]
+    )

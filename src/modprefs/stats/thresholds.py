@@ -66,15 +66,60 @@ from modprefs.stats.descriptive import (
 )
 
 KINDS: tuple[str, ...] = ("decisive", "tie")
-GAP_COLUMNS = ["participant_id", "condition", "prompt_id", "trial", "rating_0", "rating_1", "diff", "gap",
-               "preference", "kind"]
-GAP_TABLE_COLUMNS = ["kind", "level", "n_text", "mean_text", "sd_text", "ci_lo_text", "ci_hi_text", "median_text",
-                     "n_audio", "mean_audio", "sd_audio", "ci_lo_audio", "ci_hi_audio", "median_audio", "test", "U",
-                     "U_text", "U_audio", "r_rb", "p", "ci_method", "reason"]
+GAP_COLUMNS = [
+    "participant_id",
+    "condition",
+    "prompt_id",
+    "trial",
+    "rating_0",
+    "rating_1",
+    "diff",
+    "gap",
+    "preference",
+    "kind",
+]
+GAP_TABLE_COLUMNS = [
+    "kind",
+    "level",
+    "n_text",
+    "mean_text",
+    "sd_text",
+    "ci_lo_text",
+    "ci_hi_text",
+    "median_text",
+    "n_audio",
+    "mean_audio",
+    "sd_audio",
+    "ci_lo_audio",
+    "ci_hi_audio",
+    "median_audio",
+    "test",
+    "U",
+    "U_text",
+    "U_audio",
+    "r_rb",
+    "p",
+    "ci_method",
+    "reason",
+]
 CI_METHOD = "t-based 95% CI of the mean over trials (mean +/- t_.975,n-1 * SD/sqrt(n))"
-THRESHOLD_COLUMNS = ["condition", "rule", "target", "threshold", "threshold_lo", "threshold_hi", "agreement",
-                     "precision", "coverage", "n_trials", "n_kept", "other_condition_threshold",
-                     "agreement_at_other_threshold", "n_boot", "reason"]
+THRESHOLD_COLUMNS = [
+    "condition",
+    "rule",
+    "target",
+    "threshold",
+    "threshold_lo",
+    "threshold_hi",
+    "agreement",
+    "precision",
+    "coverage",
+    "n_trials",
+    "n_kept",
+    "other_condition_threshold",
+    "agreement_at_other_threshold",
+    "n_boot",
+    "reason",
+]
 TAUS = np.arange(0, 100)
 
 
@@ -86,23 +131,30 @@ def trial_gaps(ratings: pd.DataFrame, trials: pd.DataFrame, participants: pd.Dat
     and ``kind`` 'decisive' (0/1) or 'tie'. Trials lacking a rating or a valid preference are dropped.
     """
     t = response_trials(trials, participants)
-    t = t.assign(trial=pd.to_numeric(t["trial"], errors="coerce").astype("Int64"),
-                 preference=t["preference"].astype("string").str.strip().str.lower()
-                 .str.replace(r"\.0$", "", regex=True))
+    t = t.assign(
+        trial=pd.to_numeric(t["trial"], errors="coerce").astype("Int64"),
+        preference=t["preference"].astype("string").str.strip().str.lower().str.replace(r"\.0$", "", regex=True),
+    )
     r = ratings[pd.to_numeric(ratings["trial"], errors="coerce") >= 1]
-    r = r.assign(trial=pd.to_numeric(r["trial"], errors="coerce").astype("Int64"),
-                 response=r["clip_id"].astype(str).str.rsplit("_", n=1).str[-1],
-                 rating=as_float(r["rating"]))
-    wide = (r[r["response"].isin(["0", "1"])]
-            .pivot_table(index=["participant_id", "trial"], columns="response", values="rating", aggfunc="first"))
+    r = r.assign(
+        trial=pd.to_numeric(r["trial"], errors="coerce").astype("Int64"),
+        response=r["clip_id"].astype(str).str.rsplit("_", n=1).str[-1],
+        rating=as_float(r["rating"]),
+    )
+    wide = r[r["response"].isin(["0", "1"])].pivot_table(
+        index=["participant_id", "trial"], columns="response", values="rating", aggfunc="first"
+    )
     wide = wide.reindex(columns=["0", "1"]).rename(columns={"0": "rating_0", "1": "rating_1"}).reset_index()
     wide.columns.name = None
     g = t.merge(wide, on=["participant_id", "trial"], how="inner")
     g = g.dropna(subset=["rating_0", "rating_1"])
     g = g[g["preference"].isin(["0", "1", "tie"]).fillna(False).to_numpy()]
     g = g.assign(diff=g["rating_0"] - g["rating_1"])
-    g = g.assign(gap=g["diff"].abs(), kind=np.where(g["preference"] == "tie", "tie", "decisive"),
-                 preference=g["preference"].astype(str))
+    g = g.assign(
+        gap=g["diff"].abs(),
+        kind=np.where(g["preference"] == "tie", "tie", "decisive"),
+        preference=g["preference"].astype(str),
+    )
     return g[GAP_COLUMNS].sort_values(["condition", "participant_id", "trial"]).reset_index(drop=True)
 
 
@@ -114,8 +166,9 @@ def describe_gaps(x: np.ndarray, what: str = "trials") -> dict:
     a = np.asarray(x, dtype=float)
     a = a[np.isfinite(a)]
     n = len(a)
-    out: dict[str, Any] = dict(n=n, mean=math.nan, sd=math.nan, ci_lo=math.nan, ci_hi=math.nan, median=math.nan,
-                               reason="")
+    out: dict[str, Any] = dict(
+        n=n, mean=math.nan, sd=math.nan, ci_lo=math.nan, ci_hi=math.nan, median=math.nan, reason=""
+    )
     if n == 0:
         out["reason"] = f"no {what}"
         return out
@@ -145,8 +198,16 @@ def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
         for c in CONDITIONS:
             vals[c] = gaps.loc[(gaps["kind"] == kind) & (gaps["condition"] == c), "gap"].to_numpy(dtype=float)
             d = describe_gaps(vals[c], f"{kind} trials")
-            row.update({f"n_{c}": d["n"], f"mean_{c}": d["mean"], f"sd_{c}": d["sd"], f"ci_lo_{c}": d["ci_lo"],
-                        f"ci_hi_{c}": d["ci_hi"], f"median_{c}": d["median"]})
+            row.update(
+                {
+                    f"n_{c}": d["n"],
+                    f"mean_{c}": d["mean"],
+                    f"sd_{c}": d["sd"],
+                    f"ci_lo_{c}": d["ci_lo"],
+                    f"ci_hi_{c}": d["ci_hi"],
+                    f"median_{c}": d["median"],
+                }
+            )
             if d["reason"]:
                 reasons.append(f"{c}: {d['reason']}")
         res = mann_whitney(vals["text"], vals["audio"])
@@ -192,11 +253,15 @@ def _curve(diff: np.ndarray, pref: np.ndarray, taus: np.ndarray) -> pd.DataFrame
     n_kept = kept.sum(axis=1)
     agree = (hits | (~kept & (pref == "tie")[None, :])).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return pd.DataFrame({"tau": taus,
-                             "agreement": agree / n if n else np.full(len(taus), math.nan),
-                             "n_kept": n_kept.astype(int),
-                             "precision": np.where(n_kept > 0, hits.sum(axis=1) / np.maximum(n_kept, 1), math.nan),
-                             "coverage": n_kept / n if n else np.full(len(taus), math.nan)})
+        return pd.DataFrame(
+            {
+                "tau": taus,
+                "agreement": agree / n if n else np.full(len(taus), math.nan),
+                "n_kept": n_kept.astype(int),
+                "precision": np.where(n_kept > 0, hits.sum(axis=1) / np.maximum(n_kept, 1), math.nan),
+                "coverage": n_kept / n if n else np.full(len(taus), math.nan),
+            }
+        )
 
 
 def _pick(curve: pd.DataFrame, rule: str, target: float) -> float:
@@ -212,8 +277,9 @@ def _pick(curve: pd.DataFrame, rule: str, target: float) -> float:
 RULES: tuple[tuple[str, float], ...] = (("max_agreement", math.nan), ("precision_80", 0.80), ("precision_90", 0.90))
 
 
-def threshold_recommendations(gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0,
-                              taus: np.ndarray = TAUS) -> pd.DataFrame:
+def threshold_recommendations(
+    gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0, taus: np.ndarray = TAUS
+) -> pd.DataFrame:
     """Per-modality binarisation thresholds (§5.1) under the rules in the module docstring.
 
     One row per condition x rule: ``threshold`` (tau; a pair is a tie if |gap| <= tau), its
@@ -257,18 +323,29 @@ def threshold_recommendations(gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0
             if target is None or not math.isfinite(float(target)):
                 notes.append("max_agreement has no precision target")
             if not len(b):
-                notes.append("no bootstrap interval (n_boot_threshold = 0)" if not boot[rule]
-                             else "threshold undefined in every bootstrap resample")
+                notes.append(
+                    "no bootstrap interval (n_boot_threshold = 0)"
+                    if not boot[rule]
+                    else "threshold undefined in every bootstrap resample"
+                )
             reason = "; ".join(notes)
-            rows.append(dict(
-                condition=c, rule=rule, target=target, threshold=tau,
-                threshold_lo=float(np.percentile(b, 2.5)) if len(b) else math.nan,
-                threshold_hi=float(np.percentile(b, 97.5)) if len(b) else math.nan,
-                agreement=float(at["agreement"].iloc[0]) if len(at) else math.nan,
-                precision=float(at["precision"].iloc[0]) if len(at) else math.nan,
-                coverage=float(at["coverage"].iloc[0]) if len(at) else math.nan,
-                n_trials=n, n_kept=int(at["n_kept"].iloc[0]) if len(at) else 0,
-                other_condition_threshold=tau_o,
-                agreement_at_other_threshold=float(at_o["agreement"].iloc[0]) if len(at_o) else math.nan,
-                n_boot=len(b), reason=reason))
+            rows.append(
+                dict(
+                    condition=c,
+                    rule=rule,
+                    target=target,
+                    threshold=tau,
+                    threshold_lo=float(np.percentile(b, 2.5)) if len(b) else math.nan,
+                    threshold_hi=float(np.percentile(b, 97.5)) if len(b) else math.nan,
+                    agreement=float(at["agreement"].iloc[0]) if len(at) else math.nan,
+                    precision=float(at["precision"].iloc[0]) if len(at) else math.nan,
+                    coverage=float(at["coverage"].iloc[0]) if len(at) else math.nan,
+                    n_trials=n,
+                    n_kept=int(at["n_kept"].iloc[0]) if len(at) else 0,
+                    other_condition_threshold=tau_o,
+                    agreement_at_other_threshold=float(at_o["agreement"].iloc[0]) if len(at_o) else math.nan,
+                    n_boot=len(b),
+                    reason=reason,
+                )
+            )
     return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)

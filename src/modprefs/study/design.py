@@ -54,8 +54,9 @@ class DesignError(UserInputError):
     """The study design cannot be built from the final prompts (the message names the config key)."""
 
 
-def make_assignments(prompt_ids: list[str], raters_per_condition: int, trials_per_participant: int,
-                     seed: int) -> pd.DataFrame:
+def make_assignments(
+    prompt_ids: list[str], raters_per_condition: int, trials_per_participant: int, seed: int
+) -> pd.DataFrame:
     """The assignments table (:data:`ASSIGNMENT_COLUMNS`), one row per participant × trial."""
     if trials_per_participant > len(prompt_ids):
         raise DesignError(

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import pandas as pd
 
-STIMULUS_COLUMNS = ["prompt_id", "clip_id", "response", "stratum", "n_chars", "n_chars_spoken", "duration_s",
-                    "model_name", "prism_score", "history_chars", "history_turns"]
+STIMULUS_COLUMNS = [
+    "prompt_id",
+    "clip_id",
+    "response",
+    "stratum",
+    "n_chars",
+    "n_chars_spoken",
+    "duration_s",
+    "model_name",
+    "prism_score",
+    "history_chars",
+    "history_turns",
+]
 
 
 def clip_id_for(prompt_id: str, response: int) -> str:
@@ -32,11 +43,19 @@ def build_stimuli(prompts: pd.DataFrame, interactions: pd.DataFrame, manifest: p
             if cid not in by_clip.index:
                 raise ValueError(f"audio manifest: no clip {cid!r} for prompt {p.prompt_id!r}")
             clip = by_clip.loc[cid]
-            rows.append({
-                "prompt_id": p.prompt_id, "clip_id": cid, "response": r, "stratum": p.stratum,
-                "n_chars": len(inter[f"text_{r}"]), "n_chars_spoken": int(clip["n_chars_spoken"]),
-                "duration_s": float(clip["duration_s"]), "model_name": inter[f"model_name_{r}"],
-                "prism_score": inter[f"score_{r}"], "history_chars": int(p.history_chars),
-                "history_turns": int(p.history_turns),
-            })
+            rows.append(
+                {
+                    "prompt_id": p.prompt_id,
+                    "clip_id": cid,
+                    "response": r,
+                    "stratum": p.stratum,
+                    "n_chars": len(inter[f"text_{r}"]),
+                    "n_chars_spoken": int(clip["n_chars_spoken"]),
+                    "duration_s": float(clip["duration_s"]),
+                    "model_name": inter[f"model_name_{r}"],
+                    "prism_score": inter[f"score_{r}"],
+                    "history_chars": int(p.history_chars),
+                    "history_turns": int(p.history_turns),
+                }
+            )
     return pd.DataFrame(rows, columns=STIMULUS_COLUMNS)
