@@ -30,7 +30,7 @@ test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
 
 # the developer loop: unit tests only (no workflow, no snakemake/server/browser subprocess, no SLURM, no R, no
-# test over ~10 s); every test still runs under `make test`. Times: benchmarks/out/test_loop.json
+# test over ~5 s); every test still runs under `make test`. Times: benchmarks/out/test_loop.json
 test-fast: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -n $(CORES) -m "not slow and not integration and not slurm and not r" --durations=15
 

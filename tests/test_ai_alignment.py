@@ -138,6 +138,7 @@ def test_ai_differentiation_is_the_absolute_gap_of_the_sample_means(study):
     )
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_table6_recovers_the_known_slopes(t6):
     table, per_prompt = t6
     b1 = _get(table, MAIN, "AI Differentiation")
@@ -217,6 +218,7 @@ def test_one_modality_only_fits_within_it():
     assert math.isnan(_get(table, "Spearman", "Spearman: audio").estimate)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_prompt_without_ai_rating_is_nan_with_reason(study):
     ratings, participants, stimuli, judges, _ = study
     j = judges[~((judges.clip_id == "p000_1") & (judges.modality == "audio"))]

@@ -446,6 +446,7 @@ def test_forged_posts_without_csrf_are_refused(served):
     assert r.status_code == 403
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_admin_export_needs_the_secret(served, monkeypatch):
     client, db, st = served
     run_sims(client.app, 2, durations=st.durations)

@@ -234,6 +234,7 @@ def run_sims(app, n, **kw):
     return asyncio.run(go())
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_headphone_check_required_screens_out_a_mono_listener(study, tmp_path):
     client, db = client_for(study, tmp_path, headphone_check="require")
     with client:

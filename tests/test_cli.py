@@ -38,6 +38,7 @@ def test_assignments_recovered_from_ratings(tmp_path):
     assert len(merged) > 0 and (merged.first_clip == merged.first_clip_d).all()
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
     d, _, _, _ = _write_study(tmp_path)
     out = tmp_path / "out"
@@ -171,6 +172,7 @@ def test_stats_command_with_judge_ratings_adds_tables_5_and_6(tmp_path, capsys):
     assert "table5, table6: no AI judge ratings" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_overwrite_replaces_the_output_as_a_whole(tmp_path, capsys):
     d, _, _, _ = _write_study(tmp_path)
     out = tmp_path / "out"

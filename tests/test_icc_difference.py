@@ -46,6 +46,7 @@ def test_invariant_to_rescaling_one_condition(frames):
         assert after[name].p_value == pytest.approx(before[name].p_value, rel=1e-4, abs=1e-8)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_a_clear_difference_is_found(frames):
     """Audio ratings given a large extra clip effect: a far higher audio ICC, a small p."""
     rng = np.random.default_rng(0)

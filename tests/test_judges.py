@@ -227,6 +227,7 @@ def test_prompt_edit_changes_version_and_cache(tmp_path):
     assert set(a.table["prompt_version"]).isdisjoint(set(b.table["prompt_version"]))
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_killed_run_resumes_without_repeats(tmp_path):
     items = make_items(tmp_path, n_text=8, n_audio=1, bad=False)  # 10 items x 4 samples
     (tmp_path / "items.json").write_text(json.dumps([i.__dict__ for i in items]))

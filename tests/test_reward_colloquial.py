@@ -257,6 +257,7 @@ def test_colloquial_rewriter_misconfiguration_is_named(tmp_path: Path) -> None:
             )
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_kokoro_and_the_default_voices_render(tmp_path: Path) -> None:
     """Every default voice builds and speaks (real engines): the pool is usable as shipped."""
     renderers = Renderers(tmp_path / "audio", threads=1)

@@ -270,6 +270,7 @@ def test_kokoro_unknown_voice_lists_voices() -> None:
         backends.get_backend({"backend": "kokoro-onnx", "voice": "af_heart"}, threads=1)
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_kokoro_synthesizes_plausible_audio(kokoro: backends.TTSBackend) -> None:
     assert (kokoro.name, kokoro.voice, kokoro.sample_rate) == ("kokoro-onnx", "jf_alpha", 24000)
     audio = kokoro.synthesize("The weather today is sunny with a light breeze from the west.")
@@ -278,6 +279,7 @@ def test_kokoro_synthesizes_plausible_audio(kokoro: backends.TTSBackend) -> None
     assert audio_qc(audio)["rms_dbfs"] > -40
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_kokoro_render_writes_wavs(kokoro: backends.TTSBackend, tmp_path: Path) -> None:
     clips = pd.DataFrame(
         {

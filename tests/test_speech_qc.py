@@ -246,6 +246,7 @@ def test_dnsmos_equals_speechmos(reference_scores: dict[str, float]) -> None:
         assert reference_scores[key] == pytest.approx(value, abs=2e-3), key
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_dnsmos_resamples_and_ranks_noise_lower(dnsmos: qc.DnsMos, reference_scores: dict[str, float]) -> None:
     x = _dnsmos_reference_signal()
     at_24k = resample(x, SR, 24000)

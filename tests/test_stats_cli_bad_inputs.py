@@ -265,6 +265,7 @@ def _run(source: Path, clips: Path, out: Path) -> int:
     return main(["stats", "--ratings", str(source), "--clips", str(clips), "--out", str(out), *FAST])
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
 def test_participant_called_na_gives_the_same_icc(valid, tmp_path):
     assert _run(valid / "ratings", valid / "clips.csv", tmp_path / "ordinary") == 0
     parts = pd.read_csv(valid / "ratings" / "participants.csv", dtype=str, keep_default_na=False)
