@@ -47,6 +47,7 @@ def run_target(target: str) -> dict:
         "load_average_1min_before": round(load_before, 1),
         "load_average_1min_after": round(os.getloadavg()[0], 1),
         "pytest_summary": summary.strip("= "),
+        "failed": [ln for ln in proc.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))],
     }
 
 
