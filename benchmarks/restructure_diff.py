@@ -2,7 +2,8 @@
 
 Compares two ``results/`` folders of the embedded default config (one run by the code before the restructuring
 began, one by the code after) and records, for every table (CSV/TSV/Markdown/JSON/Parquet) under them, whether
-the bytes are identical; where they are not, the differing cells of CSV tables (column, rows, largest absolute
+the bytes are identical, or identical once the fields that record how the run went (times, memory, timestamps:
+``RUN_RECORD_FIELDS``) are dropped; where neither, the differing cells of CSV tables (column, rows, largest absolute
 difference) so that a reader can tell a changed p-value from a renamed column. Files that another issue changes
 on purpose are listed with that issue in ``EXPECTED_CHANGES`` and reported separately, not hidden.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +34,9 @@ EXPECTED_CHANGES = {
 }
 # Run records that hold times, host names or absolute paths (not results).
 VOLATILE = ("logs/", "benchmarks/", "report/")
+# Fields that record how a run went, not what it computed: wall times, memory, timestamps, and the reward
+# feature cache's hit count (the reward models train in parallel over one cache, so who fills it first varies).
+RUN_RECORD_FIELDS = {"render_seconds", "created_at", "latency_s", "timing", "cache"}
 
 
 def digest(path: Path) -> str:
@@ -46,6 +51,24 @@ def table_files(root: Path) -> set[str]:
         for p in root.rglob("*")
         if p.is_file() and p.suffix in TABLE_SUFFIXES and not str(p.relative_to(root)).startswith(VOLATILE)
     }
+
+
+def without_run_records(path: Path) -> object:
+    """The file's content with :data:`RUN_RECORD_FIELDS` dropped (CSV columns, JSON keys at any depth)."""
+    if path.suffix == ".csv":
+        table = pd.read_csv(path)
+        return table.drop(columns=[c for c in table.columns if c in RUN_RECORD_FIELDS]).to_csv(index=False)
+    if path.suffix == ".json":
+
+        def strip(node: object) -> object:
+            if isinstance(node, dict):
+                return {k: strip(v) for k, v in node.items() if k not in RUN_RECORD_FIELDS}
+            if isinstance(node, list):
+                return [strip(v) for v in node]
+            return node
+
+        return strip(json.loads(path.read_text()))
+    return path.read_bytes()
 
 
 def csv_differences(before: Path, after: Path) -> dict:
@@ -76,10 +99,13 @@ def csv_differences(before: Path, after: Path) -> dict:
 def compare(before: Path, after: Path) -> dict:
     """Every table of both runs: identical, differing (with where, and whether expected), or in one run only."""
     fb, fa = table_files(before), table_files(after)
-    identical, unexpected, expected = [], {}, {}
+    identical, same_results, unexpected, expected = [], [], {}, {}
     for rel in sorted(fb & fa):
         if digest(before / rel) == digest(after / rel):
             identical.append(rel)
+            continue
+        if without_run_records(before / rel) == without_run_records(after / rel):
+            same_results.append(rel)
             continue
         detail = csv_differences(before / rel, after / rel) if rel.endswith(".csv") else {}
         why = next((w for prefix, w in EXPECTED_CHANGES.items() if rel.startswith(prefix)), None)
@@ -87,6 +113,9 @@ def compare(before: Path, after: Path) -> dict:
     return {
         "identical": identical,
         "n_identical": len(identical),
+        "identical_but_run_records": same_results,
+        "n_identical_but_run_records": len(same_results),
+        "run_record_fields": sorted(RUN_RECORD_FIELDS),
         "differ_expected": expected,
         "differ_unexpected": unexpected,
         "only_before": sorted(fb - fa),
