@@ -63,6 +63,13 @@ def test_undefined_cases_say_why(frames):
     one_prompt = {c: f[f["prompt_id"] == f["prompt_id"].iloc[0]] for c, f in frames.items()}
     res = icc_difference_test(one_prompt, n_noise=5, seed=1)
     assert math.isnan(res["icc_2_1"].p_value) and res["icc_2_1"].note
+    # one participant in a condition (a browser pilot): no model to fit, so NaN with the reason, not an error
+    one_rater = {
+        **frames,
+        "text": frames["text"][frames["text"]["participant_id"] == frames["text"]["participant_id"].iloc[0]],
+    }
+    res = icc_difference_test(one_rater, n_noise=5, seed=1)
+    assert all(math.isnan(r.p_value) and "text has fewer" in r.note for r in res.values())
     with pytest.raises(ValueError, match="both conditions"):
         icc_difference_test({"audio": frames["audio"], "text": frames["text"].iloc[:0]}, n_noise=5, seed=1)
 

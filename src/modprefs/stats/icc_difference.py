@@ -192,6 +192,10 @@ def icc_difference_test(frames: dict[str, pd.DataFrame], n_noise: int, seed: int
     missing = [c for c in CONDITIONS if c not in frames or frames[c].empty]
     if missing:
         raise ValueError(f"the ICC difference test needs analysable ratings in both conditions; none in {missing}")
+    thin = [c for c in CONDITIONS if min(frames[c]["participant_id"].nunique(), frames[c]["prompt_id"].nunique()) < 2]
+    if thin:  # the crossed model has no ICC to leave out of: the test is undefined, and says why
+        note = f"needs >= 2 prompts and >= 2 participants per condition; {' and '.join(thin)} has fewer"
+        return {s: _undefined(s, math.nan, math.nan, 0, note) for s in STATISTICS}
     streams = np.random.SeedSequence([seed, 0xD1FF]).spawn(len(CONDITIONS))
     parts = {
         c: _condition_parts(frames[c], n_noise, np.random.default_rng(s))
