@@ -2,7 +2,7 @@
 
 For each generating model and design size, ``--n-studies`` studies are simulated; the audio
 condition's ICC model (Table 4: ``rating ~ presented_first + trial_z + (1|clip_id) +
-(1|participant_id)``, REML) is fitted and each CI method of :mod:`modprefs.stats.icc_ci` gives a
+(1|participant_id)``, REML) is fitted and each CI method of :mod:`modprefs.stats.reliability.icc_ci` gives a
 nominal 95 % interval. Coverage = share of studies whose interval contains the TRUE value, with a
 Clopper-Pearson 95 % interval; misses below/above and mean width are reported.
 
@@ -60,8 +60,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats.icc import _fit_iccs, analysable_ratings, condition_design  # noqa: E402
-from modprefs.stats.icc_ci import (  # noqa: E402
+from modprefs.stats.reliability.icc import _fit_iccs, analysable_ratings, condition_design  # noqa: E402
+from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     BOOTSTRAP_METHODS,
     CI_METHODS,
     DEFAULT_CI_METHOD,

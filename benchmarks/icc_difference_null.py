@@ -12,9 +12,9 @@ Nulls (every one with equal population ICC(2,1) in the two conditions):
                             same parameters in both conditions
 
 For each null, ``--n-studies`` studies of ``--prompts`` prompts x ``--raters`` raters per condition x
-``--trials`` trials: the jackknife test (modprefs.stats.icc_difference, ``--n-noise`` residual refits) and the
-participant permutation test (modprefs.stats.reliability.icc_permutation_test, ``--n-perm`` permutations,
-79: an exact-size .05 grid), rejection rates at alpha .05 with Clopper-Pearson intervals.
+``--trials`` trials: the jackknife test (modprefs.stats.reliability.icc_difference, ``--n-noise`` residual
+refits) and the participant permutation test (modprefs.stats.tables.reliability_table.icc_permutation_test,
+``--n-perm`` permutations, 79: an exact-size .05 grid), rejection rates at alpha .05 with Clopper-Pearson intervals.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/icc_difference_null.py [--n-studies 200] [--workers 2]
 
@@ -42,9 +42,9 @@ from generators import GeneratorParams, generate, study_design  # noqa: E402
 from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats.icc import analysable_ratings  # noqa: E402
-from modprefs.stats.icc_difference import icc_difference_test  # noqa: E402
-from modprefs.stats.reliability import icc_permutation_test  # noqa: E402
+from modprefs.stats.reliability.icc import analysable_ratings  # noqa: E402
+from modprefs.stats.reliability.icc_difference import icc_difference_test  # noqa: E402
+from modprefs.stats.tables.reliability_table import icc_permutation_test  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_difference_null.json"
 ALPHA = 0.05

@@ -12,8 +12,8 @@ ICC model without covariates. Truth, by simulation:
 
 Estimated (mean over ``--n-studies`` studies): the prompt jackknife ``v_prompt`` (estimates P + N), the
 participant jackknife ``v_participant`` (R + N), the residual bootstrap ``v_noise`` (N) and
-V = v_prompt + v_participant - v_noise (total), as :mod:`modprefs.stats.icc_difference` and
-:func:`modprefs.stats.icc_ci.jackknife_interval` combine them.
+V = v_prompt + v_participant - v_noise (total), as :mod:`modprefs.stats.reliability.icc_difference` and
+:func:`modprefs.stats.reliability.icc_ci.jackknife_interval` combine them.
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/icc_jackknife_components.py [--raters 20,40]
 
@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "src"))
 import numpy as np  # noqa: E402
 
 from modprefs.io import write_json  # noqa: E402
-from modprefs.stats.icc import ConditionDesign, _fit_iccs, model_formula  # noqa: E402
-from modprefs.stats.icc_ci import _jackknife_variance  # noqa: E402
-from modprefs.stats.icc_difference import condition_parts  # noqa: E402
+from modprefs.stats.reliability.icc import ConditionDesign, _fit_iccs, model_formula  # noqa: E402
+from modprefs.stats.reliability.icc_ci import _jackknife_variance  # noqa: E402
+from modprefs.stats.reliability.icc_difference import condition_parts  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_jackknife_components.json"
 

@@ -1,5 +1,5 @@
 """AI-guided rater allocation vs uniform allocation, on simulated studies with a known link between
-the AI judge's gap and each prompt's true ICC(2,1) (issue #5, item 6; modprefs.judges.allocation).
+the AI judge's gap and each prompt's true ICC(2,1) (issue #5, item 6; modprefs.stats.tables.rater_allocation).
 
 Generative model (per-prompt clip x rater blocks simulated directly, NOT ratings/simulate.py: that
 simulator has no AI judge and no per-prompt ICC heterogeneity tied to one; a block model states the
@@ -58,8 +58,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from modprefs.judges import allocation as AL  # noqa: E402
-from modprefs.stats.rater_scaling import icc_k  # noqa: E402
+from modprefs.stats.reliability.rater_scaling import icc_k  # noqa: E402
+from modprefs.stats.tables import rater_allocation as AL  # noqa: E402
 
 LINKS = {"none": 0.0, "half_paper": 0.007, "paper": 0.014, "paper_x1.5": 0.021, "paper_observed": 0.025}
 PLANS = (
@@ -126,7 +126,7 @@ def shrout_fleiss(x: np.ndarray) -> np.ndarray:
 
 
 def check_against_per_prompt_icc(rng: np.random.Generator) -> float:
-    from modprefs.stats.modality import per_prompt_icc
+    from modprefs.stats.tables.modality import per_prompt_icc
 
     x = rng.normal(50, 20, (5, 2, 7))
     rows = [
@@ -317,7 +317,7 @@ def main() -> None:
             flush=True,
         )
     doc = {
-        "benchmark": "AI-guided rater allocation vs uniform (modprefs.judges.allocation)",
+        "benchmark": "AI-guided rater allocation vs uniform (modprefs.stats.tables.rater_allocation)",
         "simulator": "per-prompt clip x rater blocks simulated directly (documented generative model below), "
         "not modprefs.ratings.simulate",
         "assumptions": [

@@ -29,7 +29,7 @@ from modprefs.plan.analysis import study_record
 from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.icc import _fit_iccs, analysable_ratings, condition_design
+from modprefs.stats.reliability.icc import _fit_iccs, analysable_ratings, condition_design
 from modprefs.study.design import make_assignments
 
 P, R, T = 100, 53, 20

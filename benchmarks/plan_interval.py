@@ -1,7 +1,8 @@
 """The planner's fast interval against the analysis' own, per analysis CI method (``--method``).
 
-The planner predicts the half-width of the ICC(2,k) interval that :func:`modprefs.stats.icc_ci.icc_ci_for_design`
-will report (:mod:`modprefs.plan.intervals`). Here a planner run (paper priors, central scenario) on an
+The planner predicts the half-width of the ICC(2,k) interval that
+:func:`modprefs.stats.reliability.icc_ci.icc_ci_for_design` will report (:mod:`modprefs.plan.intervals`).
+Here a planner run (paper priors, central scenario) on an
 18-design grid (prompts {40, 60, 100} x raters {20, 30, 46} x trials {10, 20}, ``--n-sims`` studies,
 the grid-wide ratio model calibrated against ``--method``) predicts, at three designs, the mean audio
 half-width and the share of studies at or below a threshold (the planner's median there); then

@@ -4,7 +4,7 @@
     Paper priors; grid: 40 prompts, 10 trials, raters {12, 16, ..., 40}; target: audio ICC(2,k) CI
     half-width <= .20 in >= 80 % of studies, with the default (analysis-calibrated) planning interval.
     The recommended design is then simulated afresh (``--n-fresh`` studies from streams the planner
-    never used) and the analysis' own interval (:func:`modprefs.stats.icc_ci.icc_ci_for_design`,
+    never used) and the analysis' own interval (:func:`modprefs.stats.reliability.icc_ci.icc_ci_for_design`,
     its default method, ``--n-boot`` resamples) computed on each: the share meeting .20 must be >= the
     promised .80 within Monte-Carlo error, and is compared with the planner's predicted assurance.
 ``--part power_icc`` (plan_power_icc.json)
@@ -12,11 +12,12 @@
     planner's alternative, :func:`modprefs.plan.priors.icc_diff_params`): the planner's power
     (``--n-sims`` studies) vs the empirical rejection rate of Table 4's own test on fresh studies at the
     same parameters, from their tables: ``--icc-test jackknife`` (the default,
-    :func:`modprefs.stats.icc_difference.icc_difference_test`, ``--n-noise`` residual refits) or
-    ``permutation`` (:func:`modprefs.stats.reliability.icc_permutation_test`, ``--n-perm``); reject at p <= .05.
+    :func:`modprefs.stats.reliability.icc_difference.icc_difference_test`, ``--n-noise`` residual refits) or
+    ``permutation`` (:func:`modprefs.stats.tables.reliability_table.icc_permutation_test`, ``--n-perm``);
+    reject at p <= .05.
 ``--part power_table2`` (plan_power_table2.json)
     Same design. Latent modality effects b_text 0, -4, -9, -14: Table 2's own model
-    (:func:`modprefs.stats.modality.table2` default structure via ``fit_formula``, Satterthwaite p) on fresh
+    (:func:`modprefs.stats.tables.modality.table2` default structure via ``fit_formula``, Satterthwaite p) on fresh
     studies; the planner's power (location shift of its central studies) at the mean estimated effect.
 ``--part null`` (plan_null.json)
     Two nulls at the same design, the planned test's rejection rate (the planner's own machinery on
@@ -136,9 +137,9 @@ def part_precision(args) -> dict:
 # ------------------------------------------------------------------------------------------- ICC power
 def _analysis_test(args) -> tuple[float, float]:
     """Table 4's own test of the ICC(2,1) difference on one fresh study, from its tables: (p, difference)."""
-    from modprefs.stats.icc import analysable_ratings
-    from modprefs.stats.icc_difference import icc_difference_test
-    from modprefs.stats.reliability import icc_permutation_test
+    from modprefs.stats.reliability.icc import analysable_ratings
+    from modprefs.stats.reliability.icc_difference import icc_difference_test
+    from modprefs.stats.tables.reliability_table import icc_permutation_test
 
     params, design, i, test, n_resamples = args
     study, _ = fresh_study(params, design, 11, i)
@@ -238,8 +239,8 @@ def part_power_icc(args) -> dict:
 
 # ------------------------------------------------------------------------------------------- Table 2 power
 def _table2_fit(args):
-    from modprefs.stats.lmm import fit_formula
-    from modprefs.stats.modality import rating_frame, table2_formula
+    from modprefs.stats.mixed.lmm import fit_formula
+    from modprefs.stats.tables.modality import rating_frame, table2_formula
 
     params, design, i = args
     study, _ = fresh_study(params, design, 13, i)

@@ -49,9 +49,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from modprefs.plan.layout import prism_like_lengths  # noqa: E402
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats import agreement, descriptive, modality, thresholds  # noqa: E402
-from modprefs.stats.alpha import alpha_table  # noqa: E402
-from modprefs.stats.justifications import (  # noqa: E402
+from modprefs.stats.mixed.reml import fit_crossed_intercepts  # noqa: E402
+from modprefs.stats.reliability.alpha import alpha_table  # noqa: E402
+from modprefs.stats.tables import agreement, descriptive, modality, thresholds  # noqa: E402
+from modprefs.stats.tables.justifications import (  # noqa: E402
     _TOKEN,
     MODALITY_TERMS_PATH,
     analyze,
@@ -59,7 +60,6 @@ from modprefs.stats.justifications import (  # noqa: E402
     select_justifications,
     stem,
 )
-from modprefs.stats.reml import fit_crossed_intercepts  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
 
 N_RATERS, N_TRIALS = 53, 20
@@ -444,8 +444,8 @@ def one_seed(seed: int, params: SimulationParams, intervals: bool = False) -> di
 
 def _icc_intervals(ratings: pd.DataFrame, parts: pd.DataFrame, stim: pd.DataFrame, seed: int, out: dict) -> None:
     """ICC CI widths (stimulus bootstrap, the paper's method; 200 resamples) and permutation p (100 permutations)."""
-    from modprefs.stats.icc_ci import icc_by_condition
-    from modprefs.stats.reliability import icc_permutation_test
+    from modprefs.stats.reliability.icc_ci import icc_by_condition
+    from modprefs.stats.tables.reliability_table import icc_permutation_test
 
     icc = icc_by_condition(ratings, parts, n_boot=200, seed=seed, stimuli=stim).set_index("condition")
     for c in ("audio", "text"):

@@ -1,4 +1,4 @@
-"""Speed and agreement of the per-unit-counts Krippendorff's alpha (modprefs.stats.alpha).
+"""Speed and agreement of the per-unit-counts Krippendorff's alpha (modprefs.stats.reliability.alpha).
 
 1. One alpha on a 46 x 200 coders x clips matrix (each rater rates 40 of 200 clips, 1-100
    integer ratings, ~9.2 raters per clip) for nominal/ordinal/interval, and on a 46 x 100
@@ -42,7 +42,7 @@ import krippendorff  # noqa: E402
 from _ratings_helpers import make_stimuli  # noqa: E402
 from modprefs.io import write_json  # noqa: E402
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
-from modprefs.stats.alpha import (  # noqa: E402
+from modprefs.stats.reliability.alpha import (  # noqa: E402
     ALPHA_METRICS,
     LEVELS,
     PREFERENCE_DOMAIN,
@@ -54,7 +54,7 @@ from modprefs.stats.alpha import (  # noqa: E402
     krippendorff_alpha,
     preference_matrix,
 )
-from modprefs.stats.resampling import (  # noqa: E402
+from modprefs.stats.reliability.resampling import (  # noqa: E402
     draw_counts,
     draw_units,
     make_rng,

@@ -4,7 +4,7 @@ Simulates the paper's scale: one condition = 100 prompts x 2 clips = 200 clips, 
 each rating both clips of 20 prompts (1,880 ratings); pooled = both conditions' 94 raters on the
 same 200 clips (3,760 ratings). For each size it times
 
-* this engine (``modprefs.stats.reml``): median of 50 fits from lme4's start, and from a warm start;
+* this engine (``modprefs.stats.mixed.reml``): median of 50 fits from lme4's start, and from a warm start;
 * lme4 ``lmer(..., REML=TRUE)`` timed inside R (median of 50 ``proc.time`` differences), at lme4's
   default control and at tight tolerances;
 * statsmodels MixedLM with variance components (median of 3 fits);
@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from modprefs.io import write_json  # noqa: E402
-from modprefs.stats.icc import ConditionDesign, fit_crossed_intercepts_statsmodels, icc_for_design  # noqa: E402
-from modprefs.stats.reml import fit_crossed_intercepts  # noqa: E402
+from modprefs.stats.mixed.reml import fit_crossed_intercepts  # noqa: E402
+from modprefs.stats.reliability.icc import ConditionDesign, fit_crossed_intercepts_statsmodels, icc_for_design  # noqa: E402
 
 TIGHT = 'lmerControl(optimizer="nloptwrap", optCtrl=list(xtol_abs=1e-14, ftol_abs=1e-14, xtol_rel=1e-14, maxeval=1e5))'
 

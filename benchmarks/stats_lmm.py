@@ -1,4 +1,4 @@
-"""Speed and agreement of the general LMM engine (``modprefs.stats.lmm``) against lme4 / lmerTest.
+"""Speed and agreement of the general LMM engine (``modprefs.stats.mixed.lmm``) against lme4 / lmerTest.
 
 At the paper's scale (100 prompts x 2 clips, 94 raters x 20 trials: 1,880 trials, 3,760 ratings;
 ``tests/lmm_simulate.py``) it fits
@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from lme4_reference import TIGHT_CONTROL  # noqa: E402
 from lmm_simulate import simulate_ratings, simulate_trials  # noqa: E402
 from modprefs.io import write_json  # noqa: E402
-from modprefs.stats.lmm import LmmFit, RandomTerm, anova_refit_ml, fit_formula, fit_lmm  # noqa: E402
-from modprefs.stats.lmm_formula import build_design  # noqa: E402
+from modprefs.stats.mixed.formula import build_design  # noqa: E402
+from modprefs.stats.mixed.lmm import LmmFit, RandomTerm, anova_refit_ml, fit_formula, fit_lmm  # noqa: E402
 
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"
 NO_SLOPE = "score ~ modality + (1 | prompt) + (1 | participant)"

@@ -1,7 +1,7 @@
 """The whole statistics suite at paper scale with the paper's resample counts, timed per analysis.
 
 A simulated paper-size study (100 prompts x 2 clips, 53 recruited per condition, 20 trials; the
-default simulator), then every analysis of ``modprefs.stats.analyses.ANALYSES`` plus the ICC table
+default simulator), then every analysis of ``modprefs.stats.tables.analyses.ANALYSES`` plus the ICC table
 with n_boot = 2,000, n_perm = 2,000, n_boot_alpha = n_perm_alpha = 5,000, as the workflow runs them.
 Writes benchmarks/out/stats_suite.json.
 """
@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats.analyses import ANALYSES  # noqa: E402
-from modprefs.stats.icc_ci import icc_by_condition  # noqa: E402
+from modprefs.stats.reliability.icc_ci import icc_by_condition  # noqa: E402
+from modprefs.stats.tables.analyses import ANALYSES  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
 from test_recovery import paper_stimuli  # noqa: E402
 

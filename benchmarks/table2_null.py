@@ -2,7 +2,7 @@
 
 For each generating model, ``--n-studies`` paper-size studies (100 prompts x 2 clips, 53 raters per
 condition x 20 trials) are simulated with NO modality x length and NO modality x order effect, and
-Table 2's omnibus LMM (:func:`modprefs.stats.modality.table2`) is fitted with both random-effects
+Table 2's omnibus LMM (:func:`modprefs.stats.tables.modality.table2`) is fitted with both random-effects
 structures (``stimulus_modality``, the default: + (1 | clip_id:modality); ``paper``: the paper's
 (1 | participant_id) + (1 | clip_id)). Reported: the share of studies whose Satterthwaite p < .05 for
 each interaction, with a Clopper-Pearson 95 % interval.
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats import modality  # noqa: E402
+from modprefs.stats.tables import modality  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "table2_null.json"
 N_PROMPTS, RATERS, TRIALS = 100, 53, 20

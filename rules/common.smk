@@ -184,7 +184,7 @@ def _tables(*names):
 
 def analysis_outputs():
     """Analysis -> {output name: path}: its tables (CSV + Markdown) and figures (PNG), from the library."""
-    from modprefs.stats.catalog import OUTPUTS
+    from modprefs.stats.tables.catalog import OUTPUTS
 
     return {
         name: {**_tables(*tables), **{f: f"results/stats/figures/{f}.png" for f in figures}}

@@ -37,7 +37,7 @@ STUDY_TABLES = dict(
     assignments="results/study/assignments.csv",
 )
 
-# Each analysis' tables and figures, as modprefs.stats.analyses.OUTPUTS declares them (one declaration: the
+# Each analysis' tables and figures, as modprefs.stats.tables.analyses.OUTPUTS declares them (one declaration: the
 # library writes what it declares, the rules below ask for it).
 STATS_OUTPUTS = analysis_outputs()
 

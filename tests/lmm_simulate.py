@@ -1,4 +1,4 @@
-"""Synthetic data at the study's scale for checking the mixed-model engine (:mod:`modprefs.stats.lmm`).
+"""Synthetic data at the study's scale for checking the mixed-model engine (:mod:`modprefs.stats.mixed.lmm`).
 
 The design follows the paper (seeds/study-paper.txt, sections 3-4): ``n_prompts`` prompts with two
 responses (clips) each; ``n_raters`` raters, half audio and half text, each rate both clips of

@@ -253,11 +253,11 @@ def test_stats_defaults_equal_the_config_schema_and_config_yaml(repo_root):
         assert stats_schema[key]["default"] == value, key
         assert config["stats"][key] == value, key
     assert set(stats_schema["icc_ci_method"]["enum"]) == set(CI_METHODS)
-    from modprefs.stats.icc_ci import CI_METHODS as LIBRARY_METHODS
+    from modprefs.stats.reliability.icc_ci import CI_METHODS as LIBRARY_METHODS
 
     assert tuple(LIBRARY_METHODS) == CI_METHODS
     from modprefs.cli import TABLE2_RANDOM
-    from modprefs.stats.modality import TABLE2_RANDOM as LIBRARY_TABLE2
+    from modprefs.stats.tables.modality import TABLE2_RANDOM as LIBRARY_TABLE2
 
     assert tuple(LIBRARY_TABLE2) == TABLE2_RANDOM == tuple(stats_schema["table2_random"]["enum"])
 

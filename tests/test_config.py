@@ -131,9 +131,9 @@ def test_schema_lists_every_key_the_dataclasses_read():
     """judges.local / judges.allocation / tts.engines[] keys in the schema = what the code reads (no drift)."""
     import dataclasses
 
-    from modprefs.judges.allocation import AllocationConfig
     from modprefs.judges.local import LocalJudgeConfig
     from modprefs.speech.preflight import BACKEND_KEYS
+    from modprefs.stats.tables.rater_allocation import AllocationConfig
 
     judges = _schema()["properties"]["judges"]["properties"]
     assert set(judges["local"]["properties"]) == {f.name for f in dataclasses.fields(LocalJudgeConfig)} - {"judge"}

@@ -178,8 +178,8 @@ def test_jackknife_calibration_is_the_analysis_test():
     from modprefs.plan.analysis import jackknife_difference_record
     from modprefs.plan.fastsim import simulate_study, study_tables
     from modprefs.plan.layout import balanced_layout, prism_like_lengths
-    from modprefs.stats.icc import analysable_ratings
-    from modprefs.stats.icc_difference import icc_difference_test
+    from modprefs.stats.reliability.icc import analysable_ratings
+    from modprefs.stats.reliability.icc_difference import icc_difference_test
 
     rng = np.random.default_rng(5)
     study = simulate_study(

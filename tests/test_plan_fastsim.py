@@ -13,7 +13,7 @@ from modprefs.plan.analysis import icc_design, study_record
 from modprefs.plan.fastsim import simulate_study, study_tables
 from modprefs.plan.layout import balanced_layout, layout_from_assignments, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.icc import _fit_iccs, analysable_ratings, condition_design
+from modprefs.stats.reliability.icc import _fit_iccs, analysable_ratings, condition_design
 from modprefs.study.design import make_assignments
 
 P, R, T, N = 24, 14, 8, 40

@@ -63,8 +63,8 @@ def test_planned_jackknife_test_rejects_as_the_analysis_test_under_the_null():
     """The planner's mimic of Table 4's crossed-jackknife test rejects as often as that test does on fresh studies
     (within MC error), and neither exceeds 5 % (the jackknife test is conservative at designs this small:
     benchmarks/out/icc_difference_null.json)."""
-    from modprefs.stats.icc import analysable_ratings
-    from modprefs.stats.icc_difference import icc_difference_test
+    from modprefs.stats.reliability.icc import analysable_ratings
+    from modprefs.stats.reliability.icc_difference import icc_difference_test
 
     design = Design(20, 12, 8)
     settings = SimSettings(
@@ -84,7 +84,7 @@ def test_planned_jackknife_test_rejects_as_the_analysis_test_under_the_null():
 
 def test_permutation_test_has_its_size_under_the_same_null():
     """The analysis' own test on the same data model (what the planned test mimics)."""
-    from modprefs.stats.reliability import icc_permutation_test
+    from modprefs.stats.tables.reliability_table import icc_permutation_test
 
     p_values = [
         icc_permutation_test(ratings, participants, 39, seed=i)["icc_2_1"]["p_value"]

@@ -53,8 +53,8 @@ TABLE_ANALYSES = (
     "modality_effects",
     "justifications",
 )
-CI_METHODS = ("jackknife", "stimulus", "prompt", "two_way", "parametric")  # modprefs.stats.icc_ci.CI_METHODS
-TABLE2_RANDOM = ("stimulus_modality", "paper")  # modprefs.stats.modality.TABLE2_RANDOM (both kept import-free)
+CI_METHODS = ("jackknife", "stimulus", "prompt", "two_way", "parametric")  # stats.reliability.icc_ci.CI_METHODS
+TABLE2_RANDOM = ("stimulus_modality", "paper")  # modprefs.stats.tables.modality.TABLE2_RANDOM (both kept import-free)
 
 
 def _count(text: str) -> int:
@@ -175,7 +175,7 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
         choices=("permutation", "jackknife"),
         default=STATS_DEFAULTS["icc_test"],
         help="Table 4's test of the audio - text ICC difference: the paper's participant permutation "
-        "or the crossed-jackknife t test (modprefs.stats.icc_difference)",
+        "or the crossed-jackknife t test (modprefs.stats.reliability.icc_difference)",
     )
     st.add_argument(
         "--n-perm",
@@ -242,7 +242,7 @@ def _check_text_file(path: Path, option: str) -> None:
 
 def _read_judges(path: Path) -> Any:
     from modprefs.io_tables import read_table  # noqa: PLC0415
-    from modprefs.stats.ai_alignment import JUDGE_COLUMNS  # noqa: PLC0415
+    from modprefs.stats.tables.ai_alignment import JUDGE_COLUMNS  # noqa: PLC0415
 
     judges = read_table(path, what=f"--judges {path}")
     missing = [c for c in JUDGE_COLUMNS if c not in judges.columns]
@@ -317,8 +317,8 @@ def _analyse(
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import read_study  # noqa: PLC0415
     from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
-    from modprefs.stats.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
-    from modprefs.stats.outputs import output_paths, write_result  # noqa: PLC0415
+    from modprefs.stats.tables.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
+    from modprefs.stats.tables.outputs import output_paths, write_result  # noqa: PLC0415
 
     paths = {t: tmp / "ratings" / f"{t}.csv" for t in ("ratings", "trials", "participants")}
     write_valid(valid, paths)

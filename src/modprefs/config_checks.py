@@ -130,9 +130,9 @@ def _strip(err: Exception, prefix: str) -> str:
 
 def _judges_problems(judges: Mapping[str, Any]) -> list[Problem]:
     """Relations the judge settings' own validators check (min_raters <= max_raters, ranges, ...)."""
-    from modprefs.judges.allocation import AllocationConfig
     from modprefs.judges.local import LocalJudgeConfig
     from modprefs.judges.types import JudgeSetupError
+    from modprefs.stats.tables.rater_allocation import AllocationConfig
 
     problems: list[Problem] = []
     try:

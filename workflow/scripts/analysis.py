@@ -1,5 +1,5 @@
 """Snakemake adapter for the statistics rules: read the named inputs with the shared reader, run one
-analysis of ``modprefs.stats.analyses`` (``params.analysis``; outputs whose inputs are absent are
+analysis of ``modprefs.stats.tables.analyses`` (``params.analysis``; outputs whose inputs are absent are
 skipped with the reason) and write each table (CSV + Markdown) and figure (PNG) to the rule's
 output of the same name, atomically."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.ratings.read import read_study  # noqa: E402
-from modprefs.stats.analyses import run_analysis  # noqa: E402
-from modprefs.stats.outputs import write_result  # noqa: E402
+from modprefs.stats.tables.analyses import run_analysis  # noqa: E402
+from modprefs.stats.tables.outputs import write_result  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """Snakemake adapter: ratings + participants + stimuli -> stats/tables/icc.csv and icc.md
-(``modprefs.stats.analyses.icc_table``, the same call as ``modprefs stats``)."""
+(``modprefs.stats.tables.analyses.icc_table``, the same call as ``modprefs stats``)."""
 
 import logging
 import sys
@@ -8,8 +8,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.ratings.read import read_study  # noqa: E402
-from modprefs.stats.analyses import icc_table  # noqa: E402
-from modprefs.stats.outputs import write_result  # noqa: E402
+from modprefs.stats.tables.analyses import icc_table  # noqa: E402
+from modprefs.stats.tables.outputs import write_result  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 

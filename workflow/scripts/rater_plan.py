@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.io_tables import read_table  # noqa: E402
-from modprefs.judges import allocation as al  # noqa: E402
+from modprefs.stats.tables import rater_allocation as al  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 

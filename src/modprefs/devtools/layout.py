@@ -26,7 +26,10 @@ MAX_FUNCTION_LINES = 80
 
 
 def module_name(path: Path, src: Path) -> str:
-    """``src/modprefs/stats/icc.py`` -> ``modprefs.stats.icc`` (a package's ``__init__`` is the package)."""
+    """``src/modprefs/stats/reliability/icc.py`` -> ``modprefs.stats.reliability.icc``.
+
+    A package's ``__init__`` is the package.
+    """
     parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]

@@ -15,8 +15,8 @@
 from importlib import import_module
 from typing import Any
 
-# Loaded on first use (PEP 562), so that importing one submodule (e.g. ``judges.allocation`` for the rater
-# plan, ``judges.records`` for the reward pairs) does not load the openai client, torch or transformers.
+# Loaded on first use (PEP 562), so that importing one submodule (e.g. ``judges.records`` for the reward
+# pairs) does not load the openai client, torch or transformers.
 _EXPORTS = {
     "JudgeAbort": "types",
     "JudgeConfig": "client",

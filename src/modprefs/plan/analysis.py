@@ -1,6 +1,6 @@
 """What the analysis would report on one simulated study, computed the fast way.
 
-Per condition (Table 4's ICC model, :func:`modprefs.stats.icc.condition_design`'s arrays built
+Per condition (Table 4's ICC model, :func:`modprefs.stats.reliability.icc.condition_design`'s arrays built
 directly from the simulator's): REML ICC(2,1), ICC(2,k), k = ratings per clip, and their Wald SEs
 (:mod:`modprefs.plan.wald`). Across conditions: the audio - text ICC(2,1) difference; Table 2's
 modality main effect and modality x length interaction from a fast fit of
@@ -9,7 +9,7 @@ modality main effect and modality x length interaction from a fast fit of
 ``stimulus_modality`` structure without its shared ``(1 | clip_id)``, which the engine cannot fit;
 the two agree when clips' effects are unrelated across modalities, as in the paper's priors, and
 benchmarks/plan_validation.py compares its power with the full model's); the cross-modality winner
-agreement at threshold 0 (:mod:`modprefs.stats.agreement`'s definition) and each condition's
+agreement at threshold 0 (:mod:`modprefs.stats.tables.agreement`'s definition) and each condition's
 winner accuracy (share of prompts whose observed winner is the population's).
 """
 
@@ -21,9 +21,9 @@ import numpy as np
 
 from modprefs.plan.fastsim import ConditionRatings, SimulatedStudy
 from modprefs.plan.wald import icc_standard_errors, theta_hessian
-from modprefs.stats.icc import ConditionDesign, _fit_iccs, model_formula
-from modprefs.stats.icc_difference import condition_parts, difference_tests
-from modprefs.stats.reml import fit_crossed_intercepts
+from modprefs.stats.mixed.reml import fit_crossed_intercepts
+from modprefs.stats.reliability.icc import ConditionDesign, _fit_iccs, model_formula
+from modprefs.stats.reliability.icc_difference import condition_parts, difference_tests
 
 #: Table 2's fixed effects in the engine's column order (lme4's expansion of TABLE2_FIXED).
 TABLE2_TERMS = (
@@ -43,7 +43,7 @@ def _zscore(x: np.ndarray) -> np.ndarray:
 
 
 def icc_design(r: ConditionRatings) -> ConditionDesign:
-    """The ICC model's arrays, as :func:`modprefs.stats.icc.condition_design` builds them from a table."""
+    """The ICC model's arrays, as :func:`modprefs.stats.reliability.icc.condition_design` builds them from a table."""
     covariates = {"presented_first": r.first, "trial_z": _zscore(r.trial.astype(float))}
     terms = tuple(name for name, col in covariates.items() if col.size and np.ptp(col) > 0)
     X = np.column_stack([np.ones(r.y.size)] + [covariates[t] for t in terms])
@@ -142,7 +142,7 @@ def prompt_gaps(r: ConditionRatings, n_prompts: int) -> np.ndarray:
 def agreement_record(study: SimulatedStudy) -> dict[str, float]:
     """Winner agreement across modalities at threshold 0 and each modality's winner accuracy.
 
-    Agreement (as :func:`modprefs.stats.agreement.agreement_at_zero`): among prompts decisive in both
+    Agreement (as :func:`modprefs.stats.tables.agreement.agreement_at_zero`): among prompts decisive in both
     modalities (non-zero mean gap), the share with the same winner; ``agreement_n`` = their number.
     Accuracy: share of prompts whose observed winner (sign of the mean gap; a zero gap is a miss)
     equals the population winner (sign of the true gap).
@@ -188,7 +188,7 @@ def study_record(
 
 def jackknife_difference_record(study: SimulatedStudy, n_noise: int, rng: np.random.Generator) -> dict[str, float]:
     """Table 4's crossed-jackknife test of the ICC(2,1) difference on one study
-    (:func:`modprefs.stats.icc_difference.difference_tests`): its SE (``jk_se``, ICC scale) and
+    (:func:`modprefs.stats.reliability.icc_difference.difference_tests`): its SE (``jk_se``, ICC scale) and
     Satterthwaite df (``jk_df``), NaN where undefined or a fit failed."""
     parts = {}
     for c in ("audio", "text"):
@@ -206,7 +206,7 @@ def permutation_draws(
 ) -> np.ndarray:
     """``n`` draws of Table 4's permutation statistic: ICC(2,1) difference of random pseudo-groups.
 
-    As :func:`modprefs.stats.reliability.icc_permutation_test`: the analysed participants of both
+    As :func:`modprefs.stats.tables.reliability_table.icc_permutation_test`: the analysed participants of both
     conditions are pooled and split at random into pseudo-audio / pseudo-text groups of the
     original sizes; each group's ICC(2,1) is refitted with the ICC model (trial_z standardised
     within the group). A clip is one level across the groups (its id is shared). NaN = a failed fit.

@@ -334,7 +334,7 @@ def _settings(args: argparse.Namespace, targets):
     from modprefs.plan.engine import SimSettings
     from modprefs.plan.errors import PlanInputError
     from modprefs.plan.intervals import ANALYSIS_CI_METHOD
-    from modprefs.stats.icc_ci import CI_METHODS
+    from modprefs.stats.reliability.icc_ci import CI_METHODS
 
     ci_method = args.ci_method or ANALYSIS_CI_METHOD
     if ci_method not in CI_METHODS:

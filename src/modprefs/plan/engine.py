@@ -104,10 +104,10 @@ def code_fingerprint() -> str:
         import modprefs.plan.layout as lay
         import modprefs.plan.wald as w
         import modprefs.ratings.simulate as s
-        import modprefs.stats.icc as i
-        import modprefs.stats.icc_ci as ic
-        import modprefs.stats.icc_difference as idiff
-        import modprefs.stats.reml as r
+        import modprefs.stats.mixed.reml as r
+        import modprefs.stats.reliability.icc as i
+        import modprefs.stats.reliability.icc_ci as ic
+        import modprefs.stats.reliability.icc_difference as idiff
 
         h = hashlib.sha256()
         for module in (a, f, lay, w, s, i, ic, idiff, r, sys.modules[__name__]):
@@ -169,11 +169,11 @@ def run_task(task: Task) -> dict[str, np.ndarray]:
         if task.kind == "icc_diff" and s.icc_test == "permutation":
             perm.append(permutation_draws(study, s.perm_draws, rng, warm.get("audio")))
         elif task.kind == "icc_diff" and i < s.n_calibration:
-            with _quiet("modprefs.stats.icc_ci", "modprefs.stats.icc"):
+            with _quiet("modprefs.stats.reliability.icc_ci", "modprefs.stats.reliability.icc"):
                 jk.append(jackknife_difference_record(study, s.n_boot, boot_rng))
         elif task.kind == "main" and s.interval == "analysis" and i < s.n_calibration:
             # a failed bootstrap refit is dropped from that interval (the analysis does the same and logs it)
-            with _quiet("modprefs.stats.icc_ci", "modprefs.stats.icc"):
+            with _quiet("modprefs.stats.reliability.icc_ci", "modprefs.stats.reliability.icc"):
                 widths = analysis_half_widths(study, s.ci_method, s.n_boot, boot_rng, s.ci_level)
             for c, hw in widths.items():
                 cal[c].append(hw)

@@ -1,6 +1,6 @@
 """The planner's interval for ICC(2,k): fast, and validated against the analysis' own (pluggable).
 
-The analysis (:func:`modprefs.stats.icc_ci.icc_with_ci`) refits the model hundreds of times per
+The analysis (:func:`modprefs.stats.reliability.icc_ci.icc_with_ci`) refits the model hundreds of times per
 interval: far too slow for thousands of simulated studies. Each simulated study instead gets a Wald
 interval on the logit scale (:mod:`modprefs.plan.wald`: Gaussian SE from the REML fit), whose
 half-width is then put on the scale of the interval the lab will actually see. Three choices
@@ -39,7 +39,7 @@ from scipy import stats
 from modprefs.plan.analysis import icc_design
 from modprefs.plan.fastsim import SimulatedStudy
 from modprefs.plan.wald import logit_interval
-from modprefs.stats import icc_ci
+from modprefs.stats.reliability import icc_ci
 
 INTERVALS: tuple[str, ...] = ("analysis", "sampling", "wald")
 #: The interval the analysis reports by default (``stats.icc_ci_method``, ``modprefs stats --ci-method``).

@@ -45,7 +45,7 @@ from modprefs.ratings.ingest import validate_ratings
 from modprefs.ratings.read import read_stimuli
 from modprefs.ratings.simulate import SimulationParams
 from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
-from modprefs.stats.icc import _as_bool, _fit_iccs, analysable_ratings, icc_from_components
+from modprefs.stats.reliability.icc import _as_bool, _fit_iccs, analysable_ratings, icc_from_components
 
 PILOT_COLUMNS = ("trial", "presented_first")  # beyond what every ratings source has: the fit's layout needs them
 STATS = ("var_clip", "var_participant", "var_resid", "b_first", "b_trial", "mean_rating", "tie_rate")

@@ -2,7 +2,7 @@
 
 ICC(2,1) = t1^2 / (t1^2 + t2^2 + 1) and ICC(2,k) = t1^2 / (t1^2 + (t2^2 + 1) / k) depend on the
 variance components only through lme4's relative SDs theta = (t1, t2) = (s_clip, s_rater) / s_resid.
-:func:`modprefs.stats.reml.fit_crossed_intercepts` profiles beta and sigma out of the criterion,
+:func:`modprefs.stats.mixed.reml.fit_crossed_intercepts` profiles beta and sigma out of the criterion,
 so the covariance of theta-hat is 2 H^-1, H the Hessian of the profiled REML criterion
 (-2 log L_R) at the optimum (observed information of the profile likelihood). H comes from
 central differences of the engine's analytic gradient; the delta method gives the ICCs' SEs.
@@ -17,14 +17,14 @@ import math
 
 import numpy as np
 
-from modprefs.stats.icc import ConditionDesign
-from modprefs.stats.reml import CrossedFit, _encode, _evaluate, _sufficient
+from modprefs.stats.mixed.reml import CrossedFit, _encode, _evaluate, _sufficient
+from modprefs.stats.reliability.icc import ConditionDesign
 
 
 def theta_hessian(design: ConditionDesign, fit: CrossedFit, rel_step: float = 1e-4) -> np.ndarray:
     """(2, 2) Hessian of the REML criterion in theta = (clip, participant) at ``fit.theta``.
 
-    ``design`` and ``fit`` as :func:`modprefs.stats.icc._fit_iccs` makes them (g1 = clip, g2 =
+    ``design`` and ``fit`` as :func:`modprefs.stats.reliability.icc._fit_iccs` makes them (g1 = clip, g2 =
     participant). Raises ``np.linalg.LinAlgError`` when the criterion cannot be evaluated there.
     """
     y, X = design.y, design.X

@@ -14,7 +14,7 @@ Aspect probabilities in condition c are ``base x exp(strength x tilt x s_c)`` (s
 -1 text), normalised; ``strength`` is ``SimulationParams.justification_modality_strength``
 (0 = identical word distributions in both conditions, a null). The tilts are tuned so that, at
 strength 1 and the paper's document counts (347 audio / 311 text), the §4.3 chi-square tests
-(Yates, presence/absence, :mod:`modprefs.stats.justifications`) average the paper's values: user
+(Yates, presence/absence, :mod:`modprefs.stats.tables.justifications`) average the paper's values: user
 12.8 and help 9.8 (more in audio), response 14.5, detail 14.5 and give 17.0 (more in text); the
 word lists and Zipf exponent are tuned so that the TF-IDF vocabulary (stems in >= 5 documents) is
 about the paper's 223 terms. benchmarks/ratings_calibration.py reports both, paper vs simulated.

@@ -7,7 +7,7 @@ one reader (:func:`modprefs.io_tables.read_table`: ids verbatim, so a participan
 and :func:`prepare_study` turns them into what the analyses take:
 
 * ``present``: per table, the columns holding at least one value *in the data* -- what
-  :func:`modprefs.stats.analyses.run_analysis` checks each analysis's needs against;
+  :func:`modprefs.stats.tables.analyses.run_analysis` checks each analysis's needs against;
 * in-memory stand-ins where a column is absent and the analyses only *filter or adjust* by it
   (each one noted): ``passed_attention`` absent -> every participant analysed; ``trial`` absent ->
   0 for the attention check, 1 for every other rating (a constant: the ICC model leaves trial out);

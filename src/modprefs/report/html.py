@@ -138,7 +138,7 @@ def coverage_table(coverage_json: Path | None) -> pd.DataFrame | None:
 
 def coverage_note(method: str, coverage_json: Path | None) -> str:
     """Which ICC CI method the run used, and its coverage range over the benchmark's models and sizes."""
-    from modprefs.stats.icc_ci import ci_method_label  # noqa: PLC0415
+    from modprefs.stats.reliability.icc_ci import ci_method_label  # noqa: PLC0415
 
     text = f"ICC confidence intervals: {ci_method_label(method)}."
     table = coverage_table(coverage_json)

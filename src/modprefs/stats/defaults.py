@@ -15,7 +15,7 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
     {
         "seed": 20261130,  # every bootstrap/permutation stream derives from it
         "n_boot": 2000,  # bootstrap resamples for the ICC CIs (paper 2,000)
-        # ICC CI: jackknife | stimulus | prompt | two_way | parametric (modprefs.stats.icc_ci)
+        # ICC CI: jackknife | stimulus | prompt | two_way | parametric (modprefs.stats.reliability.icc_ci)
         "icc_ci_method": "jackknife",
         "table2_random": "stimulus_modality",  # Table 2's omnibus random effects: stimulus_modality | paper
         "icc_test": "jackknife",  # Table 4's ICC-difference test: jackknife | permutation (the paper's)

@@ -14,8 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from modprefs.io import atomic_path
-from modprefs.stats.descriptive import CONDITIONS
-from modprefs.stats.thresholds import prompt_mean_gaps
+from modprefs.stats.tables.descriptive import CONDITIONS
+from modprefs.stats.tables.thresholds import prompt_mean_gaps
 
 COLOURS = {"text": "#1f77b4", "audio": "#d62728"}
 
@@ -62,10 +62,10 @@ def figure2_gap_cdf(gaps: pd.DataFrame, target: str | os.PathLike[str] | None = 
     """Figure 2 (§4.1): cumulative distribution of the rating gap on decisive trials, by modality.
 
     Left (the paper's caption): the **mean per-prompt** gap — each prompt's mean |r_0 - r_1| over
-    its decisive trials (:func:`modprefs.stats.thresholds.prompt_mean_gaps`), one point per prompt
+    its decisive trials (:func:`modprefs.stats.tables.thresholds.prompt_mean_gaps`), one point per prompt
     and modality. Right: the **per-trial** gaps of decisive trials, the distribution the §4.1
     Mann–Whitney U compares. Dotted lines mark the means. ``gaps`` is
-    :func:`modprefs.stats.thresholds.trial_gaps`' output; with ``target`` the PNG is written
+    :func:`modprefs.stats.tables.thresholds.trial_gaps`' output; with ``target`` the PNG is written
     atomically. A modality without decisive trials is drawn as 'no data', never an error.
     """
     dec = gaps[gaps["kind"] == "decisive"]

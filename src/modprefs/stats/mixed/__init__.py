@@ -1,0 +1,1 @@
+"""The mixed-model engine: REML for crossed random intercepts, formula-driven LMMs and their profiled criterion."""

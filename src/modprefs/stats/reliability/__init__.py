@@ -1,0 +1,1 @@
+"""Reliability: ICC, its intervals and difference test, Krippendorff's alpha, resampling, rater scaling."""

@@ -1,0 +1,436 @@
+"""The paper's analyses as named units: each takes loaded tables and returns tables and figures.
+
+``ANALYSES[name](tables, params)`` returns an :class:`AnalysisResult`: ``tables`` maps an output
+name to a DataFrame (written as ``results/stats/tables/<name>.csv`` and ``.md``), ``figures`` maps
+an output name to a function that draws the PNG at a given path. The Snakemake rules of
+``rules/stats.smk`` are one per analysis; ``workflow/scripts/analysis.py`` does the I/O.
+Inputs (``tables``): ratings, trials, participants, stimuli, assignments (as read from CSV) and,
+for ``raters_needed``, the ICC table; ``table5`` / ``table6`` (§4.4) also take ``judges`` (the AI
+judge table, results/judges/ratings.csv). Without it (judges stage disabled) or without any usable
+judge rating they are *skipped*: every declared table is one row (status ``skipped``, reason) and
+every figure a PNG stating the reason, so the rule's outputs exist and say why.
+
+Any ratings table in: each output declares what it needs (:data:`NEEDS`: columns that must hold a
+value, a column that must vary, conditions that must have ratings). :func:`run_analysis` checks
+the needs against the columns present in the data and computes only the outputs whose needs are
+met; every other declared output is *skipped* the same way, its reason naming the missing column
+(e.g. ``needs trials.preference``). Skips are per output: constant audio quality skips the
+``audio_quality`` table, not the random-slope LRT beside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from modprefs.errors import InsufficientDataError
+from modprefs.stats.defaults import STATS_DEFAULTS
+from modprefs.stats.figures import figure2_gap_cdf
+from modprefs.stats.reliability import rater_scaling
+from modprefs.stats.reliability.icc_ci import ci_method_label, icc_with_ci
+from modprefs.stats.tables import agreement, ai_alignment, descriptive, modality, reliability_table, thresholds
+from modprefs.stats.tables.catalog import OUTPUTS
+from modprefs.stats.tables.justifications import justification_terms
+
+log = logging.getLogger(__name__)
+
+Tables = dict[str, pd.DataFrame]
+
+
+@dataclass
+class AnalysisResult:
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, Callable[[str], object]] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
+    md_columns: dict[str, list[str]] = field(default_factory=dict)  # a table's columns in its Markdown twin
+
+
+# Titles of the output tables (the Markdown twin's heading, the report's caption).
+TITLES: dict[str, str] = {
+    "table1_demographics": "Table 1: participant demographics by condition",
+    "table3_session": "Table 3: session and trial characteristics by condition",
+    "behaviour": "Behaviour: re-listening, replays, rating reversals, deliberation",
+    "thresholds_gaps": "Decision thresholds (§4.1): rating gap on decisive vs tie trials",
+    "thresholds_recommendations": "Per-modality binarisation thresholds",
+    "table4_reliability": "Table 4: inter-rater reliability by modality (p of audio - text)",
+    "raters_needed": "Raters needed per stimulus for ICC(2,k) = .50 / .75 / .90",
+    "cross_modality_agreement": "Cross-modality agreement of winners by threshold (Figure 3)",
+    "cross_modality_binomial": (
+        "Winner agreement at threshold 0: binomial test vs 50 % (the paper's p = .31 is the one-sided test)"
+    ),
+    "justifications": (
+        "Justification terms by modality (TF-IDF vocabulary, chi-square on presence, Benjamini-Hochberg q)"
+    ),
+    "justifications_counts": "Justification corpus",
+    "table2_lmm": (
+        "Table 2: fixed effects of the omnibus LMM (reference audio) and per-modality simple "
+        "effects (Satterthwaite df, t-based 95 % CI)"
+    ),
+    "practice_effects": "Practice effects: log trial duration over standardised trial number",
+    "random_slope": (
+        "Prompt-specific modality effects (§4.3): preference score ~ modality, LRT for (1 + modality | prompt)"
+    ),
+    "audio_quality": "Audio quality as a fidelity control",
+    "per_prompt_icc": "Per-prompt ICC(2,1) by modality (2 clips x raters, Shrout & Fleiss two-way random)",
+}
+
+
+def _titles(*names: str) -> dict[str, str]:
+    return {n: TITLES[n] for n in names}
+
+
+ICC_MD_COLUMNS = [
+    "condition",
+    "n_ratings",
+    "n_clips",
+    "n_participants",
+    "k_mean_raters",
+    "var_clip",
+    "var_participant",
+    "var_resid",
+    "icc_2_1",
+    "icc_2_1_lo",
+    "icc_2_1_hi",
+    "icc_2_k",
+    "icc_2_k_lo",
+    "icc_2_k_hi",
+    "note",
+]
+
+
+def icc_table(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """icc.csv (the rule ``icc_table`` and ``modprefs stats``): ICC(2,1), ICC(2,k) per condition with CIs.
+
+    params: ``icc_ci_method``, ``n_boot``, ``seed``, ``ci_level`` (:data:`modprefs.stats.defaults.STATS_DEFAULTS`).
+    """
+    table = icc_with_ci(
+        t["ratings"],
+        t["participants"],
+        method=p["icc_ci_method"],
+        n_boot=int(p["n_boot"]),
+        seed=int(p["seed"]),
+        ci_level=float(p["ci_level"]),
+        stimuli=t["stimuli"],
+    )
+    method = p["icc_ci_method"]
+    draws = "residual-bootstrap refits for the noise term" if method == "jackknife" else "resamples"
+    title = f"ICC per condition ({float(p['ci_level']):.0%} CI: {ci_method_label(method)}; {int(p['n_boot'])} {draws})"
+    return AnalysisResult({"icc": table}, titles={"icc": title}, md_columns={"icc": ICC_MD_COLUMNS})
+
+
+def table1(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    return AnalysisResult(
+        {"table1_demographics": descriptive.demographics_table(t["participants"])},
+        titles=_titles("table1_demographics"),
+    )
+
+
+def _want(p: dict[str, Any], name: str) -> bool:
+    """Whether output ``name`` is to be computed (:func:`run_analysis` passes ``_outputs``; default all)."""
+    return p.get("_outputs") is None or name in p["_outputs"]
+
+
+def table3(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    tables = {}
+    if _want(p, "table3_session"):
+        tables["table3_session"] = descriptive.session_table(t["participants"], t["trials"])
+    if _want(p, "behaviour"):
+        tables["behaviour"] = descriptive.behaviour_table(
+            t["trials"], t["participants"], t["assignments"], t["ratings"]
+        )
+    return AnalysisResult(tables, titles=_titles("table3_session", "behaviour"))
+
+
+def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    gaps = thresholds.trial_gaps(t["ratings"], t["trials"], t["participants"])
+    return AnalysisResult(
+        {
+            "thresholds_gaps": thresholds.gap_table(gaps),
+            "thresholds_recommendations": thresholds.threshold_recommendations(
+                gaps, n_boot=p["n_boot_threshold"], seed=p["seed"]
+            ),
+        },
+        {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path)},
+        _titles("thresholds_gaps", "thresholds_recommendations"),
+    )
+
+
+def table4(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    table = reliability_table.table4(
+        t["icc"],
+        t["ratings"],
+        t["trials"],
+        t["assignments"],
+        t["participants"],
+        t["stimuli"],
+        n_perm=p["n_perm"],
+        n_boot_alpha=p["n_boot_alpha"],
+        icc_test=p.get("icc_test", STATS_DEFAULTS["icc_test"]),
+        n_noise=p.get("n_boot", 0),
+        n_perm_alpha=p["n_perm_alpha"],
+        seed=p["seed"],
+        ci_level=p["ci_level"],
+    )
+    labels = t["icc"]["ci_method"].dropna().astype(str).unique() if "ci_method" in t["icc"] else []
+    test = (
+        "crossed-jackknife t test"
+        if p.get("icc_test", STATS_DEFAULTS["icc_test"]) == "jackknife"
+        else "participant permutation"
+    )
+    title = (
+        f"{TITLES['table4_reliability']}; ICC CIs: {' / '.join(labels) or 'none'}; ICC p: {test}; "
+        "alpha CIs: stimulus bootstrap, alpha p: participant permutation"
+    )
+    return AnalysisResult({"table4_reliability": table}, titles={"table4_reliability": title})
+
+
+def raters_needed(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    icc = t["icc"]
+    return AnalysisResult(
+        {"raters_needed": rater_scaling.raters_needed_table(icc)},
+        {"figure4_icc_by_k": lambda path: rater_scaling.figure4_icc_by_k(icc, path)},
+        _titles("raters_needed"),
+    )
+
+
+def cross_modality(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    gaps = agreement.prompt_gaps(agreement.clip_means(t["ratings"], t["participants"], t["stimuli"]))
+    curve = agreement.agreement_curve(gaps)
+    summary = pd.DataFrame([agreement.agreement_at_zero(gaps)])
+    return AnalysisResult(
+        {"cross_modality_agreement": curve, "cross_modality_binomial": summary},
+        {"figure3_agreement": lambda path: agreement.figure3_agreement(curve, path)},
+        _titles("cross_modality_agreement", "cross_modality_binomial"),
+    )
+
+
+def justifications(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    table = justification_terms(t["trials"], t["participants"], p["modality_terms"])
+    counts = pd.DataFrame([{k: v for k, v in table.attrs.items() if not isinstance(v, (list, tuple, set, dict))}])
+    return AnalysisResult(
+        {"justifications": table, "justifications_counts": counts},
+        titles=_titles("justifications", "justifications_counts"),
+    )
+
+
+def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 2; params: optional ``table2_random`` (:data:`modprefs.stats.tables.modality.TABLE2_RANDOM`)."""
+    random = p.get("table2_random") or modality.DEFAULT_TABLE2_RANDOM
+    tables = {}
+    if _want(p, "table2_lmm"):
+        frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
+        tables["table2_lmm"] = modality.table2(frame, random)
+    if _want(p, "practice_effects"):
+        tables["practice_effects"] = modality.practice_effects(t["trials"], t["participants"])
+    titles = _titles("table2_lmm", "practice_effects")
+    titles["table2_lmm"] += (
+        f"; omnibus random effects: {modality.TABLE2_RANDOM[random]} (stats.table2_random: {random})"
+    )
+    return AnalysisResult(tables, titles=titles)
+
+
+def modality_effects(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
+    make = {
+        "random_slope": modality.random_slope_test,
+        "audio_quality": modality.audio_quality_analysis,
+        "per_prompt_icc": modality.per_prompt_icc,
+    }
+    return AnalysisResult(
+        {name: f(frame) for name, f in make.items() if _want(p, name)},
+        titles=_titles("random_slope", "audio_quality", "per_prompt_icc"),
+    )
+
+
+def _placeholder_figure(reason: str, path: str) -> None:
+    ai_alignment.figure_placeholder(reason, path)
+
+
+def _skipped(reason: str, tables: tuple[str, ...], figures: tuple[str, ...], titles: dict[str, str]) -> AnalysisResult:
+    """Every declared output, each saying why the analysis did not run."""
+    row = pd.DataFrame([{"status": "skipped", "reason": reason}])
+    return AnalysisResult(
+        {n: row.copy() for n in tables},
+        {n: functools.partial(_placeholder_figure, reason) for n in figures},
+        {n: f"{titles[n]} (skipped)" for n in tables},
+    )
+
+
+TABLE5_TITLES = {
+    "table5_ai_human": "Table 5: AI-human absolute error (MAE per modality; LMM abs_error ~ modality + "
+    "(1|clip), Satterthwaite) and PRISM - external annotators (paired t over clips)",
+    "table5_clips": "Clip-level mean ratings: PRISM, AI and human by modality",
+}
+TABLE6_TITLES = {
+    "table6_ai_diff_icc": "Table 6: human per-prompt ICC(2,1) ~ AI differentiation x modality (OLS, "
+    "reference audio), Spearman per modality, robustness without Cook's D > 4/n",
+    "table6_per_prompt": "Per prompt and modality: AI differentiation, human ICC(2,1), Cook's D",
+}
+
+
+def table5(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 5 (§4.4); params: optional ``judge_by_modality`` ({modality: judge[@prompt_version]})."""
+    reason = ai_alignment.judges_skip_reason(t.get("judges"))
+    if reason:
+        return _skipped(reason, tuple(TABLE5_TITLES), ("figure_ai_human",), TABLE5_TITLES)
+    table, clips = ai_alignment.table5(
+        t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None
+    )
+    return AnalysisResult(
+        {"table5_ai_human": table, "table5_clips": clips},
+        {"figure_ai_human": lambda path: ai_alignment.figure_ai_human(clips, path)},
+        dict(TABLE5_TITLES),
+    )
+
+
+def table6(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 6 (§4.4); params: optional ``judge_by_modality``."""
+    reason = ai_alignment.judges_skip_reason(t.get("judges"))
+    if reason:
+        return _skipped(reason, tuple(TABLE6_TITLES), ("figure_ai_diff_icc",), TABLE6_TITLES)
+    table, per_prompt = ai_alignment.table6_from_inputs(
+        t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None
+    )
+    return AnalysisResult(
+        {"table6_ai_diff_icc": table, "table6_per_prompt": per_prompt},
+        {"figure_ai_diff_icc": lambda path: ai_alignment.figure_ai_diff_icc(per_prompt, path)},
+        dict(TABLE6_TITLES),
+    )
+
+
+ANALYSES: dict[str, Callable[[Tables, dict[str, Any]], AnalysisResult]] = {
+    "table1": table1,
+    "table3": table3,
+    "decision_thresholds": decision_thresholds,
+    "table4": table4,
+    "raters_needed": raters_needed,
+    "cross_modality": cross_modality,
+    "justifications": justifications,
+    "table2": table2,
+    "modality_effects": modality_effects,
+    "table5": table5,
+    "table6": table6,
+}
+
+
+# ---- what each output needs, and running an analysis on whatever the data holds ----------------------
+@dataclass(frozen=True)
+class Needs:
+    """What one output needs. ``columns``: ``"table.column"`` holding at least one value; ``any_of``: at
+    least one of these; ``varying``: a column with two or more distinct values; ``conditions``: the
+    conditions that must have ratings."""
+
+    columns: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    varying: tuple[str, ...] = ()
+    conditions: tuple[str, ...] = ()
+
+
+BOTH = ("audio", "text")
+_ORDER = ("ratings.trial", "ratings.presented_first")
+_PREFERENCES = ("trials.trial", "trials.preference", "ratings.trial")
+NEEDS: dict[str, Needs] = {
+    "table1_demographics": Needs(),
+    "table3_session": Needs(
+        (
+            "participants.passed_attention",
+            "participants.completed",
+            "participants.session_minutes",
+            "participants.difficulty",
+            "trials.trial",
+            "trials.decision_time_s",
+        )
+    ),
+    "behaviour": Needs(
+        ("trials.trial",),
+        any_of=(
+            "trials.replays_0",
+            "trials.replays_1",
+            "trials.relistened_first",
+            "trials.rating_changes",
+            "trials.deliberation_time_s",
+        ),
+    ),
+    "thresholds_gaps": Needs(_PREFERENCES),
+    "thresholds_recommendations": Needs(_PREFERENCES),
+    "figure2_gap_cdf": Needs(_PREFERENCES),
+    "table4_reliability": Needs((*_PREFERENCES, "ratings.presented_first"), conditions=BOTH),
+    "raters_needed": Needs(),
+    "figure4_icc_by_k": Needs(),
+    "cross_modality_agreement": Needs(conditions=BOTH),
+    "cross_modality_binomial": Needs(conditions=BOTH),
+    "figure3_agreement": Needs(conditions=BOTH),
+    "justifications": Needs(("trials.trial", "trials.justification"), conditions=BOTH),
+    "justifications_counts": Needs(("trials.trial", "trials.justification"), conditions=BOTH),
+    "table2_lmm": Needs((*_ORDER, "stimuli.n_chars"), conditions=BOTH),
+    "practice_effects": Needs(("trials.trial", "trials.decision_time_s"), conditions=BOTH),
+    "random_slope": Needs(conditions=BOTH),
+    "audio_quality": Needs((*_ORDER, "stimuli.n_chars"), varying=("ratings.audio_quality",), conditions=("audio",)),
+    "per_prompt_icc": Needs(),
+}
+
+
+def unmet_reason(needs: Needs, tables: Tables, present: Mapping[str, Collection[str]]) -> str | None:
+    """Why ``needs`` are not met by the data (naming the missing column), or None when they are."""
+    missing = [c for c in needs.columns if c.split(".", 1)[1] not in present.get(c.split(".", 1)[0], ())]
+    reasons = []
+    if missing:
+        reasons.append(f"needs {', '.join(missing)} (not in the data)")
+    if needs.any_of and not any(c.split(".", 1)[1] in present.get(c.split(".", 1)[0], ()) for c in needs.any_of):
+        reasons.append(f"needs one of {', '.join(needs.any_of)} (none in the data)")
+    for c in needs.varying:
+        table, column = c.split(".", 1)
+        if column not in present.get(table, ()):
+            reasons.append(f"needs {c} (not in the data)")
+            continue
+        values = pd.Series(tables[table][column]).dropna().unique()
+        if len(values) < 2:
+            reasons.append(f"{c} is constant ({values[0]!r} in every row): nothing to relate it to")
+    if needs.conditions:
+        have = set(tables["ratings"]["condition"].dropna().astype(str))
+        lacking = [c for c in needs.conditions if c not in have]
+        if lacking:
+            reasons.append(
+                f"needs ratings in the {' and '.join(needs.conditions)} condition"
+                f"{'s' if len(needs.conditions) > 1 else ''} (ratings.condition has none in "
+                f"{', '.join(lacking)})"
+            )
+    return "; ".join(reasons) or None
+
+
+def run_analysis(
+    name: str, tables: Tables, params: dict[str, Any], present: Mapping[str, Collection[str]]
+) -> AnalysisResult:
+    """Every declared output of analysis ``name``: computed where :data:`NEEDS` are met, else skipped.
+
+    ``present``: per table, the columns holding a value in the data (:func:`modprefs.ratings.read.present_columns`,
+    taken before any in-memory stand-in). A skipped table is one row (status ``skipped``, reason); a
+    skipped figure a PNG stating the reason.
+    """
+    table_names, figure_names = OUTPUTS[name]
+    reasons = {o: unmet_reason(NEEDS.get(o, Needs()), tables, present) for o in (*table_names, *figure_names)}
+    wanted = {o for o, r in reasons.items() if r is None}
+    try:
+        result = ANALYSES[name](tables, {**params, "_outputs": wanted}) if wanted else AnalysisResult()
+    except InsufficientDataError as err:  # the study is too small for this analysis' model: say so, go on
+        log.warning("%s: skipped, the data cannot support its model: %s", name, err)
+        result = AnalysisResult()
+        reasons.update({o: f"the data cannot support the model ({err})" for o in wanted})
+    for o, reason in reasons.items():
+        if reason is None:
+            continue
+        skipped = _skipped(
+            reason,
+            (o,) if o in table_names else (),
+            (o,) if o in figure_names else (),
+            {o: {**TITLES, **TABLE5_TITLES, **TABLE6_TITLES}.get(o, o)},
+        )
+        result.tables.update(skipped.tables)
+        result.figures.update(skipped.figures)
+        result.titles.update(skipped.titles)
+    return result

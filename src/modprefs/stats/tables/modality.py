@@ -1,0 +1,303 @@
+"""Modality effects on ratings (§4.1, §4.3): Table 2 and its follow-ups.
+
+All models are fitted by :mod:`modprefs.stats.mixed.lmm` (REML, Satterthwaite df and p as lmerTest;
+95 % CIs use the t(df) quantiles) on the rated trials (trial >= 1) of participants who passed the
+attention check.
+
+* **Table 2** (omnibus): ``rating ~ presented_first * modality + len_z * modality + trial_z * modality``
+  with ``modality`` = 1 for text (reference audio), ``presented_first`` 0/1, ``len_z`` = the clip's
+  original-text character count standardised over the stimulus set (sample SD), ``trial_z`` = the
+  trial number standardised over the analysed rows, and one of two random-effects structures
+  (:data:`TABLE2_RANDOM`, config ``stats.table2_random``):
+
+  - ``stimulus_modality`` (default): ``(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)``.
+    The stimulus a rater meets is a clip *in a modality*; a clip's own text-vs-audio deviation (which
+    the paper's random-slope LRT, §4.3, shows exists) is a random effect of the clip x modality cell.
+  - ``paper``: ``(1 | participant_id) + (1 | clip_id)``, the paper's literal specification. It shares
+    one clip intercept across both modalities, so clip-specific modality deviations fall into the
+    residual, and the modality x clip-level interactions (modality x length) are tested against the
+    residual as if every rating were an independent replicate of the clip's modality deviation:
+    anti-conservative. ``benchmarks/table2_null.py`` measures the false-positive rate of both
+    structures under null simulations from several generating models
+    (``benchmarks/out/table2_null.json``; the report quotes it).
+
+  Modality x order and modality x trial vary within clips, so their tests barely depend on the
+  choice; modality x length (a clip property) and the modality main effect do.
+* **Simple effects**: the same model without modality terms, fitted per modality (the paper's
+  text b = 4.92 vs audio b = 3.52 for length).
+* **Practice**: ``log(decision_time_s) ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)``
+  plus per-modality slopes; ``pct_change_per_sd`` = 100 (exp(b) - 1).
+* **Prompt-specific modality effects** (§4.3): per trial, ``score`` = rating of response 0 minus
+  rating of response 1; ``score ~ modality + (1 | prompt_id) + (1 | participant_id)`` against
+  ``score ~ modality + (1 + modality | prompt_id) + (1 | participant_id)``, likelihood-ratio test on
+  ML refits (lme4's ``anova``), χ² with 2 df; the random slope's SD.
+* **Audio quality** (the paper's fidelity control): its distribution, its correlation with response
+  ratings (per rating and per clip means), and the audio-condition simple-effects model with
+  ``aq_z`` (audio quality standardised) added — do length and order effects survive?
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from modprefs.stats.mixed.lmm import LmmFit, anova_refit_ml, fit_formula
+from modprefs.stats.reliability.icc import analysable_ratings
+
+TABLE2_FIXED = "rating ~ presented_first * modality + len_z * modality + trial_z * modality"
+#: Table 2's random-effects structures (``stats.table2_random``); see the module docstring.
+TABLE2_RANDOM: dict[str, str] = {
+    "stimulus_modality": "(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)",
+    "paper": "(1 | participant_id) + (1 | clip_id)",
+}
+DEFAULT_TABLE2_RANDOM = "stimulus_modality"
+TABLE2_FORMULA = f"{TABLE2_FIXED} + {TABLE2_RANDOM['paper']}"  # the paper's literal model
+
+
+def table2_formula(random: str = DEFAULT_TABLE2_RANDOM) -> str:
+    """Table 2's omnibus formula with the named random-effects structure (:data:`TABLE2_RANDOM`)."""
+    if random not in TABLE2_RANDOM:
+        raise ValueError(f"stats.table2_random: unknown structure {random!r}; expected one of {sorted(TABLE2_RANDOM)}")
+    return f"{TABLE2_FIXED} + {TABLE2_RANDOM[random]}"
+
+
+SIMPLE_FORMULA = "rating ~ presented_first + len_z + trial_z + (1 | participant_id) + (1 | clip_id)"
+PRACTICE_FORMULA = "log_time ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)"
+SLOPE_NULL = "score ~ modality + (1 | prompt_id) + (1 | participant_id)"
+SLOPE_FULL = "score ~ modality + (1 + modality | prompt_id) + (1 | participant_id)"
+
+TERM_LABELS = {
+    "(Intercept)": "Intercept",
+    "presented_first": "Presented first",
+    "modality": "Modality (text)",
+    "len_z": "Character length (z)",
+    "trial_z": "Trial number (z)",
+    "presented_first:modality": "Presented first x Modality",
+    "modality:len_z": "Modality x Char. length",
+    "len_z:modality": "Modality x Char. length",
+    "modality:trial_z": "Modality x Trial number",
+    "trial_z:modality": "Modality x Trial number",
+    "aq_z": "Audio quality (z)",
+}
+
+
+def _zscore(x: pd.Series) -> pd.Series:
+    x = pd.to_numeric(x, errors="coerce").astype(float)
+    sd = x.std(ddof=1)
+    return (x - x.mean()) / sd if sd > 0 else x * 0.0
+
+
+def rating_frame(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
+    """Analysed ratings of both modalities with the model's covariates (see the module docstring)."""
+    frames = [analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")]
+    df = pd.concat(frames, ignore_index=True)
+    chars = stimuli.assign(clip_id=stimuli["clip_id"].astype(str)).set_index("clip_id")["n_chars"]
+    len_z = _zscore(chars)
+    df["clip_id"] = df["clip_id"].astype(str)
+    df["rating"] = pd.to_numeric(df["rating"]).astype(float)
+    df["modality"] = (df["condition"] == "text").astype(float)
+    df["presented_first"] = df["presented_first"].astype(str).str.lower().isin(["true", "1"]).astype(float)
+    df["len_z"] = df["clip_id"].map(len_z).astype(float)
+    df["trial_z"] = _zscore(df["trial"])
+    df["audio_quality"] = pd.to_numeric(df.get("audio_quality"), errors="coerce")
+    return df
+
+
+def coefficient_table(fit: LmmFit, model: str) -> pd.DataFrame:
+    t = fit.coef_table()
+    return pd.DataFrame(
+        {
+            "model": model,
+            "term": t["term"].map(lambda s: TERM_LABELS.get(s, s)),
+            "b": t["estimate"],
+            "se": t["se"],
+            "ci_lo": t["ci_t_lo"],
+            "ci_hi": t["ci_t_hi"],
+            "df": t["df"],
+            "t": t["t"],
+            "p": t["p"],
+            "n_obs": fit.n_obs,
+            "singular": fit.singular,
+            "converged": fit.converged,
+        }
+    )
+
+
+def table2(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM) -> pd.DataFrame:
+    """Table 2's omnibus fixed effects (reference: audio) and the per-modality simple effects.
+
+    ``random`` names the omnibus model's random-effects structure (:data:`TABLE2_RANDOM`); the
+    ``model`` column of the omnibus rows says which (``omnibus (random: ...)``). Within one
+    modality a clip x modality cell is the clip, so the simple-effects models are the same for both.
+    """
+    formula = table2_formula(random)
+    parts = [coefficient_table(fit_formula(frame, formula), f"omnibus (random: {TABLE2_RANDOM[random]})")]
+    for c in ("audio", "text"):
+        parts.append(coefficient_table(fit_formula(frame[frame["condition"] == c], SIMPLE_FORMULA), f"simple: {c}"))
+    return pd.concat(parts, ignore_index=True)
+
+
+def practice_effects(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
+    """Log trial duration over trials: interaction model and per-modality slopes (§4.1 Practice)."""
+    cond = participants.set_index(participants["participant_id"].astype(str))["condition"]
+    passed = participants.loc[participants["passed_attention"].astype(str).str.lower() == "true", "participant_id"]
+    d = trials[
+        (pd.to_numeric(trials["trial"]) >= 1) & trials["participant_id"].astype(str).isin(set(passed.astype(str)))
+    ].copy()
+    d["participant_id"] = d["participant_id"].astype(str)
+    d["condition"] = d["participant_id"].map(cond)
+    d["log_time"] = np.log(pd.to_numeric(d["decision_time_s"], errors="coerce"))
+    d = d[np.isfinite(d["log_time"])]
+    d["modality"] = (d["condition"] == "text").astype(float)
+    d["trial_z"] = _zscore(d["trial"])
+    parts = [coefficient_table(fit_formula(d, PRACTICE_FORMULA), "log duration: omnibus")]
+    for c in ("audio", "text"):
+        fit = fit_formula(d[d["condition"] == c], "log_time ~ trial_z + (1 | participant_id) + (1 | prompt_id)")
+        parts.append(coefficient_table(fit, f"log duration: {c}"))
+    out = pd.concat(parts, ignore_index=True)
+    out["pct_change_per_sd"] = 100 * (np.exp(out["b"]) - 1)
+    return out
+
+
+def preference_scores(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per trial: rating of response 0 minus response 1 (trials with both ratings)."""
+    f = frame.assign(response=frame["clip_id"].str.extract(r"_([01])$")[0].astype(int))
+    wide = f.pivot_table(index=["participant_id", "prompt_id", "condition"], columns="response", values="rating")
+    wide = wide.dropna().reset_index()
+    return pd.DataFrame(
+        {
+            "participant_id": wide["participant_id"],
+            "prompt_id": wide["prompt_id"],
+            "condition": wide["condition"],
+            "modality": (wide["condition"] == "text").astype(float),
+            "score": wide[0] - wide[1],
+        }
+    )
+
+
+def random_slope_test(frame: pd.DataFrame) -> pd.DataFrame:
+    """§4.3: fixed modality effect on preference scores and the LRT for a by-prompt modality slope."""
+    scores = preference_scores(frame)
+    null = fit_formula(scores, SLOPE_NULL)
+    full = fit_formula(scores, SLOPE_FULL)
+    test = anova_refit_ml(null, full)
+    slope = next(r for r in full.random_effects if r.group == "prompt_id")
+    i = list(full.x_names).index("modality")
+    return pd.DataFrame(
+        [
+            {
+                "n_trials": null.n_obs,
+                "modality_b": full.beta[i],
+                "modality_se": full.beta_se[i],
+                "modality_df": full.df[i],
+                "modality_p": full.p_value[i],
+                "chi2": test.chi2,
+                "lrt_df": test.df,
+                "lrt_p": test.p,
+                "slope_sd": float(slope.sd[-1]),
+                "intercept_sd": float(slope.sd[0]),
+                "slope_intercept_corr": float(slope.corr[1, 0]),
+                "singular": full.singular,
+                "note": "LRT on ML refits (lme4 anova); estimates from the REML fit",
+            }
+        ]
+    )
+
+
+def audio_quality_analysis(frame: pd.DataFrame) -> pd.DataFrame:
+    """Distribution of audio-quality ratings, their link to response ratings, and whether the
+    audio-condition effects survive adding audio quality as a covariate."""
+    audio = frame[frame["condition"] == "audio"].dropna(subset=["audio_quality"]).copy()
+    if audio.empty:
+        return pd.DataFrame([{"statistic": "audio quality", "value": np.nan, "note": "no audio-quality ratings"}])
+    aq = audio["audio_quality"].astype(float)
+    rows = [
+        {"statistic": name, "value": float(v), "note": ""}
+        for name, v in (
+            ("n ratings", len(aq)),
+            ("mean", aq.mean()),
+            ("sd", aq.std(ddof=1)),
+            ("median", aq.median()),
+            ("q10", aq.quantile(0.1)),
+            ("q90", aq.quantile(0.9)),
+        )
+    ]
+    r, p = stats.pearsonr(aq, audio["rating"])
+    rows.append({"statistic": "r(audio quality, rating), per rating", "value": float(r), "note": f"p = {p:.3g}"})
+    clip = audio.groupby("clip_id")[["audio_quality", "rating"]].mean()
+    if len(clip) > 2:
+        rho, p = stats.spearmanr(clip["audio_quality"], clip["rating"])
+        rows.append(
+            {
+                "statistic": "Spearman rho(clip mean audio quality, clip mean rating)",
+                "value": float(rho),
+                "note": f"p = {p:.3g}, {len(clip)} clips",
+            }
+        )
+    audio["aq_z"] = _zscore(audio["audio_quality"])
+    base = coefficient_table(fit_formula(audio, SIMPLE_FORMULA), "audio").set_index("term")
+    adj = coefficient_table(
+        fit_formula(audio, SIMPLE_FORMULA.replace("trial_z +", "trial_z + aq_z +")), "audio + audio quality"
+    ).set_index("term")
+    for term in ("Presented first", "Character length (z)", "Audio quality (z)"):
+        if term in adj.index:
+            rows.append(
+                {
+                    "statistic": f"{term}: b without / with audio quality",
+                    "value": float(adj.loc[term, "b"]),
+                    "note": (
+                        f"without {base.loc[term, 'b']:.3f} (p {base.loc[term, 'p']:.3g}); "
+                        if term in base.index
+                        else ""
+                    )
+                    + f"with {adj.loc[term, 'b']:.3f} (p {adj.loc[term, 'p']:.3g})",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def per_prompt_icc(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per prompt and modality ICC(2,1) (Table 6's outcome).
+
+    Definition: the prompt's block of its 2 clips (targets) x the raters who rated both (judges),
+    two-way random effects, absolute agreement, single rater — Shrout & Fleiss (1979) ICC(2,1) =
+    (MSR - MSE) / (MSR + (k - 1) MSE + k (MSC - MSE) / n) with n = 2 targets and k raters, from the
+    two-way ANOVA without replication. With two targets the between-target mean square has one
+    df, so a single prompt's ICC is very noisy and can be negative (kept as is, not truncated).
+    """
+    f = frame.assign(response=frame["clip_id"].str.extract(r"_([01])$")[0].astype(int))
+    rows = []
+    for (prompt, cond), block in f.groupby(["prompt_id", "condition"]):
+        wide = block.pivot_table(index="response", columns="participant_id", values="rating").dropna(axis=1)
+        n, k = wide.shape
+        if n < 2 or k < 2:
+            rows.append(
+                {
+                    "prompt_id": prompt,
+                    "condition": cond,
+                    "n_raters": k,
+                    "icc_2_1": np.nan,
+                    "note": "needs both clips rated by at least 2 raters",
+                }
+            )
+            continue
+        x = wide.to_numpy(float)
+        grand = x.mean()
+        msr = k * ((x.mean(axis=1) - grand) ** 2).sum() / (n - 1)
+        msc = n * ((x.mean(axis=0) - grand) ** 2).sum() / (k - 1)
+        sse = ((x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + grand) ** 2).sum()
+        mse = sse / ((n - 1) * (k - 1))
+        denom = msr + (k - 1) * mse + k * (msc - mse) / n
+        icc = (msr - mse) / denom if denom > 0 else np.nan
+        rows.append(
+            {
+                "prompt_id": prompt,
+                "condition": cond,
+                "n_raters": k,
+                "icc_2_1": icc,
+                "mean_gap": float(x[0].mean() - x[1].mean()),
+                "note": "" if denom > 0 else "zero variance",
+            }
+        )
+    return pd.DataFrame(rows)

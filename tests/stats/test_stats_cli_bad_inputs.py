@@ -1,0 +1,311 @@
+"""``modprefs stats`` on bad inputs and arguments (issue #13): every one fails cleanly before writing anything.
+
+Each case runs the real command in a subprocess and checks, with ``tests/bad_inputs.py``: exit status
+!= 0, a message naming the file and row/column (or the argument), no Python traceback, and the
+``--out`` folder's parent byte-identical before and after (no partial output, no temporary folder
+left). Two documented results close the file: a participant called ``NA`` gives the same icc.csv as
+an ordinary id, and a study with one condition gives a labelled partial analysis.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from _ratings_helpers import make_assignments, make_stimuli, write_tables
+from bad_inputs import assert_clean_failure
+from modprefs.cli import main
+from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = ["--n-boot", "5", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory):
+    """A valid study: ratings/ (three tables), clips.csv, judges.csv, terms.txt."""
+    base = tmp_path_factory.mktemp("valid")
+    stim = make_stimuli(8, seed=1)
+    asg = make_assignments(stim, raters_per_condition=4, trials=4, seed=1)
+    r, t, p, _ = simulate_ratings(
+        stim, asg, SimulationParams(p_fail_attention_audio=0, p_fail_attention_text=0), seed=1
+    )
+    write_tables(base / "ratings", r, t, p)
+    stim.to_csv(base / "clips.csv", index=False)
+    judges = pd.DataFrame(
+        [
+            {
+                "judge": "j",
+                "backend": "b",
+                "model": "m",
+                "prompt_version": "v1",
+                "modality": "text",
+                "kind": "response_quality",
+                "prompt_id": c.prompt_id,
+                "clip_id": c.clip_id,
+                "sample": 0,
+                "rating": 50,
+                "status": "ok",
+                "reason": "",
+            }
+            for c in stim.itertuples()
+        ]
+    )
+    judges.to_csv(base / "judges.csv", index=False)
+    shutil.copy(ROOT / "resources/analysis/modality_terms.txt", base / "terms.txt")
+    return base
+
+
+def _csv(path: Path, change: Callable[[pd.DataFrame], pd.DataFrame]) -> None:
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    change(df).to_csv(path, index=False)
+
+
+def _set(column: str, row: int, value: str) -> Callable[[pd.DataFrame], pd.DataFrame]:
+    def change(df: pd.DataFrame) -> pd.DataFrame:
+        df.loc[row, column] = value
+        return df
+
+    return change
+
+
+def _then(*_effects: object, args: list[str] | None = None) -> list[str]:
+    """The extra arguments of a case after its setup effects (evaluated as the call's arguments)."""
+    return list(args or [])
+
+
+def _bytes(path: Path, old: bytes, new: bytes) -> None:
+    path.write_bytes(path.read_bytes().replace(old, new, 1))
+
+
+def _clips_inside_out(work: Path) -> list[str]:
+    (work / "o" / "out").mkdir()
+    shutil.move(work / "clips.csv", work / "o" / "out" / "clips.csv")
+    return ["--clips", str(work / "o" / "out" / "clips.csv"), "--overwrite"]
+
+
+# case: (setup(work) -> extra args, fragments the message must contain). ``work`` holds a copy of the valid
+# study; the command is ``modprefs stats --ratings work/ratings --clips work/clips.csv --out work/o/out``.
+CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
+    "clips_missing": (lambda w: ["--clips", str(w / "nowhere.csv")], ["nowhere.csv: file not found"]),
+    "clips_empty": (lambda w: _then((w / "clips.csv").write_text("")), ["clips.csv: the file is empty"]),
+    "clips_non_utf8": (
+        lambda w: _then(_bytes(w / "clips.csv", b"pr01_0", b"pr\xe901_0")),
+        ["clips.csv: not UTF-8 text", "line 4"],
+    ),
+    "clips_header_only": (
+        lambda w: _then(_csv(w / "clips.csv", lambda d: d.iloc[:0])),
+        ["clips.csv: has a header but no data rows"],
+    ),
+    "clips_response_x": (
+        lambda w: _then(_csv(w / "clips.csv", _set("response", 1, "x"))),
+        ["clips.csv row 3, column response", "'x'"],
+    ),
+    "clips_duplicate_row": (
+        lambda w: _then(_csv(w / "clips.csv", lambda d: pd.concat([d, d.iloc[[2]]]))),
+        ["clips.csv row 18, column clip_id", "duplicate clip 'pr01_0'"],
+    ),
+    "clips_without_prompt": (
+        lambda w: _then(_csv(w / "clips.csv", lambda d: d.drop(columns="prompt_id"))),
+        ["clips.csv", "missing column(s) ['prompt_id']"],
+    ),
+    "ci_level_1.5": (lambda w: ["--ci-level", "1.5"], ["argument --ci-level", "1.5"]),
+    "n_boot_negative": (lambda w: ["--n-boot", "-1"], ["argument --n-boot", "negative"]),
+    "n_perm_text": (lambda w: ["--n-perm", "many"], ["argument --n-perm", "'many' is not an integer"]),
+    "ci_method_unknown": (lambda w: ["--ci-method", "bca"], ["argument --ci-method", "invalid choice"]),
+    "judges_missing": (lambda w: ["--judges", str(w / "no_judges.csv")], ["--judges", "no_judges.csv: file not found"]),
+    "judges_without_columns": (
+        lambda w: _then(
+            _csv(w / "judges.csv", lambda d: d.drop(columns=["kind", "status"])),
+            args=["--judges", str(w / "judges.csv")],
+        ),
+        ["--judges", "judges.csv: missing column(s) ['kind', 'status']"],
+    ),
+    "modality_terms_missing": (
+        lambda w: ["--modality-terms", str(w / "none.txt")],
+        ["--modality-terms", "none.txt: file not found"],
+    ),
+    "modality_terms_non_utf8": (
+        lambda w: _then((w / "terms.txt").write_bytes(b"caf\xe9\n"), args=["--modality-terms", str(w / "terms.txt")]),
+        ["--modality-terms", "not UTF-8"],
+    ),
+    "three_header_only_files": (
+        lambda w: _then(
+            *[_csv(w / "ratings" / f"{n}.csv", lambda d: d.iloc[:0]) for n in ("ratings", "trials", "participants")]
+        ),
+        ["ratings.csv: no rating rows", "empty study"],
+    ),
+    "ratings_source_missing": (lambda w: _then(shutil.rmtree(w / "ratings")), ["ratings", "no such file or folder"]),
+    "ratings_non_utf8": (
+        lambda w: _then(_bytes(w / "ratings" / "ratings.csv", b"text", b"t\xe9xt")),
+        ["ratings.csv: not UTF-8 text", "byte 0xe9"],
+    ),
+    "ratings_field_count": (
+        lambda w: _then(_bytes(w / "ratings" / "ratings.csv", b"\n", b",extra\n")),
+        ["ratings.csv: line 2 has 9 field(s) but the header has 10"],
+    ),
+    "rating_out_of_range": (
+        lambda w: _then(_csv(w / "ratings" / "ratings.csv", _set("rating", 4, "101"))),
+        ["ratings.csv row 6, column rating", "above the maximum 100"],
+    ),
+    "ratings_duplicate_header": (
+        lambda w: _then(_bytes(w / "ratings" / "ratings.csv", b"condition,", b"rating,")),
+        ["ratings.csv: column 'rating' appears more than once"],
+    ),
+    "duplicate_participant": (
+        lambda w: _then(
+            _csv(w / "ratings" / "participants.csv", lambda d: pd.concat([d, d.iloc[[1]]], ignore_index=True))
+        ),
+        ["participants.csv row 10, column participant_id", "duplicate participant"],
+    ),
+    "unknown_clip": (
+        lambda w: _then(_csv(w / "ratings" / "ratings.csv", _set("clip_id", 6, "zz_1"))),
+        ["ratings.csv row 8, column clip_id", "unknown clip 'zz_1'"],
+    ),
+    "attention_disagrees": (
+        lambda w: _then(
+            _csv(
+                w / "ratings" / "trials.csv",
+                lambda d: d.assign(preference=d["preference"].where(d["trial"] != "0", "1")),
+            )
+        ),
+        ["participants.csv row 2, column passed_attention", "preferred '1'"],
+    ),
+    "all_failed_attention": (
+        lambda w: _then(
+            _csv(
+                w / "ratings" / "trials.csv",
+                lambda d: d.assign(preference=d["preference"].where(d["trial"] != "0", "1")),
+            ),
+            _csv(w / "ratings" / "participants.csv", lambda d: d.assign(passed_attention="false")),
+        ),
+        ["no rating left to analyse", "failed the attention check"],
+    ),
+    "out_not_empty": (
+        lambda w: _then((w / "o" / "out").mkdir(), (w / "o" / "out" / "report.html").write_text("old")),
+        ["--out", "is not empty; pass --overwrite"],
+    ),
+    "out_overwrite_would_delete_an_input": (
+        lambda w: _clips_inside_out(w),
+        ["--out", "holds the input", "clips.csv", "would delete it"],
+    ),
+    "out_is_a_file": (lambda w: _then((w / "o" / "out").write_text("a file")), ["--out", "is not a folder"]),
+    "map_unknown_column": (lambda w: ["--map", "ratng=score"], ["column map: unknown column 'ratng'"]),
+    "map_source_column_absent": (
+        lambda w: ["--map", "rating=score"],
+        ["column map rating=score", "no table has a column 'score'"],
+    ),
+    "map_malformed": (lambda w: ["--map", "rating"], ["--map 'rating'", "expected canonical=source"]),
+    "wide_with_one_rating_column": (
+        lambda w: _then(_csv(w / "ratings" / "ratings.csv", lambda d: d.rename(columns={"rating": "rating_0"}))),
+        ["'rating_0' but no 'rating_1'"],
+    ),
+    "participant_column_disagrees_in_one_table": (
+        lambda w: _then(
+            _csv(w / "single.csv", lambda d: d.assign(age=["30"] * (len(d) - 1) + ["31"])),
+            args=["--ratings", str(w / "single.csv")],
+        ),
+        ["single.csv row", "column age", "'31'", "must agree"],
+    ),
+    "corrupt_parquet": (
+        lambda w: _then((w / "r.parquet").write_bytes(b"PAR1garbage"), args=["--ratings", str(w / "r.parquet")]),
+        ["r.parquet: cannot be read as Parquet"],
+    ),
+    "unsupported_file_type": (
+        lambda w: _then((w / "r.xlsx").write_bytes(b"x"), args=["--ratings", str(w / "r.xlsx")]),
+        ["unsupported file type '.xlsx'"],
+    ),
+    "hub_unreachable": (
+        lambda w: ["--ratings", "hf://some-lab/released-ratings"],
+        ["could not load the Hugging Face dataset 'some-lab/released-ratings' from the hub"],
+    ),
+}
+
+
+def test_at_least_25_cases():
+    assert len(CASES) >= 25
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_fails_cleanly(valid, tmp_path, case):
+    work = tmp_path / "work"
+    shutil.copytree(valid, work)
+    r = pd.read_csv(work / "ratings" / "ratings.csv", dtype=str, keep_default_na=False)
+    r.assign(age="30").to_csv(work / "single.csv", index=False)
+    (work / "o").mkdir()
+    setup, mention = CASES[case]
+    extra = setup(work)
+    args = {"--ratings": str(work / "ratings"), "--clips": str(work / "clips.csv"), "--out": str(work / "o" / "out")}
+    for flag in list(args):
+        if flag in extra:
+            i = extra.index(flag)
+            args[flag] = extra[i + 1]
+            extra = extra[:i] + extra[i + 2 :]
+    cmd = [sys.executable, "-m", "modprefs.cli", "stats", *(x for kv in args.items() for x in kv), *FAST, *extra]
+    listing = sorted(p.name for p in (work / "o").iterdir())
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+    result = assert_clean_failure(cmd, watch=[work / "o"], must_mention=mention, env=env, timeout=300)
+    assert result.returncode == 2
+    assert sorted(p.name for p in (work / "o").iterdir()) == listing  # no temporary folder left behind
+
+
+# ---- documented results ------------------------------------------------------------------------------------
+def _run(source: Path, clips: Path, out: Path) -> int:
+    return main(["stats", "--ratings", str(source), "--clips", str(clips), "--out", str(out), *FAST])
+
+
+@pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
+def test_participant_called_na_gives_the_same_icc(valid, tmp_path):
+    assert _run(valid / "ratings", valid / "clips.csv", tmp_path / "ordinary") == 0
+    parts = pd.read_csv(valid / "ratings" / "participants.csv", dtype=str, keep_default_na=False)
+    audio = sorted(parts.loc[parts["condition"] == "audio", "participant_id"])
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    for name in ("ratings", "trials", "participants"):
+        _csv_copy = pd.read_csv(valid / "ratings" / f"{name}.csv", dtype=str, keep_default_na=False)
+        _csv_copy["participant_id"] = _csv_copy["participant_id"].replace(audio[0], "NA")
+        _csv_copy.to_csv(renamed / f"{name}.csv", index=False)
+    assert _run(renamed, valid / "clips.csv", tmp_path / "na") == 0
+    icc = (tmp_path / "na" / "tables" / "icc.csv").read_bytes()
+    assert icc == (tmp_path / "ordinary" / "tables" / "icc.csv").read_bytes()
+    assert pd.read_csv(tmp_path / "na" / "tables" / "icc.csv").set_index("condition").loc[
+        "audio", "n_participants"
+    ] == len(audio)
+    written = pd.read_csv(tmp_path / "na" / "ratings" / "participants.csv", dtype=str, keep_default_na=False)
+    assert "NA" in set(written["participant_id"])
+
+
+def test_one_condition_is_a_labelled_partial_analysis(valid, tmp_path, capsys):
+    src = tmp_path / "audio_only"
+    src.mkdir()
+    parts = pd.read_csv(valid / "ratings" / "participants.csv", dtype=str, keep_default_na=False)
+    keep = set(parts.loc[parts["condition"] == "audio", "participant_id"])
+    for name in ("ratings", "trials", "participants"):
+        df = pd.read_csv(valid / "ratings" / f"{name}.csv", dtype=str, keep_default_na=False)
+        df[df["participant_id"].isin(keep)].to_csv(src / f"{name}.csv", index=False)
+    assert _run(src, valid / "clips.csv", tmp_path / "out") == 0
+    err = capsys.readouterr().err
+    icc = pd.read_csv(tmp_path / "out" / "tables" / "icc.csv").set_index("condition")
+    assert icc.loc["audio", "icc_2_1"] == icc.loc["audio", "icc_2_1"] and icc.loc["text", "n_ratings"] == 0
+    assert "no analysable ratings" in icc.loc["text", "note"]
+    for name in ("table2_lmm", "table4_reliability", "cross_modality_agreement", "random_slope"):
+        table = pd.read_csv(tmp_path / "out" / "tables" / f"{name}.csv")
+        assert (
+            table["status"].iloc[0] == "skipped"
+            and "needs ratings in the audio and text conditions" in table["reason"].iloc[0]
+        ), name
+        assert f"skipped {name}: needs ratings in the audio and text conditions" in err
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "only the audio condition has ratings" in report
+    assert pd.read_csv(tmp_path / "out" / "tables" / "audio_quality.csv").columns[0] != "status"
