@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats.reliability.icc import _fit_iccs, analysable_ratings, condition_design  # noqa: E402
+from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs  # noqa: E402
 from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     BOOTSTRAP_METHODS,
     CI_METHODS,
@@ -96,14 +96,14 @@ def truth_task(args: tuple[str, str, int, int]) -> dict:
     model, size, rep, scale = args
     t0 = time.perf_counter()
     design = simulate_design(model, size, 10_000_000 + rep, scale)
-    _, k, icc1, _ = _fit_iccs(design)
+    _, k, icc1, _ = fit_iccs(design)
     return {"model": model, "size": size, "rep": rep, "icc_2_1": icc1, "k": k, "seconds": time.perf_counter() - t0}
 
 
 def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
     model, size, study, n_boot, methods = args
     design = simulate_design(model, size, study)
-    fit, k, icc1, icck = _fit_iccs(design)
+    fit, k, icc1, icck = fit_iccs(design)
     out = {
         "model": model,
         "size": size,

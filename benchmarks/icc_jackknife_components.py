@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT / "src"))
 import numpy as np  # noqa: E402
 
 from modprefs.io import write_json  # noqa: E402
-from modprefs.stats.reliability.icc import ConditionDesign, _fit_iccs, model_formula  # noqa: E402
-from modprefs.stats.reliability.icc_ci import _jackknife_variance  # noqa: E402
+from modprefs.stats.reliability.icc import ConditionDesign, fit_iccs, model_formula  # noqa: E402
+from modprefs.stats.reliability.icc_ci import jackknife_variance  # noqa: E402
 from modprefs.stats.reliability.icc_difference import condition_parts  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_jackknife_components.json"
@@ -71,7 +71,7 @@ def design(rater: np.ndarray, clip: np.ndarray, y: np.ndarray) -> ConditionDesig
 
 
 def icc1(rater: np.ndarray, clip: np.ndarray, y: np.ndarray) -> float:
-    return float(_fit_iccs(design(rater, clip, y))[2])
+    return float(fit_iccs(design(rater, clip, y))[2])
 
 
 def one_size(args: argparse.Namespace, raters: int) -> dict:
@@ -103,8 +103,8 @@ def one_size(args: argparse.Namespace, raters: int) -> dict:
         lay = new_layout()
         y = ratings(lay)[0]
         parts = condition_parts(design(*lay, y), np.unique(lay[1] // 2).astype(str), args.n_noise, rng)
-        est["v_prompt"].append(_jackknife_variance(np.array(list(parts.prompt_loo.values()))[:, 0])[0])
-        est["v_participant"].append(_jackknife_variance(parts.participant_loo[:, 0])[0])
+        est["v_prompt"].append(jackknife_variance(np.array(list(parts.prompt_loo.values()))[:, 0])[0])
+        est["v_participant"].append(jackknife_variance(parts.participant_loo[:, 0])[0])
         noise = parts.noise[:, 0]
         est["v_noise"].append(float(np.var(noise[np.isfinite(noise)], ddof=1)))
     truth = {"total": float(np.var(total, ddof=1)), **{k: float(np.mean(v)) for k, v in held.items()}}

@@ -29,7 +29,7 @@ from modprefs.plan.analysis import study_record
 from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.reliability.icc import _fit_iccs, analysable_ratings, condition_design
+from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs
 from modprefs.study.design import make_assignments
 
 P, R, T = 100, 53, 20
@@ -61,7 +61,7 @@ def slow(seed: int) -> dict:
     out = {"sim_seconds": time.perf_counter() - t}
     for c in ("audio", "text"):
         df = analysable_ratings(ratings, participants, c, stim)
-        _, k, icc1, icck = _fit_iccs(condition_design(df))
+        _, k, icc1, icck = fit_iccs(condition_design(df))
         out.update({f"icc1_{c}": icc1, f"icck_{c}": icck, f"k_{c}": k, f"mean_rating_{c}": df["rating"].mean()})
     return out
 

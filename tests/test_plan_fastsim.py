@@ -13,7 +13,7 @@ from modprefs.plan.analysis import icc_design, study_record
 from modprefs.plan.fastsim import simulate_study, study_tables
 from modprefs.plan.layout import balanced_layout, layout_from_assignments, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.reliability.icc import _fit_iccs, analysable_ratings, condition_design
+from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs
 from modprefs.study.design import make_assignments
 
 P, R, T, N = 24, 14, 8, 40
@@ -45,7 +45,7 @@ def _slow(params: SimulationParams, seed: int) -> dict[str, float]:
     out = {}
     for c in ("audio", "text"):
         df = analysable_ratings(ratings, participants, c, stim)
-        _, k, icc1, icck = _fit_iccs(condition_design(df))
+        _, k, icc1, icck = fit_iccs(condition_design(df))
         out.update(
             {f"icc1_{c}": icc1, f"icck_{c}": icck, f"k_{c}": k, f"mean_rating_{c}": pd.to_numeric(df["rating"]).mean()}
         )
@@ -135,7 +135,7 @@ def test_fast_analysis_equals_the_analysis_on_the_same_ratings():
         # the same prompts (the jackknife's unit): equal counts and the same partition of the ratings by prompt
         assert fast_design.n_prompts == slow_design.n_prompts > 0
         assert sorted(np.bincount(fast_design.prompt)) == sorted(np.bincount(slow_design.prompt))
-        fast, slow = _fit_iccs(fast_design), _fit_iccs(slow_design)
+        fast, slow = fit_iccs(fast_design), fit_iccs(slow_design)
         assert fast[1:] == pytest.approx(slow[1:], rel=1e-6)
         assert fast[0].var_g1 == pytest.approx(slow[0].var_g1, rel=1e-6)
 

@@ -230,7 +230,7 @@ def test_justification_words_differ_by_condition(design):
 # ---- mechanisms added for the paper calibration (issue #12 item 4) ----------------------------------
 def test_clip_effect_correlations_match_parameters():
     """u = prompt part + clip deviation: within-prompt, cross-modality and cross-clip correlations."""
-    from modprefs.ratings.simulate import _clip_effects
+    from modprefs.ratings.simulate import draw_clip_effects
 
     n = 6000
     stim = pd.DataFrame({"prompt_id": np.repeat([f"p{i}" for i in range(n)], 2), "response": np.tile([0, 1], n)})
@@ -243,7 +243,7 @@ def test_clip_effect_correlations_match_parameters():
         rho_clip_modality=0.2,
         clip_df=math.inf,
     )
-    u = _clip_effects(stim, p, np.random.default_rng(0))
+    u = draw_clip_effects(stim, p, np.random.default_rng(0))
     u0, u1 = u[0::2], u[1::2]  # (prompt, [audio, text]) for response 0 and 1
     assert u0[:, 0].var() == pytest.approx(400, rel=0.06) and u0[:, 1].var() == pytest.approx(900, rel=0.06)
     corr = lambda a, b: float(np.corrcoef(a, b)[0, 1])  # noqa: E731

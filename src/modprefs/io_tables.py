@@ -74,6 +74,14 @@ class TableError(UserInputError):
     """A table that cannot be read as a table; the message names the file (and line/column)."""
 
 
+def as_bool_column(values: pd.Series) -> pd.Series:
+    """Booleans from a column read from CSV (bool, 0/1 or 'True'/'False' strings); missing -> False."""
+    if values.dtype == bool:
+        return values
+    text = values.astype("string").str.strip().str.lower()
+    return text.isin(["true", "1", "1.0", "yes"]).fillna(False).astype(bool)
+
+
 def is_id_column(name: str) -> bool:
     """True for identifier columns whose cells are read verbatim (see the module docstring)."""
     return name in ID_COLUMNS or name.endswith("_id")

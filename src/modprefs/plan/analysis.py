@@ -22,7 +22,7 @@ import numpy as np
 from modprefs.plan.fastsim import ConditionRatings, SimulatedStudy
 from modprefs.plan.wald import icc_standard_errors, theta_hessian
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
-from modprefs.stats.reliability.icc import ConditionDesign, _fit_iccs, model_formula
+from modprefs.stats.reliability.icc import ConditionDesign, fit_iccs, model_formula
 from modprefs.stats.reliability.icc_difference import condition_parts, difference_tests
 
 #: Table 2's fixed effects in the engine's column order (lme4's expansion of TABLE2_FIXED).
@@ -81,7 +81,7 @@ def condition_record(
     }
     try:
         design = icc_design(r)
-        fit, k, icc1, icck = _fit_iccs(design, theta0=theta0)
+        fit, k, icc1, icck = fit_iccs(design, theta0=theta0)
     except (ValueError, np.linalg.LinAlgError):
         return out, None
     out.update(k=k, icc1=icc1, icck=icck, ok=float(fit.converged))
@@ -238,7 +238,7 @@ def permutation_draws(
                 tie=np.zeros(0, bool),
             )
             try:
-                fit, _, icc1, _ = _fit_iccs(icc_design(group), theta0=theta0)
+                fit, _, icc1, _ = fit_iccs(icc_design(group), theta0=theta0)
             except (ValueError, np.linalg.LinAlgError):
                 icc1 = math.nan
             else:

@@ -4,7 +4,7 @@
 through pandas; a planner needs thousands of studies but only the analysed ratings. This module
 draws exactly the rating model of that function (see its module docstring) with numpy arrays:
 
-* clip effects: :func:`modprefs.ratings.simulate._clip_effects` itself (multivariate t per prompt,
+* clip effects: :func:`modprefs.ratings.simulate.draw_clip_effects` itself (multivariate t per prompt,
   within-prompt and cross-modality correlations);
 * per participant: random intercept v_p, lognormal tie threshold tau_p, lognormal residual scale
   (E[s^2] = 1), attention-check failure and early dropout (K ~ Poisson, truncated to 0..T-1);
@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.plan.layout import ConditionLayout, Layout
-from modprefs.ratings.simulate import SimulationParams, _clip_effects, _lognormal, _unit_t, snap_ties
+from modprefs.ratings.simulate import SimulationParams, draw_clip_effects, lognormal_draws, snap_ties, unit_variance_t
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def clip_effects(p: SimulationParams, n_prompts: int, rng: np.random.Generator) 
     stim = pd.DataFrame(
         {"prompt_id": np.repeat(np.arange(n_prompts), 2).astype(str), "response": np.tile([0, 1], n_prompts)}
     )
-    return _clip_effects(stim, p, rng).reshape(n_prompts, 2, 2)
+    return draw_clip_effects(stim, p, rng).reshape(n_prompts, 2, 2)
 
 
 def _condition(
@@ -97,7 +97,7 @@ def _condition(
     ci = 1 if condition == "text" else 0
     n_part = lay.n_participants
     v = math.sqrt(p.by_condition("var_participant", condition)) * rng.standard_normal(n_part)
-    tau = _lognormal(rng, p.by_condition("tie_threshold_mean", condition), p.tie_threshold_cv, n_part)
+    tau = lognormal_draws(rng, p.by_condition("tie_threshold_mean", condition), p.tie_threshold_cv, n_part)
     failed = (
         (rng.random(n_part) < p.by_condition("p_fail_attention", condition)) if attention else np.zeros(n_part, bool)
     )
@@ -127,7 +127,7 @@ def _condition(
             + p.b_first_text * first * is_text
             + u[prompt, r, ci]
             + v[tp]
-            + sd_res * _unit_t(rng, p.resid_df, n)
+            + sd_res * unit_variance_t(rng, p.resid_df, n)
         )
     lo_b, hi_b = (1.0, 100.0) if p.clip_ratings else (-np.inf, np.inf)
     perceived = np.clip(latent, lo_b, hi_b)

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.io_tables import as_bool_column
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.fastsim import ConditionRatings, simulate_study
 from modprefs.plan.layout import CONDITIONS, Layout, layout_from_assignments, prism_like_lengths
@@ -45,7 +46,7 @@ from modprefs.ratings.ingest import validate_ratings
 from modprefs.ratings.read import read_stimuli
 from modprefs.ratings.simulate import SimulationParams
 from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
-from modprefs.stats.reliability.icc import _as_bool, _fit_iccs, analysable_ratings, icc_from_components
+from modprefs.stats.reliability.icc import analysable_ratings, fit_iccs, icc_from_components
 
 PILOT_COLUMNS = ("trial", "presented_first")  # beyond what every ratings source has: the fit's layout needs them
 STATS = ("var_clip", "var_participant", "var_resid", "b_first", "b_trial", "mean_rating", "tie_rate")
@@ -172,7 +173,7 @@ def pilot_arrays(pilot: Pilot) -> PilotArrays:
         pcode = {p: i for i, p in enumerate(people)}
         response = f["clip_id"].astype(str).str.extract(r"_([01])$")[0].astype(int).to_numpy()
         prompt = f["prompt_id"].astype(str).map(code).to_numpy()
-        first = _as_bool(f["presented_first"]).to_numpy()
+        first = as_bool_column(f["presented_first"]).to_numpy()
         trial = pd.to_numeric(f["trial"]).to_numpy(np.int64)
         part = f["participant_id"].astype(str).map(pcode).to_numpy()
         ratings[c] = ConditionRatings(
@@ -221,7 +222,7 @@ def statistics(r: ConditionRatings) -> dict[str, float]:
     from modprefs.plan.analysis import icc_design
 
     design = icc_design(r)
-    fit, k, icc1, _ = _fit_iccs(design)
+    fit, k, icc1, _ = fit_iccs(design)
     beta = dict(zip(("intercept",) + design.terms, fit.beta))
     return {
         "var_clip": fit.var_g1,
@@ -351,8 +352,8 @@ def attrition_counts(pilot: Pilot) -> dict[str, dict[str, Any]]:
         g = part[part["condition"].astype(str) == c]
         if g.empty:
             continue
-        passed = _as_bool(g["passed_attention"])
-        incomplete = int((~_as_bool(g.loc[passed, "completed"])).sum()) if "completed" in g.columns else None
+        passed = as_bool_column(g["passed_attention"])
+        incomplete = int((~as_bool_column(g.loc[passed, "completed"])).sum()) if "completed" in g.columns else None
         minutes = minutes_sd = math.nan
         if pilot.trials is not None and "decision_time_s" in pilot.trials.columns:
             t = pilot.trials[pilot.trials["participant_id"].astype(str).isin(set(g.loc[passed, "participant_id"]))]

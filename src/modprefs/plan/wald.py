@@ -17,35 +17,36 @@ import math
 
 import numpy as np
 
-from modprefs.stats.mixed.reml import CrossedFit, _encode, _evaluate, _sufficient
+from modprefs.stats.mixed.factors import encode_factor
+from modprefs.stats.mixed.reml import CrossedFit, evaluate_criterion, sufficient_statistics
 from modprefs.stats.reliability.icc import ConditionDesign
 
 
 def theta_hessian(design: ConditionDesign, fit: CrossedFit, rel_step: float = 1e-4) -> np.ndarray:
     """(2, 2) Hessian of the REML criterion in theta = (clip, participant) at ``fit.theta``.
 
-    ``design`` and ``fit`` as :func:`modprefs.stats.reliability.icc._fit_iccs` makes them (g1 = clip, g2 =
+    ``design`` and ``fit`` as :func:`modprefs.stats.reliability.icc.fit_iccs` makes them (g1 = clip, g2 =
     participant). Raises ``np.linalg.LinAlgError`` when the criterion cannot be evaluated there.
     """
     y, X = design.y, design.X
     b0, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ b0
     ys = resid / math.sqrt(resid @ resid / (y.size - X.shape[1]))  # the criterion's theta-shape is scale-free
-    c1, q1 = _encode(design.clip, "clip")
-    c2, q2 = _encode(design.participant, "participant")
+    (c1, levels1), (c2, levels2) = encode_factor(design.clip, "clip"), encode_factor(design.participant, "participant")
+    q1, q2 = levels1.size, levels2.size
     theta = np.asarray(fit.theta, float).copy()
     swap = q2 > q1  # the engine eliminates the factor with more levels
     if swap:
         c1, q1, c2, q2 = c2, q2, c1, q1
         theta = theta[::-1].copy()
-    s = _sufficient(ys, X, c1, q1, c2, q2)
+    s = sufficient_statistics(ys, X, c1, q1, c2, q2)
     hess = np.empty((2, 2))
     for j in range(2):
         h = rel_step * max(theta[j], 1e-2)
         up, down = theta.copy(), theta.copy()
         up[j] += h
         down[j] = max(down[j] - h, 0.0)
-        g_up, g_down = _evaluate(up, s, True).grad, _evaluate(down, s, True).grad
+        g_up, g_down = evaluate_criterion(up, s, True).grad, evaluate_criterion(down, s, True).grad
         assert g_up is not None and g_down is not None  # requested (grad=True is the default)
         hess[:, j] = (g_up - g_down) / (up[j] - down[j])
     hess = 0.5 * (hess + hess.T)

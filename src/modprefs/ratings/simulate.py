@@ -34,7 +34,7 @@ benchmarks/recovery.py shows the difference.
 
 * ``first`` = the clip was presented first; ``len_z`` = z-score of the stimuli's ``n_chars`` over
   the stimulus set (sample SD, as R's ``scale``); ``trial_z`` = (t - mean)/sd over trials 1..T.
-* Clip effects (``_clip_effects``): u_i[c] = P_prompt[c] + D_i[c]. The prompt part (share
+* Clip effects (``draw_clip_effects``): u_i[c] = P_prompt[c] + D_i[c]. The prompt part (share
   ``rho_clip_within_prompt_c`` of ``var_clip_c``) is common to the prompt's two clips: it counts
   as clip variance in the ICC but cancels in a trial's gap, in the per-trial preference score and
   in the cross-modality winner. The clip's own deviation D carries the within-prompt preference.
@@ -430,7 +430,7 @@ def _other_time_params(
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def _lognormal(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
+def lognormal_draws(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
     if cv <= 0:
         return np.full(size, float(mean))
     s2 = math.log1p(cv**2)
@@ -441,7 +441,7 @@ def _gamma_unit(rng: np.random.Generator, shape: float, size: int) -> np.ndarray
     return rng.gamma(shape, 1.0 / shape, size)
 
 
-def _unit_t(rng: np.random.Generator, df: float, size: int) -> np.ndarray:
+def unit_variance_t(rng: np.random.Generator, df: float, size: int) -> np.ndarray:
     if math.isinf(df):
         return rng.standard_normal(size)
     return rng.standard_t(df, size) * math.sqrt((df - 2) / df)
@@ -453,7 +453,7 @@ def _bool_or_empty(values: np.ndarray, mask: np.ndarray) -> pd.Series:
     return s
 
 
-def _clip_effects(stim: pd.DataFrame, p: SimulationParams, rng: np.random.Generator) -> np.ndarray:
+def draw_clip_effects(stim: pd.DataFrame, p: SimulationParams, rng: np.random.Generator) -> np.ndarray:
     """(n_clips, 2) clip effects [audio, text] on the latent 0..100 scale.
 
     A clip's effect in modality c is its prompt's shared effect plus its own deviation,
@@ -590,7 +590,7 @@ def _simulate_clips(stimuli: pd.DataFrame, p: SimulationParams, rng_clip: np.ran
     sd_chars = n_chars.std(ddof=1) if len(n_chars) > 1 else 0.0
     len_z = (n_chars - n_chars.mean()) / sd_chars if sd_chars > 0 else np.zeros(len(n_chars))
     n_clip = len(stim)
-    u = _clip_effects(stim, p, rng_clip)
+    u = draw_clip_effects(stim, p, rng_clip)
     aq_true = p.aq_mean + math.sqrt(p.var_aq_clip) * rng_clip.standard_normal(n_clip)
     aq_attn = p.aq_mean + math.sqrt(p.var_aq_clip) * rng_clip.standard_normal(2)
     if "duration_s" in stim.columns:
@@ -654,7 +654,9 @@ def _simulate_panel(assignments: pd.DataFrame, p: SimulationParams, rng_part: np
 
     v = np.sqrt(_per_condition(p, cond, "var_participant")) * rng_part.standard_normal(n_part)
     tau_mean = _per_condition(p, cond, "tie_threshold_mean")
-    tau = np.array([_lognormal(rng_part, m, p.tie_threshold_cv, 1)[0] for m in tau_mean]) if n_part else np.zeros(0)
+    tau = (
+        np.array([lognormal_draws(rng_part, m, p.tie_threshold_cv, 1)[0] for m in tau_mean]) if n_part else np.zeros(0)
+    )
     failed = rng_part.random(n_part) < _per_condition(p, cond, "p_fail_attention")
     a_time = rng_part.standard_normal(n_part)  # participant slowness (standard normal; scaled per condition)
     # dropout: rate p_incomplete_c among passers, tilted towards slow raters (exp(beta a - beta^2/2)
@@ -673,7 +675,7 @@ def _simulate_panel(assignments: pd.DataFrame, p: SimulationParams, rng_part: np
     replay_prop = _gamma_unit(rng_part, p.replay_propensity_shape, n_part)
     change_prop = _gamma_unit(rng_part, 2.0, n_part)
     aq_offset = math.sqrt(p.var_aq_participant) * rng_part.standard_normal(n_part)
-    overhead = _per_condition(p, cond, "session_overhead_min") * _lognormal(
+    overhead = _per_condition(p, cond, "session_overhead_min") * lognormal_draws(
         rng_part, 1.0, p.session_overhead_cv, n_part
     )
     pidx = {pid: i for i, pid in enumerate(part["participant_id"])}
@@ -763,7 +765,7 @@ def _latent_ratings(
             + p.b_first_text * first * t_text
             + uc
             + panel.v[tp]
-            + sd_res * _unit_t(rng_rate, p.resid_df, n_tr)
+            + sd_res * unit_variance_t(rng_rate, p.resid_df, n_tr)
         )
     # attention check: coherent high, nonsense low (reversed for failers)
     att_noise = p.attention_sd * rng_rate.standard_normal((n_tr, 2))
@@ -873,7 +875,7 @@ def _trial_table(
         )
     other[attn] *= p.attention_time_factor  # the attention check is a quick, obvious judgement
     dtime = listen + other
-    delib = _lognormal(rng_trial, p.deliberation_median_s * math.exp(0.65**2 / 2), 0.65, n_tr)
+    delib = lognormal_draws(rng_trial, p.deliberation_median_s * math.exp(0.65**2 / 2), 0.65, n_tr)
     delib = np.where(is_audio_t, np.minimum(delib, 0.8 * other), np.nan)
     changes = rng_trial.poisson(
         np.where(t_cond == "text", p.rating_changes_mean_text, p.rating_changes_mean_audio) * panel.change_prop[tp]

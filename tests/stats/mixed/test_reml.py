@@ -80,11 +80,14 @@ def small():
 @pytest.mark.parametrize("theta", [(0.7, 0.4), (0.0, 0.3), (1.5, 0.0), (2.0, 3.0)])
 def test_analytic_gradient_matches_finite_differences(small, reml, theta):
     y, X, g1, g2 = small
-    s = R._sufficient((y - y.mean()) / y.std(), X, g1, g1.max() + 1, g2, g2.max() + 1)
+    s = R.sufficient_statistics((y - y.mean()) / y.std(), X, g1, g1.max() + 1, g2, g2.max() + 1)
     th = np.array(theta)
-    grad = R._evaluate(th, s, reml).grad
+    grad = R.evaluate_criterion(th, s, reml).grad
     h = 1e-6
-    fd = [(R._evaluate(th + h * e, s, reml).f - R._evaluate(th - h * e, s, reml).f) / (2 * h) for e in np.eye(2)]
+    fd = [
+        (R.evaluate_criterion(th + h * e, s, reml).f - R.evaluate_criterion(th - h * e, s, reml).f) / (2 * h)
+        for e in np.eye(2)
+    ]
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
 
 

@@ -19,9 +19,9 @@ from modprefs.stats.mixed.reml import fit_crossed_intercepts
 from modprefs.stats.reliability.icc import (
     CI_METHOD,
     ICC_COLUMNS,
-    _fit_iccs,
     analysable_ratings,
     condition_design,
+    fit_iccs,
     icc_for_design,
 )
 from modprefs.stats.reliability.icc_ci import (
@@ -104,7 +104,7 @@ def test_generic_stimulus_bootstrap_draws_as_icc_for_design(small):
     ratings, participants, _ = small
     design = condition_design(analysable_ratings(ratings, participants, "audio"))
     row = icc_for_design("audio", design, 20, np.random.default_rng(5))
-    fit, _, icc1, icck = _fit_iccs(design)
+    fit, _, icc1, icck = fit_iccs(design)
     boot, failed = bootstrap_iccs(design, fit, "stimulus", 20, np.random.default_rng(5))
     (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot)
     assert failed == 0
@@ -239,7 +239,7 @@ def test_prompt_bootstrap_keeps_a_prompts_clips_together(small):
 def test_blups_solve_the_mixed_model_equations(small):
     ratings, participants, stim = small
     design = condition_design(analysable_ratings(ratings, participants, "text", stim))
-    fit, *_ = _fit_iccs(design)
+    fit, *_ = fit_iccs(design)
     u, v, e = crossed_blups(design, fit)
     Z = np.zeros((design.y.size, design.n_clips + design.n_participants))
     Z[np.arange(design.y.size), design.clip] = 1
@@ -257,7 +257,7 @@ def test_blups_solve_the_mixed_model_equations(small):
 def test_jackknife_refits_leave_one_unit_out(small):
     ratings, participants, stim = small
     design = condition_design(analysable_ratings(ratings, participants, "audio", stim))
-    fit, k, icc1, _ = _fit_iccs(design)
+    fit, k, icc1, _ = fit_iccs(design)
     jp, jr = jackknife_iccs(design, fit, "prompt"), jackknife_iccs(design, fit, "participant")
     assert jp.shape == (design.n_prompts, 2) and jr.shape == (design.n_participants, 2)
     keep = design.participant != 3
@@ -270,7 +270,7 @@ def test_jackknife_refits_leave_one_unit_out(small):
 def test_jackknife_interval_variance_decomposition(small):
     ratings, participants, stim = small
     design = condition_design(analysable_ratings(ratings, participants, "audio", stim))
-    fit, k, icc1, icck = _fit_iccs(design)
+    fit, k, icc1, icck = fit_iccs(design)
     jk = jackknife_interval(design, fit, icc1, 30, np.random.default_rng(2))
     logit = lambda x: np.log(x / (1 - x))  # noqa: E731
     for values, v in (

@@ -44,6 +44,7 @@ import scipy.stats
 
 from modprefs.errors import InsufficientDataError
 from modprefs.stats.mixed.criterion import Evaluation, ProfiledLmm
+from modprefs.stats.mixed.factors import encode_factor
 from modprefs.stats.mixed.formula import build_design
 
 #: lme4's ``isSingular`` default: a diagonal theta below this is "on the boundary".
@@ -229,19 +230,6 @@ class LrtResult:
 # --- input checks -----------------------------------------------------------------------------
 
 
-def _encode(g: np.ndarray, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(codes (n,), levels (q,)) of a grouping factor; unused levels are dropped, as lme4 does."""
-    g = np.asarray(g)
-    if g.ndim != 1 or g.shape[0] != n:
-        raise ValueError(f"group of term {name!r} must have shape ({n},), got {g.shape}")
-    if g.dtype.kind == "f" and np.isnan(g).any():
-        raise ValueError(f"group of term {name!r} contains NaN")
-    if g.dtype == object and any(v is None or (isinstance(v, float) and np.isnan(v)) for v in g):
-        raise ValueError(f"group of term {name!r} contains missing labels")
-    levels, codes = np.unique(g, return_inverse=True)
-    return codes.reshape(-1).astype(np.intp), levels
-
-
 def _check_inputs(
     y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
@@ -271,7 +259,10 @@ def _check_inputs(
             raise ValueError(f"Z of term {t.name!r} must be (n, r) with n = {n}, got {np.shape(t.Z)}")
         if not np.isfinite(Z).all():
             raise ValueError(f"Z of term {t.name!r} contains NaN or infinite values")
-        c, lev = _encode(t.group, t.name, n)
+        group = np.asarray(t.group)
+        if group.ndim != 1 or group.shape[0] != n:
+            raise ValueError(f"group of term {t.name!r} must have shape ({n},), got {group.shape}")
+        c, lev = encode_factor(group, f"group of term {t.name!r}")
         q = lev.size
         if q < 2:
             raise InsufficientDataError(f"grouping factor {t.name!r} has {q} level(s); it needs at least 2")

@@ -32,6 +32,8 @@ import numpy as np
 import scipy.linalg.lapack
 import scipy.optimize
 
+from modprefs.stats.mixed.factors import encode_factor
+
 #: lme4's ``isSingular`` default: a relative SD below this is "on the boundary".
 SINGULAR_TOL = 1e-4
 
@@ -75,7 +77,7 @@ class CrossedFit:
 
 
 @dataclass(frozen=True)
-class _Suff:
+class SufficientStats:
     """Sufficient statistics (cross-products) of the model; g1 is the eliminated factor.
 
     Every g1-level term of the criterion depends on theta only through D_a = t1^2 n1_a + 1, so
@@ -119,7 +121,7 @@ _MAX_STACK = 2**24
 
 
 @dataclass
-class _Eval:
+class CriterionEvaluation:
     """Everything one evaluation of the criterion at theta produces."""
 
     f: float
@@ -130,26 +132,14 @@ class _Eval:
     logdet_L: float
 
 
-def _encode(g: np.ndarray, name: str) -> tuple[np.ndarray, int]:
-    """Integer codes 0..q-1 for any label array (unused levels are dropped, as lme4 does)."""
-    g = np.asarray(g)
-    if g.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {g.shape}")
-    if g.dtype.kind == "f" and np.isnan(g).any():
-        raise ValueError(f"{name} contains NaN")
-    if g.dtype == object and any(v is None or (isinstance(v, float) and np.isnan(v)) for v in g):
-        raise ValueError(f"{name} contains missing labels")
-    _, codes = np.unique(g, return_inverse=True)
-    codes = codes.reshape(-1).astype(np.intp)
-    return codes, int(codes.max()) + 1 if codes.size else 0
-
-
 def _column_sums(codes: np.ndarray, q: int, M: np.ndarray) -> np.ndarray:
     """Z'M for the indicator matrix Z of ``codes``: (q, k) sums of M's (n, k) rows per level."""
     return np.stack([np.bincount(codes, weights=M[:, j], minlength=q) for j in range(M.shape[1])], axis=1)
 
 
-def _sufficient(y: np.ndarray, X: np.ndarray, c1: np.ndarray, q1: int, c2: np.ndarray, q2: int) -> _Suff:
+def sufficient_statistics(
+    y: np.ndarray, X: np.ndarray, c1: np.ndarray, q1: int, c2: np.ndarray, q2: int
+) -> SufficientStats:
     n, p = X.shape
     n1 = np.bincount(c1, minlength=q1).astype(float)
     N12 = np.bincount(c1 * q2 + c2, minlength=q1 * q2).astype(float).reshape(q1, q2)
@@ -169,7 +159,7 @@ def _sufficient(y: np.ndarray, X: np.ndarray, c1: np.ndarray, q1: int, c2: np.nd
         for v in range(V):  # V <= sqrt(2n) groups, not rows
             block = H[order[bounds[v] : bounds[v + 1]]]
             HH[v] = block.T @ block
-    return _Suff(
+    return SufficientStats(
         n=n,
         p=p,
         q1=q1,
@@ -206,7 +196,7 @@ def _cho_inverse(L: np.ndarray) -> np.ndarray:
     return np.tril(inv) + np.tril(inv, -1).T
 
 
-def _evaluate(theta: np.ndarray, s: _Suff, reml: bool, grad: bool = True) -> _Eval:
+def evaluate_criterion(theta: np.ndarray, s: SufficientStats, reml: bool, grad: bool = True) -> CriterionEvaluation:
     """Profiled criterion (lme4's, up to the y-scaling constant) and its gradient at ``theta``.
 
     The full system matrix is M = [[D, C], [C', B]] over (u1 | u2, beta) with D = t1^2 diag(n1) + I;
@@ -275,20 +265,20 @@ def _evaluate(theta: np.ndarray, s: _Suff, reml: bool, grad: bool = True) -> _Ev
         n_over_D = float(s.group_size @ (s.counts * w))
         dlogdet = np.array([2.0 * t1 * (n_over_D - float(np.sum(Si * Qk))), 2.0 * float(np.sum(Si[:q2] * T2k.T))])
         g = dlogdet + nu * dr2 / r2
-    return _Eval(f=float(f), grad=g, r2=r2, x=x, Sinv_beta=Sinv[q2:, q2:], logdet_L=logdet_L)
+    return CriterionEvaluation(f=float(f), grad=g, r2=r2, x=x, Sinv_beta=Sinv[q2:, q2:], logdet_L=logdet_L)
 
 
-def _safe_fg(theta: np.ndarray, s: _Suff, reml: bool) -> tuple[float, np.ndarray]:
+def _safe_fg(theta: np.ndarray, s: SufficientStats, reml: bool) -> tuple[float, np.ndarray]:
     try:
-        ev = _evaluate(theta, s, reml)
+        ev = evaluate_criterion(theta, s, reml)
     except np.linalg.LinAlgError:
         return 1e300, np.zeros(2)
-    assert ev.grad is not None  # _evaluate computes the gradient by default
+    assert ev.grad is not None  # evaluate_criterion computes the gradient by default
     return ev.f, ev.grad
 
 
 def _newton_polish(
-    theta: np.ndarray, s: _Suff, reml: bool, max_steps: int = 10
+    theta: np.ndarray, s: SufficientStats, reml: bool, max_steps: int = 10
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
     """Newton steps on the free (non-zero) coordinates with a forward-difference Hessian.
 
@@ -332,7 +322,7 @@ def _newton_polish(
 _LBFGSB_OPTIONS = {"ftol": 1e-10, "gtol": 1e-7, "maxiter": 1000, "maxls": 50}
 
 
-def _optimise(s: _Suff, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, bool, int, str]:
+def _optimise(s: SufficientStats, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, bool, int, str]:
     res = scipy.optimize.minimize(
         _safe_fg,
         theta0,
@@ -409,8 +399,8 @@ def _checked_design(
         raise ValueError("y contains NaN or infinite values")
     if not np.isfinite(X).all():
         raise ValueError("X contains NaN or infinite values")
-    c1, q1 = _encode(g1, names[0])
-    c2, q2 = _encode(g2, names[1])
+    (c1, levels1), (c2, levels2) = encode_factor(g1, names[0]), encode_factor(g2, names[1])
+    q1, q2 = levels1.size, levels2.size
     for name, q in ((names[0], q1), (names[1], q2)):
         if q < 2:
             raise ValueError(f"grouping factor {name} has {q} level(s); a random intercept needs at least 2")
@@ -479,13 +469,13 @@ def fit_crossed_intercepts(
     swap = q2 > q1
     if swap:
         c1, q1, c2, q2 = c2, q2, c1, q1
-    s = _sufficient(ys, X, c1, q1, c2, q2)
+    s = sufficient_statistics(ys, X, c1, q1, c2, q2)
     start = np.array([1.0, 1.0]) if theta0 is None else np.asarray(theta0, dtype=float).reshape(2)
     if swap:
         start = start[::-1].copy()
     start = np.maximum(start, 1e-3)  # theta_j = 0 is stationary; start off the bound
     theta, ok, n_eval, message = _optimise(s, reml, start)
-    ev = _evaluate(theta, s, reml, grad=False)
+    ev = evaluate_criterion(theta, s, reml, grad=False)
 
     nu = n - p if reml else n
     sigma2 = ev.r2 / nu * scale * scale

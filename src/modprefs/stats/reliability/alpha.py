@@ -73,7 +73,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from modprefs.stats.reliability.icc import ATTENTION_PROMPT, _as_bool, analysable_ratings
+from modprefs.io_tables import as_bool_column
+from modprefs.stats.reliability.icc import ATTENTION_PROMPT, analysable_ratings
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
@@ -485,7 +486,7 @@ def group_alpha_difference(features: AlphaFeatures, in_first: np.ndarray) -> np.
 
 
 def _passed(participants: pd.DataFrame) -> set[str]:
-    return set(participants.loc[_as_bool(participants["passed_attention"]), "participant_id"].astype(str))
+    return set(participants.loc[as_bool_column(participants["passed_attention"]), "participant_id"].astype(str))
 
 
 def _normalise_preference(values: pd.Series) -> pd.Series:

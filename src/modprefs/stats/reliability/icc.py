@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.io_tables import as_bool_column
 from modprefs.stats.mixed.reml import CrossedFit, fit_crossed_intercepts
 
 log = logging.getLogger(__name__)
@@ -69,14 +70,6 @@ def icc_from_components(var_stimulus: float, var_rater: float, var_resid: float,
     return var_stimulus / total, var_stimulus / (var_stimulus + (var_rater + var_resid) / k)
 
 
-def _as_bool(values: pd.Series) -> pd.Series:
-    """Booleans from a column read from CSV (bool, 0/1 or 'True'/'False' strings); missing -> False."""
-    if values.dtype == bool:
-        return values
-    text = values.astype("string").str.strip().str.lower()
-    return text.isin(["true", "1", "1.0", "yes"]).fillna(False).astype(bool)
-
-
 def analysable_ratings(
     ratings: pd.DataFrame, participants: pd.DataFrame, condition: str, stimuli: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -86,7 +79,7 @@ def analysable_ratings(
     the attention check, prompt ``attn``), a non-missing rating and, when ``stimuli`` is given, a
     ``clip_id`` in the stimulus set. Returns the ratings' columns, index reset.
     """
-    passed = participants.loc[_as_bool(participants["passed_attention"]), "participant_id"].astype(str)
+    passed = participants.loc[as_bool_column(participants["passed_attention"]), "participant_id"].astype(str)
     df = ratings[ratings["condition"].astype(str) == condition]
     keep = (
         df["participant_id"].astype(str).isin(set(passed))
@@ -141,7 +134,7 @@ def condition_design(df: pd.DataFrame) -> ConditionDesign:
     df = df.assign(**{f"_key_{c}": df[c].astype(str) for c in keys[:2]})
     df = df.sort_values([f"_key_{c}" for c in keys[:2]] + keys[2:], kind="mergesort")
     y = pd.to_numeric(df["rating"]).to_numpy(float)
-    covariates: dict[str, np.ndarray] = {"presented_first": _as_bool(df["presented_first"]).to_numpy(float)}
+    covariates: dict[str, np.ndarray] = {"presented_first": as_bool_column(df["presented_first"]).to_numpy(float)}
     trial = pd.to_numeric(df["trial"]).to_numpy(float)
     sd = trial.std(ddof=1) if trial.size > 1 else 0.0
     covariates["trial_z"] = (trial - trial.mean()) / sd if sd > 0 else np.zeros_like(trial)
@@ -187,7 +180,7 @@ def resample_clips(clip: np.ndarray, n_clips: int, rng: np.random.Generator) -> 
     return order[offsets], np.repeat(np.arange(n_clips), lengths)
 
 
-def _fit_iccs(
+def fit_iccs(
     design: ConditionDesign,
     rows: np.ndarray | None = None,
     clip: np.ndarray | None = None,
@@ -205,7 +198,7 @@ def _fit_iccs(
     return fit, k, icc1, icck
 
 
-def _empty_row(condition: str, n_ratings: int, n_clips: int, n_participants: int, formula: str, note: str) -> dict:
+def empty_icc_row(condition: str, n_ratings: int, n_clips: int, n_participants: int, formula: str, note: str) -> dict:
     row: dict[str, Any] = {c: math.nan for c in ICC_COLUMNS}
     row.update(
         condition=condition,
@@ -221,28 +214,75 @@ def _empty_row(condition: str, n_ratings: int, n_clips: int, n_participants: int
     return row
 
 
+def fit_notes(fit: CrossedFit) -> list[str]:
+    """The ICC row's notes on a fit: convergence not verified, a variance component on its zero bound."""
+    notes = []
+    if not fit.converged:
+        notes.append(f"optimiser convergence not verified: {fit.message}")
+    if fit.singular:
+        notes.append("singular fit (a variance component on its zero bound)")
+    return notes
+
+
+def icc_row(
+    condition: str,
+    design: ConditionDesign,
+    fitted: tuple[CrossedFit, float, float, float],
+    ci_2_1: tuple[float, float],
+    ci_2_k: tuple[float, float],
+    *,
+    n_boot: int,
+    n_boot_failed: int,
+    ci_method: str,
+    notes: list[str],
+) -> dict:
+    """One ICC table row (:data:`ICC_COLUMNS`) from a fit and its intervals.
+
+    ``fitted`` is :func:`fit_iccs`' (fit, k, ICC(2,1), ICC(2,k)); ``ci_2_1``/``ci_2_k`` are (lo, hi) on the ICC
+    scale; ``notes`` are joined with "; ".
+    """
+    fit, k, icc1, icck = fitted
+    return {
+        "condition": condition,
+        "n_ratings": int(design.y.size),
+        "n_clips": design.n_clips,
+        "n_participants": design.n_participants,
+        "k_mean_raters": k,
+        "var_clip": fit.var_g1,
+        "var_participant": fit.var_g2,
+        "var_resid": fit.var_resid,
+        "icc_2_1": icc1,
+        "icc_2_1_lo": ci_2_1[0],
+        "icc_2_1_hi": ci_2_1[1],
+        "icc_2_k": icck,
+        "icc_2_k_lo": ci_2_k[0],
+        "icc_2_k_hi": ci_2_k[1],
+        "n_boot": n_boot,
+        "n_boot_failed": n_boot_failed,
+        "ci_method": ci_method,
+        "model": design.formula,
+        "note": "; ".join(notes),
+    }
+
+
 def icc_for_design(
     condition: str, design: ConditionDesign, n_boot: int, rng: np.random.Generator, ci_level: float = 0.95
 ) -> dict:
     """One output row (:data:`ICC_COLUMNS`) for a prepared condition; see :func:`icc_by_condition`."""
     n = int(design.y.size)
     try:
-        fit, k, icc1, icck = _fit_iccs(design)
+        fit, k, icc1, icck = fit_iccs(design)
     except (ValueError, np.linalg.LinAlgError) as exc:
-        return _empty_row(
+        return empty_icc_row(
             condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}"
         )
-    notes = []
-    if not fit.converged:
-        notes.append(f"optimiser convergence not verified: {fit.message}")
-    if fit.singular:
-        notes.append("singular fit (a variance component on its zero bound)")
+    notes = fit_notes(fit)
     boot = np.full((n_boot, 2), np.nan)
     failed = 0
     for b in range(n_boot):
         rows, clip = resample_clips(design.clip, design.n_clips, rng)
         try:
-            bfit, _, b1, bk = _fit_iccs(design, rows, clip, theta0=fit.theta)
+            bfit, _, b1, bk = fit_iccs(design, rows, clip, theta0=fit.theta)
         except (ValueError, np.linalg.LinAlgError):
             failed += 1
             continue
@@ -260,27 +300,17 @@ def icc_for_design(
             notes.append("every bootstrap refit failed")
     if failed:
         log.warning("%s: %d of %d bootstrap refits failed", condition, failed, n_boot)
-    return {
-        "condition": condition,
-        "n_ratings": n,
-        "n_clips": design.n_clips,
-        "n_participants": design.n_participants,
-        "k_mean_raters": k,
-        "var_clip": fit.var_g1,
-        "var_participant": fit.var_g2,
-        "var_resid": fit.var_resid,
-        "icc_2_1": icc1,
-        "icc_2_1_lo": lo1,
-        "icc_2_1_hi": hi1,
-        "icc_2_k": icck,
-        "icc_2_k_lo": lok,
-        "icc_2_k_hi": hik,
-        "n_boot": n_boot,
-        "n_boot_failed": failed,
-        "ci_method": CI_METHOD,
-        "model": design.formula,
-        "note": "; ".join(notes),
-    }
+    return icc_row(
+        condition,
+        design,
+        (fit, k, icc1, icck),
+        (lo1, hi1),
+        (lok, hik),
+        n_boot=n_boot,
+        n_boot_failed=failed,
+        ci_method=CI_METHOD,
+        notes=notes,
+    )
 
 
 def fit_crossed_intercepts_statsmodels(

@@ -63,12 +63,14 @@ from modprefs.stats.reliability.icc import (
     CONDITIONS,
     ICC_COLUMNS,
     ConditionDesign,
-    _empty_row,
-    _fit_iccs,
     analysable_ratings,
     condition_design,
+    empty_icc_row,
+    fit_iccs,
+    fit_notes,
     icc_for_design,
     icc_from_components,
+    icc_row,
     model_formula,
     resample_clips,
 )
@@ -284,10 +286,10 @@ def bootstrap_iccs(
         try:
             if method == "stimulus":
                 rows, clip = resample_clips(design.clip, design.n_clips, rng)
-                bfit, _, b1, bk = _fit_iccs(design, rows, clip, theta0=fit.theta)
+                bfit, _, b1, bk = fit_iccs(design, rows, clip, theta0=fit.theta)
             elif method == "prompt":
                 rows, clip = resample_prompts(design, rng)
-                bfit, _, b1, bk = _fit_iccs(design, rows, clip, theta0=fit.theta)
+                bfit, _, b1, bk = fit_iccs(design, rows, clip, theta0=fit.theta)
             elif method == "two_way":
                 rows, clip, part = resample_clips_and_participants(design, rng)
                 bfit, b1, bk = _refit(design, design.y, rows, clip, part, fit.theta)
@@ -333,7 +335,7 @@ def _expit(x: np.ndarray | float | Sequence[float]) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, float)))
 
 
-def _jackknife_variance(values: np.ndarray) -> tuple[float, int]:
+def jackknife_variance(values: np.ndarray) -> tuple[float, int]:
     """(n-1)/n * sum (v_i - mean)^2 over the finite leave-one-out values, and their number n."""
     v = values[np.isfinite(values)]
     n = v.size
@@ -401,8 +403,8 @@ def jackknife_interval(
     jr = jackknife_iccs(design, fit, "participant")[:, 0]
     noise = residual_bootstrap_iccs(design, fit, n_noise, rng)[:, 0]
     failed = int((~np.isfinite(jp)).sum() + (~np.isfinite(jr)).sum() + (~np.isfinite(noise)).sum())
-    v_p, n_p = _jackknife_variance(_logit(jp))
-    v_r, n_r = _jackknife_variance(_logit(jr))
+    v_p, n_p = jackknife_variance(_logit(jp))
+    v_r, n_r = jackknife_variance(_logit(jr))
     # a replicate at the boundary (ICC 0 or 1) has an infinite logit; leaving it out of the noise
     # variance can only shrink what is subtracted, so the interval errs wide, never narrow
     ln = _logit(noise[np.isfinite(noise)])
@@ -453,18 +455,14 @@ def icc_ci_for_design(
         return row
     n = int(design.y.size)
     try:
-        fit, k, icc1, icck = _fit_iccs(design)
+        fit, k, icc1, icck = fit_iccs(design)
     except (ValueError, np.linalg.LinAlgError) as exc:
-        row = _empty_row(
+        row = empty_icc_row(
             condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}"
         )
         row["ci_method"] = label
         return row
-    notes = []
-    if not fit.converged:
-        notes.append(f"optimiser convergence not verified: {fit.message}")
-    if fit.singular:
-        notes.append("singular fit (a variance component on its zero bound)")
+    notes = fit_notes(fit)
     if method == "jackknife":
         jk = jackknife_interval(design, fit, icc1, n_boot, rng, ci_level)
         lo1, hi1 = jk.lo, jk.hi
@@ -482,27 +480,17 @@ def icc_ci_for_design(
             notes.append("every bootstrap refit failed")
     if failed:
         log.warning("%s: %d of %d %s refits failed", condition, failed, n_boot, method)
-    return {
-        "condition": condition,
-        "n_ratings": n,
-        "n_clips": design.n_clips,
-        "n_participants": design.n_participants,
-        "k_mean_raters": k,
-        "var_clip": fit.var_g1,
-        "var_participant": fit.var_g2,
-        "var_resid": fit.var_resid,
-        "icc_2_1": icc1,
-        "icc_2_1_lo": lo1,
-        "icc_2_1_hi": hi1,
-        "icc_2_k": icck,
-        "icc_2_k_lo": lok,
-        "icc_2_k_hi": hik,
-        "n_boot": n_boot,
-        "n_boot_failed": failed,
-        "ci_method": label,
-        "model": design.formula,
-        "note": "; ".join(notes),
-    }
+    return icc_row(
+        condition,
+        design,
+        (fit, k, icc1, icck),
+        (lo1, hi1),
+        (lok, hik),
+        n_boot=n_boot,
+        n_boot_failed=failed,
+        ci_method=label,
+        notes=notes,
+    )
 
 
 def icc_with_ci(
@@ -534,7 +522,7 @@ def icc_with_ci(
     for condition, stream in zip(conditions, streams):
         df = analysable_ratings(ratings, participants, condition, stimuli)
         if df.empty:
-            row = _empty_row(
+            row = empty_icc_row(
                 condition,
                 0,
                 0,

@@ -53,8 +53,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from modprefs.stats.reliability.icc import ConditionDesign, _fit_iccs, condition_design
-from modprefs.stats.reliability.icc_ci import _jackknife_variance, jackknife_iccs, residual_bootstrap_iccs
+from modprefs.stats.reliability.icc import ConditionDesign, condition_design, fit_iccs
+from modprefs.stats.reliability.icc_ci import jackknife_iccs, jackknife_variance, residual_bootstrap_iccs
 
 STATISTICS = ("icc_2_1", "icc_2_k")
 CONDITIONS = ("audio", "text")
@@ -105,7 +105,7 @@ def condition_parts(
 ) -> ConditionParts:
     """Fit one condition's ICC model and its replicates; ``prompt_labels[g]`` names prompt code g, so that the
     two conditions' prompts can be matched (a prompt is shared by the conditions)."""
-    fit, _, icc1, icck = _fit_iccs(design)
+    fit, _, icc1, icck = fit_iccs(design)
     by_prompt = jackknife_iccs(design, fit, "prompt")
     return ConditionParts(
         np.array([icc1, icck]),
@@ -137,8 +137,8 @@ def _test_one(j: int, parts: dict[str, ConditionParts]) -> IccDifference:
         return est[c] if loo is None else float(loo[j])
 
     d_prompt = np.array([leave_out("audio", g) - leave_out("text", g) for g in prompts])
-    v_prompt, n_prompt = _jackknife_variance(d_prompt)
-    v_part, n_part = zip(*(_jackknife_variance(parts[c].participant_loo[:, j]) for c in CONDITIONS))
+    v_prompt, n_prompt = jackknife_variance(d_prompt)
+    v_part, n_part = zip(*(jackknife_variance(parts[c].participant_loo[:, j]) for c in CONDITIONS))
     noise = [parts[c].noise[:, j] for c in CONDITIONS]
     v_noise = sum(float(np.var(x[np.isfinite(x)], ddof=1)) if np.isfinite(x).sum() > 1 else 0.0 for x in noise)
     if not (np.isfinite(v_prompt) and all(np.isfinite(v_part))):

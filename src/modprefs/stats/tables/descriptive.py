@@ -163,7 +163,7 @@ def _fmt_num(x: float, digits: int) -> str:
     return f"{x:.{digits}f}" if np.isfinite(x) else ""
 
 
-def _join(*reasons: str) -> str:
+def join_reasons(*reasons: str) -> str:
     return "; ".join(dict.fromkeys(r for r in reasons if r))
 
 
@@ -265,7 +265,7 @@ def demographics_table(participants: pd.DataFrame) -> pd.DataFrame:
             else:
                 row[c] = _fmt_num(r.value, 1)
             reasons.append(f"{c}: {r.reason}" if r.reason else "")
-        row["reason"] = _join(*reasons)
+        row["reason"] = join_reasons(*reasons)
         out.append(row)
     return pd.DataFrame(out, columns=["row", *CONDITIONS, "reason"])
 
@@ -340,7 +340,7 @@ def _fisher_row(condition: pd.Series, measure: str, label: str, population: str,
         r_rb=math.nan,
         odds_ratio=res["odds_ratio"],
         p=res["p"],
-        reason=_join(res["reason"], *(f"no recruited participants in {c}" for c in empty)),
+        reason=join_reasons(res["reason"], *(f"no recruited participants in {c}" for c in empty)),
     )
 
 
@@ -368,7 +368,7 @@ def _mw_row(measure: str, label: str, population: str, values: dict[str, np.ndar
         r_rb=res["r_rb"],
         odds_ratio=math.nan,
         p=res["p"],
-        reason=_join(res["reason"], *thin),
+        reason=join_reasons(res["reason"], *thin),
     )
 
 
@@ -619,7 +619,7 @@ def _replay_rows(t: pd.DataFrame) -> list[dict]:
         ("replays_second", "Replays of the second-presented clip per trial", "_rep_second"),
     ):
         row = _mean_row(t, measure, label, "replays", col, ("audio",), test=False)
-        row["reason"] = _join(row["reason"], order_reason)
+        row["reason"] = join_reasons(row["reason"], order_reason)
         rows.append(row)
     rows.append(_replays_difference_row(t, order_reason))
     return rows
@@ -725,7 +725,7 @@ def _pooled_row(
     ):
         reasons.append("audio: neither relistened_first nor first-clip replays available")
     reasons.append("pooled rate: no SD, median or test")
-    row["reason"] = _join(*reasons)
+    row["reason"] = join_reasons(*reasons)
     return row
 
 
@@ -773,7 +773,7 @@ def _mean_row(
             p=res["p"],
         )
         reasons.append(res["reason"])
-    row["reason"] = _join(*reasons)
+    row["reason"] = join_reasons(*reasons)
     return row
 
 
@@ -794,7 +794,7 @@ def _replays_difference_row(t: pd.DataFrame, order_reason: str) -> dict:
         w = stats.wilcoxon(d, alternative="two-sided", zero_method="wilcox")
         row["statistic"], row["p"] = float(w.statistic), float(w.pvalue)
     else:
-        row["reason"] = _join(
+        row["reason"] = join_reasons(
             row["reason"], order_reason, "no non-zero paired differences: Wilcoxon undefined" if len(d) else ""
         )
     return row

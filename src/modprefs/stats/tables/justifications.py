@@ -67,6 +67,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2_contingency
 
+from modprefs.io_tables import as_bool_column
+
 log = logging.getLogger(__name__)
 
 CONDITIONS: tuple[str, ...] = ("audio", "text")
@@ -181,14 +183,6 @@ def presence_test(
     return float(res.statistic), float(res.pvalue)
 
 
-def _as_bool(values: pd.Series) -> pd.Series:
-    """Booleans from a column read from CSV (bool, 0/1 or 'True'/'False' strings); missing -> False."""
-    if values.dtype == bool:
-        return values
-    text = values.astype("string").str.strip().str.lower()
-    return text.isin(["true", "1", "1.0", "yes"]).fillna(False).astype(bool)
-
-
 def select_justifications(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
     """The analysed documents: participant_id, condition, trial, justification (stripped, non-empty).
 
@@ -200,7 +194,7 @@ def select_justifications(trials: pd.DataFrame, participants: pd.DataFrame) -> p
     for col in ("participant_id", "condition", "passed_attention"):
         if col not in participants.columns:
             raise ValueError(f"participants: missing column {col!r}")
-    people = participants.loc[_as_bool(participants["passed_attention"]), ["participant_id", "condition"]].copy()
+    people = participants.loc[as_bool_column(participants["passed_attention"]), ["participant_id", "condition"]].copy()
     people["participant_id"] = people["participant_id"].astype(str)
     people["condition"] = people["condition"].astype(str).str.strip().str.lower()
     t = trials[["participant_id", "trial", "justification"]].copy()

@@ -59,8 +59,8 @@ from scipy import stats
 from modprefs.stats.tables.descriptive import (
     CONDITIONS,
     MW_TEST,
-    _join,
     as_float,
+    join_reasons,
     mann_whitney,
     response_trials,
 )
@@ -214,7 +214,7 @@ def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
         row.update(U=res["U_audio"], U_text=res["U_text"], U_audio=res["U_audio"], r_rb=res["r_rb"], p=res["p"])
         if res["reason"]:
             reasons.append(f"Mann-Whitney: {res['reason']}")
-        row["reason"] = _join(*reasons)
+        row["reason"] = join_reasons(*reasons)
         rows.append(row)
     return pd.DataFrame(rows, columns=GAP_TABLE_COLUMNS)
 
