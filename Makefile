@@ -26,8 +26,8 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run
-	# once), the longest files first (tests/conftest.py); the 30 slowest tests are listed at the end
-	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=30
+	# once), the longest files first (tests/conftest.py); the 60 slowest tests are listed at the end
+	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=60
 
 # the developer loop: unit tests only (no workflow, no snakemake/server/browser subprocess, no SLURM, no R, no
 # test over ~5 s); every test still runs under `make test`. Times: benchmarks/out/test_loop.json

@@ -4,7 +4,7 @@ The local executor stands in for a lost cluster node (docs/cluster.md, "Resuming
 workflow is started, its whole process group is SIGKILLed once the speech stage has started (jobs
 are then marked incomplete and the lock stays behind, as after a crash), `snakemake --unlock` and a
 rerun with `--rerun-incomplete` finish it, and every final table must equal a clean run's byte for
-byte.
+byte. This is also the suite's determinism check: two runs of one config in two folders, the same tables.
 """
 
 from __future__ import annotations

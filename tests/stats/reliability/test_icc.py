@@ -17,11 +17,11 @@ from modprefs.stats.reliability.icc import (
     ICC_COLUMNS,
     analysable_ratings,
     condition_design,
-    fit_crossed_intercepts_statsmodels,
     icc_from_components,
     resample_clips,
 )
 from modprefs.stats.reliability.icc_ci import icc_by_condition, icc_with_ci
+from statsmodels_reference import fit_crossed_intercepts_statsmodels
 
 ROOT = Path(__file__).resolve().parents[3]
 
