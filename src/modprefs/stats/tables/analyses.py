@@ -32,6 +32,7 @@ from modprefs.errors import InsufficientDataError
 from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.reliability import rater_scaling
+from modprefs.stats.reliability.icc import ICC_COLUMNS
 from modprefs.stats.reliability.icc_ci import ci_method_label, icc_with_ci
 from modprefs.stats.tables import agreement, ai_alignment, descriptive, modality, reliability_table, thresholds
 from modprefs.stats.tables.catalog import OUTPUTS
@@ -84,23 +85,8 @@ def _titles(*names: str) -> dict[str, str]:
     return {n: TITLES[n] for n in names}
 
 
-ICC_MD_COLUMNS = [
-    "condition",
-    "n_ratings",
-    "n_clips",
-    "n_participants",
-    "k_mean_raters",
-    "var_clip",
-    "var_participant",
-    "var_resid",
-    "icc_2_1",
-    "icc_2_1_lo",
-    "icc_2_1_hi",
-    "icc_2_k",
-    "icc_2_k_lo",
-    "icc_2_k_hi",
-    "note",
-]
+#: the ICC table's markdown: every column but the resampling bookkeeping
+ICC_MD_COLUMNS = [c for c in ICC_COLUMNS if c not in ("n_boot", "n_boot_failed", "ci_method", "model")]
 
 
 def icc_table(t: Tables, p: dict[str, Any]) -> AnalysisResult:
