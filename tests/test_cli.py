@@ -87,7 +87,7 @@ def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.")]  # no temporary folder left
 
 
-def test_stats_command_rejects_bad_ratings(tmp_path, capsys):  # (more in tests/test_stats_cli_bad_inputs.py)
+def test_stats_command_rejects_bad_ratings(tmp_path, capsys):  # (more in tests/stats/test_stats_cli_bad_inputs.py)
     d, _, _, _ = _write_study(tmp_path)
     r = pd.read_csv(d / "ratings.csv")
     r.loc[2, "rating"] = 0
