@@ -65,17 +65,50 @@ def repo_root() -> Path:
     return ROOT
 
 
+@pytest.fixture(scope="session")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The embedded default config run once, to the end (report included), in a copy of the checkout.
+
+    One run per test session, shared by every test file and xdist worker that asks for it
+    (tests/test_workflow.py reads it, tests/test_dag_inputs.py damages copies of it). Read-only: a
+    test that changes files works on ``workflow_runner.copy_run(default_run, tmp_path / ...)``.
+
+    For a developer iterating on these tests: ``MODPREFS_DEFAULT_RUN=DIR`` reuses a finished run (e.g. a
+    previous session's ``/tmp/pytest-of-$USER/pytest-N/default_run``) instead of making one; it must have
+    been made from the current checkout.
+    """
+    from workflow_runner import make_checkout, run_workflow, shared_run
+
+    if os.environ.get("MODPREFS_DEFAULT_RUN"):
+        given = Path(os.environ["MODPREFS_DEFAULT_RUN"])
+        if not (given / "Snakefile").is_file() or not (given / "results/stats/tables/icc.csv").is_file():
+            pytest.fail(f"MODPREFS_DEFAULT_RUN={given} is not a finished default run in a checkout copy")
+        return given
+
+    def build(folder: Path) -> None:
+        make_checkout(folder)
+        proc = run_workflow(folder, timeout=3000)  # the other xdist worker shares the 2 cores
+        assert proc.returncode == 0, proc.stderr[-4000:]
+
+    return shared_run(tmp_path_factory, "default_run", build)
+
+
 # The longest files first, so that under `make test` (xdist --dist loadfile --no-loadscope-reorder) each
 # worker starts on one of them and the many short files fill the time after, instead of the longest file
-# starting last and holding the run open alone.
+# starting last and holding the run open alone. The files that reuse the shared default run (the
+# ``default_run`` fixture, which the first worker builds while the second runs SLURM) come after the other
+# slow files, so that the run is ready when a worker asks for it.
 LONGEST_FIRST = ("tests/test_workflow.py", "tests/test_slurm.py")
+ON_THE_DEFAULT_RUN = ("tests/test_dag_inputs.py", "tests/test_resume.py")
 
 
 def _run_order(item: pytest.Item) -> int:
     path = item.nodeid.split("::", 1)[0]
     if path in LONGEST_FIRST:
         return LONGEST_FIRST.index(path)
-    return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+    if path in ON_THE_DEFAULT_RUN:
+        return len(LONGEST_FIRST) + 1
+    return len(LONGEST_FIRST) + (0 if item.get_closest_marker("slow") else 2)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

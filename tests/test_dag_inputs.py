@@ -1,14 +1,16 @@
 """Inputs the DAG sees, and runs a lab can move and repeat (issue #13, items 2 and 7).
 
-One tiny run, made inside a copy of the checkout (the working directory is the checkout, as for a
-user), is shared by the checks:
+The shared default run (tests/conftest.py: the embedded default, made inside a copy of the checkout,
+so the working directory is the checkout, as for a user) serves the checks:
 
 - editing one line of the data JSONL makes ``snakemake -n`` plan the data step and what follows;
-- a study clip zeroed after rendering makes ``snakemake -n`` plan its shard's QC, and a real run fails
-  the clip as ``unreadable`` and replaces its prompt; a damaged clip of another engine makes that
+- two study clips damaged after rendering (one zeroed, one silenced) make ``snakemake -n`` plan their
+  shard's QC, and a real run fails them (``unreadable``; Whisper's WER) and replaces their prompts from
+  their strata in a second round (this was tests/test_audio_replacement.py's tiny run; the fault-injection
+  key ``audio_qc.inject_silence`` itself is tests/test_speech.py's); a damaged clip of another engine makes that
   engine's manifest rule rerun and stop with a message naming the clip and the shard to re-render;
 - moving the checkout (results included) leaves nothing to do (no absolute path in any rule's params);
-- a second identical run gives byte-identical WAVs for every engine (kokoro-onnx, piper, espeak-ng);
+- rendering a shard again gives byte-identical WAVs for every engine (kokoro-onnx, piper, espeak-ng);
 - outputs get the umask's permissions (group-readable with 022).
 
 Each mutating check works on its own copy of the run.
@@ -26,73 +28,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import soundfile as sf
 import yaml
 
 from bad_inputs import assert_clean_failure
-from workflow_runner import ROOT, deep_update, planned_jobs, tiny_overrides
+from workflow_runner import ROOT, copy_run, planned_jobs, run_workflow
 
 pytestmark = pytest.mark.slow
 
-#: What a user's checkout holds that the workflow reads (no .venv, no results).
-CHECKOUT = ["Snakefile", "config.yaml", "rules", "workflow", "src", "resources", "envs", "profiles", "benchmarks/out"]
 SPEECH = [
     "results/audio/manifest.csv",
     "results/audio/engines/piper/manifest.csv",
     "results/audio/engines/espeak-ng/manifest.csv",
 ]
 IDS = {"prompt_id": str, "clip_id": str, "conversation_id": str, "replaced_by": str}
-
-
-def make_checkout(dest: Path) -> Path:
-    for rel in CHECKOUT:
-        src = ROOT / rel
-        if src.is_dir():
-            shutil.copytree(src, dest / rel, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    cfg = deep_update(yaml.safe_load((dest / "config.yaml").read_text()), tiny_overrides())
-    (dest / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return dest
-
-
-def snakemake(checkout: Path, *args: str, timeout: float = 3000) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--cores",
-        "2",
-        "--snakefile",
-        str(checkout / "Snakefile"),
-        "--directory",
-        str(checkout),
-        *args,
-    ]
-    return subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=lambda: os.umask(0o022),
-        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-    )
-
-
-@pytest.fixture(scope="module")
-def checkout_run(tmp_path_factory) -> Path:
-    """A checkout copy with the tiny config, run to the end (report included)."""
-    checkout = make_checkout(tmp_path_factory.mktemp("dag") / "checkout")
-    proc = snakemake(checkout)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return checkout
-
-
-def copy_run(run: Path, dest: Path) -> Path:
-    shutil.copytree(run, dest, symlinks=True)  # mtimes and Snakemake's metadata kept
-    return dest
 
 
 def wav_digests(root: Path) -> dict[str, str]:
@@ -102,64 +54,102 @@ def wav_digests(root: Path) -> dict[str, str]:
     }
 
 
-def test_nothing_to_do_after_the_run(checkout_run):
-    assert planned_jobs(snakemake(checkout_run, "-n")) == {}
-
-
-def test_editing_one_line_of_the_data_plans_the_data_step(checkout_run, tmp_path):
-    run = copy_run(checkout_run, tmp_path / "run")
+def test_editing_one_line_of_the_data_plans_the_data_step(default_run, tmp_path):
+    run = copy_run(default_run, tmp_path / "run")
     data = run / "resources/sample/conversations.jsonl"
     lines = data.read_text(encoding="utf-8").splitlines(keepends=True)
     row = json.loads(lines[-1])
     row["conversation_history"][0]["content"] += " Thanks."  # one user message of the last conversation
     lines[-1] = json.dumps(row) + "\n"
     data.write_text("".join(lines), encoding="utf-8")
-    jobs = planned_jobs(snakemake(run, "-n"))
+    jobs = planned_jobs(run_workflow(run, "-n"))
     assert {"conversations", "sample_prompts", "render_shard"} <= set(jobs), jobs
 
 
-def test_zeroed_study_clip_plans_its_qc_and_is_replaced(checkout_run, tmp_path):
-    run = copy_run(checkout_run, tmp_path / "run")
-    final = pd.read_csv(run / "results/sampling/final_prompts.csv", dtype=IDS, keep_default_na=False)
-    victim = final.iloc[0]
-    clip = f"{victim.prompt_id}_1"
-    (run / f"results/audio/clips/{clip}.wav").write_bytes(b"")
-    jobs = planned_jobs(snakemake(run, "-n", *SPEECH))
+def _read(run: Path, rel: str) -> pd.DataFrame:
+    return pd.read_csv(run / rel, dtype=IDS, keep_default_na=False)
+
+
+def test_damaged_study_clips_fail_qc_and_their_prompts_are_replaced(default_run, tmp_path):
+    """Two study clips of the first shard damaged after rendering: one zeroed (an unreadable file), one
+    overwritten with digital silence of its length (a valid WAV only the real QC can catch: Whisper's round
+    trip, level, silences). A dry run plans that shard's QC and the review, no rendering; the run fails both
+    clips, replaces both prompts from their strata in the next round, and the study keeps its size."""
+    run = copy_run(default_run, tmp_path / "run")
+    drawn = _read(run, "results/sampling/prompts.csv")
+    final = _read(run, "results/sampling/final_prompts.csv")
+    first_shard = _read(run, "results/audio/rounds/0/shards/0.csv")
+    kept = [p for p in dict.fromkeys(first_shard["prompt_id"]) if p in set(final["prompt_id"]) and p != "attn"]
+    assert len(kept) >= 2, first_shard["prompt_id"].tolist()
+    zeroed, silenced = (final.set_index("prompt_id").loc[p] for p in kept[:2])
+    unreadable_clip, silent_clip = f"{kept[0]}_1", f"{kept[1]}_0"
+    (run / f"results/audio/clips/{unreadable_clip}.wav").write_bytes(b"")
+    audio, rate = sf.read(run / f"results/audio/clips/{silent_clip}.wav", dtype="int16")
+    sf.write(run / f"results/audio/clips/{silent_clip}.wav", np.zeros_like(audio), rate, subtype="PCM_16")
+
+    jobs = planned_jobs(run_workflow(run, "-n", *SPEECH))
     assert jobs.get("audio_qc") == 1 and "audio_review" in jobs, jobs
     assert "render_shard" not in jobs and "conversations" not in jobs, jobs
 
-    proc = snakemake(run, *SPEECH)
+    # the study voice only: the other engines would render every clip of the new prompt set again
+    proc = run_workflow(run, SPEECH[0], "results/study/stimuli.csv")
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Traceback" not in proc.stdout + proc.stderr
-    qc = pd.read_csv(run / "results/audio/qc.csv", dtype=IDS, keep_default_na=False)
-    row = qc[qc["clip_id"] == clip].iloc[0]
-    assert row["qc_reasons"].startswith("unreadable") and row["in_study"] in ("False", False)
-    removals = pd.read_csv(run / "results/sampling/removals.csv", dtype=IDS, keep_default_na=False)
-    removed = removals[removals["conversation_id"] == victim.conversation_id]
-    assert (removed["reason"] == "audio_quality").any() and removed["replaced_by"].iloc[0]
-    manifest = pd.read_csv(run / "results/audio/manifest.csv", dtype=IDS, keep_default_na=False)
-    assert clip not in set(manifest["clip_id"]) and victim.prompt_id not in set(manifest["prompt_id"])
-    assert manifest["prompt_id"].nunique() == len(final) + 1  # the study keeps its size (attention check + prompts)
+    qc = _read(run, "results/audio/qc.csv").set_index("clip_id")
+    assert qc.loc[unreadable_clip, "qc_reasons"].startswith("unreadable")
+    assert "wer" in qc.loc[silent_clip, "qc_reasons"] and qc.loc[silent_clip, "qc_pass"] in ("False", False)
+    assert qc.loc[[unreadable_clip, silent_clip], "in_study"].isin(["False", False]).all()
+
+    # each removal is logged with its reason, the failing clip and a replacement from the same stratum that
+    # was not drawn before
+    review = _read(run, "results/audio/review.csv")
+    reviewed = review.drop_duplicates("conversation_id").set_index("conversation_id")
+    removals = _read(run, "results/sampling/removals.csv")
+    audio_removals = removals[removals["reason"] == "audio_quality"].set_index("conversation_id")
+    for victim, clip in ((zeroed, unreadable_clip), (silenced, silent_clip)):
+        removal = audio_removals.loc[victim.conversation_id]
+        assert clip in removal["detail"] and removal["replaced_by"], removal
+        assert reviewed.loc[removal["replaced_by"], "stratum"] == victim.stratum
+        assert removal["replaced_by"] not in set(drawn["conversation_id"])
+    for rem in audio_removals.itertuples():
+        assert reviewed.loc[rem.replaced_by, "stratum"] == rem.stratum
+    rounds = review["round"].astype(int)
+    assert set(review.loc[review["action"] == "replace", "conversation_id"]) == set(audio_removals.index)
+    assert set(review.loc[rounds == rounds.max(), "action"]) == {"keep"}  # the last round replaced nothing
+    log = (run / "results/logs/speech/audio_review_round0.log").read_text()
+    assert f"replace {kept[0]}" in log and f"replace {kept[1]}" in log
+
+    # the study: the configured number of prompts, each with two passing clips, without the victims
+    new_final = _read(run, "results/sampling/final_prompts.csv")
+    stimuli = _read(run, "results/study/stimuli.csv")
+    manifest = _read(run, "results/audio/manifest.csv").set_index("clip_id")
+    n_prompts = yaml.safe_load((run / "config.yaml").read_text())["sampling"]["n_prompts"]
+    assert stimuli["prompt_id"].nunique() == len(new_final) == n_prompts
+    assert not set(kept[:2]) & set(stimuli["prompt_id"]) and not {unreadable_clip, silent_clip} & set(manifest.index)
+    assert (stimuli.groupby("prompt_id")["clip_id"].count() == 2).all()
+    assert manifest.loc[stimuli["clip_id"], "qc_pass"].isin(["True", True]).all()
+    assert set(stimuli["prompt_id"]) == set(new_final["prompt_id"])
+    assert manifest.reset_index()["prompt_id"].nunique() == n_prompts + 1  # and the attention check
 
 
 @pytest.mark.parametrize("damage", ["delete", "replace with another clip"])
-def test_other_clip_damage_plans_qc(checkout_run, tmp_path, damage):
-    run = copy_run(checkout_run, tmp_path / "run")
+def test_other_clip_damage_plans_qc(default_run, tmp_path, damage):
+    run = copy_run(default_run, tmp_path / "run")
     clips = sorted((run / "results/audio/clips").glob("*.wav"))
     if damage == "delete":
         clips[2].unlink()
     else:
         shutil.copy(clips[3], clips[2])
-    jobs = planned_jobs(snakemake(run, "-n", *SPEECH))
+    jobs = planned_jobs(run_workflow(run, "-n", *SPEECH))
     assert jobs.get("audio_qc") == 1 and "render_shard" not in jobs, jobs
 
 
-def test_damaged_engine_clip_names_the_shard_to_render_again(checkout_run, tmp_path):
-    run = copy_run(checkout_run, tmp_path / "run")
+def test_damaged_engine_clip_names_the_shard_to_render_again(default_run, tmp_path):
+    run = copy_run(default_run, tmp_path / "run")
     manifest = pd.read_csv(run / "results/audio/engines/piper/shards/0.csv", dtype=IDS, keep_default_na=False)
     clip = run / manifest["path"].iloc[1]
     clip.write_bytes(b"RIFF garbage")
-    jobs = planned_jobs(snakemake(run, "-n", SPEECH[1]))
+    jobs = planned_jobs(run_workflow(run, "-n", SPEECH[1]))
     assert jobs == {"engine_manifest": 1}, jobs
     audio = run / "results/audio"
     kept = {name: (audio / name).read_bytes() for name in ("manifest.csv", "qc.csv")}
@@ -189,29 +179,53 @@ def test_damaged_engine_clip_names_the_shard_to_render_again(checkout_run, tmp_p
     assert {name: (audio / name).read_bytes() for name in kept} == kept
     assert "Traceback (most recent call last)" not in result.output
     (run / "results/audio/engines/piper/shards/0.csv").unlink()  # the fix the message names
-    proc = snakemake(run, SPEECH[1])
+    proc = run_workflow(run, SPEECH[1])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert wav_digests(run) == wav_digests(checkout_run)  # the clip is rendered again, identical
+    assert wav_digests(run) == wav_digests(default_run)  # the clip is rendered again, identical
 
 
-def test_moved_checkout_reruns_nothing(checkout_run, tmp_path):
-    moved = copy_run(checkout_run, tmp_path / "elsewhere" / "moved")
-    jobs = planned_jobs(snakemake(moved, "-n"))
+def test_moved_checkout_reruns_nothing(default_run, tmp_path):
+    moved = copy_run(default_run, tmp_path / "elsewhere" / "moved")
+    jobs = planned_jobs(run_workflow(moved, "-n"))
     assert jobs == {}, jobs
 
 
-def test_identical_runs_give_identical_wavs_for_every_engine(checkout_run, tmp_path):
-    other = make_checkout(tmp_path / "second")
-    proc = snakemake(other, *SPEECH)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    first, second = wav_digests(checkout_run), wav_digests(other)
-    engines = {"clips", "engines/piper", "engines/espeak-ng"}
-    assert {k.split("/", 2)[2].rsplit("/", 1)[0] for k in first} >= engines
-    assert first == second
+def _shortest_shard(run: Path, pattern: str) -> str:
+    """The shard manifest matching ``pattern`` with the least audio (the cheapest to render again)."""
+    shards = sorted(run.glob(pattern))
+    assert shards, pattern
+    seconds = {p: pd.read_csv(p, usecols=["duration_s"])["duration_s"].sum() for p in shards}
+    return str(min(shards, key=lambda p: seconds[p]).relative_to(run))
 
 
-def test_outputs_are_group_readable(checkout_run):
-    for path in [*(checkout_run / "results").rglob("*.csv"), *(checkout_run / "results/audio").rglob("*.wav")]:
+def test_rendering_again_gives_identical_wavs_for_every_engine(default_run, tmp_path):
+    """One shard of each engine, deleted and rendered again (new processes, another folder), is byte-identical.
+
+    The other engines' shards first: they render the final prompts, which a re-rendered study shard would
+    make out of date (its QC and the review would run again before them)."""
+    run = copy_run(default_run, tmp_path / "run")
+    clips, ran = [], set()
+    engines = [_shortest_shard(run, f"results/audio/engines/{e}/shards/*.csv") for e in ("piper", "espeak-ng")]
+    study = [_shortest_shard(run, "results/audio/rounds/*/shards/*.csv")]
+    for shards in (engines, study):  # deleted one group at a time, for the reason above
+        for rel in shards:
+            paths = pd.read_csv(run / rel, dtype={"path": str}, keep_default_na=False)["path"].tolist()
+            assert paths, rel
+            for path in paths:
+                (run / path).unlink()
+            (run / rel).unlink()
+            clips += paths
+        proc = run_workflow(run, *shards)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        ran |= set(re.findall(r"(?:rule|checkpoint) (\w+):", proc.stdout + proc.stderr))
+    assert ran == {"render_shard", "render_engine_shard"}, ran
+    digests, original = wav_digests(run), wav_digests(default_run)
+    assert {path: digests.get(path) for path in clips} == {path: original[path] for path in clips}
+    assert digests == original
+
+
+def test_outputs_are_group_readable(default_run):
+    for path in [*(default_run / "results").rglob("*.csv"), *(default_run / "results/audio").rglob("*.wav")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode & stat.S_IRGRP and mode & stat.S_IROTH, f"{path}: {oct(mode)}"
 

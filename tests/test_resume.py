@@ -1,30 +1,39 @@
 """Resuming after a crash: kill the workflow mid-run, rerun with --rerun-incomplete, same tables.
 
-The local executor stands in for a lost cluster node (docs/cluster.md, "Resuming"): the tiny
-workflow is started, its whole process group is SIGKILLed once the speech stage has started (jobs
-are then marked incomplete and the lock stays behind, as after a crash), `snakemake --unlock` and a
-rerun with `--rerun-incomplete` finish it, and every final table must equal a clean run's byte for
-byte. This is also the suite's determinism check: two runs of one config in two folders, the same tables.
+The local executor stands in for a lost cluster node (docs/cluster.md, "Resuming"). On a copy of the
+shared default run (tests/conftest.py) the last rendering round's first shard is deleted (its manifest,
+WAVs and log), so that the shard and everything after it must run again; the workflow is started for
+the final tables and its whole process group is SIGKILLed once that shard is rendering (the job is then
+marked incomplete and the lock stays behind, as after a crash); `snakemake --unlock` and a rerun with
+`--rerun-incomplete` finish it, and every final table must equal the default run's byte for byte (the
+audio manifest but for its render timings).
+
+This is also the suite's determinism check: rendering, QC, the last review, the design, the simulated
+ratings and the ICC table computed again in another folder give the same tables, and a fresh folder
+draws the same prompts from the data.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from workflow_runner import ROOT, run_workflow, tiny_overrides, write_config
+from workflow_runner import copy_run, make_checkout, run_workflow
 
 pytestmark = pytest.mark.slow
 
 TABLES = [
-    "results/sampling/prompts.csv",
     "results/sampling/removals.csv",
+    "results/sampling/final_prompts.csv",
+    "results/audio/qc.csv",
     "results/study/stimuli.csv",
     "results/study/assignments.csv",
     "results/ratings/ratings.csv",
@@ -33,23 +42,12 @@ TABLES = [
     "results/stats/tables/icc.csv",
     "results/stats/tables/icc.md",
 ]
+MANIFEST = "results/audio/manifest.csv"
 START_TIMEOUT_S = 240
-# The final tables are the targets (everything upstream of them runs; the other statistics rules are
-# local and independent of resuming).
 
 
-def _config(workdir: Path) -> Path:
-    """The tiny config made smaller still (2 prompts -> 6 clips in 2 shards): rendering dominates."""
-    return write_config(
-        workdir,
-        {
-            **tiny_overrides(),
-            "sampling": {"n_prompts": 2},
-            "study": {"raters_per_condition": 6, "trials_per_participant": 2},
-            "tts": {"shard_size": 3},
-            "stats": {"n_boot": 20},
-        },
-    )
+def _last_round(run: Path) -> int:
+    return max(int(p.name) for p in (run / "results/audio/rounds").iterdir())
 
 
 def _start(workdir: Path) -> subprocess.Popen:
@@ -58,14 +56,13 @@ def _start(workdir: Path) -> subprocess.Popen:
         "-m",
         "snakemake",
         "--snakefile",
-        str(ROOT / "Snakefile"),
+        str(workdir / "Snakefile"),
         "--directory",
         str(workdir),
-        "--configfile",
-        str(workdir / "config.yaml"),
         "--cores",
         "2",
         *TABLES,
+        MANIFEST,
     ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     return subprocess.Popen(
@@ -73,38 +70,51 @@ def _start(workdir: Path) -> subprocess.Popen:
     )  # its own process group: killed with its jobs
 
 
-def _kill_once_speech_started(proc: subprocess.Popen, workdir: Path) -> None:
+def _kill_once_rendering(proc: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
-        while not list((workdir / "results/logs/speech").glob("render_round*_shard*.log")):
-            assert proc.poll() is None, f"the workflow ended (rc {proc.returncode}) before the speech stage"
-            assert time.monotonic() < deadline, "the speech stage did not start"
+        while not log.exists():
+            assert proc.poll() is None, f"the workflow ended (rc {proc.returncode}) before rendering"
+            assert time.monotonic() < deadline, "the shard's rendering did not start"
             time.sleep(0.2)
-        time.sleep(1.0)  # inside the rendering jobs
+        time.sleep(1.0)  # inside the rendering job
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
 
 
-def test_kill_and_rerun_incomplete_gives_identical_tables(tmp_path):
-    clean = tmp_path / "clean"
-    _config(clean)
-    done = run_workflow(clean, *TABLES, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
+def test_kill_and_rerun_incomplete_gives_identical_tables(default_run, tmp_path):
+    crashed = copy_run(default_run, tmp_path / "crashed")
+    last = _last_round(crashed)
+    shard, log = f"results/audio/rounds/{last}/shards/0.csv", f"results/logs/speech/render_round{last}_shard0.log"
+    clips = pd.read_csv(crashed / shard, dtype={"path": str}, keep_default_na=False)["path"]
+    for path in [*clips, shard, log]:
+        (crashed / path).unlink()
 
-    crashed = tmp_path / "crashed"
-    _config(crashed)
-    _kill_once_speech_started(_start(crashed), crashed)
-    assert not (crashed / "results/audio/manifest.csv").exists(), "killed too late: speech already finished"
+    _kill_once_rendering(_start(crashed), crashed / log)
+    assert not (crashed / shard).exists(), "killed too late: the shard had finished"
     incomplete = list((crashed / ".snakemake/incomplete").glob("*"))
     assert incomplete, "no job was marked incomplete by the kill"
 
     unlock = run_workflow(crashed, "--unlock", timeout=120)
     assert unlock.returncode == 0, unlock.stderr[-2000:]
-    resumed = run_workflow(crashed, "--rerun-incomplete", *TABLES, timeout=600)
+    resumed = run_workflow(crashed, "--rerun-incomplete", *TABLES, MANIFEST, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-4000:]
-    assert "render_shard" in resumed.stdout + resumed.stderr
+    ran = resumed.stdout + resumed.stderr
+    for rule in ("render_shard", "audio_qc", "audio_review", "stimuli", "simulate_ratings", "icc_table"):
+        assert re.search(rf"(?:rule|checkpoint) {rule}:", ran), rule
     assert not list((crashed / ".snakemake/incomplete").glob("*"))
 
     for rel in TABLES:
-        assert (crashed / rel).read_bytes() == (clean / rel).read_bytes(), rel
+        assert (crashed / rel).read_bytes() == (default_run / rel).read_bytes(), rel
+    manifests = [pd.read_csv(run / MANIFEST, keep_default_na=False) for run in (crashed, default_run)]
+    timings = ["render_seconds"]  # wall-clock seconds: the one column that is not the same twice
+    pd.testing.assert_frame_equal(*(m.drop(columns=timings) for m in manifests))
+
+
+def test_a_fresh_folder_draws_the_same_prompts(default_run, tmp_path):
+    fresh = make_checkout(tmp_path / "fresh")
+    proc = run_workflow(fresh, "results/sampling/prompts.csv", "results/data/conversations.parquet")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for rel in ("results/sampling/prompts.csv", "results/data/conversations.parquet"):
+        assert (fresh / rel).read_bytes() == (default_run / rel).read_bytes(), rel

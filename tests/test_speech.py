@@ -184,6 +184,21 @@ def test_render_clips_with_fake_backend(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "clips").iterdir()) == ["attn_0.wav", "attn_1.wav", "c3_0.wav"]
 
 
+def test_injected_silence_replaces_the_engine_output_of_the_named_clips_only(tmp_path: Path, caplog) -> None:
+    """The fault-injection hook (config ``audio_qc.inject_silence``): digital silence of the engine's length."""
+    clips = study_clips(*_tables(), ATTENTION).head(3)
+    with caplog.at_level("WARNING"):
+        manifest = render_clips(clips, ToneBackend(), tmp_path / "clips", inject_silence=["attn_1"]).set_index(
+            "clip_id"
+        )
+    silent, _ = sf.read(tmp_path / "clips/attn_1.wav")
+    spoken, _ = sf.read(tmp_path / "clips/attn_0.wav")
+    assert not silent.any() and spoken.any()
+    assert manifest.loc["attn_1", "duration_s"] == pytest.approx(0.05 * len(clips.iloc[1]["text"]), abs=1e-3)
+    assert manifest.loc["attn_1", "peak"] == 0.0 and manifest.loc["attn_0", "peak"] > 0
+    assert "clip attn_1: FAULT INJECTION" in caplog.text and "attn_0: FAULT" not in caplog.text
+
+
 def test_render_shard_loads_the_backend_once_and_not_for_an_empty_shard(tmp_path: Path, monkeypatch) -> None:
     import modprefs.speech.render as render
 

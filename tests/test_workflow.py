@@ -1,15 +1,15 @@
-"""Integration: the workflow end to end on the embedded default and on tiny configs.
+"""Integration: the workflow end to end on the embedded default.
 
-One run of the default config is shared by every check here (session fixture); rerun checks are dry runs
-on it. Determinism (two runs of one config, byte-identical tables) is checked by tests/test_resume.py, whose
-clean tiny run and killed-then-resumed tiny run must give the same tables, and by test_dag_inputs.py's
-identical WAVs for every engine.
+One run of the default config, in a copy of the checkout, is shared by every check here and by
+tests/test_dag_inputs.py (the ``default_run`` fixture in tests/conftest.py); rerun checks are dry runs on it,
+checks that change files work on copies. Determinism (two runs of one config, byte-identical tables) is
+checked by tests/test_resume.py, whose clean tiny run and killed-then-resumed tiny run must give the same
+tables, and by test_dag_inputs.py's re-rendered WAVs for every engine.
 """
 
 from __future__ import annotations
 
 import html as html_module
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 
 from modprefs.stats.tables.catalog import OUTPUTS
-from workflow_runner import planned_jobs, run_workflow, write_config
+from workflow_runner import config_with, copy_run, planned_jobs, run_workflow
 
 pytestmark = pytest.mark.slow
 
@@ -136,16 +136,6 @@ COLUMNS = {
         "k_mean_raters",
     ],
 }
-
-
-@pytest.fixture(scope="session")
-def default_run(tmp_path_factory) -> Path:
-    """The embedded default config, run once in a scratch directory."""
-    workdir = tmp_path_factory.mktemp("default_run")
-    write_config(workdir)
-    proc = run_workflow(workdir, timeout=3000)  # the other xdist worker shares the 2 cores
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return workdir
 
 
 def _read(workdir: Path, rel: str) -> pd.DataFrame:
@@ -269,7 +259,7 @@ def test_nothing_to_do_after_a_run(default_run):
 
 
 def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dict[str, int]:
-    cfg = write_config(tmp_path / "changed", overrides)
+    cfg = config_with(workdir / "config.yaml", tmp_path / "changed", overrides)
     return planned_jobs(run_workflow(workdir, "-n", configfile=cfg))
 
 
@@ -304,14 +294,6 @@ STATS_TABLES = ["results/stats/tables/icc.csv"] + [
 ]
 
 
-def _copy_without(default_run: Path, dest: Path, drop: tuple[str, ...]) -> Path:
-    """A copy of the default run (mtimes and Snakemake metadata kept) without some result folders."""
-    shutil.copytree(default_run, dest, symlinks=True)
-    for rel in drop:
-        shutil.rmtree(dest / rel, ignore_errors=True)
-    return dest
-
-
 def test_ingesting_collected_ratings_runs_the_statistics(default_run, tmp_path):
     collected = tmp_path / "collected"
     collected.mkdir()
@@ -319,8 +301,8 @@ def test_ingesting_collected_ratings_runs_the_statistics(default_run, tmp_path):
         df = _read(default_run, f"results/ratings/{table}.csv")
         df["source"] = "collected"
         df.to_csv(collected / f"{table}.csv", index=False)
-    work = _copy_without(default_run, tmp_path / "run", ("results/ratings", "results/stats"))
-    cfg = write_config(tmp_path / "cfg", {"ratings": {"source": str(collected)}})
+    work = copy_run(default_run, tmp_path / "run", ("results/ratings", "results/stats"))
+    cfg = config_with(default_run / "config.yaml", tmp_path / "cfg", {"ratings": {"source": str(collected)}})
     # the statistics tables (every analysis' tables; the reward models and the report, which also read the ratings,
     # are the default run's checks)
     proc = run_workflow(work, *STATS_TABLES, configfile=cfg)
@@ -341,8 +323,8 @@ def test_bad_collected_ratings_stop_with_file_row_column(default_run, tmp_path):
     ratings = pd.read_csv(collected / "ratings.csv")
     ratings.loc[4, "rating"] = 101
     ratings.to_csv(collected / "ratings.csv", index=False)
-    work = _copy_without(default_run, tmp_path / "run", ("results/ratings", "results/stats"))
-    cfg = write_config(tmp_path / "cfg", {"ratings": {"source": str(collected)}})
+    work = copy_run(default_run, tmp_path / "run", ("results/ratings", "results/stats"))
+    cfg = config_with(default_run / "config.yaml", tmp_path / "cfg", {"ratings": {"source": str(collected)}})
     proc = run_workflow(work, configfile=cfg)
     assert proc.returncode != 0
     log = (work / "results/logs/ratings/ingest_ratings.log").read_text() + proc.stdout + proc.stderr
