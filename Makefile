@@ -25,8 +25,8 @@ run: $(VENV)/.installed
 	$(VENV)/bin/snakemake --workflow-profile profiles/local --cores $(CORES)
 
 test: $(VENV)/.installed
-	# two workers, each test file on one worker (a file's module fixtures, such as the shared default run, run
-	# once), the longest files first (tests/conftest.py); the 60 slowest tests are listed at the end
+	# two workers, each test file on one worker (a file's module fixtures run once; the default run is made once
+	# for both workers), the longest files first (tests/conftest.py); the 60 slowest tests are listed at the end
 	$(VENV)/bin/python -m pytest -q -n $(CORES) --dist loadfile --no-loadscope-reorder --durations=60
 
 # the developer loop: unit tests only (no workflow, no snakemake/server/browser subprocess, no SLURM, no R, no
