@@ -356,3 +356,17 @@ def test_unwritable_output_dir_is_named(tmp_path):
     with pytest.raises(ClipRenderError, match="not_a_dir.*not writable"):
         render_clips(clips, backend, blocker / "clips")
     assert backend.calls == 0
+
+
+@pytest.mark.parametrize(("policy", "spin"), [(None, "1"), ("ACTIVE", "1"), ("passive", "0"), ("PASSIVE", "0")])
+def test_onnx_sessions_spin_unless_omp_wait_policy_is_passive(monkeypatch, policy: str | None, spin: str) -> None:
+    from modprefs.speech.onnx_session import cpu_session_options
+
+    if policy is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", policy)
+    options = cpu_session_options(3)
+    assert options.intra_op_num_threads == 3 and options.inter_op_num_threads == 1
+    for pool in ("intra_op", "inter_op"):
+        assert options.get_session_config_entry(f"session.{pool}.allow_spinning") == spin

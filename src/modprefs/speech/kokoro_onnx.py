@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from modprefs.errors import UserInputError
+from modprefs.speech.onnx_session import cpu_session_options
 
 log = logging.getLogger(__name__)
 
@@ -177,12 +178,10 @@ class KokoroOnnxBackend:
         import onnxruntime as ort
         from kokoro_onnx import Kokoro
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         try:
-            session = ort.InferenceSession(str(self.model_path), sess_options=options, providers=_providers())
+            session = ort.InferenceSession(
+                str(self.model_path), sess_options=cpu_session_options(self.threads), providers=_providers()
+            )
         except Exception as err:  # onnxruntime raises its own Fail/InvalidProtobuf types
             raise ModelNotInstalledError(
                 f"tts.model_path {self.model_path}: onnxruntime cannot load it as an "

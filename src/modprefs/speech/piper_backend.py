@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from modprefs.speech.kokoro_onnx import ModelNotInstalledError
+from modprefs.speech.onnx_session import cpu_session_options
 
 log = logging.getLogger(__name__)
 
@@ -186,10 +187,7 @@ class PiperBackend:
         from piper import PiperVoice
         from piper.config import PiperConfig
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options = cpu_session_options(self.threads)
         if self.seed is not None:  # the graph's noise generators take their seed at session build
             ort.set_seed(self.seed)
         try:

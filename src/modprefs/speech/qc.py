@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from modprefs.errors import UserInputError
+from modprefs.speech.onnx_session import cpu_session_options
 from modprefs.speech.render import audio_qc
 from modprefs.speech.wer import normalize_words, word_error_rate
 
@@ -424,9 +425,7 @@ class DnsMos:
         for path in (primary, p808):
             if not path.is_file():
                 raise ModelNotInstalledError(f"DNSMOS model {path} is missing; reinstall speechmos")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, int(threads))
-        options.inter_op_num_threads = 1
+        options = cpu_session_options(threads)
         providers = ["CPUExecutionProvider"]
         self._primary = ort.InferenceSession(str(primary), sess_options=options, providers=providers)
         self._p808 = ort.InferenceSession(str(p808), sess_options=options, providers=providers)
