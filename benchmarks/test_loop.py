@@ -51,14 +51,23 @@ def run_target(target: str) -> dict:
     }
 
 
+def machine() -> dict:
+    """The commit measured and the CPU it ran on (times differ between machines of the same size)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout)
+    cpuinfo = Path("/proc/cpuinfo")
+    models = re.findall(r"model name\s*:\s*(.+)", cpuinfo.read_text()) if cpuinfo.exists() else []
+    return {"head": head, "working_tree_dirty": dirty, "cpu_model": models[0] if models else "unknown"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--full", action="store_true", help="also run `make test` (the whole suite, over an hour)")
+    ap.add_argument("--full", action="store_true", help="also run `make test` (the whole suite)")
     args = ap.parse_args()
     out = json.loads(OUT.read_text()) if OUT.exists() else {}
     for target in ("test-fast", *(("test",) if args.full else ())):
         limit = 5 if target == "test-fast" else 20
-        out[target] = {**run_target(target), "cores": os.cpu_count(), "target_minutes": limit}
+        out[target] = {**run_target(target), **machine(), "cores": os.cpu_count(), "target_minutes": limit}
         print(target, out[target])
     write_json(out, OUT)
 
