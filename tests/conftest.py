@@ -16,7 +16,7 @@ for _p in (ROOT / "src", ROOT / "tests"):
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Two xdist workers share two cores: a worker's idle OpenMP (torch) and onnxruntime threads must not spin, or
 # each parallel region waits on a thread the other worker has descheduled (a 2-thread torch training test
-# ran 5x slower beside one busy process; benchmarks/out/test_loop.json). Inherited by every snakemake run.
+# ran 5x slower beside one busy process; README, "Tests and benchmarks"). Inherited by every snakemake run.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
