@@ -42,6 +42,59 @@ onstart:
 
 RATING_TABLES = ["ratings", "trials", "participants"]
 
+# --- a lab's own stimuli (data.format: pairs; modprefs.data.pairs) -----------------------------------------
+PAIRS = config["data"].get("format", "prism") == "pairs"
+GIVEN_AUDIO = config["tts"]["backend"] == "given"
+if PAIRS:
+    from modprefs.data.pairs import pool_size
+
+    # a pool no larger than sampling.n_prompts is used whole (modprefs.sampling.draw.sample_study_prompts)
+    _pool = pool_size(config["data"])
+    if _pool is not None and _pool < config["sampling"]["n_prompts"]:
+        config["sampling"]["n_prompts"] = _pool
+
+
+def data_inputs() -> list[str]:
+    """Files the data step reads: PRISM's JSONL; a pairs table (every file of a datasets folder) and the audio of
+    audio-only sides (their ASR transcript is the text condition). Given audio with text is read by rendering."""
+    source = config["data"]["source"]
+    if not PAIRS:
+        return [source] if source != "prism" else []
+    from modprefs.data.pairs import declared_pairs_files
+
+    return declared_pairs_files(source, ".", config["data"].get("columns"), audio_only_sides=True)
+
+
+def data_outputs() -> dict:
+    outputs = {"conversations": "results/data/conversations.parquet"}
+    if PAIRS:  # a datasets source's audio cells, written out as files
+        outputs["given_audio"] = directory("results/data/given_audio")
+    return outputs
+
+
+def given_shard_audio(wildcards) -> list[str]:
+    """The lab's audio files one render shard reads (tts.backend given, a pairs table of files): exactly the
+    shard's clips', so editing one file reruns its shard and what follows, not the data step or the draw."""
+    if not (GIVEN_AUDIO and PAIRS):
+        return []
+    if config["data"]["source"].startswith("hf://") or Path(config["data"]["source"]).is_dir():
+        return ["results/data/given_audio"]  # a datasets source: its Audio cells, written out by the data step
+    import pandas as pd
+
+    from modprefs.data.pairs import given_audio_files
+    from modprefs.speech.clips import read_attention_check, shard_clip_ids
+
+    r = int(wildcards.round)
+    if r == 0:
+        prompts = checkpoints.sample_prompts.get().output.prompts
+    else:
+        prompts = checkpoints.audio_review.get(round=r - 1).output.replacements
+    ids = pd.read_csv(prompts, dtype={"prompt_id": str}, keep_default_na=False)["prompt_id"].tolist()
+    attention = str(read_attention_check(config["attention_check"]).get("prompt_id", "attn")) if r == 0 else None
+    files = given_audio_files(config["data"]["source"], ".", config["data"].get("columns"))
+    shard = shard_clip_ids(ids, attention, int(wildcards.shard), config["tts"]["shard_size"])
+    return [files[c] for c in shard if c in files]
+
 
 localrules:
     all,

@@ -2,8 +2,10 @@ localrules:
     final_sample,
 
 
-rule sample_prompts:
-    """First stratified draw of prompts (long-difference vs other) with text screening and replacement."""
+checkpoint sample_prompts:
+    """First stratified draw of prompts (long-difference vs other, or the lab's strata) with text screening and
+    replacement; a lab's pool no larger than sampling.n_prompts is used whole. A checkpoint: a given-audio study's
+    render shards declare the audio files of their clips, known once the draw is made."""
     input:
         conversations="results/data/conversations.parquet",
         harmful_terms=config["sampling"]["screening"]["harmful_terms"],

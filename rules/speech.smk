@@ -18,6 +18,7 @@ rule render_shard:
         prompts=lambda wildcards: round_prompts(wildcards.round),
         conversations="results/data/conversations.parquet",
         attention_check=config["attention_check"],
+        given_audio=given_shard_audio,
     output:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     log:
@@ -36,6 +37,7 @@ rule render_shard:
         clip_dir="results/audio/clips",
         with_attention_check=lambda wildcards: int(wildcards.round) == 0,
         inject_silence=config["audio_qc"].get("inject_silence", []),
+        level=config.get("audio", {}),
     script:
         "../workflow/scripts/render_shard.py"
 
@@ -133,6 +135,7 @@ rule render_engine_shard:
         clip_dir=lambda wildcards: f"results/audio/engines/{wildcards.engine}",
         with_attention_check=True,
         inject_silence=[],
+        level=config.get("audio", {}),
     script:
         "../workflow/scripts/render_shard.py"
 

@@ -99,6 +99,50 @@ def _data_problems(config: Mapping[str, Any], source: Path) -> list[Problem]:
     ]
 
 
+def _pairs_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
+    """A pairs table (data.format pairs): readable, every row valid for the tts backend, enough items per stratum.
+
+    A pool no larger than ``sampling.n_prompts`` is used whole (the workflow lowers n_prompts to it), so the size
+    check applies only to a larger pool, which is drawn.
+    """
+    from modprefs.data.pairs import HUB_PREFIX, PairsFormatError, pairs_problems, read_pairs_table
+    from modprefs.sampling.draw import sample_size_problems
+
+    data, sampling = config["data"], config["sampling"]
+    source = str(data["source"])
+    if not source.startswith(HUB_PREFIX) and not (base / source).exists():
+        return [(("data", "source"), f"data.source: file or folder not found: {source!r}")]
+    try:
+        table = read_pairs_table(source, data.get("columns"), str(data.get("hf_split", "train")), base)
+    except PairsFormatError as err:
+        return [(("data", "source"), f"data.source: {err}")]
+    problems = pairs_problems(table, str(config["tts"]["backend"]))
+    strata = table.frame["stratum"].str.strip().ne("")
+    if strata.any() and not strata.all():
+        problems.append(
+            f"{table.where(int((~strata).to_numpy().argmax()), 'stratum')}: empty; give every item a stratum or none"
+        )
+    if problems:
+        return [(("data", "source"), f"data.source: {text}") for text in problems]
+    n_prompts = int(sampling["n_prompts"])
+    if len(table.frame) <= n_prompts:
+        return []
+    import pandas as pd
+
+    sizes = pd.DataFrame(
+        {
+            "abs_char_diff": (table.frame["response_0"].str.len() - table.frame["response_1"].str.len()).abs(),
+            "stratum_given": table.frame["stratum"].where(strata, None),
+        }
+    )
+    return [
+        (("sampling", "n_prompts"), text)
+        for text in sample_size_problems(
+            sizes, n_prompts, float(sampling["long_fraction"]), float(sampling["long_percentile"])
+        )
+    ]
+
+
 def _tts_problems(tts: Mapping[str, Any], base: Path) -> list[Problem]:
     from modprefs.speech.preflight import tts_problems
 
@@ -223,8 +267,15 @@ def check_config(
         return ok
 
     source = config["data"]["source"]
-    if source != "prism" and readable("data.source", source):
+    pairs = config["data"].get("format", "prism") == "pairs"
+    if pairs:
+        problems += _pairs_problems(config, base)
+    elif source != "prism" and readable("data.source", source):
         problems += _data_problems(config, base / source)
+    if config["tts"]["backend"] == "given" and not pairs:
+        problems.append(
+            (("tts", "backend"), "tts.backend: given takes the audio of a pairs table (data.format: pairs)")
+        )
     if readable("attention_check", config["attention_check"]):
         from modprefs.speech.clips import AttentionCheckError, read_attention_check
 
@@ -238,12 +289,17 @@ def check_config(
         readable("stats.modality_terms", config["stats"]["modality_terms"])
 
     n_prompts = config["sampling"]["n_prompts"]
+    if pairs:  # a smaller pool is used whole
+        from modprefs.data.pairs import pool_size
+
+        n_prompts = min(n_prompts, pool_size(config["data"], base) or n_prompts)
     trials = config["study"]["trials_per_participant"]
     if trials > n_prompts:
         problems.append(
             (
                 ("study", "trials_per_participant"),
-                f"study.trials_per_participant: {trials} exceeds sampling.n_prompts ({n_prompts}); "
+                f"study.trials_per_participant: {trials} exceeds the study's prompts ({n_prompts}: sampling.n_prompts, "
+                "or the items of a smaller pairs table); "
                 "a participant cannot rate the same prompt twice",
             )
         )

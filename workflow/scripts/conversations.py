@@ -1,4 +1,4 @@
-"""Snakemake adapter: PRISM conversations -> results/data/conversations.parquet."""
+"""Snakemake adapter: PRISM conversations or a lab's pairs table -> results/data/conversations.parquet."""
 
 import logging
 import sys
@@ -6,7 +6,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from modprefs.data.prism import PrismFormatError, build_interactions, load_prism_rows  # noqa: E402
+from modprefs.data.pairs import load_pairs  # noqa: E402
+from modprefs.data.prism import prism_interactions  # noqa: E402
 from modprefs.io import write_parquet  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
@@ -14,21 +15,14 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk)
     data = smk.params.data
-    rows = load_prism_rows(
-        data["source"],
-        data.get("hf_dataset", "HannahRoseKirk/prism-alignment"),
-        data.get("hf_config", "conversations"),
-        data.get("hf_split", "train"),
-    )
-    ctype = data.get("conversation_type", "unguided")
-    table, counts = build_interactions(rows, seed=smk.params.seed, conversation_type=ctype)
-    logging.info("source %s: %s", data["source"], counts)
-    if table.empty:
-        raise PrismFormatError(
-            f"data.source {data['source']}: no eligible {ctype!r} conversations "
-            f"({counts['rows']} rows, {counts['of_type']} of that type, "
-            f"{counts['no_eligible_turn']} without a turn with two responses)"
-        )
+    if data.get("format", "prism") == "pairs":
+        Path(smk.params.audio_dir).mkdir(parents=True, exist_ok=True)
+        table = load_pairs(data, smk.params.backend, ".", smk.params.audio_dir, smk.threads)
+        asr = int((table[["transcript_0", "transcript_1"]] == "asr").to_numpy().sum())
+        logging.info("pairs %s: %d items; the text of %d sides from ASR", data["source"], len(table), asr)
+    else:
+        table, counts = prism_interactions(data, smk.params.seed)
+        logging.info("source %s: %s", data["source"], counts)
     write_parquet(table, smk.output[0])
     logging.info("wrote %d interactions to %s", len(table), smk.output[0])
 

@@ -26,14 +26,12 @@ def main(smk) -> None:  # noqa: ANN001
         smk.input.prompts, smk.input.conversations, attention, index, int(smk.params.shard_size)
     )
     logging.info("shard %d: %d of %d clips (%s)", index, len(part), n_clips, ", ".join(part["clip_id"]))
-    manifest = render_shard(part, smk.params.tts, smk.threads, smk.params.clip_dir, smk.params.inject_silence)
+    manifest = render_shard(
+        part, smk.params.tts, smk.threads, smk.params.clip_dir, smk.params.inject_silence, smk.params.level
+    )
     if not part.empty:
-        logging.info(
-            "shard %d: %.1f s of audio in %.1f s of synthesis",
-            index,
-            manifest["duration_s"].sum(),
-            manifest["render_seconds"].sum(),
-        )
+        seconds = manifest[["duration_s", "render_seconds"]].sum()
+        logging.info("shard %d: %.1f s of audio in %.1f s", index, seconds["duration_s"], seconds["render_seconds"])
     write_csv(manifest, smk.output.manifest)
 
 

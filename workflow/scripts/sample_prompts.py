@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.sampling.draw import draw_prompts  # noqa: E402
+from modprefs.sampling.draw import sample_study_prompts  # noqa: E402
 from modprefs.sampling.screening import screen_from_config  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
@@ -19,14 +19,7 @@ def main(smk) -> None:  # noqa: ANN001
     sampling = smk.params.sampling
     interactions = pd.read_parquet(smk.input.conversations)
     screen = screen_from_config(sampling.get("screening", {}), smk.input.harmful_terms)
-    prompts, removals, info = draw_prompts(
-        interactions,
-        sampling["n_prompts"],
-        sampling["long_fraction"],
-        sampling["long_percentile"],
-        smk.params.seed,
-        screen,
-    )
+    prompts, removals, info = sample_study_prompts(interactions, sampling, smk.params.seed, screen)
     logging.info("strata: %s", info)
     for rem in removals.itertuples():
         logging.info(

@@ -339,3 +339,25 @@ def build_interactions(
     table = pd.DataFrame.from_records(records, columns=INTERACTION_COLUMNS)
     table = table.sort_values("conversation_id", kind="stable").reset_index(drop=True)
     return table, counts
+
+
+def prism_interactions(data: Mapping[str, Any], seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The workflow's data step for PRISM (``data.format: prism``): the rows of ``data.source`` as interactions.
+
+    Raises:
+        PrismFormatError: a malformed row (its file and line), or no eligible conversation of the type.
+    """
+    rows = load_prism_rows(
+        str(data["source"]),
+        data.get("hf_dataset", "HannahRoseKirk/prism-alignment"),
+        data.get("hf_config", "conversations"),
+        data.get("hf_split", "train"),
+    )
+    ctype = data.get("conversation_type", "unguided")
+    table, counts = build_interactions(rows, seed=seed, conversation_type=ctype)
+    if table.empty:
+        raise PrismFormatError(
+            f"data.source {data['source']}: no eligible {ctype!r} conversations ({counts['rows']} rows, "
+            f"{counts['of_type']} of that type, {counts['no_eligible_turn']} without a turn with two responses)"
+        )
+    return table, counts

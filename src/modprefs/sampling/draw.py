@@ -69,6 +69,40 @@ def stratum_quotas(n_prompts: int, long_fraction: float) -> dict[str, int]:
     return {"long_diff": n_long, "other": n_prompts - n_long}
 
 
+def has_given_strata(interactions: pd.DataFrame) -> bool:
+    """The interactions carry the lab's own strata (a pairs table's ``stratum`` column on every item)."""
+    return "stratum_given" in interactions.columns and bool(interactions["stratum_given"].notna().all())
+
+
+def given_stratum_quotas(sizes: Mapping[str, int], n_prompts: int) -> dict[str, int]:
+    """Proportional allocation of ``n_prompts`` over the lab's strata (largest remainder; ties by label).
+
+    Each stratum gets ``floor(n * size / total)``, and the prompts left over go to the largest remainders.
+    """
+    total = sum(sizes.values())
+    exact = {s: n_prompts * size / total for s, size in sizes.items()}
+    quotas = {s: int(math.floor(v)) for s, v in exact.items()}
+    left = n_prompts - sum(quotas.values())
+    for s in sorted(exact, key=lambda s: (-(exact[s] - quotas[s]), s))[:left]:
+        quotas[s] += 1
+    return quotas
+
+
+def strata_of(interactions: pd.DataFrame, long_percentile: float) -> tuple[pd.Series, float]:
+    """Each interaction's stratum and the length threshold: the lab's strata when given (threshold NaN), else
+    ``long_diff``/``other`` at the ``long_percentile`` of |chars_0 - chars_1| (:func:`assign_strata`)."""
+    if has_given_strata(interactions):
+        return interactions["stratum_given"].astype(str).rename("stratum"), math.nan
+    return assign_strata(interactions["abs_char_diff"], long_percentile)
+
+
+def quotas_for(interactions: pd.DataFrame, strata: pd.Series, n_prompts: int, long_fraction: float) -> dict[str, int]:
+    """Prompts per stratum: proportional over the lab's strata, else ``long_fraction`` of them ``long_diff``."""
+    if has_given_strata(interactions):
+        return given_stratum_quotas({str(k): int(v) for k, v in strata.value_counts().items()}, n_prompts)
+    return stratum_quotas(n_prompts, long_fraction)
+
+
 def sample_size_problems(
     interactions: pd.DataFrame, n_prompts: int, long_fraction: float, long_percentile: float
 ) -> list[str]:
@@ -85,10 +119,10 @@ def sample_size_problems(
             "exist in data.source (before text screening, which can only remove more); lower "
             "sampling.n_prompts or add data"
         ]
-    strata, threshold = assign_strata(interactions["abs_char_diff"], long_percentile)
+    strata, threshold = strata_of(interactions, long_percentile)
     sizes = strata.value_counts().to_dict()
     problems = []
-    for stratum, quota in stratum_quotas(n_prompts, long_fraction).items():
+    for stratum, quota in quotas_for(interactions, strata, n_prompts, long_fraction).items():
         have = int(sizes.get(stratum, 0))
         if quota > have:
             problems.append(
@@ -109,11 +143,11 @@ def _ordered_pools(
     every later replacement round walk the same sequence.
     """
     table = interactions.sort_values("conversation_id", kind="stable").reset_index(drop=True)
-    strata, threshold = assign_strata(table["abs_char_diff"], long_percentile)
+    strata, threshold = strata_of(table, long_percentile)
     table = table.assign(stratum=strata.to_numpy())
     rng = np.random.default_rng([seed, 0x5A3D])
     pools = {}
-    for stratum in STRATA:
+    for stratum in STRATA if not has_given_strata(table) else sorted(table["stratum"].unique()):
         pool = table[table["stratum"] == stratum]
         pools[stratum] = pool.iloc[rng.permutation(len(pool))]
     return pools, threshold, table
@@ -179,10 +213,10 @@ def draw_prompts(
     if problems:
         raise SamplingError("; ".join(problems))
     pools, threshold, table = _ordered_pools(interactions, long_percentile, seed)
-    quotas = stratum_quotas(n_prompts, long_fraction)
+    quotas = quotas_for(table, table["stratum"], n_prompts, long_fraction)
     chosen: list[dict[str, Any]] = []
     removals: list[dict[str, Any]] = []
-    for stratum in STRATA:
+    for stratum in pools:
         taken = _walk(pools[stratum], stratum, quotas[stratum], set(), screen, removals, [])
         if len(taken) < quotas[stratum]:
             raise SamplingError(
@@ -194,11 +228,30 @@ def draw_prompts(
     prompts = _prompt_table(chosen)
     info = {
         "threshold_chars": threshold,
+        "strata": "given (the pairs table's stratum column)" if has_given_strata(table) else "length difference",
         "quotas": quotas,
         "pool_sizes": table["stratum"].value_counts().to_dict(),
         "n_removed": len(removals),
     }
     return prompts, pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS), info
+
+
+def take_all_prompts(interactions: pd.DataFrame, long_percentile: float, seed: int) -> tuple[pd.DataFrame, dict]:
+    """Every interaction as a prompt (a lab's pool no larger than ``sampling.n_prompts``): no draw, no screening.
+
+    Prompts come stratum by stratum in the same seeded order a draw walks (:func:`_ordered_pools`), so that a
+    study of the whole pool and a draw of it list prompts alike. Returns ``(prompts, info)``.
+    """
+    pools, threshold, table = _ordered_pools(interactions, long_percentile, seed)
+    chosen: list[dict[str, Any]] = []
+    for pool in pools.values():
+        chosen.extend({**row.to_dict(), "draw_order": len(chosen) + i} for i, (_, row) in enumerate(pool.iterrows()))
+    info = {
+        "threshold_chars": threshold,
+        "every_item": len(chosen),
+        "pool_sizes": table["stratum"].value_counts().to_dict(),
+    }
+    return _prompt_table(chosen), info
 
 
 def _prompt_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -264,3 +317,26 @@ def replace_prompts(
         skip.add(str(taken[0]["conversation_id"]))
         chosen.append({**taken[0], "draw_order": first_draw_order + len(chosen)})
     return _prompt_table(chosen), pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS)
+
+
+def sample_study_prompts(
+    interactions: pd.DataFrame,
+    sampling: Mapping[str, Any],
+    seed: int,
+    screen: Callable[[Mapping[str, Any]], ScreeningResult],
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """The first draw as the workflow makes it: a lab's pairs pool no larger than ``sampling.n_prompts`` is used
+    whole (:func:`take_all_prompts`: no draw, no screening, nothing removed); any other pool is drawn and screened
+    (:func:`draw_prompts`). Returns ``(prompts, removals, info)``."""
+    pairs = bool((interactions.get("conversation_type") == "pairs").all()) if len(interactions) else False
+    if pairs and len(interactions) <= int(sampling["n_prompts"]):
+        prompts, info = take_all_prompts(interactions, float(sampling["long_percentile"]), seed)
+        return prompts, pd.DataFrame(columns=REMOVAL_COLUMNS), info
+    return draw_prompts(
+        interactions,
+        int(sampling["n_prompts"]),
+        float(sampling["long_fraction"]),
+        float(sampling["long_percentile"]),
+        seed,
+        screen,
+    )

@@ -126,6 +126,9 @@ def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dic
     dup = conv["conversation_id"][conv["conversation_id"].duplicated()].tolist()
     if dup:
         raise ValueError(f"conversations: duplicate conversation_id {dup[:5]}")
+    has_audio = "audio_0" in conversations.columns
+    if has_audio:  # a pairs source: each side's audio file (None where the side is to be synthesised)
+        conv = conv.join(conversations[["audio_0", "audio_1"]])
     texts = conv.set_index("conversation_id")
     rows = []
     for prompt_id, conversation_id in zip(prompts["prompt_id"].astype(str), prompts["conversation_id"].astype(str)):
@@ -138,6 +141,7 @@ def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dic
                     "prompt_id": prompt_id,
                     "response": response,
                     "text": texts.at[conversation_id, f"text_{response}"],
+                    **({"audio": texts.at[conversation_id, f"audio_{response}"]} if has_audio else {}),
                 }
             )
     return rows
@@ -156,12 +160,14 @@ def study_clips(
 
     Returns:
         One row per clip: clip_id (str), prompt_id (str), response (int 0/1), text (str, the
-        original response text); ``2 * len(prompts) + 2`` rows (``+ 0`` without the attention
+        original response text), and for a pairs source ``audio`` (the side's audio file, None for the
+        attention check and sides to synthesise); ``2 * len(prompts) + 2`` rows (``+ 0`` without the attention
         check), index 0..n-1.
     """
     attention = _attention_rows(attention_check) if attention_check is not None else []
     rows = attention + _prompt_rows(prompts, conversations)
-    clips = pd.DataFrame(rows, columns=CLIP_COLUMNS)
+    columns = [*CLIP_COLUMNS, "audio"] if "audio_0" in conversations.columns else CLIP_COLUMNS
+    clips = pd.DataFrame(rows, columns=columns)
     dup = clips["clip_id"][clips["clip_id"].duplicated()].tolist()
     if dup:
         raise ValueError(f"duplicate clip_id {dup[:5]} (does a prompt_id collide with the attention check's?)")
@@ -204,3 +210,12 @@ def study_shard(
     """(shard ``shard_index`` of the study's clips (:func:`shard`), the number of the study's clips)."""
     clips = read_study_clips(prompts_csv, conversations_parquet, attention_check_json)
     return shard(clips, shard_index, shard_size), len(clips)
+
+
+def shard_clip_ids(prompt_ids: list[str], attention_id: str | None, shard_index: int, shard_size: int) -> list[str]:
+    """The clip ids of one shard, in :func:`study_clips` order, from the prompt ids alone (no texts needed)."""
+    ids = ([clip_id(attention_id, 0), clip_id(attention_id, 1)] if attention_id is not None else []) + [
+        clip_id(p, r) for p in prompt_ids for r in (0, 1)
+    ]
+    start = int(shard_index) * int(shard_size)
+    return ids[start : start + int(shard_size)]

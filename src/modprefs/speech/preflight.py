@@ -41,6 +41,7 @@ BACKEND_KEYS: dict[str, set[str]] = {
     "kokoro": {"model_path", "config_path", "voice_path", "repo_id", "device", "seed"},
     "piper": {"model_path", "config_path", "seed"},
     "espeak-ng": {"espeak_library", "espeak_data"},
+    "given": {"sample_rate", "attention_tts"},
 }
 
 
@@ -195,11 +196,20 @@ def _kokoro(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     return problems
 
 
+def _given(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
+    """``given``: the lab's audio needs no engine; the attention check's texts are spoken by ``attention_tts``."""
+    from modprefs.speech.given import attention_tts_config
+
+    problems = [f"{where}.voice: not used by backend 'given' (the audio is the lab's)"] if tts.get("voice") else []
+    return problems + tts_problems(attention_tts_config(tts), f"{where}.attention_tts", base)
+
+
 _CHECKS: dict[str, Callable[[Mapping[str, Any], str, Path], list[str]]] = {
     "kokoro-onnx": _kokoro_onnx,
     "kokoro": _kokoro,
     "piper": _piper,
     "espeak-ng": _espeak,
+    "given": _given,
 }
 
 
@@ -217,6 +227,8 @@ def tts_problems(tts: Mapping[str, Any], where: str = "tts", base_dir: str | os.
         f"{where}.{key}: not used by backend {backend!r} (its keys: {', '.join(sorted(allowed - {'engines'}))})"
         for key in sorted(set(tts) - allowed)
     ]
+    if backend != "given" and not tts.get("voice"):
+        return [*problems, f"{where}.voice: backend {backend!r} needs a voice"]
     try:
         problems += _CHECKS[backend](tts, where, Path(base_dir))
     except UserInputError as err:  # a model package is missing (ModelNotInstalledError names the pip package)

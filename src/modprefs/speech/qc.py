@@ -42,7 +42,6 @@ import logging
 import math
 import os
 from collections.abc import Mapping
-from math import gcd
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,7 @@ import numpy as np
 from modprefs.errors import UserInputError
 from modprefs.speech.onnx_session import cpu_session_options
 from modprefs.speech.render import audio_qc
+from modprefs.speech.resample import ASR_SAMPLE_RATE, resample
 from modprefs.speech.wer import normalize_words, word_error_rate
 
 __all__ = [
@@ -70,7 +70,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ASR_SAMPLE_RATE = 16000
 FRAME_S = 0.02
 SILENCE_FLOOR_DBFS = -50.0
 SILENCE_RELATIVE_DB = 40.0
@@ -128,18 +127,6 @@ class ModelNotInstalledError(UserInputError, RuntimeError):
 
 
 # ---------------------------------------------------------------- pure signal metrics
-
-
-def resample(audio: np.ndarray, sample_rate: int, target: int = ASR_SAMPLE_RATE) -> np.ndarray:
-    """Polyphase resampling (scipy ``resample_poly``) of mono float audio to ``target`` Hz, float32."""
-    x = np.asarray(audio, dtype=np.float32).reshape(-1)
-    sample_rate, target = int(sample_rate), int(target)
-    if sample_rate == target:
-        return x
-    from scipy.signal import resample_poly
-
-    g = gcd(sample_rate, target)
-    return resample_poly(x, target // g, sample_rate // g).astype(np.float32)
 
 
 def _frame_db(x: np.ndarray, frame: int) -> np.ndarray:

@@ -62,7 +62,16 @@ MANIFEST_COLUMNS = [
     "peak",
     "clipping_ratio",
     "render_seconds",
+    # loudness normalisation (modprefs.speech.loudness; config audio): the engine's or given level, the level
+    # written, the gain applied and whether the true-peak limiter acted (NaN when not measurable, e.g. silence)
+    "lufs_before",
+    "lufs_after",
+    "true_peak_before_dbtp",
+    "true_peak_after_dbtp",
+    "gain_db",
+    "limited",
 ]
+LOUDNESS_COLUMNS = MANIFEST_COLUMNS[MANIFEST_COLUMNS.index("lufs_before") :]
 CLIP_LEVEL = 0.999
 SILENCE_FLOOR_DBFS = -200.0
 
@@ -121,26 +130,67 @@ def check_output_dir(clip_dir: str | Path) -> Path:
     return path
 
 
-def render_clip(
-    clip_id: str,
-    prompt_id: str,
-    response: int,
-    text: str,
-    backend: TTSBackend,
-    clip_dir: Path,
-    max_chars: int = MAX_SPOKEN_CHARS,
-    inject_silence: bool = False,
-) -> dict[str, object]:
-    """Render one clip to ``{clip_dir}/{clip_id}.wav``; return its manifest row.
+def level_clip(
+    audio: np.ndarray, sample_rate: int, level: Mapping[str, Any] | None, clip_id: str
+) -> tuple[np.ndarray, dict[str, float]]:
+    """Loudness-normalise one clip (config ``audio``: ``target_lufs``, ``true_peak_dbfs``).
 
-    ``inject_silence`` is a fault-injection hook (config ``audio_qc.inject_silence``): the engine's
-    output is replaced by digital silence of the same length, so audio QC must catch the clip and
-    the replacement loop must run. It is logged loudly and never set by default.
-
-    Raises:
-        ClipRenderError: nothing speakable in ``text``, more than ``max_chars`` characters, synthesis failed or
-            produced no audio (names the clip; no WAV written). A ValueError, as it is a UserInputError.
+    A clip whose loudness cannot be measured (silence, shorter than BS.1770's 400 ms block) is kept as it is, with
+    NaN measures and a warning: audio QC then judges it (silence fails ``min_rms_dbfs``).
     """
+    from modprefs.speech.loudness import normalise_loudness
+
+    level = dict(level or {})
+    target = level.get("target_lufs", -23.0)
+    try:
+        out, measures = normalise_loudness(
+            audio, sample_rate, target, float(level.get("true_peak_dbfs", -1.0)), clip_id=clip_id
+        )
+    except ValueError as err:
+        log.warning("clip %s: loudness not normalised (%s); audio QC judges it", clip_id, err)
+        return audio, dict.fromkeys(LOUDNESS_COLUMNS, float("nan"))
+    return out, {k: float(measures[k]) for k in LOUDNESS_COLUMNS}
+
+
+def finish_clip(
+    identity: Mapping[str, Any],
+    spoken: str,
+    audio: np.ndarray,
+    sample_rate: int,
+    clip_dir: Path,
+    render_seconds: float,
+    level: Mapping[str, Any] | None,
+) -> dict[str, object]:
+    """Level, write and describe one clip; ``identity`` holds clip_id, prompt_id, response and the source's backend,
+    model, voice, lang and speed. Returns the manifest row (:data:`MANIFEST_COLUMNS`)."""
+    clip_id = str(identity["clip_id"])
+    audio, loudness = level_clip(audio, sample_rate, level, clip_id)
+    path = Path(clip_dir) / f"{clip_id}.wav"
+    write_wav(audio, sample_rate, path)
+    duration = audio.size / sample_rate
+    log.info(
+        "clip %s: %d chars, %.2f s audio in %.2f s -> %s (%s)",
+        clip_id,
+        len(spoken),
+        duration,
+        render_seconds,
+        path,
+        ", ".join(f"{k} {v:.2f}" for k, v in loudness.items()),
+    )
+    return {
+        **{k: identity[k] for k in ("clip_id", "prompt_id", "response", "backend", "model", "voice", "lang", "speed")},
+        "path": str(path),
+        "sample_rate": int(sample_rate),
+        "duration_s": duration,
+        "spoken_text": spoken,
+        "n_chars_spoken": len(spoken),
+        **audio_qc(audio),
+        "render_seconds": render_seconds,
+        **loudness,
+    }
+
+
+def _spoken(text: str, clip_id: str, max_chars: int) -> str:
     try:
         spoken = speakable_text(text, clip_id=clip_id)
     except ValueError as err:
@@ -150,6 +200,31 @@ def render_clip(
             f"clip {clip_id}: {len(spoken)} characters to speak exceed the limit of {max_chars} "
             "(modprefs.speech.render.MAX_SPOKEN_CHARS); is the response text right?"
         )
+    return spoken
+
+
+def render_clip(
+    clip_id: str,
+    prompt_id: str,
+    response: int,
+    text: str,
+    backend: TTSBackend,
+    clip_dir: Path,
+    max_chars: int = MAX_SPOKEN_CHARS,
+    inject_silence: bool = False,
+    level: Mapping[str, Any] | None = None,
+) -> dict[str, object]:
+    """Render one clip to ``{clip_dir}/{clip_id}.wav`` at the ``level`` (config ``audio``); return its manifest row.
+
+    ``inject_silence`` is a fault-injection hook (config ``audio_qc.inject_silence``): the engine's
+    output is replaced by digital silence of the same length, so audio QC must catch the clip and
+    the replacement loop must run. It is logged loudly and never set by default.
+
+    Raises:
+        ClipRenderError: nothing speakable in ``text``, more than ``max_chars`` characters, synthesis failed or
+            produced no audio (names the clip; no WAV written). A ValueError, as it is a UserInputError.
+    """
+    spoken = _spoken(text, clip_id, max_chars)
     start = time.perf_counter()
     try:
         raw = backend.synthesize(spoken)
@@ -160,35 +235,45 @@ def render_clip(
     if inject_silence:
         log.warning("clip %s: FAULT INJECTION (audio_qc.inject_silence): writing silence instead of speech", clip_id)
         audio = np.zeros_like(audio)
-    path = Path(clip_dir) / f"{clip_id}.wav"
-    write_wav(audio, backend.sample_rate, path)
-    duration = audio.size / backend.sample_rate
-    log.info(
-        "clip %s: %d chars -> %.2f s audio in %.2f s (RTF %.2f) -> %s",
-        clip_id,
-        len(spoken),
-        duration,
-        render_seconds,
-        render_seconds / duration,
-        path,
-    )
-    return {
+    identity = {
         "clip_id": clip_id,
         "prompt_id": prompt_id,
         "response": int(response),
-        "path": str(path),
-        "sample_rate": int(backend.sample_rate),
-        "duration_s": duration,
         "backend": backend.name,
         "model": backend.model,
         "voice": backend.voice,
         "lang": backend.lang,
         "speed": float(backend.speed),
-        "spoken_text": spoken,
-        "n_chars_spoken": len(spoken),
-        **audio_qc(audio),
-        "render_seconds": render_seconds,
     }
+    return finish_clip(identity, spoken, audio, backend.sample_rate, clip_dir, render_seconds, level)
+
+
+def given_clip(
+    clip: Any, sample_rate: int, clip_dir: Path, level: Mapping[str, Any] | None, inject_silence: bool = False
+) -> dict[str, object]:
+    """One clip from the lab's audio (``tts.backend: given``): ``clip`` has clip_id, prompt_id, response, text (the
+    text condition's, given or ASR) and audio (the file); read, mixed to mono, resampled, levelled, written."""
+    from modprefs.speech.given import read_given_audio
+
+    start = time.perf_counter()
+    audio = read_given_audio(clip.audio, sample_rate, str(clip.clip_id))
+    if inject_silence:
+        log.warning(
+            "clip %s: FAULT INJECTION (audio_qc.inject_silence): writing silence instead of speech", clip.clip_id
+        )
+        audio = np.zeros_like(audio)
+    identity = {
+        "clip_id": str(clip.clip_id),
+        "prompt_id": str(clip.prompt_id),
+        "response": int(clip.response),
+        "backend": "given",
+        "model": "given",
+        "voice": str(getattr(clip, "system", "") or "given"),
+        "lang": "",
+        "speed": 1.0,
+    }
+    spoken = " ".join(str(clip.text).split())
+    return finish_clip(identity, spoken, audio, sample_rate, clip_dir, time.perf_counter() - start, level)
 
 
 def empty_manifest() -> pd.DataFrame:
@@ -197,7 +282,11 @@ def empty_manifest() -> pd.DataFrame:
 
 
 def render_clips(
-    clips: pd.DataFrame, backend: TTSBackend, clip_dir: str | Path, inject_silence: Iterable[str] = ()
+    clips: pd.DataFrame,
+    backend: TTSBackend,
+    clip_dir: str | Path,
+    inject_silence: Iterable[str] = (),
+    level: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Render every row of ``clips`` (clip_id, prompt_id, response, text) in order.
 
@@ -218,6 +307,7 @@ def render_clips(
             backend,
             clip_dir,
             inject_silence=str(c.clip_id) in silent,
+            level=level,
         )
         for c in clips.itertuples(index=False)
     ]
@@ -305,12 +395,60 @@ def render_shard(
     threads: int,
     clip_dir: str | os.PathLike[str],
     inject_silence: Iterable[str] = (),
+    level: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
-    """Render one shard's clips with the backend ``tts`` configures, loaded once (logged with its load time);
-    an empty shard loads nothing and gives the header-only manifest (:func:`empty_manifest`)."""
+    """Render one shard's clips with the backend ``tts`` configures, loaded once (logged with its load time), each
+    levelled to ``level`` (config ``audio``); an empty shard loads nothing and gives the header-only manifest
+    (:func:`empty_manifest`). With ``tts.backend: given`` the clips with an ``audio`` file are the lab's audio
+    (:func:`given_clip`) and the rest (the attention check) are spoken by ``tts.attention_tts``."""
     if part.empty:
         return empty_manifest()
+    if tts.get("backend") == "given":
+        return _given_shard(part, tts, threads, Path(clip_dir), inject_silence, level)
     start = time.perf_counter()
     backend = get_backend(tts, threads=threads)
     log.info("backend %r ready in %.1f s", backend, time.perf_counter() - start)
-    return render_clips(part, backend, Path(clip_dir), inject_silence=inject_silence)
+    return render_clips(part, backend, Path(clip_dir), inject_silence=inject_silence, level=level)
+
+
+def _given_shard(
+    part: pd.DataFrame,
+    tts: Mapping[str, Any],
+    threads: int,
+    clip_dir: Path,
+    inject_silence: Iterable[str],
+    level: Mapping[str, Any] | None,
+) -> pd.DataFrame:
+    from modprefs.speech.given import attention_tts_config, given_sample_rate
+
+    clip_dir = check_output_dir(clip_dir)
+    has_audio = (
+        part["audio"].notna() & part["audio"].astype(str).ne("") if "audio" in part else pd.Series(False, part.index)
+    )
+    silent = set(inject_silence)
+    rate = given_sample_rate(tts)
+    rows: dict[int, dict[str, object]] = {}
+    for i, clip in part[has_audio].iterrows():
+        rows[i] = given_clip(clip, rate, clip_dir, level, str(clip.clip_id) in silent)
+    spoken = part[~has_audio]
+    if len(spoken):
+        synth = render_shard(spoken, attention_tts_config(tts), threads, clip_dir, inject_silence, level)
+        rows |= dict(zip(spoken.index, synth.to_dict("records")))
+        # one study rate: the attention check's voice resampled to it
+        for i in spoken.index:
+            rows[i] = _resampled_row(rows[i], rate, level)
+    return pd.DataFrame([rows[i] for i in part.index], columns=MANIFEST_COLUMNS)
+
+
+def _resampled_row(row: dict[str, object], rate: int, level: Mapping[str, Any] | None) -> dict[str, object]:
+    """A synthesised clip rewritten at the study rate ``rate`` (unchanged when it is already at that rate)."""
+    if int(row["sample_rate"]) == rate:  # type: ignore[call-overload]
+        return row
+    from modprefs.speech.given import read_given_audio
+
+    path = Path(str(row["path"]))
+    audio = read_given_audio(path, rate, str(row["clip_id"]))
+    identity = {k: row[k] for k in ("clip_id", "prompt_id", "response", "backend", "model", "voice", "lang", "speed")}
+    out = finish_clip(identity, str(row["spoken_text"]), audio, rate, path.parent, float(row["render_seconds"]), level)  # type: ignore[arg-type]
+    out["lufs_before"], out["true_peak_before_dbtp"] = row["lufs_before"], row["true_peak_before_dbtp"]
+    return out

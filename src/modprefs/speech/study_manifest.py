@@ -3,8 +3,9 @@
 ``results/audio/manifest.csv``: one row per clip of the final study (the attention check, then the
 final prompts in order, response 0 then 1), QC metrics joined. ``results/audio/qc.csv``: every clip
 rendered in any round, with its ``round`` and ``in_study`` (False for clips of prompts removed for
-audio quality). Inconsistent inputs (a clip without QC, a final prompt without clips, a failing clip
-in the study) are bugs of the review rounds and raise ``ValueError``.
+audio quality) and each clip's loudness normalisation (before/after, gain, limiting). Inconsistent
+inputs (a clip without QC, a final prompt without clips, a failing clip in the study) are bugs of the
+review rounds and raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from modprefs.speech.render import combine_manifests
+from modprefs.speech.render import LOUDNESS_COLUMNS, combine_manifests
 
 
 def study_manifest(
@@ -40,6 +41,8 @@ def study_manifest(
     if absent:
         raise ValueError(f"no rendered clips for final prompt(s) {absent}")
     qc["in_study"] = qc["clip_id"].isin(rendered.loc[rendered["prompt_id"].isin(order), "clip_id"])
+    levels = [c for c in LOUDNESS_COLUMNS if c in rendered.columns and c not in qc.columns]
+    qc = qc.merge(rendered[["clip_id", *levels]], on="clip_id", how="left", validate="one_to_one")
     overlap = [c for c in qc.columns if c in rendered.columns and c != "clip_id"]
     manifest = (
         rendered[rendered["prompt_id"].isin(order)]

@@ -27,7 +27,8 @@ def build_stimuli(prompts: pd.DataFrame, interactions: pd.DataFrame, manifest: p
     """Stimuli table (:data:`STIMULUS_COLUMNS`), in prompts.csv order, response 0 then 1.
 
     ``n_chars`` is the original response text's length (as the paper); ``n_chars_spoken`` and
-    ``duration_s`` come from the audio manifest. Raises ``ValueError`` naming any prompt whose
+    ``duration_s`` come from the audio manifest. A pairs source adds ``transcript``: ``given`` (the table's text)
+    or ``asr`` (an audio-only side, whose text condition is the ASR transcript). Raises ``ValueError`` naming any prompt whose
     interaction or clip is missing.
     """
     by_conv = interactions.set_index("conversation_id")
@@ -58,4 +59,9 @@ def build_stimuli(prompts: pd.DataFrame, interactions: pd.DataFrame, manifest: p
                     "history_turns": int(p.history_turns),
                 }
             )
-    return pd.DataFrame(rows, columns=STIMULUS_COLUMNS)
+    stimuli = pd.DataFrame(rows, columns=STIMULUS_COLUMNS)
+    if "transcript_0" in interactions.columns:  # a pairs source: where each clip's text condition came from
+        stimuli["transcript"] = [
+            by_conv.at[conv, f"transcript_{r}"] for conv in prompts["conversation_id"] for r in (0, 1)
+        ]
+    return stimuli

@@ -1,0 +1,580 @@
+"""A lab's own stimulus table (``data.format: pairs``): one row per item, two responses to compare.
+
+The table is the study's alternative to PRISM. Sources (``data.source``):
+
+* a CSV/TSV (delimiter sniffed), JSONL or Parquet file;
+* a ``datasets`` ``save_to_disk`` folder (a Dataset, or a DatasetDict whose split ``data.hf_split`` is read,
+  or its only split);
+* ``hf://owner/name``: a hub dataset (needs the hub; offline it fails saying so).
+
+Columns (canonical names; foreign names are mapped with ``data.columns: {canonical: source column}``):
+
+=============  ========  ===========================================================================
+column         needed    meaning
+=============  ========  ===========================================================================
+item_id        yes       unique id of the item (file-name-safe prompt id derived from it)
+prompt         yes       the user message both responses answer
+response_0/1   *         the responses' text (the text condition; what a synthesiser speaks)
+audio_0/1      *         the responses' audio: a path relative to the table's folder (CSV/TSV/JSONL/
+                         Parquet), or a ``datasets`` Audio column (bytes); any format soundfile reads
+history        no        earlier turns: a list of ``{role: user|model, content}`` (JSON text in CSV)
+system_0/1     no        the system/model that produced each response (``model_name`` downstream)
+stratum        no        the lab's own sampling strata (replaces the length-difference strata)
+=============  ========  ===========================================================================
+
+\\* each side needs text, audio or both. A side with audio and no text is **audio-only**: its text condition
+is the ASR transcript of the audio (:func:`build_pair_interactions`, ``transcript_0/1 = "asr"``), which every
+table downstream says (``stimuli.csv``'s ``transcript`` column, the report).
+
+Checks (:func:`pairs_problems`), each naming the file, row and column: a missing required column, an empty or
+duplicate ``item_id``, an empty prompt, a side with neither text nor audio, both sides identical (same text and
+same audio), a malformed ``history``, an audio file that is missing or that soundfile cannot read.
+
+The interactions this module builds have :data:`modprefs.data.prism.INTERACTION_COLUMNS` (so the draw, the
+rendering and the study read them as they read PRISM's) plus :data:`PAIRS_EXTRA_COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from modprefs.errors import UserInputError
+
+__all__ = [
+    "HUB_PREFIX",
+    "PAIRS_COLUMNS",
+    "PAIRS_EXTRA_COLUMNS",
+    "PairsFormatError",
+    "PairsTable",
+    "build_pair_interactions",
+    "declared_pairs_files",
+    "pairs_problems",
+    "read_pairs_table",
+    "side_audio",
+]
+
+HUB_PREFIX = "hf://"
+REQUIRED_COLUMNS = ("item_id", "prompt")
+SIDE_COLUMNS = ("response_0", "response_1", "audio_0", "audio_1", "system_0", "system_1")
+PAIRS_COLUMNS = ["item_id", "prompt", "history", *SIDE_COLUMNS, "stratum"]
+#: Columns of conversations.parquet beyond PRISM's for a pairs source: where each side's audio is, where its
+#: text came from (``given`` / ``asr`` / ``none``), and the lab's stratum (None: the length strata).
+PAIRS_EXTRA_COLUMNS = ["audio_0", "audio_1", "transcript_0", "transcript_1", "stratum_given"]
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+MAX_PROBLEMS = 20
+
+
+class PairsFormatError(UserInputError):
+    """The pairs table is unreadable or invalid; the message names the file, row and column."""
+
+
+@dataclass
+class PairsTable:
+    """A pairs table in canonical columns, with where each row came from.
+
+    Attributes:
+        frame: one row per item; text cells are ``str`` ("" = empty); ``history`` a list of turns or None;
+            ``audio_0/1`` a path (``str``, relative to ``base_dir``), a ``{"bytes": ..., "path": ...}`` dict
+            (a datasets Audio cell) or None.
+        name: the source as messages name it (the file, or ``dataset <folder>``).
+        first_row: the row number of the first record (2 for a text table with its header, 1 otherwise).
+        base_dir: the folder relative audio paths are resolved against (the table's folder).
+    """
+
+    frame: pd.DataFrame
+    name: str
+    first_row: int = 1
+    base_dir: Path = field(default_factory=Path)
+
+    def where(self, i: int, column: str | None = None) -> str:
+        """``"<name>, row <n>, column '<c>'"`` for row ``i`` (0-based) of the frame."""
+        text = f"{self.name}, row {i + self.first_row}"
+        return f"{text}, column {column!r}" if column else text
+
+    def audio_path(self, value: Any) -> Path:
+        """A path cell resolved against :attr:`base_dir`."""
+        path = Path(str(value))
+        return path if path.is_absolute() else self.base_dir / path
+
+
+# ---- reading ----------------------------------------------------------------------------------------------------
+def _is_datasets_folder(path: Path) -> bool:
+    return (path / "dataset_dict.json").is_file() or (
+        (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
+    )
+
+
+def _read_jsonl(path: Path) -> pd.DataFrame:
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise PairsFormatError(f"{path} line {n}, column {err.colno}: not valid JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise PairsFormatError(f"{path} line {n}: expected a JSON object (one item per line)")
+        rows.append(row)
+    if not rows:
+        raise PairsFormatError(f"{path}: no items")
+    return pd.DataFrame.from_records(rows)
+
+
+def _read_file(path: Path) -> tuple[pd.DataFrame, int]:
+    """The raw frame of a table file and the row number of its first record."""
+    from modprefs.io_tables import TableError, read_table
+
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return _read_jsonl(path), 1
+    if suffix in PARQUET_SUFFIXES:
+        try:
+            return pd.read_parquet(path), 1
+        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            raise PairsFormatError(f"{path}: cannot be read as Parquet ({type(exc).__name__}: {exc})") from None
+    if suffix not in TEXT_SUFFIXES:
+        raise PairsFormatError(
+            f"data.source {path}: unknown table format {suffix!r} (CSV, TSV, JSONL, Parquet, a datasets folder)"
+        )
+    try:
+        return read_table(path, strings=True), 2
+    except TableError as err:
+        raise PairsFormatError(str(err)) from None
+
+
+def _audio_features(ds: Any) -> list[str]:
+    import datasets
+
+    return [name for name, feature in ds.features.items() if isinstance(feature, datasets.Audio)]
+
+
+def _dataset_frame(obj: Any, name: str, split: str) -> pd.DataFrame:
+    """A Dataset (or the chosen split of a DatasetDict) as a frame; Audio cells as undecoded bytes dicts."""
+    import datasets
+
+    if not isinstance(obj, datasets.Dataset):
+        splits = list(obj.keys())
+        if split in splits:
+            obj = obj[split]
+        elif len(splits) == 1:
+            obj = obj[splits[0]]
+        else:
+            raise PairsFormatError(f"data.source {name}: the dataset has splits {splits}; set data.hf_split to one")
+    for column in _audio_features(obj):
+        obj = obj.cast_column(column, datasets.Audio(decode=False))
+    return pd.DataFrame({column: obj[column] for column in obj.column_names})
+
+
+def _read_source(source: str, split: str, base: Path) -> tuple[pd.DataFrame, str, int, Path]:
+    if source.startswith(HUB_PREFIX):
+        import datasets
+
+        repo = source[len(HUB_PREFIX) :]
+        try:
+            obj = datasets.load_dataset(repo)
+        except Exception as exc:  # offline, unknown or gated repository: all end here with the reason
+            raise PairsFormatError(
+                f"data.source {source}: could not load the Hugging Face dataset {repo!r} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); the hub must be "
+                "reachable, or save_to_disk() it where it is and point data.source at that folder"
+            ) from None
+        return _dataset_frame(obj, source, split), f"hub dataset {repo}", 1, base
+    path = base / source
+    if path.is_dir():
+        if not _is_datasets_folder(path):
+            raise PairsFormatError(
+                f"data.source {source}: a folder that is not a datasets save_to_disk folder "
+                "(point data.source at the table file)"
+            )
+        import datasets
+
+        try:
+            obj = datasets.load_from_disk(str(path))
+        except Exception as exc:  # datasets raises FileNotFoundError, ValueError, ArrowInvalid...
+            raise PairsFormatError(
+                f"data.source {source}: cannot load the datasets folder ({type(exc).__name__}: {exc})"
+            ) from None
+        return _dataset_frame(obj, source, split), f"dataset {source}", 1, path
+    if not path.is_file():
+        raise PairsFormatError(f"data.source: no such file or folder: {source}")
+    frame, first = _read_file(path)
+    return frame, str(source), first, path.parent
+
+
+def _text_cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _audio_cell(value: Any) -> Any:
+    """A path string, a bytes dict, or None (empty)."""
+    if isinstance(value, Mapping):
+        return dict(value) if value.get("bytes") is not None or value.get("path") else None
+    text = _text_cell(value).strip()
+    return text or None
+
+
+def read_pairs_table(
+    source: str, columns: Mapping[str, str] | None = None, split: str = "train", base_dir: str | Path = "."
+) -> PairsTable:
+    """Read a pairs source (see the module docstring) into canonical columns; nothing is checked beyond reading.
+
+    Args:
+        source: ``data.source``: a file, a datasets folder (relative to ``base_dir``) or ``hf://owner/name``.
+        columns: ``{canonical: source column}`` for foreign names (``data.columns``).
+        split: the DatasetDict split to read (``data.hf_split``) when there are several.
+
+    Raises:
+        PairsFormatError: unreadable source, a mapped column that the table lacks, a missing required column.
+    """
+    raw, name, first_row, folder = _read_source(str(source), split, Path(base_dir))
+    columns = dict(columns or {})
+    unknown = sorted(set(columns) - set(PAIRS_COLUMNS))
+    if unknown:
+        raise PairsFormatError(f"data.columns: unknown canonical column(s) {unknown} (known: {PAIRS_COLUMNS})")
+    absent = sorted(src for src in columns.values() if src not in raw.columns)
+    if absent:
+        raise PairsFormatError(f"{name}: data.columns names column(s) {absent} that the table lacks")
+    raw = raw.rename(columns={src: canonical for canonical, src in columns.items()})
+    missing = [c for c in REQUIRED_COLUMNS if c not in raw.columns]
+    if missing:
+        raise PairsFormatError(
+            f"{name}: missing column(s) {missing}; a pairs table needs item_id, prompt and, per side, "
+            "response_0/response_1 and/or audio_0/audio_1 (map foreign names with data.columns)"
+        )
+    if not any(c in raw.columns for c in ("response_0", "audio_0")) or not any(
+        c in raw.columns for c in ("response_1", "audio_1")
+    ):
+        raise PairsFormatError(f"{name}: each side needs a response_<k> or an audio_<k> column (k = 0 and 1)")
+    frame = pd.DataFrame(index=range(len(raw)))
+    for column in PAIRS_COLUMNS:
+        values = raw[column].tolist() if column in raw.columns else [None] * len(raw)
+        if column.startswith("audio_"):
+            values = [_audio_cell(v) for v in values]
+        elif column != "history":
+            values = [_text_cell(v) for v in values]
+        frame[column] = pd.Series(values, index=frame.index, dtype=object)  # None stays None
+    return PairsTable(frame, name, first_row, folder)
+
+
+# ---- checks -----------------------------------------------------------------------------------------------------
+def _history_problem(value: Any) -> str | None:
+    """What is wrong with a history cell (None when it is empty or a list of {role, content})."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            return f"not valid JSON ({err.msg}); history is a list of {{role, content}} turns"
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, list):
+        return f"is {type(value).__name__}, expected a list of {{role, content}} turns"
+    for j, turn in enumerate(value):
+        if not isinstance(turn, Mapping) or turn.get("role") not in ("user", "model", "assistant"):
+            return f"turn {j} needs role 'user' or 'model'"
+        if not isinstance(turn.get("content"), str):
+            return f"turn {j} needs a content string"
+    return None
+
+
+def parse_history(value: Any) -> list[dict[str, str]]:
+    """A checked history cell as ``[{role: user|model, content}]`` (``assistant`` read as ``model``)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str) and not value):
+        return []
+    if isinstance(value, str):
+        value = json.loads(value)
+    turns = value.tolist() if isinstance(value, np.ndarray) else list(value)
+    return [
+        {"role": "model" if t["role"] == "assistant" else str(t["role"]), "content": str(t["content"])} for t in turns
+    ]
+
+
+def _audio_problem(table: PairsTable, value: Any) -> str | None:
+    """Why an audio cell cannot be read (None: soundfile reads it and it has samples)."""
+    import soundfile as sf
+
+    try:
+        if isinstance(value, dict):
+            if value.get("bytes") is None:
+                return f"the Audio cell holds no bytes (path {value.get('path')!r} only)"
+            info = sf.info(io.BytesIO(value["bytes"]))
+        else:
+            path = table.audio_path(value)
+            if not path.is_file():
+                return f"audio file not found: {path}"
+            info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, OSError) as err:
+        return f"soundfile cannot read the audio ({str(err).strip()})"
+    if info.frames == 0:
+        return "the audio has no samples"
+    return None
+
+
+def _audio_digest(table: PairsTable, value: Any) -> str:
+    data = value["bytes"] if isinstance(value, dict) else table.audio_path(value).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _row_problems(table: PairsTable, i: int, row: Any, need_audio: bool, need_text: bool) -> list[str]:
+    problems = []
+    if not row.prompt.strip():
+        problems.append(f"{table.where(i, 'prompt')}: empty prompt")
+    history = _history_problem(row.history)
+    if history:
+        problems.append(f"{table.where(i, 'history')}: {history}")
+    audio_ok = {}
+    for k in (0, 1):
+        text, audio = getattr(row, f"response_{k}"), getattr(row, f"audio_{k}")
+        if not text.strip() and audio is None:
+            problems.append(f"{table.where(i)}: side {k} has neither text (response_{k}) nor audio (audio_{k})")
+        if need_audio and audio is None:
+            problems.append(f"{table.where(i, f'audio_{k}')}: tts.backend given needs audio for every side")
+        if need_text and not text.strip():
+            problems.append(
+                f"{table.where(i, f'response_{k}')}: empty; a synthesising tts.backend needs text for every side "
+                "(or set tts.backend: given to use the audio)"
+            )
+        if audio is not None:
+            why = _audio_problem(table, audio)
+            if why:
+                problems.append(f"{table.where(i, f'audio_{k}')}: {why}")
+            audio_ok[k] = why is None
+    same_text = row.response_0.strip() == row.response_1.strip()
+    same_audio = (
+        len(audio_ok) == 2
+        and all(audio_ok.values())
+        and _audio_digest(table, row.audio_0) == _audio_digest(table, row.audio_1)
+    ) or (row.audio_0 is None and row.audio_1 is None)
+    if same_text and same_audio:
+        problems.append(f"{table.where(i)}: both sides are identical (response_0 = response_1, same audio)")
+    return problems
+
+
+def pairs_problems(table: PairsTable, backend: str) -> list[str]:
+    """Every problem of a pairs table for the given ``tts.backend`` (at most :data:`MAX_PROBLEMS`, then a count).
+
+    ``backend == "given"`` needs audio on every side; any other backend synthesises and needs text on every side.
+    """
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for i, row in enumerate(table.frame.itertuples(index=False)):
+        item = row.item_id.strip()
+        if not item:
+            problems.append(f"{table.where(i, 'item_id')}: empty item_id")
+        elif item in seen:
+            problems.append(f"{table.where(i, 'item_id')}: duplicate item_id {item!r} (first at row {seen[item]})")
+        else:
+            seen[item] = i + table.first_row
+        problems += _row_problems(table, i, row, backend == "given", backend != "given")
+    from modprefs.sampling.draw import prompt_id_for
+
+    ids = pd.Series(list(seen)).map(prompt_id_for)
+    clashes = sorted(set(ids[ids.duplicated()]))
+    if clashes:
+        problems.append(
+            f"{table.name}: item ids that differ only in characters other than letters, digits, _ and - "
+            f"map to the same prompt id {clashes[:5]}"
+        )
+    if len(problems) > MAX_PROBLEMS:
+        problems = [*problems[:MAX_PROBLEMS], f"... and {len(problems) - MAX_PROBLEMS} more problem(s)"]
+    return problems
+
+
+def declared_pairs_files(
+    source: str, base_dir: str | Path = ".", columns: Mapping[str, str] | None = None, audio_only_sides: bool = False
+) -> list[str]:
+    """The local files a pairs source consists of (the data rule's inputs): the table file or every file of the
+    datasets folder; with ``audio_only_sides`` also the audio files of sides without text (their ASR transcript
+    is made by the data rule). A hub id gives no file; an unreadable table gives just its path."""
+    if str(source).startswith(HUB_PREFIX):
+        return []
+    path = Path(base_dir) / source
+    if path.is_dir():
+        return sorted(str(p) for p in path.rglob("*") if p.is_file())
+    files = [str(source)]
+    if audio_only_sides:
+        try:
+            table = read_pairs_table(source, columns, base_dir=base_dir)
+        except PairsFormatError:
+            return files
+        for row in table.frame.itertuples(index=False):
+            for k in (0, 1):
+                audio = getattr(row, f"audio_{k}")
+                if isinstance(audio, str) and not getattr(row, f"response_{k}").strip():
+                    files.append(str(table.audio_path(audio)))
+    return files
+
+
+def given_audio_files(
+    source: str, base_dir: str | Path = ".", columns: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``{clip_id: audio file}`` for every side whose audio is a file (not a datasets cell), keyed by the clip id the
+    study gives it (``{prompt_id}_{k}``)."""
+    from modprefs.sampling.draw import prompt_id_for
+
+    if str(source).startswith(HUB_PREFIX) or (Path(base_dir) / source).is_dir():
+        return {}
+    table = read_pairs_table(source, columns, base_dir=base_dir)
+    out = {}
+    for row in table.frame.itertuples(index=False):
+        for k in (0, 1):
+            audio = getattr(row, f"audio_{k}")
+            if isinstance(audio, str):
+                out[f"{prompt_id_for(row.item_id.strip())}_{k}"] = str(table.audio_path(audio))
+    return out
+
+
+# ---- interactions -------------------------------------------------------------------------------------------
+def side_audio(table: PairsTable, value: Any, item: str, k: int, audio_dir: Path | None) -> str | None:
+    """Where one side's audio is for the rest of the workflow: the resolved file path, or (a datasets cell) the
+    bytes written to ``audio_dir/<prompt id>_<k><suffix>``; None without audio."""
+    from modprefs.io import atomic_path
+    from modprefs.sampling.draw import prompt_id_for
+
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return str(table.audio_path(value))
+    if audio_dir is None:
+        raise ValueError("datasets Audio cells need an audio_dir to be written to")
+    suffix = Path(str(value.get("path") or "")).suffix.lower() or ".wav"
+    suffix = suffix if re.fullmatch(r"\.[a-z0-9]{1,5}", suffix) else ".wav"
+    target = audio_dir / f"{prompt_id_for(item)}_{k}{suffix}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(value["bytes"])
+    return str(target)
+
+
+Transcribe = Callable[[str], str]
+
+
+def build_pair_interactions(
+    table: PairsTable, audio_dir: str | Path | None, transcribe: Transcribe | None
+) -> pd.DataFrame:
+    """conversations.parquet for a pairs source: one interaction per item, sorted by item id.
+
+    Args:
+        table: a checked pairs table (:func:`pairs_problems` found nothing).
+        audio_dir: where a datasets source's audio bytes are written (one file per side).
+        transcribe: audio file path -> transcript; used for audio-only sides (their text condition), required
+            when there are any.
+
+    Returns:
+        :data:`modprefs.data.prism.INTERACTION_COLUMNS` + :data:`PAIRS_EXTRA_COLUMNS`: ``conversation_id`` is the
+        item id, ``conversation_type`` ``"pairs"``, ``turn`` the number of earlier user turns, ``score_k`` empty
+        (no PRISM score), ``model_name_k`` the system column, ``transcript_k`` ``given``/``asr``.
+    """
+    from modprefs.data.prism import INTERACTION_COLUMNS
+
+    folder = Path(audio_dir) if audio_dir is not None else None
+    records = []
+    for row in table.frame.itertuples(index=False):
+        item = row.item_id.strip()
+        history = parse_history(row.history)
+        rec: dict[str, Any] = {
+            "conversation_id": item,
+            "conversation_type": "pairs",
+            "turn": sum(1 for t in history if t["role"] == "user"),
+            "history": history,
+            "prompt": row.prompt,
+            "stratum_given": row.stratum.strip() or None,
+        }
+        for k in (0, 1):
+            audio = side_audio(table, getattr(row, f"audio_{k}"), item, k, folder)
+            text = getattr(row, f"response_{k}")
+            source = "given"
+            if not text.strip():
+                if transcribe is None or audio is None:
+                    raise PairsFormatError(f"item {item!r} side {k}: audio-only, and no ASR to transcribe it")
+                text, source = transcribe(audio).strip(), "asr"
+                if not text:
+                    raise PairsFormatError(
+                        f"{table.name}, item {item!r}, column 'audio_{k}': audio-only, and ASR heard no words in it "
+                        f"({audio}); give its text in response_{k}"
+                    )
+            system = getattr(row, f"system_{k}").strip()
+            rec |= {
+                f"response_id_{k}": f"{item}-{k}",
+                f"text_{k}": text,
+                f"model_name_{k}": system or None,
+                f"score_{k}": None,
+                f"audio_{k}": audio,
+                f"transcript_{k}": source,
+            }
+        rec["chars_0"], rec["chars_1"] = len(rec["text_0"]), len(rec["text_1"])
+        rec["abs_char_diff"] = abs(rec["chars_0"] - rec["chars_1"])
+        rec["history_chars"] = sum(len(h["content"]) for h in history)
+        rec["history_turns"] = rec["turn"]
+        records.append(rec)
+    columns = [*INTERACTION_COLUMNS, *PAIRS_EXTRA_COLUMNS]
+    out = pd.DataFrame.from_records(records, columns=columns)
+    return out.sort_values("conversation_id", kind="stable").reset_index(drop=True)
+
+
+def load_pairs(
+    data: Mapping[str, Any],
+    backend: str,
+    base_dir: str | Path = ".",
+    audio_dir: str | Path | None = None,
+    threads: int = 1,
+    check_audio: bool = True,
+) -> pd.DataFrame:
+    """The workflow's data step for ``data.format: pairs``: read, check (raising every problem at once) and build the
+    interactions, transcribing audio-only sides with the QC's ASR (faster-whisper tiny.en, English forced).
+
+    Raises:
+        PairsFormatError: the table's problems (:func:`pairs_problems`), one per line.
+    """
+    table = read_pairs_table(str(data["source"]), data.get("columns"), str(data.get("hf_split", "train")), base_dir)
+    problems = pairs_problems(table, backend) if check_audio else []
+    if problems:
+        raise PairsFormatError("the pairs table has problems:\n  " + "\n  ".join(problems))
+    audio_only = any(
+        not getattr(row, f"response_{k}").strip() for row in table.frame.itertuples(index=False) for k in (0, 1)
+    )
+    transcribe = _asr_transcriber(threads) if audio_only else None
+    return build_pair_interactions(table, audio_dir, transcribe)
+
+
+def _asr_transcriber(threads: int) -> Transcribe:
+    import soundfile as sf
+
+    from modprefs.speech.qc import Transcriber
+
+    model = Transcriber(threads=threads)
+
+    def transcribe(path: str) -> str:
+        audio, rate = sf.read(path, dtype="float32", always_2d=True)
+        return model.transcribe(audio.mean(axis=1), rate)
+
+    return transcribe
+
+
+def pool_size(data: Mapping[str, Any], base_dir: str | Path = ".") -> int | None:
+    """Items in a pairs source (None when it cannot be read: the config check reports why)."""
+    try:
+        return len(
+            read_pairs_table(
+                str(data["source"]), data.get("columns"), str(data.get("hf_split", "train")), base_dir
+            ).frame
+        )
+    except (PairsFormatError, OSError):
+        return None

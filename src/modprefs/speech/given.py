@@ -1,0 +1,70 @@
+"""``tts.backend: given``: the lab's own audio as the study's clips.
+
+A pairs table (:mod:`modprefs.data.pairs`) may carry each response's audio, e.g. what the lab's spoken dialogue
+model said. With ``tts.backend: given`` nothing is synthesised: each side's audio is read with soundfile (any
+format and rate it reads), mixed to mono (the mean of the channels), resampled to the study rate
+(``tts.sample_rate``, default 24 kHz; polyphase, :func:`modprefs.speech.qc.resample`), then loudness-normalised and
+QC'd like synthesised audio (:mod:`modprefs.speech.render`). The attention check has no given audio: its two
+texts are spoken by ``tts.attention_tts`` (default :data:`DEFAULT_ATTENTION_TTS`), and their level is matched to
+the study's by the same normalisation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from modprefs.errors import UserInputError
+from modprefs.speech.resample import resample
+
+__all__ = [
+    "DEFAULT_ATTENTION_TTS",
+    "DEFAULT_SAMPLE_RATE",
+    "GivenAudioError",
+    "attention_tts_config",
+    "given_sample_rate",
+    "read_given_audio",
+]
+
+#: The study rate given audio is resampled to when ``tts.sample_rate`` is not set (Kokoro's rate).
+DEFAULT_SAMPLE_RATE = 24000
+#: Who speaks the attention check in a given-audio study when ``tts.attention_tts`` is not set (offline, PyPI).
+DEFAULT_ATTENTION_TTS: dict[str, Any] = {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"}
+
+
+class GivenAudioError(UserInputError):
+    """A given audio file cannot be read or holds no usable samples; names the clip and the file."""
+
+
+def given_sample_rate(tts: Mapping[str, Any]) -> int:
+    """The study rate of a given-audio study (Hz)."""
+    return int(tts.get("sample_rate") or DEFAULT_SAMPLE_RATE)
+
+
+def attention_tts_config(tts: Mapping[str, Any]) -> dict[str, Any]:
+    """The tts block that speaks the attention check in a given-audio study."""
+    return dict(tts.get("attention_tts") or DEFAULT_ATTENTION_TTS)
+
+
+def read_given_audio(path: str | os.PathLike[str], sample_rate: int, clip_id: str = "") -> np.ndarray:
+    """One given clip as the study uses it: mono float32 ``(n_samples,)`` at ``sample_rate`` Hz, full scale 1.0.
+
+    Multichannel audio is averaged over its channels; integer PCM is scaled to [-1, 1) by soundfile.
+
+    Raises:
+        GivenAudioError: unreadable, empty, or non-finite samples (names the clip and the file).
+    """
+    try:
+        audio, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, OSError) as err:
+        raise GivenAudioError(f"clip {clip_id}: given audio {path} cannot be read ({str(err).strip()})") from None
+    if audio.shape[0] == 0:
+        raise GivenAudioError(f"clip {clip_id}: given audio {path} has no samples")
+    mono = audio.mean(axis=1, dtype=np.float64).astype(np.float32)
+    if not np.all(np.isfinite(mono)):
+        raise GivenAudioError(f"clip {clip_id}: given audio {path} has NaN or infinite samples")
+    return resample(mono, int(rate), int(sample_rate))
