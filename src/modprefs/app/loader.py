@@ -8,12 +8,17 @@ Inputs (the workflow's artifacts; docs/CONTRACTS.md):
 * the conversations: ``prompts.csv`` (prompt_id -> conversation_id) with ``conversations.parquet``
   (history, prompt, text_0, text_1), or one ``conversations`` table already keyed by prompt_id.
 * ``attention_check.json`` (prompt ``attn``; response 0 coherent, 1 nonsensical).
-* ``manifest.csv`` (clip_id, path[, duration_s]): the audio of every clip, the attention check's
-  included. Needed when any slot is in the audio condition; relative paths are resolved against
-  ``base_dir`` (the workflow's root), then beside the manifest. Every WAV that is loaded is decoded
-  (soundfile): an empty, undecodable or silent-length file, or one whose duration differs from the
-  manifest's ``duration_s`` by more than :data:`DURATION_TOLERANCE_S`, is refused naming the file. The
-  decoded duration is stored (the server's listening check uses it).
+* ``manifest.csv`` (clip_id, path[, duration_s, sample_rate, lufs_after]): the audio of every clip, the
+  attention check's included. Needed when any slot is in the audio condition; relative paths are
+  resolved against ``base_dir`` (the workflow's root), then beside the manifest. Every WAV that is
+  loaded is decoded (soundfile) and checked against its manifest row (:func:`check_wav`): an empty,
+  undecodable or silent-length file is refused, and so is one that is not mono, whose sample rate is
+  not the manifest's ``sample_rate``, whose duration differs from ``duration_s`` by more than
+  :data:`DURATION_TOLERANCE_S`, or whose integrated loudness (ITU-R BS.1770-4,
+  :func:`modprefs.speech.loudness.integrated_loudness`) differs from ``lufs_after`` by more than
+  :data:`LOUDNESS_TOLERANCE_LU`; each refusal names the clip, the file and what differs. A column
+  that is absent, or a value that is empty or not finite, is not checked. The decoded duration is
+  stored (the server's listening check uses it).
 
 Slots are ordered so that arriving participants fill the two conditions alternately, and within a
 condition in the design's participant order (which keeps per-prompt rater counts within one of each
@@ -23,6 +28,7 @@ other after every participant; modprefs.study.design).
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +42,13 @@ from modprefs.app.models import SCHEMA_VERSION, Base, Clip, Meta, Participant, P
 from modprefs.errors import UserInputError
 
 ATTENTION = "attn"
-DURATION_TOLERANCE_S = 0.1
+# A rendered clip's manifest duration is its sample count / rate, written in full: a faithful file matches
+# it to ~1e-12 s. 1 ms still accepts a duration rounded to 3 decimals and is at least one sample at any
+# rate from 1 kHz; a clip cut or padded by more is refused.
+DURATION_TOLERANCE_S = 0.001
+# The manifest's lufs_after is measured on the float audio before the 16-bit WAV is written; the same
+# meter reads the file within ~0.01 LU of it. EBU R 128's tolerance for a normalised programme is 0.5 LU.
+LOUDNESS_TOLERANCE_LU = 0.5
 DEFAULT_META = {
     "schema_version": SCHEMA_VERSION,
     "headphone_seed": "1",
@@ -91,11 +103,15 @@ def _read_table(path: Path) -> pd.DataFrame:
         ) from None
 
 
-def check_wav(path: Path, expected_s: float | None) -> tuple[float | None, str | None]:
-    """Decode ``path`` with soundfile: (duration in seconds, None) or (None, the problem).
+def check_wav(
+    path: Path, expected_s: float | None, *, sample_rate: int | None = None, lufs: float | None = None
+) -> tuple[float | None, str | None]:
+    """Decode ``path`` with soundfile: (duration in seconds, None) or (None, the problems, "; "-joined).
 
-    ``expected_s``: the manifest's duration; a decoded duration more than :data:`DURATION_TOLERANCE_S`
-    away from it is a problem.
+    The file must be mono. From the manifest (``None``: not checked): ``expected_s``, its duration
+    (seconds; a decoded duration more than :data:`DURATION_TOLERANCE_S` away is a problem);
+    ``sample_rate`` (Hz, must match exactly); ``lufs``, its ``lufs_after`` (LUFS; the file's BS.1770-4
+    integrated loudness more than :data:`LOUDNESS_TOLERANCE_LU` away is a problem).
     """
     import soundfile as sf
 
@@ -108,12 +124,45 @@ def check_wav(path: Path, expected_s: float | None) -> tuple[float | None, str |
     if len(data) == 0 or sr <= 0:
         return None, "holds no audio samples"
     duration = len(data) / float(sr)
+    problems = []
+    if data.shape[1] != 1:
+        problems.append(f"has {data.shape[1]} channels but the manifest's clips are mono")
+    if sample_rate is not None and sr != sample_rate:
+        problems.append(f"has sample rate {sr} Hz but the manifest says {sample_rate} Hz")
     if expected_s is not None and abs(duration - expected_s) > DURATION_TOLERANCE_S:
-        return None, (
-            f"lasts {duration:.3f} s but the manifest says {expected_s:.3f} s "
+        problems.append(
+            f"lasts {duration:.4f} s but the manifest says {expected_s:.4f} s "
             f"(more than {DURATION_TOLERANCE_S} s apart)"
         )
-    return duration, None
+    if lufs is not None and data.shape[1] == 1:
+        from modprefs.speech.loudness import integrated_loudness
+
+        measured = integrated_loudness(data[:, 0], sr)
+        if not abs(measured - lufs) <= LOUDNESS_TOLERANCE_LU:
+            problems.append(
+                f"reads {measured:.2f} LUFS but the manifest says lufs_after {lufs:.2f} LUFS "
+                f"(more than {LOUDNESS_TOLERANCE_LU} LU apart)"
+            )
+    return (None, "; ".join(problems)) if problems else (duration, None)
+
+
+def _manifest_expectations(row: Any, manifest: Path | None) -> tuple[dict[str, Any], str | None]:
+    """A manifest row's duration_s, sample_rate and lufs_after (None: absent, empty or not finite); or a problem."""
+    out: dict[str, Any] = {}
+    for col in ("duration_s", "sample_rate", "lufs_after"):
+        raw = str(getattr(row, col, "")).strip()
+        try:
+            value = float(raw) if raw else None
+        except ValueError:
+            return {}, f"{manifest}: {col} {raw!r} is not a number"
+        if value is not None and not math.isfinite(value):
+            value = None
+        if value is not None and col == "sample_rate":
+            if not (value > 0 and value.is_integer()):
+                return {}, f"{manifest}: sample_rate {raw!r} is not a positive whole number"
+            value = int(value)
+        out[col] = value
+    return out, None
 
 
 def _history(value: Any) -> list[dict[str, str]]:
@@ -245,13 +294,13 @@ def _attach_audio(asg: pd.DataFrame, clips: dict[str, dict[str, Any]], files: St
             if c["prompt_id"] in audio_prompts:
                 problems.append(f"clip {cid}: audio file {row.path!r} not found")
             continue
-        raw = str(getattr(row, "duration_s", "")).strip()
-        try:
-            expected = float(raw) if raw else None
-        except ValueError:
-            problems.append(f"clip {cid}: {files.manifest}: duration_s {raw!r} is not a number")
+        expected, problem = _manifest_expectations(row, files.manifest)
+        if problem is not None:
+            problems.append(f"clip {cid}: {problem}")
             continue
-        duration, problem = check_wav(path, expected)
+        duration, problem = check_wav(
+            path, expected["duration_s"], sample_rate=expected["sample_rate"], lufs=expected["lufs_after"]
+        )
         if problem is not None:
             problems.append(f"clip {cid}: audio file {path} {problem}")
             continue
