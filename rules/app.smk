@@ -10,6 +10,8 @@
 
 from snakemake.settings.types import DeploymentMethod
 
+from modprefs.app.cli import scale_cli_args
+
 APP_DB = os.environ.get("MODPREFS_APP_DB", "sqlite:///results/app/study.db")
 APP_EXPORT_TABLES = ["ratings", "trials", "participants", "sessions", "events", "incidents"]
 # With --use-conda the rules' own environment (envs/app.yaml) runs the command: its `python`; otherwise the
@@ -44,10 +46,11 @@ rule app_load:
     params:
         db=APP_DB,
         cli=APP_CLI,
+        scale=scale_cli_args(config),  # study.scale: the sliders' rating scale
     shell:
         "{params.cli} load --db {params.db:q} --assignments {input.assignments:q} --stimuli {input.stimuli:q}"
         " --prompts {input.prompts:q} --conversations {input.conversations:q} --manifest {input.manifest:q}"
-        " --attention-check {input.attention:q} --base-dir . --replace --summary {output:q} > {log:q} 2>&1"
+        " --attention-check {input.attention:q} --base-dir . {params.scale} --replace --summary {output:q} > {log:q} 2>&1"
 
 
 rule app_export:

@@ -25,6 +25,7 @@ rule plan:
     threads: max(1, workflow.cores)
     params:
         options=PLAN,
+        scale=config["study"].get("scale", {}),  # the study's rating scale: the plan's simulated ratings are on it
         out=lambda wildcards, output: str(Path(output.designs).parent),
     script:
         "../workflow/scripts/plan.py"

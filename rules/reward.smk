@@ -40,6 +40,7 @@ rule reward_pairs:
         tts=study_tts_config(),
         audio_dir="results/reward/audio",
         seed=config["seed"],
+        scale=config["study"]["scale"],
     script:
         "../workflow/scripts/reward_pairs.py"
 

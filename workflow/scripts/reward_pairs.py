@@ -13,6 +13,7 @@ from modprefs.io import write_json  # noqa: E402
 from modprefs.io_tables import read_table  # noqa: E402
 from modprefs.reward.build import build_pair_sets  # noqa: E402
 from modprefs.reward.pairs import write_pairs  # noqa: E402
+from modprefs.scale import scale_from_config  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
@@ -30,6 +31,7 @@ def main(smk) -> None:
         p.audio_dir,
         int(p.seed),
         threads=smk.threads,
+        scale=scale_from_config(p.scale),
     )
     for name, pairs in sets.items():
         write_pairs(pairs, getattr(smk.output, name))

@@ -2,6 +2,7 @@
 
     modprefs app load   --db URL [--results results] [--assignments F --stimuli F --conversations F
                         --prompts F --manifest F] [--attention-check F] [--completion-code C] [--seed N]
+                        [--configfile config.yaml | --scale MIN:MAX[:STEP]] [--scale-labels LOW HIGH]
                         [--replace [--force]]
     modprefs app serve  --db URL [--host 127.0.0.1] [--port 8000] [--abandon-minutes 30]
                         [--entry any|prolific|invite] [--workers N] [--timing-tolerance 0.5]
@@ -11,6 +12,10 @@
     modprefs app invite --db URL -n N [--base-url URL]
     modprefs app export --db URL --out DIR [--validate stimuli.csv] [--exclude-headphone-failed]
     modprefs app status --db URL
+
+The rating scale of the sliders (and of the exported ratings) is the study's ``study.scale`` of the workflow
+config given with ``--configfile``, or ``--scale``; the paper's 1..100 ("Terrible".."Perfect") without either.
+It is stored with the study (app_meta ``rating_scale``).
 
 ``--db`` defaults to $MODPREFS_APP_DB, then ``sqlite:///study.db``; ``postgresql://user@host/db``
 uses psycopg 3. Only ``load`` creates a database: the other commands refuse one that does not exist
@@ -31,6 +36,10 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from modprefs.scale import RatingScale
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -129,9 +138,75 @@ def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
         default=1,
         help="seed of the app's random steps (the headphone check's tone orders; default 1)",
     )
+    _add_scale_args(ld)
     ld.add_argument("--replace", action="store_true", help="replace a study already in the database")
     ld.add_argument("--force", action="store_true", help="with --replace: also delete collected data")
     ld.add_argument("--summary", type=Path, default=None, help="write the loaded counts as JSON here")
+
+
+def _scale_arg(raw: str) -> RatingScale:
+    from modprefs.scale import parse_scale_arg
+
+    try:
+        return parse_scale_arg(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _label(raw: str) -> str:
+    if not raw.strip() or len(raw) > 100:
+        raise argparse.ArgumentTypeError(f"{raw!r}: a label is 1-100 characters")
+    return raw
+
+
+def _add_scale_args(ld: argparse.ArgumentParser) -> None:
+    scale = ld.add_mutually_exclusive_group()
+    scale.add_argument(
+        "--configfile",
+        type=Path,
+        help="the workflow config (YAML) whose study.scale is the sliders' rating scale (default: the paper's 1..100)",
+    )
+    scale.add_argument(
+        "--scale", type=_scale_arg, metavar="MIN:MAX[:STEP]", help="the rating scale itself, e.g. 1:5 or 0:10:0.5"
+    )
+    ld.add_argument(
+        "--scale-labels",
+        nargs=2,
+        type=_label,
+        metavar=("LOW", "HIGH"),
+        help="the labels at the scale's ends (default: the config's; with --scale its end values)",
+    )
+
+
+def study_scale(args: argparse.Namespace) -> RatingScale:
+    """The rating scale ``app load`` stores: --configfile's study.scale or --scale, relabelled by --scale-labels."""
+    import dataclasses
+
+    import yaml
+
+    from modprefs.scale import PAPER_SCALE, scale_from_config
+
+    scale = args.scale or PAPER_SCALE
+    if args.configfile is not None:
+        try:
+            config = yaml.safe_load(args.configfile.read_text(encoding="utf-8"))
+            scale = scale_from_config(config if isinstance(config, dict) else None)
+        except (OSError, yaml.YAMLError, ValueError, TypeError, AttributeError) as exc:
+            raise AppCliError(f"app load --configfile {args.configfile}: {exc}") from None
+    if args.scale_labels:
+        scale = dataclasses.replace(scale, label_min=args.scale_labels[0], label_max=args.scale_labels[1])
+    return scale
+
+
+def scale_cli_args(config: dict) -> str:
+    """``--scale MIN:MAX:STEP --scale-labels LOW HIGH`` (shell-quoted) for a workflow config's study.scale."""
+    import shlex
+
+    from modprefs.scale import scale_from_config
+
+    sc = scale_from_config(config)
+    labels = f"{shlex.quote(sc.label_min)} {shlex.quote(sc.label_max)}"
+    return f"--scale={sc.min:g}:{sc.max:g}:{sc.step:g} --scale-labels {labels}"
 
 
 def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
@@ -319,6 +394,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_load(args: argparse.Namespace, url: str) -> int:
+    from modprefs.app import service
     from modprefs.app.db import Database
     from modprefs.app.loader import StudyFiles, load_study
 
@@ -335,6 +411,7 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
         meta["completion_code"] = args.completion_code
     if args.title:
         meta["study_title"] = args.title
+    meta[service.SCALE_KEY] = json.dumps(study_scale(args).as_config())
     try:
         db = Database(url, create=False)
     except Exception as exc:  # sqlalchemy's ArgumentError (not a URL), a missing driver
@@ -419,9 +496,11 @@ def _run_export(args: argparse.Namespace, url: str) -> int:
     counts = export_dir(db, args.out, exclude_headphone_failed=args.exclude_headphone_failed)
     print(f"wrote {args.out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     if stimuli is not None:
+        from modprefs.app.service import read_settings
         from modprefs.ratings.ingest import validate_ratings_dir
 
-        validate_ratings_dir(args.out, stimuli)  # RatingsValidationError is a UserInputError
+        # on the study's rating scale; RatingsValidationError is a UserInputError
+        validate_ratings_dir(args.out, stimuli, scale=read_settings(db).scale)
         print("the export passes the ingest validation")
     return 0
 

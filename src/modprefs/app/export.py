@@ -18,8 +18,10 @@ Beside them, for audit and further analyses (extra files the ingest ignores):
 * ``incidents.csv``: what the server refused or could not reconcile (event conflicts, implausible
   listens or reveals, refused trials), per participant and trial.
 
-``source`` is ``collected`` everywhere. The three tables pass
-:func:`modprefs.ratings.ingest.validate_ratings_dir` against the loaded stimuli.
+``source`` is ``collected`` everywhere. ``rating`` and ``audio_quality`` are on the study's rating scale
+(app_meta ``rating_scale``, written by ``app load``; the paper's 1..100 when absent), whole numbers on an
+integer scale. The three tables pass :func:`modprefs.ratings.ingest.validate_ratings_dir` against the loaded
+stimuli.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from typing import Any
 from sqlalchemy import select
 
 from modprefs.app.db import Database
-from modprefs.app.models import Event, Incident, Participant, TrialResult
+from modprefs.app.models import Event, Incident, Meta, Participant, TrialResult
+from modprefs.app.service import SCALE_KEY, scale_from_meta
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
+from modprefs.scale import PAPER_SCALE, RatingScale
 
 SESSIONS_COLUMNS = [
     "participant_id",
@@ -180,8 +184,15 @@ def _trial_row(r: TrialResult, p: Participant) -> dict[str, Any]:
     }
 
 
-def _rating_rows(r: TrialResult, p: Participant) -> list[dict[str, Any]]:
-    """The trial's two ``ratings`` rows, response 0 then response 1."""
+def _on_scale(value: float | None, scale: RatingScale) -> float | None:
+    """A stored rating as exported: a whole number on an integer scale (the paper's), else the float."""
+    if value is None:
+        return None
+    return int(round(value)) if scale.is_integer else float(value)
+
+
+def _rating_rows(r: TrialResult, p: Participant, scale: RatingScale = PAPER_SCALE) -> list[dict[str, Any]]:
+    """The trial's two ``ratings`` rows, response 0 then response 1 (ratings on the study's ``scale``)."""
     audio = p.condition == "audio"
     return [
         {
@@ -191,8 +202,8 @@ def _rating_rows(r: TrialResult, p: Participant) -> list[dict[str, Any]]:
             "clip_id": f"{r.prompt_id}_{resp}",
             "trial": r.trial,
             "presented_first": resp == r.first_clip,
-            "rating": r.rating_0 if resp == 0 else r.rating_1,
-            "audio_quality": (r.audio_quality_0 if resp == 0 else r.audio_quality_1) if audio else None,
+            "rating": _on_scale(r.rating_0 if resp == 0 else r.rating_1, scale),
+            "audio_quality": _on_scale(r.audio_quality_0 if resp == 0 else r.audio_quality_1, scale) if audio else None,
             "source": "collected",
         }
         for resp in (0, 1)
@@ -230,6 +241,7 @@ def _incident_row(inc: Incident, pid: str | None) -> dict[str, Any]:
 def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, list[dict[str, Any]]]:
     """Every export table as a list of row dicts (column order: the *_COLUMNS lists)."""
     with db.transaction() as s:
+        scale = scale_from_meta(s.scalar(select(Meta.value).where(Meta.key == SCALE_KEY)))
         people = s.scalars(select(Participant).order_by(Participant.id)).all()
         results = s.scalars(select(TrialResult).order_by(TrialResult.participant, TrialResult.trial)).all()
         events = s.execute(
@@ -260,7 +272,7 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
         if p.id not in exported:
             continue
         tables["trials"].append(_trial_row(r, p))
-        tables["ratings"].extend(_rating_rows(r, p))
+        tables["ratings"].extend(_rating_rows(r, p, scale))
     for e, pid in events:
         tables["events"].append(_event_row(e, pid))
     for inc, pid in incidents:

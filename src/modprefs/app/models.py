@@ -1,6 +1,7 @@
 """The app's tables (SQLAlchemy 2 declarative; every name prefixed ``app_``).
 
-* ``app_meta``: study settings (key/value): completion codes, trials per participant, timeouts.
+* ``app_meta``: study settings (key/value): completion codes, trials per participant, timeouts, the
+  rating scale (``rating_scale``, JSON ``{min, max, step, labels}``; absent: the paper's 1..100).
 * ``app_prompts`` / ``app_clips``: the stimuli, with conversation history, prompt, response texts
   and the audio file of each clip (absolute path; text-only studies leave it empty).
 * ``app_slots`` / ``app_slot_trials``: assignments.csv, one slot per assigned participant id, in the
@@ -28,7 +29,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 ID_LEN = 64
 # Written to app_meta by `modprefs app load`; a database loaded by a version with other tables is
 # refused by serve/export/status/invite with a message (reload it, or export with the old version).
-SCHEMA_VERSION = "2"
+# 3: the ratings are numbers of the study's rating scale (app_meta rating_scale; float columns).
+SCHEMA_VERSION = "3"
 
 
 class Base(DeclarativeBase):
@@ -132,10 +134,11 @@ class TrialResult(Base):
     first_clip: Mapped[int] = mapped_column(Integer)
     preference: Mapped[str] = mapped_column(String(3))  # "0" | "1" | "tie" (response index)
     justification: Mapped[str | None] = mapped_column(Text, nullable=True)
-    rating_0: Mapped[int] = mapped_column(Integer)
-    rating_1: Mapped[int] = mapped_column(Integer)
-    audio_quality_0: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    audio_quality_1: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # on the study's rating scale (app_meta rating_scale; whole numbers on the paper's 1..100)
+    rating_0: Mapped[float] = mapped_column(Float)
+    rating_1: Mapped[float] = mapped_column(Float)
+    audio_quality_0: Mapped[float | None] = mapped_column(Float, nullable=True)
+    audio_quality_1: Mapped[float | None] = mapped_column(Float, nullable=True)
     decision_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     deliberation_time_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     rating_changes: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -51,6 +51,7 @@ from modprefs.app import service
 from modprefs.app.db import open_database
 from modprefs.app.ratelimit import RateLimiter
 from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarge
+from modprefs.scale import RatingScale
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024
@@ -155,6 +156,20 @@ class RateLimitMiddleware:
                 await resp(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def slider_scale(scale: RatingScale) -> dict[str, str]:
+    """The trial page's slider attributes for the study's rating scale: min, max, step, the (hidden) start
+    value at the middle step, and the end labels (the paper's: 1, 100, 1, 50, "Terrible", "Perfect")."""
+    start = scale.min + (scale.n_points - 1) // 2 * scale.step
+    return {
+        "min": f"{scale.min:g}",
+        "max": f"{scale.max:g}",
+        "step": f"{scale.step:g}",
+        "start": f"{start:g}",
+        "label_min": scale.label_min,
+        "label_max": scale.label_max,
+    }
 
 
 def _env() -> Environment:
@@ -298,7 +313,8 @@ class _Pages:
                 restore=view["restore"],
                 events_url=f"/p/{view['token']}/events",
             )
-        return self.render(name, status=status, v=view, data=data, options=_OPTIONS, **extra)
+        scale = slider_scale(self.settings().scale)
+        return self.render(name, status=status, v=view, data=data, options=_OPTIONS, scale=scale, **extra)
 
 
 class _ParticipantPages(_Pages):
@@ -376,7 +392,7 @@ class _ParticipantPages(_Pages):
                 raise Invalid("The body is not JSON.") from None
             if not isinstance(body, dict) or not isinstance(body.get("trial"), int):
                 raise Invalid("Expected {trial, events}.")
-            evs = service.parse_events(body.get("events", []))
+            evs = service.parse_events(body.get("events", []), self.settings().scale)
             csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
             result = await run_in_threadpool(
                 service.record_events, self.db, self.settings(), token, csrf, body["trial"], evs

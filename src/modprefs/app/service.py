@@ -52,6 +52,7 @@ from modprefs.app.db import Database
 from modprefs.app.models import Clip, Event, Fetch, Incident, Meta, Participant, Prompt, Slot, SlotTrial, TrialResult
 from modprefs.app.protocol import derive_measures
 from modprefs.errors import UserInputError
+from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 
 log = logging.getLogger("modprefs.app")
 
@@ -105,6 +106,7 @@ HOLDING = ("trials", "headphones")
 TEXT_REVEAL = ("next", "auto", "off")
 HEADPHONE_CHECK = ("off", "record", "require")
 ENTRY = ("any", "prolific", "invite")
+SCALE_KEY = "rating_scale"  # app_meta: the study's rating scale as JSON (study.scale); absent = the paper's 1..100
 
 
 class AppError(Exception):
@@ -165,12 +167,13 @@ class Settings:
     rate_start_pid: int = 10
     rate_session_ip: int = 1200
     rate_session_token: int = 300
+    scale: RatingScale = PAPER_SCALE  # app_meta rating_scale (JSON, written by ``app load``); absent: the paper's
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_meta(cls, meta: Mapping[str, str], **overrides: Any) -> Settings:
         """Typed settings from the meta table's strings and ``overrides``; a bad value raises SettingsError."""
-        fields = {f.name: f for f in cls.__dataclass_fields__.values() if f.name != "extra"}
+        fields = {f.name: f for f in cls.__dataclass_fields__.values() if f.name not in ("extra", "scale")}
         values: dict[str, Any] = {k: v for k, v in meta.items() if k in fields}
         values.update({k: v for k, v in overrides.items() if v is not None})
         typed: dict[str, Any] = {}
@@ -183,13 +186,24 @@ class Settings:
             if kind in (int, float) and (not math.isfinite(value) or value < 0):
                 raise SettingsError(f"study setting {name}: {raw!r} must be a finite number >= 0")
             typed[name] = value
-        out = cls(**typed, extra={k: v for k, v in meta.items() if k not in fields})
+        scale = scale_from_meta(meta.get(SCALE_KEY))
+        out = cls(**typed, scale=scale, extra={k: v for k, v in meta.items() if k not in fields})
         for name, allowed in (("entry", ENTRY), ("text_reveal", TEXT_REVEAL), ("headphone_check", HEADPHONE_CHECK)):
             if getattr(out, name) not in allowed:
                 raise SettingsError(f"study setting {name}: {getattr(out, name)!r} is not one of {', '.join(allowed)}")
         if out.abandon_minutes <= 0:
             raise SettingsError(f"study setting abandon_minutes: {out.abandon_minutes} must be > 0")
         return out
+
+
+def scale_from_meta(raw: str | None) -> RatingScale:
+    """The rating scale stored in app_meta (JSON ``{min, max, step, labels}``); the paper's when absent."""
+    if not raw:
+        return PAPER_SCALE
+    try:
+        return scale_from_config(json.loads(raw))
+    except (json.JSONDecodeError, TypeError, ValueError, AttributeError) as exc:
+        raise SettingsError(f"study setting {SCALE_KEY}: {raw!r} is not a rating scale ({exc})") from None
 
 
 def now() -> float:
@@ -397,14 +411,19 @@ def _events_of(s: Session, p: Participant, trial: int) -> list[dict[str, Any]]:
 def _restore(events: list[dict[str, Any]], order: list[int]) -> dict[str, Any]:
     """The values the participant last set in this trial (sliders by input name, the preference)."""
     pos_of = {r: pos for pos, r in zip("AB", order)}
-    sliders: dict[str, int] = {}
+    sliders: dict[str, float] = {}
     preference = None
     for e in plausibility.accepted(events):
         if e["kind"] == "slider" and e["response"] is not None and e["value"] is not None:
-            sliders[f"{e['field'] or 'rating'}_{pos_of[int(e['response'])]}"] = int(round(e["value"]))
+            sliders[f"{e['field'] or 'rating'}_{pos_of[int(e['response'])]}"] = _slider_number(e["value"])
         elif e["kind"] == "preference":
             preference = "tie" if e["response"] is None else pos_of[int(e["response"])]
     return {"sliders": sliders, "preference": preference}
+
+
+def _slider_number(value: float) -> float:
+    """A slider value as the page sets it: a whole number as an int (1..100: always), else the float."""
+    return int(round(value)) if float(value).is_integer() else float(value)
 
 
 def _unlocked(st: SlotTrial, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -688,9 +707,10 @@ def _number(e: Mapping[str, Any], key: str) -> float | None:
     return float(x)
 
 
-def parse_events(raw: Any) -> list[dict[str, Any]]:
+def parse_events(raw: Any, scale: RatingScale = PAPER_SCALE) -> list[dict[str, Any]]:
     """Validate a batch of client events (a list of dicts with ``id``, ``kind``, ``t``, ``pos``,
-    ``field``, ``x``); raises Invalid/TooLarge. ``t`` is the browser clock in epoch milliseconds."""
+    ``field``, ``x``); raises Invalid/TooLarge. ``t`` is the browser clock in epoch milliseconds; a
+    slider's ``x`` lies in the study's rating ``scale`` (its range; the submitted form is checked on its steps)."""
     if not isinstance(raw, list):
         raise Invalid("events must be a list")
     if len(raw) > MAX_EVENTS_PER_POST:
@@ -713,8 +733,8 @@ def parse_events(raw: Any) -> list[dict[str, Any]]:
         if fld is not None and fld not in SLIDER_FIELDS:
             raise Invalid("event field must be rating or audio_quality")
         x = _number(e, "x")
-        if kind == "slider" and (pos is None or fld is None or x is None or not 1 <= x <= 100):
-            raise Invalid("a slider event needs pos, field and a value 1..100")
+        if kind == "slider" and (pos is None or fld is None or x is None or not scale.min <= x <= scale.max):
+            raise Invalid(f"a slider event needs pos, field and a value {scale.min:g}..{scale.max:g}")
         out.append({"eid": eid, "kind": kind, "pos": pos, "field": fld, "x": x, "t": int(t)})
     return out
 
@@ -937,33 +957,43 @@ def record_events(
 
 @dataclass
 class TrialForm:
-    rating_a: int
-    rating_b: int
-    audio_quality_a: int | None
-    audio_quality_b: int | None
+    rating_a: float  # values of the study's rating scale (ints on an integer scale)
+    rating_b: float
+    audio_quality_a: float | None
+    audio_quality_b: float | None
     choice: str  # A | B | tie (by position)
     justification: str | None
     submit_ms: int | None
     events: list[dict[str, Any]]
 
 
-def _slider(form: Mapping[str, str], name: str, errors: list[str], required: bool = True) -> int | None:
+def _scale_range(scale: RatingScale) -> str:
+    """``1..100``; ``0..10 in steps of 0.5`` for a scale with another step."""
+    step = "" if scale.step == 1 else f" in steps of {scale.step:g}"
+    return f"{scale.min:g}..{scale.max:g}{step}"
+
+
+def _slider(
+    form: Mapping[str, str], name: str, errors: list[str], required: bool = True, scale: RatingScale = PAPER_SCALE
+) -> float | None:
+    """A submitted slider value on the study's scale (an int on an integer scale), or None with an error."""
     raw = str(form.get(name, "") or "").strip()
     if raw == "":
         if required:
             errors.append(f"{name}: please move the slider")
         return None
-    if not re.fullmatch(r"\d{1,3}", raw) or not 1 <= int(raw) <= 100:
-        errors.append(f"{name}: must be 1..100")
+    number = r"-?\d{1,7}" if scale.is_integer else r"-?\d{1,7}(\.\d{1,6})?"
+    if not re.fullmatch(number, raw) or not scale.on_scale(float(raw)):
+        errors.append(f"{name}: must be {_scale_range(scale)}")
         return None
-    return int(raw)
+    return int(raw) if scale.is_integer else _slider_number(float(raw))
 
 
-def parse_trial_form(form: Mapping[str, str], audio: bool) -> TrialForm:
+def parse_trial_form(form: Mapping[str, str], audio: bool, scale: RatingScale = PAPER_SCALE) -> TrialForm:
     errors: list[str] = []
-    ra, rb = _slider(form, "rating_A", errors), _slider(form, "rating_B", errors)
-    aqa = _slider(form, "audio_quality_A", errors, audio)
-    aqb = _slider(form, "audio_quality_B", errors, audio)
+    ra, rb = _slider(form, "rating_A", errors, scale=scale), _slider(form, "rating_B", errors, scale=scale)
+    aqa = _slider(form, "audio_quality_A", errors, audio, scale)
+    aqb = _slider(form, "audio_quality_B", errors, audio, scale)
     choice = str(form.get("preference", "")).strip()
     if choice not in ("A", "B", "tie"):
         errors.append("preference: choose Response A, Response B or tie")
@@ -975,7 +1005,7 @@ def parse_trial_form(form: Mapping[str, str], audio: bool) -> TrialForm:
     submit_ms = int(submit_raw) if re.fullmatch(r"\d{1,16}", submit_raw) else None
     raw_events = str(form.get("events", "") or "").strip()
     try:
-        events = parse_events(json.loads(raw_events)) if raw_events else []
+        events = parse_events(json.loads(raw_events), scale) if raw_events else []
     except json.JSONDecodeError:
         raise Invalid("events: not JSON") from None
     if errors:
@@ -1026,7 +1056,7 @@ def submit_trial(
             if trial > p.current_trial:
                 raise Conflict("That trial is not open yet.")
             audio = p.condition == "audio"
-            data = parse_trial_form(form, audio)
+            data = parse_trial_form(form, audio, settings.scale)
             st = _slot_trial(s, p, trial)
             first = st.first_clip
             events = _store_events(s, p, settings, trial, st, data.events, EventReceipt())

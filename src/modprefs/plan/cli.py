@@ -6,7 +6,7 @@
                   [--target-conditions audio,text] [--assurance 0.8] [--target-power-icc-diff D]
                   [--target-power-table2 B [--table2-term modality|modality:len_z]] [--power 0.8]
                   [--target-agreement-half-width W] [--pay-per-hour 12] [--fee-rate 0] ...
-                  [--n-sims 200] [--seed 1] [--jobs N] [--out results/plan]
+                  [--scale MIN:MAX[:STEP]] [--n-sims 200] [--seed 1] [--jobs N] [--out results/plan]
 
 Priors are the paper's (the simulator's calibrated defaults) unless ``--pilot`` gives a ratings
 source (anything ``modprefs stats --ratings`` reads; ``--pilot-map`` renames foreign columns) to fit
@@ -16,7 +16,10 @@ way (:mod:`modprefs.plan.analysis`), and summarised (:mod:`modprefs.plan.summary
 meeting every target is recommended per scenario. Writes under ``--out``: designs.csv, recommendation.csv,
 priors.csv, plan.json, figures/*.png and report.html. Exit status: 0 a design meets the targets under
 the central priors; 3 none does (the message names the targets missed); 2 a bad argument or input.
-docs/plan.md explains the method and its validation.
+``--scale`` is the study's rating scale (config ``study.scale``; default the paper's 1..100): the simulated
+ratings are on it, so a coarse scale's lost reliability is planned for, and quantities in rating units (the
+Table 2 effect of ``--target-power-table2``, a pilot's statistics) are in its units; the ICC targets are
+scale-free. docs/plan.md explains the method and its validation.
 """
 
 from __future__ import annotations
@@ -29,8 +32,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from modprefs.stats.defaults import STATS_DEFAULTS
+
+if TYPE_CHECKING:
+    from modprefs.scale import RatingScale
 
 EXIT_UNMET = 3
 
@@ -96,6 +103,13 @@ def _prior_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--prior-boot", type=_int(10), default=60, help="parametric-bootstrap studies for the priors' uncertainty"
     )
+    g.add_argument(
+        "--scale",
+        default=None,
+        metavar="MIN:MAX[:STEP]",
+        help="the study's rating scale (config study.scale), e.g. 1:5 or 0:10:0.5; the simulated (and a pilot's) "
+        "ratings are on it and rating-unit targets are in its units (default: the paper's 1:100)",
+    )
 
 
 def _design_arguments(g: argparse._ArgumentGroup) -> None:
@@ -136,7 +150,7 @@ def _target_arguments(g: argparse._ArgumentGroup) -> None:
         "--target-power-table2",
         type=_number(),
         default=None,
-        help="Table 2 effect (rating points, observed scale) of --table2-term to detect",
+        help="Table 2 effect of --table2-term to detect, in units of the rating scale (--scale; observed ratings)",
     )
     g.add_argument("--table2-term", default="modality", help="modality (default) or modality:len_z")
     g.add_argument("--power", type=_number(), default=0.8, help="power the power targets need (default 0.8)")
@@ -247,7 +261,7 @@ def plan_from_args(args: argparse.Namespace) -> int:
     scenarios = _split(args.scenarios, "--scenarios", SCENARIOS)
     settings = _settings(args, targets)
     cache = None if args.no_cache else (args.cache or args.out / "cache")
-    priors = _priors(args, cache, _quantiles(args.quantiles))
+    priors = _priors(args, cache, _quantiles(args.quantiles), _scale(args.scale))
     result = make_plan(
         priors,
         designs,
@@ -354,27 +368,52 @@ def _settings(args: argparse.Namespace, targets):
     )
 
 
-def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float, float]):
-    """The paper's priors or the pilot's (cached by their inputs and the code), with ``--clips``' lengths."""
+def _scale(text: str | None) -> RatingScale:
+    """``--scale`` as a :class:`~modprefs.scale.RatingScale` (the paper's 1..100 when not given)."""
+    from modprefs.plan.errors import PlanInputError
+    from modprefs.scale import PAPER_SCALE, parse_scale_arg
+
+    if text is None:
+        return PAPER_SCALE
+    try:
+        return parse_scale_arg(text)
+    except ValueError as exc:
+        raise PlanInputError(str(exc)) from None
+
+
+def scale_option(study_scale: dict | None) -> list[str]:
+    """The workflow's ``study.scale`` mapping as the ``--scale=MIN:MAX:STEP`` argument (for rules/plan.smk)."""
+    from modprefs.scale import scale_from_config
+
+    sc = scale_from_config(dict(study_scale or {}))
+    return [f"--scale={sc.min:g}:{sc.max:g}:{sc.step:g}"]
+
+
+def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float, float], scale: RatingScale):
+    """The paper's priors or the pilot's (cached by their inputs, the scale and the code), with ``--clips``' lengths."""
     from modprefs.plan.engine import cached_object
     from modprefs.plan.priors import paper_priors
 
+    on_scale = {} if scale.is_paper else {"scale": [scale.min, scale.max, scale.step]}
     if args.pilot is not None:
         from modprefs.plan.pilot import pilot_priors, read_pilot
         from modprefs.ratings.sources import parse_column_map
 
-        pilot = read_pilot(args.pilot, args.pilot_clips, parse_column_map(args.pilot_map))
+        pilot = read_pilot(args.pilot, args.pilot_clips, parse_column_map(args.pilot_map), scale)
         tables = [pilot.ratings, pilot.participants, pilot.trials, pilot.clips]
         payload = {
             "pilot": [None if t is None else t.to_json() for t in tables],
             "seed": args.seed,
             "boot": args.prior_boot,
             "q": quantiles,
+            **on_scale,
         }
-        priors = cached_object(cache, payload, lambda: pilot_priors(pilot, args.seed, args.prior_boot, quantiles))
+        priors = cached_object(
+            cache, payload, lambda: pilot_priors(pilot, args.seed, args.prior_boot, quantiles, scale=scale)
+        )
     else:
-        payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles}
-        priors = cached_object(cache, payload, lambda: paper_priors(args.seed, args.prior_boot, quantiles))
+        payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles, **on_scale}
+        priors = cached_object(cache, payload, lambda: paper_priors(args.seed, args.prior_boot, quantiles, scale=scale))
     if args.clips is not None:
         priors = dataclasses.replace(priors, lengths_pool=_lengths_pool(args.clips))
     return priors
@@ -393,7 +432,7 @@ def _write_outputs(
 ) -> list[str]:
     """designs.csv/.md, recommendation.csv, priors.csv, figures/, report.html, plan.json; the recommendation lines."""
     from modprefs.io import write_csv, write_json, write_markdown_table, write_text
-    from modprefs.plan.report import figures, plan_report_html, recommendation_lines
+    from modprefs.plan.report import figures, plan_report_html, recommendation_lines, scale_units
 
     out = args.out
     write_csv(result.table, out / "designs.csv")
@@ -427,6 +466,7 @@ def _write_outputs(
             "seconds": round(time.perf_counter() - t0, 1),
             "n_designs": n_designs,
             "scenarios": list(scenarios),
+            "scale": {**priors.scale.as_config(), "units": scale_units(priors.scale)},
         },
         out / "plan.json",
     )

@@ -42,6 +42,7 @@ from modprefs.plan.grid import Design
 from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths, wald_half_width
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams
+from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.defaults import STATS_DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ class SimSettings:
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: a scenario's parameters on one design (``kind``: see the module docstring)."""
+    """One unit of work: a scenario's parameters on one design (``kind``: see the module docstring); ``scale``: the
+    study's rating scale the simulated ratings are on (:mod:`modprefs.plan.fastsim`)."""
 
     scenario: str
     kind: str
@@ -86,6 +88,7 @@ class Task:
     design: Design
     settings: SimSettings
     lengths_pool: tuple[tuple[float, float], ...] | None = None
+    scale: RatingScale = PAPER_SCALE
 
 
 def _design_code(design: Design) -> int:
@@ -104,21 +107,22 @@ def code_fingerprint() -> str:
         import modprefs.plan.layout as lay
         import modprefs.plan.wald as w
         import modprefs.ratings.simulate as s
+        import modprefs.scale as sc
         import modprefs.stats.mixed.reml as r
         import modprefs.stats.reliability.icc as i
         import modprefs.stats.reliability.icc_ci as ic
         import modprefs.stats.reliability.icc_difference as idiff
 
         h = hashlib.sha256()
-        for module in (a, f, lay, w, s, i, ic, idiff, r, sys.modules[__name__]):
+        for module in (a, f, lay, w, s, sc, i, ic, idiff, r, sys.modules[__name__]):
             h.update(Path(str(module.__file__)).read_bytes())
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
 
 
 def task_key(task: Task) -> str:
-    """Content hash of a task (parameters, design, settings, lengths, code)."""
-    payload = {
+    """Content hash of a task (parameters, design, settings, lengths, rating scale, code)."""
+    payload: dict[str, object] = {
         "scenario_params": task.params.to_dict(),
         "kind": task.kind,
         "design": dataclasses.asdict(task.design),
@@ -126,6 +130,8 @@ def task_key(task: Task) -> str:
         "lengths": task.lengths_pool,
         "code": code_fingerprint(),
     }
+    if not task.scale.is_paper:  # the range and step (the labels change no number)
+        payload["scale"] = [task.scale.min, task.scale.max, task.scale.step]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -164,7 +170,7 @@ def run_task(task: Task) -> dict[str, np.ndarray]:
     for i, ss in enumerate(study_seeds):
         rng = np.random.default_rng(ss)
         layout = balanced_layout(d.prompts, d.raters, d.trials, d.conditions, rng)
-        study = simulate_study(task.params, layout, _lengths(task, rng), rng, attention=False)
+        study = simulate_study(task.params, layout, _lengths(task, rng), rng, attention=False, scale=task.scale)
         rec = study_record(study, warm, table2=s.table2 and task.kind == "main")
         if task.kind == "icc_diff" and s.icc_test == "permutation":
             perm.append(permutation_draws(study, s.perm_draws, rng, warm.get("audio")))

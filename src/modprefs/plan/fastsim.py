@@ -11,7 +11,11 @@ draws exactly the rating model of that function (see its module docstring) with 
 * per trial and response: the latent rating (fixed effects, u, v, Student-t residual), the slider's
   rounding and clipping to 1..100, and the tie behaviour (``snap``: below the trial's Weibull-
   scaled threshold the two sliders are set g ~ geometric apart around their midpoint;
-  ``threshold``: untouched).
+  ``threshold``: untouched);
+* the study's rating scale (``scale``, config ``study.scale``): as in ``simulate_ratings``, the parameters
+  and all of the above stay in the paper's 1..100 units and the observed ratings are then mapped onto the
+  scale (:meth:`modprefs.scale.RatingScale.from_paper_units`: linearly, rounded to its step); the tie flags
+  are the raters' judgements before the mapping. On the paper's scale nothing changes.
 
 Only the rows the ICC analysis keeps are returned: participants who passed the attention check,
 trials >= 1 they completed. Random streams differ from ``simulate_ratings`` (same seed, different
@@ -34,13 +38,15 @@ import pandas as pd
 
 from modprefs.plan.layout import ConditionLayout, Layout
 from modprefs.ratings.simulate import SimulationParams, draw_clip_effects, lognormal_draws, snap_ties, unit_variance_t
+from modprefs.scale import PAPER_SCALE, RatingScale
 
 
 @dataclass(frozen=True)
 class ConditionRatings:
     """Analysed ratings of one condition: 2 rows per completed trial (one per response).
 
-    y: (m,) ratings 1..100; first: (m,) 1.0 if this clip was presented first; trial: (m,) trial number;
+    y: (m,) ratings on the study's scale (the paper's 1..100 by default); first: (m,) 1.0 if this clip was
+    presented first; trial: (m,) trial number;
     clip: (m,) clip code = 2 * prompt + response; participant: (m,) participant code (of the layout);
     tie: (m/2,) whether each trial (rows 2i, 2i+1) is a tie (equal ratings or a snapped tie).
     """
@@ -92,6 +98,7 @@ def _condition(
     max_trial: int,
     attention: bool,
     rng: np.random.Generator,
+    scale: RatingScale = PAPER_SCALE,
 ) -> ConditionRatings:
     is_text = 1.0 if condition == "text" else 0.0
     ci = 1 if condition == "text" else 0
@@ -141,6 +148,9 @@ def _condition(
         tie = snap_ties(rating, perceived, tie, g, p.clip_ratings)
     else:
         tie = (np.abs(rating[:, 0] - rating[:, 1]) < thr) | (rating[:, 0] == rating[:, 1])
+    if not scale.is_paper:  # the observed ratings on the study's scale (the module docstring)
+        rating = scale.from_paper_units(rating, snap=p.clip_ratings)
+        rating = rating if p.clip_ratings else scale.min + np.round((rating - scale.min) / scale.step) * scale.step
     return ConditionRatings(
         y=rating.ravel(),
         first=np.column_stack([first_clip == 0, first_clip == 1]).astype(float).ravel(),
@@ -152,7 +162,12 @@ def _condition(
 
 
 def simulate_study(
-    p: SimulationParams, layout: Layout, lengths: np.ndarray, rng: np.random.Generator, attention: bool = True
+    p: SimulationParams,
+    layout: Layout,
+    lengths: np.ndarray,
+    rng: np.random.Generator,
+    attention: bool = True,
+    scale: RatingScale = PAPER_SCALE,
 ) -> SimulatedStudy:
     """Simulate the analysed ratings of one study.
 
@@ -162,6 +177,7 @@ def simulate_study(
         lengths: (n_prompts, 2) character counts of the two responses of each prompt.
         rng: the study's generator (all of the study's randomness).
         attention: draw attention-check failures (their rows are dropped); False = everyone passes.
+        scale: the study's rating scale, onto which the observed ratings are mapped (module docstring).
 
     Returns:
         :class:`SimulatedStudy`.
@@ -173,7 +189,7 @@ def simulate_study(
     u = clip_effects(p, layout.n_prompts, rng)
     ratings, gaps = {}, {}
     for condition, lay in layout.conditions.items():
-        ratings[condition] = _condition(p, condition, lay, u, len_z, layout.max_trial, attention, rng)
+        ratings[condition] = _condition(p, condition, lay, u, len_z, layout.max_trial, attention, rng, scale)
         ci, is_text = (1, 1.0) if condition == "text" else (0, 0.0)
         gaps[condition] = (p.b_len + p.b_len_text * is_text) * (len_z[:, 0] - len_z[:, 1]) + u[:, 0, ci] - u[:, 1, ci]
     return SimulatedStudy(ratings=ratings, len_z=len_z, true_gap=gaps)
@@ -200,7 +216,7 @@ def study_tables(study: SimulatedStudy) -> tuple[pd.DataFrame, pd.DataFrame, pd.
                     "clip_id": np.char.add(np.char.add(pr, "_"), (r.clip % 2).astype(str)),
                     "trial": r.trial,
                     "presented_first": r.first.astype(bool),
-                    "rating": r.y.astype(int),
+                    "rating": r.y.astype(int) if np.all(r.y == np.rint(r.y)) else r.y,
                 }
             )
         )

@@ -20,6 +20,12 @@ failures among recruits; non-completers among passers), minutes per trial from t
 correlations, rater scale heterogeneity, the length effect without clips) stays at the paper's priors;
 :attr:`Priors.notes` says so.
 
+Rating scale (``scale``, config ``study.scale``): the pilot's ratings are on the study's scale, and so are
+the replicas' (:mod:`modprefs.plan.fastsim` maps the simulated 1..100 ratings onto it), so the statistics
+are matched in scale units; the additive updates of the latent intercept and fixed effects convert a gap in
+scale units to the paper's 1..100 units (x 99 / (max - min)). The pilot's statistics in priors.csv are in
+scale units.
+
 Uncertainty: a parametric bootstrap -- ``n_boot`` replicas at the fitted parameters, refitted --
 gives each statistic's sampling SD and the pessimistic / optimistic scenarios
 (:func:`modprefs.plan.priors.build_scenarios`).
@@ -46,6 +52,7 @@ from modprefs.ratings.ingest import validate_ratings
 from modprefs.ratings.read import read_stimuli
 from modprefs.ratings.simulate import SimulationParams
 from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
+from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.reliability.icc import analysable_ratings, fit_iccs, icc_from_components
 
 PILOT_COLUMNS = ("trial", "presented_first")  # beyond what every ratings source has: the fit's layout needs them
@@ -100,7 +107,12 @@ def _stimuli_from_ratings(raw: RawTables) -> pd.DataFrame:
     )
 
 
-def read_pilot(source: str | Path, clips: str | Path | None = None, columns: Mapping[str, str] | None = None) -> Pilot:
+def read_pilot(
+    source: str | Path,
+    clips: str | Path | None = None,
+    columns: Mapping[str, str] | None = None,
+    scale: RatingScale | None = None,
+) -> Pilot:
     """Read and validate a pilot: any ratings source ``modprefs stats`` accepts, foreign names mapped by ``columns``.
 
     Args:
@@ -109,6 +121,7 @@ def read_pilot(source: str | Path, clips: str | Path | None = None, columns: Map
         clips: the pilot's clips table (clip_id, prompt_id [, response, n_chars]); without it the stimuli are the
             rated clips (ids ``{prompt_id}_{0|1}``) and the length effect stays at the paper's prior.
         columns: {canonical name: the pilot's column name} (``--pilot-map``).
+        scale: the study's rating scale the pilot's ratings are checked against (default the paper's 1..100).
 
     The tables go through the project's ratings validation (:func:`modprefs.ratings.ingest.validate_ratings`),
     so every problem names the file, row and column; the fit also needs each rating's ``trial`` and
@@ -119,7 +132,7 @@ def read_pilot(source: str | Path, clips: str | Path | None = None, columns: Map
     if not str(source).startswith("hf://") and not Path(source).exists():
         raise PlanInputError(f"--pilot: {source} does not exist (a ratings folder, table file or datasets folder)")
     raw = load_ratings_source(source, columns, stimuli)
-    valid = validate_ratings(raw, stimuli if stimuli is not None else _stimuli_from_ratings(raw))
+    valid = validate_ratings(raw, stimuli if stimuli is not None else _stimuli_from_ratings(raw), scale=scale)
     ratings = valid.tables["ratings"]
     missing = [c for c in PILOT_COLUMNS if c not in ratings.columns or ratings[c].isna().all()]
     if missing:
@@ -237,14 +250,17 @@ def statistics(r: ConditionRatings) -> dict[str, float]:
     }
 
 
-def _replicas(p: SimulationParams, arrays: PilotArrays, n: int, seed: int) -> dict[str, pd.DataFrame]:
-    """Statistics of ``n`` simulated replicas of the pilot (its layout; no further dropout or failures)."""
+def _replicas(
+    p: SimulationParams, arrays: PilotArrays, n: int, seed: int, scale: RatingScale = PAPER_SCALE
+) -> dict[str, pd.DataFrame]:
+    """Statistics of ``n`` simulated replicas of the pilot (its layout; no further dropout or failures), their
+    ratings on ``scale``."""
     q = dataclasses.replace(p, p_incomplete_audio=0.0, p_incomplete_text=0.0)
     out: dict[str, list[dict[str, float]]] = {c: [] for c in arrays.ratings}
     for b in range(n):
         rng = np.random.default_rng([seed, 0x911, b])
         lengths = arrays.lengths if arrays.lengths is not None else prism_like_lengths(arrays.layout.n_prompts, rng)
-        study = simulate_study(q, arrays.layout, lengths, rng, attention=False)
+        study = simulate_study(q, arrays.layout, lengths, rng, attention=False, scale=scale)
         for c in out:
             try:
                 out[c].append(statistics(study.ratings[c]))
@@ -254,9 +270,14 @@ def _replicas(p: SimulationParams, arrays: PilotArrays, n: int, seed: int) -> di
 
 
 def _update(
-    p: SimulationParams, target: dict[str, dict[str, float]], sim: dict[str, pd.DataFrame], floor: SimulationParams
+    p: SimulationParams,
+    target: dict[str, dict[str, float]],
+    sim: dict[str, pd.DataFrame],
+    floor: SimulationParams,
+    per_point: float = 1.0,
 ) -> SimulationParams:
-    """One indirect-inference step: variances multiplicatively, means and fixed effects additively."""
+    """One indirect-inference step: variances multiplicatively, means and fixed effects additively (a gap in
+    scale units times ``per_point``, the paper's 1..100 units per scale unit)."""
     new: dict[str, Any] = {}  # SimulationParams fields
     shift: dict[str, dict[str, float]] = {}
     for c, t in target.items():
@@ -269,7 +290,7 @@ def _update(
             name = f"tie_threshold_mean_{c}"
             ratio = max(t["tie_rate"], 1e-3) / m["tie_rate"]
             new[name] = getattr(p, name) * float(np.clip(ratio, 0.5, 2.0))
-        shift[c] = {k: t[k] - m[k] for k in ("mean_rating", "b_first", "b_trial") if math.isfinite(t[k])}
+        shift[c] = {k: (t[k] - m[k]) * per_point for k in ("mean_rating", "b_first", "b_trial") if math.isfinite(t[k])}
     audio, text = shift.get("audio", {}), shift.get("text", {})
     for key, base, inter in (
         ("mean_rating", "intercept", "b_text"),
@@ -304,8 +325,10 @@ def fit_pilot(
     n_iter: int = 8,
     n_rep: int = 32,
     n_boot: int = 100,
+    scale: RatingScale = PAPER_SCALE,
 ) -> PilotFit:
-    """Fit the simulator to a pilot (see the module docstring); ``base`` = the starting priors (paper)."""
+    """Fit the simulator to a pilot (see the module docstring); ``base`` = the starting priors (paper);
+    ``scale``: the rating scale of the pilot's (and the replicas') ratings."""
     base = base if base is not None else SimulationParams()
     arrays = pilot_arrays(pilot)
     target = {}
@@ -330,12 +353,12 @@ def fit_pilot(
             )
     p = dataclasses.replace(base, **updates)
     for _ in range(n_iter):
-        p = _update(p, target, _replicas(p, arrays, n_rep, seed), base)
+        p = _update(p, target, _replicas(p, arrays, n_rep, seed, scale), base, scale.paper_units_per_point())
     return PilotFit(
         params=p,
         target=target,
-        fitted=_replicas(p, arrays, n_rep, seed + 1),
-        boot=_replicas(p, arrays, n_boot, seed + 2),
+        fitted=_replicas(p, arrays, n_rep, seed + 1, scale),
+        boot=_replicas(p, arrays, n_boot, seed + 2, scale),
         arrays=arrays,
         iterations=n_iter,
     )
@@ -381,12 +404,14 @@ def pilot_priors(
     n_boot: int = 100,
     quantiles: tuple[float, float] = (0.1, 0.9),
     base: SimulationParams | None = None,
+    scale: RatingScale = PAPER_SCALE,
 ) -> Priors:
-    """Priors fitted to a pilot, with pessimistic / optimistic scenarios from its parametric bootstrap."""
+    """Priors fitted to a pilot, with pessimistic / optimistic scenarios from its parametric bootstrap;
+    ``scale``: the rating scale of the pilot's ratings (and of the plan's simulated studies)."""
     base = base if base is not None else SimulationParams()
-    fit = fit_pilot(pilot, base, seed=seed, n_boot=n_boot)
+    fit = fit_pilot(pilot, base, seed=seed, n_boot=n_boot, scale=scale)
     central = fit.params
-    curves = {c: icc_curve(central, c, seed) for c in ("audio", "text")}
+    curves = {c: icc_curve(central, c, seed, scale=scale) for c in ("audio", "text")}
     estimate, boot = {}, {}
     for c, t in fit.target.items():
         estimate[c] = icc_from_components(t["var_clip"], t["var_participant"], t["var_resid"], 1.0)[0]
@@ -398,6 +423,12 @@ def pilot_priors(
     scen, table = build_scenarios(central, {c: curves[c] for c in estimate}, estimate, boot, rates, minutes, quantiles)
     extra = _pilot_estimates(fit)
     notes = _pilot_notes(pilot, fit)
+    if not scale.is_paper:
+        notes.append(
+            f"The pilot's statistics in priors.csv (variance components, fixed effects, mean rating) are in units of "
+            f"the rating scale {scale.min:g}-{scale.max:g} (step {scale.step:g}); the simulator's latent parameters "
+            "stay in the paper's 1-100 units."
+        )
     return Priors(
         source=f"pilot {pilot.source}",
         scenarios=scen,
@@ -405,6 +436,7 @@ def pilot_priors(
         table=pd.concat([table, pd.DataFrame(extra)], ignore_index=True),
         lengths_pool=None,
         notes=notes,
+        scale=scale,
     )
 
 

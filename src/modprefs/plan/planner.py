@@ -119,10 +119,11 @@ def make_plan(
         params = priors.scenarios[s]
         alt_params = icc_diff_params(params, priors, targets.icc_diff) if targets.icc_diff is not None else None
         for d in designs:
-            tasks.append(Task(s, "main", params, d, settings if d in calibrated else uncalibrated, pool))
+            sd = settings if d in calibrated else uncalibrated
+            tasks.append(Task(s, "main", params, d, sd, pool, priors.scale))
             index.append((s, d, "main"))
             if alt_params is not None:
-                tasks.append(Task(s, "icc_diff", alt_params, d, settings if d in calibrated else uncalibrated, pool))
+                tasks.append(Task(s, "icc_diff", alt_params, d, sd, pool, priors.scale))
                 index.append((s, d, "icc_diff"))
     results = run_tasks(tasks, jobs=jobs, cache_dir=cache_dir, progress=progress)
     by = {key: res for key, res in zip(index, results)}

@@ -14,6 +14,11 @@ optimistic scenario moves each condition's ICC(2,1) to the basic-bootstrap bound
 (q_hi - median), resp. plus (median - q_lo); quantiles ``quantiles``, default 10 % / 90 %) by
 rescaling the latent clip variance (:func:`icc_curve` maps it to the fitted ICC); attrition rates
 move to their Jeffreys-interval bounds and minutes per trial to the bounds of their mean.
+
+The rating scale (``scale``, config ``study.scale``): the parameters stay in the paper's 1..100 units, the
+simulated ratings (and so every fitted ICC, curve and bootstrap) are on the study's scale
+(:mod:`modprefs.plan.fastsim`); a coarse scale such as 1..5 loses reliability to its rounding, which the
+ICC curves include. :attr:`Priors.scale` carries it to the plan's simulations.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from modprefs.plan.errors import PlanInputError
 from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.layout import Layout, balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams
+from modprefs.scale import PAPER_SCALE, RatingScale
 
 SCENARIOS: tuple[str, ...] = ("pessimistic", "central", "optimistic")
 #: the paper's recruitment (§3.3, Table 3): recruited per condition, failures, non-completers among passers
@@ -77,6 +83,7 @@ class Priors:
     table: pd.DataFrame
     lengths_pool: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    scale: RatingScale = PAPER_SCALE  # the rating scale the simulated studies are on
 
     @property
     def central(self) -> SimulationParams:
@@ -96,9 +103,15 @@ def scale_clip_variance(p: SimulationParams, condition: str, multiplier: float) 
 
 
 def icc_curve(
-    p: SimulationParams, condition: str, seed: int, reps: int = 6, multipliers: np.ndarray = CURVE_MULTIPLIERS
+    p: SimulationParams,
+    condition: str,
+    seed: int,
+    reps: int = 6,
+    multipliers: np.ndarray = CURVE_MULTIPLIERS,
+    scale: RatingScale = PAPER_SCALE,
 ) -> IccCurve:
-    """Mean fitted ICC(2,1) over ``reps`` large studies (300 prompts, 60 raters, 20 trials) per multiplier.
+    """Mean fitted ICC(2,1) over ``reps`` large studies (300 prompts, 60 raters, 20 trials) per multiplier,
+    their ratings on ``scale``.
 
     The same random numbers at every multiplier (common random numbers), so the curve is smooth;
     it is made non-decreasing (the ICC rises with the clip variance).
@@ -110,7 +123,7 @@ def icc_curve(
         for r in range(reps):
             rng = np.random.default_rng([seed, 0xC0C, r])
             layout = balanced_layout(300, 60, 20, (condition,), rng)
-            study = simulate_study(q, layout, prism_like_lengths(300, rng), rng, attention=False)
+            study = simulate_study(q, layout, prism_like_lengths(300, rng), rng, attention=False, scale=scale)
             values.append(condition_record(study.ratings[condition])[0]["icc1"])
         icc[j] = np.nanmean(values)
     return IccCurve(condition, np.asarray(multipliers, float), np.maximum.accumulate(icc))
@@ -122,15 +135,20 @@ def jeffreys(successes: float, n: float, q: float) -> float:
 
 
 def bootstrap_iccs(
-    p: SimulationParams, layout: Layout, n_boot: int, seed: int, lengths: np.ndarray | None = None
+    p: SimulationParams,
+    layout: Layout,
+    n_boot: int,
+    seed: int,
+    lengths: np.ndarray | None = None,
+    scale: RatingScale = PAPER_SCALE,
 ) -> dict[str, np.ndarray]:
     """Fitted ICC(2,1) per condition over ``n_boot`` simulated studies of ``layout`` (attention failures
-    are in the layout's participants already: everyone in it passes)."""
+    are in the layout's participants already: everyone in it passes), their ratings on ``scale``."""
     out: dict[str, list[float]] = {c: [] for c in layout.conditions}
     for b in range(n_boot):
         rng = np.random.default_rng([seed, 0xB0, b])
         ln = lengths if lengths is not None else prism_like_lengths(layout.n_prompts, rng)
-        study = simulate_study(p, layout, ln, rng, attention=False)
+        study = simulate_study(p, layout, ln, rng, attention=False, scale=scale)
         for c, r in study.ratings.items():
             out[c].append(condition_record(r)[0]["icc1"])
     return {c: np.asarray(v) for c, v in out.items()}
@@ -228,25 +246,32 @@ def priors_for_source(
     rates: dict[str, dict[str, tuple[float, float, float]]] | None = None,
     minutes: dict[str, tuple[float, float, float]] | None = None,
     notes: list[str] | None = None,
+    scale: RatingScale = PAPER_SCALE,
 ) -> Priors:
     """Priors centred on ``central`` with the ICC uncertainty of a study laid out as ``layout``.
 
     ``rates`` / ``minutes``: the attrition and timing intervals (:func:`build_scenarios`); none = fixed.
+    ``scale``: the rating scale of the simulated studies.
     """
-    curves = {c: icc_curve(central, c, seed) for c in ("audio", "text")}
-    boot = bootstrap_iccs(central, layout, n_boot, seed)
+    curves = {c: icc_curve(central, c, seed, scale=scale) for c in ("audio", "text")}
+    boot = bootstrap_iccs(central, layout, n_boot, seed, scale=scale)
     # the central's expectation at the source's design
     estimate = {c: float(np.nanmean(boot[c])) for c in boot}
     scen, table = build_scenarios(
         central, {c: curves[c] for c in boot}, estimate, boot, rates or {}, minutes or {}, quantiles
     )
-    return Priors(source=source, scenarios=scen, curves=curves, table=table, notes=list(notes or []))
+    return Priors(source=source, scenarios=scen, curves=curves, table=table, notes=list(notes or []), scale=scale)
 
 
 def paper_priors(
-    seed: int = 1, n_boot: int = 60, quantiles: tuple[float, float] = (0.1, 0.9), params: SimulationParams | None = None
+    seed: int = 1,
+    n_boot: int = 60,
+    quantiles: tuple[float, float] = (0.1, 0.9),
+    params: SimulationParams | None = None,
+    scale: RatingScale = PAPER_SCALE,
 ) -> Priors:
-    """The paper's priors: :class:`SimulationParams` defaults, with the uncertainty of a paper-size study."""
+    """The paper's priors: :class:`SimulationParams` defaults, with the uncertainty of a paper-size study;
+    the simulated ratings on ``scale`` (the paper's 1..100 by default)."""
     central = params if params is not None else SimulationParams()
     rng = np.random.default_rng([seed, 0x9A9E])
     layout = balanced_layout(
@@ -284,6 +309,7 @@ def paper_priors(
             "ICC(2,1) uncertainty: a paper-size study (100 prompts, 46 audio / 48 text analysed raters, 20 trials) "
             "simulated at the priors and refitted; the paper reports ICC(2,1) .333 audio / .295 text."
         ],
+        scale,
     )
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from modprefs.plan.grid import Targets
 from modprefs.plan.planner import PlanResult
 from modprefs.plan.priors import Priors
+from modprefs.scale import RatingScale
 
 SCENARIO_STYLE = {"central": "-", "pessimistic": ":", "optimistic": "--"}
 
@@ -104,6 +105,15 @@ def figures(result: PlanResult, targets: Targets, folder: Path) -> list[tuple[st
     return out
 
 
+def scale_units(scale: RatingScale) -> str:
+    """What the plan's rating-unit quantities are in (the report and plan.json say it)."""
+    return (
+        f"Ratings are simulated on the rating scale {scale.min:g}-{scale.max:g} (step {scale.step:g}); quantities in "
+        "rating units (the Table 2 effect of --target-power-table2, a pilot's variance components, fixed effects and "
+        "mean rating) are in its units. ICC, power and agreement targets are scale-free."
+    )
+
+
 def recommendation_lines(result: PlanResult) -> list[str]:
     """Plain-text lines: the recommended design (or the shortfall) per scenario."""
     lines = []
@@ -136,7 +146,7 @@ def plan_report_html(
 
     rec = result.recommendations
     shown = [c for c in rec.columns if not c.startswith("meets_") and not c.endswith("_mcse")]
-    notes = [result.statement, *recommendation_lines(result), *priors.notes]
+    notes = [result.statement, scale_units(priors.scale), *recommendation_lines(result), *priors.notes]
     sections = [
         ("Recommendation", [("Cheapest design meeting every target, per scenario", rec[shown])]),
         ("Priors", [(f"Priors: {priors.source}", priors.table)]),

@@ -14,6 +14,7 @@ For participant p in condition c (``is_text`` = 1 for text), clip i, trial t::
              + b_first_text * first * is_text
              + u_i[c] + v_p + e
     rating = clip(round(latent), 1, 100)            (clipping can be switched off: clip_ratings)
+    then mapped onto the study's scale (default the paper's 1..100; see "The study's rating scale")
 
 The coefficients are LATENT values, not Table 2's estimates. Table 2 is an LMM fitted to the
 observed slider ratings, which are rounded and clipped to 1..100 (with intercepts ~75 and large
@@ -146,6 +147,20 @@ Behaviour per trial
 * audio_quality (audio only): per-clip true quality q_i ~ N(aq_mean, var_aq_clip) + rater offset
   + b_aq_rating * (latent - condition mean) + noise, rounded and clipped to 1..100.
 
+The study's rating scale (``study.scale``, :mod:`modprefs.scale`)
+-----------------------------------------------------------------
+Every parameter above (intercept, effects, variances, tie thresholds and gaps, audio quality) is in the
+paper's 1..100 slider units, and all of the logic above runs there: rounding, clipping to 1..100, tie
+snapping and the preference. Only then are the observed response-quality and audio-quality ratings
+mapped onto the study's scale with :meth:`RatingScale.from_paper_units` (1 -> min, 100 -> max,
+linearly, rounded to the scale's step): a 1..5 scale gives ratings in {1, ..., 5}, 0..10 in steps of
+0.5 values on that grid, and the paper's effect sizes keep their size relative to the scale's range.
+The preference is the rater's judgement made before the mapping, so on a coarse scale a decisive
+trial may carry two equal ratings (a rater who gives both responses 4 of 5 may still prefer one);
+on the paper's scale nothing changes (the mapping is the identity and is skipped). The truth table
+stays in 1..100 units. With ``clip_ratings=False`` the mapped ratings are rounded to the step but
+not clipped to the scale.
+
 Participants
 ------------
 Demographics by condition match Table 1 (age M/SD, woman %, White %, Hispanic/Latino %, native
@@ -180,6 +195,7 @@ import pandas as pd
 
 from modprefs.ratings.justification_text import justification_texts
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
+from modprefs.scale import PAPER_SCALE, RatingScale
 
 CONDITIONS = ("audio", "text")
 ATTENTION_PROMPT = "attn"
@@ -547,10 +563,19 @@ def snap_ties(
 
 
 def simulate_ratings(
-    stimuli: pd.DataFrame, assignments: pd.DataFrame, params: SimulationParams | None = None, seed: int = 0
+    stimuli: pd.DataFrame,
+    assignments: pd.DataFrame,
+    params: SimulationParams | None = None,
+    seed: int = 0,
+    scale: RatingScale | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Simulate ``(ratings, trials, participants, truth)`` for the given design (see module docstring)."""
+    """Simulate ``(ratings, trials, participants, truth)`` for the given design (see module docstring).
+
+    ``scale``: the study's rating scale (default the paper's 1..100); the ratings and audio-quality
+    ratings are mapped onto it after the tie logic, the parameters and the truth table stay in 1..100.
+    """
     p = params if params is not None else SimulationParams()
+    scale = scale or PAPER_SCALE
     _check_inputs(stimuli, assignments)
     streams = np.random.SeedSequence(seed).spawn(6)
     rng_clip, rng_part, rng_rate, rng_trial, rng_demo, rng_just = (np.random.default_rng(s) for s in streams)
@@ -560,8 +585,9 @@ def simulate_ratings(
     ci, latent = _latent_ratings(clips, panel, done, p, rng_rate)
     rating, pref = _observed_ratings(latent, panel, done, p, rng_rate)
     aq = _audio_quality(clips, panel, done, ci, latent, p, rng_rate)
+    rating, aq = _on_study_scale(rating, aq, scale, p.clip_ratings)
     trials, dtime = _trial_table(clips, panel, done, ci, pref, p, rng_trial, rng_just)
-    ratings = _ratings_table(clips, done, ci, rating, aq)
+    ratings = _ratings_table(clips, done, ci, rating, aq, scale.is_integer)
     participants = _participants_table(panel, done, dtime, p, rng_part, rng_demo)
     truth = _truth_table(clips, panel, p)
     return ratings[RATINGS_COLUMNS], trials[TRIALS_COLUMNS], participants, truth
@@ -834,6 +860,27 @@ def _audio_quality(
     return aq
 
 
+def _on_study_scale(
+    rating: np.ndarray, aq: np.ndarray, scale: RatingScale, clip: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The observed 1..100 ratings and audio-quality ratings on the study's scale (module docstring).
+
+    The paper's scale is returned as is; integer scales keep integer arrays. Without ``clip`` the ratings are
+    rounded to the step but may leave [min, max] (as they leave 1..100 unmapped).
+    """
+    if scale.is_paper:
+        return rating, aq
+    if clip:
+        mapped = scale.from_paper_units(rating)
+    else:
+        raw = scale.from_paper_units(rating, snap=False)
+        mapped = scale.min + np.round((raw - scale.min) / scale.step) * scale.step
+    mapped_aq = scale.from_paper_units(aq)
+    if scale.is_integer:
+        return np.rint(mapped).astype(np.int64), np.rint(mapped_aq)
+    return mapped, mapped_aq
+
+
 def _trial_table(
     clips: _Clips,
     panel: _Panel,
@@ -910,7 +957,9 @@ def _trial_table(
     return trials, dtime
 
 
-def _ratings_table(clips: _Clips, d: _DoneTrials, ci: np.ndarray, rating: np.ndarray, aq: np.ndarray) -> pd.DataFrame:
+def _ratings_table(
+    clips: _Clips, d: _DoneTrials, ci: np.ndarray, rating: np.ndarray, aq: np.ndarray, integer: bool = True
+) -> pd.DataFrame:
     """The ratings table: two rows per trial (response 0, then 1), in trial order."""
     n_tr, attn, t_cond = d.n_tr, d.attn, d.t_cond
     is_audio_t = t_cond == "audio"
@@ -918,7 +967,10 @@ def _ratings_table(clips: _Clips, d: _DoneTrials, ci: np.ndarray, rating: np.nda
     rows = []
     for r in (0, 1):
         clip_ids = np.where(attn, ATTENTION_CLIPS[r], stim["clip_id"].to_numpy()[ci[:, r]] if clips.n_clip else "")
-        aq_col = pd.array(np.where(is_audio_t, aq[:, r], 0).astype(int), dtype="Int64")
+        if integer:
+            aq_col = pd.array(np.where(is_audio_t, aq[:, r], 0).astype(int), dtype="Int64")
+        else:  # a scale with a fractional step (e.g. 0..10 in steps of 0.5)
+            aq_col = pd.array(np.where(is_audio_t, aq[:, r], 0).astype(float), dtype="Float64")
         aq_col[~is_audio_t] = pd.NA
         rows.append(
             pd.DataFrame(

@@ -20,6 +20,7 @@ from modprefs.report.html import (
     table2_note,
     table2_null_table,
 )
+from modprefs.scale import scale_from_config
 
 SIMULATED_NOTE = (
     "The ratings in this report are SIMULATED (ratings.source: simulate): a rater panel drawn from a "
@@ -80,6 +81,7 @@ def workflow_report(
     judges); ``reward_tables`` / ``reward_curves``: the reward models' tables and training curves.
     """
     notes = [SIMULATED_NOTE] if (read_table(ratings)["source"] == "simulated").any() else []
+    notes.append(f"Rating scale (study.scale): {scale_from_config(config).describe()}.")
     notes.append(coverage_note(icc_ci_method, coverage))
     notes.append(table2_note(table2_random, table2_null))
     if judges is not None:

@@ -243,8 +243,12 @@ def build_pair_sets(
     seed: int,
     threads: int = 1,
     renderers: Renderers | None = None,
+    scale: Any = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
-    """Every pair set of the ``reward.pairs`` config ``cfg`` and a summary (counts, skipped builders and why)."""
+    """Every pair set of the ``reward.pairs`` config ``cfg`` and a summary (counts, skipped builders and why).
+
+    ``scale``: the study's :class:`~modprefs.scale.RatingScale` (None: the paper's 1..100): the judges' 1..100
+    ratings are mapped onto it, so human and judge margins share the study's units."""
     summary: dict[str, Any] = {"skipped": {}}
     if judges is None and "judge" in cfg.get("sources", []):
         summary["skipped"]["judge"] = "no judge ratings configured (reward.pairs.judge_ratings / judges stage)"
@@ -260,6 +264,7 @@ def build_pair_sets(
             sources=cfg["sources"],
             report=report,
             criterion_by_modality=bool(cfg.get("criterion_by_modality")),
+            scale=scale,
         )
     }
     summary["study"] = report

@@ -21,7 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "pairs": {
         "sources": ["human", "judge"],  # study label sources (human text/audio, judge text/audio)
         "judge_ratings": "auto",  # auto: results/judges/ratings.csv if config has `judges`; a path; null
-        "min_gap": {"text": 0.0, "audio": 0.0},  # decisiveness thresholds on the 1-100 mean gap
+        # decisiveness thresholds on the mean-rating gap, in units of the study's rating scale (study.scale)
+        "min_gap": {"text": 0.0, "audio": 0.0},
         "criterion_by_modality": False,  # true: quality_text / quality_audio instructions instead of one
         "degradation": {"kinds": ["noise", "clipping", "lowpass"], "per_clip": 1},
         # natural vs TTS; needs a human-speech corpus manifest (null: no modality pairs)

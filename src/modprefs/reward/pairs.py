@@ -8,11 +8,15 @@ Builders:
 
 (a) :func:`study_pairs` — from the study's ratings: for every prompt and labelling condition
     (human text, human audio, AI judge text, AI judge audio) the response with the higher mean
-    rating is chosen; ``margin`` is the gap of the means (1–100 scale). A pair is kept only if
-    the gap reaches the condition's decisiveness threshold (``min_gap[modality]``, default 0
-    = every non-tied prompt). The paper's 41.7 (text) vs 27.9 (audio) points are *mean* gaps
-    on decisive trials (medians 34 vs 20): descriptions of the data, not cutoffs; use them as
-    thresholds only deliberately.
+    rating is chosen; ``margin`` is the gap of the means, in units of the study's rating scale
+    (config ``study.scale``; the paper's 1–100 by default: on a 1–5 scale a gap is at most 4). A pair
+    is kept only if the gap reaches the condition's decisiveness threshold (``min_gap[modality]``,
+    in the same scale units; default 0 = every non-tied prompt). The paper's 41.7 (text) vs 27.9
+    (audio) points are *mean* gaps on decisive trials (medians 34 vs 20) on its 1–100 slider:
+    descriptions of the data, not cutoffs; use them as thresholds only deliberately (and rescaled,
+    x (max - min) / 99, on another scale). The AI judges rate on 1–100 whatever the study's scale:
+    with ``scale`` their ratings are first mapped linearly onto it
+    (:meth:`modprefs.scale.RatingScale.from_paper_units`, not rounded), so both sources share the units.
 (b) :func:`modality_pairs` — natural human speech (chosen) vs a TTS re-synthesis of the same
     transcript (rejected), with the same natural-speech context, from a user corpus manifest
     (:data:`CORPUS_COLUMNS`; tiers wild / semi-wild / scripted), as SDiaReward's modality pairs.
@@ -40,6 +44,7 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.reward.audio import DEGRADATIONS, AudioReadError, check_audio, degradation_spec
+from modprefs.scale import RatingScale
 
 log = logging.getLogger(__name__)
 
@@ -210,8 +215,9 @@ def _human_ratings(ratings: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
     return r
 
 
-def _judge_ratings(judges: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
-    """The AI judges' successful numeric response-quality ratings of the study's clips."""
+def _judge_ratings(judges: pd.DataFrame, stim: pd.DataFrame, scale: RatingScale | None = None) -> pd.DataFrame:
+    """The AI judges' successful numeric response-quality ratings of the study's clips (1–100; on ``scale``
+    when one other than the paper's is given)."""
     require_columns(
         judges, ["modality", "kind", "prompt_id", "clip_id", "sample", "rating", "status"], "judges ratings.csv"
     )
@@ -222,7 +228,10 @@ def _judge_ratings(judges: pd.DataFrame, stim: pd.DataFrame) -> pd.DataFrame:
         & j["rating"].notna()
         & j["clip_id"].isin(stim["clip_id"])
     ]
-    return j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
+    j = j.assign(rating=pd.to_numeric(j["rating"], errors="coerce")).dropna(subset=["rating"])
+    if scale is not None and not scale.is_paper:
+        j = j.assign(rating=scale.from_paper_units(j["rating"].to_numpy(float), snap=False))
+    return j
 
 
 def study_pairs(
@@ -237,10 +246,13 @@ def study_pairs(
     sources: Sequence[str] = ("human", "judge"),
     criterion_by_modality: bool = False,
     report: dict[str, Any] | None = None,
+    scale: RatingScale | None = None,
 ) -> pd.DataFrame:
     """Pairs from human text/audio ratings and AI judge ratings (see the module docs).
 
-    ``min_gap``: {"text": x, "audio": y} decisiveness thresholds on the 1–100 mean-rating gap.
+    ``min_gap``: {"text": x, "audio": y} decisiveness thresholds on the mean-rating gap, in units of the
+    study's rating scale (``margin`` is in them too). ``scale``: the study's rating scale (``study.scale``); on
+    another scale than the paper's 1–100 the judges' 1–100 ratings are mapped onto it (None: ratings as given).
     ``criterion_by_modality``: label pairs ``{criterion}_text`` / ``{criterion}_audio`` (a reader's vs a
     listener's judgement, two instructions) instead of one shared criterion. Text and audio labels of
     the same prompt often disagree (the study's point); under one instruction they are contradictory
@@ -269,7 +281,7 @@ def study_pairs(
         )
     if "judge" in sources and judges is not None:
         rows += _pairs_from_means(
-            _mean_ratings(_judge_ratings(judges, stim), "modality"),
+            _mean_ratings(_judge_ratings(judges, stim, scale), "modality"),
             "judge",
             stim,
             manifest,

@@ -28,8 +28,8 @@ def build_stimuli(prompts: pd.DataFrame, interactions: pd.DataFrame, manifest: p
 
     ``n_chars`` is the original response text's length (as the paper); ``n_chars_spoken`` and
     ``duration_s`` come from the audio manifest. A pairs source adds ``transcript``: ``given`` (the table's text)
-    or ``asr`` (an audio-only side, whose text condition is the ASR transcript). Raises ``ValueError`` naming any prompt whose
-    interaction or clip is missing.
+    or ``asr`` (an audio-only side, whose text condition is the ASR transcript). Raises ``ValueError`` naming any
+    prompt whose interaction or clip is missing.
     """
     by_conv = interactions.set_index("conversation_id")
     by_clip = manifest.set_index("clip_id")

@@ -1,7 +1,9 @@
 /* modprefs annotation app: the participant pages' behaviour (no inline scripts: CSP script-src 'self').
  *
  * Trial page protocol (paper §3.2.2):
- *  - sliders 1..100 show no number and no handle until deliberately set (no anchoring); an unset
+ *  - sliders (on the study's rating scale: min, max, step and end labels come with the page, the
+ *    paper's 1..100 "Terrible".."Perfect" by default; values are read as numbers, never rounded here)
+ *    show no number and no handle until deliberately set (no anchoring); an unset
  *    slider has no name, so it is not submitted and the server refuses the trial. A locked
  *    (disabled) slider ignores pointer, touch and keys: chromium still sends pointer events to
  *    disabled inputs, so every handler checks `disabled`. Any value can be set, the midpoint

@@ -1,0 +1,166 @@
+"""The annotation app on the study's rating scale (study.scale): sliders, server checks, export, `app load`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("sqlalchemy")
+pytest.importorskip("httpx")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
+
+from app_sim import CSRF_RE, nonsensical_position, page_data  # noqa: E402
+from app_study import load, make_study  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from modprefs.app import service  # noqa: E402
+from modprefs.app.export import export_dir  # noqa: E402
+from modprefs.app.server import create_app, slider_scale  # noqa: E402
+from modprefs.scale import PAPER_SCALE, RatingScale  # noqa: E402
+
+FAST = {"text_min_read_s": 0.05, "text_reveal": "off"}
+FIVE = RatingScale(1, 5, 1, "Bad", "Excellent")
+HALF = RatingScale(0, 10, 0.5, "Awful", "Superb")
+
+
+def scale_meta(scale: RatingScale) -> dict[str, str]:
+    return {service.SCALE_KEY: json.dumps(scale.as_config())}
+
+
+def text_participant(client):
+    """Enter until a text-condition participant is at trial 0; (token, csrf, page html)."""
+    for _ in range(6):
+        r = client.get("/start")
+        token, csrf = str(r.url).rsplit("/", 1)[-1], CSRF_RE.search(r.text).group(1)
+        client.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"})
+        demo = {"csrf": csrf, "age": "30", "native_english": "yes", "timezone": "Europe/London"}
+        client.post(f"/p/{token}/demographics", data=demo)
+        r = client.get(f"/p/{token}")
+        if page_data(r.text)["condition"] == "text":
+            return token, csrf, r.text
+    raise AssertionError("no text slot")
+
+
+def form(csrf, html, **kw):
+    coherent = "B" if nonsensical_position(html, "text") == "A" else "A"
+    return {"csrf": csrf, "preference": coherent, "submit_t": "1", "events": "[]", **kw}
+
+
+@pytest.fixture
+def study(tmp_path):
+    return make_study(tmp_path / "study", n_prompts=4, raters_per_condition=2, trials=1)
+
+
+def serve(study, tmp_path, scale: RatingScale | None):
+    url = f"sqlite:///{tmp_path}/scale.db"
+    db = load(study, url, **(scale_meta(scale) if scale else {}))
+    return db, TestClient(create_app(url, settings_overrides=FAST), base_url="http://testserver")
+
+
+def test_settings_read_the_stored_scale():
+    assert service.Settings.from_meta({}).scale == PAPER_SCALE
+    assert service.Settings.from_meta(scale_meta(FIVE)).scale == FIVE
+    with pytest.raises(service.SettingsError, match="rating_scale"):
+        service.Settings.from_meta({service.SCALE_KEY: json.dumps({"min": 5, "max": 1})})
+    assert slider_scale(PAPER_SCALE) == {
+        "min": "1",
+        "max": "100",
+        "step": "1",
+        "start": "50",
+        "label_min": "Terrible",
+        "label_max": "Perfect",
+    }
+    assert slider_scale(FIVE)["start"] == "3" and slider_scale(HALF)["start"] == "5"
+
+
+def test_paper_scale_by_default(study, tmp_path):
+    db, client = serve(study, tmp_path, None)
+    with client:
+        token, csrf, html = text_participant(client)
+        assert 'min="1" max="100" step="1" value="50"' in html
+        assert '<span class="end">Terrible</span>' in html and '<span class="end">Perfect</span>' in html
+        r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="101", rating_B="40"))
+        assert r.status_code == 422 and "rating_A: must be 1..100" in r.text
+        r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="60", rating_B="40"))
+        assert r.status_code in (200, 303)
+    export_dir(db, tmp_path / "export")
+    ratings = pd.read_csv(tmp_path / "export/ratings.csv")
+    assert sorted(ratings["rating"]) == [40, 60]
+    assert "60.0" not in (tmp_path / "export/ratings.csv").read_text()
+
+
+def test_five_point_scale_sliders_checks_and_export(study, tmp_path):
+    db, client = serve(study, tmp_path, FIVE)
+    with client:
+        token, csrf, html = text_participant(client)
+        assert 'min="1" max="5" step="1" value="3"' in html
+        assert '<span class="end">Bad</span>' in html and '<span class="end">Excellent</span>' in html
+        for bad in ("6", "0", "3.5", "50"):
+            r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A=bad, rating_B="2"))
+            assert r.status_code == 422 and "rating_A: must be 1..5" in r.text, bad
+        event = {"id": "x1", "kind": "slider", "pos": "A", "t": 1, "x": 6, "field": "rating"}
+        r = client.post(f"/p/{token}/events", json={"trial": 0, "events": [event]}, headers={"X-CSRF-Token": csrf})
+        assert r.status_code == 422 and "1..5" in r.json()["error"]
+        event["x"] = 4
+        r = client.post(f"/p/{token}/events", json={"trial": 0, "events": [event]}, headers={"X-CSRF-Token": csrf})
+        assert r.status_code == 200
+        assert page_data(client.get(f"/p/{token}").text)["restore"]["sliders"] == {"rating_A": 4}
+        r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="4", rating_B="2"))
+        assert r.status_code in (200, 303)
+    export_dir(db, tmp_path / "export")
+    ratings = pd.read_csv(tmp_path / "export/ratings.csv")
+    assert pd.api.types.is_integer_dtype(ratings["rating"]) and sorted(ratings["rating"]) == [2, 4]
+
+
+def test_half_point_scale(study, tmp_path):
+    db, client = serve(study, tmp_path, HALF)
+    with client:
+        token, csrf, html = text_participant(client)
+        assert 'min="0" max="10" step="0.5" value="5"' in html
+        r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="7.3", rating_B="2"))
+        assert r.status_code == 422 and "must be 0..10 in steps of 0.5" in r.text
+        r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="7.5", rating_B="0"))
+        assert r.status_code in (200, 303)
+    from modprefs.cli import main
+
+    out = tmp_path / "export"
+    assert main(["app", "export", "--db", db.url, "--out", str(out), "--validate", str(study.files.stimuli)]) == 0
+    assert sorted(pd.read_csv(out / "ratings.csv")["rating"]) == [0.0, 7.5]  # validated on the study's scale
+
+
+def test_cli_load_stores_the_scale(study, tmp_path, capsys):
+    from modprefs.cli import main
+
+    f = study.files
+    base = ["app", "load", "--assignments", str(f.assignments), "--stimuli", str(f.stimuli)]
+    base += ["--conversations", str(f.conversations), "--prompts", str(f.prompts), "--manifest", str(f.manifest)]
+    base += ["--base-dir", str(f.base_dir)]
+
+    def stored(url: str) -> RatingScale:
+        from modprefs.app.db import open_database
+
+        return service.read_settings(open_database(url, "status")).scale
+
+    url = f"sqlite:///{tmp_path}/a.db"
+    assert main([*base, "--db", url]) == 0
+    assert stored(url) == PAPER_SCALE  # loaded without a scale: the paper's
+    config = tmp_path / "config.yaml"
+    config.write_text("study:\n  scale: {min: 1, max: 5, step: 1, labels: [Bad, Excellent]}\n")
+    url = f"sqlite:///{tmp_path}/b.db"
+    assert main([*base, "--db", url, "--configfile", str(config)]) == 0
+    assert stored(url) == FIVE
+    url = f"sqlite:///{tmp_path}/c.db"
+    assert main([*base, "--db", url, "--scale", "0:10:0.5", "--scale-labels", "Awful", "Superb"]) == 0
+    assert stored(url) == HALF
+    config.write_text("study:\n  scale: {min: 5, max: 1}\n")
+    assert main([*base, "--db", f"sqlite:///{tmp_path}/d.db", "--configfile", str(config)]) == 2
+    assert "--configfile" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--db", f"sqlite:///{tmp_path}/e.db", "--scale", "5:1"])
+    assert not (tmp_path / "d.db").exists() and not (tmp_path / "e.db").exists()
