@@ -15,6 +15,7 @@ if config["ratings"]["source"] == "simulate":
         params:
             simulation=config["ratings"].get("simulation", {}),
             seed=config["seed"],
+            scale=config["study"].get("scale", {}),
         script:
             "../workflow/scripts/simulate_ratings.py"
 
@@ -38,5 +39,6 @@ else:
         params:
             source=config["ratings"]["source"],
             columns=config["ratings"].get("columns", {}),
+            scale=config["study"].get("scale", {}),
         script:
             "../workflow/scripts/ingest_ratings.py"

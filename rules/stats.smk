@@ -25,6 +25,7 @@ rule icc_table:
         ci_level=config["stats"]["ci_level"],
         ci_method=config["stats"]["icc_ci_method"],
         seed=config["seed"],
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/icc_table.py"
 
@@ -102,6 +103,7 @@ rule decision_thresholds:
         analysis="decision_thresholds",
         n_boot_threshold=config["stats"]["n_boot_threshold"],
         seed=config["seed"],
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"
 
@@ -158,6 +160,7 @@ rule cross_modality:
         "../envs/stats.yaml"
     params:
         analysis="cross_modality",
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"
 
@@ -192,6 +195,7 @@ rule table2:
     params:
         analysis="table2",
         table2_random=config["stats"]["table2_random"],
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"
 
@@ -208,6 +212,7 @@ rule modality_effects:
         "../envs/stats.yaml"
     params:
         analysis="modality_effects",
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"
 
@@ -226,6 +231,7 @@ rule table5:
     params:
         analysis="table5",
         judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"
 
@@ -244,5 +250,6 @@ rule table6:
     params:
         analysis="table6",
         judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
+        scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"

@@ -11,7 +11,7 @@ import yaml
 from modprefs.cli import CI_METHODS, main
 from modprefs.ratings.read import first_clips
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
-from modprefs.stats.defaults import STATS_DEFAULTS
+from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 
@@ -231,13 +231,15 @@ def test_help_documents_every_option_with_its_default(capsys):
         "--overwrite": "off",
         "--map": "none",
         "--judges": "none",
+        "--clips": "none",  # optional: without it the clips come from the ratings
+        "--scale": STATS_SCALE,
     }
     for option, default in expected.items():
         assert f"(default: {default})" in " ".join(entries[option].split()), option
     # argparse wraps a long default path anywhere, so compare with the whitespace taken out
     assert "".join(entries["--modality-terms"].split()).endswith("resources/analysis/modality_terms.txt)")
-    assert set(entries) == {"-h", "--ratings", "--clips", "--out", "--modality-terms", *expected}
-    for option in ("--ratings", "--clips", "--out"):  # required: no default to show
+    assert set(entries) == {"-h", "--ratings", "--out", "--modality-terms", *expected}
+    for option in ("--ratings", "--out"):  # required: no default to show
         assert "default" not in entries[option]
 
 

@@ -1,21 +1,29 @@
 """Command line: ``modprefs stats`` runs the statistics on ratings collected anywhere.
 
-    modprefs stats --ratings SOURCE --clips clips.csv --out DIR [--overwrite] [--map CANON=SOURCE,...]
-                   [--judges F] [--modality-terms F] [--seed N] [--n-boot N] [--n-perm N]
-                   [--n-boot-alpha N] [--n-perm-alpha N] [--ci-level X] [--ci-method M]
+    modprefs stats --ratings SOURCE [--clips clips.csv] --out DIR [--scale MIN:MAX[:STEP]] [--overwrite]
+                   [--map CANON=SOURCE,...] [--judges F] [--modality-terms F] [--seed N] [--n-boot N]
+                   [--n-perm N] [--n-boot-alpha N] [--n-perm-alpha N] [--ci-level X] [--ci-method M]
 
 ``SOURCE`` is any ratings source (:mod:`modprefs.ratings.sources`): a folder with ratings.csv
 (+ trials.csv, participants.csv) in the workflow's schemas, one CSV/TSV/Parquet table (long, or
 wide with rating_0/rating_1), a ``datasets`` save_to_disk folder, a folder of data files, or
-``hf://owner/name``; only participant, condition, clip (or prompt + response) and rating are
-required, ``--map`` renames foreign columns. ``clips.csv`` has clip_id, prompt_id and optionally
-response (else read from the clip id's ``_0``/``_1``) and n_chars. Every input and argument is
-checked before anything is written (every problem with file, row and column; exit status 2, no
-traceback). The results are built in a temporary folder beside ``--out`` and moved into place
-when complete: ratings/ (the validated tables), tables/, figures/, report.html. A non-empty
-``--out`` is refused unless ``--overwrite``, which replaces it whole. Analyses whose columns are
-absent are skipped with the missing column named (printed, and in the report). The defaults are
-the workflow's (:data:`modprefs.stats.defaults.STATS_DEFAULTS`), so both give identical tables.
+``hf://owner/name``; only participant, clip (or prompt + response) and rating are required
+(without a condition column every rating is one condition, analysed as text), ``--map`` renames
+foreign columns. Ratings must be on ``--scale`` (default the paper's 1:100; e.g. 1:5, 0:10,
+0:100, 1:7:0.5); statistics in rating units (gaps, thresholds, coefficients, AI-human errors) are
+in its units, and AI judge ratings (1..100) are mapped onto it. ``clips.csv`` has clip_id,
+prompt_id and optionally response (else read from the clip id's ``_N``) and n_chars; without
+``--clips`` the clips come from the ratings: prompt_id + response columns, ``{prompt}_{response}``
+clip ids, or else each clip is its own item (a single-stimulus, MOS-style design). Any number of
+responses per prompt: the analyses of rating pairs (thresholds, winners, preference scores, Table
+6) need the paper's two (0 and 1) and are otherwise skipped with that reason. Every input and
+argument is checked before anything is written (every problem with file, row and column; exit
+status 2, no traceback). The results are built in a temporary folder beside ``--out`` and moved
+into place when complete: ratings/ (the validated tables), tables/, figures/, report.html. A
+non-empty ``--out`` is refused unless ``--overwrite``, which replaces it whole. Analyses whose
+columns are absent are skipped with the missing column named (printed, and in the report). The
+defaults are the workflow's (:data:`modprefs.stats.defaults.STATS_DEFAULTS`, the config's
+study.scale default), so both give identical tables.
 
 ``modprefs app ...`` (load, serve, invite, export, status) runs the annotation web app that collects
 such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
@@ -37,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from modprefs.errors import UserInputError
-from modprefs.stats.defaults import STATS_DEFAULTS
+from modprefs.scale import PAPER_SCALE, RatingScale, parse_scale_arg
+from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 
 log = logging.getLogger("modprefs")
 
@@ -79,6 +88,15 @@ def _level(text: str) -> float:
     return value
 
 
+def _scale(text: str) -> RatingScale:
+    """argparse type: ``MIN:MAX[:STEP]`` (:func:`modprefs.scale.parse_scale_arg`); 1:100 is the paper's scale."""
+    try:
+        scale = parse_scale_arg(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return PAPER_SCALE if scale.is_paper else scale
+
+
 class _DefaultsHelp(argparse.RawDescriptionHelpFormatter):
     """Every optional argument's help ends with its default (``none``/``off`` when unset)."""
 
@@ -109,8 +127,17 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     st.add_argument(
         "--clips",
         type=Path,
-        required=True,
-        help="clips/stimuli table: clip_id, prompt_id [, response, n_chars, prism_score]",
+        default=None,
+        help="clips/stimuli table: clip_id, prompt_id [, response, n_chars, prism_score]; without it the clips "
+        "come from the ratings (prompt_id + response, {prompt}_{response} clip ids, or each clip its own item)",
+    )
+    st.add_argument(
+        "--scale",
+        type=_scale,
+        default=STATS_SCALE,
+        metavar="MIN:MAX[:STEP]",
+        help="the rating scale every rating (and audio quality) must be on, e.g. 1:5, 0:10, 0:100, 1:7:0.5; "
+        "thresholds, gaps and coefficients are in its units",
     )
     st.add_argument(
         "--out",
@@ -255,7 +282,7 @@ def _read_judges(path: Path) -> Any:
 
 def run_stats(
     ratings: str | Path,
-    clips: Path,
+    clips: Path | None,
     out: Path,
     params: dict,
     judges: Path | None = None,
@@ -264,11 +291,14 @@ def run_stats(
 ) -> list[str]:
     """Validate every input, analyse, write ``out`` atomically; returns the skipped outputs with reasons.
 
-    ``params``: :data:`~modprefs.stats.defaults.STATS_DEFAULTS` keys (``modality_terms`` a path).
+    ``params``: :data:`~modprefs.stats.defaults.STATS_DEFAULTS` keys (``modality_terms`` a path) and optionally
+    ``scale`` (a ``study.scale`` mapping; default the paper's 1..100). ``clips`` None: the clips are derived
+    from the ratings (:func:`modprefs.ratings.sources.stimuli_from_ratings`).
     Raises a :class:`~modprefs.errors.UserInputError` (before anything is written) for any bad input.
     """
     from modprefs.ratings.ingest import ingest_ratings  # noqa: PLC0415
     from modprefs.ratings.read import read_stimuli  # noqa: PLC0415
+    from modprefs.stats.tables.analyses import study_scale  # noqa: PLC0415
 
     out = Path(out)
     _check_out(
@@ -276,15 +306,16 @@ def run_stats(
         overwrite,
         [
             Path(str(ratings)),
-            Path(clips),
+            *([Path(clips)] if clips is not None else []),
             Path(params["modality_terms"]),
             *([Path(judges)] if judges is not None else []),
         ],
     )
     _check_text_file(Path(params["modality_terms"]), "--modality-terms")
-    stimuli = read_stimuli(clips, what=f"--clips {clips}")
+    stimuli = read_stimuli(clips, what=f"--clips {clips}") if clips is not None else None
     judge_table = _read_judges(judges) if judges is not None else None
-    valid = ingest_ratings(ratings, stimuli, columns or {})
+    valid = ingest_ratings(ratings, stimuli, columns or {}, scale=study_scale(params))
+    stimuli = valid.stimuli
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
@@ -296,7 +327,7 @@ def run_stats(
             params,
             {
                 "ratings": str(ratings),
-                "clips": str(clips),
+                "clips": str(clips) if clips is not None else None,
                 "judges": str(judges) if judges else None,
                 "columns": columns or {},
                 **params,
@@ -315,9 +346,15 @@ def _analyse(
     """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
     from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
-    from modprefs.ratings.read import read_study  # noqa: PLC0415
+    from modprefs.ratings.read import pairs_reason, read_study  # noqa: PLC0415
     from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
-    from modprefs.stats.tables.analyses import OUTPUTS, icc_table, run_analysis  # noqa: PLC0415
+    from modprefs.stats.tables.analyses import (  # noqa: PLC0415
+        OUTPUTS,
+        icc_table,
+        run_analysis,
+        scale_label,
+        study_scale,
+    )
     from modprefs.stats.tables.outputs import output_paths, write_result  # noqa: PLC0415
 
     paths = {t: tmp / "ratings" / f"{t}.csv" for t in ("ratings", "trials", "participants")}
@@ -349,7 +386,15 @@ def _analyse(
         analyses += ["table5", "table6"]
     for name in analyses:
         emit(run_analysis(name, tables, params, study.present), *OUTPUTS[name])
-    notes = [*valid.notes, *(n for n in study.notes if n not in valid.notes), *(f"skipped {s}" for s in skipped)]
+    notes = [*valid.notes, *(n for n in study.notes if n not in valid.notes)]
+    scale, design = study_scale(params), pairs_reason(stimuli)
+    if not scale.is_paper:
+        notes.append(
+            f"rating scale {scale_label(scale)}: means, gaps, thresholds, errors and coefficients are in its units"
+        )
+    if design:
+        notes.append(f"not the paper's pairwise design: the analyses of rating pairs are skipped ({design})")
+    notes += [f"skipped {s}" for s in skipped]
     if (tables["ratings"]["source"].astype(str) == "simulated").any():
         notes.insert(0, "The ratings are SIMULATED.")
     notes += [
@@ -448,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         table2_random=args.table2_random,
         icc_test=args.icc_test,
         modality_terms=str(args.modality_terms),
+        scale=args.scale.as_config(),
     )
     try:
         from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415

@@ -23,6 +23,7 @@ def main(smk) -> None:  # noqa: ANN001
         "n_boot": smk.params.n_boot,
         "seed": smk.params.seed,
         "ci_level": smk.params.ci_level,
+        "scale": getattr(smk.params, "scale", {}),  # the config's study.scale (the ICC table names a non-paper scale)
     }
     logging.info("ICC: %d ratings, params %s; %s", len(study.tables["ratings"]), params, "; ".join(study.notes))
     result = icc_table(study.tables, params)

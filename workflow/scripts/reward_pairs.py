@@ -1,6 +1,5 @@
 """Snakemake adapter (rule reward_pairs): study ratings, judge ratings, clips, conversations (and a user corpus
-where configured) -> results/reward/pairs/{study,degradation,modality,colloquial}.parquet + summary.json
-(modprefs.reward.build: what each builder made, or why it made nothing)."""
+where configured) -> results/reward/pairs/*.parquet + summary.json (modprefs.reward.build)."""
 
 import sys
 from pathlib import Path

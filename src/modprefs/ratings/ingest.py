@@ -8,10 +8,24 @@ spreadsheet shows it (the header is row 1, so the first data row of a CSV is row
 :class:`RatingsValidationError` lists them (the first :data:`MAX_LISTED`, then a count);
 otherwise the typed tables come back with notes on what was derived.
 
-Required: ratings with participant_id, condition, clip_id (or prompt_id + response) and rating.
+Required: ratings with participant_id, clip_id (or prompt_id + response) and rating.
 Everything else is optional and checked when present (workflow/schemas/*.schema.yaml: types,
 ranges, allowed values). trials.csv and participants.csv are optional; without participants.csv
-the participants (id, condition) are derived from the ratings.
+the participants (id, condition) are derived from the ratings. Without a ``condition`` column
+(in the ratings or participants) every rating is in one condition, named ``text`` (noted): the
+statistics' single-condition case, whose comparisons of conditions are skipped with that reason.
+
+Rating scale: ``rating`` and ``audio_quality`` are checked against the study's
+:class:`~modprefs.scale.RatingScale` (``scale``: config ``study.scale``, ``modprefs stats --scale``;
+default the paper's 1..100 in whole points): a value below its minimum, above its maximum or off
+its step is an error naming the file, row and column, and the error says how to choose another
+scale. On a scale of whole numbers the columns are integers, otherwise numbers.
+
+Stimuli: given (the workflow's stimuli.csv, ``--clips``), or, when ``stimuli`` is None, derived
+from the ratings themselves (:func:`modprefs.ratings.sources.derive_stimuli`: from ``prompt_id`` +
+``response`` columns, from ``{prompt}_{response}`` clip ids, else each clip its own item) and
+returned in :attr:`ValidRatings.stimuli`. A prompt may have any number of responses (one: a
+single-stimulus / MOS design; the pairwise analyses are skipped later, with that reason).
 
 Checks across rows and files, each where its columns exist: unique keys (participant x clip in
 ratings, participant x trial in trials, participant in participants); prompt_id and clip_id known
@@ -20,8 +34,8 @@ to the row's prompt; the attention check at trial 0 only; the rating row's condi
 participant's; audio_quality present in the audio condition and absent in text; audio-only trial
 measures (deliberation_time_s, replays_0/1, relistened_first true) absent in text; every
 participant of ratings/trials listed in participants.csv (when given); every trial with exactly one
-rating of each of its prompt's two clips, exactly one of them presented first, and every rating
-with its trial row (when trials are given).
+rating of each of its prompt's clips (two in the paper's design), exactly one of them presented
+first (prompts with two or more clips), and every rating with its trial row (when trials are given).
 
 Attention check (trial 0, prompt ``attn``: ``attn_0`` coherent, ``attn_1`` nonsensical): a
 participant passes unless they preferred the nonsensical response (preference ``1``; ``0`` and
@@ -41,6 +55,7 @@ order from the ratings' ``presented_first``, not from assignments.csv.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
@@ -48,27 +63,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
-from modprefs.ratings.schema import TABLES, column_specs, parse_column
+from modprefs.ratings.schema import TABLES, ColumnSpec, column_specs, parse_column
 from modprefs.ratings.sources import ATTENTION_CLIPS, Origin, RawTables, load_ratings_source
+from modprefs.scale import PAPER_SCALE, RatingScale
 
 ATTENTION_PROMPT = "attn"
 MAX_LISTED = 50
 AUDIO_ONLY_TRIAL_COLUMNS = ("deliberation_time_s", "replays_0", "replays_1")
 FAILED_ATTENTION_PREFERENCE = "1"  # the nonsensical response attn_1
+SCALE_COLUMNS = ("rating", "audio_quality")  # checked against the study's rating scale
+#: the condition of every rating when a source has no condition column (the single-condition case)
+DEFAULT_CONDITION = "text"
 
 
 class RatingsValidationError(UserInputError):
     """Raised with every problem found; ``.problems`` holds the full list of messages."""
 
-    def __init__(self, problems: list[str], directory: str | Path | None = None):
+    def __init__(self, problems: list[str], directory: str | Path | None = None, hint: str = ""):
         self.problems = list(problems)
         where = f" in {directory}" if directory is not None else ""
         shown = "\n".join(f"  - {m}" for m in self.problems[:MAX_LISTED])
         more = len(self.problems) - MAX_LISTED
         tail = f"\n  ... and {more} more problem(s) not listed" if more > 0 else ""
+        tail += f"\n{hint}" if hint else ""
         super().__init__(f"{len(self.problems)} problem(s) with the ratings{where}:\n{shown}{tail}")
 
 
@@ -78,12 +99,15 @@ class ValidRatings:
 
     tables: dict[str, pd.DataFrame]
     notes: list[str] = field(default_factory=list)
+    #: the stimuli the ratings were checked against (given, or derived from the ratings)
+    stimuli: pd.DataFrame | None = None
 
 
 class _Problems:
     def __init__(self, origins: Mapping[str, Origin]) -> None:
         self.items: list[str] = []
         self.origins = origins
+        self.off_scale = False  # a rating or audio quality outside the scale (the error then names the scale)
 
     def file(self, table: str, msg: str) -> None:
         self.items.append(f"{self.origins[table].file()}: {msg}")
@@ -95,8 +119,35 @@ class _Problems:
         return self.origins[table].where(idx)
 
 
-def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems) -> pd.DataFrame:
-    """Typed columns per the schema; missing optional columns stay absent, extra columns stay strings."""
+def _plain(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def scale_spec(spec: ColumnSpec, scale: RatingScale) -> ColumnSpec:
+    """``spec`` of a rating column on ``scale``: integers on a scale of whole numbers, else numbers, within
+    [min, max] (the step is checked by :func:`_off_step`)."""
+    return dataclasses.replace(
+        spec, kind="integer" if scale.is_integer else "number", minimum=_plain(scale.min), maximum=_plain(scale.max)
+    )
+
+
+def _off_step(values: pd.Series, scale: RatingScale) -> list[int]:
+    """Rows of ``values`` (parsed, within range) that are not on one of the scale's steps."""
+    x = pd.to_numeric(values, errors="coerce").astype(float).to_numpy()
+    return [int(i) for i in np.flatnonzero(np.isfinite(x) & ~scale.on_scale(x))]
+
+
+def scale_hint(scale: RatingScale) -> str:
+    """The line a rating error ends with: which scale the ratings were checked against, how to choose another."""
+    return (
+        f"  (ratings and audio quality are checked against the rating scale {scale.describe()}; a study on "
+        "another scale sets it with `modprefs stats --scale MIN:MAX[:STEP]` or the workflow config's study.scale)"
+    )
+
+
+def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems, scale: RatingScale = PAPER_SCALE) -> pd.DataFrame:
+    """Typed columns per the schema (rating columns per ``scale``); missing optional columns stay absent,
+    extra columns stay strings."""
     out = pd.DataFrame(index=raw.index)
     specs = {s.name: s for s in column_specs(table)}
     for name, spec in specs.items():
@@ -105,9 +156,21 @@ def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems) -> pd.DataF
                 hint = " (or prompt_id + response)" if (table, name) == ("ratings", "clip_id") else ""
                 problems.file(table, f"missing column {problems.origins[table].column(name)!r}{hint}")
             continue
-        series, errs = parse_column(raw[name], spec)
+        on_scale = table == "ratings" and name in SCALE_COLUMNS
+        series, errs = parse_column(raw[name], scale_spec(spec, scale) if on_scale else spec)
         for idx, msg in errs:
             problems.cell(table, idx, name, msg)
+        if on_scale:
+            problems.off_scale |= any(k in m for _, m in errs for k in ("minimum", "maximum", "integer"))
+            for idx in _off_step(series, scale):
+                problems.off_scale = True
+                problems.cell(
+                    table,
+                    idx,
+                    name,
+                    f"{raw[name].iloc[idx]!r} is not on the scale's steps ({scale.min:g}, "
+                    f"{scale.min + scale.step:g}, ... {scale.max:g}: step {scale.step:g})",
+                )
         out[name] = series
     for c in raw.columns:
         if c not in out.columns:
@@ -141,22 +204,32 @@ def _stimulus_maps(stimuli: pd.DataFrame) -> tuple[set[str], dict[str, tuple[str
 
 def ingest_ratings(
     source: str | Path,
-    stimuli: pd.DataFrame,
+    stimuli: pd.DataFrame | None,
     columns: Mapping[str, str] | None = None,
     assignments: pd.DataFrame | None = None,
+    scale: RatingScale | None = None,
 ) -> ValidRatings:
     """Load ``source`` (:func:`modprefs.ratings.sources.load_ratings_source`) and validate it.
+
+    ``stimuli`` None: derived from the ratings (module docstring), returned in ``.stimuli`` as the
+    given ones are. ``scale``: the rating scale (default the paper's 1..100).
 
     Raises:
         RatingsValidationError: every problem with the values; RatingsSourceError / TableError: a
         source, file or column map that cannot be read (each names the file).
     """
-    raw = load_ratings_source(source, columns, stimuli)
-    return validate_ratings(raw, stimuli, assignments)
+    raw = load_ratings_source(source, columns, stimuli, derive_stimuli=stimuli is None)
+    if stimuli is None:
+        stimuli = raw.stimuli
+        assert stimuli is not None  # derive_stimuli=True always sets it
+    return validate_ratings(raw, stimuli, assignments, scale=scale)
 
 
 def validate_ratings_dir(
-    directory: str | Path, stimuli: pd.DataFrame, columns: Mapping[str, str] | None = None
+    directory: str | Path,
+    stimuli: pd.DataFrame,
+    columns: Mapping[str, str] | None = None,
+    scale: RatingScale | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Validate the tables of the ratings source ``directory`` against ``stimuli``; the typed tables.
 
@@ -164,11 +237,15 @@ def validate_ratings_dir(
     before anyone rated passes. :func:`ingest_ratings` adds the study-level checks for analysis.
     """
     raw = load_ratings_source(directory, columns, stimuli)
-    return validate_ratings(raw, stimuli, study_checks=False).tables
+    return validate_ratings(raw, stimuli, study_checks=False, scale=scale).tables
 
 
 def validate_ratings(
-    raw: RawTables, stimuli: pd.DataFrame, assignments: pd.DataFrame | None = None, study_checks: bool = True
+    raw: RawTables,
+    stimuli: pd.DataFrame,
+    assignments: pd.DataFrame | None = None,
+    study_checks: bool = True,
+    scale: RatingScale | None = None,
 ) -> ValidRatings:
     """Check the loaded tables (see the module docstring); raise :class:`RatingsValidationError` on any problem.
 
@@ -178,11 +255,13 @@ def validate_ratings(
         assignments: the study design (participant_id, ...); participants not in it are noted.
         study_checks: also refuse a study with nothing to analyse (no rating rows, or none left
             after the attention check); off for validating an export's tables only.
+        scale: the rating scale ``rating`` and ``audio_quality`` must be on (default the paper's 1..100).
 
     Returns:
         :class:`ValidRatings`: typed ratings, trials (when given) and participants (given, or
-        derived from the ratings), ``source`` filled with ``collected`` where absent.
+        derived from the ratings), ``source`` filled with ``collected`` where absent, and ``stimuli``.
     """
+    scale = scale or PAPER_SCALE
     problems = _Problems(raw.origins)
     notes = list(raw.notes)
     tables: dict[str, pd.DataFrame | None] = {t: None for t in TABLES}
@@ -190,9 +269,10 @@ def validate_ratings(
         if t in raw.tables and t != "ratings" and raw.tables[t].empty:
             notes.append(f"{raw.origins[t].file()}: no rows, treated as absent")
         elif t in raw.tables:
-            tables[t] = _parse_table(t, raw.tables[t], problems)
+            tables[t] = _parse_table(t, raw.tables[t], problems, scale)
     ratings = tables["ratings"]
     assert ratings is not None
+    _fill_condition(tables, notes)
     if ratings.empty and study_checks:
         problems.file(
             "ratings",
@@ -206,12 +286,33 @@ def validate_ratings(
     if not problems.items and study_checks:
         _study_checks(tables, problems, notes, assignments)
     if problems.items:
-        raise RatingsValidationError(problems.items, raw.source)
+        raise RatingsValidationError(problems.items, raw.source, scale_hint(scale) if problems.off_scale else "")
     out = {t: df for t, df in tables.items() if df is not None}
     for df in out.values():
         if "source" not in df.columns:
             df["source"] = "collected"
-    return ValidRatings(out, notes)
+    return ValidRatings(out, notes, stimuli)
+
+
+def _fill_condition(tables: dict[str, pd.DataFrame | None], notes: list[str]) -> None:
+    """A ratings table without ``condition``: the participants' condition when they have one, else
+    :data:`DEFAULT_CONDITION` for every rating (noted)."""
+    ratings, parts = tables["ratings"], tables["participants"]
+    assert ratings is not None
+    if "condition" in ratings.columns:
+        return
+    if parts is not None and "condition" in parts.columns and "participant_id" in ratings.columns:
+        of = parts.dropna(subset=["participant_id"]).drop_duplicates("participant_id")
+        ratings["condition"] = ratings["participant_id"].map(of.set_index("participant_id")["condition"])
+        notes.append("ratings without condition: taken from the participants table")
+        return
+    ratings["condition"] = DEFAULT_CONDITION
+    if parts is not None and "condition" not in parts.columns:
+        parts["condition"] = DEFAULT_CONDITION
+    notes.append(
+        f"no condition column: every rating is in one condition, analysed as {DEFAULT_CONDITION!r} "
+        "(the analyses comparing conditions are skipped)"
+    )
 
 
 def _participants(tables: dict[str, pd.DataFrame | None], notes: list[str]) -> pd.DataFrame:
@@ -540,7 +641,8 @@ def _check_trial_clips(
     per_trial: dict[tuple, list[int]],
     cols: dict[str, list],
 ) -> None:
-    """Each trial: exactly the prompt's two clips rated, exactly one of them presented first."""
+    """Each trial: exactly the prompt's clips rated (two in the paper's design), exactly one of them presented
+    first (prompts with two or more clips)."""
     problems, key_col, key_text = checks.problems, checks.key_col, checks.key_text
     groups = trial_rows if trials is not None else {k: rows[0] for k, rows in per_trial.items()}
     for key, i in groups.items():
@@ -554,7 +656,7 @@ def _check_trial_clips(
             prompt = key[1]
         clips = [cols["clip_id"][r] for r in rows]
         expected = clips_by_prompt.get(prompt, set()) if prompt is not None and _present(prompt) else set()
-        if expected and (len(rows) != 2 or set(clips) != expected):
+        if expected and (len(rows) != len(expected) or set(clips) != expected):
             where = ("trials", i) if trials is not None else ("ratings", rows[0])
             problems.cell(
                 where[0],
@@ -568,14 +670,16 @@ def _check_trial_clips(
         firsts = [cols["presented_first"][r] for r in rows]
         if (
             "presented_first" in ratings.columns
+            and len(rows) >= 2
             and all(_present(f) for f in firsts)
             and sum(bool(f) for f in firsts) != 1
         ):
+            what = "the two clips" if len(rows) == 2 else f"the {len(rows)} clips"
             problems.cell(
                 "ratings",
                 rows[0],
                 "presented_first",
-                f"participant {pid!r} {key_text(key)}: exactly one of the two clips must be presented first "
+                f"participant {pid!r} {key_text(key)}: exactly one of {what} must be presented first "
                 f"(rows {', '.join(problems.at('ratings', r) for r in rows)})",
             )
 

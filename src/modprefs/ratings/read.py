@@ -13,6 +13,7 @@ and :func:`prepare_study` turns them into what the analyses take:
   0 for the attention check, 1 for every other rating (a constant: the ICC model leaves trial out);
   ``presented_first`` absent -> false everywhere (a constant: left out of the ICC model). Nothing
   is written back; analyses that need the real column are skipped with its name;
+* ``ratings.response``: each rating's response index, from the stimuli (whatever the clip ids look like);
 * ``assignments``: each rated trial's presentation order (``first_clip``, the response shown
   first) derived from ``ratings.presented_first`` -- for every participant, including those not in
   the design's assignments.csv (the annotation app's reissued ``<slot>_r2`` ids); the design is
@@ -43,11 +44,16 @@ class StimuliError(UserInputError):
 
 
 def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.DataFrame:
-    """A stimulus table: clip_id, prompt_id, response (0/1; from the clip id's ``_0``/``_1`` when absent), + extras.
+    """A stimulus table: clip_id, prompt_id, response (a whole number >= 0), + extras (n_chars, prism_score, ...).
 
-    Checks: the columns exist; ids non-empty; ``response`` 0 or 1 and equal to the clip id's suffix
-    (the analyses read a clip's response index from it); no clip twice; each prompt with exactly
-    one clip of response 0 and one of response 1; ``n_chars`` (optional) a non-negative number.
+    ``response`` is honoured as given, whatever the clip ids look like; without it, a clip's response is
+    its id's ``_N`` suffix when every clip id has one (the workflow's ``{prompt_id}_{response}``), else
+    its position among its prompt's clips in the file (0, 1, ...). A prompt may have any number of
+    clips: two (responses 0 and 1) is the paper's pairwise design, one a single-stimulus (MOS) design
+    (:func:`pairs_reason` says whether the pairwise analyses can run).
+
+    Checks: the columns exist; ids non-empty; ``response`` a whole number >= 0; no clip twice; no two
+    clips of a prompt with the same response; ``n_chars`` (optional) a non-negative number.
 
     Raises:
         TableError: unreadable file (missing, empty, header-only, non-UTF-8, ...).
@@ -67,46 +73,31 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
             f"n_chars, ...; has {list(df.columns)})"
         )
     clips = df["clip_id"].astype(object)
-    suffix = clips.astype(str).str.extract(r"_([01])$")[0]
+    response = _stimulus_responses(df)
     if "response" in df.columns:
-        text = df["response"].astype("string").str.strip().str.replace(r"\.0$", "", regex=True)
-        response = pd.to_numeric(text.where(text.isin(["0", "1"])), errors="coerce")
         for bad in np.flatnonzero(response.isna().to_numpy()):
-            cell(int(bad), "response", f"{df['response'].iloc[bad]!r} is not a response index (0 or 1)")
-    else:
-        response = pd.to_numeric(suffix, errors="coerce")
-    for i, (clip, prompt, suf, resp) in enumerate(zip(clips, df["prompt_id"], suffix, response)):
+            cell(int(bad), "response", f"{df['response'].iloc[bad]!r} is not a response index (a whole number >= 0)")
+    first: dict[str, int] = {}
+    for i, (clip, prompt) in enumerate(zip(clips, df["prompt_id"])):
         if clip is None or pd.isna(clip):
             cell(i, "clip_id", "empty clip id")
             continue
         if prompt is None or pd.isna(prompt):
             cell(i, "prompt_id", "empty prompt id")
-        if pd.isna(suf):
-            cell(
-                i,
-                "clip_id",
-                f"{clip!r} does not end in _0 or _1 (the response index; clip ids are {{prompt_id}}_{{response}})",
-            )
-        elif pd.notna(resp) and int(suf) != int(resp):
-            cell(i, "clip_id", f"{clip!r} ends in _{suf} but its response is {int(resp)}")
-    first: dict[str, int] = {}
-    for i, clip in enumerate(clips):
-        if clip is None or pd.isna(clip):
-            continue
         if clip in first:
             cell(i, "clip_id", f"duplicate clip {clip!r} (first at row {first[clip] + 2})")
         else:
             first[clip] = i
     if not problems:
         for prompt, rows in df.groupby(df["prompt_id"].astype(str)).groups.items():
-            got = sorted(int(response.loc[r]) for r in rows)
-            if got != [0, 1]:
+            got = [int(response.loc[r]) for r in rows]
+            for r in sorted({x for x in got if got.count(x) > 1}):
                 cell(
                     int(rows[0]),
                     "prompt_id",
-                    f"prompt {prompt!r} has clips with responses {got} (rows "
-                    f"{[int(r) + 2 for r in rows]}); each prompt needs one clip of "
-                    "response 0 and one of response 1",
+                    f"prompt {prompt!r} has two clips with response {r} (rows "
+                    f"{[int(i) + 2 for i, x in zip(rows, got) if x == r]}); each clip of a prompt needs its own "
+                    "response index",
                 )
     if "n_chars" in df.columns:
         chars = pd.to_numeric(df["n_chars"], errors="coerce")
@@ -117,6 +108,33 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
             f"{len(problems)} problem(s) with the stimuli {name}:\n" + "\n".join(f"  - {p}" for p in problems[:50])
         )
     return df.assign(response=response.astype(int))
+
+
+def _stimulus_responses(df: pd.DataFrame) -> pd.Series:
+    """Each clip's response index (float, NaN where a given ``response`` is not a whole number >= 0)."""
+    if "response" in df.columns:
+        text = df["response"].astype("string").str.strip().str.replace(r"\.0$", "", regex=True)
+        return pd.to_numeric(text.where(text.str.fullmatch(r"\d+").fillna(False)), errors="coerce")
+    suffix = df["clip_id"].astype(str).str.extract(r"_(\d+)$")[0]
+    if suffix.notna().all():
+        return pd.to_numeric(suffix).astype(float)
+    return df.groupby(df["prompt_id"].astype(str)).cumcount().astype(float)
+
+
+def pairs_reason(stimuli: pd.DataFrame | None) -> str | None:
+    """None when every prompt has exactly two clips, responses 0 and 1 (the paper's pairwise design, which
+    the analyses of rating pairs, preferences and winners need); otherwise the reason they are skipped."""
+    need = "needs a pairwise design (two responses, 0 and 1, per prompt)"
+    if stimuli is None or stimuli.empty or not {"prompt_id", "response"} <= set(stimuli.columns):
+        return f"{need}; no stimuli"
+    got = stimuli.groupby(stimuli["prompt_id"].astype(str))["response"].agg(lambda r: tuple(sorted(int(x) for x in r)))
+    bad = got[got != (0, 1)]
+    if bad.empty:
+        return None
+    sizes = bad.map(len).value_counts().sort_index()
+    kinds = {1: "1 response (a single-stimulus design)", 2: "2 responses other than 0 and 1"}
+    what = ", ".join(f"{n} with {kinds.get(int(k), f'{k} responses')}" for k, n in sizes.items())
+    return f"{need}; {len(bad)} of {len(got)} prompt(s) are not pairs: {what}"
 
 
 @dataclass
@@ -194,6 +212,10 @@ def prepare_study(tables: Mapping[str, pd.DataFrame | None], design: pd.DataFram
         ratings["presented_first"] = False
         notes.append("no presentation order (ratings.presented_first): models without the order effect")
     stimuli = tables["stimuli"]
+    if stimuli is not None and "clip_id" in ratings.columns:  # each rating's response index, from the stimuli
+        response = {c: r for c, (_, r) in ATTENTION_CLIPS.items()}
+        response.update(zip(stimuli["clip_id"].astype(str), stimuli["response"].astype(int)))
+        ratings["response"] = ratings["clip_id"].astype(str).map(response).astype("Int64")
     out = {
         **{k: v for k, v in tables.items() if v is not None},
         "ratings": ratings,

@@ -23,6 +23,12 @@ response shown first, 0/1; gives ``presented_first``) and ``audio_quality_0``/``
 two long rows per trial. Clip ids come from the stimuli for (prompt, response) and prompt ids from
 the stimuli for a clip when a table lacks them.
 
+Without a stimulus table (``modprefs stats`` without ``--clips``), :func:`stimuli_from_ratings` derives
+one from the ratings: from ``prompt_id`` + ``response`` columns; else from a ``prompt_id`` column (the
+response from the clip id's ``_N`` suffix, or the clip's rank within its prompt); else from clip ids
+``{prompt}_{response}`` (when that gives two or more prompts); otherwise each clip is its own item (a
+single-stimulus / MOS design: prompt = clip, response 0).
+
 Every cell keeps its provenance (:class:`Origin`): validation messages name the user's file, row
 and column -- the foreign column name and, for a wide table, the row of the trial.
 Nothing here judges values; :mod:`modprefs.ratings.ingest` does.
@@ -113,6 +119,7 @@ class RawTables:
     source: str
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    stimuli: pd.DataFrame | None = None  # derived from the ratings (``derive_stimuli``), else None
 
 
 # ---- reading ------------------------------------------------------------------------------------------
@@ -169,7 +176,10 @@ def _data_files(folder: Path) -> list[Path]:
 
 
 def load_ratings_source(
-    source: str | Path, columns: Mapping[str, str] | None = None, stimuli: pd.DataFrame | None = None
+    source: str | Path,
+    columns: Mapping[str, str] | None = None,
+    stimuli: pd.DataFrame | None = None,
+    derive_stimuli: bool = False,
 ) -> RawTables:
     """Read ``source`` (see the module docstring) into :class:`RawTables` with canonical column names.
 
@@ -177,6 +187,8 @@ def load_ratings_source(
         source: folder, file, ``datasets`` folder, data-files folder or ``hf://owner/name``.
         columns: {canonical name: source column name} for foreign names (aliases allowed).
         stimuli: the stimulus table (prompt_id, clip_id, response) used to fill clip/prompt ids.
+        derive_stimuli: without ``stimuli``, derive them from the ratings (:func:`stimuli_from_ratings`)
+            into ``RawTables.stimuli`` and fill the ids from them.
 
     Raises:
         RatingsSourceError / TableError: unreadable source or files, or a column map that does not fit.
@@ -220,9 +232,13 @@ def load_ratings_source(
     if _is_wide(tables["ratings"]):
         notes.append("wide ratings table: one row per trial, rating_0/rating_1 turned into two rating rows")
         _wide_to_long(tables, origins, stimuli)
-    _fill_ids(tables, origins, stimuli)
+    derived = None
+    if derive_stimuli and stimuli is None:
+        derived, note = stimuli_from_ratings(tables["ratings"], origins["ratings"])
+        notes.append(note)
+    _fill_ids(tables, origins, stimuli if stimuli is not None else derived)
     split_levels(tables, origins, notes)
-    return RawTables(tables, origins, text, files, notes)
+    return RawTables(tables, origins, text, files, notes, derived)
 
 
 def _read(path: Path, name: str) -> tuple[pd.DataFrame, Origin]:
@@ -468,6 +484,91 @@ def _wide_to_long(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], s
     o = origin.take(idx)
     o.row_columns.update(row_columns)
     tables["ratings"], origins["ratings"] = long, o
+
+
+_SUFFIX = r"^(.+)_(\d+)$"  # a clip id {prompt}_{response}
+STIMULI_COLUMNS = ["clip_id", "prompt_id", "response"]
+
+
+def _stripped(df: pd.DataFrame, name: str) -> pd.Series | None:
+    return df[name].astype(str).str.strip() if name in df.columns else None
+
+
+def _derived_ids(r: pd.DataFrame) -> tuple[pd.Series, pd.Series, pd.Series, str]:
+    """(clip, prompt, response as text, how) of every ratings row, per :func:`stimuli_from_ratings`' rules."""
+    clip, prompt, resp = _stripped(r, "clip_id"), _stripped(r, "prompt_id"), _stripped(r, "response")
+    if resp is not None:
+        resp = resp.str.replace(r"\.0$", "", regex=True)
+    if prompt is not None and resp is not None:
+        if clip is None:
+            clip = pd.Series([f"{p}_{x}" if p and x else "" for p, x in zip(prompt, resp)], index=r.index)
+        return clip, prompt, resp, "from the ratings' prompt_id and response columns"
+    assert clip is not None  # the caller checked
+    parts = clip.str.extract(_SUFFIX)
+    numbered = bool(len(clip)) and parts[1].notna().all()
+    if prompt is not None:
+        if numbered:
+            return clip, prompt, parts[1], "prompt from the prompt_id column, response from the clip id's _N suffix"
+        rank = clip.groupby(prompt).rank(method="dense").astype(int) - 1
+        return clip, prompt, rank.astype(str), "prompt from the prompt_id column, responses numbered within it"
+    if numbered and 1 < parts[0].nunique() < clip.nunique():
+        return clip, parts[0], parts[1], "clip ids read as {prompt}_{response}"
+    zeros = pd.Series("0", index=r.index)
+    return clip, clip, zeros, "each clip its own item (a single-stimulus design: no prompt_id, response 0)"
+
+
+def stimuli_from_ratings(ratings: pd.DataFrame, origin: Origin) -> tuple[pd.DataFrame, str]:
+    """A stimulus table (clip_id, prompt_id, response) derived from a ratings table (strings), and a note.
+
+    Rules (module docstring): ``prompt_id`` + ``response`` columns; else a ``prompt_id`` column with the
+    response from the clip id's ``_N`` suffix (every clip has one) or the clip's rank within its prompt;
+    else clip ids ``{prompt}_{response}`` when that gives two or more prompts, each with fewer clips than
+    all; else each clip its own item. Attention-check rows (``attn``, ``attn_0``/``attn_1``) are left out.
+    A ratings table without clip ids (and without prompt + response) gives an empty table: validation
+    reports the missing column.
+
+    Raises:
+        RatingsSourceError: a response that is not a whole number, one clip given two prompts or responses,
+            or two clips given the same prompt and response (each naming the rows and columns).
+    """
+    if "clip_id" not in ratings.columns and not {"prompt_id", "response"} <= set(ratings.columns):
+        return pd.DataFrame(columns=STIMULI_COLUMNS), "no clips table and no clip ids in the ratings"
+    clip, prompt, resp, how = _derived_ids(ratings)
+    attn = clip.isin(list(ATTENTION_CLIPS)) | prompt.eq(ATTENTION_CLIPS["attn_0"][0])
+    keep = ~attn & clip.ne("") & prompt.ne("")
+    problems: list[str] = []
+    seen: dict[str, tuple[int, str, str]] = {}
+    slot: dict[tuple[str, str], tuple[int, str]] = {}
+    for i in np.flatnonzero(keep.to_numpy()):
+        c, p, x = clip.iat[i], prompt.iat[i], resp.iat[i]
+        if not x.isdigit():
+            problems.append(f"{origin.where(int(i), 'response')}: {x!r} is not a response index (a whole number >= 0)")
+            continue
+        x = str(int(x))
+        if c in seen:
+            j, p0, x0 = seen[c]
+            if (p0, x0) != (p, x) and len(problems) < 20:
+                problems.append(
+                    f"{origin.where(int(i), 'clip_id')}: clip {c!r} is prompt {p!r} response {x}, but at "
+                    f"{origin.where(j)} prompt {p0!r} response {x0}"
+                )
+            continue
+        seen[c] = (int(i), p, x)
+        if (p, x) in slot and len(problems) < 20:
+            j, c0 = slot[(p, x)]
+            problems.append(
+                f"{origin.where(int(i), 'clip_id')}: clip {c!r} and clip {c0!r} (at {origin.where(j)}) are both "
+                f"prompt {p!r} response {x}"
+            )
+        slot.setdefault((p, x), (int(i), c))
+    if problems:
+        raise RatingsSourceError("\n".join(problems))
+    stimuli = pd.DataFrame([(c, p, int(x)) for c, (_, p, x) in seen.items()], columns=STIMULI_COLUMNS).astype(
+        {"response": int}
+    )
+    counts = stimuli.groupby("prompt_id")["response"].size().value_counts().sort_index()
+    design = ", ".join(f"{n} prompt(s) with {k} response(s)" for k, n in counts.items())
+    return stimuli, f"no clips table: {len(stimuli)} clips derived from the ratings ({how}): {design or 'none'}"
 
 
 def _fill_ids(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], stimuli: pd.DataFrame | None) -> None:

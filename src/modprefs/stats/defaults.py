@@ -4,12 +4,21 @@
 ``stats`` section (and the top-level ``seed``) of ``workflow/schemas/config.schema.yaml`` and the
 values of the embedded ``config.yaml``, so the two entry points give identical tables on the same
 data. Keys: ``seed`` (the config's top-level ``seed``), the rest as in the config's ``stats:``.
+
+The rating scale is the study's, not a statistics setting: the config's ``study.scale`` (default the
+paper's 1..100, :data:`modprefs.scale.PAPER_SCALE`), ``modprefs stats --scale`` (default
+:data:`STATS_SCALE`, the same scale). The workflow's rules pass ``scale=config["study"]["scale"]`` and
+the CLI passes ``--scale`` as the same mapping (``params["scale"]``), which the analyses read with
+:func:`modprefs.stats.tables.analyses.study_scale`.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 from typing import Any
+
+#: ``modprefs stats --scale``'s default (MIN:MAX[:STEP]): the paper's 1..100 slider, config study.scale's default
+STATS_SCALE = "1:100"
 
 STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
     {

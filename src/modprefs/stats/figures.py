@@ -35,7 +35,7 @@ def ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, np.arange(1, len(x) + 1) / len(x) if len(x) else np.array([])
 
 
-def _panel(ax, data: dict[str, np.ndarray], title: str, xlabel: str, unit: str) -> None:
+def _panel(ax, data: dict[str, np.ndarray], title: str, xlabel: str, unit: str, max_gap: float = 100.0) -> None:
     for c in CONDITIONS:
         x, y = ecdf(data.get(c, np.array([])))
         if len(x):
@@ -49,7 +49,7 @@ def _panel(ax, data: dict[str, np.ndarray], title: str, xlabel: str, unit: str) 
             ax.axvline(x.mean(), color=COLOURS[c], ls=":", lw=1)
         else:
             ax.plot([], [], color=COLOURS[c], label=f"{c}: no data")
-    ax.set_xlim(0, 100)
+    ax.set_xlim(0, max_gap)
     ax.set_ylim(0, 1.02)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("Cumulative proportion")
@@ -58,7 +58,9 @@ def _panel(ax, data: dict[str, np.ndarray], title: str, xlabel: str, unit: str) 
     ax.legend(loc="lower right", fontsize=8)
 
 
-def figure2_gap_cdf(gaps: pd.DataFrame, target: str | os.PathLike[str] | None = None, dpi: int = 150) -> Figure:
+def figure2_gap_cdf(
+    gaps: pd.DataFrame, target: str | os.PathLike[str] | None = None, dpi: int = 150, max_gap: float = 100.0
+) -> Figure:
     """Figure 2 (§4.1): cumulative distribution of the rating gap on decisive trials, by modality.
 
     Left (the paper's caption): the **mean per-prompt** gap — each prompt's mean |r_0 - r_1| over
@@ -66,7 +68,8 @@ def figure2_gap_cdf(gaps: pd.DataFrame, target: str | os.PathLike[str] | None = 
     and modality. Right: the **per-trial** gaps of decisive trials, the distribution the §4.1
     Mann–Whitney U compares. Dotted lines mark the means. ``gaps`` is
     :func:`modprefs.stats.tables.thresholds.trial_gaps`' output; with ``target`` the PNG is written
-    atomically. A modality without decisive trials is drawn as 'no data', never an error.
+    atomically. A modality without decisive trials is drawn as 'no data', never an error. ``max_gap``: the
+    x axis' end (the scale's max - min; 100 for the paper's 1-100 slider).
     """
     dec = gaps[gaps["kind"] == "decisive"]
     per_prompt = prompt_mean_gaps(gaps, "decisive")
@@ -79,6 +82,7 @@ def figure2_gap_cdf(gaps: pd.DataFrame, target: str | os.PathLike[str] | None = 
         "Mean per-prompt rating gap (decisive trials)",
         "Mean |rating difference| per prompt",
         "prompts",
+        max_gap,
     )
     _panel(
         ax2,
@@ -86,6 +90,7 @@ def figure2_gap_cdf(gaps: pd.DataFrame, target: str | os.PathLike[str] | None = 
         "Per-trial rating gap (decisive trials)",
         "|rating difference| on a trial",
         "trials",
+        max_gap,
     )
     ax2.set_ylabel("")
     fig.suptitle("Figure 2: rating gap when a preference (not a tie) was declared", fontsize=11)

@@ -648,8 +648,12 @@ def alpha_table(
     ci_level: float = 0.95,
     stimuli: pd.DataFrame | None = None,
     conditions: tuple[str, str] = ("audio", "text"),
+    metrics: tuple[str, ...] | None = None,
 ) -> pd.DataFrame:
     """Krippendorff's alpha rows of Table 4: per condition, bootstrap CI, permutation p.
+
+    ``metrics``: the rows to compute (keys of :data:`ALPHA_METRICS`; default all). Each metric keeps its own
+    random stream, so a row is the same whichever others are computed.
 
     One row per metric in :data:`ALPHA_METRICS` (continuous: interval on ratings, units = clips;
     ordinal: order-corrected A/Tie/B, units = prompts; nominal: raw screen-position A/Tie/B,
@@ -673,6 +677,8 @@ def alpha_table(
     for (metric, (level, frame, unit)), stream in zip(
         ALPHA_METRICS.items(), np.random.SeedSequence(seed).spawn(len(ALPHA_METRICS))
     ):
+        if metrics is not None and metric not in metrics:
+            continue
         rng_a, rng_b, rng_p = (make_rng(s) for s in stream.spawn(3))
         domain = None if level == "interval" else PREFERENCE_DOMAIN
         mat, cond = _pooled_matrix(metric, ratings, trials, assignments, participants, conditions, stimuli)

@@ -12,7 +12,10 @@ Inputs
   of the stimulus set (:func:`modprefs.stats.reliability.icc.analysable_ratings`), raw 1–100 ratings.
 * ``stimuli.csv`` maps clip -> prompt and response (0/1) and carries the original PRISM score.
 
-All ratings and differences are on the 1–100 slider scale ("points").
+All ratings and differences are on the study's rating scale ("points": the paper's 1–100 slider). The AI
+judges rate on 1..100 (their prompt) whatever the study's scale; on another scale their ratings and the
+PRISM scores (also 1..100) are first mapped linearly onto it (:meth:`modprefs.scale.RatingScale.from_paper_units`,
+1 -> min, 100 -> max, not rounded), so every comparison with the humans is in the study's units.
 
 Table 5 (paper values in brackets)
 ----------------------------------
@@ -63,6 +66,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from modprefs.scale import RatingScale
 from modprefs.stats.mixed.lmm import fit_formula
 from modprefs.stats.reliability.icc import analysable_ratings
 
@@ -232,9 +236,16 @@ def _stimulus_map(stimuli: pd.DataFrame) -> pd.DataFrame:
     if s["clip_id"].duplicated().any():
         dup = s.loc[s["clip_id"].duplicated(), "clip_id"].iloc[0]
         raise ValueError(f"stimuli: column 'clip_id' has duplicates, e.g. {dup!r}")
-    if not s["response"].isin([0, 1]).all():
-        raise ValueError("stimuli: column 'response' must be 0 or 1")
+    if (s["response"] < 0).any():
+        raise ValueError("stimuli: column 'response' must be a response index (0, 1, ...)")
     return s
+
+
+def on_study_scale(ai: pd.DataFrame, scale: RatingScale | None) -> pd.DataFrame:
+    """The judges' 1..100 ratings mapped linearly onto the study's ``scale`` (not rounded; unchanged on the paper's)."""
+    if scale is None or scale.is_paper:
+        return ai
+    return ai.assign(rating=scale.from_paper_units(ai["rating"].to_numpy(float), snap=False))
 
 
 def ai_clip_means(ai: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
@@ -272,12 +283,17 @@ def human_clip_means(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli:
     return pd.concat(frames, ignore_index=True)
 
 
-def clip_table(ai_means: pd.DataFrame, human_means: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
+def clip_table(
+    ai_means: pd.DataFrame, human_means: pd.DataFrame, stimuli: pd.DataFrame, scale: RatingScale | None = None
+) -> pd.DataFrame:
     """One row per stimulus clip: prompt_id, response, prism_score and the four group means
     ``ai_audio``, ``ai_text``, ``human_audio``, ``human_text`` (NaN where a group did not rate the
-    clip) with their counts ``n_ai_*`` (AI samples) and ``n_human_*`` (raters)."""
+    clip) with their counts ``n_ai_*`` (AI samples) and ``n_human_*`` (raters). On a ``scale`` other than
+    the paper's the PRISM score (1..100) is mapped onto it, as the AI ratings are (:func:`on_study_scale`)."""
     s = _stimulus_map(stimuli)
     prism = pd.to_numeric(s["prism_score"], errors="coerce") if "prism_score" in s.columns else np.nan
+    if scale is not None and not scale.is_paper and "prism_score" in s.columns:
+        prism = pd.Series(scale.from_paper_units(np.asarray(prism, float), snap=False), index=s.index)
     out = pd.DataFrame(
         {"clip_id": s["clip_id"], "prompt_id": s["prompt_id"], "response": s["response"], "prism_score": prism}
     )
@@ -443,14 +459,15 @@ def table5(
     participants: pd.DataFrame,
     stimuli: pd.DataFrame,
     judge_by_modality: Mapping[str, str] | None = None,
+    scale: RatingScale | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 5 and the clip-level table it is computed from (see the module docstring).
 
-    Returns (table, clips): ``table`` has :data:`TABLE_COLUMNS` (estimate in points), ``clips`` is
-    :func:`clip_table`'s output.
+    Returns (table, clips): ``table`` has :data:`TABLE_COLUMNS` (estimate in points of ``scale``, the
+    study's rating scale; default the paper's 1..100), ``clips`` is :func:`clip_table`'s output.
     """
-    ai = select_judge_ratings(judges, judge_by_modality)
-    clips = clip_table(ai_clip_means(ai, stimuli), human_clip_means(ratings, participants, stimuli), stimuli)
+    ai = on_study_scale(select_judge_ratings(judges, judge_by_modality), scale)
+    clips = clip_table(ai_clip_means(ai, stimuli), human_clip_means(ratings, participants, stimuli), stimuli, scale)
     table = pd.DataFrame(ai_human_error(clips) + prism_comparisons(clips), columns=TABLE_COLUMNS)
     judge_ids = ai.groupby("modality")["judge_id"].first().to_dict()
     table.attrs["judges"] = judge_ids
@@ -656,13 +673,14 @@ def table6_from_inputs(
     participants: pd.DataFrame,
     stimuli: pd.DataFrame,
     judge_by_modality: Mapping[str, str] | None = None,
+    scale: RatingScale | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Table 6 from the raw tables: AI differentiation (:func:`ai_differentiation`) and the human
-    per-prompt ICC(2,1) (:func:`modprefs.stats.tables.modality.per_prompt_icc` on
+    """Table 6 from the raw tables: AI differentiation (:func:`ai_differentiation`, on the study's ``scale``) and
+    the human per-prompt ICC(2,1) (:func:`modprefs.stats.tables.modality.per_prompt_icc` on
     :func:`modprefs.stats.tables.modality.rating_frame`). Returns :func:`table6`'s (table, per_prompt)."""
     from modprefs.stats.tables.modality import per_prompt_icc, rating_frame
 
-    ai = select_judge_ratings(judges, judge_by_modality)
+    ai = on_study_scale(select_judge_ratings(judges, judge_by_modality), scale)
     diff = ai_differentiation(ai_clip_means(ai, stimuli), stimuli)
     icc = per_prompt_icc(rating_frame(ratings, participants, stimuli))
     if icc.empty:
@@ -682,22 +700,30 @@ def _figure(ncols: int, width: float = 10.0):
     return fig, fig.subplots(1, ncols, squeeze=False)[0]
 
 
-def figure_ai_human(clips: pd.DataFrame, target: str | os.PathLike[str]) -> None:
+def figure_ai_human(clips: pd.DataFrame, target: str | os.PathLike[str], scale: RatingScale | None = None) -> None:
     """Clip-level mean AI rating against mean human rating, one panel per modality, with the identity
-    line and the MAE (Table 5's first block). PNG written atomically."""
+    line and the MAE (Table 5's first block), axes over the rating ``scale`` (default 1..100). PNG written
+    atomically."""
     from modprefs.stats.figures import COLOURS, save_png
 
+    lo, hi = (1.0, 100.0) if scale is None else (scale.min, scale.max)
+    pad = (hi - lo) / 99
     fig, axes = _figure(2)
     for ax, m in zip(axes, MODALITIES):
         d = clips.dropna(subset=[f"ai_{m}", f"human_{m}"])
-        ax.plot([1, 100], [1, 100], color="#888888", lw=1, ls="--")
+        ax.plot([lo, hi], [lo, hi], color="#888888", lw=1, ls="--")
         if len(d):
             mae = (d[f"ai_{m}"] - d[f"human_{m}"]).abs().mean()
             ax.scatter(d[f"human_{m}"], d[f"ai_{m}"], s=14, alpha=0.7, color=COLOURS[m])
             ax.set_title(f"{m}: {len(d)} clips, MAE = {mae:.2f}", fontsize=10)
         else:
             ax.set_title(f"{m}: no clips with AI and human means", fontsize=10)
-        ax.set(xlim=(0, 101), ylim=(0, 101), xlabel=f"mean human rating ({m})", ylabel=f"mean AI rating ({m})")
+        ax.set(
+            xlim=(lo - pad, hi + pad),
+            ylim=(lo - pad, hi + pad),
+            xlabel=f"mean human rating ({m})",
+            ylabel=f"mean AI rating ({m})",
+        )
         ax.grid(alpha=0.3)
     fig.suptitle("Table 5: clip-level AI vs human mean ratings", fontsize=11)
     fig.tight_layout()

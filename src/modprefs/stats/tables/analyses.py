@@ -16,6 +16,20 @@ the needs against the columns present in the data and computes only the outputs 
 met; every other declared output is *skipped* the same way, its reason naming the missing column
 (e.g. ``needs trials.preference``). Skips are per output: constant audio quality skips the
 ``audio_quality`` table, not the random-slope LRT beside it.
+
+Any design: the outputs built on rating *pairs* (decision thresholds and gaps, cross-modality winners,
+the preference-score slope, per-prompt ICCs, Table 6's AI gap; :attr:`Needs.pairs`) need the paper's
+pairwise design, every prompt with responses 0 and 1 (:func:`modprefs.ratings.read.pairs_reason`); in a
+single-stimulus (MOS) design or one with more responses per prompt they are skipped with that reason,
+while the ICC, Krippendorff's continuous alpha (Table 4, whose preference alphas are then NaN rows saying
+why), raters needed, Table 2 and Table 5 run.
+
+Any scale: ``params["scale"]`` is the study's rating scale (a ``study.scale`` mapping, as the workflow's
+config and ``modprefs stats --scale`` give it, or a :class:`~modprefs.scale.RatingScale`; default the
+paper's 1..100). Ratings stay in its units, so every statistic in rating units (gaps, thresholds, the
+threshold grid 0..max-min in its steps, LMM coefficients, Table 5's errors) is in scale units; the AI
+judges' 1..100 ratings are mapped onto it first. On a scale other than the paper's, the tables in rating
+units (:data:`RATING_UNIT_TABLES`) get a ``scale`` column and their titles name the scale.
 """
 
 from __future__ import annotations
@@ -26,9 +40,12 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from modprefs.errors import InsufficientDataError
+from modprefs.ratings.read import pairs_reason
+from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.reliability import rater_scaling
@@ -65,7 +82,9 @@ TITLES: dict[str, str] = {
         "Winner agreement at threshold 0: binomial test vs 50 % (the paper's p = .31 is the one-sided test)"
     ),
     "justifications": (
-        "Justification terms by modality (TF-IDF vocabulary, chi-square on presence, Benjamini-Hochberg q)"
+        "Justification terms by modality (TF-IDF vocabulary; p_perm, q and significant: participant-level "
+        "permutation test, Benjamini-Hochberg; chi2, p_chi2, q_chi2: the paper's document-level chi-square, "
+        "for comparison only)"
     ),
     "justifications_counts": "Justification corpus",
     "table2_lmm": (
@@ -83,6 +102,52 @@ TITLES: dict[str, str] = {
 
 def _titles(*names: str) -> dict[str, str]:
     return {n: TITLES[n] for n in names}
+
+
+#: outputs holding values in rating units (means, gaps, thresholds, variances, coefficients, errors)
+RATING_UNIT_TABLES = frozenset(
+    {
+        "icc",
+        "thresholds_gaps",
+        "thresholds_recommendations",
+        "cross_modality_agreement",
+        "table2_lmm",
+        "random_slope",
+        "audio_quality",
+        "per_prompt_icc",
+        "table5_ai_human",
+        "table5_clips",
+        "table6_ai_diff_icc",
+        "table6_per_prompt",
+    }
+)
+
+
+def study_scale(p: Mapping[str, Any]) -> RatingScale:
+    """The rating scale of the params (``scale``: a ``study.scale`` mapping or a RatingScale; default the paper's)."""
+    value = p.get("scale")
+    return value if isinstance(value, RatingScale) else scale_from_config(value) if value else PAPER_SCALE
+
+
+def scale_label(scale: RatingScale) -> str:
+    """The scale as tables name it, e.g. ``"1-5 (step 1)"``: range and step only, so the workflow (labels from
+    study.scale) and ``modprefs stats --scale`` (no labels) write the same tables."""
+    return f"{scale.min:g}-{scale.max:g} (step {scale.step:g})"
+
+
+def mark_scale(result: AnalysisResult, scale: RatingScale) -> AnalysisResult:
+    """On a scale other than the paper's: the computed tables in rating units get a ``scale`` column and a title
+    naming it (the paper's scale leaves everything as it was)."""
+    if scale.is_paper:
+        return result
+    for name, table in result.tables.items():
+        if name in RATING_UNIT_TABLES and list(table.columns) != ["status", "reason"]:
+            table["scale"] = scale_label(scale)
+            result.titles[name] = (
+                f"{result.titles.get(name, name)} [ratings on the scale {scale_label(scale)}: means, gaps, "
+                "thresholds, errors and coefficients in its units]"
+            )
+    return result
 
 
 #: the ICC table's markdown: every column but the resampling bookkeeping
@@ -106,7 +171,8 @@ def icc_table(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     method = p["icc_ci_method"]
     draws = "residual-bootstrap refits for the noise term" if method == "jackknife" else "resamples"
     title = f"ICC per condition ({float(p['ci_level']):.0%} CI: {ci_method_label(method)}; {int(p['n_boot'])} {draws})"
-    return AnalysisResult({"icc": table}, titles={"icc": title}, md_columns={"icc": ICC_MD_COLUMNS})
+    result = AnalysisResult({"icc": table}, titles={"icc": title}, md_columns={"icc": ICC_MD_COLUMNS})
+    return mark_scale(result, study_scale(p))
 
 
 def table1(t: Tables, p: dict[str, Any]) -> AnalysisResult:
@@ -133,20 +199,30 @@ def table3(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Rating gaps and binarisation thresholds; params: ``n_boot_threshold``, ``seed``, optional ``scale`` (the
+    thresholds are searched on 0..max-min in the scale's steps)."""
+    scale = study_scale(p)
     gaps = thresholds.trial_gaps(t["ratings"], t["trials"], t["participants"])
+    max_gap = 100.0 if scale.is_paper else scale.span
     return AnalysisResult(
         {
             "thresholds_gaps": thresholds.gap_table(gaps),
             "thresholds_recommendations": thresholds.threshold_recommendations(
-                gaps, n_boot=p["n_boot_threshold"], seed=p["seed"]
+                gaps, n_boot=p["n_boot_threshold"], seed=p["seed"], taus=thresholds.threshold_grid(scale)
             ),
         },
-        {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path)},
+        {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path, max_gap=max_gap)},
         _titles("thresholds_gaps", "thresholds_recommendations"),
     )
 
 
 def table4(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Table 4; its preference alphas need :data:`PREFERENCE_NEEDS` (else NaN rows with the reason), the rest runs
+    on any design with both conditions."""
+    present = p.get("_present")
+    preference_reason = (
+        unmet_reason(PREFERENCE_NEEDS, t, present) if present is not None else pairs_reason(t.get("stimuli"))
+    )
     table = reliability_table.table4(
         t["icc"],
         t["ratings"],
@@ -161,6 +237,7 @@ def table4(t: Tables, p: dict[str, Any]) -> AnalysisResult:
         n_perm_alpha=p["n_perm_alpha"],
         seed=p["seed"],
         ci_level=p["ci_level"],
+        preference_reason=preference_reason,
     )
     labels = t["icc"]["ci_method"].dropna().astype(str).unique() if "ci_method" in t["icc"] else []
     test = (
@@ -185,8 +262,10 @@ def raters_needed(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def cross_modality(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Figure 3; params: optional ``scale`` (the paper's thresholds 0..40 points, proportionally on another scale)."""
+    scale = study_scale(p)
     gaps = agreement.prompt_gaps(agreement.clip_means(t["ratings"], t["participants"], t["stimuli"]))
-    curve = agreement.agreement_curve(gaps)
+    curve = agreement.agreement_curve(gaps, None if scale.is_paper else np.linspace(0, 40 * scale.span / 99, 41))
     summary = pd.DataFrame([agreement.agreement_at_zero(gaps)])
     return AnalysisResult(
         {"cross_modality_agreement": curve, "cross_modality_binomial": summary},
@@ -196,7 +275,14 @@ def cross_modality(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def justifications(t: Tables, p: dict[str, Any]) -> AnalysisResult:
-    table = justification_terms(t["trials"], t["participants"], p["modality_terms"])
+    """Justification terms; params: ``modality_terms``, ``seed`` and ``n_perm`` (the participant permutation test)."""
+    table = justification_terms(
+        t["trials"],
+        t["participants"],
+        p["modality_terms"],
+        n_perm=int(p.get("n_perm", STATS_DEFAULTS["n_perm"])),
+        seed=int(p.get("seed", STATS_DEFAULTS["seed"])),
+    )
     counts = pd.DataFrame([{k: v for k, v in table.attrs.items() if not isinstance(v, (list, tuple, set, dict))}])
     return AnalysisResult(
         {"justifications": table, "justifications_counts": counts},
@@ -265,11 +351,11 @@ def table5(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     if reason:
         return _skipped(reason, tuple(TABLE5_TITLES), ("figure_ai_human",), TABLE5_TITLES)
     table, clips = ai_alignment.table5(
-        t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None
+        t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None, study_scale(p)
     )
     return AnalysisResult(
         {"table5_ai_human": table, "table5_clips": clips},
-        {"figure_ai_human": lambda path: ai_alignment.figure_ai_human(clips, path)},
+        {"figure_ai_human": lambda path: ai_alignment.figure_ai_human(clips, path, study_scale(p))},
         dict(TABLE5_TITLES),
     )
 
@@ -280,7 +366,7 @@ def table6(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     if reason:
         return _skipped(reason, tuple(TABLE6_TITLES), ("figure_ai_diff_icc",), TABLE6_TITLES)
     table, per_prompt = ai_alignment.table6_from_inputs(
-        t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None
+        t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None, study_scale(p)
     )
     return AnalysisResult(
         {"table6_ai_diff_icc": table, "table6_per_prompt": per_prompt},
@@ -309,12 +395,14 @@ ANALYSES: dict[str, Callable[[Tables, dict[str, Any]], AnalysisResult]] = {
 class Needs:
     """What one output needs. ``columns``: ``"table.column"`` holding at least one value; ``any_of``: at
     least one of these; ``varying``: a column with two or more distinct values; ``conditions``: the
-    conditions that must have ratings."""
+    conditions that must have ratings; ``pairs``: the paper's pairwise design (every prompt with
+    responses 0 and 1, :func:`modprefs.ratings.read.pairs_reason`)."""
 
     columns: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
     varying: tuple[str, ...] = ()
     conditions: tuple[str, ...] = ()
+    pairs: bool = False
 
 
 BOTH = ("audio", "text")
@@ -342,23 +430,28 @@ NEEDS: dict[str, Needs] = {
             "trials.deliberation_time_s",
         ),
     ),
-    "thresholds_gaps": Needs(_PREFERENCES),
-    "thresholds_recommendations": Needs(_PREFERENCES),
-    "figure2_gap_cdf": Needs(_PREFERENCES),
-    "table4_reliability": Needs((*_PREFERENCES, "ratings.presented_first"), conditions=BOTH),
+    "thresholds_gaps": Needs(_PREFERENCES, pairs=True),
+    "thresholds_recommendations": Needs(_PREFERENCES, pairs=True),
+    "figure2_gap_cdf": Needs(_PREFERENCES, pairs=True),
+    "table4_reliability": Needs(conditions=BOTH),
     "raters_needed": Needs(),
     "figure4_icc_by_k": Needs(),
-    "cross_modality_agreement": Needs(conditions=BOTH),
-    "cross_modality_binomial": Needs(conditions=BOTH),
-    "figure3_agreement": Needs(conditions=BOTH),
+    "cross_modality_agreement": Needs(conditions=BOTH, pairs=True),
+    "cross_modality_binomial": Needs(conditions=BOTH, pairs=True),
+    "figure3_agreement": Needs(conditions=BOTH, pairs=True),
     "justifications": Needs(("trials.trial", "trials.justification"), conditions=BOTH),
     "justifications_counts": Needs(("trials.trial", "trials.justification"), conditions=BOTH),
     "table2_lmm": Needs((*_ORDER, "stimuli.n_chars"), conditions=BOTH),
     "practice_effects": Needs(("trials.trial", "trials.decision_time_s"), conditions=BOTH),
-    "random_slope": Needs(conditions=BOTH),
+    "random_slope": Needs(conditions=BOTH, pairs=True),
     "audio_quality": Needs((*_ORDER, "stimuli.n_chars"), varying=("ratings.audio_quality",), conditions=("audio",)),
-    "per_prompt_icc": Needs(),
+    "per_prompt_icc": Needs(pairs=True),
+    "table6_ai_diff_icc": Needs(pairs=True),
+    "table6_per_prompt": Needs(pairs=True),
+    "figure_ai_diff_icc": Needs(pairs=True),
 }
+#: what Table 4's preference alphas (ordinal, nominal) need; its ICC and continuous-alpha rows need both conditions
+PREFERENCE_NEEDS = Needs((*_PREFERENCES, "ratings.presented_first"), pairs=True)
 
 
 def unmet_reason(needs: Needs, tables: Tables, present: Mapping[str, Collection[str]]) -> str | None:
@@ -377,6 +470,10 @@ def unmet_reason(needs: Needs, tables: Tables, present: Mapping[str, Collection[
         values = pd.Series(tables[table][column]).dropna().unique()
         if len(values) < 2:
             reasons.append(f"{c} is constant ({values[0]!r} in every row): nothing to relate it to")
+    if needs.pairs:
+        reason = pairs_reason(tables.get("stimuli"))
+        if reason:
+            reasons.append(reason)
     if needs.conditions:
         have = set(tables["ratings"]["condition"].dropna().astype(str))
         lacking = [c for c in needs.conditions if c not in have]
@@ -402,7 +499,8 @@ def run_analysis(
     reasons = {o: unmet_reason(NEEDS.get(o, Needs()), tables, present) for o in (*table_names, *figure_names)}
     wanted = {o for o, r in reasons.items() if r is None}
     try:
-        result = ANALYSES[name](tables, {**params, "_outputs": wanted}) if wanted else AnalysisResult()
+        run = {**params, "_outputs": wanted, "_present": present}
+        result = ANALYSES[name](tables, run) if wanted else AnalysisResult()
     except InsufficientDataError as err:  # the study is too small for this analysis' model: say so, go on
         log.warning("%s: skipped, the data cannot support its model: %s", name, err)
         result = AnalysisResult()
@@ -419,4 +517,4 @@ def run_analysis(
         result.tables.update(skipped.tables)
         result.figures.update(skipped.figures)
         result.titles.update(skipped.titles)
-    return result
+    return mark_scale(result, study_scale(params))

@@ -512,14 +512,15 @@ def first_clip_map(assignments: pd.DataFrame | None = None, ratings: pd.DataFram
     """(participant_id, trial, first_clip): the response index presented first on each trial.
 
     From assignments.csv's ``first_clip`` if given, else from ratings.csv: the row with
-    ``presented_first`` true, whose clip_id is ``{prompt_id}_{response}`` (docs/CONTRACTS.md).
+    ``presented_first`` true, whose ``response`` column (else its clip_id ``{prompt_id}_{response}``,
+    docs/CONTRACTS.md) gives the response.
     """
     if assignments is not None:
         a = assignments[["participant_id", "trial", "first_clip"]].copy()
         a["first_clip"] = pd.to_numeric(a["first_clip"], errors="coerce")
     elif ratings is not None:
         r = ratings[as_bool(ratings["presented_first"]).fillna(False).to_numpy()]
-        resp = r["clip_id"].astype(str).str.rsplit("_", n=1).str[-1]
+        resp = r["response"] if "response" in r.columns else r["clip_id"].astype(str).str.rsplit("_", n=1).str[-1]
         a = pd.DataFrame(
             {
                 "participant_id": r["participant_id"].to_numpy(),

@@ -89,12 +89,19 @@ def _zscore(x: pd.Series) -> pd.Series:
 
 
 def rating_frame(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
-    """Analysed ratings of both modalities with the model's covariates (see the module docstring)."""
+    """Analysed ratings of both modalities with the model's covariates (see the module docstring).
+
+    ``len_z`` is NaN without ``stimuli.n_chars`` (the models that use it are then skipped by
+    :data:`modprefs.stats.tables.analyses.NEEDS`); ``response`` is each clip's response index from the stimuli.
+    """
     frames = [analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")]
     df = pd.concat(frames, ignore_index=True)
-    chars = stimuli.assign(clip_id=stimuli["clip_id"].astype(str)).set_index("clip_id")["n_chars"]
+    by_clip = stimuli.assign(clip_id=stimuli["clip_id"].astype(str)).set_index("clip_id")
+    chars = by_clip["n_chars"] if "n_chars" in by_clip.columns else pd.Series(np.nan, index=by_clip.index)
     len_z = _zscore(chars)
     df["clip_id"] = df["clip_id"].astype(str)
+    if "response" in by_clip.columns:
+        df["response"] = df["clip_id"].map(pd.to_numeric(by_clip["response"], errors="coerce")).astype(float)
     df["rating"] = pd.to_numeric(df["rating"]).astype(float)
     df["modality"] = (df["condition"] == "text").astype(float)
     df["presented_first"] = df["presented_first"].astype(str).str.lower().isin(["true", "1"]).astype(float)
@@ -160,9 +167,19 @@ def practice_effects(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.Dat
     return out
 
 
+def _with_response(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows of responses 0 and 1 with an integer ``response`` (from its column, else the clip ids)."""
+    if "response" in frame.columns:
+        response = pd.to_numeric(frame["response"], errors="coerce")
+    else:
+        response = pd.to_numeric(frame["clip_id"].astype(str).str.extract(r"_([01])$")[0], errors="coerce")
+    keep = response.isin([0, 1]).to_numpy()
+    return frame[keep].assign(response=response[keep].astype(int))
+
+
 def preference_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """Per trial: rating of response 0 minus response 1 (trials with both ratings)."""
-    f = frame.assign(response=frame["clip_id"].str.extract(r"_([01])$")[0].astype(int))
+    f = _with_response(frame)
     wide = f.pivot_table(index=["participant_id", "prompt_id", "condition"], columns="response", values="rating")
     wide = wide.dropna().reset_index()
     return pd.DataFrame(
@@ -266,7 +283,7 @@ def per_prompt_icc(frame: pd.DataFrame) -> pd.DataFrame:
     two-way ANOVA without replication. With two targets the between-target mean square has one
     df, so a single prompt's ICC is very noisy and can be negative (kept as is, not truncated).
     """
-    f = frame.assign(response=frame["clip_id"].str.extract(r"_([01])$")[0].astype(int))
+    f = _with_response(frame)
     rows = []
     for (prompt, cond), block in f.groupby(["prompt_id", "condition"]):
         wide = block.pivot_table(index="response", columns="participant_id", values="rating").dropna(axis=1)

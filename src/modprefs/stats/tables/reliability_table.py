@@ -165,6 +165,7 @@ def table4(
     ci_level: float = 0.95,
     icc_test: str = "jackknife",
     n_noise: int = 0,
+    preference_reason: str | None = None,
 ) -> pd.DataFrame:
     """Table 4 as one tidy frame: metric, audio, audio_lo, audio_hi, text, text_lo, text_hi, diff, p_value,
     n_boot, n_perm, note.
@@ -175,6 +176,10 @@ def table4(
     condition; the default, because it holds its size under equal ICCs) or ``permutation`` (the paper's
     participant permutation, ``n_perm``; it tests exchangeable conditions and rejects 7.5-11.7 % at alpha .05 when
     only the ICCs are equal).
+
+    ``preference_reason``: why the preference alphas (ordinal, nominal: they need stated preferences,
+    presentation order and the pairwise design) cannot be computed; their rows are then NaN with that
+    reason in ``note``, and the ICC and continuous-alpha rows are computed as usual.
     """
     icc = icc.set_index("condition")
     n_boot = int(icc["n_boot"].max())
@@ -198,6 +203,9 @@ def table4(
         seed=seed,
         ci_level=ci_level,
         stimuli=stimuli,
+        metrics=("continuous",) if preference_reason else None,
     )
     rows += _alpha_rows(alphas, n_boot_alpha, n_perm_alpha)
+    if preference_reason:
+        rows += [{"metric": _ALPHA_LABELS[m], "note": f"skipped: {preference_reason}"} for m in ("ordinal", "nominal")]
     return pd.DataFrame(rows).reindex(columns=TABLE4_COLUMNS)

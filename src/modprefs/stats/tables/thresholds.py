@@ -1,9 +1,10 @@
 """Decision thresholds: rating gaps on decisive vs tie trials by modality (paper §4.1, §5.1, Figure 2).
 
-Per trial, the rating gap is |r_0 - r_1| between the two responses' 1–100 ratings (response index,
-not presentation order). A trial is *decisive* when the stated preference is ``0``/``1`` and a
-*tie* when it is ``tie``. Population: response trials (trial >= 1) of analysed participants
-(passed the attention check; dropouts' trials kept), as in :mod:`modprefs.stats.tables.descriptive`.
+Per trial, the rating gap is |r_0 - r_1| between the two responses' ratings (response index,
+not presentation order), in the units of the study's rating scale (the paper's 1–100 slider). A
+trial is *decisive* when the stated preference is ``0``/``1`` and a *tie* when it is ``tie``.
+Population: response trials (trial >= 1) of analysed participants (passed the attention check;
+dropouts' trials kept), as in :mod:`modprefs.stats.tables.descriptive`.
 
 Statistics (:func:`gap_table`)
 ------------------------------
@@ -31,7 +32,8 @@ one the tests compare) beside it.
 Binarisation thresholds (:func:`threshold_recommendations`)
 ---------------------------------------------------------
 A threshold tau turns a rating pair into a label: *tie* if |r_0 - r_1| <= tau, else the higher-rated
-response. Rules, per modality, on integer tau = 0..99 (ratings are integers):
+response. Rules, per modality, on tau = 0..99 in whole points on the paper's 1-100 scale (ratings are integers);
+on another scale tau runs over 0..max-min in its steps (:func:`threshold_grid`):
 
 * ``max_agreement`` — the tau maximising 3-class agreement (0 / 1 / tie) with the stated
   preference on all trials; the smallest such tau when several tie. This is the boundary between
@@ -56,6 +58,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from modprefs.scale import RatingScale
 from modprefs.stats.tables.descriptive import (
     CONDITIONS,
     MW_TEST,
@@ -123,6 +126,20 @@ THRESHOLD_COLUMNS = [
 TAUS = np.arange(0, 100)
 
 
+def threshold_grid(scale: RatingScale) -> np.ndarray:
+    """The thresholds searched on ``scale``: every possible gap 0, step, ..., max - min (0..99 on the paper's)."""
+    return np.arange(scale.n_points) * scale.step
+
+
+def response_index(ratings: pd.DataFrame) -> pd.Series:
+    """Each rating's response index as text ('0', '1', ...): the ``response`` column
+    (:func:`modprefs.ratings.read.prepare_study` sets it from the stimuli), else the clip id's ``_N`` suffix."""
+    if "response" in ratings.columns:
+        values = pd.to_numeric(ratings["response"], errors="coerce")
+        return values.map(lambda v: str(int(v)) if pd.notna(v) else "")
+    return ratings["clip_id"].astype(str).str.rsplit("_", n=1).str[-1]
+
+
 def trial_gaps(ratings: pd.DataFrame, trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
     """One row per response trial of an analysed participant with both ratings and a preference.
 
@@ -138,7 +155,7 @@ def trial_gaps(ratings: pd.DataFrame, trials: pd.DataFrame, participants: pd.Dat
     r = ratings[pd.to_numeric(ratings["trial"], errors="coerce") >= 1]
     r = r.assign(
         trial=pd.to_numeric(r["trial"], errors="coerce").astype("Int64"),
-        response=r["clip_id"].astype(str).str.rsplit("_", n=1).str[-1],
+        response=response_index(r),
         rating=as_float(r["rating"]),
     )
     wide = r[r["response"].isin(["0", "1"])].pivot_table(
@@ -314,7 +331,7 @@ def threshold_recommendations(
             if n == 0:
                 reason = f"no {c} trials"
             elif not math.isfinite(tau):
-                reason = f"no tau in 0..{int(taus[-1])} reaches precision {target:.0%}"
+                reason = f"no tau in 0..{float(taus[-1]):g} reaches precision {target:.0%}"
             tau_o = picks[(other, rule)]
             at_o = cv[cv["tau"] == tau_o]
             b = np.asarray(boot[rule], dtype=float)
