@@ -17,6 +17,14 @@ Models (rating units; ``c`` = condition, ``i`` = clip, ``p`` = participant)::
                          use (lognormal, E[s_p^2] = 1, CV ``scale_cv``): some raters spread their ratings,
                          others compress them -- a rater x clip interaction the LMM does not model.
 
+    rater_heterogeneous  heavy_scale_clipped, and each rater differs in everything real raters differ in:
+                         their own primacy (order effect b_first + u_p, SD ``primacy_sd``), their own drift over
+                         the session (slope per SD of trial, SD ``drift_sd``), scale use (s_p as above, plus a
+                         per-rater resolution: a share ``coarse_share`` rate only in steps of 10, ties at 50 and
+                         100 for a share ``anchor_share`` of their ratings), and, for the justification tests,
+                         personal phrase habits (:func:`phrase_habits`: a Dirichlet(``habit_alpha``) per rater).
+                         With primacy_sd = drift_sd = 0 it adds only the resolution effects.
+
 ``a_i`` is the clip's effect shared by both modalities, ``d_ic`` its modality-specific deviation (the
 clip x modality variance Table 2's default model estimates), ``w`` a prompt effect shared by the
 prompt's two clips (within-prompt correlation). ``len_z`` is the z-score of ``n_chars`` over the
@@ -32,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-MODELS = ("gaussian_crossed", "heavy_scale_clipped")
+MODELS = ("gaussian_crossed", "heavy_scale_clipped", "rater_heterogeneous")
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,12 @@ class GeneratorParams:
     df: float = 4.0  # heavy_scale_clipped: Student t degrees of freedom
     scale_cv: float = 0.5  # heavy_scale_clipped: CV of the rater's scale s_p
     scale_text: float = 1.0  # text's random parts (a, d, w, v, e) times this: the same ICC, another scale
+    primacy_sd: float = 5.0  # rater_heterogeneous: SD of each rater's own presented-first effect (points)
+    drift_sd: float = 2.5  # rater_heterogeneous: SD of each rater's own slope per SD of trial (points)
+    b_trial: float = 0.0  # the mean drift per SD of trial (both conditions: no modality x trial interaction)
+    coarse_share: float = 0.3  # rater_heterogeneous: share of raters who rate in steps of 10
+    anchor_share: float = 0.15  # rater_heterogeneous: share of a rater's ratings pulled to 50 or 100 (ties)
+    habit_alpha: float = 0.3  # phrase_habits: Dirichlet concentration of each rater's phrase use
 
     def icc_truth_gaussian(self, condition: str) -> float:
         """Population ICC(2,1) of ``rating ~ first + trial_z + (1|clip) + (1|participant)`` for the Gaussian
@@ -81,7 +95,7 @@ def generate(
     if params.model not in MODELS:
         raise ValueError(f"unknown model {params.model!r}; expected one of {MODELS}")
     rng = np.random.default_rng([seed, 0x6E4])
-    heavy = params.model == "heavy_scale_clipped"
+    heavy = params.model in ("heavy_scale_clipped", "rater_heterogeneous")
     df = params.df if heavy else math.inf
     clips = stimuli[["prompt_id", "clip_id", "response", "n_chars"]].reset_index(drop=True)
     n_chars = clips["n_chars"].astype(float)
@@ -120,6 +134,8 @@ def generate(
     fixed = mu + (params.b_first + params.b_first_text * is_text) * first + b_len * len_z[i]
     scale = np.where(is_text, params.scale_text, 1.0)
     y = fixed + scale * (s[p] * (a[i] + d_ic + w[i] + e) + v[p])
+    if params.model == "rater_heterogeneous":
+        y = _rater_habits(params, y, long, p, first, rng)
     if heavy:
         y = np.clip(np.round(y), 1, 100)
     ratings = pd.DataFrame(
@@ -136,6 +152,36 @@ def generate(
     )
     participants = people.assign(passed_attention=True, completed=True, source="simulated")
     return ratings, participants
+
+
+def _rater_habits(
+    params: GeneratorParams,
+    y: np.ndarray,
+    long: pd.DataFrame,
+    p: np.ndarray,
+    first: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """rater_heterogeneous: each rater's own primacy and drift, coarse raters, and ties at the anchors 50/100."""
+    n_people = int(p.max()) + 1
+    primacy = params.primacy_sd * rng.standard_normal(n_people)
+    drift = params.b_trial + params.drift_sd * rng.standard_normal(n_people)
+    trial = long["trial"].to_numpy(float)
+    trial_z = (trial - trial.mean()) / (trial.std(ddof=1) or 1.0)
+    y = y + primacy[p] * first + drift[p] * trial_z
+    coarse = rng.random(n_people) < params.coarse_share
+    y = np.where(coarse[p], np.round(y / 10.0) * 10.0, y)
+    anchored = rng.random(len(y)) < params.anchor_share
+    return np.where(anchored, np.where(y >= 75, 100.0, 50.0), y)
+
+
+def phrase_habits(n_participants: int, n_phrases: int, alpha: float, seed: int) -> np.ndarray:
+    """(n_participants, n_phrases) each rater's phrase-use probabilities: Dirichlet(alpha) per rater (alpha = inf:
+    everyone uniform, i.e. independent documents). The same for both conditions: a null for wording tests."""
+    rng = np.random.default_rng([seed, 0x7AB])
+    if not math.isfinite(alpha):
+        return np.full((n_participants, n_phrases), 1.0 / n_phrases)
+    return rng.dirichlet(np.full(n_phrases, alpha), size=n_participants)
 
 
 def replace(params: GeneratorParams, **changes) -> GeneratorParams:
