@@ -105,7 +105,11 @@ def test_ratings_are_on_the_studys_scale_and_the_report_is_written(own_run: Path
     ratings = _csv(own_run, "results/ratings/ratings.csv")
     assert set(ratings["rating"].astype(int)) <= {1, 2, 3, 4, 5}
     assert ratings["rating"].nunique() >= 3
-    assert (own_run / "results/report/report.html").stat().st_size > 10_000
+    report = (own_run / "results/report/report.html").read_text()
+    assert "Stimuli: the pairs table lab/pairs.csv; audio the lab&#x27;s own audio" in report or (
+        "Stimuli: the pairs table lab/pairs.csv; audio the lab's own audio" in report
+    )
+    assert "1-5 (step 1; 1 = Bad, 5 = Excellent)" in report
     assert (own_run / "results/stats/tables/icc.csv").is_file()
 
 
@@ -120,7 +124,7 @@ def test_the_same_items_as_a_datasets_folder_give_identical_study_tables(
     for rel in STUDY_TABLES + RATING_TABLES:
         assert (run / rel).read_bytes() == (own_run / rel).read_bytes(), rel
     # the Audio cells were written out once, as the files they hold
-    written = sorted(p.name for p in (run / "results/data/given_audio").iterdir())
+    written = sorted(p.name for p in (run / "results/data/given_audio").iterdir() if not p.name.startswith("."))
     assert len(written) == 2 * len(ITEMS) and any(n.endswith(".flac") for n in written)
 
 
@@ -128,7 +132,7 @@ def test_audio_only_items_take_their_text_from_asr(tmp_path: Path) -> None:
     data = write_pairs_study(tmp_path / "lab", audio_only=True, n_items=3)
     run = tmp_path / "run"
     own_study_config(run, data, study={"raters_per_condition": 4, "trials_per_participant": 2, "scale": SCALE})
-    proc = run_workflow(run, "results/study/stimuli.csv", timeout=1800)
+    proc = run_workflow(run, "results/stats/tables/icc.csv", "results/stats/tables/table2_lmm.md", timeout=1800)
     assert proc.returncode == 0, proc.stderr[-6000:]
     stimuli = _csv(run, "results/study/stimuli.csv")
     assert len(stimuli) == 6 and set(stimuli["transcript"]) == {"asr"}
@@ -136,6 +140,11 @@ def test_audio_only_items_take_their_text_from_asr(tmp_path: Path) -> None:
     heard = conversations.at["help-01", "text_0"].lower()
     assert "sunny window" in heard, heard  # what the audio says, not an empty text
     assert (stimuli["n_chars"] > 20).all()
+    # every table says so
+    assert set(_csv(run, "results/stats/tables/icc.csv")["transcript"]) == {
+        "transcript: asr (6 of 6 clips' text is the ASR transcript of their audio)"
+    }
+    assert "transcript: asr" in (run / "results/stats/tables/table2_lmm.md").read_text().splitlines()[0]
 
 
 def test_editing_the_table_or_one_audio_file_reruns_exactly_its_dependents(own_run: Path, tmp_path: Path) -> None:

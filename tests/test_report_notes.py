@@ -60,3 +60,24 @@ def test_table2_null_table_and_note_name_both_structures(tmp_path):
     assert "stats.table2_random = stimulus_modality" in note
     assert "stimulus_modality: 0.038-0.048" in note and "paper: 0.224-0.244" in note
     assert "has not been measured" in table2_note("paper", tmp_path / "missing.json")
+
+
+def test_a_labs_stimuli_are_named_with_their_transcript_source():
+    import pandas as pd
+
+    from modprefs.report.workflow_report import stimuli_note
+
+    assert stimuli_note({"data": {"format": "prism", "source": "x.jsonl"}}, []) is None
+    cfg = {"data": {"format": "pairs", "source": "lab/pairs.csv"}, "tts": {"backend": "given"}, "audio": {}}
+    note = stimuli_note(
+        cfg, [("icc", pd.DataFrame({"icc_2_1": [0.3], "transcript": ["transcript: asr (6 of 6 clips)"]}))]
+    )
+    assert note == (
+        "Stimuli: the pairs table lab/pairs.csv; audio the lab's own audio (tts.backend given), loudness-normalised "
+        "to -23 LUFS (ITU-R BS.1770). Text condition: transcript: asr (6 of 6 clips)."
+    )
+    cfg |= {"tts": {"backend": "piper", "voice": "joe"}, "audio": {"target_lufs": None}}
+    assert (
+        stimuli_note(cfg, [])
+        == "Stimuli: the pairs table lab/pairs.csv; audio synthesised by piper (joe), at the given level."
+    )

@@ -61,6 +61,24 @@ def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
     return items
 
 
+def stimuli_note(config: Mapping[str, Any], study: Sequence[tuple[str, Any]]) -> str | None:
+    """Where the stimuli came from, when not from PRISM: the lab's pairs table, its own audio, and ASR transcripts
+    as the text condition (read from the tables' ``transcript`` column, which every table of such a study has)."""
+    data, tts = config.get("data") or {}, config.get("tts") or {}
+    if data.get("format", "prism") != "pairs":
+        return None
+    audio = (
+        "the lab's own audio (tts.backend given)"
+        if tts.get("backend") == "given"
+        else f"synthesised by {tts.get('backend')} ({tts.get('voice')})"
+    )
+    target = (config.get("audio") or {}).get("target_lufs", -23)
+    level = f"loudness-normalised to {target:g} LUFS (ITU-R BS.1770)" if target is not None else "at the given level"
+    text = f"Stimuli: the pairs table {data.get('source')}; audio {audio}, {level}."
+    asr = next((str(t["transcript"].iloc[0]) for _, t in study if "transcript" in t.columns and len(t)), None)
+    return f"{text} Text condition: {asr}." if asr else text
+
+
 def workflow_report(
     tables: Sequence[Path],
     figures: Sequence[Path],
@@ -89,6 +107,9 @@ def workflow_report(
         if note:
             notes.append(note)
     study = [(markdown_title(p.with_suffix(".md")) or p.stem, read_table(p, allow_empty=True)) for p in tables]
+    source = stimuli_note(config, study)
+    if source:
+        notes.insert(1, source)
     sections: list = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
     if reward_tables is not None:
         reward = [(reward_title(p), read_table(p, allow_empty=True)) for p in reward_tables]

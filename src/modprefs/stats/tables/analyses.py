@@ -150,6 +150,29 @@ def mark_scale(result: AnalysisResult, scale: RatingScale) -> AnalysisResult:
     return result
 
 
+def asr_transcript_note(t: Tables) -> str | None:
+    """The note every table of a study carries when some clips' text condition is an ASR transcript (a pairs
+    table's audio-only sides; ``stimuli.transcript == "asr"``), else None."""
+    stimuli = t.get("stimuli")
+    if stimuli is None or "transcript" not in stimuli.columns:
+        return None
+    asr = int((stimuli["transcript"].astype(str) == "asr").sum())
+    if not asr:
+        return None
+    return f"transcript: asr ({asr} of {len(stimuli)} clips' text is the ASR transcript of their audio)"
+
+
+def mark_transcripts(result: AnalysisResult, t: Tables) -> AnalysisResult:
+    """Every table of a study with ASR-transcribed clips gets a ``transcript`` column and says so in its title."""
+    note = asr_transcript_note(t)
+    if note is None:
+        return result
+    for name, table in result.tables.items():
+        table["transcript"] = note
+        result.titles[name] = f"{result.titles.get(name, name)} [{note}]"
+    return result
+
+
 #: the ICC table's markdown: every column but the resampling bookkeeping
 ICC_MD_COLUMNS = [c for c in ICC_COLUMNS if c not in ("n_boot", "n_boot_failed", "ci_method", "model")]
 
@@ -172,7 +195,7 @@ def icc_table(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     draws = "residual-bootstrap refits for the noise term" if method == "jackknife" else "resamples"
     title = f"ICC per condition ({float(p['ci_level']):.0%} CI: {ci_method_label(method)}; {int(p['n_boot'])} {draws})"
     result = AnalysisResult({"icc": table}, titles={"icc": title}, md_columns={"icc": ICC_MD_COLUMNS})
-    return mark_scale(result, study_scale(p))
+    return mark_transcripts(mark_scale(result, study_scale(p)), t)
 
 
 def table1(t: Tables, p: dict[str, Any]) -> AnalysisResult:
@@ -517,4 +540,4 @@ def run_analysis(
         result.tables.update(skipped.tables)
         result.figures.update(skipped.figures)
         result.titles.update(skipped.titles)
-    return mark_scale(result, study_scale(params))
+    return mark_transcripts(mark_scale(result, study_scale(params)), tables)
