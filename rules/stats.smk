@@ -178,6 +178,8 @@ rule justifications:
         "../envs/stats.yaml"
     params:
         analysis="justifications",
+        seed=config["seed"],
+        n_perm=config["stats"]["n_perm"],
     script:
         "../workflow/scripts/analysis.py"
 

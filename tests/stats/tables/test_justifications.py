@@ -1,4 +1,5 @@
-"""Justification text analysis (§4.3): TF-IDF/Porter vocabulary, chi-square per term, BH FDR."""
+"""Justification text analysis (§4.3): TF-IDF/Porter vocabulary with negations, exact-word modality exclusion,
+a participant-level permutation test per term with BH FDR (and the paper's document-level chi-square beside it)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ from modprefs.stats.tables.justifications import (
     analyze,
     analyze_justifications,
     benjamini_hochberg,
-    exclusion_stems,
+    exclusion_words,
     justification_terms,
     load_terms,
+    normalize_negations,
+    permutation_count,
+    permutation_pvalues,
     presence_test,
+    presence_tests,
     stem,
     stop_words,
 )
@@ -88,17 +93,21 @@ def test_toy_corpus_modality_specific_term():
     res = justification_terms(trials, participants, TERMS_FILE)
     assert list(res.columns) == TERM_COLUMNS
     assert res.attrs["n_justifications_audio"] == 50 and res.attrs["n_justifications_text"] == 50
-    assert res.attrs["n_tested"] == len(res) and res.attrs["vocabulary_size"] == len(res) + res.attrs["n_excluded"]
+    assert res.attrs["n_tested"] == len(res) == res.attrs["n_terms"]  # every term has >= 5 users here
+    assert res.attrs["vocabulary_size"] == len(res) + res.attrs["n_excluded"]
+    assert res.attrs["n_participants_audio"] == res.attrs["n_participants_text"] == 50
     row = res.set_index("term").loc["user"]
-    assert (row.docs_audio, row.docs_text) == (40, 5)
+    assert (row.docs_audio, row.docs_text) == (40, 5) and (row.participants_audio, row.participants_text) == (40, 5)
     assert row.prop_audio == pytest.approx(0.8) and row.prop_text == pytest.approx(0.1)
     assert row.more_in == "audio" and bool(row.significant)
+    assert row.p_perm == pytest.approx(1 / (1 + res.attrs["n_perm"]))  # no permutation reaches 0.8 vs 0.1
     expected = chi2_contingency([[40, 10], [5, 45]])  # scipy default: Yates for 2x2
     assert row.chi2 == pytest.approx(expected.statistic, rel=1e-12)
-    assert row.p == pytest.approx(expected.pvalue, rel=1e-12)
-    # the evenly used fillers are not significant; "user" is the only discovery
+    assert row.p_chi2 == pytest.approx(expected.pvalue, rel=1e-12)
+    # the evenly used fillers are not significant; "user" is the only discovery (by either test)
     assert res.loc[res.significant, "term"].tolist() == ["user"]
-    assert (res.loc[res.term != "user", "p"] > 0.5).all()
+    assert res.loc[res.q_chi2 <= 0.05, "term"].tolist() == ["user"]
+    assert (res.loc[res.term != "user", "p_chi2"] > 0.5).all() and (res.loc[res.term != "user", "p_perm"] > 0.3).all()
     # reversed: text-heavy use is flagged in the other direction
     t2, p2 = toy_corpus(user_audio=5, user_text=40)
     row2 = justification_terms(t2, p2, TERMS_FILE).set_index("term").loc["user"]
@@ -112,11 +121,24 @@ def test_yates_flag():
     row = res.set_index("term").loc["user"]
     plain = chi2_contingency([[40, 10], [5, 45]], correction=False)
     assert row.chi2 == pytest.approx(plain.statistic, rel=1e-12) and res.attrs["yates_correction"] is False
+    assert row.p_perm == justification_terms(trials, participants, TERMS_FILE).set_index("term").loc["user", "p_perm"]
     assert row.chi2 > chi2_contingency([[40, 10], [5, 45]]).statistic
     assert presence_test(40, 50, 5, 50, correction=True) == pytest.approx(
         tuple(chi2_contingency([[40, 10], [5, 45]])[:2])
     )
     assert presence_test(50, 50, 40, 40) == (0.0, 1.0)  # in every document: zero margin
+
+
+def test_vectorised_chi2_equals_scipy():
+    rng = np.random.default_rng(3)
+    na, nt = 120, 97
+    docs_a, docs_t = rng.integers(0, na + 1, 100), rng.integers(0, nt + 1, 100)
+    docs_a[:4], docs_t[:4] = [0, na, 3, 0], [0, nt, 0, 1]  # zero margins and tiny counts (Yates' min(0.5, |O-E|))
+    for correction in (True, False):
+        chi2, p = presence_tests(docs_a, na, docs_t, nt, correction)
+        ref = np.array([presence_test(a, na, t, nt, correction) for a, t in zip(docs_a, docs_t)])
+        np.testing.assert_allclose(chi2, ref[:, 0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(p, ref[:, 1], rtol=1e-10, atol=1e-14)
 
 
 def test_benjamini_hochberg_by_hand():
@@ -137,39 +159,72 @@ def test_benjamini_hochberg_by_hand():
 def test_excluded_terms_never_appear():
     trials, participants = toy_corpus()
     res = justification_terms(trials, participants, TERMS_FILE)
-    banned = exclusion_stems(load_terms(TERMS_FILE))
-    assert {"listen", "voic", "sound", "read", "text"} <= set(res.attrs["excluded"])
-    assert not set(res.term) & banned
+    # exact words, as written: "listened", "voice", "sounded", "reading", "text"
+    assert {"listened", "voice", "sounded", "reading", "text"} == set(res.attrs["excluded"])
+    assert not set(res.term) & {"listen", "voic", "sound", "read", "text"}
     # without the exclusion list they are in the vocabulary (and would enter the BH family)
     raw = justification_terms(trials, participants, [])
     assert {"listen", "voic", "sound", "read", "text"} <= set(raw.term)
     assert raw.attrs["n_tested"] == res.attrs["n_tested"] + res.attrs["n_excluded"]
     # the exclusion is before the FDR step: q comes from the tested terms' p-values only
-    np.testing.assert_allclose(res.q, benjamini_hochberg(res.p), rtol=1e-12)
+    np.testing.assert_allclose(res.q, benjamini_hochberg(res.p_perm), rtol=1e-12)
+    np.testing.assert_allclose(res.q_chi2, benjamini_hochberg(res.p_chi2), rtol=1e-12)
 
 
 def test_modality_terms_file():
     text = TERMS_FILE.read_text(encoding="utf-8")
-    assert text.startswith("#") and "BEFORE testing" in text and "stem" in text.lower()
-    stems = exclusion_stems(load_terms(TERMS_FILE))
+    assert text.startswith("#") and "BEFORE testing" in text and "EXACT WORD" in text
+    words = exclusion_words(load_terms(TERMS_FILE))
     for word in (
         "listen",
+        "listens",
         "listening",
+        "listened",
         "audio",
         "read",
+        "reads",
         "reading",
         "text",
         "hear",
         "heard",
-        "sound",
+        "sounded",
         "voice",
+        "voices",
         "speak",
         "spoken",
         "speech",
+        "heading",
+        "headings",
     ):
-        assert stem(word) in stems, word
+        assert word in words, word
+    # content words, and words with a content sense or a stem shared with a listed word, are tested
     for word in ("user", "help", "detail", "response", "give", "gave", "clear", "answer"):
-        assert stem(word) not in stems, word
+        assert word not in words, word
+    for word in ("head", "sound", "sounds", "robotic", "robot", "play", "playful", "pace", "paced", "volume"):
+        assert word not in words, word
+    for word in ("head", "playful", "sound", "robot"):
+        assert stem(word) in set(analyze(f"it was {word}", words)), word
+
+
+def test_exclusion_is_exact_words_not_stems():
+    """ "heading" is excluded, "head" (its Porter stem) is not; "play" would not remove "playful"."""
+    assert stem("heading") == stem("head") == "head" and stem("playful") == "play"
+    assert analyze("the heading helped", ["heading"]) == ["help"]
+    assert analyze("it went over my head", ["heading"]) == ["went", "head"]
+    assert analyze("playful and fun", ["play"]) == ["play", "fun"]
+    assert analyze("not audible", ["audible"]) == ["not"]  # an excluded word is no negation head either
+    with pytest.raises(ValueError, match="single words"):
+        exclusion_words(["text to speech"])
+    # in a corpus: the stem "head" counts the "head" documents only, never the "heading" ones
+    trials, participants = toy_corpus()
+    heads = pd.DataFrame(
+        [
+            {"participant_id": f"A{i:03d}", "prompt_id": "h", "trial": 7, "preference": "0", "justification": text}
+            for i, text in enumerate(["the heading was bold"] * 6 + ["it went over my head"] * 5)
+        ]
+    )
+    res = justification_terms(pd.concat([trials, heads]), participants, TERMS_FILE).set_index("term")
+    assert res.loc["head", "docs_audio"] == 5 and "heading" in res.attrs["excluded"]
 
 
 def test_tokenizer_and_min_df():
@@ -291,20 +346,19 @@ def test_real_stop_words_still_go():
         "because",
         "is",
         "so",
-        "very",
         "than",
         "those",
         "and",
         "they",
         "don",
         "do",
-        "too",
         "isn",
         "it",
         "i",
     ):
         assert stem(gone) not in kept, gone
-    assert kept == ["think", "chosen", "much", "better"]
+    # negation and degree stay: "don't" and "isn't" are "not", "very" and "too" are terms
+    assert kept == ["think", "chosen", "veri", "much", "better", "not", "too", "not"]
 
 
 def test_stop_word_file_is_documented_and_function_words_only():
@@ -369,7 +423,10 @@ def test_null_false_discoveries():
     not exceed the 99 % binomial quantile for a rate of exactly .05 (= 6 of 40), and the mean number of
     discoveries must stay small (<= .25). Observed for these seeds: 3 of 40 studies (10 of 200 over
     other seeds). The test has teeth: with unadjusted p <= .05 instead of BH, 30 of these 40 null
-    studies have a "discovery"; at strength 0.3, 26 of 40 have a BH discovery.
+    studies have a "discovery"; at strength 0.3, 26 of 40 have a BH discovery. (Those counts were
+    measured with the document-level chi-square; ``n_significant`` is the participant-level permutation
+    test's since issue 27. The simulator writes without personal phrase habits, so both tests hold here;
+    with habits only the permutation test does: test_null_with_phrase_habits_keeps_family_wise_rate.)
     """
     n_studies, alpha = 40, 0.05
     n_sig = []
@@ -380,3 +437,190 @@ def test_null_false_discoveries():
     limit = binom.ppf(0.99, n_studies, alpha)
     assert (n_sig > 0).sum() <= limit, n_sig
     assert n_sig.mean() <= 0.25, n_sig
+
+
+# --- negation (issue 27, item 8): "not clear" is not "clear"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("It was clear.", ["clear"]),
+        ("It was not clear.", ["not", "not_clear"]),
+        ("It wasn't clear", ["not", "not_clear"]),
+        ("It wasn\u2019t clear", ["not", "not_clear"]),
+        ("it wasnt clear", ["not", "not_clear"]),
+        ("It cannot help, it can't help", ["not", "not_help", "not", "not_help"]),
+        ("It won't help", ["not", "not_help"]),
+        ("not very clear", ["not", "veri", "not_clear"]),
+        ("not as clear as the first", ["not", "not_clear", "first"]),
+        ("no detail at all", ["no", "no_detail"]),
+        ("never helpful", ["never", "never_help"]),
+        ("It was not. Clear though", ["not", "clear"]),  # punctuation ends the scope
+        ("not long but clear", ["not", "not_long", "but", "clear"]),
+        ("not only clear but helpful", ["not", "clear", "but", "help"]),  # "not only" negates nothing
+        ("too long and very wordy", ["too", "long", "veri", "wordi"]),
+    ],
+)
+def test_negation_terms(text, expected):
+    assert analyze(text) == expected
+
+
+def test_negation_words_are_not_stop_words():
+    words = stop_words()
+    for word in ("not", "no", "never", "cannot", "too", "very", "but"):
+        assert word not in words, word
+    assert normalize_negations("I Don't, it DOESN'T; can't, cannot, won't") == (
+        "i do not, it does not; can not, can not, will not"
+    )
+
+
+def test_not_clear_and_clear_are_different_terms():
+    """A corpus where audio says "not clear" and text says "clear": two terms, opposite directions."""
+    rows, people = [], []
+    for cond, text in (("audio", "It was not clear."), ("text", "It was clear.")):
+        for i in range(12):
+            pid = f"{cond}{i}"
+            people.append({"participant_id": pid, "condition": cond, "passed_attention": True})
+            rows.append({"participant_id": pid, "trial": 1, "justification": text})
+            rows.append({"participant_id": pid, "trial": 2, "justification": "the answer was accurate"})
+    res = justification_terms(pd.DataFrame(rows), pd.DataFrame(people), TERMS_FILE).set_index("term")
+    assert res.loc["not_clear", ["docs_audio", "docs_text"]].tolist() == [12, 0]
+    assert res.loc["clear", ["docs_audio", "docs_text"]].tolist() == [0, 12]
+    assert res.loc["not_clear", "more_in"] == "audio" and res.loc["clear", "more_in"] == "text"
+    assert res.loc["clear", "significant"] and res.loc["not_clear", "significant"]
+
+
+# --- the participant-level permutation test (issue 27, item 1)
+
+
+def test_permutation_pvalues_match_full_enumeration():
+    """8 participants (4 + 4): the 70 relabellings give the exact p; random permutations approach it."""
+    from itertools import combinations
+
+    counts = np.array([[3, 0], [2, 1], [4, 0], [1, 1], [0, 2], [1, 0], [0, 3], [0, 1]])
+    n_docs = np.array([5, 3, 6, 2, 4, 2, 5, 3])
+    audio = np.array([True] * 4 + [False] * 4)
+
+    def diff(mask):
+        return counts[mask].sum(0) / n_docs[mask].sum() - counts[~mask].sum(0) / n_docs[~mask].sum()
+
+    observed = diff(audio)
+    all_d = np.array([diff(np.isin(np.arange(8), c)) for c in combinations(range(8), 4)])
+    exact = (np.abs(all_d) >= np.abs(observed) - 1e-12).mean(axis=0)
+    d, p = permutation_pvalues(counts, n_docs, audio, 20_000, np.random.default_rng(0))
+    np.testing.assert_allclose(d, observed, rtol=1e-12)
+    np.testing.assert_allclose(p, exact, atol=0.01)
+    with pytest.raises(ValueError):
+        permutation_pvalues(counts, n_docs, np.ones(8, dtype=bool), 10, np.random.default_rng(0))
+
+
+def _habit_study(rng, alpha, n_per_cond, effect=1.0, n_phrases=18, trials=20):
+    """Participant x phrase document counts of a between-subjects study with per-participant phrase habits.
+
+    Each participant: Dirichlet(alpha) weights over the phrases (the effect phrase 0's weight x ``effect`` in
+    audio), 20 trials justified with probability Beta(1.4, 2.6), one or two phrases per document.
+    """
+    counts, n_docs, audio = [], [], []
+    for cond in (True, False):
+        for _ in range(n_per_cond):
+            w = rng.dirichlet(np.full(n_phrases, alpha))
+            if cond:
+                w[0] *= effect
+                w /= w.sum()
+            n = max(1, rng.binomial(trials, rng.beta(1.4, 2.6)))
+            docs = np.zeros((n, n_phrases), dtype=bool)
+            for doc in range(n):
+                docs[doc, rng.choice(n_phrases, size=1 + rng.integers(2), p=w)] = True
+            counts.append(docs.sum(0))
+            n_docs.append(n)
+            audio.append(cond)
+    return np.array(counts), np.array(n_docs), np.array(audio)
+
+
+def _discoveries(counts, n_docs, audio, rng):
+    keep = (counts > 0).sum(0) >= 5
+    c = counts[:, keep]
+    _, p = permutation_pvalues(c, n_docs, audio, permutation_count(0, c.shape[1]), rng)
+    docs_a, docs_t = c[audio].sum(0), c[~audio].sum(0)
+    _, p_chi2 = presence_tests(docs_a, int(n_docs[audio].sum()), docs_t, int(n_docs[~audio].sum()))
+    return benjamini_hochberg(p) <= 0.05, benjamini_hochberg(p_chi2) <= 0.05
+
+
+def test_null_with_phrase_habits_keeps_family_wise_rate():
+    """Identical conditions, strong personal phrase habits (Dirichlet(0.3) over 18 phrases), 20 + 20 participants:
+    the permutation test's share of studies with >= 1 BH discovery stays near .05 (at most the 99 % binomial
+    quantile of a .05 rate over 100 studies, 10), while the document-level chi-square (the paper's) has a
+    discovery in most studies. benchmarks/justifications_null.py measures this with 500 studies per cell."""
+    rng = np.random.default_rng(2027)
+    perm, chi2 = [], []
+    for _ in range(100):
+        found_perm, found_chi2 = _discoveries(*_habit_study(rng, 0.3, 20), rng)
+        perm.append(found_perm.any())
+        chi2.append(found_chi2.any())
+    assert sum(perm) <= binom.ppf(0.99, 100, 0.05), sum(perm)
+    assert sum(chi2) >= 40, sum(chi2)  # 55 for this seed
+
+
+def test_planted_effect_is_found():
+    """Independent documents (no habits), audio participants use phrase 0 four times as often: found."""
+    rng = np.random.default_rng(11)
+    hits = [_discoveries(*_habit_study(rng, 1e6, 47, effect=4.0), rng)[0][0] for _ in range(10)]
+    assert sum(hits) >= 9, hits
+
+
+def test_one_habitual_participant_is_not_a_modality_effect():
+    """One audio participant writes "user" in all of 20 justifications, nobody else ever does: the
+    document-level chi-square calls it a modality difference, the participant-level test cannot."""
+    trials, participants = toy_corpus(user_audio=0, user_text=0)
+    extra = pd.DataFrame(
+        [
+            {
+                "participant_id": "A000",
+                "prompt_id": f"u{j}",
+                "trial": 3 + j,
+                "preference": "0",
+                "justification": "for the user",
+            }
+            for j in range(20)
+        ]
+    )
+    res = justification_terms(pd.concat([trials, extra]), participants, TERMS_FILE, min_participants=1)
+    row = res.set_index("term").loc["user"]
+    assert (row.docs_audio, row.docs_text, row.participants_audio) == (20, 0, 1)
+    assert row.q_chi2 < 0.01  # the paper's test: "significant"
+    assert row.p_perm > 0.4 and not row.significant  # one participant is in audio half of the time
+
+
+def test_rare_terms_are_not_tested():
+    trials, participants = toy_corpus()
+    extra = pd.DataFrame(
+        [
+            {"participant_id": f"A{i:03d}", "prompt_id": "z", "trial": 5, "preference": "0", "justification": "zebra"}
+            for i in (0, 0, 1, 2, 3)
+        ]
+    )
+    res = justification_terms(pd.concat([trials, extra]), participants, TERMS_FILE)
+    row = res.set_index("term").loc["zebra"]  # 5 documents (min_df) from 4 participants (< min_participants 5)
+    assert np.isnan(row.p_perm) and np.isnan(row.q) and not row.significant and "not tested" in row.note
+    assert res.attrs["n_tested"] == len(res) - 1 and res.term.iloc[-1] == "zebra"
+    tested = res[res.p_perm.notna()]
+    np.testing.assert_allclose(tested.q, benjamini_hochberg(tested.p_perm), rtol=1e-12)
+
+
+def test_permutation_count_resolves_bh_threshold():
+    assert permutation_count(2000, 10) == 2000
+    assert permutation_count(2000, 223) == 8920  # 1 / 8921 < .05 / (2 x 223)
+    assert 1 / (permutation_count(0, 223) + 1) < 0.05 / 223 / 2
+    assert permutation_count(0, 0) == 1
+
+
+def test_seeded_and_deterministic():
+    trials, participants = toy_corpus(user_audio=14, user_text=6)
+    a = justification_terms(trials, participants, TERMS_FILE, seed=7, n_perm=500)
+    b = justification_terms(trials, participants, TERMS_FILE, seed=7, n_perm=500)
+    c = justification_terms(trials, participants, TERMS_FILE, seed=8, n_perm=500)
+    pd.testing.assert_frame_equal(a, b)
+    assert a.attrs["seed"] == 7 and a.attrs["n_perm"] == permutation_count(500, a.attrs["n_tested"])
+    user = {t.attrs["seed"]: t.set_index("term").loc["user", "p_perm"] for t in (a, c)}
+    assert user[7] != user[8] and abs(user[7] - user[8]) < 0.03

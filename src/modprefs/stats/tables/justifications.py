@@ -1,26 +1,40 @@
-"""Justification text analysis (§4.3, §5.2): which stemmed terms differ in use between modalities.
+"""Justification text analysis (§4.3, §5.2): which terms differ in use between modalities.
 
 Pipeline (paper: 658 justifications, 347 audio / 311 text, TF-IDF with Porter stemming, vocabulary
 = 223 terms, a chi-square test per term on presence/absence, Benjamini-Hochberg FDR at q = .05,
-modality-specific terms excluded):
+modality-specific terms excluded). The paper's chi-square treats the justifications as independent
+although each participant writes several (~7 of 20 trials); participants have phrase habits, so
+its false-positive rate is far above q (issue 27: 95 of 100 null studies with a "discovery"). The
+terms' significance here comes from a **participant-level permutation test** (step 5); the
+paper's document-level chi-square is kept beside it for comparison (step 6).
 
 1. **Documents.** Non-empty ``justification`` texts (after stripping whitespace) of analysed rows:
    participants whose ``passed_attention`` is true, trials ``>= 1`` (trial 0 is the attention
-   check). The condition comes from participants.csv. One justification = one document.
-2. **Tokens** (:func:`analyze`). Lowercase; tokens are runs of ASCII letters ``[a-z]`` of length
-   >= 2 (as scikit-learn's default ``token_pattern``, except that digits and ``_`` are not word
-   characters; "don't" gives "don"); stop words removed *before* stemming, using the project's
-   documented list ``resources/analysis/stop_words.txt`` (:data:`STOP_WORDS_PATH`; provenance and
-   rule at its top): scikit-learn's ``ENGLISH_STOP_WORDS`` with every content word taken out, so
-   the words preference justifications are about -- order (first, last, next, before, after),
-   length and amount (full, enough, more, less, few), content and help (detail, give, show,
-   describe, find), tone and ties (well, same, serious) -- are never removed. scikit-learn's list
-   itself would delete "detail", "give", "first" and "last": ``analyze("More detail.")`` returned
-   [] with it, and on simulated paper-size studies documents with the stem "detail" fell by about
-   half (benchmarks/ratings_calibration.py reports both counts). Then Porter stemming with NLTK's
+   check). The condition comes from participants.csv (between subjects: one per participant). One
+   justification = one document.
+2. **Tokens** (:func:`analyze`). Lowercase; contractions with a negation are expanded first
+   (:func:`normalize_negations`: "don't"/"dont" -> "do not", "can't"/"cannot" -> "can not",
+   "won't" -> "will not"); tokens are runs of ASCII letters ``[a-z]`` of length >= 2 (as
+   scikit-learn's default ``token_pattern``, except that digits and ``_`` are not word characters);
+   stop words removed *before* stemming, using the project's documented list
+   ``resources/analysis/stop_words.txt`` (:data:`STOP_WORDS_PATH`; provenance and rule at its top):
+   scikit-learn's ``ENGLISH_STOP_WORDS`` with every content word taken out, so the words preference
+   justifications are about -- order (first, last, next, before, after), length and amount (full,
+   enough, more, less, few), content and help (detail, give, show, describe, find), tone and ties
+   (well, same, serious), negation and degree (not, no, never, cannot, too, very, but) -- are never
+   removed. scikit-learn's list itself would delete "detail", "give", "first" and "last":
+   ``analyze("More detail.")`` returned [] with it. Then Porter stemming with NLTK's
    ``PorterStemmer()`` (its default ``NLTK_EXTENSIONS`` mode; pure code, no downloaded data).
    Removing stop words before stemming matters: sklearn removes them after a custom tokenizer, so
    e.g. "was" -> "wa" would survive.
+
+   **Negation.** ``not``, ``no`` and ``never`` (:data:`NEGATORS`; "n't" and "cannot" become
+   ``not``) are terms themselves, and the first content word after one, within
+   :data:`MAX_NEGATION_GAP` stop words or intensifiers ("not very clear") and before punctuation or
+   a contrastive conjunction (:data:`SCOPE_BREAKS`: but, however, ...), becomes a negated bigram
+   ``<negator>_<stem>`` *instead of* its stem: "not clear" gives ``not`` and ``not_clear``, never
+   ``clear``; "no detail" gives ``no`` and ``no_detail``; "not only" is not a negation.
+   Intensifiers (:data:`INTENSIFIERS`: very, too, overly, ...) that are not stop words stay terms.
 3. **Vocabulary.** ``sklearn.feature_extraction.text.TfidfVectorizer`` over those tokens with
    ``min_df`` (default :data:`DEFAULT_MIN_DF` = 5 documents; an int is a document count, a float a
    proportion, as in sklearn). Why 5: the paper's 223 terms from 658 short justifications. Short
@@ -30,69 +44,156 @@ modality-specific terms excluded):
    them stop words, N ~ 5,000-6,500 content tokens and V ~ 1,000-1,500 stems: k = 5 gives
    ~150-200 and k = 4 ~190-250 terms, k = 1 (sklearn's default) over 1,000. min_df = 5 is the
    conventional value in that range; pass ``min_df=4`` for a vocabulary nearer 223 on the paper's
-   counts. (The simulator's template sentences have far fewer distinct stems, so on simulated data
-   the vocabulary is a few dozen terms whatever min_df.) The TF-IDF weights themselves do not enter
-   the test; a document "contains" a term when its TF-IDF weight is > 0.
-4. **Exclusion.** Modality-specific terms (``resources/analysis/modality_terms.txt``: listen,
-   audio, read, text, hear, sound, voice, speak, ...) are stemmed with the same stemmer and dropped
-   from the vocabulary BEFORE testing, so they are not in the BH family.
-5. **Test per term.** 2x2 table ``[[audio docs with, audio docs without], [text docs with, text
-   docs without]]``, ``scipy.stats.chi2_contingency(table, correction=...)``. Yates' continuity
-   correction: ON by default (``correction=True``), because it is scipy's default for 2x2 tables
-   and hence what a Python TF-IDF pipeline calling ``chi2_contingency(table)`` reports; the paper's
-   chi-square values do not say. ``correction=False`` gives Pearson's uncorrected statistic. A term
-   present in every document (a zero margin; the test is undefined) gets chi2 = 0, p = 1.
-6. **Direction** ``more_in``: the modality with the larger document-frequency proportion
-   (docs with term / docs in that modality); ``"equal"`` when the proportions are equal.
+   counts. The TF-IDF weights themselves do not enter the tests; a document "contains" a term when
+   its TF-IDF weight is > 0.
+4. **Exclusion** (``resources/analysis/modality_terms.txt``; its header states the rule). Entries
+   are **exact words**, matched on the lowercased token *before* stemming: "heading" is excluded,
+   "head" (its Porter stem) is not, "play" does not remove "playful". Every inflection to exclude
+   is listed. Excluded words never become terms (nor heads of negated bigrams), so they are not in
+   any test family; the vocabulary size before exclusion counts them as their own terms.
+5. **Test per term: participant-level permutation** (:func:`permutation_pvalues`). For each
+   participant i with documents, n_i = their justifications and c_ij = how many of them contain
+   term j. Statistic: the difference in the pooled document proportions, audio minus text,
+   ``sum_audio c_ij / sum_audio n_i - sum_text c_ij / sum_text n_i`` (the ``prop_audio`` -
+   ``prop_text`` of the table). Two-sided p-value: condition labels permuted over participants
+   (each participant keeps all their documents; the number of participants per condition is
+   fixed), ``p = (1 + #{|d*| >= |d|}) / (1 + B)``. This is exact under the null that a
+   participant's justifications do not depend on the condition, whatever each participant's
+   habits; the chi-square of step 6 is not. Terms used by fewer than ``min_participants``
+   (default :data:`DEFAULT_MIN_PARTICIPANTS` = 5) different participants are not tested (a
+   condition-blind filter, so the test stays exact): at the paper's 47 + 47 participants, five
+   users all in one condition give p = 2 C(47,5)/C(94,5) = .055, so such a term cannot be
+   significant. B = ``n_perm`` (the config's ``stats.n_perm``, default 2000), raised to
+   ``ceil(2 m / alpha)`` when that is larger (m = terms tested), so that the smallest attainable p,
+   1 / (B + 1), is below half of BH's first threshold alpha / m (223 terms: 8,920 permutations).
+   The permutations are seeded from ``seed`` (the config's ``seed``; stream :data:`SEED_STREAM`)
+   and computed as one matrix product per block of permutations (participants x terms): a
+   paper-size study takes well under a second.
+6. **Document-level chi-square (the paper's, for comparison).** 2x2 table ``[[audio docs with,
+   audio docs without], [text docs with, text docs without]]``,
+   ``scipy.stats.chi2_contingency(table, correction=...)``; Yates' continuity correction ON by
+   default (``correction=True``, scipy's default for 2x2 tables). A zero margin gives chi2 = 0,
+   p = 1. Columns ``chi2``, ``p_chi2`` and ``q_chi2`` (BH over every term after exclusion, the
+   paper's family); they are NOT what ``significant`` reports.
 7. **FDR.** Benjamini-Hochberg step-up adjusted p-values (:func:`benjamini_hochberg`, equal to
-   ``scipy.stats.false_discovery_control(p, method="bh")``) over all tested terms;
-   ``significant`` = q <= ``alpha`` (default .05).
+   ``scipy.stats.false_discovery_control(p, method="bh")``) over the permutation p-values of the
+   tested terms: ``q``; ``significant`` = q <= ``alpha`` (default .05).
+8. **Direction** ``more_in``: the modality with the larger document proportion; ``"equal"`` when
+   the proportions are equal.
 
-The result has one row per tested term (:data:`TERM_COLUMNS`), sorted by q, p, term; the counts
-(documents per modality, vocabulary size before and after exclusion, the settings) are in
-:class:`JustificationAnalysis` (:func:`analyze_justifications`) and, for
-:func:`justification_terms`, in the frame's ``attrs`` and the log.
+Measured (benchmarks/justifications_null.py -> benchmarks/out/justifications_null.md; identical
+conditions, each participant a Dirichlet(alpha) habit over 18 reasons, alpha 0.1, 0.3, 1 and inf =
+independent documents, 46 + 48 and 20 + 20 participants, 500 studies per cell): the share of null
+studies with at least one discovery at q = .05 is 3.0-6.6 % (MC SE 0.8-1.1 %; the 6.6 % cell gave
+4.4 +- 0.6 % on 1,000 further studies) for the permutation test, 32-98 % for the document-level
+chi-square under habits (2.2-2.6 % with independent documents). Power at the paper's size for a
+word twice as frequent in audio: 44 % with independent documents (chi-square 51 %), 4-8 % under
+habits; four times as frequent: 100 %, 79 % (alpha 1), 21 % (alpha 0.3).
+
+The result has one row per term of the vocabulary after exclusion (:data:`TERM_COLUMNS`), tested
+terms first, sorted by q, p_perm, term; untested (rare) terms have NaN ``p_perm``/``q`` and a
+``note``. The counts (documents and participants per modality, vocabulary size before and after
+exclusion, the settings) are in :class:`JustificationAnalysis` (:func:`analyze_justifications`)
+and, for :func:`justification_terms`, in the frame's ``attrs`` and the log.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import csr_matrix
+from scipy.stats import chi2 as chi2_dist
 from scipy.stats import chi2_contingency
 
 from modprefs.io_tables import as_bool_column
+from modprefs.stats.defaults import STATS_DEFAULTS
 
 log = logging.getLogger(__name__)
 
 CONDITIONS: tuple[str, ...] = ("audio", "text")
 TERM_COLUMNS = [
     "term",
+    "participants_audio",
+    "participants_text",
     "docs_audio",
     "docs_text",
     "prop_audio",
     "prop_text",
-    "chi2",
-    "p",
+    "p_perm",
     "q",
     "significant",
     "more_in",
+    "chi2",
+    "p_chi2",
+    "q_chi2",
+    "note",
 ]
+_COLUMN_DTYPES = ["object"] + ["int64"] * 4 + ["float64"] * 4 + ["bool", "object"] + ["float64"] * 3 + ["object"]
 DEFAULT_MIN_DF = 5
+DEFAULT_MIN_PARTICIPANTS = 5
 DEFAULT_ALPHA = 0.05
+DEFAULT_N_PERM: int = STATS_DEFAULTS["n_perm"]  # the config's stats.n_perm
+DEFAULT_SEED: int = STATS_DEFAULTS["seed"]  # the config's seed
+#: mixed into the permutation seed so this analysis' stream differs from the other analyses' on the same seed
+SEED_STREAM = 43
+_PERM_BLOCK = 1024
+TEST_NAME = (
+    "participant-level permutation test of the difference in document proportions "
+    "(condition labels permuted over participants), Benjamini-Hochberg over the tested terms"
+)
 #: the documented exclusion list, relative to the repository root
 MODALITY_TERMS_PATH = Path("resources") / "analysis" / "modality_terms.txt"
 #: the documented stop list (function words only), resolved against the repository root
 STOP_WORDS_PATH = Path(__file__).resolve().parents[4] / "resources" / "analysis" / "stop_words.txt"
 STOP_WORDS_NAME = "resources/analysis/stop_words.txt (scikit-learn ENGLISH_STOP_WORDS minus content words)"
 STEMMER_NAME = "nltk PorterStemmer (NLTK_EXTENSIONS mode)"
+NEGATION_NAME = "not/no/never (n't, cannot -> not) kept; the next content word becomes <negator>_<stem>"
 _TOKEN = re.compile(r"[a-z]{2,}")
+#: tokens and the punctuation that ends a negation's scope
+_PIECE = re.compile(r"[a-z]{2,}|[.,;:!?()\[\]\"\n]")
+#: negation words; each is a term, and prefixes the next content word (its head)
+NEGATORS = frozenset({"not", "no", "never"})
+#: degree words skipped (and kept as terms unless stop words) between a negator and its head
+INTENSIFIERS = frozenset(
+    {
+        "very",
+        "too",
+        "so",
+        "really",
+        "quite",
+        "overly",
+        "particularly",
+        "especially",
+        "entirely",
+        "completely",
+        "totally",
+        "fully",
+        "necessarily",
+        "always",
+        "even",
+        "much",
+    }
+)
+#: contrastive conjunctions: a negation does not reach past them ("not long but clear")
+SCOPE_BREAKS = frozenset({"but", "however", "although", "though", "yet", "whereas", "while"})
+#: stop words or intensifiers allowed between a negator and its head ("not as very clear")
+MAX_NEGATION_GAP = 3
+_CONTRACTIONS = (
+    (re.compile(r"\b(?:can['\u2019]?t|cannot)\b"), "can not"),
+    (re.compile(r"\bwon['\u2019]t\b"), "will not"),
+    (re.compile(r"\bain['\u2019]t\b"), "is not"),
+    (re.compile(r"\b([a-z]+)n['\u2019]t\b"), r"\1 not"),
+    (re.compile(r"\b(do|does|did|is|was|are|were|could|would|should|has|have|had)nt\b"), r"\1 not"),
+)
+_EXCLUDED = "excluded:"  # marks an excluded word in the tokenizer's output (never a real token: no ':')
 
 
 @lru_cache(maxsize=1)
@@ -119,10 +220,54 @@ def stem(word: str) -> str:
     return _stemmer().stem(word.lower())
 
 
-def analyze(doc: str) -> list[str]:
-    """Tokens of one justification: lowercase letter runs (>= 2), stop words dropped, Porter-stemmed."""
+def normalize_negations(text: str) -> str:
+    """Lowercased ``text`` with negative contractions spelled out: "don't"/"dont" -> "do not",
+    "can't"/"cant"/"cannot" -> "can not", "won't" -> "will not", "isn't" -> "is not" (straight or
+    curly apostrophe)."""
+    out = str(text).lower()
+    for pattern, repl in _CONTRACTIONS:
+        out = pattern.sub(repl, out)
+    return out
+
+
+def _tokens(doc: str, exclude: frozenset[str] = frozenset()) -> list[str]:
+    """Terms of one document, excluded words marked ``excluded:<word>`` (see :func:`analyze`)."""
     stops = stop_words()
-    return [stem(tok) for tok in _TOKEN.findall(str(doc).lower()) if tok not in stops]
+    out: list[str] = []
+    negator: str | None = None
+    gap = 0
+    for piece in _PIECE.findall(normalize_negations(doc)):
+        if not piece[0].isalpha():  # punctuation ends a negation's scope
+            negator = None
+            continue
+        if piece in SCOPE_BREAKS:
+            negator = None
+        if piece in NEGATORS:
+            out.append(piece)
+            negator, gap = piece, 0
+            continue
+        if piece in stops or piece in INTENSIFIERS:
+            if piece not in stops:
+                out.append(stem(piece))
+            gap += 1
+            if gap > MAX_NEGATION_GAP or piece == "only":  # "not only clear but ..." negates nothing
+                negator = None
+            continue
+        if piece in exclude:
+            out.append(_EXCLUDED + piece)
+        elif negator is not None:
+            out.append(f"{negator}_{stem(piece)}")
+        else:
+            out.append(stem(piece))
+        negator = None
+    return out
+
+
+def analyze(doc: str, exclude: Iterable[str] = ()) -> list[str]:
+    """Terms of one justification: negations spelled out, lowercase letter runs (>= 2), stop words
+    dropped, words in ``exclude`` (exact, lowercase) dropped, Porter-stemmed; a content word after
+    ``not``/``no``/``never`` becomes ``<negator>_<stem>`` (module docstring, step 2)."""
+    return [t for t in _tokens(doc, frozenset(exclude)) if not t.startswith(_EXCLUDED)]
 
 
 def load_terms(path: str | Path) -> list[str]:
@@ -135,14 +280,21 @@ def load_terms(path: str | Path) -> list[str]:
     return out
 
 
-def exclusion_stems(terms: Iterable[str]) -> set[str]:
-    """The stems removed from the vocabulary: each listed word stemmed (and, if given as a stem, itself)."""
-    out: set[str] = set()
+def exclusion_words(terms: Iterable[str]) -> frozenset[str]:
+    """The exact words excluded from the analysis (lowercased); each entry must be one token ``[a-z]{2,}``.
+
+    Matching is on the word before stemming, so "heading" excludes "heading" only (not "head", its
+    stem) and "play" does not exclude "playful"; list every inflection to exclude.
+    """
+    out = set()
     for term in terms:
-        for tok in _TOKEN.findall(str(term).lower()):
-            out.add(tok)
-            out.add(stem(tok))
-    return out
+        word = str(term).strip().lower()
+        if not _TOKEN.fullmatch(word):
+            raise ValueError(
+                f"modality term {term!r}: entries are single words of letters a-z (length >= 2), matched exactly"
+            )
+        out.add(word)
+    return frozenset(out)
 
 
 def benjamini_hochberg(pvalues: Iterable[float]) -> np.ndarray:
@@ -168,11 +320,12 @@ def benjamini_hochberg(pvalues: Iterable[float]) -> np.ndarray:
 def presence_test(
     docs_audio: int, n_audio: int, docs_text: int, n_text: int, correction: bool = True
 ) -> tuple[float, float]:
-    """Chi-square test of a term's presence/absence by modality (2x2): (chi2, p).
+    """Document-level chi-square test of a term's presence/absence by modality (2x2): (chi2, p).
 
     Table ``[[docs_audio, n_audio - docs_audio], [docs_text, n_text - docs_text]]`` through
     ``scipy.stats.chi2_contingency(table, correction=correction)`` (Yates when True). A zero margin
-    (term in no or in every document) gives (0.0, 1.0).
+    (term in no or in every document) gives (0.0, 1.0). Treats documents as independent (the paper's
+    test; not the one ``significant`` reports).
     """
     table = np.array([[docs_audio, n_audio - docs_audio], [docs_text, n_text - docs_text]], dtype=float)
     if np.any(table < 0):
@@ -181,6 +334,50 @@ def presence_test(
         return 0.0, 1.0
     res = chi2_contingency(table, correction=correction)
     return float(res.statistic), float(res.pvalue)
+
+
+def permutation_count(n_perm: int, n_terms: int, alpha: float = DEFAULT_ALPHA) -> int:
+    """Permutations used: ``n_perm`` raised to ``ceil(2 m / alpha)`` (m = ``n_terms``), so that
+    1 / (B + 1) < alpha / (2 m), half of Benjamini-Hochberg's first-rank threshold."""
+    return max(int(n_perm), math.ceil(2 * n_terms / alpha) if n_terms else 0, 1)
+
+
+def _proportion_difference(s_c: np.ndarray, s_n: np.ndarray, c_tot: np.ndarray, n_tot: float) -> np.ndarray:
+    """Audio minus text pooled document proportion, from the audio sums (``s_c`` per term, ``s_n`` docs)."""
+    s_n = np.asarray(s_n, dtype=float)[..., None]
+    return s_c / s_n - (c_tot - s_c) / (n_tot - s_n)
+
+
+def permutation_pvalues(
+    counts: np.ndarray, n_docs: np.ndarray, is_audio: np.ndarray, n_perm: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Participant-level permutation test of each term: (observed difference, two-sided p).
+
+    ``counts``: participants x terms, documents of participant i containing term j; ``n_docs``: each
+    participant's documents (>= 1); ``is_audio``: each participant's condition. Statistic: the
+    difference in pooled document proportions, audio minus text. ``n_perm`` random permutations of
+    the condition labels over participants (group sizes fixed), in blocks of matrix products;
+    ``p = (1 + #{|d*| >= |d|}) / (1 + n_perm)`` (a 1e-12 tolerance for ties).
+    """
+    counts = np.asarray(counts, dtype=float)
+    n = np.asarray(n_docs, dtype=float)
+    audio = np.asarray(is_audio, dtype=bool)
+    if counts.ndim != 2 or counts.shape[0] != n.size or n.size != audio.size:
+        raise ValueError("counts must be participants x terms, with one n_docs and one condition per participant")
+    if not audio.any() or audio.all() or np.any(n < 1):
+        raise ValueError("both conditions need participants, and every participant at least one document")
+    c_tot, n_tot = counts.sum(axis=0), float(n.sum())
+    observed = _proportion_difference(counts[audio].sum(axis=0), n[audio].sum(), c_tot, n_tot)
+    bar = np.abs(observed) - 1e-12
+    exceed = np.zeros(counts.shape[1], dtype=np.int64)
+    done = 0
+    while done < n_perm:
+        size = min(_PERM_BLOCK, n_perm - done)
+        labels = rng.permuted(np.tile(audio, (size, 1)), axis=1).astype(float)
+        diff = _proportion_difference(labels @ counts, labels @ n, c_tot, n_tot)
+        exceed += (np.abs(diff) >= bar).sum(axis=0)
+        done += size
+    return observed, (1.0 + exceed) / (1.0 + n_perm)
 
 
 def select_justifications(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
@@ -215,81 +412,158 @@ def select_justifications(trials: pd.DataFrame, participants: pd.DataFrame) -> p
 class JustificationAnalysis:
     """Result of :func:`analyze_justifications`."""
 
-    terms: pd.DataFrame  # TERM_COLUMNS, one row per tested term
+    terms: pd.DataFrame  # TERM_COLUMNS, one row per vocabulary term after exclusion
     n_docs: dict[str, int]  # analysed justifications per condition
-    vocabulary_size: int  # TF-IDF vocabulary (stems with df >= min_df), before exclusion
-    n_tested: int  # terms tested (= BH family size) after exclusion
-    excluded: list[str] = field(default_factory=list)  # vocabulary stems removed as modality-specific
+    vocabulary_size: int  # TF-IDF vocabulary (terms with df >= min_df, excluded words included), before exclusion
+    n_tested: int  # terms tested by the permutation test (= its BH family)
+    excluded: list[str] = field(default_factory=list)  # vocabulary words removed as modality-specific
     min_df: int | float = DEFAULT_MIN_DF
     correction: bool = True
     alpha: float = DEFAULT_ALPHA
+    n_participants: dict[str, int] = field(default_factory=dict)  # participants with >= 1 document
+    min_participants: int = DEFAULT_MIN_PARTICIPANTS
+    n_perm: int = 0  # permutations used (after permutation_count)
+    seed: int = DEFAULT_SEED
 
     @property
     def n_significant(self) -> int:
+        """Terms significant by the participant-level permutation test (BH q <= alpha)."""
         return int(self.terms["significant"].sum())
+
+    @property
+    def n_significant_chi2(self) -> int:
+        """Terms the paper's document-level chi-square would call significant (BH over all terms)."""
+        return int((self.terms["q_chi2"] <= self.alpha).sum())
 
     def summary(self) -> dict:
         return {
             "n_justifications": int(sum(self.n_docs.values())),
             **{f"n_justifications_{c}": int(self.n_docs.get(c, 0)) for c in CONDITIONS},
+            **{f"n_participants_{c}": int(self.n_participants.get(c, 0)) for c in CONDITIONS},
             "vocabulary_size": self.vocabulary_size,
             "n_excluded": len(self.excluded),
             "excluded": list(self.excluded),
+            "n_terms": len(self.terms),
             "n_tested": self.n_tested,
             "n_significant": self.n_significant,
+            "n_significant_chi2": self.n_significant_chi2,
+            "test": TEST_NAME,
+            "n_perm": self.n_perm,
+            "seed": self.seed,
+            "min_participants": self.min_participants,
             "min_df": self.min_df,
             "yates_correction": self.correction,
             "alpha": self.alpha,
             "stop_words": STOP_WORDS_NAME,
             "stemmer": STEMMER_NAME,
+            "negation": NEGATION_NAME,
         }
 
 
 def _empty_terms() -> pd.DataFrame:
     """A term table (:data:`TERM_COLUMNS`) without rows, its columns typed."""
-    return pd.DataFrame(
-        {
-            c: pd.Series(dtype=d)
-            for c, d in zip(
-                TERM_COLUMNS,
-                ["object", "int64", "int64", "float64", "float64", "float64", "float64", "float64", "bool", "object"],
-            )
-        }
-    )
+    return pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(TERM_COLUMNS, _COLUMN_DTYPES)})
 
 
-def _term_table(
-    vocab: np.ndarray,
-    docs_audio: np.ndarray,
-    docs_text: np.ndarray,
-    na: int,
-    nt: int,
-    correction: bool,
-    alpha: float,
-) -> pd.DataFrame:
-    """Each tested term's presence test and BH q-value (:data:`TERM_COLUMNS`), sorted by q, p, term."""
-    stats = [presence_test(a, na, t, nt, correction) for a, t in zip(docs_audio, docs_text)]
-    chi2 = np.array([s[0] for s in stats], dtype=float)
-    p = np.array([s[1] for s in stats], dtype=float)
-    q = benjamini_hochberg(p)
-    prop_a, prop_t = docs_audio / na, docs_text / nt
-    more_in = np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal"))
+@dataclass
+class _Corpus:
+    """Per-term counts of one corpus after exclusion (participants x terms)."""
+
+    vocab: np.ndarray  # term names
+    counts: np.ndarray  # participants x terms: documents containing the term
+    n_docs: np.ndarray  # documents per participant
+    is_audio: np.ndarray  # condition per participant
+    vocabulary_size: int
+    excluded: list[str]
+
+
+def _corpus(docs: pd.DataFrame, exclude: frozenset[str], min_df: int | float) -> _Corpus | None:
+    """Vocabulary (TfidfVectorizer, min_df) and participant x term document counts; None if empty."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vectorizer = TfidfVectorizer(analyzer=partial(_tokens, exclude=exclude), min_df=min_df, lowercase=False)
+    try:
+        matrix = vectorizer.fit_transform(docs["justification"].tolist())
+    except ValueError:  # no term reaches min_df (or only stop words)
+        return None
+    vocab = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
+    keep = np.array([not str(t).startswith(_EXCLUDED) for t in vocab], dtype=bool)
+    excluded = sorted(str(t)[len(_EXCLUDED) :] for t in vocab[~keep])
+    present = (matrix[:, np.flatnonzero(keep)] > 0).astype(np.float64).tocsr()
+    codes, people = pd.factorize(docs["participant_id"], sort=True)
+    member = csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(len(people), len(codes)))
+    counts = np.asarray((member @ present).todense()).astype(np.int64)
+    cond = docs.groupby("participant_id", sort=True)["condition"].first().reindex(people)
+    n_docs = np.bincount(codes, minlength=len(people))
+    return _Corpus(vocab[keep], counts, n_docs, (cond == "audio").to_numpy(), int(vocab.size), excluded)
+
+
+def presence_tests(
+    docs_audio: np.ndarray, n_audio: int, docs_text: np.ndarray, n_text: int, correction: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`presence_test` for many terms at once, vectorised: (chi2, p) arrays.
+
+    The same statistic as ``chi2_contingency`` on each 2x2 table (Yates: every observed count moved
+    towards its expected count by min(0.5, |O - E|)); a zero margin gives (0, 1).
+    """
+    with_ = np.stack([np.asarray(docs_audio, dtype=float), np.asarray(docs_text, dtype=float)], axis=-1)
+    totals = np.array([n_audio, n_text], dtype=float)
+    observed = np.stack([with_, totals - with_], axis=-2)  # terms x (with, without) x (audio, text)
+    if np.any(observed < 0):
+        raise ValueError("document counts exceed the number of documents")
+    rows, cols = observed.sum(axis=-1, keepdims=True), observed.sum(axis=-2, keepdims=True)
+    degenerate = (rows == 0).any(axis=(-2, -1)) | (cols == 0).any(axis=(-2, -1))
+    expected = rows * cols / totals.sum()
+    expected[degenerate] = 1.0
+    diff = expected - observed
+    if correction:
+        observed = observed + np.sign(diff) * np.minimum(0.5, np.abs(diff))
+    chi2 = ((observed - expected) ** 2 / expected).sum(axis=(-2, -1))
+    chi2[degenerate] = 0.0
+    p = chi2_dist.sf(chi2, 1)
+    p[degenerate] = 1.0
+    return chi2, p
+
+
+def _term_table(corpus: _Corpus, settings: dict, rng: np.random.Generator) -> tuple[pd.DataFrame, int, int]:
+    """(table, terms tested, permutations used): every term's counts, permutation and chi-square tests."""
+    c, a = corpus.counts, corpus.is_audio
+    users_a, users_t = (c[a] > 0).sum(axis=0), (c[~a] > 0).sum(axis=0)
+    docs_a, docs_t = c[a].sum(axis=0), c[~a].sum(axis=0)
+    na, nt = int(corpus.n_docs[a].sum()), int(corpus.n_docs[~a].sum())
+    tested = (users_a + users_t) >= settings["min_participants"]
+    n_perm = permutation_count(settings["n_perm"], int(tested.sum()), settings["alpha"])
+    p_perm = np.full(c.shape[1], np.nan)
+    q = np.full(c.shape[1], np.nan)
+    if tested.any():
+        _, p_perm[tested] = permutation_pvalues(c[:, tested], corpus.n_docs, a, n_perm, rng)
+        q[tested] = benjamini_hochberg(p_perm[tested])
+    chi2, p_chi2 = presence_tests(docs_a, na, docs_t, nt, settings["correction"])
+    q_chi2 = benjamini_hochberg(p_chi2)
+    prop_a, prop_t = docs_a / na, docs_t / nt
+    note = np.where(tested, "", f"used by fewer than {settings['min_participants']} participants: not tested")
     table = pd.DataFrame(
         {
-            "term": vocab.astype(str),
-            "docs_audio": docs_audio,
-            "docs_text": docs_text,
+            "term": corpus.vocab.astype(str),
+            "participants_audio": users_a,
+            "participants_text": users_t,
+            "docs_audio": docs_a,
+            "docs_text": docs_t,
             "prop_audio": prop_a,
             "prop_text": prop_t,
-            "chi2": chi2,
-            "p": p,
+            "p_perm": p_perm,
             "q": q,
-            "significant": q <= alpha,
-            "more_in": more_in,
+            "significant": np.nan_to_num(q, nan=1.0) <= settings["alpha"],
+            "more_in": np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal")),
+            "chi2": chi2,
+            "p_chi2": p_chi2,
+            "q_chi2": q_chi2,
+            "note": note,
         },
         columns=TERM_COLUMNS,
     )
-    return table.sort_values(["q", "p", "term"], kind="mergesort").reset_index(drop=True)
+    table = table.sort_values(["q", "p_perm", "q_chi2", "term"], kind="mergesort", na_position="last")
+    return table.reset_index(drop=True), int(tested.sum()), n_perm
 
 
 def analyze_justifications(
@@ -299,60 +573,75 @@ def analyze_justifications(
     min_df: int | float = DEFAULT_MIN_DF,
     correction: bool = True,
     alpha: float = DEFAULT_ALPHA,
+    *,
+    n_perm: int = DEFAULT_N_PERM,
+    seed: int = DEFAULT_SEED,
+    min_participants: int = DEFAULT_MIN_PARTICIPANTS,
 ) -> JustificationAnalysis:
     """The §4.3 analysis with its counts (see the module docstring).
 
-    ``exclude_terms``: words/stems to exclude, or a path to a term list (:func:`load_terms`).
+    ``exclude_terms``: exact words to exclude, or a path to a term list (:func:`load_terms`).
+    ``n_perm``/``seed``: the permutation test's (the config's ``stats.n_perm`` and ``seed``);
+    ``min_participants``: fewest different participants using a term for it to be tested.
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     if isinstance(exclude_terms, (str, Path)):
         exclude_terms = load_terms(exclude_terms)
-    excluded_stems = exclusion_stems(exclude_terms)
+    exclude = exclusion_words(exclude_terms)
     docs = select_justifications(trials, participants)
     n_docs = {c: int((docs["condition"] == c).sum()) for c in CONDITIONS}
-    empty = _empty_terms()
+    n_people = {c: int(docs.loc[docs["condition"] == c, "participant_id"].nunique()) for c in CONDITIONS}
+    settings = {"min_participants": int(min_participants), "n_perm": int(n_perm), "alpha": alpha}
+    settings["correction"] = correction
+
+    def result(table: pd.DataFrame, vocabulary_size: int, n_tested: int, excluded: list[str], used: int):
+        return JustificationAnalysis(
+            table,
+            n_docs,
+            vocabulary_size,
+            n_tested,
+            excluded,
+            min_df=min_df,
+            correction=correction,
+            alpha=alpha,
+            n_participants=n_people,
+            min_participants=int(min_participants),
+            n_perm=used,
+            seed=int(seed),
+        )
+
     if min(n_docs.values()) == 0:
         log.warning(
             "justifications: no analysed justifications in %s; nothing tested",
             [c for c in CONDITIONS if n_docs[c] == 0],
         )
-        return JustificationAnalysis(empty, n_docs, 0, 0, [], min_df, correction, alpha)
-
-    vectorizer = TfidfVectorizer(analyzer=analyze, min_df=min_df, lowercase=False)
-    try:
-        matrix = vectorizer.fit_transform(docs["justification"].tolist())
-    except ValueError:  # no term reaches min_df (or only stop words)
+        return result(_empty_terms(), 0, 0, [], 0)
+    corpus = _corpus(docs, exclude, min_df)
+    if corpus is None:
         log.warning("justifications: empty vocabulary at min_df=%s", min_df)
-        return JustificationAnalysis(empty, n_docs, 0, 0, [], min_df, correction, alpha)
-    vocab = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
-    present = (matrix > 0).tocsc()
-    is_audio = (docs["condition"] == "audio").to_numpy()
-    docs_audio = np.asarray(present[is_audio].sum(axis=0)).ravel().astype(int)
-    docs_text = np.asarray(present[~is_audio].sum(axis=0)).ravel().astype(int)
-
-    keep = np.array([t not in excluded_stems for t in vocab], dtype=bool)
-    excluded = sorted(str(t) for t in vocab[~keep])
-    vocab, docs_audio, docs_text = vocab[keep], docs_audio[keep], docs_text[keep]
-
-    na, nt = n_docs["audio"], n_docs["text"]
-    table = _term_table(vocab, docs_audio, docs_text, na, nt, correction, alpha)
-    result = JustificationAnalysis(table, n_docs, int(keep.size), int(keep.sum()), excluded, min_df, correction, alpha)
+        return result(_empty_terms(), 0, 0, [], 0)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), SEED_STREAM]))
+    table, n_tested, used = _term_table(corpus, settings, rng)
+    out = result(table, corpus.vocabulary_size, n_tested, corpus.excluded, used)
     log.info(
-        "justifications: %d analysed (%d audio, %d text); TF-IDF vocabulary %d terms (min_df=%s), "
-        "%d modality-specific excluded, %d tested, %d significant at q=%.2f (Yates %s)",
-        na + nt,
-        na,
-        nt,
-        result.vocabulary_size,
+        "justifications: %d analysed (%d audio, %d text) from %d + %d participants; TF-IDF vocabulary %d terms "
+        "(min_df=%s), %d modality-specific excluded, %d tested (used by >= %d participants), %d significant at "
+        "q=%.2f by the participant permutation test (%d permutations; the document-level chi-square: %d)",
+        sum(n_docs.values()),
+        n_docs["audio"],
+        n_docs["text"],
+        n_people["audio"],
+        n_people["text"],
+        out.vocabulary_size,
         min_df,
-        len(excluded),
-        result.n_tested,
-        result.n_significant,
+        len(out.excluded),
+        n_tested,
+        min_participants,
+        out.n_significant,
         alpha,
-        "on" if correction else "off",
+        used,
+        out.n_significant_chi2,
     )
-    return result
+    return out
 
 
 def justification_terms(
@@ -362,15 +651,29 @@ def justification_terms(
     min_df: int | float = DEFAULT_MIN_DF,
     correction: bool = True,
     alpha: float = DEFAULT_ALPHA,
+    *,
+    n_perm: int = DEFAULT_N_PERM,
+    seed: int = DEFAULT_SEED,
+    min_participants: int = DEFAULT_MIN_PARTICIPANTS,
 ) -> pd.DataFrame:
-    """One row per tested term (:data:`TERM_COLUMNS`); the counts are in ``.attrs`` and logged.
+    """One row per term after exclusion (:data:`TERM_COLUMNS`); the counts are in ``.attrs`` and logged.
 
-    ``attrs`` keys: n_justifications, n_justifications_audio, n_justifications_text,
-    vocabulary_size (before exclusion), n_excluded, excluded, n_tested, n_significant, min_df,
-    yates_correction, alpha, stop_words, stemmer.
+    ``attrs`` keys: :meth:`JustificationAnalysis.summary`'s (n_justifications[_audio/_text],
+    n_participants_audio/_text, vocabulary_size (before exclusion), n_excluded, excluded, n_terms,
+    n_tested, n_significant (permutation test), n_significant_chi2 (document-level, the paper's),
+    test, n_perm, seed, min_participants, min_df, yates_correction, alpha, stop_words, stemmer,
+    negation).
     """
     result = analyze_justifications(
-        trials, participants, exclude_terms, min_df=min_df, correction=correction, alpha=alpha
+        trials,
+        participants,
+        exclude_terms,
+        min_df=min_df,
+        correction=correction,
+        alpha=alpha,
+        n_perm=n_perm,
+        seed=seed,
+        min_participants=min_participants,
     )
     table = result.terms
     table.attrs.update(result.summary())
