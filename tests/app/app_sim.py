@@ -111,15 +111,17 @@ async def run_participant(
     durations: dict[str, float] | None = None,
     headphones: str = "stereo",
     client_ip: str | None = None,
+    prefix: str = "",
 ) -> Outcome:
     """One participant's session. ``client_ip``: sent as X-Forwarded-For (a server behind a proxy
-    sees one address per participant); ``headphones``: ``stereo`` or ``mono`` listener."""
+    sees one address per participant); ``headphones``: ``stereo`` or ``mono`` listener; ``prefix``: the
+    path the site is served under (``/study`` for ``serve --root-path /study``)."""
     rng = random.Random(seed)
     out = Outcome()
     client = RetryingClient(client, out, {"X-Forwarded-For": client_ip} if client_ip else {})  # type: ignore[assignment]
-    r = _check(await client.get("/start", params=prolific or {}, follow_redirects=True))
+    r = _check(await client.get(f"{prefix}/start", params=prolific or {}, follow_redirects=True))
     out.token = r.url.path.rsplit("/", 1)[-1]
-    base = f"/p/{out.token}"
+    base = f"{prefix}/p/{out.token}"
     csrf = CSRF_RE.search(r.text).group(1)
     _check(await client.post(f"{base}/consent", data={"csrf": csrf, "agree": "yes"}), 303)
     demo = {

@@ -5,7 +5,7 @@
                         [--configfile config.yaml | --scale MIN:MAX[:STEP]] [--scale-labels LOW HIGH]
                         [--replace [--force]]
     modprefs app serve  --db URL [--host 127.0.0.1] [--port 8000] [--abandon-minutes 30]
-                        [--entry any|prolific|invite] [--workers N] [--timing-tolerance 0.5]
+                        [--entry any|prolific|invite] [--workers N] [--root-path /prefix] [--timing-tolerance 0.5]
                         [--text-reveal next|auto|off] [--text-min-read 3] [--headphone-check off|record|require]
                         [--rate-window 60 --rate-start-ip 60 --rate-start-pid 10 --rate-session-ip 1200
                          --rate-session-token 300]
@@ -32,6 +32,7 @@ import argparse
 import json
 import math
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable
@@ -67,6 +68,23 @@ def _int_in(lo: int, hi: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+APP_ROUTES = ("p", "static", "admin", "start", "healthz")  # first path segments of the app's own routes
+
+
+def root_path_arg(raw: str) -> str:
+    """``--root-path``: '' or ``/seg[/seg...]`` (a trailing / is dropped), not starting with a route of the app."""
+    value = raw.strip().rstrip("/")
+    if value == "":
+        return ""
+    if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", value) or "/." in value:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a URL path prefix such as /study")
+    if value.split("/")[1] in APP_ROUTES:
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} starts like a route of the app ({', '.join('/' + r for r in APP_ROUTES)}); choose another prefix"
+        )
+    return value
 
 
 def _number(minimum: float, strict: bool = False) -> Callable[[str], float]:
@@ -234,7 +252,13 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
         default=1,
         help="uvicorn worker processes (default 1; more than 1 needs PostgreSQL)",
     )
-    sv.add_argument("--root-path", default="", help="ASGI root_path behind a reverse proxy")
+    sv.add_argument(
+        "--root-path",
+        type=root_path_arg,
+        default="",
+        help="the path prefix a reverse proxy serves the app under (e.g. /study); every URL the app writes "
+        "starts with it, and the proxy may strip it or pass it on",
+    )
     sv.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug", "trace"])
     sv.add_argument(
         "--keep-alive",
@@ -311,7 +335,13 @@ def _add_invite_parser(cmds: argparse._SubParsersAction) -> None:
     iv = cmds.add_parser("invite", help="create personal invitation links")
     _db_arg(iv)
     iv.add_argument("-n", type=_int_in(1, 100_000), required=True, help="number of links (1-100000)")
-    iv.add_argument("--base-url", type=_base_url, default="http://127.0.0.1:8000")
+    iv.add_argument(
+        "--base-url",
+        type=_base_url,
+        default="http://127.0.0.1:8000",
+        help="the site's public address, with the proxy's prefix if any (https://your.host/study); "
+        "the links are BASE-URL/p/TOKEN",
+    )
 
 
 def _add_export_parser(cmds: argparse._SubParsersAction) -> None:
@@ -477,7 +507,7 @@ def _run_serve(args: argparse.Namespace, url: str) -> int:
 
 def _run_invite(args: argparse.Namespace, url: str) -> int:
     from modprefs.app.db import open_database
-    from modprefs.app.service import invite
+    from modprefs.app.sessions import invite
 
     db = open_database(url, "invite")
     for token in invite(db, args.n):

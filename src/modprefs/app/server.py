@@ -1,4 +1,4 @@
-"""The ASGI app (FastAPI): participant pages, event log, audio, admin export.
+"""The ASGI app (Starlette): participant pages, event log, audio, admin export.
 
 Routes (``{token}`` is the participant's personal, unguessable link):
 
@@ -27,6 +27,13 @@ script), so submitted text is never executed; ``Referrer-Policy: no-referrer`` k
 other sites' logs; participant pages are ``no-store``. ``/start`` and every ``/p/...`` request are
 rate-limited per client IP and per Prolific id (``/start``) or session token (``/p/...``, one per
 Prolific id); beyond a limit the answer is 429 with ``Retry-After`` (:mod:`.ratelimit`).
+
+Behind a reverse proxy under a prefix (``serve --root-path /study``, the ASGI ``root_path``) every URL
+the app writes starts with the prefix: pages, stylesheet and script, form actions, audio, the page
+script's event URL (from the page data), redirects, the ``next`` of a JSON submission
+(:func:`app_url`). They are paths, not absolute URLs, so the browser resolves them against the proxy's
+address. The proxy may strip the prefix or pass it on (:class:`RootPathMiddleware`); the rules by path
+(no-store, rate limits) read the path inside the app (:func:`route_path`).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import base64
 import hmac
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +55,8 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainT
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from modprefs.app import service
+from modprefs.app import events as event_log
+from modprefs.app import service, sessions, trials
 from modprefs.app.db import open_database
 from modprefs.app.ratelimit import RateLimiter
 from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarge
@@ -64,6 +73,44 @@ CSP = (
 
 class _BodyTooLarge(Exception):
     pass
+
+
+def root_path(scope: Mapping[str, Any]) -> str:
+    """The path prefix the app is served under (uvicorn's ``--root-path``; '' at the root), without a final /."""
+    return str(scope.get("root_path") or "").rstrip("/")
+
+
+def route_path(scope: Mapping[str, Any]) -> str:
+    """The request's path inside the app (``/p/...``): the ASGI path less the root path (as Starlette routes)."""
+    path, root = scope.get("path", ""), root_path(scope)
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
+
+
+class RootPathMiddleware:
+    """Serve the app under its root path whether the proxy strips the prefix or passes it on.
+
+    Behind ``--root-path /study`` uvicorn prefixes every request's path with ``/study``; a proxy that strips
+    the prefix (nginx ``proxy_pass http://app/;``) sends ``/p/...`` and the app sees ``/study/p/...``, a proxy
+    that passes it on sends ``/study/p/...`` and the app would see ``/study/study/p/...``: the doubled prefix
+    is taken off. (The CLI refuses a root path that could be mistaken for a route of the app: ``/p``, ...)
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        root = root_path(scope)
+        if scope["type"] == "http" and root:
+            inner = route_path(scope)
+            if inner == root or inner.startswith(root + "/"):
+                path = root + (inner[len(root) :] or "/")
+                raw = scope.get("raw_path")
+                scope = {**scope, "path": path}
+                if raw is not None:
+                    scope["raw_path"] = raw[len(root.encode()) :] if raw.startswith(root.encode() * 2) else raw
+        await self.app(scope, receive, send)
 
 
 class LimitsMiddleware:
@@ -104,7 +151,7 @@ class LimitsMiddleware:
                     (b"referrer-policy", b"no-referrer"),
                     (b"x-frame-options", b"DENY"),
                 ]
-                path = scope.get("path", "")
+                path = route_path(scope)
                 if path.startswith("/p/") or path.startswith("/admin") or path.startswith("/start"):
                     if not path.endswith(".wav"):
                         extra.append((b"cache-control", b"no-store"))
@@ -129,7 +176,7 @@ class RateLimitMiddleware:
 
     def keys(self, scope: dict) -> list[tuple[str, int]]:
         st: Settings = self.settings()
-        path = scope.get("path", "")
+        path = route_path(scope)
         ip = (scope.get("client") or ("unknown", 0))[0]
         if path == "/start":
             pid = QueryParams(scope.get("query_string", b"").decode("latin-1")).get("PROLIFIC_PID")
@@ -149,7 +196,7 @@ class RateLimitMiddleware:
             if wait:
                 msg = f"Too many requests. Please wait {wait} seconds and try again."
                 headers = {"Retry-After": str(wait)}
-                if scope.get("path", "").endswith("/events"):
+                if route_path(scope).endswith("/events"):
                     resp: Response = JSONResponse({"error": msg, "retry_after": wait}, 429, headers=headers)
                 else:
                     resp = PlainTextResponse(msg, 429, headers=headers)
@@ -209,7 +256,7 @@ def create_app(
 
     app = Starlette(routes=routes, exception_handlers={TooLarge: too_large, _BodyTooLarge: too_large})
     app.state.db = db
-    return LimitsMiddleware(RateLimitMiddleware(app, site.settings), max_body=max_body)
+    return RootPathMiddleware(LimitsMiddleware(RateLimitMiddleware(app, site.settings), max_body=max_body))
 
 
 def _participant_routes(site: _Site) -> list[Route]:
@@ -252,8 +299,16 @@ def _check_fetch_site(request: Request) -> None:
         raise Forbidden("Cross-site requests are not accepted.")
 
 
-def _redirect_home(token: str) -> Response:
-    return RedirectResponse(f"/p/{token}", status_code=303)
+def app_url(request: Request, path: str) -> str:
+    """``path`` (``/p/...``, ``/static/...``) as the browser must ask for it: under the root path.
+
+    A path, not an absolute URL: the browser resolves it against the address it used (the proxy's),
+    whatever Host and scheme reached the app."""
+    return root_path(request.scope) + path
+
+
+def _redirect_home(request: Request, token: str) -> Response:
+    return RedirectResponse(app_url(request, f"/p/{token}"), status_code=303)
 
 
 def _field(form: FormData, name: str) -> str | None:
@@ -279,20 +334,22 @@ class _Pages:
     def settings(self) -> Settings:
         return self.state["settings"]
 
-    def render(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        """The template ``name``; ``base`` (the root path) prefixes every URL it writes."""
         ctx.setdefault("study_title", self.settings().study_title)
+        ctx["base"] = root_path(request.scope)
         return HTMLResponse(self.templates.get_template(name).render(**ctx), status_code=status)
 
     def error_page(self, exc: AppError, request: Request) -> Response:
         if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         token = request.path_params.get("token")
-        back = f"/p/{token}" if token and exc.status != 404 else None  # e.g. a refused trial: back to the task
+        back = app_url(request, f"/p/{token}") if token and exc.status != 404 else None  # e.g. a refused trial
         return self.render(
-            "message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back
+            request, "message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back
         )
 
-    def render_view(self, view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
+    def render_view(self, request: Request, view: dict[str, Any], status: int = 200, **extra: Any) -> Response:
         name = {
             "consent": "consent.html",
             "demographics": "demographics.html",
@@ -311,10 +368,10 @@ class _Pages:
                 revealed=view["revealed"],
                 reveal=view["reveal"],
                 restore=view["restore"],
-                events_url=f"/p/{view['token']}/events",
+                events_url=app_url(request, f"/p/{view['token']}/events"),
             )
         scale = slider_scale(self.settings().scale)
-        return self.render(name, status=status, v=view, data=data, options=_OPTIONS, scale=scale, **extra)
+        return self.render(request, name, status=status, v=view, data=data, options=_OPTIONS, scale=scale, **extra)
 
 
 class _ParticipantPages(_Pages):
@@ -322,6 +379,7 @@ class _ParticipantPages(_Pages):
 
     async def index(self, request: Request) -> Response:
         return self.render(
+            request,
             "message.html",
             title=self.settings().study_title,
             message="This is a research study. Please open the personal link you were given.",
@@ -334,7 +392,7 @@ class _ParticipantPages(_Pages):
         q = request.query_params
         try:
             token = await run_in_threadpool(
-                service.enter,
+                sessions.enter,
                 self.db,
                 self.settings(),
                 prolific_pid=q.get("PROLIFIC_PID"),
@@ -344,15 +402,15 @@ class _ParticipantPages(_Pages):
             )
         except AppError as exc:
             return self.error_page(exc, request)
-        return RedirectResponse(f"/p/{token}", status_code=303)
+        return _redirect_home(request, token)
 
     async def page(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            view = await run_in_threadpool(service.page_state, self.db, self.settings(), token)
+            view = await run_in_threadpool(sessions.page_state, self.db, self.settings(), token)
         except AppError as exc:
             return self.error_page(exc, request)
-        return self.render_view(view)
+        return self.render_view(request, view)
 
     async def consent(self, request: Request) -> Response:
         token = request.path_params["token"]
@@ -360,11 +418,11 @@ class _ParticipantPages(_Pages):
             _check_fetch_site(request)
             form = await _read_form(request)
             await run_in_threadpool(
-                service.give_consent, self.db, token, _field(form, "csrf"), form.get("agree") == "yes"
+                sessions.give_consent, self.db, token, _field(form, "csrf"), form.get("agree") == "yes"
             )
         except AppError as exc:
             return self.error_page(exc, request)
-        return _redirect_home(token)
+        return _redirect_home(request, token)
 
     async def demographics(self, request: Request) -> Response:
         token = request.path_params["token"]
@@ -373,14 +431,14 @@ class _ParticipantPages(_Pages):
             form = await _read_form(request)
             fields = _string_fields(form)
             errors = await run_in_threadpool(
-                service.submit_demographics, self.db, self.settings(), token, _field(form, "csrf"), fields
+                sessions.submit_demographics, self.db, self.settings(), token, _field(form, "csrf"), fields
             )
             if errors:
-                view = await run_in_threadpool(service.page_state, self.db, self.settings(), token)
-                return self.render_view(view, status=422, errors=errors, values=fields)
+                view = await run_in_threadpool(sessions.page_state, self.db, self.settings(), token)
+                return self.render_view(request, view, status=422, errors=errors, values=fields)
         except AppError as exc:
             return self.error_page(exc, request)
-        return _redirect_home(token)
+        return _redirect_home(request, token)
 
     async def events(self, request: Request) -> Response:
         token = request.path_params["token"]
@@ -392,10 +450,10 @@ class _ParticipantPages(_Pages):
                 raise Invalid("The body is not JSON.") from None
             if not isinstance(body, dict) or not isinstance(body.get("trial"), int):
                 raise Invalid("Expected {trial, events}.")
-            evs = service.parse_events(body.get("events", []), self.settings().scale)
+            evs = event_log.parse_events(body.get("events", []), self.settings().scale)
             csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
             result = await run_in_threadpool(
-                service.record_events, self.db, self.settings(), token, csrf, body["trial"], evs
+                event_log.record_events, self.db, self.settings(), token, csrf, body["trial"], evs
             )
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
@@ -409,13 +467,13 @@ class _ParticipantPages(_Pages):
             form = await _read_form(request)
             fields = _string_fields(form)
             outcome = await run_in_threadpool(
-                service.submit_trial, self.db, self.settings(), token, _field(form, "csrf"), n, fields
+                trials.submit_trial, self.db, self.settings(), token, _field(form, "csrf"), n, fields
             )
         except AppError as exc:
             return self.error_page(exc, request)
         if request.headers.get("accept", "").startswith("application/json"):
-            return JSONResponse({"outcome": outcome, "next": f"/p/{token}"})
-        return _redirect_home(token)
+            return JSONResponse({"outcome": outcome, "next": app_url(request, f"/p/{token}")})
+        return _redirect_home(request, token)
 
     async def headphones_post(self, request: Request) -> Response:
         token = request.path_params["token"]
@@ -424,16 +482,16 @@ class _ParticipantPages(_Pages):
             form = await _read_form(request)
             fields = _string_fields(form)
             await run_in_threadpool(
-                service.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"), fields
+                sessions.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"), fields
             )
         except AppError as exc:
             return self.error_page(exc, request)
-        return _redirect_home(token)
+        return _redirect_home(request, token)
 
     async def headphones_wav(self, request: Request) -> Response:
         token, which = request.path_params["token"], request.path_params["which"]
         try:
-            data = await run_in_threadpool(service.headphone_wav, self.db, self.settings(), token, which)
+            data = await run_in_threadpool(sessions.headphone_wav, self.db, self.settings(), token, which)
         except AppError as exc:
             return PlainTextResponse(exc.message, status_code=exc.status)
         return Response(data, media_type="audio/wav", headers={"Cache-Control": "private, no-store"})
@@ -444,16 +502,16 @@ class _ParticipantPages(_Pages):
             _check_fetch_site(request)
             form = await _read_form(request)
             await run_in_threadpool(
-                service.submit_difficulty, self.db, token, _field(form, "csrf"), _field(form, "difficulty")
+                sessions.submit_difficulty, self.db, token, _field(form, "csrf"), _field(form, "difficulty")
             )
         except AppError as exc:
             return self.error_page(exc, request)
-        return _redirect_home(token)
+        return _redirect_home(request, token)
 
     async def audio(self, request: Request) -> Response:
         token, clip = request.path_params["token"], request.path_params["clip"]
         try:
-            path = await run_in_threadpool(service.audio_file, self.db, token, clip)
+            path = await run_in_threadpool(trials.audio_file, self.db, token, clip)
         except AppError as exc:
             return PlainTextResponse(exc.message, status_code=exc.status)
         if not os.path.isfile(path):
@@ -519,15 +577,15 @@ class _Site(_ParticipantPages):
 
         tables = await run_in_threadpool(collect, self.db)
         counts = await run_in_threadpool(service.status_counts, self.db)
-        return self.render("admin.html", trials=tables["trials"][-500:], counts=counts)
+        return self.render(request, "admin.html", trials=tables["trials"][-500:], counts=counts)
 
 
 _OPTIONS = {
-    "genders": service.GENDERS,
-    "races": service.RACES,
-    "education": service.EDUCATION_LEVELS,
-    "employment": service.EMPLOYMENT,
-    "proficiency": service.ENGLISH_PROFICIENCY,
+    "genders": sessions.GENDERS,
+    "races": sessions.RACES,
+    "education": sessions.EDUCATION_LEVELS,
+    "employment": sessions.EMPLOYMENT,
+    "proficiency": sessions.ENGLISH_PROFICIENCY,
 }
 
 
