@@ -354,6 +354,35 @@ def test_abandoned_slot_is_reissued(served, monkeypatch):
     assert ids[token2] == ids[token] + "_r2"
 
 
+def test_leave_beacon_releases_the_slot(served, monkeypatch):
+    """The trial page's pagehide beacon (POST /leave, CSRF in the JSON body): the slot is released after
+    LEAVE_GRACE_S unless the participant comes back; a forged or cross-site beacon changes nothing; the
+    abandon timeout still applies."""
+    client, db, st = served
+    token, csrf = enter(client)
+    _, data = trial_page(client, token)
+    assert data["leave_url"].endswith(f"/p/{token}/leave")
+    assert "<noscript>" in client.get(f"/p/{token}").text  # no JavaScript: the page says so
+    clock = [service.now()]
+    monkeypatch.setattr(service, "now", lambda: clock[0])
+    assert client.post(f"/p/{token}/leave", content=json.dumps({"csrf": "forged"})).status_code == 403
+    r = client.post(f"/p/{token}/leave", content=json.dumps({"csrf": csrf}), headers={"Sec-Fetch-Site": "cross-site"})
+    assert r.status_code == 403
+    # a reload within the grace keeps the slot
+    assert client.post(f"/p/{token}/leave", content=json.dumps({"csrf": csrf})).status_code == 204
+    clock[0] += service.LEAVE_GRACE_S / 2
+    assert trial_page(client, token)[1]["page"] == "trial"
+    clock[0] += service.LEAVE_GRACE_S + 1
+    assert trial_page(client, token)[1]["page"] == "trial"  # back: the ordinary timeout applies again
+    # gone: released after the grace, reissued to the next arrival
+    assert client.post(f"/p/{token}/leave", content=json.dumps({"csrf": csrf})).status_code == 204
+    clock[0] += service.LEAVE_GRACE_S + 1
+    token2, _ = enter(client)
+    assert trial_page(client, token2)[1]["condition"] == data["condition"]
+    assert "expired" in client.get(f"/p/{token}").text
+    assert client.post(f"/p/{token}/leave", content=json.dumps({"csrf": csrf})).status_code == 204  # no-op now
+
+
 def test_screening_and_prolific_ids(served):
     client, db, st = served
     token, _ = enter(client, age="17", PROLIFIC_PID="kid1", STUDY_ID="S1", SESSION_ID="x1")

@@ -84,7 +84,7 @@ def test_paper_scale_by_default(study, tmp_path):
     with client:
         token, csrf, html = text_participant(client)
         assert 'min="1" max="100" step="1" value="50"' in html
-        assert '<span class="end">Terrible</span>' in html and '<span class="end">Perfect</span>' in html
+        assert 'id="end-min-rating-A">Terrible</span>' in html and 'id="end-max-rating-A">Perfect</span>' in html
         r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="101", rating_B="40"))
         assert r.status_code == 422 and "rating_A: must be 1..100" in r.text
         r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A="60", rating_B="40"))
@@ -100,7 +100,7 @@ def test_five_point_scale_sliders_checks_and_export(study, tmp_path):
     with client:
         token, csrf, html = text_participant(client)
         assert 'min="1" max="5" step="1" value="3"' in html
-        assert '<span class="end">Bad</span>' in html and '<span class="end">Excellent</span>' in html
+        assert 'id="end-min-rating-A">Bad</span>' in html and 'id="end-max-rating-A">Excellent</span>' in html
         for bad in ("6", "0", "3.5", "50"):
             r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A=bad, rating_B="2"))
             assert r.status_code == 422 and "rating_A: must be 1..5" in r.text, bad

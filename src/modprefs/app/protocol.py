@@ -7,7 +7,8 @@ clip's response index 0/1, or None), ``field`` (``rating``/``audio_quality`` for
 ``onset`` (the trial page is shown: conversation history and prompt; logged again after a reload),
 ``play`` / ``pause`` / ``ended`` (per clip), ``seek`` (after the first full listen),
 ``seek_refused`` / ``ended_refused`` (a seek, or a jump to the end, refused on the first listen),
-``slider`` (a committed slider change), ``preference``, ``submit``, ``reveal`` (text condition:
+``slider`` (a committed slider change: one per pointer gesture or keyboard burst, docs/app.md),
+``preference``, ``submit``, ``reveal`` (text condition:
 Response B shown after Response A was read). The caller passes the events the server accepted
 (:func:`modprefs.app.plausibility.accepted`).
 

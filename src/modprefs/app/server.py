@@ -11,6 +11,8 @@ Routes (``{token}`` is the participant's personal, unguessable link):
 ``GET /p/{token}/headphones/{i}.wav``      the screening's sounds (``calibration`` or question 0..5)
 ``POST /p/{token}/events``                 JSON {trial, events: [...]}, header X-CSRF-Token; answers
                                            what became of each event (stored, duplicate, conflict, refused)
+``POST /p/{token}/leave``                  JSON {csrf} (the pagehide beacon): the slot is released after a
+                                           short grace unless the participant comes back
 ``POST /p/{token}/trial/{n}``              form: csrf, rating_A/B, audio_quality_A/B, preference, ...
 ``POST /p/{token}/difficulty``             form: csrf, difficulty 1..5
 ``GET /p/{token}/audio/{clip}.wav``        the current trial's clips only; HTTP Range (206/416)
@@ -268,6 +270,7 @@ def _participant_routes(site: _Site) -> list[Route]:
         Route("/p/{token}/consent", site.consent, methods=["POST"]),
         Route("/p/{token}/demographics", site.demographics, methods=["POST"]),
         Route("/p/{token}/events", site.events, methods=["POST"]),
+        Route("/p/{token}/leave", site.leave, methods=["POST"]),
         Route("/p/{token}/trial/{n:int}", site.trial, methods=["POST"]),
         Route("/p/{token}/difficulty", site.difficulty, methods=["POST"]),
         Route("/p/{token}/headphones", site.headphones_post, methods=["POST"]),
@@ -360,6 +363,8 @@ class _Pages:
             "ended": "ended.html",
         }[view["page"]]
         data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
+        if view["state"] in service.HOLDING:
+            data["leave_url"] = app_url(request, f"/p/{view['token']}/leave")
         if view["page"] == "trial":
             data.update(
                 trial=view["trial"],
@@ -371,7 +376,18 @@ class _Pages:
                 events_url=app_url(request, f"/p/{view['token']}/events"),
             )
         scale = slider_scale(self.settings().scale)
-        return self.render(request, name, status=status, v=view, data=data, options=_OPTIONS, scale=scale, **extra)
+        minutes = f"{self.settings().abandon_minutes:g}"
+        return self.render(
+            request,
+            name,
+            status=status,
+            v=view,
+            data=data,
+            options=_OPTIONS,
+            scale=scale,
+            abandon_minutes=minutes,
+            **extra,
+        )
 
 
 class _ParticipantPages(_Pages):
@@ -458,6 +474,23 @@ class _ParticipantPages(_Pages):
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         return JSONResponse(result)
+
+    async def leave(self, request: Request) -> Response:
+        """The page's ``pagehide`` beacon: the participant left (a JSON body ``{csrf}``; a beacon sets no
+        headers). The slot is released after :data:`service.LEAVE_GRACE_S` unless the participant comes back."""
+        token = request.path_params["token"]
+        try:
+            _check_fetch_site(request)
+            try:
+                body = json.loads(await request.body() or b"null")
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise Invalid("The body is not JSON.") from None
+            if not isinstance(body, dict):
+                raise Invalid("Expected {csrf}.")
+            await run_in_threadpool(sessions.leave, self.db, self.settings(), token, body.get("csrf"))
+        except AppError as exc:
+            return JSONResponse({"error": exc.message}, status_code=exc.status)
+        return Response(status_code=204)
 
     async def trial(self, request: Request) -> Response:
         token = request.path_params["token"]

@@ -60,6 +60,9 @@ from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 
 log = logging.getLogger("modprefs.app")
 HOLDING = ("trials", "headphones")
+# a participant whose page sent the "leave" beacon (pagehide) and who makes no request for this long
+# is abandoned and their slot reopened (a reload or the next page is back well within it)
+LEAVE_GRACE_S = 60.0
 TEXT_REVEAL = ("next", "auto", "off")
 HEADPHONE_CHECK = ("off", "record", "require")
 ENTRY = ("any", "prolific", "invite")

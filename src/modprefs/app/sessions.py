@@ -371,3 +371,17 @@ def submit_difficulty(db: Database, token: str, csrf: str | None, value: str | N
                 return
             raise Conflict("Not at the end of the study yet.")
         p.difficulty, p.state, p.finished_at = int(raw), "done", service.now()
+
+
+def leave(db: Database, settings: Settings, token: str, csrf: str | None) -> bool:
+    """The participant left the page (the ``pagehide`` beacon): a slot holder's slot is released once
+    :data:`service.LEAVE_GRACE_S` pass with no request from them (a reload or the next page comes back
+    within it and keeps the slot); the abandon timeout still applies to everyone else. True if marked."""
+    with db.transaction() as s:
+        p = find_participant(s, token, touch=False, lock=True)
+        check_csrf(p, csrf)
+        if p.state not in service.HOLDING:
+            return False
+        left = service.now() - settings.abandon_minutes * 60.0 + service.LEAVE_GRACE_S
+        p.last_seen = min(p.last_seen, left)
+        return True

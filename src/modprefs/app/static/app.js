@@ -33,6 +33,18 @@
     // past the trials: forget the last trial's stored events and draft reason (shared computers)
     try { window.localStorage.removeItem('modprefs:' + D.token); } catch (e) { /* storage disabled */ }
   }
+  if (D.leave_url && D.csrf) {
+    // leaving the page (closing the tab, navigating away) while holding a slot: tell the server, which
+    // releases the slot after a short grace unless this participant comes back (a reload, the next page).
+    // Submitting one of the page's forms is not leaving.
+    var leaving = true;
+    window.addEventListener('submit', function (ev) { if (!ev.defaultPrevented) leaving = false; });
+    window.addEventListener('pagehide', function () {
+      if (!leaving || !navigator.sendBeacon) return;
+      navigator.sendBeacon(D.leave_url, new Blob([JSON.stringify({ csrf: D.csrf })], { type: 'application/json' }));
+    });
+    window.addEventListener('pageshow', function () { leaving = true; });
+  }
   if (D.page === 'demographics') { demographics(); return; }
   if (D.page === 'headphones') { headphoneCheck(); return; }
   if (D.page !== 'trial') return;
@@ -133,21 +145,48 @@
   // leaving or reloading the page: send what is unacknowledged (the CSRF token travels in the body);
   // it also stays in storage, and the next page sends it again (stored once by id)
   window.addEventListener('pagehide', function () {
+    sliders.forEach(settle);
     if (!store.pending.length || submitted || !navigator.sendBeacon) return;
     var body = JSON.stringify({ trial: D.trial, csrf: D.csrf, events: store.pending.slice(0, 100) });
     navigator.sendBeacon(D.events_url, new Blob([body], { type: 'application/json' }));
   });
 
   // ---- sliders --------------------------------------------------------------------------------------
+  // Changes are counted as the participant makes them: a pointer gesture (pointerdown .. release) is one
+  // change (the browser's `change` at the release); a keyboard burst (arrow, Page, Home/End keys with less
+  // than KEY_SETTLE_MS between them) is one change, committed when the keys settle, on Enter/Space, when
+  // the slider loses focus, or at submission. An unset slider reads "not rated" to assistive technology.
+  var KEY_SETTLE_MS = 700;
+  var NAV_KEYS = { ArrowLeft: 1, ArrowRight: 1, ArrowUp: 1, ArrowDown: 1, PageUp: 1, PageDown: 1, Home: 1, End: 1 };
   var sliders = Array.prototype.slice.call(document.querySelectorAll('input.slider'));
+  function endLabel(s, which) {
+    var el = document.getElementById('end-' + which + '-' + s.dataset.field + '-' + s.dataset.pos);
+    return el ? el.textContent.trim() : '';
+  }
+  function describe(s) {
+    if (s.classList.contains('unset')) { s.setAttribute('aria-valuetext', 'not rated'); return; }
+    var v = s.value;
+    var text = v + ' (from ' + s.min + ', ' + endLabel(s, 'min') + ', to ' + s.max + ', ' + endLabel(s, 'max') + ')';
+    if (v === s.min) text = v + ', ' + endLabel(s, 'min');
+    if (v === s.max) text = v + ', ' + endLabel(s, 'max');
+    s.setAttribute('aria-valuetext', text);
+  }
   function markSet(s) {
     if (s.classList.contains('unset')) {
       s.classList.remove('unset');
       s.name = s.dataset.field + '_' + s.dataset.pos;
     }
+    describe(s);
+  }
+  function settle(s) {  // the keyboard burst in progress (if any) is over: commit it
+    if (!s._keyTimer) return;
+    clearTimeout(s._keyTimer);
+    s._keyTimer = null;
+    commit(s);
   }
   function commit(s) {
     if (s.disabled) return;
+    if (s._keyTimer) { clearTimeout(s._keyTimer); s._keyTimer = null; }
     markSet(s);
     var v = Number(s.value);
     if (s._last !== v) {
@@ -158,6 +197,8 @@
   }
   sliders.forEach(function (s) {
     s._last = null;
+    s._keyTimer = null;
+    describe(s);
     s._armed = false;
     s.addEventListener('pointerdown', function (ev) {
       if (s.disabled) { ev.preventDefault(); s._armed = false; return; }
@@ -165,11 +206,21 @@
     });
     s.addEventListener('pointercancel', function () { s._armed = false; });
     s.addEventListener('input', function () { if (s.disabled) return; markSet(s); update(); });
-    s.addEventListener('change', function () { if (s.disabled) return; s._armed = false; commit(s); });
+    s.addEventListener('change', function () {
+      if (s.disabled) return;
+      s._armed = false;
+      if (s._keyTimer) { markSet(s); update(); return; }  // within a keyboard burst: committed when it settles
+      commit(s);
+    });
     s.addEventListener('keydown', function (ev) {
       if (s.disabled) return;
-      if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); commit(s); }
+      if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); commit(s); return; }
+      if (NAV_KEYS[ev.key] && !ev.altKey && !ev.ctrlKey && !ev.metaKey) {
+        clearTimeout(s._keyTimer);
+        s._keyTimer = setTimeout(function () { s._keyTimer = null; commit(s); }, KEY_SETTLE_MS);
+      }
     });
+    s.addEventListener('blur', function () { settle(s); });
   });
   // a click or tap that leaves the value where it was fires no input/change: set it at that value
   document.addEventListener('pointerup', function () {
@@ -207,11 +258,11 @@
     var fill = el.querySelector('.progressbar .fill');
     var bar = el.querySelector('.progressbar');
     var status = el.querySelector('.status');
-    var p = { pos: pos, audio: a, button: btn, status: status, fill: fill, heard: el.dataset.heard === 'true', maxT: 0 };
+    var p = { pos: pos, audio: a, button: btn, status: status, fill: fill, bar: bar, heard: el.dataset.heard === 'true', maxT: 0 };
     players[pos] = p;
     window.__modprefs.heard[pos] = p.heard;
     a.controls = false;
-    if (p.heard) btn.textContent = 'Replay';
+    if (p.heard) { label(p, 'Replay'); bar.setAttribute('aria-disabled', 'false'); }
     a.addEventListener('contextmenu', function (ev) { ev.preventDefault(); });
 
     btn.addEventListener('click', function () {
@@ -225,10 +276,10 @@
         a.pause();
       }
     });
-    a.addEventListener('play', function () { log('play', pos, a.currentTime); btn.textContent = 'Pause'; status.textContent = p.heard ? 'Replaying…' : 'Playing… listen to the whole response.'; });
+    a.addEventListener('play', function () { log('play', pos, a.currentTime); label(p, 'Pause'); status.textContent = p.heard ? 'Replaying…' : 'Playing… listen to the whole response.'; });
     a.addEventListener('pause', function () {
       if (a.ended) return;
-      log('pause', pos, a.currentTime); btn.textContent = 'Resume';
+      log('pause', pos, a.currentTime); label(p, 'Resume');
       status.textContent = p.heard ? 'Paused.' : 'Paused. Press resume to continue listening.';
     });
     a.addEventListener('ended', function () {
@@ -239,14 +290,27 @@
         return;
       }
       log('ended', pos, a.currentTime);
-      btn.textContent = 'Replay';
+      label(p, 'Replay');
       if (!p.heard) markHeard(pos);
       status.textContent = 'You can replay this response.';
       fill.style.width = '100%';
     });
     a.addEventListener('timeupdate', function () {
       if (!p.heard && !a.seeking && a.currentTime > p.maxT && a.currentTime - p.maxT < 1.5) p.maxT = a.currentTime;
-      if (a.duration) fill.style.width = (100 * a.currentTime / a.duration).toFixed(1) + '%';
+      if (a.duration) {
+        fill.style.width = (100 * a.currentTime / a.duration).toFixed(1) + '%';
+        bar.setAttribute('aria-valuenow', String(Math.round(100 * a.currentTime / a.duration)));
+        bar.setAttribute('aria-valuetext', clock(a.currentTime) + ' of ' + clock(a.duration));
+      }
+    });
+    // keyboard seeking (after the first full listen, like the pointer): arrows 5 s, Home/End
+    bar.addEventListener('keydown', function (ev) {
+      if (!p.heard || !a.duration) return;
+      var t = { ArrowRight: a.currentTime + 5, ArrowUp: a.currentTime + 5, ArrowLeft: a.currentTime - 5,
+                ArrowDown: a.currentTime - 5, Home: 0, End: a.duration }[ev.key];
+      if (t === undefined) return;
+      ev.preventDefault();
+      a.currentTime = Math.max(0, Math.min(a.duration, t));
     });
     a.addEventListener('seeking', function () {
       if (!p.heard) {
@@ -265,12 +329,21 @@
       a.currentTime = Math.max(0, Math.min(1, (ev.clientX - rect.left) / rect.width)) * a.duration;
     });
   }
+  function label(p, word) {  // the button's visible word, and a name that says which response it plays
+    p.button.textContent = word;
+    p.button.setAttribute('aria-label', word + ' response ' + p.pos);
+  }
+  function clock(t) {
+    var n = Math.max(0, Math.round(t));
+    return Math.floor(n / 60) + ':' + ('0' + (n % 60)).slice(-2);
+  }
   function markHeard(pos) {
     var p = players[pos];
     p.heard = true;
+    p.bar.setAttribute('aria-disabled', 'false');
     window.__modprefs.heard[pos] = true;
     if (p.audio.paused) {
-      p.button.textContent = 'Replay';
+      label(p, 'Replay');
       p.status.textContent = 'You can replay this response.';
     }
     sliders.forEach(function (s) { if (s.dataset.pos === pos) s.disabled = false; });
@@ -288,7 +361,8 @@
     if (!p.audio.paused) p.audio.pause();
     p.audio.currentTime = 0;
     p.fill.style.width = '0%';
-    p.button.textContent = 'Play';
+    label(p, 'Play');
+    p.bar.setAttribute('aria-disabled', 'true');
     p.status.textContent = 'Please listen to this response again, in full.';
     sliders.forEach(function (s) { if (s.dataset.pos === pos) s.disabled = true; });
     say('The server could not confirm that Response ' + pos + ' was heard in full (' + why + '). Please listen to it again.');
@@ -309,8 +383,11 @@
     clearTimeout(revealTimer);
     var b = document.getElementById('response-B');
     if (b) b.hidden = false;
+    var focusB = !!revealBox && (revealBox.contains(document.activeElement) || document.activeElement === document.body);
     if (revealBox) revealBox.hidden = true;
     sliders.forEach(function (s) { if (s.dataset.pos === 'B') s.disabled = false; });
+    var heading = document.getElementById('heading-B');
+    if (heading && focusB) heading.focus();  // keyboard users: on to the response they just revealed
     if (logIt) log('reveal', 'B');
     update();
   }
@@ -368,6 +445,7 @@
   log('onset');
 
   form.addEventListener('submit', function (ev) {
+    sliders.forEach(settle);
     if (submitted || submit.disabled) { ev.preventDefault(); return; }
     if (store.pending.length > 250) {  // too many for the form: send the backlog first, then submit
       ev.preventDefault();
@@ -396,6 +474,10 @@
     var submitBtn = document.getElementById('hp-submit');
     var hpHint = document.getElementById('hp-hint');
     window.__modprefs = { hpEnded: {} };
+    function name(btn, word) {
+      btn.textContent = word;
+      btn.setAttribute('aria-label', word + ' sound ' + (Number(btn.id.split('-').pop()) + 1));
+    }
     function answered() {
       return qs.every(function (q) { return !!q.querySelector('input[type=radio]:checked'); });
     }
@@ -415,12 +497,12 @@
         audios.forEach(function (o) { if (o !== a) o.pause(); });
         cal.pause();
         btn.disabled = true;  // each sound plays once
-        btn.textContent = 'Playing…';
+        name(btn, 'Playing…');
         var pr = a.play();
-        if (pr && pr.catch) pr.catch(function () { btn.disabled = false; btn.textContent = 'Play'; });
+        if (pr && pr.catch) pr.catch(function () { btn.disabled = false; name(btn, 'Play'); });
       });
       a.addEventListener('ended', function () {
-        btn.textContent = 'Played';
+        name(btn, 'Played');
         radios.forEach(function (r) { r.disabled = false; });
         window.__modprefs.hpEnded[i] = true;
       });
