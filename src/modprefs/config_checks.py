@@ -298,8 +298,8 @@ def check_config(
         problems.append(
             (
                 ("study", "trials_per_participant"),
-                f"study.trials_per_participant: {trials} exceeds the study's prompts ({n_prompts}: sampling.n_prompts, "
-                "or the items of a smaller pairs table); "
+                f"study.trials_per_participant: {trials} exceeds sampling.n_prompts ({n_prompts}"
+                f"{', the items of the pairs table' if pairs else ''}); "
                 "a participant cannot rate the same prompt twice",
             )
         )
