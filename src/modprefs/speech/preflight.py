@@ -227,8 +227,6 @@ def tts_problems(tts: Mapping[str, Any], where: str = "tts", base_dir: str | os.
         f"{where}.{key}: not used by backend {backend!r} (its keys: {', '.join(sorted(allowed - {'engines'}))})"
         for key in sorted(set(tts) - allowed)
     ]
-    if backend != "given" and not tts.get("voice"):
-        return [*problems, f"{where}.voice: backend {backend!r} needs a voice"]
     try:
         problems += _CHECKS[backend](tts, where, Path(base_dir))
     except UserInputError as err:  # a model package is missing (ModelNotInstalledError names the pip package)

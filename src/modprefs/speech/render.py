@@ -140,8 +140,10 @@ def level_clip(
     """
     from modprefs.speech.loudness import normalise_loudness
 
-    level = dict(level or {})
-    target = level.get("target_lufs", -23.0)
+    if level is None:  # no level control asked for (a library caller): measure only
+        level = {"target_lufs": None}
+    level = dict(level)
+    target = level.get("target_lufs", -23.0)  # the config's `audio` block: its default is -23 LUFS
     try:
         out, measures = normalise_loudness(
             audio, sample_rate, target, float(level.get("true_peak_dbfs", -1.0)), clip_id=clip_id
