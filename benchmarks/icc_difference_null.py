@@ -1,24 +1,54 @@
-"""Size of the audio - text ICC tests when the ICCs are equal: the crossed jackknife vs Table 4's permutation.
+"""Size and power of Table 4's difference tests (audio - text): ICC(2,1), ICC(2,k) and Krippendorff's alpha.
 
-Nulls (every one with equal population ICC(2,1) in the two conditions):
+ICC tests, scored on the same studies (one set of leave-one-out refits serves both):
 
-    simulator_exchangeable  the project's simulator with text's parameters set to audio's (a clip's audio and
-                            text effects correlated .999, no modality fixed effects): exchangeable conditions
-    gaussian_same           benchmarks/generators.py gaussian_crossed, the same parameters in both conditions
-                            (clip x modality deviations independent: clips are rated differently by modality)
-    gaussian_scaled         as gaussian_same with text's random parts x 1.6 and text's mean 10 lower: the same
-                            ICC on another scale (not exchangeable)
-    heavy_same              heavy_scale_clipped (t-distributed effects, rater scale use, rounding, clipping), the
-                            same parameters in both conditions
+    jackknife    the crossed-jackknife t test (modprefs.stats.reliability.icc_difference, ``stats.icc_test:
+                 jackknife``; ``--n-noise`` residual refits per condition)
+    calibrated   the same t with its variance calibrated under H0 (``stats.icc_test: calibrated``, the default;
+                 the calibration's defaults unless ``--n-replicates``/``--n-null`` say otherwise)
+    permutation  the paper's participant permutation (only with ``--n-perm`` > 0; ``--n-perm`` 79 is an
+                 exact-size .05 grid)
 
-For each null, ``--n-studies`` studies of ``--prompts`` prompts x ``--raters`` raters per condition x
-``--trials`` trials: the jackknife test (modprefs.stats.reliability.icc_difference, ``--n-noise`` residual
-refits) and the participant permutation test (modprefs.stats.tables.reliability_table.icc_permutation_test,
-``--n-perm`` permutations, 79: an exact-size .05 grid), rejection rates at alpha .05 with Clopper-Pearson intervals.
+Alpha tests (continuous: interval alpha on the ratings, units = clips; ordinal and nominal: the A/Tie/B
+preferences, units = prompts), on the same studies:
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/icc_difference_null.py [--n-studies 200] [--workers 2]
+    permutation   the paper's participant permutation of the difference (``--n-perm-alpha`` permutations)
+    studentized   the participant permutation of the crossed-jackknife t (Table 4's default; the same permutations)
+    jackknife     that t referred to Student's t (modprefs.stats.reliability.alpha.alpha_difference_jackknife;
+                  not shipped, scored to show the jackknife's bias)
 
-Writes benchmarks/out/icc_difference_null.json and .md.
+Generating models (benchmarks/generators.py unless said otherwise), every null with equal population ICCs and
+alphas in the two conditions:
+
+    simulator_exchangeable  the project's simulator with text's parameters set to audio's (exchangeable)
+    gaussian_same           gaussian_crossed, the same parameters in both conditions (clip x modality
+                            deviations independent: the conditions are not exchangeable)
+    gaussian_scaled         as gaussian_same with text's every part x 1.6 (random effects, length and order
+                            effects) and its mean 10 lower: the same ICCs and alphas on another scale
+    gaussian_raters         text's participant variance 450 and residual 600 (audio 150 and 900): the same
+                            ICCs and continuous alpha, raters who differ more (the preference alphas differ:
+                            this null scores the ICC and continuous-alpha tests only)
+    heavy_same              heavy_scale_clipped (t effects, rater scale use, rounding, clipping), the same
+                            parameters in both conditions
+    rater_heterogeneous     rater_heterogeneous (own primacy and drift, coarse raters, ties at 50/100), the same
+                            parameters in both conditions
+
+Alternatives (power): ``gaussian_alt10`` / ``gaussian_alt20`` = gaussian_same with an extra Gaussian clip effect in
+audio (variance 312 / 780: population ICC(2,1) .468 / .568 vs .368, differences .10 / .20).
+
+Preferences for the generators' studies: the response rated higher, a tie when the two ratings are within 5
+points (x 1.6 for gaussian_scaled's text); the simulator states its own.
+
+Sizes: ``small`` = 40 prompts x 20 raters per condition x 10 trials; ``paper`` = 100 x 53 x 20. Each cell reports
+the rejection rate at alpha .05 with its Monte Carlo SE sqrt(r (1 - r) / n) and Clopper-Pearson 95 % interval,
+and for the ICC tests mean(V) / mean(D^2) over the studies (the variance each test uses against the squared
+difference it should describe; 1 when unbiased, mean D^2 being the variance under a null).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/icc_difference_null.py --size small \\
+        --models simulator_exchangeable,gaussian_scaled,heavy_same --n-studies 100 [--workers 2] [--append]
+
+Writes benchmarks/out/icc_difference_null_v2.json and .md (``--append`` merges into them; the first version's
+benchmarks/out/icc_difference_null.json is kept).
 """
 
 from __future__ import annotations
@@ -33,22 +63,36 @@ from multiprocessing import get_context
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
-from modprefs.stats.reliability.icc import analysable_ratings  # noqa: E402
-from modprefs.stats.reliability.icc_difference import icc_difference_test  # noqa: E402
-from modprefs.stats.tables.reliability_table import icc_permutation_test  # noqa: E402
+from modprefs.stats.reliability import alpha as alpha_mod  # noqa: E402
+from modprefs.stats.reliability import icc_difference as idiff  # noqa: E402
+from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "out" / "icc_difference_null.json"
+OUT = ROOT / "benchmarks" / "out" / "icc_difference_null_v2.json"
 ALPHA = 0.05
-NULLS = ("simulator_exchangeable", "gaussian_same", "gaussian_scaled", "heavy_same")
+SIZES = {"small": (40, 20, 10), "paper": (100, 53, 20)}
+NULLS = (
+    "simulator_exchangeable",
+    "gaussian_same",
+    "gaussian_scaled",
+    "gaussian_raters",
+    "heavy_same",
+    "rater_heterogeneous",
+)
+ALTERNATIVES = {"gaussian_alt10": 312.0, "gaussian_alt20": 780.0}
+ICC_TESTS = ("jackknife", "calibrated", "permutation")
+ALPHA_METRICS = ("continuous", "ordinal", "nominal")
+TIE_BAND = 5.0
 
 
 def exchangeable_params() -> SimulationParams:
@@ -65,133 +109,341 @@ def exchangeable_params() -> SimulationParams:
     return dataclasses.replace(p, **same)
 
 
-def simulate(null: str, args: argparse.Namespace, seed: int):
-    stimuli, assignments = study_design(args.prompts, args.raters, args.trials, seed)
-    if null == "simulator_exchangeable":
-        ratings, _, participants, _ = simulate_ratings(stimuli, assignments, exchangeable_params(), seed=seed)
+def generator_params(model: str) -> GeneratorParams:
+    base = GeneratorParams(mu_text=70.0, b_len_text=3.5)
+    if model in ("heavy_same", "rater_heterogeneous"):
+        return dataclasses.replace(base, model="heavy_scale_clipped" if model == "heavy_same" else model)
+    if model == "gaussian_scaled":  # every part of text x 1.6: random effects (scale_text), length and order
+        return dataclasses.replace(base, scale_text=1.6, mu_text=60.0, b_len_text=1.6 * 3.5, b_first_text=0.6 * -2.5)
+    if model == "gaussian_raters":
+        return base  # text's participant / residual variances are changed in simulate()
+    return base
+
+
+def preferences(ratings: pd.DataFrame, assignments: pd.DataFrame, band_text: float) -> pd.DataFrame:
+    """Trials with the preferred response ('0', '1', 'tie': within the band) from each trial's two ratings."""
+    wide = ratings.assign(response=ratings["clip_id"].str.rsplit("_", n=1).str[1]).pivot_table(
+        index=["participant_id", "condition", "prompt_id", "trial"], columns="response", values="rating"
+    )
+    wide = wide.reset_index()
+    gap = wide["1"] - wide["0"]
+    band = np.where(wide["condition"] == "text", band_text, TIE_BAND)
+    pref = np.where(gap > band, "1", np.where(gap < -band, "0", "tie"))
+    return wide[["participant_id", "prompt_id", "trial"]].assign(preference=pref)
+
+
+def _two_generators(model: str, stimuli: pd.DataFrame, assignments: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """gaussian_raters: audio's ratings from the base model, text's from one with var_participant 450, resid 600."""
+    base = generator_params("gaussian_same")
+    a, parts = generate(base, stimuli, assignments, seed)
+    t, _ = generate(dataclasses.replace(base, var_participant=450.0, var_resid=600.0), stimuli, assignments, seed)
+    return pd.concat([a[a["condition"] == "audio"], t[t["condition"] == "text"]], ignore_index=True), parts
+
+
+def simulate(model: str, size: str, seed: int) -> tuple[pd.DataFrame, ...]:
+    """(ratings, trials, participants, stimuli, assignments) of one study."""
+    prompts, raters, trials = SIZES[size]
+    stimuli, assignments = study_design(prompts, raters, trials, seed)
+    if model == "simulator_exchangeable":
+        ratings, trial_table, participants, _ = simulate_ratings(stimuli, assignments, exchangeable_params(), seed=seed)
+        return ratings, trial_table, participants, stimuli, assignments
+    if model == "gaussian_raters":
+        ratings, participants = _two_generators(model, stimuli, assignments, seed)
     else:
-        base = GeneratorParams(
-            model="heavy_scale_clipped" if null == "heavy_same" else "gaussian_crossed", mu_text=70.0, b_len_text=3.5
-        )
-        if null == "gaussian_scaled":
-            base = dataclasses.replace(base, scale_text=1.6, mu_text=60.0)
-        ratings, participants = generate(base, stimuli, assignments, seed)
-    return ratings, participants, stimuli
+        params = generator_params("gaussian_same" if model in ALTERNATIVES else model)
+        ratings, participants = generate(params, stimuli, assignments, seed)
+    if model in ALTERNATIVES:  # an extra clip effect in audio: a higher audio ICC
+        rng = np.random.default_rng([seed, 0xA17])
+        clips = sorted(ratings["clip_id"].unique())
+        extra = pd.Series(np.sqrt(ALTERNATIVES[model]) * rng.standard_normal(len(clips)), index=clips)
+        audio = ratings["condition"] == "audio"
+        ratings.loc[audio, "rating"] += ratings.loc[audio, "clip_id"].map(extra).to_numpy()
+    band_text = TIE_BAND * (1.6 if model == "gaussian_scaled" else 1.0)
+    return ratings, preferences(ratings, assignments, band_text), participants, stimuli, assignments
 
 
-def one_study(task: tuple[str, int, argparse.Namespace]) -> dict:
-    null, seed, args = task
+def icc_tests(frames: dict[str, pd.DataFrame], seed: int, args: argparse.Namespace) -> dict:
+    """Both ICC tests from one set of refits: {test: {stat: {p, D, V}}}, the calibration, seconds."""
     t0 = time.perf_counter()
-    ratings, participants, stimuli = simulate(null, args, seed)
-    frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
-    jk = icc_difference_test(frames, n_noise=args.n_noise, seed=seed)
-    t1 = time.perf_counter()
-    perm = icc_permutation_test(ratings, participants, args.n_perm, seed, stimuli) if args.n_perm else {}
-    t2 = time.perf_counter()
-    return {
-        "null": null,
-        "seed": seed,
-        "diff_icc_2_1": jk["icc_2_1"].difference,
-        "jackknife_p": {s: jk[s].p_value for s in jk},
-        "permutation_p": {s: perm[s]["p_value"] for s in perm},
-        "jackknife": {s: dataclasses.asdict(jk[s]) for s in jk},
-        "seconds_jackknife": t1 - t0,
-        "seconds_permutation": t2 - t1,
+    streams = np.random.SeedSequence([seed, 0xD1FF]).spawn(2)
+    parts = {
+        c: idiff._condition_parts(frames[c], args.n_noise, np.random.default_rng(s))
+        for c, s in zip(idiff.CONDITIONS, streams, strict=True)
     }
+    jk = idiff.difference_tests(parts)
+    t1 = time.perf_counter()
+    options = {"n_replicates": args.n_replicates, "n_null": args.n_null}
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA1B]))
+    cal = idiff.calibrated_tests(jk, idiff.calibration(parts, rng, **{k: v for k, v in options.items() if v}))
+    t2 = time.perf_counter()
+    out: dict = {"seconds": {"jackknife": t1 - t0, "calibration": t2 - t1}}
+    for name, res in (("jackknife", jk), ("calibrated", cal)):
+        out[name] = {s: {"p": r.p_value, "D": r.difference, "V": r.variance, "df": r.df} for s, r in res.items()}
+    out["calibration"] = {s: {k: v for k, v in cal[s].parts.items() if k.startswith("null")} for s in cal}
+    return out
+
+
+def alpha_tests(study: tuple[pd.DataFrame, ...], model: str, seed: int, args: argparse.Namespace) -> dict:
+    """{metric: {D, p_permutation (the paper's), p_studentized (the shipped test), p_jackknife (its t referred to
+    Student's t), V}} of the alpha differences."""
+    ratings, trials, participants, stimuli, assignments = study
+    metrics = ("continuous",) if model == "gaussian_raters" else ALPHA_METRICS
+    out = {}
+    for metric, stream in zip(metrics, np.random.SeedSequence([seed, 0xA1F]).spawn(len(metrics)), strict=True):
+        level, _, _ = alpha_mod.ALPHA_METRICS[metric]
+        domain = None if level == "interval" else alpha_mod.PREFERENCE_DOMAIN
+        conditions = ("audio", "text")
+        mat, cond = alpha_mod._pooled_matrix(metric, ratings, trials, assignments, participants, conditions, stimuli)
+        rng_p, rng_s = (np.random.default_rng(x) for x in stream.spawn(2))
+        perm = alpha_mod._difference_test(mat, cond, level, domain, args.n_perm_alpha, rng_p, conditions, "permutation")
+        stud = alpha_mod._difference_test(mat, cond, level, domain, args.n_perm_alpha, rng_s, conditions, "studentized")
+        feats = {c: alpha_mod.alpha_features(mat[cond == c], level, domain) for c in conditions}
+        jk = alpha_mod.alpha_difference_jackknife(feats["audio"], feats["text"])
+        out[metric] = {
+            "D": jk["diff"],
+            "p_permutation": perm["p_value"],
+            "p_studentized": stud["p_value"],
+            "p_jackknife": jk["p_value"],
+            "V": jk["variance"],
+        }
+    return out
+
+
+def truth_study(task: tuple[str, str, int, argparse.Namespace]) -> dict:
+    """A study fitted only: its ICC differences, for the variance of D under the cell's model."""
+    size, model, seed, _ = task
+    ratings, _, participants, stimuli, _ = simulate(model, size, seed)
+    est = {}
+    for c in ("audio", "text"):
+        _, _, icc1, icck = fit_iccs(condition_design(analysable_ratings(ratings, participants, c, stimuli)))
+        est[c] = np.array([icc1, icck])
+    return {"size": size, "model": model, "seed": seed, "truth": True, "D": (est["audio"] - est["text"]).tolist()}
+
+
+def one_study(task: tuple[str, str, int, argparse.Namespace]) -> dict:
+    size, model, seed, args = task
+    if seed < 0:
+        return truth_study((size, model, -1 - seed, args))
+    study = simulate(model, size, seed)
+    ratings, _, participants, stimuli, _ = study
+    rec: dict = {"size": size, "model": model, "seed": seed}
+    if args.icc:
+        frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+        rec["icc"] = icc_tests(frames, seed, args)
+        if args.n_perm:
+            from modprefs.stats.tables.reliability_table import icc_permutation_test
+
+            perm = icc_permutation_test(ratings, participants, args.n_perm, seed, stimuli)
+            rec["icc"]["permutation"] = {s: {"p": perm[s]["p_value"], "D": perm[s]["observed"]} for s in perm}
+    if args.alpha:
+        t0 = time.perf_counter()
+        rec["alpha"] = alpha_tests(study, model, seed, args)
+        rec["alpha_seconds"] = time.perf_counter() - t0
+    return rec
 
 
 def rate(ps: list[float]) -> dict:
     p = np.array([x for x in ps if x == x])
-    k = int(np.sum(p <= ALPHA))
-    lo, hi = proportion_confint(k, len(p), alpha=0.05, method="beta") if len(p) else (np.nan, np.nan)
-    return {
-        "rejection_rate": k / len(p) if len(p) else None,
-        "rejected": k,
-        "n": int(len(p)),
-        "ci95_clopper_pearson": [float(lo), float(hi)],
-        "undefined": len(ps) - int(len(p)),
-    }
+    k, n = int(np.sum(p <= ALPHA)), int(len(p))
+    r = k / n if n else float("nan")
+    lo, hi = proportion_confint(k, n, alpha=0.05, method="beta") if n else (np.nan, np.nan)
+    se = float(np.sqrt(r * (1 - r) / n)) if n else float("nan")
+    return {"rate": r, "rejected": k, "n": n, "mc_se": se, "ci95": [float(lo), float(hi)], "undefined": len(ps) - n}
 
 
 def summarise(studies: list[dict]) -> dict:
+    cells: dict = {}
+    for rec in studies:
+        cell = cells.setdefault(
+            f"{rec['size']}/{rec['model']}", {"size": rec["size"], "model": rec["model"], "recs": [], "truth": []}
+        )
+        cell["truth" if rec.get("truth") else "recs"].append(rec)
     out = {}
-    for null in NULLS:
-        rows = [s for s in studies if s["null"] == null]
-        if not rows:
-            continue
-        block = {"n_studies": len(rows), "mean_diff_icc_2_1": float(np.mean([r["diff_icc_2_1"] for r in rows]))}
-        for test in ("jackknife", "permutation"):
-            for stat in ("icc_2_1", "icc_2_k"):
-                ps = [r[f"{test}_p"][stat] for r in rows if stat in r[f"{test}_p"]]
-                if ps:
-                    block[f"{test}/{stat}"] = rate(ps)
-            secs = [r[f"seconds_{test}"] for r in rows]
-            block[f"{test}/median_seconds"] = float(np.median(secs))
-        out[null] = block
+    for key, cell in sorted(cells.items()):
+        recs, block = cell["recs"], {"size": cell["size"], "model": cell["model"], "n_studies": len(cell["recs"])}
+        truth = np.array([r["D"] for r in cell["truth"]], float).reshape(-1, 2)
+        truth = truth[np.isfinite(truth).all(axis=1)]
+        if len(truth) > 2:  # E[D^2] from the fitted-only studies: the variance each test should use under a null
+            block["truth"] = {"n_studies": len(truth), "mean_D2": (truth**2).mean(axis=0).tolist()}
+            block["truth"]["se_mean_D2"] = ((truth**2).std(axis=0, ddof=1) / np.sqrt(len(truth))).tolist()
+        for test in ICC_TESTS:
+            for stat in idiff.STATISTICS:
+                rows = [r["icc"][test][stat] for r in recs if test in r.get("icc", {})]
+                if not rows:
+                    continue
+                block[f"icc/{test}/{stat}"] = rate([x["p"] for x in rows])
+                d2 = np.mean([x["D"] ** 2 for x in rows if np.isfinite(x["D"])])
+                v = [x["V"] for x in rows if "V" in x and np.isfinite(x["V"])]
+                if v:
+                    j = idiff.STATISTICS.index(stat)
+                    ref = block["truth"]["mean_D2"][j] if "truth" in block else d2
+                    block[f"icc/{test}/{stat}"]["mean_V_over_mean_D2"] = float(np.mean(v) / ref)
+                    block[f"icc/{test}/{stat}"]["se_mean_V"] = float(np.std(v, ddof=1) / np.sqrt(len(v)) / ref)
+        for metric in ALPHA_METRICS:
+            rows = [r["alpha"][metric] for r in recs if metric in r.get("alpha", {})]
+            for test in ("permutation", "studentized", "jackknife"):
+                if rows:
+                    block[f"alpha/{test}/{metric}"] = rate([x[f"p_{test}"] for x in rows])
+            if rows:
+                d2 = np.mean([x["D"] ** 2 for x in rows if np.isfinite(x["D"])])
+                v = [x["V"] for x in rows if np.isfinite(x["V"])]
+                block[f"alpha/jackknife/{metric}"]["mean_V_over_mean_D2"] = float(np.mean(v) / d2) if v else None
+        secs = [r["icc"]["seconds"] for r in recs if "icc" in r]
+        if secs:
+            block["median_seconds"] = {k: float(np.median([s[k] for s in secs])) for k in secs[0]}
+        out[key] = block
     return out
+
+
+def _cell(r: dict | None) -> str:
+    if not r:
+        return "-"
+    return f"{100 * r['rate']:.1f} ± {100 * r['mc_se']:.1f} ({r['n']})"
+
+
+def _pooled(doc: dict, size: str) -> dict:
+    """Rejections pooled over a size's null cells: {column: (rejected, n)}."""
+    out: dict = {}
+    for b in doc["summary"].values():
+        if b["size"] != size or b["model"] in ALTERNATIVES:
+            continue
+        for key, r in b.items():
+            if isinstance(r, dict) and "rejected" in r:
+                k, n = out.get(key, (0, 0))
+                out[key] = (k + r["rejected"], n + r["n"])
+    return out
+
+
+def _ratio(r: dict | None) -> str:
+    if not r or r.get("mean_V_over_mean_D2") is None:
+        return "-"
+    return f"{r['mean_V_over_mean_D2']:.2f} ± {r.get('se_mean_V', float('nan')):.2f}"
 
 
 def markdown(doc: dict) -> str:
     c = doc["config"]
     lines = [
-        "# Size of the ICC difference tests (alpha .05, equal ICCs)",
+        "# Table 4's difference tests under equal ICCs and alphas (and one alternative)",
         "",
-        f"{c['prompts']} prompts x {c['raters']} raters per condition x {c['trials']} trials; jackknife with "
-        f"{c['n_noise']} residual refits, permutation test with {c['n_perm']} permutations.",
+        "Sizes: small = 40 prompts x 20 raters per condition x 10 trials, paper = 100 x 53 x 20. ICC tests: the "
+        "crossed jackknife (`jackknife`) and the same t calibrated in null studies from each study's fit "
+        f"(`calibrated`, {c.get('n_replicates') or idiff.N_REPLICATES} null studies with a sampled jackknife + "
+        f"{c.get('n_null') or idiff.N_NULL} fitted only), one set of refits for both; jackknife noise term "
+        f"{c['n_noise']} residual refits. Alpha tests: the paper's permutation of the difference and the studentized "
+        f"permutation of the crossed-jackknife t, {c['n_perm_alpha']} participant reassignments each. "
+        "`gaussian_alt10` is an alternative (audio ICC(2,1) .10 higher): its column is power. Runs: "
+        + "; ".join(
+            f"{r['config']['size']} {r['config']['models']}: {r['studies_done']} of {r['of']} tasks"
+            for r in doc.get("runs", [])
+        )
+        + ".",
         "",
-        "| null | studies | test | ICC(2,1) rejections [95 % CI] | ICC(2,k) rejections [95 % CI] |",
-        "|---|---|---|---|---|",
+        "## Rejection rate at alpha .05 (%, ± Monte Carlo SE sqrt(r(1-r)/n), studies)",
+        "",
+        "| size | model | ICC(2,1) jackknife | ICC(2,1) calibrated | ICC(2,k) jackknife | ICC(2,k) calibrated "
+        "| alpha permutation cont / ord / nom | alpha studentized cont / ord / nom |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for null, b in doc["summary"].items():
-        for test in ("jackknife", "permutation"):
-            cells = []
-            for stat in ("icc_2_1", "icc_2_k"):
-                r = b.get(f"{test}/{stat}")
-                cells.append(
-                    f"{r['rejection_rate']:.3f} [{r['ci95_clopper_pearson'][0]:.3f}, "
-                    f"{r['ci95_clopper_pearson'][1]:.3f}]"
-                    if r
-                    else "-"
-                )
-            lines.append(f"| {null} | {b['n_studies']} | {test} | {cells[0]} | {cells[1]} |")
+    icc_keys = [f"icc/{t}/{s}" for s in idiff.STATISTICS for t in ("jackknife", "calibrated")]
+    for b in doc["summary"].values():
+        alpha = [
+            " / ".join(_cell(b.get(f"alpha/{t}/{m}")) for m in ALPHA_METRICS) for t in ("permutation", "studentized")
+        ]
+        lines.append(
+            f"| {b['size']} | {b['model']} | " + " | ".join([_cell(b.get(k)) for k in icc_keys] + alpha) + " |"
+        )
+    for size in SIZES:
+        pooled = _pooled(doc, size)
+        if not pooled:
+            continue
+
+        def fmt(key: str, pooled: dict = pooled) -> str:
+            k, n = pooled.get(key, (0, 0))
+            return f"{k}/{n}" if n else "-"
+
+        alpha = [" / ".join(fmt(f"alpha/{t}/{m}") for m in ALPHA_METRICS) for t in ("permutation", "studentized")]
+        lines.append(
+            f"| {size} | **all nulls (rejected/n)** | " + " | ".join([fmt(k) for k in icc_keys] + alpha) + " |"
+        )
+    lines += [
+        "",
+        "## ICC tests: mean variance used / E[D^2] (± SE of the mean variance; 1 = unbiased under a null)",
+        "",
+        "E[D^2] from studies of the same cell fitted only (seeds 10000+); where there are none, from the tested "
+        "studies.",
+        "",
+        "| size | model | fitted-only studies | E[D^2] ICC(2,1) | jackknife | calibrated | E[D^2] ICC(2,k) | jackknife "
+        "| calibrated |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for b in doc["summary"].values():
+        if "icc/jackknife/icc_2_1" not in b or b["model"] in ALTERNATIVES:
+            continue
+        t = b.get("truth", {})
+        cells = [str(t.get("n_studies", 0))]
+        for j, s in enumerate(idiff.STATISTICS):
+            d2 = f"{t['mean_D2'][j]:.5f} ± {t['se_mean_D2'][j]:.5f}" if t else "-"
+            cells += [d2, _ratio(b.get(f"icc/jackknife/{s}")), _ratio(b.get(f"icc/calibrated/{s}"))]
+        lines.append(f"| {b['size']} | {b['model']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def write(doc: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(out)
+    out.with_suffix(".md").write_text(markdown(doc))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-studies", type=int, default=200)
-    ap.add_argument("--prompts", type=int, default=40)
-    ap.add_argument("--raters", type=int, default=20)
-    ap.add_argument("--trials", type=int, default=10)
-    ap.add_argument("--n-noise", type=int, default=99)
-    ap.add_argument("--n-perm", type=int, default=79)
-    ap.add_argument("--nulls", default=",".join(NULLS))
+    ap.add_argument("--n-studies", type=int, default=100, help="studies per cell")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--models", default=",".join(NULLS), help=f"comma list of {NULLS + tuple(ALTERNATIVES)}")
+    ap.add_argument("--truth", type=int, default=0, help="studies per cell fitted only, for E[D^2] (seeds 10000+)")
+    ap.add_argument("--n-noise", type=int, default=30)
+    ap.add_argument(
+        "--n-replicates", type=int, default=0, help="calibration null studies with a jackknife (0: default)"
+    )
+    ap.add_argument("--n-null", type=int, default=0, help="calibration null studies fitted only (0: default)")
+    ap.add_argument("--n-perm", type=int, default=0, help="ICC participant permutations (0: not scored)")
+    ap.add_argument("--n-perm-alpha", type=int, default=199)
+    ap.add_argument("--no-icc", dest="icc", action="store_false")
+    ap.add_argument("--no-alpha", dest="alpha", action="store_false")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--append", action="store_true", help="merge into --out's studies (those already there are kept, not rerun)"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    nulls = args.nulls.split(",")
-    tasks = [(null, seed, args) for seed in range(args.n_studies) for null in nulls]
-    t0 = time.perf_counter()
-    studies = []
-    config = {k: v for k, v in vars(args).items() if k != "out"} | {"alpha": ALPHA}
+    models = args.models.split(",")
+    tasks = [(args.size, m, s, args) for s in range(args.first_seed, args.first_seed + args.n_studies) for m in models]
+    tasks += [(args.size, m, -1 - (10000 + s), args) for s in range(args.truth) for m in models]
+    old = json.loads(args.out.read_text()) if args.append and args.out.exists() else {"studies": [], "runs": []}
+    keep = {(r["size"], r["model"], r["seed"], bool(r.get("truth"))): r for r in old["studies"]}
+    tasks = [t for t in tasks if (t[0], t[1], -1 - t[2] if t[2] < 0 else t[2], t[2] < 0) not in keep]  # done
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()} | {"alpha": ALPHA}
+    t0, cpu0 = time.perf_counter(), time.process_time()
     with get_context("spawn").Pool(args.workers) as pool:
-        for i, res in enumerate(pool.imap_unordered(one_study, tasks), 1):
-            studies.append(res)
-            if i % 20 == 0 or i == len(tasks):
-                doc = {
+        for i, rec in enumerate(pool.imap_unordered(one_study, tasks), 1):
+            keep[(rec["size"], rec["model"], rec["seed"], bool(rec.get("truth")))] = rec
+            if i % 10 == 0 or i == len(tasks):
+                studies = sorted(keep.values(), key=lambda r: (r["size"], r["model"], r["seed"]))
+                run = {
                     "config": config,
-                    "summary": summarise(studies),
                     "studies_done": i,
-                    "complete": i == len(tasks),
-                    "runtime_s": round(time.perf_counter() - t0, 1),
-                    "studies": studies,
+                    "of": len(tasks),
+                    "wall_s": round(time.perf_counter() - t0, 1),
                 }
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                tmp = args.out.with_suffix(".json.tmp")
-                tmp.write_text(json.dumps(doc, indent=2) + "\n")
-                tmp.replace(args.out)
-                args.out.with_suffix(".md").write_text(markdown(doc))
-                print(f"{i}/{len(tasks)} studies, {doc['runtime_s']} s", file=sys.stderr)
+                doc = {"config": config, "runs": old["runs"] + [run], "summary": summarise(studies), "studies": studies}
+                write(doc, args.out)
+                print(f"{i}/{len(tasks)} studies, {run['wall_s']} s", file=sys.stderr)
+    if not tasks:  # nothing to run: rewrite the summary and the Markdown from the stored studies
+        studies = sorted(keep.values(), key=lambda r: (r["size"], r["model"], r["seed"]))
+        write({**old, "summary": summarise(studies), "studies": studies}, args.out)
+    print(f"main-process cpu {time.process_time() - cpu0:.1f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":

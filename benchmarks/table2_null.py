@@ -1,23 +1,36 @@
-"""False-positive rates of Table 2's modality interactions under null simulations (issue #12).
+"""False-positive rates of Table 2's modality interactions under null simulations (issues #12 and #27).
 
-For each generating model, ``--n-studies`` paper-size studies (100 prompts x 2 clips, 53 raters per
-condition x 20 trials) are simulated with NO modality x length and NO modality x order effect, and
-Table 2's omnibus LMM (:func:`modprefs.stats.tables.modality.table2`) is fitted with both random-effects
-structures (``stimulus_modality``, the default: + (1 | clip_id:modality); ``paper``: the paper's
-(1 | participant_id) + (1 | clip_id)). Reported: the share of studies whose Satterthwaite p < .05 for
-each interaction, with a Clopper-Pearson 95 % interval.
+Two experiments, each fitting Table 2's omnibus LMM (:func:`modprefs.stats.tables.modality.table2_fit`: the
+omnibus model alone, Satterthwaite p as the table prints it) on simulated studies with NO modality x length, NO
+modality x order and (except the simulator's) NO modality x trial effect, and reporting the share of studies
+whose p < .05 per interaction with its Monte-Carlo SE, sqrt(r (1 - r) / n), and a Clopper-Pearson 95 % interval.
 
-Generating models (three, only one of them the paper-calibrated simulator):
-``simulator``            modprefs.ratings.simulate defaults (the paper calibration: clipped, heavy-tailed,
-                         tie snapping), b_len_text = b_first_text = 0;
-``gaussian_crossed``     benchmarks/generators.py: the textbook Gaussian crossed LMM with a clip x modality
-                         variance, no rounding or clipping;
-``heavy_scale_clipped``  benchmarks/generators.py: Student t(4) effects, rater-specific scale use, rounded
-                         and clipped to 1..100.
+``--experiment clip`` (issue #12; the default; writes benchmarks/out/table2_null.json): the clip terms.
+    Paper-size studies (100 prompts x 2 clips, 53 raters per condition x 20 trials) from three generating
+    models, fitted with ``stimulus_modality`` (+ (1 | clip_id:modality)) and ``paper`` ((1 | participant_id)
+    + (1 | clip_id)):
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/table2_null.py [--n-studies 500] [--workers 2]
+    ``simulator``            modprefs.ratings.simulate defaults (the paper calibration: clipped, heavy-tailed,
+                             tie snapping), b_len_text = b_first_text = 0 (it keeps the paper's modality x trial
+                             effect: its rate there is power);
+    ``gaussian_crossed``     benchmarks/generators.py: the textbook Gaussian crossed LMM with a clip x modality
+                             variance, no rounding or clipping;
+    ``heavy_scale_clipped``  benchmarks/generators.py: Student t(4) effects, rater-specific scale use, rounded
+                             and clipped to 1..100.
 
-Writes benchmarks/out/table2_null.json (rewritten as studies finish).
+``--experiment slopes`` (issue #27; writes benchmarks/out/table2_null_slopes.json and .md): the participant terms.
+    ``rater_heterogeneous`` studies (benchmarks/generators.py: each rater has their own primacy, SD
+    ``--primacy-sd`` 5 points, and their own drift per SD of trial, SD ``--drift-sd`` 2.5, on top of
+    heavy_scale_clipped, coarse raters and ties at 50/100) at two sizes (``paper`` as above; ``small`` = 40
+    prompts, 36 raters per condition x 10 trials), fitted with ``stimulus_modality`` (the old default: one
+    participant intercept) and ``participant_slopes`` (the new default: by-participant presented-first and
+    trial slopes, down the fallback ladder of :mod:`modprefs.stats.mixed.maximal`; which step each study used
+    is counted).
+
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/table2_null.py [--experiment clip|slopes]
+        [--n-studies 500] [--sizes paper,small] [--workers 2]
+
+Output is rewritten as studies finish.
 """
 
 from __future__ import annotations
@@ -25,9 +38,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
+from collections import Counter
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -45,46 +60,77 @@ from generators import GeneratorParams, generate, study_design  # noqa: E402
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.stats.tables import modality  # noqa: E402
 
-OUT = ROOT / "benchmarks" / "out" / "table2_null.json"
-N_PROMPTS, RATERS, TRIALS = 100, 53, 20
-MODELS = ("simulator", "gaussian_crossed", "heavy_scale_clipped")
+OUT = {
+    "clip": ROOT / "benchmarks" / "out" / "table2_null.json",
+    "slopes": ROOT / "benchmarks" / "out" / "table2_null_slopes.json",
+}
+SIZES = {"paper": (100, 53, 20), "small": (40, 36, 10)}  # prompts, raters per condition, trials per rater
+EXPERIMENTS = {
+    "clip": {
+        "models": ("simulator", "gaussian_crossed", "heavy_scale_clipped"),
+        "sizes": ("paper",),
+        "structures": ("stimulus_modality", "paper"),
+    },
+    "slopes": {
+        "models": ("rater_heterogeneous",),
+        "sizes": ("paper", "small"),
+        "structures": ("stimulus_modality", "participant_slopes"),
+    },
+}
 TERMS = {
-    "modality_x_length": "Modality x Char. length",
-    "modality_x_order": "Presented first x Modality",
-    "modality_x_trial": "Modality x Trial number",
+    "modality_x_length": "modality:len_z",
+    "modality_x_order": "presented_first:modality",
+    "modality_x_trial": "modality:trial_z",
 }
 ALPHA = 0.05
 
 
-def simulate(model: str, seed: int):
-    stimuli, assignments = study_design(N_PROMPTS, RATERS, TRIALS, seed)
+def simulate(model: str, size: str, seed: int, params: GeneratorParams):
+    stimuli, assignments = study_design(*SIZES[size], seed)
     if model == "simulator":
-        params = dataclasses.replace(SimulationParams(), b_len_text=0.0, b_first_text=0.0)
-        ratings, _, participants, _ = simulate_ratings(stimuli, assignments, params, seed=seed)
+        sim = dataclasses.replace(SimulationParams(), b_len_text=0.0, b_first_text=0.0)
+        ratings, _, participants, _ = simulate_ratings(stimuli, assignments, sim, seed=seed)
     else:
-        ratings, participants = generate(GeneratorParams(model=model), stimuli, assignments, seed)
+        ratings, participants = generate(dataclasses.replace(params, model=model), stimuli, assignments, seed)
     return stimuli, ratings, participants
 
 
-def study_task(args: tuple[str, int]) -> dict:
-    model, seed = args
-    t0 = time.perf_counter()
-    stimuli, ratings, participants = simulate(model, seed)
+def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams]) -> dict:
+    model, size, seed, structures, params = args
+    t0 = time.process_time()
+    stimuli, ratings, participants = simulate(model, size, seed, params)
     frame = modality.rating_frame(ratings, participants, stimuli)
-    out: dict = {"model": model, "seed": seed, "n_ratings": len(frame), "structures": {}}
-    for structure in modality.TABLE2_RANDOM:
-        t1 = time.perf_counter()
-        table = modality.table2(frame, structure)
-        omni = table[table["model"].str.startswith("omnibus")].set_index("term")
+    out: dict = {"model": model, "size": size, "seed": seed, "n_ratings": len(frame), "structures": {}}
+    for structure in structures:
+        t1 = time.process_time()
+        ladder = modality.table2_fit(frame, structure)
+        ct = ladder.fit.coef_table().set_index("term")
         out["structures"][structure] = {
-            "p": {k: float(omni.loc[term, "p"]) for k, term in TERMS.items()},
-            "se": {k: float(omni.loc[term, "se"]) for k, term in TERMS.items()},
-            "b": {k: float(omni.loc[term, "b"]) for k, term in TERMS.items()},
-            "converged": bool(omni["converged"].all()),
-            "seconds": time.perf_counter() - t1,
+            "p": {k: float(ct.loc[term, "p"]) for k, term in TERMS.items()},
+            "se": {k: float(ct.loc[term, "se"]) for k, term in TERMS.items()},
+            "b": {k: float(ct.loc[term, "estimate"]) for k, term in TERMS.items()},
+            "df": {k: float(ct.loc[term, "df"]) for k, term in TERMS.items()},
+            "converged": bool(ladder.fit.converged),
+            "singular": bool(ladder.fit.singular),
+            "step": ladder.step,
+            "cpu_seconds": time.process_time() - t1,
         }
-    out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - t0
     return out
+
+
+def _cell(row: dict, experiment: str) -> str:
+    return row["model"] if experiment == "clip" else f"{row['model']}/{row['size']}"
+
+
+def _compact(row: dict) -> dict:
+    """One study's record for the JSON: its p-values and, per structure, the ladder step used."""
+    return {
+        "model": row["model"],
+        "size": row["size"],
+        "seed": row["seed"],
+        "structures": {s: {"p": f["p"], "step": f["step"]} for s, f in row["structures"].items()},
+    }
 
 
 def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
@@ -93,97 +139,197 @@ def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
     return [float(lo), float(hi)]
 
 
-def summarise(results: list[dict]) -> dict:
+def _term_block(rows: list[dict], structure: str, term: str) -> dict:
+    p = np.array([r["structures"][structure]["p"][term] for r in rows])
+    b = np.array([r["structures"][structure]["b"][term] for r in rows])
+    se = np.array([r["structures"][structure]["se"][term] for r in rows])
+    n = len(rows)
+    x = int(np.sum(p < ALPHA))
+    rate = x / n
+    return {
+        "rejections": x,
+        "rate": rate,
+        "mc_se": math.sqrt(rate * (1 - rate) / n),
+        "rate_ci95": clopper_pearson(x, n),
+        "sd_estimate_across_studies": float(b.std(ddof=1)) if n > 1 else None,
+        "mean_model_se": float(se.mean()),
+        "median_df": float(np.median([r["structures"][structure]["df"][term] for r in rows])),
+    }
+
+
+def summarise_cell(rows: list[dict], structures: tuple[str, ...]) -> dict:
+    block: dict = {"n_studies": len(rows), "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows]))}
+    for structure in structures:
+        s_block = {term: _term_block(rows, structure, term) for term in TERMS}
+        fits = [r["structures"][structure] for r in rows]
+        s_block["nonconverged"] = int(sum(not f["converged"] for f in fits))
+        s_block["singular"] = int(sum(f.get("singular", False) for f in fits))
+        s_block["steps"] = dict(Counter(f.get("step", "as specified") for f in fits))
+        s_block["rate_by_step"] = {
+            step: {"studies": len(sub), **{t: float(np.mean([f["p"][t] < ALPHA for f in sub])) for t in TERMS}}
+            for step in s_block["steps"]
+            for sub in [[f for f in fits if f.get("step", "as specified") == step]]
+        }
+        s_block["cpu_seconds_per_fit"] = float(np.median([f["cpu_seconds"] for f in fits]))
+        block[structure] = s_block
+    return block
+
+
+def summarise(results: list[dict], experiment: str) -> dict:
+    spec = EXPERIMENTS[experiment]
     summary: dict = {}
-    for model in MODELS:
-        rows = [r for r in results if r["model"] == model]
-        if not rows:
-            continue
-        block: dict = {"n_studies": len(rows), "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows]))}
-        for structure in modality.TABLE2_RANDOM:
-            s_block = {}
-            for term in TERMS:
-                p = np.array([r["structures"][structure]["p"][term] for r in rows])
-                b = np.array([r["structures"][structure]["b"][term] for r in rows])
-                se = np.array([r["structures"][structure]["se"][term] for r in rows])
-                x = int(np.sum(p < ALPHA))
-                s_block[term] = {
-                    "rejections": x,
-                    "rate": x / len(rows),
-                    "rate_ci95": clopper_pearson(x, len(rows)),
-                    "sd_estimate_across_studies": float(b.std(ddof=1)) if len(b) > 1 else None,
-                    "mean_model_se": float(se.mean()),
-                }
-            s_block["nonconverged"] = int(sum(not r["structures"][structure]["converged"] for r in rows))
-            s_block["seconds_per_fit"] = float(np.median([r["structures"][structure]["seconds"] for r in rows]))
-            block[structure] = s_block
-        summary[model] = block
+    for model in spec["models"]:
+        for size in spec["sizes"]:
+            rows = [r for r in results if r["model"] == model and r["size"] == size]
+            if rows:
+                key = model if experiment == "clip" else f"{model}/{size}"
+                summary[key] = summarise_cell(rows, spec["structures"])
     return summary
+
+
+def markdown(doc: dict) -> str:
+    """The slopes experiment's table: rejection rate +/- MC SE per size x structure x interaction."""
+    cfg = doc["config"]
+    lines = [
+        "# Table 2 interactions under rater-specific primacy and drift (null: no modality interaction)",
+        "",
+        f"Generating model `rater_heterogeneous` (benchmarks/generators.py), primacy SD {cfg['primacy_sd']}, "
+        f"drift SD {cfg['drift_sd']} points per SD of trial; rejection rates at alpha = {ALPHA} of Table 2's "
+        "Satterthwaite t tests, +/- Monte-Carlo SE (Clopper-Pearson 95 % interval). Nominal: 5 %; "
+        "5 % +/- 2 MC SE is the acceptance band. `benchmarks/table2_null.py --experiment slopes`.",
+        "",
+        "| size | structure | studies | modality x order | modality x trial | modality x length | steps used |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for cell, block in doc["summary"].items():
+        for structure in cfg["structures"]:
+            s = block[structure]
+            rates = [
+                f"{100 * s[t]['rate']:.1f} ± {100 * s[t]['mc_se']:.1f} % "
+                f"[{100 * s[t]['rate_ci95'][0]:.1f}, {100 * s[t]['rate_ci95'][1]:.1f}]"
+                for t in ("modality_x_order", "modality_x_trial", "modality_x_length")
+            ]
+            steps = ", ".join(f"{k} {v}" for k, v in sorted(s["steps"].items()))
+            lines.append(
+                f"| {cell.split('/')[-1]} | {structure} | {block['n_studies']} | " + " | ".join(rates) + f" | {steps} |"
+            )
+    lines += [
+        "",
+        "Structures: `stimulus_modality` = (1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality); "
+        "`participant_slopes` = (1 + presented_first + trial_z | participant_id) + (1 | clip_id) + "
+        "(1 | clip_id:modality), simplified down the ladder of modprefs.stats.mixed.maximal when singular "
+        "(correlated -> uncorrelated -> non-zero slopes -> intercept).",
+        "",
+        "Median CPU seconds per omnibus fit: "
+        + "; ".join(
+            f"{cell.split('/')[-1]} {structure} {block[structure]['cpu_seconds_per_fit']:.2f} s"
+            for cell, block in doc["summary"].items()
+            for structure in cfg["structures"]
+        )
+        + ". Runs: "
+        + "; ".join(
+            f"{cell}: {r['n_studies']} studies from seed {r.get('first_seed', 1000)}, {r['date']}"
+            for cell, r in doc["runs"].items()
+        )
+        + ".",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-studies", type=int, default=500)
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--experiment", choices=sorted(EXPERIMENTS), default="clip")
+    ap.add_argument("--n-studies", type=int, default=500, help="studies per model x size")
+    ap.add_argument("--models", default=None, help="comma-separated subset of the experiment's models")
+    ap.add_argument("--sizes", default=None, help="comma-separated subset of the experiment's sizes")
+    ap.add_argument("--primacy-sd", type=float, default=GeneratorParams().primacy_sd)
+    ap.add_argument("--drift-sd", type=float, default=GeneratorParams().drift_sd)
+    ap.add_argument("--first-seed", type=int, default=1000, help="studies use seeds first-seed, first-seed + 1, ...")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
         "--keep-other-models",
         action="store_true",
-        help="keep the summaries of models not run now from an existing --out (runs of one model at a time)",
+        help="keep the summaries of cells not run now from an existing --out (runs of one model at a time)",
     )
     args = ap.parse_args()
-    models = args.models.split(",")
+    spec = EXPERIMENTS[args.experiment]
+    out_path = args.out or OUT[args.experiment]
+    models = args.models.split(",") if args.models else list(spec["models"])
+    sizes = args.sizes.split(",") if args.sizes else list(spec["sizes"])
+    params = GeneratorParams(primacy_sd=args.primacy_sd, drift_sd=args.drift_sd)
+    structures = tuple(spec["structures"])
     t_start = time.perf_counter()
     config = {
-        "n_prompts": N_PROMPTS,
-        "raters_per_condition": RATERS,
-        "trials_per_participant": TRIALS,
-        "n_studies_per_model": args.n_studies,
+        "experiment": args.experiment,
+        "sizes": {
+            s: dict(zip(("n_prompts", "raters_per_condition", "trials_per_participant"), SIZES[s]))
+            for s in spec["sizes"]
+        },
+        "n_studies_per_cell": args.n_studies,
         "alpha": ALPHA,
         "models": models,
-        "structures": dict(modality.TABLE2_RANDOM),
+        "structures": {s: modality.TABLE2_RANDOM[s] for s in structures},
         "fixed": modality.TABLE2_FIXED,
-        "generator_defaults": dataclasses.asdict(GeneratorParams()),
+        "generator_defaults": dataclasses.asdict(params),
+        "primacy_sd": args.primacy_sd,
+        "drift_sd": args.drift_sd,
         "simulator_null": "SimulationParams() with b_len_text = b_first_text = 0",
         "workers": args.workers,
     }
     results: list[dict] = []
     kept: dict = {}
-    if args.keep_other_models and args.out.exists():
-        old = json.loads(args.out.read_text(encoding="utf-8"))
-        kept = {
-            m: {**block, "run": old.get("runs", {}).get(m)} for m, block in old["summary"].items() if m not in models
-        }
+    kept_studies: list[dict] = []
+    if args.keep_other_models and out_path.exists():
+        old = json.loads(out_path.read_text(encoding="utf-8"))
+        ran = set(models) if args.experiment == "clip" else {f"{m}/{s}" for m in models for s in sizes}
+        kept = {m: {**b, "run": old.get("runs", {}).get(m)} for m, b in old["summary"].items() if m not in ran}
+        kept_studies = [r for r in old.get("studies", []) if _cell(r, args.experiment) in kept]
     run_info = {
-        m: {"n_studies": args.n_studies, "date": time.strftime("%Y-%m-%d"), "workers": args.workers} for m in models
+        "n_studies": args.n_studies,
+        "first_seed": args.first_seed,
+        "date": time.strftime("%Y-%m-%d"),
+        "workers": args.workers,
     }
 
     def write(final: bool) -> None:
-        summary = {**{m: {k: v for k, v in b.items() if k != "run"} for m, b in kept.items()}, **summarise(results)}
-        runs = {**{m: b["run"] for m, b in kept.items() if b.get("run")}, **run_info}
+        summary = {
+            **{m: {k: v for k, v in b.items() if k != "run"} for m, b in kept.items()},
+            **summarise(results, args.experiment),
+        }
+        runs = {
+            **{m: b["run"] for m, b in kept.items() if b.get("run")},
+            **{m: run_info for m in summarise(results, args.experiment)},
+        }
         doc = {
             "config": config,
-            "summary": {m: summary[m] for m in MODELS if m in summary},
+            "summary": summary,
             "runs": runs,
             "studies_done": len(results),
             "complete": final,
             "runtime_s": time.perf_counter() - t_start,
+            "cpu_s": float(sum(r["cpu_seconds"] for r in results)),
+            "date": run_info["date"],
+            "studies": kept_studies + [_compact(r) for r in results],
         }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(".tmp")
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(args.out)
+        tmp.replace(out_path)
+        if args.experiment == "slopes" and summary:
+            out_path.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
 
-    tasks = [(m, 1000 + i) for i in range(args.n_studies) for m in models]
+    seeds = range(args.first_seed, args.first_seed + args.n_studies)
+    tasks = [(m, s, seed, structures, params) for seed in seeds for s in sizes for m in models]
     with get_context("spawn").Pool(args.workers) as pool:
-        for k, res in enumerate(pool.imap_unordered(study_task, tasks, chunksize=2), 1):
+        for k, res in enumerate(pool.imap_unordered(study_task, tasks, chunksize=1), 1):
             results.append(res)
-            if k % 20 == 0:
+            if k % 10 == 0:
                 write(False)
                 print(f"{k}/{len(tasks)} studies, {time.perf_counter() - t_start:.0f} s", flush=True)
     write(True)
-    print(json.dumps(summarise(results), indent=1))
+    print(json.dumps(summarise(results, args.experiment), indent=1))
 
 
 if __name__ == "__main__":

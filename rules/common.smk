@@ -10,7 +10,7 @@ min_version("9.0")
 # Small-matrix numerics run 2-8x slower and erratically with several BLAS threads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from modprefs.config_checks import check_config, validate_config  # noqa: E402
+from modprefs.config_checks import check_config, unused_option_notes, validate_config  # noqa: E402
 from modprefs.config_files import config_sources, exit_on_user_error  # noqa: E402
 from modprefs.judges.startup import check_judges_at_start  # noqa: E402
 from modprefs.speech.render import clip_fingerprint  # noqa: E402
@@ -29,6 +29,8 @@ with exit_on_user_error():
     validate(config, schema="../workflow/schemas/config.schema.yaml")
     if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
         check_config(config, ".", CONFIG_SOURCES)
+        for _note in unused_option_notes(config, CONFIG_SOURCES):
+            print(_note, file=sys.stderr)
 
 
 onstart:
@@ -276,8 +278,14 @@ def reward_run_train(wildcards):
     return run_settings(REWARD, wildcards.run, config["seed"])[1]
 
 
-# the optional `plan` target's options (rules/plan.smk); it plans for the ICC-difference test the analysis uses
-PLAN = {"icc_test": config["stats"]["icc_test"], **(config.get("plan") or {})}
+# the optional `plan` target's options (rules/plan.smk); it plans for the ICC-difference test and the ICC interval
+# (method and level) the analysis uses
+PLAN = {
+    "icc_test": config["stats"]["icc_test"],
+    "ci_method": config["stats"]["icc_ci_method"],
+    "ci_level": config["stats"]["ci_level"],
+    **(config.get("plan") or {}),
+}
 
 
 def plan_inputs(wildcards):

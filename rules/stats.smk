@@ -3,7 +3,7 @@ localrules:
 
 
 rule icc_table:
-    """ICC(2,1) and ICC(2,k) per modality with 95 % CIs by stats.icc_ci_method (default: the crossed jackknife; Table 4's first rows)."""
+    """ICC(2,1) and ICC(2,k) per modality with stats.ci_level CIs by stats.icc_ci_method (default auto: F-based on complete balanced ratings, else the crossed jackknife; Table 4's first rows)."""
     input:
         ratings="results/ratings/ratings.csv",
         participants="results/ratings/participants.csv",
@@ -102,6 +102,7 @@ rule decision_thresholds:
     params:
         analysis="decision_thresholds",
         n_boot_threshold=config["stats"]["n_boot_threshold"],
+        ci_level=config["stats"]["ci_level"],
         seed=config["seed"],
         scale=config["study"].get("scale", {}),
     script:
@@ -197,6 +198,7 @@ rule table2:
     params:
         analysis="table2",
         table2_random=config["stats"]["table2_random"],
+        ci_level=config["stats"]["ci_level"],
         scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"
@@ -214,6 +216,7 @@ rule modality_effects:
         "../envs/stats.yaml"
     params:
         analysis="modality_effects",
+        ci_level=config["stats"]["ci_level"],
         scale=config["study"].get("scale", {}),
     script:
         "../workflow/scripts/analysis.py"

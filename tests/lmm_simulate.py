@@ -86,9 +86,13 @@ def simulate_ratings(
     sd_clip_text: float = 7.0,
     sd_participant: float = 12.0,
     sd_resid: float = 17.0,
+    sd_primacy: float = 0.0,
+    sd_drift: float = 0.0,
 ) -> pd.DataFrame:
     """Ratings from the Table 2 omnibus model (plus a clip-by-modality effect), 1-100 scale.
 
+    ``sd_primacy`` / ``sd_drift`` > 0: each rater also has their own order effect and their own slope per SD of
+    trial (independent normal, drawn after everything else, so the defaults reproduce the same ratings).
     Returns a frame with columns rating, presented_first (0/1), modality (0/1), len_z, trial_z,
     clip (= 2 prompt + response), prompt, response (0/1), participant, trial.
     """
@@ -121,6 +125,11 @@ def simulate_ratings(
         + rng.normal(0, sd_participant, n_raters)[participant2]
         + rng.normal(0, sd_resid, clip.size)
     )
+    if sd_primacy > 0 or sd_drift > 0:
+        rating = rating + (
+            rng.normal(0, sd_primacy, n_raters)[participant2] * presented_first
+            + rng.normal(0, sd_drift, n_raters)[participant2] * trial_z
+        )
     return pd.DataFrame(
         {
             "rating": np.clip(np.round(rating), 1, 100),

@@ -80,8 +80,9 @@ def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
     assert len(list((out / "figures").glob("*.png"))) == 3
     report = (out / "report.html").read_text(encoding="utf-8")
     # the report names the interval and Table 2's random structure, with what the benchmarks measured for them
-    assert "ICC confidence intervals: logit-t, crossed jackknife" in report
-    assert "Table 2&#x27;s omnibus model used stats.table2_random = stimulus_modality" in report
+    assert "ICC confidence intervals: auto: F-based (McGraw &amp; Wong 1996) where" in report
+    assert "else logit-t, crossed jackknife" in report
+    assert "Table 2&#x27;s omnibus model used stats.table2_random = participant_slopes" in report
     assert "Table 4" in (out / "report.html").read_text()
     assert sorted(p.name for p in (out / "ratings").iterdir()) == ["participants.csv", "ratings.csv", "trials.csv"]
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.")]  # no temporary folder left
@@ -233,6 +234,7 @@ def test_help_documents_every_option_with_its_default(capsys):
         "--judges": "none",
         "--clips": "none",  # optional: without it the clips come from the ratings
         "--scale": STATS_SCALE,
+        "--threads": 1,  # BLAS/OpenMP threads pinned for the run (tests/test_threads.py)
     }
     for option, default in expected.items():
         assert f"(default: {default})" in " ".join(entries[option].split()), option

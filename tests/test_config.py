@@ -274,6 +274,11 @@ def test_problems_name_the_file_and_line_that_set_the_key(tmp_path):
         ("# nothing but a comment\n", "the config file is empty"),
         ("- seed\n- data\n", "must map keys to values at its top level"),
         (b"seed: \xff\n", "not UTF-8 text"),
+        (
+            "seed: 1\nstats:\n  n_boot: 10\nstats:\n  n_boot: 20\n",
+            "line 4, column 1: not valid YAML: duplicate key 'stats'",
+        ),
+        ("seed: 1\nstats: {n_boot: 1, n_boot: 2}\n", "line 2, column 20: not valid YAML: duplicate key 'n_boot'"),
     ],
 )
 def test_config_file_errors_name_file_line_and_column(tmp_path, text, expected):
@@ -293,3 +298,30 @@ def test_paper_config_is_valid():
     cfg = deep_update(_default(), yaml.safe_load((ROOT / "config/paper.yaml").read_text()))
     validate_config(cfg, SCHEMA)
     check_config(cfg, ROOT)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        ({"ratings": {"source": "simulate", "columns": {"rating": "score"}}}, ["ratings.columns is unused"]),
+        ({"ratings": {"source": "my_ratings", "columns": {"rating": "score"}}}, []),
+        ({"data": {"format": "prism", "columns": {"item_id": "id"}}}, ["data.columns is unused"]),
+        ({"data": {"format": "pairs", "columns": {"item_id": "id"}}}, []),
+    ],
+)
+def test_unused_options_are_noted(edit, expected):
+    from modprefs.config_checks import unused_option_notes
+
+    notes = unused_option_notes(edit)
+    assert len(notes) == len(expected) and all(e in n and n.startswith("note: ") for e, n in zip(expected, notes))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_numbers_are_refused_at_any_depth(value):
+    from modprefs.config_checks import non_finite_problems
+
+    cfg = {"stats": {"ci_level": 0.95}, "tts": {"engines": [{"speed": 1.0}, {"speed": value}]}}
+    assert non_finite_problems(cfg) == [
+        (("tts", "engines", "1", "speed"), f"tts.engines[1].speed: must be a finite number (got {value!r})")
+    ]
+    assert non_finite_problems(_default()) == []

@@ -155,6 +155,24 @@ BAD_JSONL = [
         r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.score is 'high'",
     ),
     (
+        "score out of range",
+        _set_utt("score", 500),
+        None,
+        r"line 2 \(conversation 'c2'\): conversation_history\[1\]\.score is 500, expected a number from 1 to 100",
+    ),
+    (
+        "score zero",
+        _set_utt("score", 0),
+        None,
+        r"conversation_history\[1\]\.score is 0, expected a number from 1 to 100",
+    ),
+    (
+        "negative within_turn_id",
+        _set_utt("within_turn_id", -1),
+        None,
+        r"conversation_history\[1\]\.within_turn_id is -1, expected a whole number >= 0",
+    ),
+    (
         "history not a list",
         lambda r: r[1].update(conversation_history="hello"),
         None,

@@ -487,3 +487,21 @@ def test_workflow_ingest_bad_inputs_fail_cleanly(workflow_study, case):
         must_mention=mention,
         env={"OPENBLAS_NUM_THREADS": "1"},
     )
+
+
+@pytest.mark.parametrize("passed", ["True", "False"])
+def test_a_participant_without_ratings_is_named_unless_not_analysed(raw, passed):
+    """A participants.csv row with no rating: an error naming its row if it passed the attention check (Table 1
+    would count a participant with no data); accepted as recruited-not-analysed if it did not."""
+    stim, f, write = raw
+    p = f["participants"]
+    ghost = p.iloc[[0]].assign(participant_id="GHOST1", passed_attention=passed)
+    f["participants"] = pd.concat([p, ghost], ignore_index=True)
+    if passed == "True":
+        err = _study_problems(write(), stim)
+        _assert_cell(
+            err, "participants.csv", len(p), "participant_id", "'GHOST1' passed the attention check but has no rating"
+        )
+    else:
+        tables = validate_ratings_dir(write(), stim)
+        assert "GHOST1" in set(tables["participants"]["participant_id"])

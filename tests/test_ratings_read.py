@@ -282,6 +282,9 @@ def test_config_problems_ratings_source(tmp_path):
     for source in ("results/ratings", "results", "./results/../results/ratings", str(tmp_path / "results/x")):
         (msg,) = ratings_config_problems({"source": source}, tmp_path)
         assert msg.startswith("ratings.source:") and "inside results/" in msg
+    for source in (".", "./", str(tmp_path), ".."):
+        (msg,) = ratings_config_problems({"source": source}, tmp_path)
+        assert msg.startswith(f"ratings.source: {source!r} is the workflow's working directory or a folder above it")
     (msg,) = ratings_config_problems({"source": "nowhere"}, tmp_path)
     assert "ratings.source: not found: 'nowhere'" in msg
     (msg,) = ratings_config_problems({"source": "collected", "columns": {"ratng": "score"}}, tmp_path)

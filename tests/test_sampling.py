@@ -84,6 +84,16 @@ def test_exhausted_stratum_is_an_error():
         draw_prompts(inter, 41, 0.25, 90, seed=1, screen=_passes)
 
 
+def test_a_stratum_emptied_by_screening_names_the_screening():
+    """All-emoji responses: the error counts the removals by reason with an example, not only the stratum quota."""
+    inter = _interactions(40).assign(text_1="🙂🎉")
+    mod = WordListModerator(["idiot"])
+    with pytest.raises(SamplingError) as info:
+        draw_prompts(inter, 12, 0.25, 90, seed=1, screen=lambda row: screen_interaction(row, mod))
+    assert "passed text screening (removed: empty" in str(info.value)
+    assert "has no letter or digit to speak ('🙂🎉')" in str(info.value)
+
+
 def test_seed_determinism():
     inter = _interactions(200)
     a = draw_prompts(inter, 20, 0.25, 90, seed=9, screen=_passes)[0]
@@ -110,6 +120,10 @@ def test_screen_rules():
     assert screen_interaction(_inter(ok, ok), mod).reason is None
     assert screen_interaction(_inter(ok, "EMPTY STRING"), mod).reason == "empty"
     assert screen_interaction(_inter("   ", ok), mod).reason == "empty"
+    res = screen_interaction(_inter(ok, "👍🎉 !!"), mod)  # nothing a voice can speak
+    assert res.reason == "empty" and "response 1 has no letter or digit to speak" in res.detail
+    assert screen_interaction(_inter(ok, "Ok 👍"), mod).reason is None
+    assert screen_interaction(_inter(ok, "42"), mod).reason is None
     es = "Mezcla la harina con el agua y la sal, amasa durante diez minutos y deja reposar la masa."
     res = screen_interaction(_inter(ok, es), mod)
     assert res.reason == "other_language" and "es" in res.detail

@@ -373,7 +373,7 @@ def test_every_analysis_is_in_the_report(default_run):
     assert "SIMULATED" in html and "Software versions" in html
     # the interval method and Table 2's random structure are named, with the measured coverage / null rates
     assert "ICC confidence intervals: logit-t, crossed jackknife" in html
-    assert "stats.table2_random = stimulus_modality" in html and "Table 2 false-positive rates" in html
+    assert "stats.table2_random = participant_slopes" in html and "Table 2 false-positive rates" in html
     assert "CASCADE" in html and "gpt-4o-audio-preview" in html  # the offline AI-audio rows say what they are
     recs = _read(default_run, "results/stats/tables/thresholds_recommendations.csv")
     assert (recs["n_boot"] > 0).any() and recs["threshold_lo"].notna().any()  # stats.n_boot_threshold reaches the rule

@@ -3,6 +3,7 @@
     modprefs stats --ratings SOURCE [--clips clips.csv] --out DIR [--scale MIN:MAX[:STEP]] [--overwrite]
                    [--map CANON=SOURCE,...] [--judges F] [--modality-terms F] [--seed N] [--n-boot N]
                    [--n-perm N] [--n-boot-alpha N] [--n-perm-alpha N] [--ci-level X] [--ci-method M]
+                   [--threads N]
 
 ``SOURCE`` is any ratings source (:mod:`modprefs.ratings.sources`): a folder with ratings.csv
 (+ trials.csv, participants.csv) in the workflow's schemas, one CSV/TSV/Parquet table (long, or
@@ -20,7 +21,10 @@ responses per prompt: the analyses of rating pairs (thresholds, winners, prefere
 argument is checked before anything is written (every problem with file, row and column; exit
 status 2, no traceback). The results are built in a temporary folder beside ``--out`` and moved
 into place when complete: ratings/ (the validated tables), tables/, figures/, report.html. A
-non-empty ``--out`` is refused unless ``--overwrite``, which replaces it whole. Analyses whose
+non-empty ``--out`` is refused unless ``--overwrite``, which replaces it whole; an ``--out`` that cannot be
+written (a file, under a file, in /proc, /sys or /dev, a parent without write permission) is refused
+before any work. Ctrl-C and SIGTERM remove the temporary folder and exit 130 and 143 with a one-line
+message (:mod:`modprefs.output_folder`). Analyses whose
 columns are absent are skipped with the missing column named (printed, and in the report). The
 defaults are the workflow's (:data:`modprefs.stats.defaults.STATS_DEFAULTS`, the config's
 study.scale default), so both give identical tables.
@@ -38,13 +42,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import shutil
 import sys
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from modprefs.errors import UserInputError
+from modprefs.output_folder import (
+    Terminated,
+    output_folder_problem,
+    report_stopped,
+    staged_folder,
+    terminate_raises,
+)
 from modprefs.scale import PAPER_SCALE, RatingScale, parse_scale_arg
 from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 
@@ -62,8 +72,17 @@ TABLE_ANALYSES = (
     "modality_effects",
     "justifications",
 )
-CI_METHODS = ("jackknife", "stimulus", "prompt", "two_way", "parametric")  # stats.reliability.icc_ci.CI_METHODS
-TABLE2_RANDOM = ("stimulus_modality", "paper")  # modprefs.stats.tables.modality.TABLE2_RANDOM (both kept import-free)
+CI_METHODS = (  # stats.reliability.icc_ci.CI_METHODS
+    "auto",
+    "f_based",
+    "jackknife",
+    "stimulus",
+    "prompt",
+    "two_way",
+    "parametric",
+)
+#: modprefs.stats.tables.modality.TABLE2_RANDOM (both kept import-free)
+TABLE2_RANDOM = ("participant_slopes", "stimulus_modality", "paper")
 
 
 def _count(text: str) -> int:
@@ -86,6 +105,58 @@ def _level(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not strictly between 0 and 1 (e.g. 0.95)")
     return value
+
+
+#: the environment variables BLAS/OpenMP libraries read when they load (Snakemake sets the same for script jobs)
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def _threads(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+@contextlib.contextmanager
+def pinned_threads(n: int) -> Iterator[None]:
+    """Run the body with BLAS/OpenMP pinned to ``n`` threads: the environment variables for libraries loaded later
+    and for child processes (``modprefs plan --jobs``), threadpoolctl for those already loaded (numpy's and scipy's
+    OpenBLAS are loaded first: threadpoolctl only limits loaded libraries). Restores both afterwards."""
+    import os  # noqa: PLC0415
+
+    import scipy.linalg  # noqa: F401, PLC0415  (loads scipy's own OpenBLAS, so that the limit reaches it)
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # noqa: PLC0415
+
+    before = {k: os.environ.get(k) for k in THREAD_VARIABLES}
+    os.environ.update({k: str(n) for k in THREAD_VARIABLES})
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def add_threads_arg(parser: argparse.ArgumentParser) -> None:
+    """``--threads N`` (default 1) on ``modprefs stats`` and ``modprefs plan``."""
+    parser.add_argument(
+        "--threads",
+        type=_threads,
+        default=1,
+        help="threads for the numeric kernels (BLAS/OpenMP), pinned for the whole run; 1 suits these small-matrix "
+        "fits (on two busy cores a paper-size study's fits took 54 s with the default threading, 5.7 s with one)",
+    )
 
 
 def _scale(text: str) -> RatingScale:
@@ -167,6 +238,7 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
         help="words left out of the justification analysis",
     )
     _add_stats_resampling_args(st)
+    add_threads_arg(st)
     return st
 
 
@@ -185,24 +257,28 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
         "--ci-method",
         choices=CI_METHODS,
         default=STATS_DEFAULTS["icc_ci_method"],
-        help="ICC interval: crossed jackknife over prompts and participants (jackknife; measured "
-        "coverage in benchmarks/out/icc_coverage.md), or a bootstrap of clips (stimulus, the "
-        "paper's), prompts (prompt), clips and participants (two_way), or new data from the "
-        "fitted model (parametric)",
+        help="ICC interval: auto = McGraw & Wong's F interval (f_based) where a condition's ratings are complete "
+        "and balanced, of independent items (no prompt pairs), without covariates, else the crossed jackknife "
+        "over prompts and participants (jackknife; "
+        "measured coverage and width in benchmarks/out/icc_coverage.md, icc_interval_width.md), or a bootstrap "
+        "of clips (stimulus, the paper's), prompts (prompt), clips and participants (two_way), or new data from "
+        "the fitted model (parametric)",
     )
     st.add_argument(
         "--table2-random",
         choices=sorted(TABLE2_RANDOM),
         default=STATS_DEFAULTS["table2_random"],
-        help="Table 2's omnibus random effects: + (1|clip:modality) (stimulus_modality) or the "
-        "paper's (1|participant) + (1|clip) (paper)",
+        help="Table 2's random effects: by-participant order and trial slopes + (1|clip) + (1|clip:modality), "
+        "simplified when singular (participant_slopes), (1|participant) + (1|clip) + (1|clip:modality) "
+        "(stimulus_modality) or the paper's (1|participant) + (1|clip) (paper)",
     )
     st.add_argument(
         "--icc-test",
-        choices=("permutation", "jackknife"),
+        choices=("calibrated", "jackknife", "permutation"),
         default=STATS_DEFAULTS["icc_test"],
-        help="Table 4's test of the audio - text ICC difference: the paper's participant permutation "
-        "or the crossed-jackknife t test (modprefs.stats.reliability.icc_difference)",
+        help="Table 4's test of the audio - text ICC difference: the crossed-jackknife t test with its variance "
+        "calibrated under H0 (calibrated), uncalibrated (jackknife), or the paper's participant permutation, which "
+        "also selects the paper's alpha test (modprefs.stats.reliability.icc_difference)",
     )
     st.add_argument(
         "--n-perm",
@@ -239,8 +315,9 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
 def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:
     """``--out`` is absent, an empty folder, or (with ``--overwrite``) a folder that holds no input and not the
     working directory -- it is replaced as a whole."""
-    if out.exists() and not out.is_dir():
-        raise UserInputError(f"--out {out}: exists and is not a folder")
+    problem = output_folder_problem(out)
+    if problem:
+        raise UserInputError(problem)
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise UserInputError(
@@ -316,9 +393,7 @@ def run_stats(
     judge_table = _read_judges(judges) if judges is not None else None
     valid = ingest_ratings(ratings, stimuli, columns or {}, scale=study_scale(params))
     stimuli = valid.stimuli
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    with staged_folder(out) as tmp:
         skipped, notes = _analyse(
             valid,
             stimuli,
@@ -333,10 +408,6 @@ def run_stats(
                 **params,
             },
         )
-        _move_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return skipped
 
 
@@ -405,22 +476,6 @@ def _analyse(
     return skipped, notes
 
 
-def _move_into_place(tmp: Path, out: Path) -> None:
-    """``tmp`` becomes ``out``; an existing ``out`` (only with --overwrite) is replaced as a whole."""
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-        old.rmdir()
-        out.rename(old)
-        try:
-            tmp.rename(out)
-        except BaseException:
-            old.rename(out)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out)
-
-
 def _merged_judges(files: list[Path]) -> dict[str, Any]:
     """The ``judges`` section of config.yaml overlaid by each file's (nested mappings merged, as Snakemake does)."""
     from snakemake.utils import update_config  # noqa: PLC0415 (Snakemake's own merge of --configfile layers)
@@ -463,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     add_app_parser(sub)
     from modprefs.plan.cli import add_parser as add_plan_parser  # `modprefs plan ...` (docs/plan.md)
 
-    add_plan_parser(sub)
+    add_threads_arg(add_plan_parser(sub))
     cj = sub.add_parser("check-judges", help="check the API judges' key, endpoint and models (as a run's start does)")
     cj.add_argument(
         "--configfile",
@@ -481,7 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plan":
         from modprefs.plan.cli import run as run_plan
 
-        return run_plan(args)
+        with pinned_threads(args.threads):
+            return run_plan(args)
     if args.command == "check-judges":
         return check_judges(args.configfile)
     params = {
@@ -498,12 +554,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415
 
-        skipped = run_stats(
-            args.ratings, args.clips, args.out, params, args.judges, parse_column_map(args.map), args.overwrite
-        )
+        with pinned_threads(args.threads), terminate_raises():
+            skipped = run_stats(
+                args.ratings, args.clips, args.out, params, args.judges, parse_column_map(args.map), args.overwrite
+            )
     except UserInputError as exc:
         print(f"modprefs stats: error: {exc}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, Terminated) as exc:
+        return report_stopped("modprefs stats", exc, args.out)
     for s in skipped:
         print(f"skipped {s}", file=sys.stderr)
     print(f"wrote {args.out}/ratings, {args.out}/tables, {args.out}/figures and {args.out}/report.html")

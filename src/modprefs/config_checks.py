@@ -12,6 +12,7 @@ once, each prefixed with the config file and line that set the key (:mod:`modpre
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,37 @@ def _ratings_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
     return problems
 
 
+#: design rows (participants x trials) per condition above which a study cannot be built or simulated in memory
+MAX_DESIGN_ROWS = 1_000_000
+
+
+def _feasibility_problems(config: Mapping[str, Any]) -> list[Problem]:
+    """A study size no machine can build, and simulated rates that leave nothing to analyse."""
+    problems: list[Problem] = []
+    study = config["study"]
+    raters, trials = int(study["raters_per_condition"]), int(study["trials_per_participant"])
+    if raters * trials > MAX_DESIGN_ROWS:
+        problems.append(
+            (
+                ("study", "raters_per_condition"),
+                f"study.raters_per_condition: {raters} participants x {trials} trials is {raters * trials:,} design "
+                f"rows per condition, above the {MAX_DESIGN_ROWS:,} a study can hold (the paper: 53 x 20)",
+            )
+        )
+    sim = (config.get("ratings") or {}).get("simulation") or {}
+    if config["ratings"].get("source") == "simulate":
+        failing = [c for c in ("audio", "text") if float(sim.get(f"p_fail_attention_{c}", 0)) >= 1]
+        if len(failing) == 2:
+            problems.append(
+                (
+                    ("ratings", "simulation", "p_fail_attention_audio"),
+                    "ratings.simulation.p_fail_attention_audio and p_fail_attention_text are both 1: every simulated "
+                    "participant fails the attention check, so no rating is left to analyse",
+                )
+            )
+    return problems
+
+
 def check_config(
     config: Mapping[str, Any], base_dir: str | Path = ".", sources: Sequence[ConfigSource] | None = None
 ) -> None:
@@ -309,9 +341,48 @@ def check_config(
     problems += _judges_problems(config.get("judges") or {})
 
     problems += _ratings_problems(config, base)
+    problems += _feasibility_problems(config)
+    if config.get("plan"):
+        from modprefs.plan.cli import config_block_problems
+
+        problems += [(("plan",), text) for text in config_block_problems(config["plan"], config["study"].get("scale"))]
 
     if problems:
         raise ConfigError(format_problems(problems, sources))
+
+
+def non_finite_problems(node: Any, path: tuple[str, ...] = ()) -> list[Problem]:
+    """Every ``.nan``, ``.inf`` or ``-.inf`` in a config, with its key path.
+
+    JSON Schema cannot refuse them: every comparison with NaN is false, so ``.nan`` passes ``minimum``
+    and ``maximum`` alike, and no config key has a meaning for an infinite value.
+    """
+    if isinstance(node, float) and not math.isfinite(node):
+        return [(path, f"{dotted(path)}: must be a finite number (got {node!r})")]
+    if isinstance(node, Mapping):
+        return [p for key, value in node.items() for p in non_finite_problems(value, (*path, str(key)))]
+    if isinstance(node, list):
+        return [p for i, value in enumerate(node) for p in non_finite_problems(value, (*path, str(i)))]
+    return []
+
+
+def unused_option_notes(config: Mapping[str, Any], sources: Sequence[ConfigSource] | None = None) -> list[str]:
+    """Options a config sets that the rest of it makes unused, each as a note naming where it was set.
+
+    Not errors (a lab may keep one config and switch sources), but a silently ignored key reads as if it
+    took effect.
+    """
+    from modprefs.config_files import locate
+
+    found: list[tuple[tuple[str, ...], str]] = []
+    ratings, data = config.get("ratings") or {}, config.get("data") or {}
+    if ratings.get("source") == "simulate" and ratings.get("columns"):
+        found.append((("ratings", "columns"), "ratings.columns is unused: ratings.source is 'simulate'"))
+    if data.get("format", "prism") == "prism":
+        if data.get("columns"):
+            found.append((("data", "columns"), "data.columns is unused: it applies to data.format 'pairs' only"))
+    where = (lambda path: f"{locate(sources, path)}: ") if sources else (lambda path: "")
+    return [f"note: {where(path)}{text}" for path, text in found]
 
 
 def validate_config(
@@ -319,9 +390,10 @@ def validate_config(
 ) -> None:
     """Schema validation that reports every problem with its dotted key (and file and line, given ``sources``).
 
-    Raises :class:`ConfigError`. Defaults from the schema are *not* filled in here; the
-    Snakefile calls ``snakemake.utils.validate`` for that after this passes, then :func:`check_config`.
+    Non-finite numbers are refused first (:func:`non_finite_problems`). Raises :class:`ConfigError`. Defaults
+    from the schema are *not* filled in here; the Snakefile calls ``snakemake.utils.validate`` for that after
+    this passes, then :func:`check_config`.
     """
-    problems = _schema_problems(config, schema_path)
+    problems = non_finite_problems(config) or _schema_problems(config, schema_path)
     if problems:
         raise ConfigError(format_problems(problems, sources))

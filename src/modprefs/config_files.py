@@ -30,6 +30,36 @@ class ConfigError(UserInputError):
     """A configuration problem; the message names the config file and the offending key."""
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a mapping key given twice (plain YAML keeps the last silently).
+
+    A duplicated key in a config file is almost always an edit that did not take effect (two ``stats:``
+    blocks, a key pasted twice); YAML 1.2 calls such a mapping invalid.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                seen = key in first_line
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if not seen:
+                first_line[key] = key_node.start_mark.line
+            else:
+                line = first_line[key]
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first given at line {line + 1}; a key may appear once per mapping)",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """The mapping in a YAML (or JSON) config file.
 
@@ -45,7 +75,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not UTF-8 text (byte {err.start + 1}); save the config file as UTF-8") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.MarkedYAMLError as err:
         mark, context = err.problem_mark or err.context_mark, err.context_mark
         where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""

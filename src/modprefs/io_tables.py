@@ -206,6 +206,10 @@ def read_table(
     """
     path = Path(path)
     name = what or str(path)
+    if path.is_dir():
+        raise TableError(
+            f"{name}: is a folder; give the table's file (CSV, TSV or Parquet)" + (f" ({path})" if what else "")
+        )
     if not path.is_file():
         raise TableError(f"{name}: file not found" + (f" ({path})" if what else ""))
     if path.suffix.lower() in PARQUET_SUFFIXES:

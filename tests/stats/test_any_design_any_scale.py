@@ -167,6 +167,19 @@ def test_pingouin_icc_example_without_clips_on_a_0_to_10_scale(tmp_path):
     assert math.isclose(icc["icc_2_1"], ref["ICC2"], abs_tol=1e-6), (icc["icc_2_1"], ref["ICC2"])
     assert math.isclose(icc["icc_2_k"], ref["ICC2k"], abs_tol=1e-6), (icc["icc_2_k"], ref["ICC2k"])
     assert icc["scale"] == "0-10 (step 1)"
+    # complete, balanced, no covariates: the default interval is McGraw & Wong's F interval, pingouin's [.43, .93]
+    from pingouin.config import _no_rounding
+
+    with _no_rounding():
+        ci = pg.intraclass_corr(wine, targets="Wine", raters="Judge", ratings="Scores").set_index("Type")["CI95"]
+    ci = ci.rename({"ICC2": "ICC(A,1)", "ICC2k": "ICC(A,k)"})
+    print(f"ICC(2,1) CI [{icc['icc_2_1_lo']:.6f}, {icc['icc_2_1_hi']:.6f}] vs pingouin {list(ci['ICC(A,1)'])}")
+    np.testing.assert_allclose([icc["icc_2_1_lo"], icc["icc_2_1_hi"]], ci["ICC(A,1)"], rtol=0, atol=1e-6)
+    np.testing.assert_allclose([icc["icc_2_k_lo"], icc["icc_2_k_hi"]], ci["ICC(A,k)"], rtol=0, atol=1e-6)
+    assert (round(icc["icc_2_1_lo"], 2), round(icc["icc_2_1_hi"], 2)) == (0.43, 0.93)
+    assert icc["ci_method"].startswith("auto: F-based, McGraw & Wong (1996)") and icc["ci_level"] == 0.95
+    title = (out / "tables" / "icc.md").read_text().splitlines()[0]
+    assert title.startswith("# ICC per condition (95 % CIs: auto: F-based, McGraw & Wong (1996)"), title
     assert _skip_reason(out, "raters_needed") is None  # the ICC's follow-up runs on any design
     for name in PAIR_OUTPUTS:
         reason = _skip_reason(out, name)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,6 +97,11 @@ def _clips_inside_out(work: Path) -> list[str]:
 # study; the command is ``modprefs stats --ratings work/ratings --clips work/clips.csv --out work/o/out``.
 CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
     "clips_missing": (lambda w: ["--clips", str(w / "nowhere.csv")], ["nowhere.csv: file not found"]),
+    "clips_a_folder": (lambda w: ["--clips", str(w / "ratings")], ["ratings: is a folder; give the table's file"]),
+    "clips_n_chars_negative": (
+        lambda w: _then(_csv(w / "clips.csv", _set("n_chars", 1, "-500"))),
+        ["clips.csv row 3, column n_chars: -500 is not a non-negative number"],
+    ),
     "clips_empty": (lambda w: _then((w / "clips.csv").write_text("")), ["clips.csv: the file is empty"]),
     "clips_non_utf8": (
         lambda w: _then(_bytes(w / "clips.csv", b"pr01_0", b"pr\xe901_0")),
@@ -196,6 +204,12 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
         ["--out", "holds the input", "clips.csv", "would delete it"],
     ),
     "out_is_a_file": (lambda w: _then((w / "o" / "out").write_text("a file")), ["--out", "is not a folder"]),
+    "out_under_a_file": (
+        lambda w: _then((w / "o" / "f").write_text("a file"), args=["--out", str(w / "o" / "f" / "out")]),
+        ["--out", "/o/f is a file, not a folder"],
+    ),
+    "out_under_dev_null": (lambda w: ["--out", "/dev/null/out"], ["--out /dev/null/out: lies in /dev"]),
+    "out_in_proc": (lambda w: ["--out", "/proc/x"], ["--out /proc/x: lies in /proc, a kernel filesystem"]),
     "map_unknown_column": (lambda w: ["--map", "ratng=score"], ["column map: unknown column 'ratng'"]),
     "map_source_column_absent": (
         lambda w: ["--map", "rating=score"],
@@ -309,3 +323,33 @@ def test_one_condition_is_a_labelled_partial_analysis(valid, tmp_path, capsys):
     report = (tmp_path / "out" / "report.html").read_text()
     assert "only the audio condition has ratings" in report
     assert pd.read_csv(tmp_path / "out" / "tables" / "audio_quality.csv").columns[0] != "status"
+
+
+@pytest.mark.slow  # a real analysis stopped part-way: over 5 s on 2 cores
+@pytest.mark.parametrize(
+    ("sig", "status", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_a_stopped_run_leaves_nothing_behind(valid, tmp_path, sig, status, said):
+    """Ctrl-C (SIGINT) or SIGTERM while the analysis runs in its temporary folder: a one-line message, exit 130
+    or 143, no traceback, the temporary folder removed and the kept ``--out`` (with --overwrite) unchanged."""
+    work = tmp_path / "o"
+    (work / "out").mkdir(parents=True)
+    (work / "out" / "report.html").write_text("kept")
+    cmd = [
+        sys.executable, "-m", "modprefs.cli", "stats", "--ratings", str(valid / "ratings"), "--clips",
+        str(valid / "clips.csv"), "--out", str(work / "out"), "--overwrite", "--n-boot", "400",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not list(work.glob(".out.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the analysis finished before it could be stopped: give it more resamples"
+    time.sleep(0.5)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == status, err
+    assert said in err and "Traceback" not in err and str(work / "out") in err
+    assert sorted(p.name for p in work.iterdir()) == ["out"]
+    assert [p.name for p in (work / "out").iterdir()] == ["report.html"]
+    assert (work / "out" / "report.html").read_text() == "kept"

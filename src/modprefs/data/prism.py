@@ -40,6 +40,7 @@ from modprefs.errors import UserInputError
 EMPTY_STRING = "EMPTY STRING"
 
 REQUIRED_ROW_KEYS = ("conversation_id", "conversation_type", "conversation_history")
+SCORE_RANGE = (1, 100)  # PRISM's participants rate each response on a 1-100 slider
 REQUIRED_UTTERANCE_KEYS = ("turn", "role", "content", "within_turn_id", "model_name", "score", "if_chosen")
 
 INTERACTION_COLUMNS = [
@@ -188,10 +189,15 @@ def _utterance_problem(utt: Any) -> str | None:
         ),
         (
             "within_turn_id",
-            _is_int(utt["within_turn_id"]) or (role == "user" and utt["within_turn_id"] is None),
-            "a whole number" if role == "model" else "a whole number or null",
+            (_is_int(utt["within_turn_id"]) and utt["within_turn_id"] >= 0)
+            or (role == "user" and utt["within_turn_id"] is None),
+            "a whole number >= 0" if role == "model" else "a whole number >= 0 or null",
         ),
-        ("score", utt["score"] is None or _is_number(utt["score"]), "a number or null"),
+        (
+            "score",
+            utt["score"] is None or (_is_number(utt["score"]) and SCORE_RANGE[0] <= utt["score"] <= SCORE_RANGE[1]),
+            f"a number from {SCORE_RANGE[0]} to {SCORE_RANGE[1]} (PRISM's rating scale) or null",
+        ),
         ("if_chosen", utt["if_chosen"] is None or isinstance(utt["if_chosen"], bool), "true, false or null"),
         ("model_name", utt["model_name"] is None or isinstance(utt["model_name"], str), "a string or null"),
     ]

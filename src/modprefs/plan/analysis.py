@@ -1,8 +1,8 @@
 """What the analysis would report on one simulated study, computed the fast way.
 
 Per condition (Table 4's ICC model, :func:`modprefs.stats.reliability.icc.condition_design`'s arrays built
-directly from the simulator's): REML ICC(2,1), ICC(2,k), k = ratings per clip, and their Wald SEs
-(:mod:`modprefs.plan.wald`). Across conditions: the audio - text ICC(2,1) difference; Table 2's
+directly from the simulator's): REML ICC(2,1), ICC(2,k), k = the effective ratings per clip (harmonic mean), and
+their Wald SEs (:mod:`modprefs.plan.wald`). Across conditions: the audio - text ICC(2,1) difference; Table 2's
 modality main effect and modality x length interaction from a fast fit of
 ``rating ~ presented_first * modality + len_z * modality + trial_z * modality
 + (1 | participant_id) + (1 | clip_id:modality)`` with the crossed-intercepts engine (the default
@@ -23,7 +23,7 @@ from modprefs.plan.fastsim import ConditionRatings, SimulatedStudy
 from modprefs.plan.wald import icc_standard_errors, theta_hessian
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
 from modprefs.stats.reliability.icc import ConditionDesign, fit_iccs, model_formula
-from modprefs.stats.reliability.icc_difference import condition_parts, difference_tests
+from modprefs.stats.reliability.icc_difference import calibration, condition_parts, difference_tests
 
 #: Table 2's fixed effects in the engine's column order (lme4's expansion of TABLE2_FIXED).
 TABLE2_TERMS = (
@@ -186,9 +186,12 @@ def study_record(
     return rec
 
 
-def jackknife_difference_record(study: SimulatedStudy, n_noise: int, rng: np.random.Generator) -> dict[str, float]:
+def jackknife_difference_record(
+    study: SimulatedStudy, n_noise: int, rng: np.random.Generator, test: str = "jackknife"
+) -> dict[str, float]:
     """Table 4's crossed-jackknife test of the ICC(2,1) difference on one study
-    (:func:`modprefs.stats.reliability.icc_difference.difference_tests`): its SE (``jk_se``, ICC scale) and
+    (:func:`modprefs.stats.reliability.icc_difference.difference_tests`; ``test="calibrated"``: with its variance
+    calibrated, :func:`~modprefs.stats.reliability.icc_difference.calibration`): its SE (``jk_se``, ICC scale) and
     Satterthwaite df (``jk_df``), NaN where undefined or a fit failed."""
     parts = {}
     for c in ("audio", "text"):
@@ -197,8 +200,8 @@ def jackknife_difference_record(study: SimulatedStudy, n_noise: int, rng: np.ran
             parts[c] = condition_parts(icc_design(r), np.unique(r.clip // 2).astype(str), n_noise, rng)
         except (ValueError, np.linalg.LinAlgError):
             return {"jk_se": math.nan, "jk_df": math.nan}
-    test = difference_tests(parts)["icc_2_1"]
-    return {"jk_se": math.sqrt(test.variance) if test.variance >= 0 else math.nan, "jk_df": test.df}
+    res = difference_tests(parts, calibration(parts, rng) if test == "calibrated" else None)["icc_2_1"]
+    return {"jk_se": math.sqrt(res.variance) if res.variance >= 0 else math.nan, "jk_df": res.df}
 
 
 def permutation_draws(

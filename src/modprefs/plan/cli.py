@@ -13,7 +13,9 @@ source (anything ``modprefs stats --ratings`` reads; ``--pilot-map`` renames for
 them to (:mod:`modprefs.plan.pilot`). Every design of the grid is simulated
 ``--n-sims`` times under each scenario (pessimistic / central / optimistic priors), analysed the fast
 way (:mod:`modprefs.plan.analysis`), and summarised (:mod:`modprefs.plan.summary`); the cheapest design
-meeting every target is recommended per scenario. Writes under ``--out``: designs.csv, recommendation.csv,
+meeting every target is recommended per scenario. ``--out`` is checked before any simulation (writable, holding
+nothing but an earlier plan's outputs) and replaced as a whole at the end (its ``cache/`` kept; Ctrl-C and
+SIGTERM leave it as it was, exit 130 / 143). Writes under ``--out``: designs.csv, recommendation.csv,
 priors.csv, plan.json, figures/*.png and report.html. Exit status: 0 a design meets the targets under
 the central priors; 3 none does (the message names the targets missed); 2 a bad argument or input.
 ``--scale`` is the study's rating scale (config ``study.scale``; default the paper's 1..100): the simulated
@@ -34,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from modprefs.output_folder import Terminated, output_folder_problem, report_stopped, staged_folder, terminate_raises
 from modprefs.stats.defaults import STATS_DEFAULTS
 
 if TYPE_CHECKING:
@@ -189,9 +192,16 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--ci-method",
         default=None,
-        help="the analysis' ICC CI method the interval is calibrated to (default: the analysis' default)",
+        help="the analysis' ICC CI method the interval is calibrated to (stats.icc_ci_method; the workflow passes "
+        "it; default: the analysis' default, auto, which on the simulated designs -- raters rate a subset of "
+        "prompts, with order covariates -- is the crossed jackknife)",
     )
-    g.add_argument("--ci-level", type=_number(), default=0.95)
+    g.add_argument(
+        "--ci-level",
+        type=_number(),
+        default=0.95,
+        help="level of the planned interval (the workflow passes stats.ci_level)",
+    )
     g.add_argument(
         "--n-boot", type=_int(20), default=100, help="resamples of the analysis' interval in the calibration"
     )
@@ -205,7 +215,7 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--icc-test",
-        choices=("jackknife", "permutation"),
+        choices=("calibrated", "jackknife", "permutation"),
         default=STATS_DEFAULTS["icc_test"],
         help="Table 4's test of the ICC difference that the power is planned for (the analysis' stats.icc_test; "
         f"default {STATS_DEFAULTS['icc_test']})",
@@ -256,6 +266,7 @@ def plan_from_args(args: argparse.Namespace) -> int:
     from modprefs.plan.priors import SCENARIOS
 
     t0 = time.perf_counter()
+    _check_plan_out(args.out)
     designs, targets = _designs_and_targets(args)
     costs = _costs(args, designs[0].conditions)
     scenarios = _split(args.scenarios, "--scenarios", SCENARIOS)
@@ -273,7 +284,8 @@ def plan_from_args(args: argparse.Namespace) -> int:
         cache_dir=cache,
         progress=not args.no_progress,
     )
-    lines = _write_outputs(args, result, priors, targets, costs, settings, scenarios, len(designs), t0)
+    with staged_folder(args.out, keep=("cache",)) as staged:
+        lines = _write_outputs(args, staged, result, priors, targets, costs, settings, scenarios, len(designs), t0)
     print(result.statement)
     for line in [*priors.notes, *lines]:
         print(line)
@@ -288,6 +300,29 @@ def plan_from_args(args: argparse.Namespace) -> int:
         )
         return EXIT_UNMET
     return 0
+
+
+#: what ``modprefs plan`` writes under ``--out`` (the folder is replaced as a whole, so it may hold nothing else)
+PLAN_OUTPUT_NAMES = frozenset(
+    {"designs.csv", "designs.md", "recommendation.csv", "priors.csv", "plan.json", "report.html", "figures", "cache"}
+)
+
+
+def _check_plan_out(out: Path) -> None:
+    """``--out`` can be written and holds nothing but an earlier plan's outputs (checked before any simulation)."""
+    from modprefs.plan.errors import PlanInputError
+
+    problem = output_folder_problem(out)
+    if problem:
+        raise PlanInputError(problem)
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in PLAN_OUTPUT_NAMES)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+            raise PlanInputError(
+                f"--out {out}: holds files a plan does not write ({shown}); the plan replaces its folder as a "
+                "whole, so choose an empty or new folder, or one holding only an earlier plan"
+            )
 
 
 def _designs_and_targets(args: argparse.Namespace):
@@ -381,6 +416,35 @@ def _scale(text: str | None) -> RatingScale:
         raise PlanInputError(str(exc)) from None
 
 
+def config_block_problems(block: dict | None, study_scale: dict | None = None) -> list[str]:
+    """What is wrong with the workflow's ``plan:`` block, found as ``modprefs plan`` would find it at its start
+    (options, grid ranges, targets), with each option named as its config key (``plan.raters``); [] if none.
+
+    Run when the workflow starts, so that a grid that can never run is not planned by ``snakemake -n``.
+    """
+    import re
+
+    from modprefs.errors import UserInputError
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str):  # type: ignore[override]  # argparse would exit
+            raise UserInputError(message)
+
+    def as_key(text: str) -> str:
+        text = text.replace("unrecognized arguments: ", "unknown key(s) or values: ")
+        return re.sub(r"--([a-z0-9-]+)", lambda m: "plan." + m.group(1).replace("-", "_"), text)
+
+    parser = _Parser(prog="plan", add_help=False)
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(scale_option(study_scale) + options_from_config(block))
+        _designs_and_targets(args)
+        _quantiles(args.quantiles)
+    except UserInputError as err:
+        return [as_key(str(err))]
+    return []
+
+
 def scale_option(study_scale: dict | None) -> list[str]:
     """The workflow's ``study.scale`` mapping as the ``--scale=MIN:MAX:STEP`` argument (for rules/plan.smk)."""
     from modprefs.scale import scale_from_config
@@ -421,6 +485,7 @@ def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float
 
 def _write_outputs(
     args: argparse.Namespace,
+    out: Path,
     result,
     priors,
     targets,
@@ -430,11 +495,11 @@ def _write_outputs(
     n_designs: int,
     t0: float,
 ) -> list[str]:
-    """designs.csv/.md, recommendation.csv, priors.csv, figures/, report.html, plan.json; the recommendation lines."""
+    """designs.csv/.md, recommendation.csv, priors.csv, figures/, report.html, plan.json under ``out`` (the staged
+    folder that becomes ``--out``); the recommendation lines."""
     from modprefs.io import write_csv, write_json, write_markdown_table, write_text
     from modprefs.plan.report import figures, plan_report_html, recommendation_lines, scale_units
 
-    out = args.out
     write_csv(result.table, out / "designs.csv")
     shown = [
         c
@@ -501,10 +566,13 @@ def run(args: argparse.Namespace) -> int:
     from modprefs.errors import UserInputError
 
     try:
-        return plan_from_args(args)
+        with terminate_raises():
+            return plan_from_args(args)
     except UserInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, Terminated) as exc:
+        return report_stopped("modprefs plan", exc, args.out)
 
 
 def options_from_config(block: dict | None) -> list[str]:

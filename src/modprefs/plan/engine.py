@@ -5,8 +5,9 @@ scenario's parameters (every planning quantity; plus, on the first ``n_calibrati
 analysis' own ICC interval for :mod:`modprefs.plan.intervals`); ``kind="icc_diff"`` simulates them
 at the scenario's alternative for the ICC-difference power target (:func:`modprefs.plan.priors.icc_diff_params`)
 with, per study, ``perm_draws`` draws of Table 4's permutation statistic (``icc_test="permutation"``) or, on
-the first ``n_calibration`` studies, Table 4's crossed-jackknife test of the difference (``icc_test="jackknife"``:
-its SE and df calibrate the planned test against the Wald SE, :func:`modprefs.plan.summary.icc_diff_power`).
+the first ``n_calibration`` studies, Table 4's crossed-jackknife test of the difference (``icc_test="calibrated"``
+or ``"jackknife"``, with or without its H0 calibration: its SE and df calibrate the planned test against the Wald
+SE, :func:`modprefs.plan.summary.icc_diff_power`).
 
 Determinism: study i of a task uses ``SeedSequence([seed, design code, kind code]).spawn(...)[i]``
 (the design code is a hash of its label), so results do not depend on the number of worker
@@ -59,7 +60,7 @@ class SimSettings:
     many studies of a design calibrate the planning interval against it (``interval="analysis"``) and
     on how many designs of the grid (:func:`modprefs.plan.intervals.calibration_designs`); ci_level:
     interval coverage;
-    icc_test: the test Table 4 will use for the ICC difference (``jackknife`` or ``permutation``, as
+    icc_test: the test Table 4 will use for the ICC difference (``calibrated``, ``jackknife`` or ``permutation``, as
     ``stats.icc_test``); perm_draws: permutation draws per study for the permutation test; table2: fit
     Table 2's model.
     """
@@ -176,7 +177,7 @@ def run_task(task: Task) -> dict[str, np.ndarray]:
             perm.append(permutation_draws(study, s.perm_draws, rng, warm.get("audio")))
         elif task.kind == "icc_diff" and i < s.n_calibration:
             with _quiet("modprefs.stats.reliability.icc_ci", "modprefs.stats.reliability.icc"):
-                jk.append(jackknife_difference_record(study, s.n_boot, boot_rng))
+                jk.append(jackknife_difference_record(study, s.n_boot, boot_rng, s.icc_test))
         elif task.kind == "main" and s.interval == "analysis" and i < s.n_calibration:
             # a failed bootstrap refit is dropped from that interval (the analysis does the same and logs it)
             with _quiet("modprefs.stats.reliability.icc_ci", "modprefs.stats.reliability.icc"):

@@ -42,7 +42,9 @@ from modprefs.plan.wald import logit_interval
 from modprefs.stats.reliability import icc_ci
 
 INTERVALS: tuple[str, ...] = ("analysis", "sampling", "wald")
-#: The interval the analysis reports by default (``stats.icc_ci_method``, ``modprefs stats --ci-method``).
+#: The interval the analysis reports by default (``stats.icc_ci_method``, ``modprefs stats --ci-method``): ``auto``,
+#: which :func:`modprefs.stats.reliability.icc_ci.icc_ci_for_design` resolves per simulated study -- the crossed
+#: jackknife, since a simulated study's ratings are incomplete and its model has order covariates.
 ANALYSIS_CI_METHOD: str = icc_ci.DEFAULT_CI_METHOD
 
 

@@ -2,7 +2,8 @@
 
 Per design and scenario (every value with its Monte-Carlo SE, ``_mcse``):
 
-* ``icc_k_{c}`` / ``icc_1_{c}``: mean ICC(2,k) / ICC(2,1) estimate; ``k_{c}``: mean ratings per clip;
+* ``icc_k_{c}`` / ``icc_1_{c}``: mean ICC(2,k) / ICC(2,1) estimate; ``k_{c}``: mean effective k (ICC(2,k)'s k, the
+  harmonic mean ratings per clip);
 * ``ci_half_width_{c}``: mean predicted half-width of the ICC(2,k) interval the analysis reports
   (:mod:`modprefs.plan.intervals`); ``assurance_{c}``: share of studies where it is <= the target;
 * ``power_icc_diff``: share of studies (simulated at the alternative) where the planned test rejects.

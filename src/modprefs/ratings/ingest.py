@@ -33,7 +33,9 @@ ratings, participant x trial in trials, participant in participants); prompt_id 
 to the row's prompt; the attention check at trial 0 only; the rating row's condition equal to the
 participant's; audio_quality present in the audio condition and absent in text; audio-only trial
 measures (deliberation_time_s, replays_0/1, relistened_first true) absent in text; every
-participant of ratings/trials listed in participants.csv (when given); every trial with exactly one
+participant of ratings/trials listed in participants.csv (when given), and every participant listed
+there who passed the attention check with at least one rating (a participant who rated nothing is an
+error, not a silent row in Table 1's counts); every trial with exactly one
 rating of each of its prompt's clips (two in the paper's design), exactly one of them presented
 first (prompts with two or more clips), and every rating with its trial row (when trials are given).
 
@@ -61,7 +63,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -402,6 +404,17 @@ def _study_checks(
             "(passed_attention) or only attention-check (trial 0) ratings are present",
         )
         return
+    rating_people = set(ratings["participant_id"].dropna())
+    for i, pid in parts["participant_id"].items():
+        if pid in ok and _present(pid) and pid not in rating_people:
+            problems.cell(
+                "participants",
+                int(cast(int, i)),
+                "participant_id",
+                f"participant {pid!r} passed the attention check but has no rating in "
+                f"{problems.origins['ratings'].file()}: a participant who rated nothing cannot be analysed (Table 1 "
+                "would count them); set passed_attention to false (recruited, not analysed) or remove the row",
+            )
     if assignments is not None and len(assignments):
         design = set(assignments["participant_id"].astype(str))
         extra = sorted(set(ratings["participant_id"].dropna()) - design)

@@ -102,12 +102,17 @@ def read_stimuli(path: str | os.PathLike[str], what: str | None = None) -> pd.Da
     if "n_chars" in df.columns:
         chars = pd.to_numeric(df["n_chars"], errors="coerce")
         for bad in np.flatnonzero((chars.isna() & df["n_chars"].notna()).to_numpy() | (chars < 0).to_numpy()):
-            cell(int(bad), "n_chars", f"{df['n_chars'].iloc[bad]!r} is not a non-negative number")
+            cell(int(bad), "n_chars", f"{_plain_value(df['n_chars'].iloc[bad])!r} is not a non-negative number")
     if problems:
         raise StimuliError(
             f"{len(problems)} problem(s) with the stimuli {name}:\n" + "\n".join(f"  - {p}" for p in problems[:50])
         )
     return df.assign(response=response.astype(int))
+
+
+def _plain_value(value: object) -> object:
+    """A cell as a user wrote it: numpy scalars as Python numbers (``-500``, not ``np.int64(-500)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _stimulus_responses(df: pd.DataFrame) -> pd.Series:

@@ -229,6 +229,7 @@ def load_ratings_source(
     tables = {t: df for t, (df, _) in mapped.items()}
     origins = {t: o for t, (_, o) in mapped.items()}
     notes: list[str] = []
+    _drop_practice(tables, origins, notes)
     if _is_wide(tables["ratings"]):
         notes.append("wide ratings table: one row per trial, rating_0/rating_1 turned into two rating rows")
         _wide_to_long(tables, origins, stimuli)
@@ -239,6 +240,24 @@ def load_ratings_source(
     _fill_ids(tables, origins, stimuli if stimuli is not None else derived)
     split_levels(tables, origins, notes)
     return RawTables(tables, origins, text, files, notes, derived)
+
+
+PRACTICE_COLUMN = "practice"  # the annotation app's practice trial: 1 (or true) rows are dropped on reading
+
+
+def _drop_practice(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], notes: list[str]) -> None:
+    """Drop the practice rows (``practice`` 1/true, the annotation app's practice trial) of ratings and trials:
+    they are never analysed (nor validated: the practice trial is numbered -1)."""
+    for t in ("ratings", "trials"):
+        df = tables.get(t)
+        if df is None or PRACTICE_COLUMN not in df.columns:
+            continue
+        flag = df[PRACTICE_COLUMN].astype(str).str.strip().str.lower().isin(["1", "1.0", "true", "yes"])
+        if flag.any():
+            keep = np.flatnonzero(~flag.to_numpy())
+            tables[t] = df.iloc[keep].reset_index(drop=True)
+            origins[t] = origins[t].take(keep)
+            notes.append(f"{origins[t].file() or t}: {int(flag.sum())} practice row(s) (practice = 1) left out")
 
 
 def _read(path: Path, name: str) -> tuple[pd.DataFrame, Origin]:
@@ -662,6 +681,11 @@ def ratings_config_problems(ratings: Mapping, base_dir: str | Path = ".") -> lis
                     f"ratings.source: {source!r} is inside results/, the workflow's own output folder "
                     "(ingest writes results/ratings from the source): copy the collected ratings "
                     "elsewhere and point ratings.source there"
+                )
+            elif resolved in results.parents:
+                problems.append(
+                    f"ratings.source: {source!r} is the workflow's working directory or a folder above it (it holds "
+                    "results/): point ratings.source at the folder or file of the collected ratings"
                 )
             elif not path.exists():
                 problems.append(

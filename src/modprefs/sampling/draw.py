@@ -221,8 +221,9 @@ def draw_prompts(
         if len(taken) < quotas[stratum]:
             raise SamplingError(
                 f"stratum {stratum!r}: needed {quotas[stratum]} prompts but only {len(taken)} of "
-                f"{len(pools[stratum])} candidates passed screening ({len(removals)} removed so far); lower "
-                "sampling.n_prompts or sampling.long_fraction, or add data"
+                f"{len(pools[stratum])} candidates passed text screening ({removal_summary(removals, stratum)}); "
+                "if the screening removed most of them, look at those responses (removals detail) or "
+                "sampling.screening, else lower sampling.n_prompts or sampling.long_fraction, or add data"
             )
         chosen.extend({**row, "draw_order": len(chosen) + i} for i, row in enumerate(taken))
     prompts = _prompt_table(chosen)
@@ -252,6 +253,20 @@ def take_all_prompts(interactions: pd.DataFrame, long_percentile: float, seed: i
         "pool_sizes": table["stratum"].value_counts().to_dict(),
     }
     return _prompt_table(chosen), info
+
+
+def removal_summary(removals: list[dict[str, Any]], stratum: str) -> str:
+    """``"removed: empty 40 (e.g. response 0 has no letter ...), harmful 2"`` for one stratum's removals."""
+    rows = [r for r in removals if r["stratum"] == stratum]
+    if not rows:
+        return "none removed"
+    counts: dict[str, int] = {}
+    example: dict[str, str] = {}
+    for r in rows:
+        counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+        example.setdefault(r["reason"], str(r["detail"])[:80])
+    parts = [f"{reason} {n} (e.g. {example[reason]})" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return "removed: " + ", ".join(parts)
 
 
 def _prompt_table(rows: list[dict[str, Any]]) -> pd.DataFrame:

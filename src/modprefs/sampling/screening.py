@@ -7,7 +7,8 @@ same stratum. Reason codes (``removals.csv``): ``empty``, ``other_language``, ``
 
 Rules, in the order they are applied (the first that fires is the reason):
 
-* ``empty`` — a response is PRISM's literal ``"EMPTY STRING"`` or blank after stripping.
+* ``empty`` — a response is PRISM's literal ``"EMPTY STRING"``, blank after stripping, or without a single
+  letter or digit (emoji or punctuation only: nothing a voice can speak, so its clip would be silence).
 * ``other_language`` — a response with at least :data:`MIN_WORDS_FOR_LANGUAGE_ID` words whose most
   likely language (lingua, all languages) is not the study language and whose confidence is at
   least ``min_language_confidence``. Shorter texts are not judged: language identification on
@@ -119,7 +120,8 @@ def detect_language(text: str) -> tuple[str | None, float]:
 
 
 def is_empty_response(text: str | None) -> bool:
-    return text is None or not text.strip() or text.strip() == EMPTY_STRING
+    """No speakable content: None, blank, PRISM's ``"EMPTY STRING"``, or no letter or digit (e.g. emoji only)."""
+    return text is None or text.strip() == EMPTY_STRING or not any(ch.isalnum() for ch in text)
 
 
 def screen_interaction(
@@ -129,7 +131,12 @@ def screen_interaction(
     responses = [interaction["text_0"], interaction["text_1"]]
     for k, text in enumerate(responses):
         if is_empty_response(text):
-            return ScreeningResult("empty", f"response {k} is empty ({text!r})")
+            what = (
+                "is empty"
+                if text is None or not text.strip() or text.strip() == EMPTY_STRING
+                else "has no letter or digit to speak"
+            )
+            return ScreeningResult("empty", f"response {k} {what} ({text!r})")
     for k, text in enumerate(responses):
         if len(text.split()) < MIN_WORDS_FOR_LANGUAGE_ID:
             continue

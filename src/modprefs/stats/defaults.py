@@ -24,10 +24,14 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
     {
         "seed": 20261130,  # every bootstrap/permutation stream derives from it
         "n_boot": 2000,  # bootstrap resamples for the ICC CIs (paper 2,000)
-        # ICC CI: jackknife | stimulus | prompt | two_way | parametric (modprefs.stats.reliability.icc_ci)
-        "icc_ci_method": "jackknife",
-        "table2_random": "stimulus_modality",  # Table 2's omnibus random effects: stimulus_modality | paper
-        "icc_test": "jackknife",  # Table 4's ICC-difference test: jackknife | permutation (the paper's)
+        # ICC CI (modprefs.stats.reliability.icc_ci): auto | f_based | jackknife | stimulus | prompt | two_way |
+        # parametric; auto = the F-based interval (McGraw & Wong) on complete balanced ratings of independent items
+        # without covariates, else the jackknife
+        "icc_ci_method": "auto",
+        # Table 2's random effects: participant_slopes (by-participant order and trial slopes, fallback ladder) |
+        # stimulus_modality | paper
+        "table2_random": "participant_slopes",
+        "icc_test": "calibrated",  # Table 4's ICC-difference test: calibrated | jackknife | permutation (the paper's)
         "n_perm": 2000,  # participant permutations for the ICC modality test (paper 2,000)
         "n_boot_alpha": 5000,  # stimulus-bootstrap resamples for Krippendorff's alpha (paper 5,000)
         "n_perm_alpha": 5000,  # participant permutations for the alpha modality test (paper 5,000)

@@ -11,10 +11,13 @@ krippendorff = pytest.importorskip("krippendorff")
 from _ratings_helpers import make_assignments, make_stimuli  # noqa: E402
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
 from modprefs.stats.reliability.alpha import (  # noqa: E402
+    ALPHA_TESTS,
     LEVELS,
     PREFERENCE_DOMAIN,
+    alpha_difference_jackknife,
     alpha_features,
     alpha_from_unit_features,
+    alpha_jackknife,
     alpha_table,
     bootstrap_alpha,
     group_alphas,
@@ -22,6 +25,7 @@ from modprefs.stats.reliability.alpha import (  # noqa: E402
     preference_codes,
     preference_matrix,
     reliability_matrix,
+    split_features,
     unit_value_counts,
 )
 from modprefs.stats.reliability.resampling import draw_counts, draw_units  # noqa: E402
@@ -264,3 +268,71 @@ def test_alpha_table_on_simulated_study() -> None:
         assert (tab[f"lo_{c}"] <= tab[f"alpha_{c}"] + 0.2).all() and (tab[f"lo_{c}"] <= tab[f"hi_{c}"]).all()
     assert tab["diff"].to_numpy() == pytest.approx((tab["alpha_audio"] - tab["alpha_text"]).to_numpy(), abs=1e-12)
     assert ((tab["p_value"] > 0) & (tab["p_value"] <= 1)).all()
+
+
+def _sparse(seed: int, coders: int = 9, units: int = 14, levels: int = 5) -> np.ndarray:
+    """Coders x units codes with units of 0, 1, 2 and more values, so every leave-one-out path is taken."""
+    rng = np.random.default_rng(seed)
+    data = rng.integers(0, levels, size=(coders, units)).astype(float)
+    data[rng.random(data.shape) < 0.45] = np.nan
+    data[:, 0] = np.nan  # no value
+    data[1:, 1] = np.nan  # one value
+    data[2:, 2] = np.nan  # two values: leaving one out makes the unit unpairable
+    data[0, 1] = data[0, 2] = data[1, 2] = 1.0
+    return data
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_leave_one_out_alphas_are_the_alphas_of_the_smaller_data(level):
+    """alpha_jackknife's unit, coder and value leave-one-outs equal krippendorff's alpha of the data without them."""
+    data = _sparse(1)
+    domain = np.arange(5.0) if level != "interval" else None
+    jk = alpha_jackknife(alpha_features(data, level, domain))
+
+    def alpha_of(arr):
+        try:
+            return krippendorff_alpha(arr, level, domain)
+        except ValueError:
+            return np.nan
+
+    assert jk.estimate == pytest.approx(alpha_of(data), abs=1e-12)
+    units = [alpha_of(np.delete(data, u, axis=1)) for u in range(data.shape[1])]
+    np.testing.assert_allclose(jk.units, units, atol=1e-12)
+    coders = [alpha_of(np.delete(data, c, axis=0)) for c in range(data.shape[0]) if np.isfinite(data[c]).any()]
+    np.testing.assert_allclose(jk.coders, coders, atol=1e-12)
+    cells = []
+    for c, u in zip(*np.nonzero(np.isfinite(data)), strict=True):
+        less = data.copy()
+        less[c, u] = np.nan
+        cells.append(alpha_of(less))
+    np.testing.assert_allclose(jk.cells, cells, atol=1e-12)
+
+
+def test_alpha_difference_jackknife_is_antisymmetric_and_scale_free():
+    a, b = alpha_features(_sparse(2, coders=12), "interval"), alpha_features(_sparse(3, coders=10), "interval")
+    ab, ba = alpha_difference_jackknife(a, b), alpha_difference_jackknife(b, a)
+    assert ab["diff"] == pytest.approx(-ba["diff"]) and ab["variance"] == pytest.approx(ba["variance"])
+    assert 0 < ab["p_value"] <= 1 and ab["df"] > 1 and ab["var_value"] > 0
+    scaled = alpha_features(2.5 * _sparse(3, coders=10) + 7.0, "interval")
+    assert alpha_difference_jackknife(a, scaled)["t"] == pytest.approx(ab["t"], rel=1e-9)
+
+
+def test_alpha_table_tests_by_studentized_permutation_unless_told_otherwise():
+    stim = make_stimuli(12, seed=1)
+    asg = make_assignments(stim, raters_per_condition=8, trials=6, seed=2)
+    ratings, trials, participants, _ = simulate_ratings(stim, asg, seed=3)
+    tab = alpha_table(ratings, trials, asg, participants, n_boot=0, n_perm=39, seed=4)
+    assert (tab["test"] == ALPHA_TESTS["studentized"]).all() and np.isfinite(tab["t"]).all()
+    assert ((tab["p_value"] > 0) & (tab["p_value"] <= 1)).all() and (tab["n_perm_valid"] > 30).all()
+    paper = alpha_table(ratings, trials, asg, participants, n_boot=0, n_perm=39, seed=4, test="permutation")
+    assert (paper["test"] == ALPHA_TESTS["permutation"]).all() and paper["t"].isna().all()
+    np.testing.assert_allclose(paper["diff"], tab["diff"], atol=1e-12)
+    with pytest.raises(ValueError, match="alpha test"):
+        alpha_table(ratings, trials, asg, participants, n_boot=0, n_perm=3, test="bootstrap")
+
+
+def test_split_features_keeps_units_and_coders():
+    f = alpha_features(_sparse(4), "ordinal", np.arange(5.0))
+    mask = np.arange(f.n_coders) % 2 == 0
+    first, second = split_features(f, mask)
+    assert first.n_coders + second.n_coders == f.n_coders and first.n_units == second.n_units == f.n_units

@@ -130,9 +130,11 @@ def test_table_columns_and_point_estimates_match_the_fitter(tables):
         fit = fit_crossed_intercepts(design.y, design.X, design.clip, design.participant)
         assert row.var_clip == fit.var_g1 and row.var_participant == fit.var_g2 and row.var_resid == fit.var_resid
         assert row.k_mean_raters == pytest.approx(design.y.size / design.n_clips)
-        assert (row.icc_2_1, row.icc_2_k) == icc_from_components(
-            fit.var_g1, fit.var_g2, fit.var_resid, row.k_mean_raters
-        )
+        per_clip = np.bincount(design.clip)
+        assert row.k_effective == pytest.approx(len(per_clip) / np.sum(1 / per_clip))
+        assert row.k_effective <= row.k_mean_raters
+        assert (row.icc_2_1, row.icc_2_k) == icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid, row.k_effective)
+        assert row.ci_level == 0.95
         assert row.icc_2_1_lo <= row.icc_2_1 <= row.icc_2_1_hi
         assert row.icc_2_k_lo <= row.icc_2_k <= row.icc_2_k_hi
         assert row.n_boot == 40 and row.n_boot_failed == 0 and row.ci_method == CI_METHOD

@@ -27,6 +27,7 @@ from modprefs.stats.reliability.icc import (
 from modprefs.stats.reliability.icc_ci import (
     CI_METHODS,
     DEFAULT_CI_METHOD,
+    RESAMPLING_METHODS,
     bootstrap_iccs,
     ci_method_label,
     crossed_blups,
@@ -75,7 +76,7 @@ def small():
     return _simulate(30, 20, 8, seed=3)
 
 
-@pytest.mark.parametrize("method", CI_METHODS)
+@pytest.mark.parametrize("method", RESAMPLING_METHODS)
 def test_deterministic_per_method_and_columns(small, method):
     ratings, participants, stim = small
     a = icc_with_ci(ratings, participants, method, n_boot=12, seed=7, stimuli=stim)
@@ -211,9 +212,13 @@ def test_invalid_arguments(small):
 # --- the crossed jackknife (the default) and its pieces --------------------------------------------
 
 
-def test_default_method_is_the_jackknife():
-    assert DEFAULT_CI_METHOD == "jackknife" and DEFAULT_CI_METHOD in CI_METHODS
+def test_default_method_is_auto_and_labels():
+    """The default chooses per condition (tests/stats/reliability/test_icc_f_interval.py); on incomplete ratings
+    (every simulated study here) it is the jackknife."""
+    assert DEFAULT_CI_METHOD == "auto" and set(RESAMPLING_METHODS) < set(CI_METHODS)
     assert ci_method_label("jackknife").startswith("logit-t, crossed jackknife")
+    assert ci_method_label("auto").startswith("auto: F-based")
+    assert ci_method_label("auto").endswith(f"else {ci_method_label('jackknife')}")
 
 
 def test_prompt_bootstrap_keeps_a_prompts_clips_together(small):
@@ -295,9 +300,9 @@ def test_jackknife_interval_variance_decomposition(small):
     audio = row.loc["audio"]
     np.testing.assert_allclose(
         [audio.icc_2_k_lo, audio.icc_2_k_hi],
-        spearman_brown(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_mean_raters),
+        spearman_brown(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_effective),
     )
-    assert spearman_brown(audio.icc_2_1, audio.k_mean_raters) == pytest.approx(audio.icc_2_k)
+    assert spearman_brown(audio.icc_2_1, audio.k_effective) == pytest.approx(audio.icc_2_k)
 
 
 def test_jackknife_interval_is_undefined_with_one_prompt_left(small):

@@ -43,9 +43,16 @@ def test_rating_frame_covariates(latent_study):
     assert f.trial_z.mean() == pytest.approx(0, abs=1e-12) and f.trial_z.std(ddof=1) == pytest.approx(1)
 
 
-def test_table2_recovers_the_generating_effects(latent_study):
-    params, stimuli, ratings, _, participants = latent_study
-    t = M.table2(M.rating_frame(ratings, participants, stimuli))
+@pytest.fixture(scope="module")
+def latent_table2(latent_study):
+    """Table 2 (default structure) of the latent study."""
+    _, stimuli, ratings, _, participants = latent_study
+    return M.table2(M.rating_frame(ratings, participants, stimuli))
+
+
+def test_table2_recovers_the_generating_effects(latent_study, latent_table2):
+    params = latent_study[0]
+    t = latent_table2
     omni = t[t.model.str.startswith("omnibus")].set_index("term")
     truth = {
         "Presented first": params.b_first,
@@ -64,11 +71,11 @@ def test_table2_recovers_the_generating_effects(latent_study):
 
 
 def test_table2_random_structures(latent_study):
-    """Default: a clip x modality intercept; ``paper``: the paper's literal model. Same fixed terms, and the
-    modality x length SE is larger when clip-specific modality deviations have their own variance."""
+    """``stimulus_modality``: a clip x modality intercept; ``paper``: the paper's literal model. Same fixed terms,
+    and the modality x length SE is larger when clip-specific modality deviations have their own variance."""
     _, stimuli, ratings, _, participants = latent_study
     frame = M.rating_frame(ratings, participants, stimuli)
-    default, paper = M.table2(frame), M.table2(frame, "paper")
+    default, paper = M.table2(frame, "stimulus_modality"), M.table2(frame, "paper")
     assert default.model.iloc[0] == "omnibus (random: (1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality))"
     assert paper.model.iloc[0] == "omnibus (random: (1 | participant_id) + (1 | clip_id))"
     d = default[default.model.str.startswith("omnibus")].set_index("term")
@@ -87,6 +94,83 @@ def test_table2_random_structures(latent_study):
     )
     with pytest.raises(ValueError, match="table2_random"):
         M.table2(frame, "nested")
+
+
+@pytest.fixture(scope="module")
+def heterogeneous_raters(latent_study):
+    """The latent study with raters who each have their own primacy (SD 30 points) and drift (SD 15 per SD of trial;
+    its residual SD is 63-126): no modality difference in either, so the modality x order and x trial interactions
+    stay null."""
+    params, stimuli, ratings, trials, participants = latent_study
+    rng = np.random.default_rng(27)
+    people = sorted(set(ratings.participant_id))
+    primacy = dict(zip(people, rng.normal(0, 30.0, len(people))))
+    drift = dict(zip(people, rng.normal(0, 15.0, len(people))))
+    frame = M.rating_frame(ratings, participants, stimuli)
+    who = frame.participant_id.astype(str)
+    frame["rating"] = (frame.rating + who.map(primacy) * frame.presented_first + who.map(drift) * frame.trial_z).astype(
+        float
+    )
+    return frame, M.table2(frame), M.table2(frame, "stimulus_modality")
+
+
+def _omnibus(table: pd.DataFrame) -> pd.DataFrame:
+    return table[table.model.str.startswith("omnibus")].set_index("term")
+
+
+def test_default_structure_has_participant_slopes(heterogeneous_raters):
+    """Rater-specific primacy and drift: the default model gives each participant an order and a trial slope, so the
+    modality x order and x trial interactions are tested against the between-rater spread of those slopes (larger
+    SEs, df near the number of raters); the clip-level terms barely move."""
+    frame, slopes, intercept = heterogeneous_raters
+    assert M.DEFAULT_TABLE2_RANDOM == "participant_slopes"
+    s, i = _omnibus(slopes), _omnibus(intercept)
+    used = s["random"].iloc[0]
+    assert used.endswith("| participant_id) + (1 | clip_id) + (1 | clip_id:modality)")
+    assert "presented_first" in used and "trial_z" in used  # both slopes survive the ladder here
+    assert s.model.iloc[0] == f"omnibus (random: {used})"
+    n_raters = frame.participant_id.nunique()
+    for term in ("Presented first x Modality", "Modality x Trial number"):
+        assert s.loc[term, "se"] > 1.2 * i.loc[term, "se"], term
+        assert s.loc[term, "df"] < 2 * n_raters < i.loc[term, "df"], term
+    assert s.loc["Modality x Char. length", "se"] == pytest.approx(i.loc["Modality x Char. length", "se"], rel=0.05)
+    simple = slopes[slopes.model.str.startswith("simple")]
+    assert simple.random.str.contains("presented_first").all() and (simple.ci.str.startswith("95 % CI")).all()
+    title = M.table2_title("participant_slopes", slopes)
+    assert "95 % CI: Wald, t(Satterthwaite df) quantiles" in title
+    assert f"omnibus random effects: {used} (stats.table2_random: participant_slopes" in title
+
+
+def test_table2_fallback_is_reported(latent_table2):
+    """No rater differs in primacy or drift (the simulator's raters share them, under a residual SD of 63-126): the
+    slopes' variances go to 0, the ladder falls back to (1 | participant_id), and the table's note and title say
+    from what and why."""
+    t = latent_table2
+    omni = t[t.model.str.startswith("omnibus")]
+    assert (omni.random == M.TABLE2_RANDOM["stimulus_modality"]).all()
+    assert omni.model.iloc[0] == f"omnibus (random: {M.TABLE2_RANDOM['stimulus_modality']})"
+    note = omni.note.iloc[0]
+    assert (omni.note == note).all()
+    assert note.startswith("fell back to intercept: correlated singular (a participant_id variance at 0")
+    assert "; uncorrelated singular" in note
+    assert note in M.table2_title("participant_slopes", t)
+
+
+def test_ci_level_reaches_table2_and_practice_and_their_titles(heterogeneous_raters, latent_study):
+    frame, wide, _ = heterogeneous_raters
+    narrow = M.table2(frame, ci_level=0.9)
+    pd.testing.assert_series_equal(wide.b, narrow.b)
+    pd.testing.assert_series_equal(wide.se, narrow.se)
+    assert ((narrow.ci_hi - narrow.ci_lo) < (wide.ci_hi - wide.ci_lo)).all()
+    assert (narrow.ci == "90 % CI: Wald, t(Satterthwaite df) quantiles").all()
+    assert "90 % CI" in M.table2_title("participant_slopes", narrow, 0.9)
+    _, _, _, trials, participants = latent_study
+    p95 = M.practice_effects(trials, participants)
+    p90 = M.practice_effects(trials, participants, ci_level=0.9)
+    assert ((p90.ci_hi - p90.ci_lo) < (p95.ci_hi - p95.ci_lo)).all()
+    assert p90.model.iloc[0] == "log duration: omnibus" and p90.random.str.contains("participant_id").all()
+    assert "90 % CI: Wald" in M.practice_title("participant_slopes", p90, 0.9)
+    assert "95 % CI: Wald" in M.practice_title("participant_slopes", p95)
 
 
 def test_random_slope_detects_prompt_specific_effects(latent_study):
@@ -155,3 +239,18 @@ def test_audio_quality_analysis(latent_study):
     aq = M.audio_quality_analysis(M.rating_frame(ratings, participants, stimuli)).set_index("statistic")
     assert 1 <= aq.loc["mean", "value"] <= 100
     assert aq.loc["r(audio quality, rating), per rating", "value"] > 0  # the simulator links them weakly
+
+
+def test_analysis_unit_passes_ci_level_and_structure_to_the_titles(latent_study):
+    from modprefs.stats.tables.analyses import table2 as table2_unit
+
+    _, stimuli, ratings, trials, participants = latent_study
+    tables = {"ratings": ratings, "trials": trials, "participants": participants, "stimuli": stimuli}
+    params = {"_outputs": {"practice_effects"}, "ci_level": 0.9, "table2_random": "stimulus_modality"}
+    result = table2_unit(tables, params)
+    assert set(result.tables) == {"practice_effects"}
+    assert (result.tables["practice_effects"].ci.str.startswith("90 % CI")).all()
+    assert "90 % CI: Wald, t(Satterthwaite df) quantiles" in result.titles["practice_effects"]
+    assert "omnibus random effects: (1 | participant_id) + (1 | prompt_id)" in result.titles["practice_effects"]
+    assert result.titles["table2_lmm"].endswith("(stats.table2_random: stimulus_modality)")
+    assert "90 % CI" in result.titles["table2_lmm"]

@@ -181,8 +181,13 @@ class ProfiledLmm:
         self.N1 = N1
         G1v = np.hstack([(Z1t @ Zr).toarray(), Z1t @ X])  # (q1 r1, m)
         self.G1v = G1v.reshape(e.q, e.r, self.m)
-        Gvv = np.empty((self.m, self.m))
         qr = self.qr
+        # G1v is sparse (a level of the eliminated term meets few levels of the others): kept as CSR for the
+        # gradient's (G1v Sig G1v')_ll when r1 = 1, and its u part transposed for Z_rest' res.
+        self.G1s = sp.csr_matrix(G1v) if e.r == 1 else None
+        self.G1s_u = self.G1s[:, :qr].tocsr() if self.G1s is not None else None
+        self.G1v_ut = np.ascontiguousarray(G1v[:, :qr].T)  # (qr, q1 r1)
+        Gvv = np.empty((self.m, self.m))
         Gvv[:qr, :qr] = (Zrt @ Zr).toarray()
         ZrX = Zrt @ X
         Gvv[:qr, qr:] = ZrX
@@ -213,7 +218,7 @@ class ProfiledLmm:
             if t.r == 1:
                 out[blk] *= T[0, 0]
             else:
-                out[blk] = np.einsum("ba,lbc->lac", T, M[blk].reshape(t.q, t.r, -1)).reshape(t.width, -1)
+                out[blk] = np.matmul(T.T, M[blk].reshape(t.q, t.r, -1)).reshape(t.width, -1)
         return out
 
     def _scale_v_cols(self, Ts: list[np.ndarray], M: np.ndarray) -> np.ndarray:
@@ -237,8 +242,8 @@ class ProfiledLmm:
             if t.r == 1:
                 out[blk] = x[blk] * T[0, 0]
             else:
-                shaped = x[blk].reshape((t.q, t.r) + x.shape[1:])
-                out[blk] = np.einsum("ab,lb...->la...", T, shaped).reshape((t.width,) + x.shape[1:])
+                shaped = x[blk].reshape(t.q, t.r, -1)  # batched T @ x_level: BLAS, not einsum
+                out[blk] = np.matmul(T, shaped).reshape(out[blk].shape)
         return out
 
     # --- the criterion ----------------------------------------------------------------------
@@ -258,8 +263,8 @@ class ProfiledLmm:
             dinv = 1.0 / Dd
             G0 = C0[:, 0, :] * np.sqrt(dinv)[:, None]
             return C0, dinv[:, None, None], float(np.log(Dd).sum()), C0 * dinv[:, None, None], G0
-        C0 = np.einsum("ba,lbm->lam", T1, self.G1v)
-        D = np.einsum("ba,lbc,cd->lad", T1, self.N1, T1) + np.eye(r1)
+        C0 = np.matmul(T1.T, self.G1v)
+        D = T1.T @ self.N1 @ T1 + np.eye(r1)
         Lc = np.linalg.cholesky(D)
         Lci = np.linalg.inv(Lc)
         Dinv = np.swapaxes(Lci, 1, 2) @ Lci
@@ -338,13 +343,18 @@ class ProfiledLmm:
         kd = self.m if reml else qr
         Sk = Sinv if reml else (_cho_inverse(np.ascontiguousarray(L[:qr, :qr])) if qr else np.zeros((0, 0)))
         NT = self.N1 @ T1  # (q1, r1, r1)
-        E0 = NT @ F0[:, :, :kd] - self.G1v[:, :, :kd]
         Sig = self._scale_v_vec(Ts, self._scale_v_vec(Ts, Sk).T)  # Lambda Sk Lambda' (symmetric)
-        FS = (F0[:, :, :kd].reshape(q1 * r1, kd) @ Sig).reshape(q1, r1, kd)
         if r1 == 1:
-            K1 = (Dinv[:, 0, 0] * NT[:, 0, 0] + np.einsum("lk,lk->l", FS[:, 0], E0[:, 0]))[:, None, None]
+            # F0 = t1 d G1v and E0 = (t1^2 n d - 1) G1v = -d G1v per level: F0 Sig E0' = -t1 d^2 (G1v Sig G1v')_ll
+            G = self.G1s if reml else self.G1s_u
+            assert G is not None
+            gsg = np.asarray(G.multiply(G @ Sig).sum(axis=1)).ravel()
+            d, t1 = Dinv[:, 0, 0], T1[0, 0]
+            K1 = (d * NT[:, 0, 0] - t1 * d * d * gsg)[:, None, None]
         else:
-            K1 = Dinv @ np.swapaxes(NT, 1, 2) + np.einsum("lak,lbk->lab", FS, E0)
+            E0 = NT @ F0[:, :, :kd] - self.G1v[:, :, :kd]
+            FS = (F0[:, :, :kd].reshape(q1 * r1, kd) @ Sig).reshape(q1, r1, kd)
+            K1 = Dinv @ np.swapaxes(NT, 1, 2) + FS @ np.swapaxes(E0, 1, 2)
         blocks: dict[int, np.ndarray] = {self.elim: K1}
         if qr:
             Tall = self._scale_v_rows(Ts, S0[:, :qr])[:kd]
@@ -355,14 +365,14 @@ class ProfiledLmm:
                     blocks[k] = np.einsum("li,il->l", Sk[blk], Tall[:, blk])[:, None, None]
                 else:
                     Srows = Sk[blk].reshape(t.q, t.r, kd)
-                    Tcols = Tall[:, blk].reshape(kd, t.q, t.r)
-                    blocks[k] = np.einsum("lai,ilb->lab", Srows, Tcols)
+                    Tcols = Tall[:, blk].reshape(kd, t.q, t.r).transpose(1, 0, 2)
+                    blocks[k] = np.matmul(Srows, Tcols)  # (q, r, r), per level sum over kd
         # Z' res per term, for d r2.
         b1 = u[self.elim] @ T1.T  # (q1, r1) b = T1 u per level
         z1r = self.Z1y - np.einsum("lab,lb->la", self.N1, b1) - self.G1v @ wv
         zr = {self.elim: z1r}
         if qr:
-            zrr = self.Zvy[:qr] - self.G1v[:, :, :qr].reshape(q1 * r1, qr).T @ b1.ravel() - self.Gvv[:qr] @ wv
+            zrr = self.Zvy[:qr] - self.G1v_ut @ b1.ravel() - self.Gvv[:qr] @ wv
             for k in self.rest:
                 t = self.terms[k]
                 zr[k] = zrr[t.offset : t.offset + t.width].reshape(t.q, t.r)
@@ -388,12 +398,12 @@ class ProfiledLmm:
         Wv = Sinv[:, qr:]  # (m, p)
         Whv = self._scale_v_vec(Ts, Wv)  # Lambda~_v W_v
         W1 = -(F02 @ Whv).reshape(q1, r1, p)
-        Wh1 = np.einsum("ab,lbp->lap", T1, W1)  # Lambda_1 W_1
+        Wh1 = np.matmul(T1, W1)  # Lambda_1 W_1
         Y1 = self.N1 @ Wh1 + self.G1v @ Whv  # (q1, r1, p)
         Wu = {self.elim: W1}
         Yu = {self.elim: Y1}
         if qr:
-            Yr = self.G1v[:, :, :qr].reshape(q1 * r1, qr).T @ Wh1.reshape(q1 * r1, p) + self.Gvv[:qr] @ Whv
+            Yr = self.G1v_ut @ Wh1.reshape(q1 * r1, p) + self.Gvv[:qr] @ Whv
             for k in self.rest:
                 t = self.terms[k]
                 blk = slice(t.offset, t.offset + t.width)

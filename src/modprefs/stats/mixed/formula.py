@@ -2,7 +2,7 @@
 
 Supported (a subset of R's ``lme4::lmer`` formulas)::
 
-    y ~ a + b + a:b + a*b + (1 | g) + (1 + x | g) + (x | g) + (0 + x | g) + (1 | g1:g2)
+    y ~ a + b + a:b + a*b + (1 | g) + (1 + x | g) + (x | g) + (0 + x | g) + (1 | g1:g2) + (1 + x || g)
 
 * ``a*b`` expands to ``a + b + a:b`` (and ``a*b*c`` to all interactions); ``0 +`` / ``- 1`` drop the
   intercept; ``1`` alone keeps it.
@@ -17,6 +17,8 @@ Supported (a subset of R's ``lme4::lmer`` formulas)::
   are still treatment-coded (R would switch to full dummy coding there): write such models with
   explicit numeric columns.
 * A grouping factor ``g1:g2`` is the combination of both columns' labels.
+* ``(1 + x + z || g)`` (uncorrelated random effects) expands as lme4 expands it for numeric columns:
+  ``(1 | g) + (0 + x | g) + (0 + z | g)``, one independent term per column, in that order.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 _RANDOM = re.compile(r"\(([^()|]*)\|([^()|]*)\)")
+_UNCORRELATED = re.compile(r"\(([^()|]*)\|\|([^()|]*)\)")
 _NAME = re.compile(r"^[A-Za-z_.][A-Za-z0-9_.]*$")
 
 
@@ -125,12 +128,24 @@ def _order_terms(terms: list[tuple[str, ...]], order: list[str]) -> tuple[tuple[
     return tuple(sorted(seen, key=len))  # stable: keeps first appearance within an order
 
 
+def _split_uncorrelated(inner: str, group: str, formula: str) -> str:
+    """lme4's expansion of ``(inner || group)``: ``(1 | group)`` (unless ``0 +``/``- 1``) and ``(0 + t | group)``
+    per term of ``inner``, joined by ' + '."""
+    icpt, terms = _expand_terms(inner, formula)
+    parts = [f"(1 | {group.strip()})"] if icpt is not False else []
+    parts.extend(f"(0 + {':'.join(t)} | {group.strip()})" for t in terms)
+    if not parts:
+        raise ValueError(f"random-effects term ({inner}|| {group}) has no columns in formula {formula!r}")
+    return " + ".join(parts)
+
+
 def parse_formula(formula: str) -> ParsedFormula:
     """Parse ``formula`` (see the module docstring) into a :class:`ParsedFormula`."""
     if formula.count("~") != 1:
         raise ValueError(f"formula must have exactly one '~': {formula!r}")
     lhs, rhs = (s.strip() for s in formula.split("~"))
     response = _check_name(lhs, formula)
+    rhs = _UNCORRELATED.sub(lambda m: _split_uncorrelated(m.group(1), m.group(2), formula), rhs)
     random = []
     for inner, grp in _RANDOM.findall(rhs):
         icpt, slope_terms = _expand_terms(inner, formula)

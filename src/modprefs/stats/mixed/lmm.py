@@ -27,7 +27,13 @@ difference of the analytic gradient (lmerTest: numDeriv's Richardson Hessian) an
 
 Confidence intervals: ``ci_t`` = beta +/- t_{df_j, .975} SE (lmerTest's ``confint(contest(...))``
 and what a Satterthwaite table reports); ``ci_z`` = beta +/- z_.975 SE (lme4's
-``confint(fit, method = "Wald")``).
+``confint(fit, method = "Wald")``); :meth:`LmmFit.confint` and :meth:`LmmFit.coef_table` give both
+at any level.
+
+Random slopes, correlated ``(1 + x | g)`` or uncorrelated ``(1 + x || g)`` (formula syntax:
+:mod:`modprefs.stats.mixed.formula`); :mod:`modprefs.stats.mixed.maximal` simplifies a slope structure
+the data do not support down a fixed ladder, and :func:`with_satterthwaite` adds the df to a fit made
+without them.
 
 Likelihood-ratio tests (:func:`lrt`, :func:`anova_refit_ml`) compare ML deviances, refitting REML
 fits with ML first, as lme4's ``anova()`` does.
@@ -35,6 +41,7 @@ fits with ML first, as lme4's ``anova()`` does.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -165,8 +172,23 @@ class LmmFit:
     def sigma(self) -> float:
         return float(np.sqrt(self.sigma2))
 
-    def coef_table(self) -> pd.DataFrame:
-        """lmerTest-like coefficient table: estimate, SE, df, t, p, both 95 % CIs."""
+    def confint(self, level: float = 0.95, method: str = "t") -> np.ndarray:
+        """(p, 2) two-sided Wald intervals at ``level``: ``"t"`` with t(df_j) quantiles (lmerTest's
+        ``contest(..., confint = TRUE, level = level)``; NaN where df is NaN), ``"z"`` with normal ones
+        (lme4's ``confint(fit, method = "Wald", level = level)``)."""
+        if not 0 < level < 1:
+            raise ValueError(f"confidence level must be in (0, 1), got {level}")
+        if method == "t":
+            q = scipy.stats.t.ppf(0.5 + level / 2.0, self.df)
+        elif method == "z":
+            q = np.full(self.beta.size, scipy.stats.norm.ppf(0.5 + level / 2.0))
+        else:
+            raise ValueError(f"confint method must be 't' or 'z', got {method!r}")
+        return np.column_stack([self.beta - q * self.beta_se, self.beta + q * self.beta_se])
+
+    def coef_table(self, level: float = 0.95) -> pd.DataFrame:
+        """lmerTest-like coefficient table: estimate, SE, df, t, p, and both Wald CIs at ``level`` (default 95 %)."""
+        ci_t, ci_z = (self.ci_t, self.ci_z) if level == 0.95 else (self.confint(level), self.confint(level, "z"))
         return pd.DataFrame(
             {
                 "term": self.x_names,
@@ -175,10 +197,10 @@ class LmmFit:
                 "df": self.df,
                 "t": self.t_value,
                 "p": self.p_value,
-                "ci_t_lo": self.ci_t[:, 0],
-                "ci_t_hi": self.ci_t[:, 1],
-                "ci_z_lo": self.ci_z[:, 0],
-                "ci_z_hi": self.ci_z[:, 1],
+                "ci_t_lo": ci_t[:, 0],
+                "ci_t_hi": ci_t[:, 1],
+                "ci_z_lo": ci_z[:, 0],
+                "ci_z_hi": ci_z[:, 1],
             }
         )
 
@@ -340,20 +362,25 @@ def _hessian_fd(model: ProfiledLmm, reml: bool, theta: np.ndarray, g0: np.ndarra
 
 
 def _newton_polish(
-    model: ProfiledLmm, reml: bool, theta: np.ndarray, max_steps: int = 8
+    model: ProfiledLmm,
+    reml: bool,
+    theta: np.ndarray,
+    max_steps: int = 8,
+    fg0: tuple[float, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, float, np.ndarray, np.ndarray | None, int]:
     """Chord-Newton steps (one FD Hessian) from ``theta``; stops when a step no longer lowers f.
 
     L-BFGS-B stops where its relative-decrease test fires; the REML surface is flat enough there
     that the variance components can still be ~1e-5 off; two or three Newton steps fix that.
-    Returns (theta, f, gradient, Hessian or None, evaluations used).
+    ``fg0``: the criterion and gradient at ``theta`` when already known. Returns (theta, f, gradient,
+    Hessian or None, evaluations used).
     """
-    f0, g0 = _fg(theta, model, reml)
+    f0, g0 = fg0 if fg0 is not None else _fg(theta, model, reml)
     try:
         hess = _hessian_fd(model, reml, theta, g0)
     except np.linalg.LinAlgError:
-        return theta, f0, g0, None, 1
-    n_eval = 1 + theta.size
+        return theta, f0, g0, None, int(fg0 is None)
+    n_eval = int(fg0 is None) + theta.size
     evals = np.linalg.eigvalsh(hess)
     if not np.all(evals > 1e-8 * max(1.0, float(np.max(np.abs(evals))))):
         return theta, f0, g0, hess, n_eval
@@ -396,7 +423,10 @@ def _optimise(model: ProfiledLmm, reml: bool, theta0: np.ndarray) -> tuple[np.nd
     n_eval = int(res.nfev)
     message = str(res.message)
     ok = bool(res.success) or "ABNORMAL" in message  # line search stalls at machine precision
-    theta, f, g, hess, used = _newton_polish(model, reml, _canonical(model, np.asarray(res.x, float)))
+    x = np.asarray(res.x, float)
+    start = _canonical(model, x)
+    known = (float(res.fun), np.asarray(res.jac, float)) if np.array_equal(start, x) else None
+    theta, f, g, hess, used = _newton_polish(model, reml, start, fg0=known)
     n_eval += used
     theta = _canonical(model, theta)
     theta, used = _snap_to_bound(model, reml, theta, f)
@@ -650,18 +680,48 @@ def fit_lmm(
     )
 
 
-def fit_formula(df: pd.DataFrame, formula: str, reml: bool = True, satterthwaite: bool = True) -> LmmFit:
+def with_satterthwaite(fit: LmmFit) -> LmmFit:
+    """``fit`` with its Satterthwaite df, p-values, t-CIs and ``vcov_varpar`` computed at its estimates.
+
+    For a fit made with ``satterthwaite=False`` (e.g. a candidate that a fallback ladder may still
+    reject): the same numbers as fitting with ``satterthwaite=True``, without optimising again.
+    A fit that already has them is returned as it is.
+    """
+    if fit.vcov_varpar is not None:
+        return fit
+    s = fit.spec
+    codes, levels, Zs = _check_inputs(s.y, s.X, list(s.terms))
+    _, resid0, scale = _ols_scale(s.y, s.X)
+    model = ProfiledLmm(resid0 / scale, s.X, codes, [lev.size for lev in levels], Zs)
+    ev = model.evaluate(fit.theta, fit.reml, grad=True, vcov_jac=True)
+    df, vcov_varpar, failure = _satterthwaite(model, fit.reml, fit.theta, fit.sigma2, scale, ev, fit.vcov_beta)
+    pval = 2.0 * scipy.stats.t.sf(np.abs(fit.t_value), df)
+    tq = scipy.stats.t.ppf(0.975, df)
+    ci_t = np.column_stack([fit.beta - tq * fit.beta_se, fit.beta + tq * fit.beta_se])
+    return dataclasses.replace(
+        fit, df=df, p_value=pval, ci_t=ci_t, vcov_varpar=vcov_varpar, message=fit.message + failure
+    )
+
+
+def fit_formula(
+    df: pd.DataFrame,
+    formula: str,
+    reml: bool = True,
+    satterthwaite: bool = True,
+    theta0: np.ndarray | None = None,
+) -> LmmFit:
     """Fit an lme4-style formula, e.g. ``"score ~ modality + (1 + modality | prompt) + (1 | participant)"``.
 
     See :mod:`modprefs.stats.mixed.formula` for the supported syntax (numeric columns; other columns are
-    treatment-coded). Rows are used as given (drop missing values first).
+    treatment-coded; ``||`` for uncorrelated terms). Rows are used as given (drop missing values first).
+    ``satterthwaite`` and ``theta0`` as in :func:`fit_lmm`.
     """
     d = build_design(df, formula)
     terms = [
         RandomTerm(group=g, Z=Z, name=gn, coef_names=tuple(cn))
         for g, Z, gn, cn in zip(d.groups, d.Zs, d.group_names, d.coef_names)
     ]
-    return fit_lmm(d.y, d.X, terms, reml=reml, x_names=d.x_names, satterthwaite=satterthwaite)
+    return fit_lmm(d.y, d.X, terms, reml=reml, x_names=d.x_names, satterthwaite=satterthwaite, theta0=theta0)
 
 
 # --- likelihood-ratio tests ---------------------------------------------------------------------

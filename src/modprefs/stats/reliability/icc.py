@@ -1,11 +1,24 @@
 """Inter-rater reliability per condition: ICC(2,1) and ICC(2,k) from a crossed random-intercepts LMM.
 
 The variance components come from ``rating ~ presented_first + trial_z + (1|clip_id) +
-(1|participant_id)`` fitted by REML (:mod:`modprefs.stats.mixed.reml`, equal to lme4); the design is
-incomplete (each participant rates a subset of clips), which is why the ANOVA-based ICC
-estimators (pingouin) do not apply. Confidence intervals are percentile intervals of a stimulus
-bootstrap: clips are resampled with replacement, a clip drawn twice enters as two distinct
-levels, and the model is refitted on each resample.
+(1|participant_id)`` fitted by REML (:mod:`modprefs.stats.mixed.reml`, equal to lme4); a covariate that is
+constant in the data is left out. The design is usually incomplete (each participant rates a subset of
+clips), which is why the ANOVA-based ICC estimators (pingouin) do not apply in general; on complete,
+balanced ratings without covariates the REML estimates equal them.
+
+ICC(2,k) is the reliability of a clip's mean rating. With unequal numbers of ratings per clip it is
+computed at the **effective k** (:func:`effective_k`, the harmonic mean of the ratings per clip), not the
+arithmetic mean: the error variance of a clip mean is (s_rater + s_resid) / n_c, so the clip means taken
+together have reliability s_clip / (s_clip + (s_rater + s_resid) mean_c(1 / n_c)), which is Spearman-Brown
+at the harmonic mean. The arithmetic mean overstates it (Jensen); both are in the table (``k_mean_raters``,
+``k_effective``); tests/stats/reliability/test_icc.py checks the choice against simulation.
+
+Confidence intervals (``stats.icc_ci_method``) are computed by :mod:`modprefs.stats.reliability.icc_ci`:
+by default (``auto``) the F-based interval of McGraw & Wong (1996) where a condition's ratings are complete
+and balanced, each clip its own item (not one of a prompt's pair), without covariates
+(:mod:`modprefs.stats.reliability.icc_f_interval`), else the crossed
+jackknife over prompts and participants. :func:`icc_for_design` here is the paper's stimulus bootstrap
+(percentile intervals, clips resampled with replacement, raters fixed), kept as the method ``stimulus``.
 
 References:
     Shrout, P. E. & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater
@@ -38,6 +51,7 @@ ICC_COLUMNS = [
     "n_clips",
     "n_participants",
     "k_mean_raters",
+    "k_effective",
     "var_clip",
     "var_participant",
     "var_resid",
@@ -49,6 +63,7 @@ ICC_COLUMNS = [
     "icc_2_k_hi",
     "n_boot",
     "n_boot_failed",
+    "ci_level",
     "ci_method",
     "model",
     "note",
@@ -62,12 +77,26 @@ def icc_from_components(var_stimulus: float, var_rater: float, var_resid: float,
     ICC(2,k) = s_stim / (s_stim + (s_rater + s_resid) / k) that of the mean of k raters
     (Shrout & Fleiss 1979, ICC(2,1) and ICC(2,k); McGraw & Wong 1996, ICC(A,1) and ICC(A,k):
     absolute agreement, so rater variance counts as error). Variances in squared rating units;
-    ``k`` > 0 is the (mean) number of ratings per stimulus. Returns (nan, nan) when undefined.
+    ``k`` > 0 is the number of ratings per stimulus (:func:`effective_k` when it varies). Returns (nan, nan)
+    when undefined.
     """
     total = var_stimulus + var_rater + var_resid
     if not (k > 0 and total > 0 and min(var_stimulus, var_rater, var_resid) >= 0):
         return math.nan, math.nan
     return var_stimulus / total, var_stimulus / (var_stimulus + (var_rater + var_resid) / k)
+
+
+def effective_k(clip: np.ndarray) -> float:
+    """The k at which ICC(2,k) is the reliability of the clip means: the harmonic mean of ratings per clip.
+
+    ``clip``: (n,) clip codes of the ratings (clips without ratings are ignored). The mean of clip c's n_c
+    ratings has error variance (s_rater + s_resid) / n_c; over the clips, the reliability of their means is
+    s_clip / (s_clip + (s_rater + s_resid) mean_c(1 / n_c)) = ICC(2,k) at k = 1 / mean_c(1 / n_c). Equal to
+    the arithmetic mean ratings per clip when every clip has the same number; smaller otherwise.
+    """
+    counts = np.bincount(np.asarray(clip, dtype=np.intp))
+    counts = counts[counts > 0]
+    return float(counts.size / np.sum(1.0 / counts)) if counts.size else math.nan
 
 
 def analysable_ratings(
@@ -186,21 +215,33 @@ def fit_iccs(
     clip: np.ndarray | None = None,
     theta0: np.ndarray | None = None,
 ) -> tuple[CrossedFit, float, float, float]:
-    """Fit the model (on ``rows`` with clip codes ``clip`` when given); return (fit, k, ICC(2,1), ICC(2,k))."""
+    """Fit the model (on ``rows`` with clip codes ``clip`` when given); return (fit, k, ICC(2,1), ICC(2,k)).
+
+    ``k`` is the effective number of ratings per clip (:func:`effective_k`), at which ICC(2,k) is computed.
+    """
     if rows is None:
         y, X, g_clip, g_part = design.y, design.X, design.clip, design.participant
     else:
         assert clip is not None  # the callers pass rows and clip together
         y, X, g_clip, g_part = design.y[rows], design.X[rows], clip, design.participant[rows]
     fit = fit_crossed_intercepts(y, X, g_clip, g_part, reml=True, theta0=theta0, names=("clip_id", "participant_id"))
-    k = y.size / fit.n_levels[0]
+    k = effective_k(g_clip)
     icc1, icck = icc_from_components(fit.var_g1, fit.var_g2, fit.var_resid, k)
     return fit, k, icc1, icck
 
 
-def empty_icc_row(condition: str, n_ratings: int, n_clips: int, n_participants: int, formula: str, note: str) -> dict:
+def empty_icc_row(
+    condition: str,
+    n_ratings: int,
+    n_clips: int,
+    n_participants: int,
+    formula: str,
+    note: str,
+    ci_level: float = 0.95,
+) -> dict:
     row: dict[str, Any] = {c: math.nan for c in ICC_COLUMNS}
     row.update(
+        ci_level=ci_level,
         condition=condition,
         n_ratings=n_ratings,
         n_clips=n_clips,
@@ -235,11 +276,13 @@ def icc_row(
     n_boot_failed: int,
     ci_method: str,
     notes: list[str],
+    ci_level: float = 0.95,
 ) -> dict:
     """One ICC table row (:data:`ICC_COLUMNS`) from a fit and its intervals.
 
     ``fitted`` is :func:`fit_iccs`' (fit, k, ICC(2,1), ICC(2,k)); ``ci_2_1``/``ci_2_k`` are (lo, hi) on the ICC
-    scale; ``notes`` are joined with "; ".
+    scale at ``ci_level``; ``notes`` are joined with "; ". ``k_mean_raters`` is the arithmetic mean of ratings per
+    clip, ``k_effective`` the k of ICC(2,k) (:func:`effective_k`).
     """
     fit, k, icc1, icck = fitted
     return {
@@ -247,7 +290,8 @@ def icc_row(
         "n_ratings": int(design.y.size),
         "n_clips": design.n_clips,
         "n_participants": design.n_participants,
-        "k_mean_raters": k,
+        "k_mean_raters": design.y.size / design.n_clips,
+        "k_effective": k,
         "var_clip": fit.var_g1,
         "var_participant": fit.var_g2,
         "var_resid": fit.var_resid,
@@ -259,6 +303,7 @@ def icc_row(
         "icc_2_k_hi": ci_2_k[1],
         "n_boot": n_boot,
         "n_boot_failed": n_boot_failed,
+        "ci_level": ci_level,
         "ci_method": ci_method,
         "model": design.formula,
         "note": "; ".join(notes),
@@ -274,7 +319,7 @@ def icc_for_design(
         fit, k, icc1, icck = fit_iccs(design)
     except (ValueError, np.linalg.LinAlgError) as exc:
         return empty_icc_row(
-            condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}"
+            condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}", ci_level
         )
     notes = fit_notes(fit)
     boot = np.full((n_boot, 2), np.nan)
@@ -310,4 +355,5 @@ def icc_for_design(
         n_boot_failed=failed,
         ci_method=CI_METHOD,
         notes=notes,
+        ci_level=ci_level,
     )

@@ -2,10 +2,19 @@
 
 ICC(2,1) = s_clip / (s_clip + s_rater + s_resid) is estimated from a study that sampled prompts
 (stimuli), raters, and noisy ratings; an honest interval must reflect all three. The methods
-(``stats.icc_ci_method``; :data:`DEFAULT_CI_METHOD` is ``jackknife`` in the workflow and in
-``modprefs stats``), on a prepared design (:class:`modprefs.stats.reliability.icc.ConditionDesign`):
+(``stats.icc_ci_method``; :data:`DEFAULT_CI_METHOD` is ``auto`` in the workflow, in ``modprefs stats``
+and in ``modprefs plan``), on a prepared design (:class:`modprefs.stats.reliability.icc.ConditionDesign`):
 
-``jackknife`` (default)
+``auto`` (default)
+    Per condition: ``f_based`` where it is exact -- every rater rated every clip exactly once, each clip is its
+    own item (not one of a prompt's pair) and the ICC model has no covariates
+    (:func:`modprefs.stats.reliability.icc_f_interval.complete_table`) --, else ``jackknife``. The row's
+    ``ci_method`` names the method used (``auto: ...``).
+``f_based``
+    The F-based interval of McGraw & Wong (1996) for ICC(A,1) (:mod:`modprefs.stats.reliability.icc_f_interval`,
+    what pingouin reports for ICC2/ICC(A,1)); no resampling. NaN bounds, with the reason in ``note``, on
+    any other design.
+``jackknife``
     :func:`jackknife_interval`: a t interval for logit ICC(2,1) whose variance is the sum of a
     leave-one-prompt-out and a leave-one-participant-out jackknife variance minus the noise variance
     both of them contain (estimated by a residual bootstrap with ``n_boot`` refits); ICC(2,k)'s bounds
@@ -29,6 +38,12 @@ ICC(2,1) = s_clip / (s_clip + s_rater + s_resid) is estimated from a study that 
 Bootstrap methods give percentile intervals (default) or basic intervals (2 * estimate - quantiles,
 truncated to [0, 1]). Everything is seeded and deterministic: condition i of :func:`icc_with_ci`
 uses ``SeedSequence(seed).spawn(len(conditions))[i]``.
+
+Coverage and width relative to the oracle (2 z SD of the estimator over simulated studies) of the jackknife and
+the F-based interval, including complete balanced designs: benchmarks/icc_interval_width.py,
+benchmarks/out/icc_interval_width.md (the jackknife: .93-1.00 coverage everywhere, 0.85-1.14 x the oracle except
+light-tailed data with 4 raters, 1.3-1.6 x; the F interval: 0.76-1.09 x, but only .78-.79 coverage under the
+paper-calibrated simulator's heavy-tailed noise -- choose ``jackknife`` for such ratings).
 
 Measured coverage of the nominal 95 % intervals (benchmarks/icc_coverage.py,
 benchmarks/out/icc_coverage.md): 500 studies per cell, 3 generating models (the paper-calibrated
@@ -65,6 +80,7 @@ from modprefs.stats.reliability.icc import (
     ConditionDesign,
     analysable_ratings,
     condition_design,
+    effective_k,
     empty_icc_row,
     fit_iccs,
     fit_notes,
@@ -74,16 +90,22 @@ from modprefs.stats.reliability.icc import (
     model_formula,
     resample_clips,
 )
+from modprefs.stats.reliability.icc_f_interval import F_LABEL, complete_table, f_interval
 
 log = logging.getLogger(__name__)
 
-CI_METHODS: tuple[str, ...] = ("jackknife", "stimulus", "prompt", "two_way", "parametric")
-#: the default everywhere (workflow config, ``modprefs stats``): the only method whose measured coverage
-#: stays within 92.5-97.5 % under every generating model and design size of benchmarks/icc_coverage.py
-DEFAULT_CI_METHOD = "jackknife"
+CI_METHODS: tuple[str, ...] = ("auto", "f_based", "jackknife", "stimulus", "prompt", "two_way", "parametric")
+#: the default everywhere (workflow config, ``modprefs stats``, ``modprefs plan``): the F-based interval where it
+#: is exact, else the crossed jackknife -- the only resampling method whose measured coverage stays within
+#: 92.5-97.5 % under every generating model and design size of benchmarks/icc_coverage.py
+DEFAULT_CI_METHOD = "auto"
+#: the methods that resample (``n_boot`` resamples or, for the jackknife, residual refits)
+RESAMPLING_METHODS: tuple[str, ...] = ("jackknife", "stimulus", "prompt", "two_way", "parametric")
 BOOTSTRAP_METHODS: tuple[str, ...] = ("stimulus", "prompt", "two_way", "parametric")
 INTERVALS: tuple[str, ...] = ("percentile", "basic")
 JACKKNIFE_INTERVAL = "logit-t"
+#: the interval type each non-bootstrap method gives (and the only one it accepts)
+OWN_INTERVALS = {"jackknife": JACKKNIFE_INTERVAL, "f_based": "F", "auto": "auto"}
 METHOD_LABELS = {
     "jackknife": "crossed jackknife (prompts and participants, noise-corrected)",
     "stimulus": "stimulus bootstrap (clips resampled, raters fixed; the paper's)",
@@ -91,24 +113,42 @@ METHOD_LABELS = {
     "two_way": "two-way bootstrap (clips and participants)",
     "parametric": "parametric bootstrap (Gaussian LMM)",
 }
+AUTO_LABEL = (
+    "auto: F-based (McGraw & Wong 1996) where a condition's ratings are complete and balanced, of independent "
+    f"items, without covariates, else {JACKKNIFE_INTERVAL}, {METHOD_LABELS['jackknife']}"
+)
 
 
 def default_interval(method: str) -> str:
-    """The interval a method gives unless told otherwise: ``logit-t`` for the jackknife, else ``percentile``."""
-    return JACKKNIFE_INTERVAL if method == "jackknife" else "percentile"
+    """The interval a method gives unless told otherwise: its own (:data:`OWN_INTERVALS`), else ``percentile``."""
+    return OWN_INTERVALS.get(method, "percentile")
 
 
 def ci_method_label(method: str, interval: str | None = None) -> str:
-    """The ``ci_method`` text of a row, e.g. ``"percentile, two-way bootstrap (clips and participants)"``."""
+    """The ``ci_method`` text of a row, e.g. ``"percentile, two-way bootstrap (clips and participants)"``.
+
+    ``auto``'s is :data:`AUTO_LABEL` (what it chooses); its rows say ``auto: `` + the chosen method's label.
+    """
     interval = interval or default_interval(method)
     _check(method, interval)
+    if method == "auto":
+        return AUTO_LABEL
+    if method == "f_based":
+        return F_LABEL
     return f"{interval}, {METHOD_LABELS[method]}"
+
+
+def auto_method(design: ConditionDesign) -> str:
+    """``auto``'s choice for a design: ``f_based`` where it is exact (complete, balanced, independent items, no
+    covariates), else ``jackknife``."""
+    table, _ = complete_table(design)
+    return "f_based" if table is not None else "jackknife"
 
 
 def _check(method: str, interval: str) -> None:
     if method not in CI_METHODS:
         raise ValueError(f"unknown CI method {method!r}; expected one of {CI_METHODS}")
-    allowed = (JACKKNIFE_INTERVAL,) if method == "jackknife" else INTERVALS
+    allowed = (OWN_INTERVALS[method],) if method in OWN_INTERVALS else INTERVALS
     if interval not in allowed:
         raise ValueError(f"CI method {method!r} gives {' or '.join(allowed)} intervals, not {interval!r}")
 
@@ -218,7 +258,7 @@ def jackknife_iccs(design: ConditionDesign, fit: CrossedFit, unit: str) -> np.nd
         except (ValueError, np.linalg.LinAlgError):
             continue
         if f.converged:
-            out[j] = icc_from_components(f.var_g1, f.var_g2, f.var_resid, keep.sum() / f.n_levels[0])
+            out[j] = icc_from_components(f.var_g1, f.var_g2, f.var_resid, effective_k(design.clip[keep]))
     return out
 
 
@@ -265,7 +305,7 @@ def _refit(
         assert clip is not None and participant is not None  # the callers pass them with rows
         yy, X, g1, g2 = design.y[rows], design.X[rows], clip, participant
     f = fit_crossed_intercepts(yy, X, g1, g2, reml=True, theta0=theta0, names=("clip_id", "participant_id"))
-    icc1, icck = icc_from_components(f.var_g1, f.var_g2, f.var_resid, yy.size / f.n_levels[0])
+    icc1, icck = icc_from_components(f.var_g1, f.var_g2, f.var_resid, effective_k(g1))
     return f, icc1, icck
 
 
@@ -431,6 +471,41 @@ def spearman_brown(icc1: float | np.ndarray, k: float) -> np.ndarray:
     return k * rho / (1.0 + (k - 1.0) * rho)
 
 
+def _method_interval(
+    design: ConditionDesign,
+    fitted: tuple[CrossedFit, float, float, float],
+    method: str,
+    n_boot: int,
+    rng: np.random.Generator,
+    ci_level: float,
+    interval: str,
+) -> tuple[tuple[float, float], tuple[float, float], int, list[str]]:
+    """((lo, hi) of ICC(2,1), (lo, hi) of ICC(2,k), failed refits, notes) of a resolved method (not ``auto``)."""
+    fit, k, icc1, icck = fitted
+    notes: list[str] = []
+    if method == "f_based":
+        ci1, cik, reason = f_interval(design, ci_level)
+        if reason:
+            notes.append(reason)
+        elif fit.singular:
+            notes.append("F-based interval from the ANOVA mean squares; the REML estimate is on a zero bound")
+        return ci1, cik, 0, notes
+    if method == "jackknife":
+        jk = jackknife_interval(design, fit, icc1, n_boot, rng, ci_level)
+        lok, hik = (float(v) for v in spearman_brown(np.array([jk.lo, jk.hi]), k))
+        if not np.isfinite(jk.variance):
+            notes.append(
+                "jackknife interval undefined (needs >= 2 prompts and >= 2 participants that can be left "
+                "out, and 0 < ICC(2,1) < 1)"
+            )
+        return (jk.lo, jk.hi), (lok, hik), jk.failed, notes
+    boot, failed = bootstrap_iccs(design, fit, method, n_boot, rng)
+    (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot, ci_level, interval)
+    if n_boot and failed == n_boot:
+        notes.append("every bootstrap refit failed")
+    return (float(lo1), float(hi1)), (float(lok), float(hik)), failed, notes
+
+
 def icc_ci_for_design(
     condition: str,
     design: ConditionDesign,
@@ -442,54 +517,52 @@ def icc_ci_for_design(
 ) -> dict:
     """One output row (:data:`modprefs.stats.reliability.icc.ICC_COLUMNS`) with the chosen CI method.
 
-    ``method="stimulus", interval="percentile"`` is :func:`modprefs.stats.reliability.icc.icc_for_design` itself.
-    ``method="jackknife"``: :func:`jackknife_interval` with ``n_boot`` residual-bootstrap refits for the
-    noise term (``n_boot_failed`` counts every failed leave-one-out or residual refit).
+    ``method="auto"`` resolves per design (:func:`auto_method`) and the row's ``ci_method`` is ``"auto: "`` + the
+    chosen method's label. ``method="stimulus", interval="percentile"`` is
+    :func:`modprefs.stats.reliability.icc.icc_for_design` itself. ``method="jackknife"``: :func:`jackknife_interval`
+    with ``n_boot`` residual-bootstrap refits for the noise term (``n_boot_failed`` counts every failed
+    leave-one-out or residual refit). ``method="f_based"``: the McGraw & Wong interval (no resampling; ``n_boot``
+    0), NaN bounds with the reason in ``note`` on a design where it does not apply.
     """
     interval = interval or default_interval(method)
     _check(method, interval)
-    label = ci_method_label(method, interval)
+    prefix = ""
+    if method == "auto":
+        method, prefix = auto_method(design), "auto: "
+        interval = default_interval(method)
+    label = prefix + ci_method_label(method, interval)
     if method == "stimulus" and interval == "percentile":
         row = icc_for_design(condition, design, n_boot, rng, ci_level)
         assert row["ci_method"] == STIMULUS_PERCENTILE == label
         return row
-    n = int(design.y.size)
     try:
-        fit, k, icc1, icck = fit_iccs(design)
+        fitted = fit_iccs(design)
     except (ValueError, np.linalg.LinAlgError) as exc:
         row = empty_icc_row(
-            condition, n, design.n_clips, design.n_participants, design.formula, f"model not estimable: {exc}"
+            condition,
+            int(design.y.size),
+            design.n_clips,
+            design.n_participants,
+            design.formula,
+            f"model not estimable: {exc}",
+            ci_level,
         )
         row["ci_method"] = label
         return row
-    notes = fit_notes(fit)
-    if method == "jackknife":
-        jk = jackknife_interval(design, fit, icc1, n_boot, rng, ci_level)
-        lo1, hi1 = jk.lo, jk.hi
-        lok, hik = (float(v) for v in spearman_brown(np.array([lo1, hi1]), k))
-        failed = jk.failed
-        if not np.isfinite(jk.variance):
-            notes.append(
-                "jackknife interval undefined (needs >= 2 prompts and >= 2 participants that can be left "
-                "out, and 0 < ICC(2,1) < 1)"
-            )
-    else:
-        boot, failed = bootstrap_iccs(design, fit, method, n_boot, rng)
-        (lo1, hi1), (lok, hik) = interval_from_boot(np.array([icc1, icck]), boot, ci_level, interval)
-        if n_boot and failed == n_boot:
-            notes.append("every bootstrap refit failed")
+    ci1, cik, failed, notes = _method_interval(design, fitted, method, n_boot, rng, ci_level, interval)
     if failed:
         log.warning("%s: %d of %d %s refits failed", condition, failed, n_boot, method)
     return icc_row(
         condition,
         design,
-        (fit, k, icc1, icck),
-        (lo1, hi1),
-        (lok, hik),
-        n_boot=n_boot,
+        fitted,
+        ci1,
+        cik,
+        n_boot=0 if method == "f_based" else n_boot,
         n_boot_failed=failed,
         ci_method=label,
-        notes=notes,
+        notes=fit_notes(fitted[0]) + notes,
+        ci_level=ci_level,
     )
 
 
@@ -504,12 +577,12 @@ def icc_with_ci(
     conditions: tuple[str, ...] = CONDITIONS,
     interval: str | None = None,
 ) -> pd.DataFrame:
-    """ICC(2,1) and ICC(2,k) per condition with ``method``'s bootstrap intervals.
+    """ICC(2,1) and ICC(2,k) per condition with ``method``'s intervals.
 
     As :func:`icc_by_condition` (same inputs, seeding, rows and columns
-    :data:`~modprefs.stats.reliability.icc.ICC_COLUMNS`), plus the choice of ``method`` (:data:`CI_METHODS`)
-    and ``interval`` (:data:`INTERVALS` for the bootstraps; the jackknife's own ``logit-t``);
-    ``ci_method`` names both.
+    :data:`~modprefs.stats.reliability.icc.ICC_COLUMNS`), plus the choice of ``method`` (:data:`CI_METHODS`;
+    ``auto`` chooses per condition) and ``interval`` (:data:`INTERVALS` for the bootstraps; the jackknife's own
+    ``logit-t``, the F-based method's ``F``); ``ci_method`` names both, ``ci_level`` is the intervals' level.
     """
     interval = interval or default_interval(method)
     _check(method, interval)
@@ -529,6 +602,7 @@ def icc_with_ci(
                 0,
                 model_formula(("presented_first", "trial_z")),
                 "no analysable ratings (passed attention check, trial >= 1)",
+                ci_level,
             )
             row["ci_method"] = ci_method_label(method, interval)
             out.append(row)
@@ -563,7 +637,8 @@ def icc_by_condition(
 
     Returns:
         One row per condition, columns :data:`ICC_COLUMNS`. Variances are in squared rating units,
-        ``k_mean_raters`` = ratings per clip. A condition whose model cannot be estimated (no
+        ``k_mean_raters`` = ratings per clip, ``k_effective`` = the k of ICC(2,k)
+        (:func:`modprefs.stats.reliability.icc.effective_k`). A condition whose model cannot be estimated (no
         ratings, one participant, constant ratings, ...) gets NaN estimates and a ``note``.
     """
     return icc_with_ci(

@@ -47,8 +47,10 @@ def raters_needed(icc1: float, target: float) -> float:
 def raters_needed_table(icc: pd.DataFrame, targets: tuple[float, ...] = TARGETS) -> pd.DataFrame:
     """Per condition and target: raters needed at the ICC(2,1) estimate and at its CI bounds.
 
-    ``icc`` is the ICC table (:func:`modprefs.stats.reliability.icc_ci.icc_by_condition`). The upper CI bound of
-    ICC(2,1) gives the optimistic (fewest raters) count and the lower bound the pessimistic one.
+    ``icc`` is the ICC table (:func:`modprefs.stats.reliability.icc_ci.icc_with_ci`). The upper CI bound of
+    ICC(2,1) gives the optimistic (fewest raters) count and the lower bound the pessimistic one (at the ICC
+    table's ``ci_level``). ``observed_k`` is the mean ratings per clip, ``observed_k_effective`` the k of the
+    table's ICC(2,k) (:func:`modprefs.stats.reliability.icc.effective_k`; NaN for a table without it).
     """
     rows = []
     for r in icc.itertuples(index=False):
@@ -62,6 +64,7 @@ def raters_needed_table(icc: pd.DataFrame, targets: tuple[float, ...] = TARGETS)
                     "raters_needed_pessimistic": raters_needed(r.icc_2_1_lo, t),
                     "icc_2_1": r.icc_2_1,
                     "observed_k": r.k_mean_raters,
+                    "observed_k_effective": getattr(r, "k_effective", float("nan")),
                 }
             )
     return pd.DataFrame(rows)

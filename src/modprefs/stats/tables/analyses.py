@@ -50,9 +50,10 @@ from modprefs.stats.defaults import STATS_DEFAULTS
 from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.reliability import rater_scaling
 from modprefs.stats.reliability.icc import ICC_COLUMNS
-from modprefs.stats.reliability.icc_ci import ci_method_label, icc_with_ci
+from modprefs.stats.reliability.icc_ci import icc_with_ci
 from modprefs.stats.tables import agreement, ai_alignment, descriptive, modality, reliability_table, thresholds
 from modprefs.stats.tables.catalog import OUTPUTS
+from modprefs.stats.tables.interval_text import icc_interval_text, level_text, with_per_prompt_intervals
 from modprefs.stats.tables.justifications import justification_terms
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ TITLES: dict[str, str] = {
     "justifications_counts": "Justification corpus",
     "table2_lmm": (
         "Table 2: fixed effects of the omnibus LMM (reference audio) and per-modality simple "
-        "effects (Satterthwaite df, t-based 95 % CI)"
+        "effects (Satterthwaite df, t-based CI at stats.ci_level)"
     ),
     "practice_effects": "Practice effects: log trial duration over standardised trial number",
     "random_slope": (
@@ -175,7 +176,7 @@ def mark_transcripts(result: AnalysisResult, t: Tables) -> AnalysisResult:
 
 
 #: the ICC table's markdown: every column but the resampling bookkeeping
-ICC_MD_COLUMNS = [c for c in ICC_COLUMNS if c not in ("n_boot", "n_boot_failed", "ci_method", "model")]
+ICC_MD_COLUMNS = [c for c in ICC_COLUMNS if c not in ("n_boot", "n_boot_failed", "ci_level", "ci_method", "model")]
 
 
 def icc_table(t: Tables, p: dict[str, Any]) -> AnalysisResult:
@@ -192,9 +193,7 @@ def icc_table(t: Tables, p: dict[str, Any]) -> AnalysisResult:
         ci_level=float(p["ci_level"]),
         stimuli=t["stimuli"],
     )
-    method = p["icc_ci_method"]
-    draws = "residual-bootstrap refits for the noise term" if method == "jackknife" else "resamples"
-    title = f"ICC per condition ({float(p['ci_level']):.0%} CI: {ci_method_label(method)}; {int(p['n_boot'])} {draws})"
+    title = f"ICC per condition ({icc_interval_text(table, float(p['ci_level']))})"
     result = AnalysisResult({"icc": table}, titles={"icc": title}, md_columns={"icc": ICC_MD_COLUMNS})
     return mark_transcripts(mark_scale(result, study_scale(p)), t)
 
@@ -228,15 +227,25 @@ def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     scale = study_scale(p)
     gaps = thresholds.trial_gaps(t["ratings"], t["trials"], t["participants"])
     max_gap = 100.0 if scale.is_paper else scale.span
+    level = float(p.get("ci_level", STATS_DEFAULTS["ci_level"]))
+    titles = _titles("thresholds_gaps", "thresholds_recommendations")
+    titles["thresholds_gaps"] += f" ({level_text(level)} CIs of the mean: t-based, over trials)"
+    titles["thresholds_recommendations"] += (
+        f" ({level_text(level)} intervals: participant-bootstrap percentile, {int(p['n_boot_threshold'])} resamples)"
+    )
     return AnalysisResult(
         {
-            "thresholds_gaps": thresholds.gap_table(gaps),
+            "thresholds_gaps": thresholds.gap_table(gaps, ci_level=level),
             "thresholds_recommendations": thresholds.threshold_recommendations(
-                gaps, n_boot=p["n_boot_threshold"], seed=p["seed"], taus=thresholds.threshold_grid(scale)
+                gaps,
+                n_boot=p["n_boot_threshold"],
+                seed=p["seed"],
+                taus=thresholds.threshold_grid(scale),
+                ci_level=level,
             ),
         },
         {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path, max_gap=max_gap)},
-        _titles("thresholds_gaps", "thresholds_recommendations"),
+        titles,
     )
 
 
@@ -263,25 +272,24 @@ def table4(t: Tables, p: dict[str, Any]) -> AnalysisResult:
         ci_level=p["ci_level"],
         preference_reason=preference_reason,
     )
-    labels = t["icc"]["ci_method"].dropna().astype(str).unique() if "ci_method" in t["icc"] else []
-    test = (
-        "crossed-jackknife t test"
-        if p.get("icc_test", STATS_DEFAULTS["icc_test"]) == "jackknife"
-        else "participant permutation"
+    title = reliability_table.table4_title(TITLES["table4_reliability"], table, t["icc"], float(p["ci_level"]))
+    md = [c for c in reliability_table.TABLE4_COLUMNS if c not in reliability_table.RESAMPLING_COLUMNS]
+    return AnalysisResult(
+        {"table4_reliability": table}, titles={"table4_reliability": title}, md_columns={"table4_reliability": md}
     )
-    title = (
-        f"{TITLES['table4_reliability']}; ICC CIs: {' / '.join(labels) or 'none'}; ICC p: {test}; "
-        "alpha CIs: stimulus bootstrap, alpha p: participant permutation"
-    )
-    return AnalysisResult({"table4_reliability": table}, titles={"table4_reliability": title})
 
 
 def raters_needed(t: Tables, p: dict[str, Any]) -> AnalysisResult:
+    """Raters needed and Figure 4 from the ICC table; the optimistic/pessimistic counts sit at its ICC(2,1) interval
+    bounds, whose level (the table's ``ci_level``, else params ``ci_level``) and method the title states."""
     icc = t["icc"]
+    levels = pd.to_numeric(icc["ci_level"], errors="coerce").dropna().unique() if "ci_level" in icc else []
+    level = float(levels[0]) if len(levels) == 1 else float(p.get("ci_level", STATS_DEFAULTS["ci_level"]))
+    title = f"{TITLES['raters_needed']} (optimistic / pessimistic at the bounds of {icc_interval_text(icc, level)})"
     return AnalysisResult(
         {"raters_needed": rater_scaling.raters_needed_table(icc)},
         {"figure4_icc_by_k": lambda path: rater_scaling.figure4_icc_by_k(icc, path)},
-        _titles("raters_needed"),
+        {"raters_needed": title},
     )
 
 
@@ -315,18 +323,20 @@ def justifications(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
-    """Table 2; params: optional ``table2_random`` (:data:`modprefs.stats.tables.modality.TABLE2_RANDOM`)."""
+    """Table 2; params: optional ``table2_random`` (:data:`modprefs.stats.tables.modality.TABLE2_RANDOM`) and
+    ``ci_level``."""
     random = p.get("table2_random") or modality.DEFAULT_TABLE2_RANDOM
+    level = float(STATS_DEFAULTS["ci_level"] if p.get("ci_level") is None else p["ci_level"])
     tables = {}
     if _want(p, "table2_lmm"):
         frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
-        tables["table2_lmm"] = modality.table2(frame, random)
+        tables["table2_lmm"] = modality.table2(frame, random, ci_level=level)
     if _want(p, "practice_effects"):
-        tables["practice_effects"] = modality.practice_effects(t["trials"], t["participants"])
-    titles = _titles("table2_lmm", "practice_effects")
-    titles["table2_lmm"] += (
-        f"; omnibus random effects: {modality.TABLE2_RANDOM[random]} (stats.table2_random: {random})"
-    )
+        tables["practice_effects"] = modality.practice_effects(t["trials"], t["participants"], random, ci_level=level)
+    titles = {
+        "table2_lmm": modality.table2_title(random, tables.get("table2_lmm"), level),
+        "practice_effects": modality.practice_title(random, tables.get("practice_effects"), level),
+    }
     return AnalysisResult(tables, titles=titles)
 
 
@@ -337,10 +347,13 @@ def modality_effects(t: Tables, p: dict[str, Any]) -> AnalysisResult:
         "audio_quality": modality.audio_quality_analysis,
         "per_prompt_icc": modality.per_prompt_icc,
     }
-    return AnalysisResult(
-        {name: f(frame) for name, f in make.items() if _want(p, name)},
-        titles=_titles("random_slope", "audio_quality", "per_prompt_icc"),
-    )
+    tables = {name: f(frame) for name, f in make.items() if _want(p, name)}
+    level = float(p.get("ci_level", STATS_DEFAULTS["ci_level"]))
+    titles = _titles("random_slope", "audio_quality", "per_prompt_icc")
+    if "per_prompt_icc" in tables:
+        tables["per_prompt_icc"] = with_per_prompt_intervals(tables["per_prompt_icc"], frame, level)
+        titles["per_prompt_icc"] += f"; {level_text(level)} CIs: F-based, McGraw & Wong (1996) ICC(A,1)"
+    return AnalysisResult(tables, titles=titles)
 
 
 def _placeholder_figure(reason: str, path: str) -> None:

@@ -1,32 +1,46 @@
 """Modality effects on ratings (§4.1, §4.3): Table 2 and its follow-ups.
 
 All models are fitted by :mod:`modprefs.stats.mixed.lmm` (REML, Satterthwaite df and p as lmerTest;
-95 % CIs use the t(df) quantiles) on the rated trials (trial >= 1) of participants who passed the
-attention check.
+CIs are Wald intervals with t(df) quantiles at ``ci_level``, config ``stats.ci_level``, default 95 %)
+on the rated trials (trial >= 1) of participants who passed the attention check.
 
 * **Table 2** (omnibus): ``rating ~ presented_first * modality + len_z * modality + trial_z * modality``
   with ``modality`` = 1 for text (reference audio), ``presented_first`` 0/1, ``len_z`` = the clip's
   original-text character count standardised over the stimulus set (sample SD), ``trial_z`` = the
-  trial number standardised over the analysed rows, and one of two random-effects structures
+  trial number standardised over the analysed rows, and one of three random-effects structures
   (:data:`TABLE2_RANDOM`, config ``stats.table2_random``):
 
-  - ``stimulus_modality`` (default): ``(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)``.
+  - ``participant_slopes`` (default): ``(1 + presented_first + trial_z | participant_id) + (1 | clip_id)
+    + (1 | clip_id:modality)``. Raters differ in their primacy (order effect) and in their drift over
+    the session; without by-participant slopes those differences fall into the residual and the
+    modality x order and modality x trial interactions, which compare raters of one modality with
+    raters of the other, are tested as if each rating were an independent replicate: anti-conservative
+    (``benchmarks/table2_null.py --experiment slopes``, ``benchmarks/out/table2_null_slopes.md``). The slopes are
+    the maximal feasible structure: when the correlated fit is singular or does not converge the
+    model falls back to uncorrelated slopes (``||``), then to the slopes with a variance above 0,
+    then to ``(1 | participant_id)`` (:func:`modprefs.stats.mixed.maximal.fit_maximal`); the table's
+    ``model`` and ``note`` columns and its title say which structure was used and why.
+  - ``stimulus_modality``: ``(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)``.
     The stimulus a rater meets is a clip *in a modality*; a clip's own text-vs-audio deviation (which
     the paper's random-slope LRT, §4.3, shows exists) is a random effect of the clip x modality cell.
   - ``paper``: ``(1 | participant_id) + (1 | clip_id)``, the paper's literal specification. It shares
     one clip intercept across both modalities, so clip-specific modality deviations fall into the
     residual, and the modality x clip-level interactions (modality x length) are tested against the
     residual as if every rating were an independent replicate of the clip's modality deviation:
-    anti-conservative. ``benchmarks/table2_null.py`` measures the false-positive rate of both
+    anti-conservative. ``benchmarks/table2_null.py`` measures the false-positive rate of the
     structures under null simulations from several generating models
     (``benchmarks/out/table2_null.json``; the report quotes it).
 
-  Modality x order and modality x trial vary within clips, so their tests barely depend on the
-  choice; modality x length (a clip property) and the modality main effect do.
+  Modality x order and modality x trial vary within clips, so their tests barely depend on the clip
+  terms, but they vary within raters: their tests depend on the participant terms. Modality x length
+  (a clip property) and the modality main effect depend on the clip terms.
 * **Simple effects**: the same model without modality terms, fitted per modality (the paper's
-  text b = 4.92 vs audio b = 3.52 for length).
+  text b = 4.92 vs audio b = 3.52 for length), with the structure's participant terms (and the same
+  ladder) and ``(1 | clip_id)`` (within one modality a clip x modality cell is the clip).
 * **Practice**: ``log(decision_time_s) ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)``
-  plus per-modality slopes; ``pct_change_per_sd`` = 100 (exp(b) - 1).
+  plus per-modality slopes; ``pct_change_per_sd`` = 100 (exp(b) - 1). Under ``participant_slopes`` the
+  participant term is ``(1 + trial_z | participant_id)`` with the same ladder (raters speed up at
+  their own rates; the modality x trial interaction compares raters).
 * **Prompt-specific modality effects** (§4.3): per trial, ``score`` = rating of response 0 minus
   rating of response 1; ``score ~ modality + (1 | prompt_id) + (1 | participant_id)`` against
   ``score ~ modality + (1 + modality | prompt_id) + (1 | participant_id)``, likelihood-ratio test on
@@ -43,27 +57,61 @@ import pandas as pd
 from scipy import stats
 
 from modprefs.stats.mixed.lmm import LmmFit, anova_refit_ml, fit_formula
+from modprefs.stats.mixed.maximal import LadderFit, fit_maximal
 from modprefs.stats.reliability.icc import analysable_ratings
 
 TABLE2_FIXED = "rating ~ presented_first * modality + len_z * modality + trial_z * modality"
-#: Table 2's random-effects structures (``stats.table2_random``); see the module docstring.
-TABLE2_RANDOM: dict[str, str] = {
-    "stimulus_modality": "(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)",
-    "paper": "(1 | participant_id) + (1 | clip_id)",
+#: The within-rater covariates whose effects vary by participant under ``participant_slopes``.
+TABLE2_SLOPES = ("presented_first", "trial_z")
+#: Table 2's stimulus terms per structure.
+_STIMULUS = {
+    "participant_slopes": "(1 | clip_id) + (1 | clip_id:modality)",
+    "stimulus_modality": "(1 | clip_id) + (1 | clip_id:modality)",
+    "paper": "(1 | clip_id)",
 }
-DEFAULT_TABLE2_RANDOM = "stimulus_modality"
+#: Table 2's random-effects structures (``stats.table2_random``; for ``participant_slopes`` the richest step
+#: of its fallback ladder); see the module docstring.
+TABLE2_RANDOM: dict[str, str] = {
+    "participant_slopes": f"(1 + {' + '.join(TABLE2_SLOPES)} | participant_id) + {_STIMULUS['participant_slopes']}",
+    "stimulus_modality": f"(1 | participant_id) + {_STIMULUS['stimulus_modality']}",
+    "paper": f"(1 | participant_id) + {_STIMULUS['paper']}",
+}
+DEFAULT_TABLE2_RANDOM = "participant_slopes"
 TABLE2_FORMULA = f"{TABLE2_FIXED} + {TABLE2_RANDOM['paper']}"  # the paper's literal model
+#: How every interval of this module is computed (titles and the ``ci`` column say it with the level).
+CI_METHOD = "Wald, t(Satterthwaite df) quantiles"
 
 
 def table2_formula(random: str = DEFAULT_TABLE2_RANDOM) -> str:
-    """Table 2's omnibus formula with the named random-effects structure (:data:`TABLE2_RANDOM`)."""
-    if random not in TABLE2_RANDOM:
-        raise ValueError(f"stats.table2_random: unknown structure {random!r}; expected one of {sorted(TABLE2_RANDOM)}")
+    """Table 2's omnibus formula with the named random-effects structure (:data:`TABLE2_RANDOM`; for
+    ``participant_slopes`` the ladder's first step -- :func:`table2_fit` may use a simpler one)."""
+    _check_random(random)
     return f"{TABLE2_FIXED} + {TABLE2_RANDOM[random]}"
 
 
-SIMPLE_FORMULA = "rating ~ presented_first + len_z + trial_z + (1 | participant_id) + (1 | clip_id)"
-PRACTICE_FORMULA = "log_time ~ trial_z * modality + (1 | participant_id) + (1 | prompt_id)"
+def _check_random(random: str) -> None:
+    if random not in TABLE2_RANDOM:
+        raise ValueError(f"stats.table2_random: unknown structure {random!r}; expected one of {sorted(TABLE2_RANDOM)}")
+
+
+def fit_structure(df: pd.DataFrame, fixed: str, random: str, stimulus: str, slopes: tuple[str, ...]) -> LadderFit:
+    """``fixed`` + the participant terms of structure ``random`` + ``stimulus``: under ``participant_slopes``
+    by-participant ``slopes`` down the fallback ladder (:func:`modprefs.stats.mixed.maximal.fit_maximal`),
+    otherwise ``(1 | participant_id)``."""
+    _check_random(random)
+    return fit_maximal(df, fixed, "participant_id", slopes if random == "participant_slopes" else (), stimulus)
+
+
+def table2_fit(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM) -> LadderFit:
+    """Table 2's omnibus model under structure ``random`` (the ladder's choice for ``participant_slopes``)."""
+    _check_random(random)
+    return fit_structure(frame, TABLE2_FIXED, random, _STIMULUS[random], TABLE2_SLOPES)
+
+
+SIMPLE_FIXED = "rating ~ presented_first + len_z + trial_z"
+SIMPLE_FORMULA = f"{SIMPLE_FIXED} + (1 | participant_id) + (1 | clip_id)"
+PRACTICE_FIXED = "log_time ~ trial_z * modality"
+PRACTICE_FORMULA = f"{PRACTICE_FIXED} + (1 | participant_id) + (1 | prompt_id)"
 SLOPE_NULL = "score ~ modality + (1 | prompt_id) + (1 | participant_id)"
 SLOPE_FULL = "score ~ modality + (1 + modality | prompt_id) + (1 | participant_id)"
 
@@ -111,8 +159,16 @@ def rating_frame(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.
     return df
 
 
-def coefficient_table(fit: LmmFit, model: str) -> pd.DataFrame:
-    t = fit.coef_table()
+def ci_label(ci_level: float) -> str:
+    """``"95 % CI: Wald, t(Satterthwaite df) quantiles"``: the level and method every interval here has."""
+    return f"{100 * ci_level:g} % CI: {CI_METHOD}"
+
+
+def coefficient_table(fit: LmmFit, model: str, ci_level: float = 0.95, note: str = "") -> pd.DataFrame:
+    """One model's rows: b, SE, ``ci_level`` t-interval, Satterthwaite df, t, p, and the fit's flags.
+
+    ``note``: e.g. the fallback ladder's (:attr:`modprefs.stats.mixed.maximal.LadderFit.note`)."""
+    t = fit.coef_table(ci_level)
     return pd.DataFrame(
         {
             "model": model,
@@ -127,26 +183,75 @@ def coefficient_table(fit: LmmFit, model: str) -> pd.DataFrame:
             "n_obs": fit.n_obs,
             "singular": fit.singular,
             "converged": fit.converged,
+            "ci": ci_label(ci_level),
+            "note": note,
         }
     )
 
 
-def table2(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM) -> pd.DataFrame:
+def _ladder_rows(ladder: LadderFit, label: str, ci_level: float) -> pd.DataFrame:
+    """A model's coefficient rows with its random effects (``random``) and the ladder's ``note``."""
+    return coefficient_table(ladder.fit, label, ci_level, ladder.note).assign(random=ladder.random)
+
+
+def table2(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM, ci_level: float = 0.95) -> pd.DataFrame:
     """Table 2's omnibus fixed effects (reference: audio) and the per-modality simple effects.
 
-    ``random`` names the omnibus model's random-effects structure (:data:`TABLE2_RANDOM`); the
-    ``model`` column of the omnibus rows says which (``omnibus (random: ...)``). Within one
-    modality a clip x modality cell is the clip, so the simple-effects models are the same for both.
+    ``random`` names the random-effects structure (:data:`TABLE2_RANDOM`); the ``random`` column says
+    which terms each model actually has (the omnibus ``model`` label too: ``omnibus (random: ...)``) and
+    ``note`` why richer participant terms were dropped, if they were. Within one modality a clip x
+    modality cell is the clip, so the simple-effects models have ``(1 | clip_id)`` under every structure
+    and their participant terms follow ``random``. CIs: ``ci_level``, t(Satterthwaite df) quantiles.
     """
-    formula = table2_formula(random)
-    parts = [coefficient_table(fit_formula(frame, formula), f"omnibus (random: {TABLE2_RANDOM[random]})")]
+    omnibus = table2_fit(frame, random)
+    parts = [_ladder_rows(omnibus, f"omnibus (random: {omnibus.random})", ci_level)]
     for c in ("audio", "text"):
-        parts.append(coefficient_table(fit_formula(frame[frame["condition"] == c], SIMPLE_FORMULA), f"simple: {c}"))
+        fit = fit_structure(frame[frame["condition"] == c], SIMPLE_FIXED, random, "(1 | clip_id)", TABLE2_SLOPES)
+        parts.append(_ladder_rows(fit, f"simple: {c}", ci_level))
     return pd.concat(parts, ignore_index=True)
 
 
-def practice_effects(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
-    """Log trial duration over trials: interaction model and per-modality slopes (§4.1 Practice)."""
+def _omnibus_structure(table: pd.DataFrame | None) -> tuple[str, str]:
+    """(random effects, ladder note) of the omnibus model of a :func:`table2` or :func:`practice_effects` table."""
+    if table is None or "random" not in table.columns:
+        return "", ""
+    omnibus = table[table["model"].astype(str).str.contains("omnibus")]
+    if omnibus.empty:
+        return "", ""
+    return str(omnibus["random"].iloc[0]), str(omnibus["note"].iloc[0] or "")
+
+
+def _structure_clause(random: str, table: pd.DataFrame | None) -> str:
+    """``omnibus random effects: <used> (stats.table2_random: <random>[; <ladder note>])``; without a fitted table
+    only the option."""
+    used, note = _omnibus_structure(table)
+    option = f"stats.table2_random: {random}" + (f"; {note}" if note else "")
+    return f"omnibus random effects: {used} ({option})" if used else f"({option})"
+
+
+def table2_title(random: str, table: pd.DataFrame | None, ci_level: float = 0.95) -> str:
+    """Table 2's title: what it holds, the interval level and method, the structure asked for and the one used."""
+    return (
+        "Table 2: fixed effects of the omnibus LMM (reference audio) and per-modality simple effects "
+        f"(REML, Satterthwaite df; {ci_label(ci_level)}); {_structure_clause(random, table)}"
+    )
+
+
+def practice_title(random: str, table: pd.DataFrame | None, ci_level: float = 0.95) -> str:
+    """The practice-effects table's title with its interval level and method and the omnibus model's random effects."""
+    return (
+        "Practice effects: log trial duration over standardised trial number "
+        f"(REML, Satterthwaite df; {ci_label(ci_level)}); {_structure_clause(random, table)}"
+    )
+
+
+def practice_effects(
+    trials: pd.DataFrame, participants: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM, ci_level: float = 0.95
+) -> pd.DataFrame:
+    """Log trial duration over trials: interaction model and per-modality slopes (§4.1 Practice).
+
+    ``random``: Table 2's structure name; ``participant_slopes`` gives every model by-participant trial
+    slopes (down the fallback ladder), the others ``(1 | participant_id)``. CIs at ``ci_level``."""
     cond = participants.set_index(participants["participant_id"].astype(str))["condition"]
     passed = participants.loc[participants["passed_attention"].astype(str).str.lower() == "true", "participant_id"]
     d = trials[
@@ -158,10 +263,13 @@ def practice_effects(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.Dat
     d = d[np.isfinite(d["log_time"])]
     d["modality"] = (d["condition"] == "text").astype(float)
     d["trial_z"] = _zscore(d["trial"])
-    parts = [coefficient_table(fit_formula(d, PRACTICE_FORMULA), "log duration: omnibus")]
+    stimulus, slopes = "(1 | prompt_id)", ("trial_z",)
+    parts = [
+        _ladder_rows(fit_structure(d, PRACTICE_FIXED, random, stimulus, slopes), "log duration: omnibus", ci_level)
+    ]
     for c in ("audio", "text"):
-        fit = fit_formula(d[d["condition"] == c], "log_time ~ trial_z + (1 | participant_id) + (1 | prompt_id)")
-        parts.append(coefficient_table(fit, f"log duration: {c}"))
+        fit = fit_structure(d[d["condition"] == c], "log_time ~ trial_z", random, stimulus, slopes)
+        parts.append(_ladder_rows(fit, f"log duration: {c}", ci_level))
     out = pd.concat(parts, ignore_index=True)
     out["pct_change_per_sd"] = 100 * (np.exp(out["b"]) - 1)
     return out

@@ -8,9 +8,10 @@ dropouts' trials kept), as in :mod:`modprefs.stats.tables.descriptive`.
 
 Statistics (:func:`gap_table`)
 ------------------------------
-* M, sample SD, Mdn and a **t-based** 95 % CI of the mean (mean ± t_{.975, n-1} SD/sqrt(n)) per
-  modality, computed **per trial** (the paper: decisive text M = 41.7 [39.5, 43.9], Mdn = 34.0;
-  audio 27.9 [26.1, 29.8], Mdn = 20.0; ties text 3.3, audio 3.9). Trials are nested in raters and
+* M, sample SD, Mdn and a **t-based** CI of the mean (at ``stats.ci_level``, default 95 %:
+  mean ± t_{.975, n-1} SD/sqrt(n)) per modality, computed **per trial** (the paper: decisive text
+  M = 41.7 [39.5, 43.9], Mdn = 34.0; audio 27.9 [26.1, 29.8], Mdn = 20.0; ties text 3.3, audio 3.9).
+  Trials are nested in raters and
   prompts, so the CI treats them as independent — as the paper's numbers do.
 * Mann–Whitney U text vs audio (two-sided, scipy, continuity-corrected), **per trial**. ``U`` is
   scipy's statistic with audio as the first sample (``U_audio`` = #(audio gap > text gap) + ½ #ties
@@ -46,7 +47,8 @@ on another scale tau runs over 0..max-min in its steps (:func:`threshold_grid`):
 
 Each row also gives the agreement the *other* modality's ``max_agreement`` tau achieves on this
 modality's trials (§5.1: "a fixed binarization threshold calibrated on text data may misclassify
-audio pairs as ties"). Optional participant-bootstrap percentile intervals for tau (``n_boot``).
+audio pairs as ties"). Optional participant-bootstrap percentile intervals for tau (``n_boot``; level
+``ci_level``, default 95 %).
 """
 
 from __future__ import annotations
@@ -106,6 +108,20 @@ GAP_TABLE_COLUMNS = [
     "reason",
 ]
 CI_METHOD = "t-based 95% CI of the mean over trials (mean +/- t_.975,n-1 * SD/sqrt(n))"
+
+
+def ci_method_text(ci_level: float = 0.95) -> str:
+    """The gap table's ``ci_method`` at ``ci_level`` (:data:`CI_METHOD` at 95 %)."""
+    q = f"{0.5 + ci_level / 2:.10g}".lstrip("0")
+    return f"t-based {100 * ci_level:.10g}% CI of the mean over trials (mean +/- t_{q},n-1 * SD/sqrt(n))"
+
+
+def percentiles(ci_level: float) -> tuple[float, float]:
+    """The percentiles (0-100) bounding a two-sided ``ci_level`` percentile interval: (2.5, 97.5) at .95 (exactly)."""
+    lo = round(50.0 * (1.0 - ci_level), 10)
+    return lo, 100.0 - lo
+
+
 THRESHOLD_COLUMNS = [
     "condition",
     "rule",
@@ -175,8 +191,8 @@ def trial_gaps(ratings: pd.DataFrame, trials: pd.DataFrame, participants: pd.Dat
     return g[GAP_COLUMNS].sort_values(["condition", "participant_id", "trial"]).reset_index(drop=True)
 
 
-def describe_gaps(x: np.ndarray, what: str = "trials") -> dict:
-    """n, M, SD, t-based 95 % CI and median of the finite values; NaN with a reason when undefined.
+def describe_gaps(x: np.ndarray, what: str = "trials", ci_level: float = 0.95) -> dict:
+    """n, M, SD, t-based ``ci_level`` CI and median of the finite values; NaN with a reason when undefined.
 
     ``what`` names the units in the reason ("no decisive trials", ...).
     """
@@ -194,27 +210,27 @@ def describe_gaps(x: np.ndarray, what: str = "trials") -> dict:
         out["reason"] = f"only one of the {what}: SD and CI undefined"
         return out
     sd = float(a.std(ddof=1))
-    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    half = float(stats.t.ppf(0.5 + ci_level / 2, n - 1)) * sd / math.sqrt(n)
     out.update(sd=sd, ci_lo=out["mean"] - half, ci_hi=out["mean"] + half)
     return out
 
 
-def gap_table(gaps: pd.DataFrame) -> pd.DataFrame:
+def gap_table(gaps: pd.DataFrame, ci_level: float = 0.95) -> pd.DataFrame:
     """§4.1 "Decision Threshold": per-trial rating gaps by kind (decisive / tie) and modality.
 
-    One row per kind: for text and audio n, M, SD, t-based 95 % CI, Mdn; Mann–Whitney U text vs
+    One row per kind: for text and audio n, M, SD, t-based ``ci_level`` CI, Mdn; Mann–Whitney U text vs
     audio (``U`` = U_audio, the paper's convention; ``U_text`` too), two-sided p and r_rb =
     (U_text - U_audio)/(n_t n_a) (positive: text gaps larger; paper decisive .303, ties -.113).
     A kind with no trials in a condition (e.g. no ties) gives NaN cells and a ``reason``.
     """
     rows = []
     for kind in KINDS:
-        row: dict = dict(kind=kind, level="trial", test=MW_TEST, ci_method=CI_METHOD)
+        row: dict = dict(kind=kind, level="trial", test=MW_TEST, ci_method=ci_method_text(ci_level))
         reasons = []
         vals = {}
         for c in CONDITIONS:
             vals[c] = gaps.loc[(gaps["kind"] == kind) & (gaps["condition"] == c), "gap"].to_numpy(dtype=float)
-            d = describe_gaps(vals[c], f"{kind} trials")
+            d = describe_gaps(vals[c], f"{kind} trials", ci_level)
             row.update(
                 {
                     f"n_{c}": d["n"],
@@ -295,7 +311,7 @@ RULES: tuple[tuple[str, float], ...] = (("max_agreement", math.nan), ("precision
 
 
 def threshold_recommendations(
-    gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0, taus: np.ndarray = TAUS
+    gaps: pd.DataFrame, n_boot: int = 0, seed: int = 0, taus: np.ndarray = TAUS, ci_level: float = 0.95
 ) -> pd.DataFrame:
     """Per-modality binarisation thresholds (§5.1) under the rules in the module docstring.
 
@@ -304,11 +320,13 @@ def threshold_recommendations(
     ``other_condition_threshold`` / ``agreement_at_other_threshold`` = the other modality's tau
     under the same rule and the agreement it gives here. With ``n_boot`` > 0 the participants of
     the condition are resampled with replacement and ``threshold_lo``/``threshold_hi`` are the 2.5 /
-    97.5 percentiles of the re-picked tau (resamples where the rule is undefined are skipped).
+    97.5 percentiles (at ``ci_level`` .95; :func:`percentiles`) of the re-picked tau (resamples where the rule
+    is undefined are skipped).
     """
     curves = {c: agreement_curve(gaps, c, taus) for c in CONDITIONS}
     picks = {(c, rule): _pick(curves[c], rule, target) for c in CONDITIONS for rule, target in RULES}
     rng = np.random.default_rng(seed)
+    q_lo, q_hi = percentiles(ci_level)
     rows = []
     for c in CONDITIONS:
         other = "audio" if c == "text" else "text"
@@ -352,8 +370,8 @@ def threshold_recommendations(
                     rule=rule,
                     target=target,
                     threshold=tau,
-                    threshold_lo=float(np.percentile(b, 2.5)) if len(b) else math.nan,
-                    threshold_hi=float(np.percentile(b, 97.5)) if len(b) else math.nan,
+                    threshold_lo=float(np.percentile(b, q_lo)) if len(b) else math.nan,
+                    threshold_hi=float(np.percentile(b, q_hi)) if len(b) else math.nan,
                     agreement=float(at["agreement"].iloc[0]) if len(at) else math.nan,
                     precision=float(at["precision"].iloc[0]) if len(at) else math.nan,
                     coverage=float(at["coverage"].iloc[0]) if len(at) else math.nan,

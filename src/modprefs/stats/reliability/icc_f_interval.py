@@ -1,0 +1,195 @@
+"""The F-based interval of ICC(A,1) / ICC(A,k) (McGraw & Wong 1996) for complete, balanced ratings.
+
+When every rater rated every clip exactly once, each clip is its own sampled item (not one of a prompt's
+pair) and the ICC model has no covariates, the two-way
+random-effects ANOVA without replication gives the ICC's sampling distribution in closed form (under
+the Gaussian model): with n clips (targets), k raters and the mean squares of clips (MSR), raters (MSC)
+and the residual (MSE),
+
+    ICC(A,1) = (MSR - MSE) / (MSR + (k - 1) MSE + k (MSC - MSE) / n)
+
+and its confidence interval for absolute agreement (McGraw & Wong 1996, case 2A; Shrout & Fleiss 1979,
+ICC(2,1)) uses an F distribution whose denominator degrees of freedom ``v`` come from Satterthwaite's
+approximation to the linear combination of MSC and MSE in the denominator:
+
+    a = k ICC / (n (1 - ICC)),  b = 1 + k ICC (n - 1) / (n (1 - ICC))
+    v = (a MSC + b MSE)^2 / ((a MSC)^2 / (k - 1) + (b MSE)^2 / ((n - 1)(k - 1)))
+    F* = F_{1 - alpha/2}(n - 1, v),  F_* = F_{1 - alpha/2}(v, n - 1)
+    lower = n (MSR - F* MSE) / (F* (k MSC + (k n - k - n) MSE) + n MSR)
+    upper = n (F_* MSR - MSE) / (k MSC + (k n - k - n) MSE + n F_* MSR)
+
+(the same formulas as pingouin's ``intraclass_corr`` for ICC(A,1), written there with the equivalent
+expression for ``v``). ICC(A,k)'s bounds are the Spearman-Brown images of ICC(A,1)'s at k. The REML point
+estimate of :mod:`modprefs.stats.reliability.icc` equals the ANOVA one whenever MSR > MSE and MSC > MSE
+(no variance component on its zero bound), so the interval belongs to the reported estimate.
+
+It is exact (for the Gaussian model) only in this design; any missing cell, a rater who rated a clip
+twice, or a covariate in the model (``presented_first``, ``trial_z``) makes the mean squares' expectations
+depend on the design, and clips nested in prompts (the pairwise design) are not independent targets; the
+crossed jackknife (:mod:`modprefs.stats.reliability.icc_ci`) is used instead (``stats.icc_ci_method: auto``).
+
+Measured (benchmarks/out/icc_interval_width.md; coverage of nominal 95 %, width / the oracle's 2 z SD): where it
+applies, .90-.97 at 0.76-1.04 x the oracle under the Gaussian and the two heavy-tailed generators, against the
+jackknife's 1.3-1.4 x at 4 raters; but it assumes Gaussian effects and noise: under the paper-calibrated
+simulator (t(3) noise with rater-specific spread, ceiling at 100) it covered only .78-.79 (the jackknife .96-.97 at
+about 1.0 x), so for slider ratings like the paper's choose ``jackknife``.
+
+References:
+    McGraw, K. O. & Wong, S. P. (1996). Forming inferences about some intraclass correlation
+    coefficients. Psychological Methods 1(1), 30-46 (Table 7, case 2A; correction: 1(4), 390).
+    Shrout, P. E. & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater reliability.
+    Psychological Bulletin 86(2), 420-428.
+    Satterthwaite, F. E. (1946). An approximate distribution of estimates of variance components.
+    Biometrics Bulletin 2(6), 110-114.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from modprefs.stats.reliability.icc import ConditionDesign
+
+#: ``ci_method`` text of the F-based interval
+F_LABEL = (
+    "F-based, McGraw & Wong (1996) ICC(A,1) interval (two-way ANOVA mean squares, Satterthwaite df; "
+    "complete balanced ratings of independent items, no covariates)"
+)
+
+
+@dataclass(frozen=True)
+class MeanSquares:
+    """Two-way ANOVA without replication of an (n targets x k raters) table: MSR (targets), MSC (raters), MSE."""
+
+    msr: float
+    msc: float
+    mse: float
+    n: int
+    k: int
+
+    @property
+    def icc_a1(self) -> float:
+        """The ANOVA estimate of ICC(A,1) (Shrout & Fleiss' ICC(2,1)); NaN when its denominator is not positive."""
+        denom = self.msr + (self.k - 1) * self.mse + self.k * (self.msc - self.mse) / self.n
+        return (self.msr - self.mse) / denom if denom > 0 else math.nan
+
+
+def mean_squares(table: np.ndarray) -> MeanSquares:
+    """:class:`MeanSquares` of a complete (n targets, k raters) table of ratings (n, k >= 2)."""
+    x = np.asarray(table, float)
+    n, k = x.shape
+    grand = x.mean()
+    rows, cols = x.mean(axis=1), x.mean(axis=0)
+    ssr = k * float(((rows - grand) ** 2).sum())
+    ssc = n * float(((cols - grand) ** 2).sum())
+    sse = float(((x - rows[:, None] - cols[None, :] + grand) ** 2).sum())
+    return MeanSquares(ssr / (n - 1), ssc / (k - 1), sse / ((n - 1) * (k - 1)), n, k)
+
+
+def satterthwaite_df(ms: MeanSquares, icc: float) -> float:
+    """McGraw & Wong's Satterthwaite denominator df ``v`` of the ICC(A,1) interval at the estimate ``icc``."""
+    n, k = ms.n, ms.k
+    fj = ms.msc / ms.mse
+    num = (n - 1) * (k - 1) * (k * icc * fj + n * (1 + (k - 1) * icc) - k * icc) ** 2
+    den = (n - 1) * k**2 * icc**2 * fj**2 + (n * (1 + (k - 1) * icc) - k * icc) ** 2
+    return num / den if den > 0 else math.nan
+
+
+def icc_a1_interval(ms: MeanSquares, level: float = 0.95) -> tuple[float, float, float]:
+    """(lower, upper, v): the two-sided ``level`` interval of ICC(A,1) (not truncated to [0, 1]) and its df.
+
+    ``v`` is Satterthwaite's df at the ANOVA estimate (clamped to [0, 1): a negative estimate, possible with few
+    clips, uses the df of a null ICC). NaN bounds when the interval is undefined (MSE = 0, a non-finite estimate).
+    """
+    if not (ms.n >= 2 and ms.k >= 2 and ms.mse > 0):
+        return math.nan, math.nan, math.nan
+    icc = ms.icc_a1
+    # a negative estimate (MSR < MSE) can drive the df to 0 and collapse the interval onto the estimate; the df are
+    # evaluated at the estimate clamped to [0, 1), at 0 the residual df (n - 1)(k - 1), as for a null ICC
+    v = satterthwaite_df(ms, min(max(icc, 0.0), 1.0 - 1e-12)) if math.isfinite(icc) else math.nan
+    if not (math.isfinite(v) and v > 0):
+        return math.nan, math.nan, v
+    n, k, msr, msc, mse = ms.n, ms.k, ms.msr, ms.msc, ms.mse
+    q = 0.5 + level / 2.0
+    f_up = float(stats.f.ppf(q, n - 1, v))
+    f_lo = float(stats.f.ppf(q, v, n - 1))
+    rest = k * msc + (k * n - k - n) * mse
+    lower = n * (msr - f_up * mse) / (f_up * rest + n * msr)
+    upper = n * (f_lo * msr - mse) / (rest + n * f_lo * msr)
+    return float(lower), float(upper), float(v)
+
+
+def complete_table(design: ConditionDesign) -> tuple[np.ndarray | None, str]:
+    """The (clips x raters) table of a design where the F interval is exact, or (None, why not).
+
+    Needs no covariate (X = the intercept only), at least 2 clips and 2 raters, every rater's rating of every
+    clip exactly once, and clips that are the sampled units: each clip its own prompt (a single-stimulus design).
+    In the pairwise design a prompt's clips share the prompt's effect, so its n clips are not n independent
+    targets and the interval's n - 1 df for MSR overstate the information (in the project's simulator, whose
+    clips correlate .9 within a prompt, it covered 63-72 % at nominal 95 %: benchmarks/out/icc_interval_width.md);
+    the crossed jackknife leaves whole prompts out instead.
+    """
+    if design.X.shape[1] != 1:
+        return None, f"the ICC model has covariates ({', '.join(design.terms)})"
+    n, k = design.n_clips, design.n_participants
+    if n < 2 or k < 2:
+        return None, "fewer than 2 clips or 2 raters"
+    if design.prompt is not None and design.n_prompts != n:
+        return None, f"clips are nested in prompts ({design.n_prompts} prompts, {n} clips): not independent targets"
+    counts = np.bincount(design.clip * k + design.participant, minlength=n * k)
+    if design.y.size != n * k or (counts != 1).any():
+        return None, "not every rater rated every clip exactly once (incomplete or unbalanced ratings)"
+    table = np.empty(n * k)
+    table[design.clip * k + design.participant] = design.y
+    return table.reshape(n, k), ""
+
+
+def spearman_brown(icc1: float, k: float) -> float:
+    return k * icc1 / (1.0 + (k - 1.0) * icc1)
+
+
+def f_interval(design: ConditionDesign, level: float = 0.95) -> tuple[tuple[float, float], tuple[float, float], str]:
+    """((lo, hi) of ICC(A,1), (lo, hi) of ICC(A,k), reason): the F-based interval of a complete balanced design.
+
+    Bounds are truncated to [0, 1] (an ICC's range; the REML estimate is never negative) and ICC(A,k)'s are
+    the Spearman-Brown images at k (the number of raters). A design where the interval does not apply gives
+    NaN bounds and the reason.
+    """
+    table, reason = complete_table(design)
+    nan = (math.nan, math.nan)
+    if table is None:
+        return nan, nan, f"F-based interval not applicable: {reason}"
+    ms = mean_squares(table)
+    lo, hi, _ = icc_a1_interval(ms, level)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return nan, nan, "F-based interval undefined (no residual variance)"
+    lo, hi = min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
+    return (lo, hi), (spearman_brown(lo, ms.k), spearman_brown(hi, ms.k)), ""
+
+
+def per_prompt_intervals(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """The F-based interval of each per-prompt ICC(2,1) (:func:`modprefs.stats.tables.modality.per_prompt_icc`).
+
+    ``frame``: analysed ratings with prompt_id, condition, participant_id, rating and ``response`` (or clip ids
+    ending in ``_0``/``_1``). Each prompt's block is its 2 clips x the raters who rated both (complete, no
+    covariates), as the per-prompt ICC is computed; bounds are not truncated (the per-prompt estimate is not).
+    Columns prompt_id, condition, icc_2_1_lo, icc_2_1_hi; NaN bounds where the block has < 2 raters.
+    """
+    if "response" in frame.columns:
+        response = pd.to_numeric(frame["response"], errors="coerce")
+    else:
+        response = pd.to_numeric(frame["clip_id"].astype(str).str.extract(r"_([01])$")[0], errors="coerce")
+    keep = response.isin([0, 1]).to_numpy()
+    f = frame[keep].assign(response=response[keep].astype(int))
+    rows = []
+    for (prompt, cond), block in f.groupby(["prompt_id", "condition"]):
+        wide = block.pivot_table(index="response", columns="participant_id", values="rating").dropna(axis=1)
+        lo = hi = math.nan
+        if wide.shape[0] >= 2 and wide.shape[1] >= 2:
+            lo, hi, _ = icc_a1_interval(mean_squares(wide.to_numpy(float)), level)
+        rows.append({"prompt_id": prompt, "condition": cond, "icc_2_1_lo": lo, "icc_2_1_hi": hi})
+    return pd.DataFrame(rows, columns=["prompt_id", "condition", "icc_2_1_lo", "icc_2_1_hi"])
