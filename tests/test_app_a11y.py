@@ -289,8 +289,16 @@ def keyboard_session(page, base: str, pid: str) -> str:
             tab_to(page, "#reveal-B")
             page.keyboard.press("Enter")
             assert page.evaluate("document.activeElement.id") == "heading-B"  # not dropped to the body
-        # a one-way move of A (50 -> 60) then of B (50 -> 70, passing A's 60): one change each
-        keyboard_slider(page, "#rating_A", 10)
+        # keyboard users start from no value: the first ArrowRight puts an unset slider at the scale's minimum
+        # (not one step above its hidden middle, 50), the next ones step on from there; so a one-way move of
+        # A (none -> 1 .. 10) then of B (none -> 1 .. 20, passing A's 10) is one change each, logged once
+        # with the participant's own value
+        keyboard_slider(page, "#rating_A", 1)
+        assert page.input_value("#rating_A") == "1" and page.get_attribute("#rating_A", "aria-valuetext") == (
+            "1, Terrible"
+        )
+        for _ in range(9):
+            page.keyboard.press("ArrowRight")
         if cond == "audio":
             keyboard_slider(page, "#audio_quality_A", 5)
             tab_to(page, "#play-B")
@@ -298,7 +306,7 @@ def keyboard_session(page, base: str, pid: str) -> str:
             page.wait_for_selector("#rating_B:enabled", timeout=15000)
         keyboard_slider(page, "#rating_B", 20)
         if cond == "audio":
-            keyboard_slider(page, "#audio_quality_B", 3, "ArrowLeft")
+            keyboard_slider(page, "#audio_quality_B", 3, "ArrowLeft")  # from no value, downwards: 100, 99, 98
         choice = coherent_position(page, cond) if trial == 0 else "B"
         tab_to(page, "input[name=preference][value=A]")
         page.keyboard.press("Space" if choice == "A" else "ArrowRight")
@@ -317,6 +325,7 @@ def keyboard_session(page, base: str, pid: str) -> str:
 
 
 def test_keyboard_only_sessions_complete_and_count_one_change_per_burst(browser, tmp_path):  # noqa: F811
+    """A one-way keyboard move logs one change, and keyboard users start from no value (no change from 50)."""
     import pandas as pd
 
     from modprefs.app.export import export_dir
@@ -341,4 +350,101 @@ def test_keyboard_only_sessions_complete_and_count_one_change_per_burst(browser,
     sliders = events[events.kind == "slider"]
     per = sliders.groupby(["participant_id", "trial", "response", "field"]).size()
     assert (per == 1).all(), per  # one change per keyboard burst, not one per key
-    assert sorted(sliders.loc[sliders.field == "rating", "value"].unique()) == [60, 70]
+    assert sorted(sliders.loc[sliders.field == "rating", "value"].unique()) == [10, 20]
+    quality = sliders[sliders.field == "audio_quality"].sort_values("response")
+    assert set(quality.value) == {5, 98}, quality  # A: 5 x ArrowRight from none; B: 3 x ArrowLeft from none
+    assert not (sliders.value == 50).any(), sliders  # nothing logged at the hidden middle
+
+
+# ---- the steps before and after the trials (app load's defaults, the lab's texts, Prolific's end pages) -------
+
+
+def test_axe_on_calibration_instructions_practice_and_end_pages(browser, tmp_path):  # noqa: F811
+    """`app load` with its defaults (calibration, headphone check, instructions and practice trial on), the lab's
+    consent file (its computed duration shown in the browser) and Prolific codes: axe finds no violation on the
+    consent, calibration, instructions, practice trial, done (before it goes on to Prolific), declined and
+    already-taken-part pages, at 1280x800 and 390x844 (touch targets)."""
+    from modprefs.app.texts import estimate_minutes
+    from modprefs.cli import main
+
+    st = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=2, trials=1, seed=3, durations=(1.0, 1.2))
+    st.assignments = st.assignments[st.assignments.condition == "audio"]  # one slot per viewport
+    st.assignments.to_csv(st.files.assignments, index=False)
+    lab = tmp_path / "consent.md"
+    lab.write_text(
+        "## About this study\n\nIt takes about **{minutes} minutes** and pays {payment}.\n", encoding="utf-8"
+    )
+    url = f"sqlite:///{tmp_path}/steps.db"
+    f = st.files
+    args = ["app", "load", "--db", url, "--assignments", str(f.assignments), "--stimuli", str(f.stimuli)]
+    args += ["--conversations", str(f.conversations), "--prompts", str(f.prompts), "--manifest", str(f.manifest)]
+    args += ["--base-dir", str(f.base_dir), "--completion-code", "DONE1234", "--no-consent-code", "NOCONS1"]
+    assert main([*args, "--consent", str(lab), "--payment", "£2.50"]) == 0
+    minutes = estimate_minutes(2 + 1)  # the attention check, one trial, the practice trial
+    found: dict[str, list] = {}
+    with app_server(url) as base:
+        for viewport in ("desktop", "mobile"):
+            context = browser.new_context(viewport=VIEWPORTS[viewport])
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))  # noqa: B023 (used in this iteration)
+            audit = Audit(page, mobile=viewport == "mobile")
+            page.goto(f"{base}/start?PROLIFIC_PID=steps{viewport}&STUDY_ID=a11y&SESSION_ID=s1")
+            assert f"It takes about {minutes} minutes and pays £2.50." in page.inner_text("#consent-text")
+            audit("consent (the lab's)")
+            page.click("button[value=yes]")
+            page.wait_for_selector("#demographics-form")
+            demographics_by_pointer(page)
+            assert data_of(page)["page"] == "calibration"
+            audit("calibration")
+            page.click("#cal-play")
+            wait_until(page, "window.__modprefs.calPlayed === true")
+            with page.expect_navigation():
+                page.click("#cal-submit")
+            assert data_of(page)["page"] == "headphones"  # on by default (record)
+            page.evaluate(
+                "document.querySelectorAll('#headphones-form input[type=radio]').forEach(r => r.disabled = false)"
+            )
+            for i in range(page.locator(".hp-question").count()):
+                page.check(f"input[name=q{i}][value='1']")
+            with page.expect_navigation():
+                page.click("#hp-submit")
+            assert data_of(page)["page"] == "instructions"
+            audit("instructions")
+            with page.expect_navigation():
+                page.click("#start-practice")
+            while data_of(page)["page"] == "trial":
+                trial = data_of(page)["trial"]
+                if trial == -1:
+                    audit("practice trial: locked")
+                page.click("#play-A")
+                page.wait_for_selector("#rating_A:enabled", timeout=15000)
+                page.click("#play-B")
+                page.wait_for_selector("#rating_B:enabled", timeout=15000)
+                for sel in ("#rating_A", "#rating_B", "#audio_quality_A", "#audio_quality_B"):
+                    page.focus(sel)
+                    page.keyboard.press("End")
+                    page.keyboard.press("Enter")
+                page.check(f"input[name=preference][value={coherent_position(page, 'audio') if trial == 0 else 'A'}]")
+                with page.expect_navigation():
+                    page.click("#submit")
+            page.check("input[name=difficulty][value='2']")
+            with page.expect_navigation():
+                page.click("button[type=submit]")
+            assert page.get_attribute("#return-link", "href").endswith("?cc=DONE1234")
+            assert page.is_visible("#redirect-note")
+            page.click("#stay")  # the automatic redirect can be stopped (WCAG 2.2.1)
+            assert page.evaluate("window.__modprefs.redirecting") is False
+            audit("done")
+            page.goto(f"{base}/start?PROLIFIC_PID=no{viewport}&STUDY_ID=a11y&SESSION_ID=d")
+            with page.expect_navigation():
+                page.click("button[value=no]")
+            assert "NOCONS1" in page.inner_text("main")
+            audit("ended (declined)")
+            page.goto(f"{base}/start?PROLIFIC_PID=no{viewport}&STUDY_ID=a11y&SESSION_ID=other")
+            assert page.inner_text("h1") == "You have already taken part"
+            audit("ended (already taken part)")
+            context.close()
+            assert not errors, errors
+            found.update({f"{viewport}: {k}": v for k, v in audit.found.items()})
+    assert not found, found

@@ -459,8 +459,30 @@ RENDER = """async ([src, rendering, intervals]) => {
 }"""
 
 
+def cli_load(st, url: str, *extra: str) -> None:
+    """``modprefs app load`` with its defaults (the headphone check, the calibration, the practice trial on)."""
+    from modprefs.cli import main
+
+    f = st.files
+    args = ["app", "load", "--db", url, "--assignments", str(f.assignments), "--stimuli", str(f.stimuli)]
+    args += ["--conversations", str(f.conversations), "--prompts", str(f.prompts), "--manifest", str(f.manifest)]
+    assert main([*args, "--base-dir", str(f.base_dir), "--completion-code", "DONE1234", *extra]) == 0
+
+
+def calibrate(page) -> None:
+    """The level-setting step: play the sample (elapsed / total time shown), confirm, continue."""
+    assert data_of(page)["page"] == "calibration" and page.is_disabled("#cal-submit")
+    page.click("#cal-play")
+    wait_until(page, "window.__modprefs.calPlayed === true", timeout=15)
+    assert re.fullmatch(r"0:0\d / 0:0[1-9]", page.inner_text("#cal-time")), page.inner_text("#cal-time")
+    with page.expect_navigation():
+        page.click("#cal-submit")
+
+
 def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):  # noqa: F811
-    """Two audio participants take the antiphase check in the browser. Their answers come from the
+    """By default (``app load`` without options, ``serve`` without --headphone-check) an audio participant
+    sets the volume (the calibration step), then takes the headphone check. Two audio participants take
+    the antiphase check in the browser. Their answers come from the
     check's own sounds rendered by chromium's Web Audio (decodeAudioData + an OfflineAudioContext)
     as they would reach the ears: a listener with stereo headphones (left channel to the left ear,
     right to the right) and one with a mono rendering (one loudspeaker or a mono downmix; (L+R)/2
@@ -468,17 +490,22 @@ def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):  # noq
     tone is quietest and the check passes (6/6); in mono the antiphase tone cancels to silence, is
     chosen, and the check fails (0/6). The Python model (tests/app/listener.py) gives the same
     answers from the same WAVs. Each sound is played in the page (once, as the check allows)
-    before its answer can be given."""
+    before its answer can be given. Both go on (``record``): to the instructions, then the practice trial,
+    whose players show the elapsed and the total time."""
+    from modprefs.app.db import Database
+
     st = one_condition(tmp_path / "study", "audio", slots=3)
     url = f"sqlite:///{tmp_path}/hp.db"
-    db = load(st, url)
-    with app_server(url, "--headphone-check", "record") as base:
+    cli_load(st, url)
+    db = Database(url, create=False)
+    with app_server(url) as base:
         pages = {}
         for rendering in ("stereo", "mono"):
             token, _ = enter(base)
             ctx = browser.new_context(viewport={"width": 1000, "height": 900})
             page = ctx.new_page()
             page.goto(f"{base}/p/{token}")
+            calibrate(page)
             assert data_of(page)["page"] == "headphones" and page.is_disabled("#hp-submit")
             pages[rendering] = (token, page)
         answers = {r: [] for r in pages}
@@ -499,8 +526,21 @@ def test_headphone_check_passes_stereo_and_fails_mono(tmp_path, browser):  # noq
             assert headphone_answers(wavs, rendering) == answers[rendering]
             with page.expect_navigation():
                 page.click("#hp-submit")
-            assert data_of(page)["page"] == "trial"  # recorded, not required: the session goes on
+            assert data_of(page)["page"] == "instructions"  # recorded, not required: the session goes on
+            with page.expect_navigation():
+                page.click("#start-practice")
+            assert data_of(page)["page"] == "trial" and data_of(page)["trial"] == -1
+            assert "Practice task" in page.inner_text("header")
+        page = pages["stereo"][1]  # elapsed / total on each player
+        wait_until(page, "document.getElementById('time-A').textContent !== '0:00 / 0:00'", timeout=10)
+        assert re.fullmatch(r"0:00 / 0:0[1-9]", page.inner_text("#time-A")), page.inner_text("#time-A")
+        page.click("#play-A")
+        page.wait_for_selector("#rating_A:enabled", timeout=15000)
+        total = page.inner_text("#time-A").split(" / ")[1]
+        assert page.inner_text("#time-A") == f"{total} / {total}" and total != "0:00"
         with db.transaction() as s:
             got = {p.token: (p.headphone_check, p.headphone_correct) for p in s.scalars(select(Participant))}
+            calibrated = {p.token: p.calibrated_at for p in s.scalars(select(Participant))}
         assert got[pages["stereo"][0]] == ("passed", 6)
         assert got[pages["mono"][0]] == ("failed", 0)
+        assert all(calibrated[tok] is not None for tok, _ in pages.values())

@@ -61,7 +61,8 @@ def rate_trial(page) -> None:
     page.click("#play-A")
     page.wait_for_selector("#rating_A:enabled", timeout=15000)
     page.focus("#rating_A")
-    page.keyboard.press("ArrowRight")  # the hidden start value is the middle step, 3: now 4
+    page.keyboard.press("ArrowRight")  # from no value (not the hidden middle step, 3): the minimum, 1
+    page.keyboard.press("ArrowRight")  # then a step on: 2
     page.focus("#audio_quality_A")
     page.keyboard.press("End")  # 5
     page.click("#play-B")
@@ -71,7 +72,7 @@ def rate_trial(page) -> None:
         page.mouse.click(*slider_x(page, f"#{name}", value))
     wait_until(page, "window.__modprefs.events.filter(e => e.kind === 'slider').length >= 4", timeout=5)
     values = {name: page.locator(f"#{name}").input_value() for name in SLIDERS}
-    assert values == {"rating_A": "4", "audio_quality_A": "5", "rating_B": "1", "audio_quality_B": "2"}, values
+    assert values == {"rating_A": "2", "audio_quality_A": "5", "rating_B": "1", "audio_quality_B": "2"}, values
     coherent = "B" if page.locator("#audio-A").get_attribute("src").endswith("/attn_1.wav") else "A"
     page.check(f"input[name=preference][value={coherent}]")
 
@@ -105,6 +106,6 @@ def test_five_point_scale_in_the_browser(browser, tmp_path):  # noqa: F811 (the 
     tables = validate_ratings_dir(tmp_path / "export", st.stimuli, scale=FIVE)
     ratings = tables["ratings"]
     assert len(ratings) == 4  # the attention check and one trial, two clips each
-    assert set(ratings["rating"]) == {1, 4} and set(ratings["audio_quality"].astype(int)) == {2, 5}
+    assert set(ratings["rating"]) == {1, 2} and set(ratings["audio_quality"].astype(int)) == {2, 5}
     events = pd.read_csv(tmp_path / "export/events.csv")
     assert events.loc[events.kind == "slider", "value"].between(1, 5).all()

@@ -153,6 +153,12 @@ async def run_participant(
             form = {"csrf": data["csrf"], **{f"q{i}": str(a) for i, a in enumerate(answers)}}
             _check(await client.post(f"{base}/headphones", data=form), 303)
             continue
+        if page == "calibration":  # the level-setting step: confirmed
+            _check(await client.post(f"{base}/calibration", data={"csrf": data["csrf"], "confirm": "yes"}), 303)
+            continue
+        if page == "instructions":  # on to the practice trial
+            _check(await client.post(f"{base}/instructions", data={"csrf": data["csrf"]}), 303)
+            continue
         if page != "trial":
             break
         trial, cond = data["trial"], data["condition"]

@@ -125,7 +125,15 @@ def make_study(
     return Study(directory, files, stimuli, asg, durs)
 
 
+# The steps before the first trial that `modprefs app load` turns on by default (the calibration and the
+# headphone check of the audio condition, the instructions and the practice trial): off in the tests that
+# are about something else; the tests of those steps turn them on (``load(..., practice="on")``) or load
+# through the CLI, whose defaults they check.
+STEPS_OFF = {"headphone_check": "off", "calibration": "off", "practice": "off"}
+
+
 def load(study: Study, url: str, **meta: str) -> Database:
     db = Database(url)
-    load_study(db, study.files, replace=True, force=True, meta={"completion_code": "DONE1234", **meta})
+    values = {"completion_code": "DONE1234", **STEPS_OFF, **meta}
+    load_study(db, study.files, replace=True, force=True, meta=values)
     return db

@@ -3,13 +3,15 @@
     modprefs app load   --db URL [--results results] [--assignments F --stimuli F --conversations F
                         --prompts F --manifest F] [--attention-check F] [--completion-code C] [--seed N]
                         [--configfile config.yaml | --scale MIN:MAX[:STEP]] [--scale-labels LOW HIGH]
-                        [--replace [--force]]
+                        [--headphone-check off|record|require (default record)] [--calibration on|off]
+                        [--practice on|off] [--no-consent-code C] [--consent F.md --instructions F.md
+                        --debrief F.md --payment P --contact C --ethics E] [--replace [--force]]
     modprefs app serve  --db URL [--host 127.0.0.1] [--port 8000] [--abandon-minutes 30]
                         [--entry any|prolific|invite] [--workers N] [--root-path /prefix] [--timing-tolerance 0.5]
                         [--text-reveal next|auto|off] [--text-min-read 3] [--headphone-check off|record|require]
                         [--rate-window 60 --rate-start-ip 60 --rate-start-pid 10 --rate-session-ip 1200
                          --rate-session-token 300]
-    modprefs app invite --db URL -n N [--base-url URL]
+    modprefs app invite --db URL -n N [--base-url URL] [--csv FILE]
     modprefs app export --db URL --out DIR [--validate stimuli.csv] [--exclude-headphone-failed]
     modprefs app status --db URL
 
@@ -157,9 +159,65 @@ def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
         help="seed of the app's random steps (the headphone check's tone orders; default 1)",
     )
     _add_scale_args(ld)
+    _add_load_step_args(ld)
     ld.add_argument("--replace", action="store_true", help="replace a study already in the database")
     ld.add_argument("--force", action="store_true", help="with --replace: also delete collected data")
     ld.add_argument("--summary", type=Path, default=None, help="write the loaded counts as JSON here")
+
+
+def _add_load_step_args(ld: argparse.ArgumentParser) -> None:
+    """``load``'s options on the steps before the trials, the study texts and the Prolific codes."""
+    ld.add_argument(
+        "--headphone-check",
+        choices=["off", "record", "require"],
+        default="record",
+        help="audio condition: the antiphase headphone screening before the first trial; record keeps "
+        "everyone and records the result (exclude at export), require ends the session on a fail, off skips "
+        "it (default record; serve --headphone-check overrides it)",
+    )
+    ld.add_argument(
+        "--calibration",
+        choices=["on", "off"],
+        default="on",
+        help="audio condition: the level-setting step (a sample at the study's level; the participant sets a "
+        "comfortable volume and confirms) before the headphone check and the first trial (default on)",
+    )
+    ld.add_argument(
+        "--practice",
+        choices=["on", "off"],
+        default="on",
+        help="the instructions page and a practice trial (exported with practice=1, never analysed) before "
+        "the first task (default on)",
+    )
+    ld.add_argument("--no-consent-code", default="", help="Prolific's code for those who decline consent")
+    for name in ("consent", "instructions", "debrief"):
+        ld.add_argument(
+            f"--{name}",
+            type=Path,
+            default=None,
+            metavar="FILE.md",
+            help=f"the lab's {name} text (Markdown with placeholders; default: the packaged one)",
+        )
+    for name, what in (
+        ("payment", "the payment, for {payment} (e.g. '£2.50')"),
+        ("contact", "the researchers' contact, for {contact}"),
+        ("ethics", "the ethics approval, for {ethics}"),
+    ):
+        ld.add_argument(f"--{name}", default="", help=f"the texts' placeholder value: {what}")
+    ld.add_argument(
+        "--minutes-per-trial",
+        type=_number(0, strict=True),
+        default=None,
+        metavar="MIN",
+        help="the timing prior of one task for {minutes} (default 1.5)",
+    )
+    ld.add_argument(
+        "--overhead-minutes",
+        type=_number(0),
+        default=None,
+        metavar="MIN",
+        help="the minutes outside the tasks for {minutes} (default 6)",
+    )
 
 
 def _scale_arg(raw: str) -> RatingScale:
@@ -301,7 +359,8 @@ def _add_serve_trial_args(sv: argparse.ArgumentParser) -> None:
         choices=["off", "record", "require"],
         default=None,
         help="audio condition: the antiphase headphone screening before the first trial; record "
-        "keeps everyone (exclude at export), require ends the session on a fail (default off)",
+        "keeps everyone (exclude at export), require ends the session on a fail, off skips it (default: "
+        "the study's, set by app load --headphone-check, itself record by default)",
     )
 
 
@@ -341,6 +400,9 @@ def _add_invite_parser(cmds: argparse._SubParsersAction) -> None:
         default="http://127.0.0.1:8000",
         help="the site's public address, with the proxy's prefix if any (https://your.host/study); "
         "the links are BASE-URL/p/TOKEN",
+    )
+    iv.add_argument(
+        "--csv", type=Path, default=None, metavar="FILE", help="also write the links as CSV (n, token, url) to FILE"
     )
 
 
@@ -427,6 +489,7 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
     from modprefs.app import service
     from modprefs.app.db import Database
     from modprefs.app.loader import StudyFiles, load_study
+    from modprefs.app.texts import StudyTexts
 
     files = StudyFiles.from_results(args.results, args.attention_check, args.base_dir)
     for name in ("assignments", "stimuli", "conversations", "prompts", "manifest"):
@@ -435,7 +498,11 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
     meta = {
         "screenout_code": args.screenout_code,
         "attention_fail_code": args.attention_fail_code,
+        "no_consent_code": args.no_consent_code,
         "headphone_seed": str(args.seed),
+        "headphone_check": args.headphone_check,
+        "calibration": args.calibration,
+        "practice": args.practice,
     }
     if args.completion_code:
         meta["completion_code"] = args.completion_code
@@ -446,7 +513,15 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
         db = Database(url, create=False)
     except Exception as exc:  # sqlalchemy's ArgumentError (not a URL), a missing driver
         raise AppCliError(f"app load: cannot use --db {url!r}: {exc}") from None
-    counts = load_study(db, files, replace=args.replace, force=args.force, meta=meta)
+    texts = StudyTexts(
+        files={name: getattr(args, name) for name in ("consent", "instructions", "debrief")},
+        values={name: getattr(args, name) for name in ("payment", "contact", "ethics") if getattr(args, name)},
+    )
+    if args.minutes_per_trial is not None:
+        texts.minutes_per_trial = args.minutes_per_trial
+    if args.overhead_minutes is not None:
+        texts.overhead_minutes = args.overhead_minutes
+    counts = load_study(db, files, replace=args.replace, force=args.force, meta=meta, texts=texts)
     print(f"loaded into {db.redacted_url()}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     if args.summary is not None:
         from modprefs.io import write_text
@@ -510,8 +585,21 @@ def _run_invite(args: argparse.Namespace, url: str) -> int:
     from modprefs.app.sessions import invite
 
     db = open_database(url, "invite")
-    for token in invite(db, args.n):
-        print(f"{args.base_url.rstrip('/')}/p/{token}")
+    links = [(token, f"{args.base_url.rstrip('/')}/p/{token}") for token in invite(db, args.n)]
+    for _, link in links:
+        print(link)
+    if args.csv is not None:
+        import csv
+        import io
+
+        from modprefs.io import write_text
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["n", "token", "url"])
+        w.writerows((i + 1, token, link) for i, (token, link) in enumerate(links))
+        write_text(buf.getvalue(), args.csv)
+        print(f"wrote {len(links)} links to {args.csv}", file=sys.stderr)
     return 0
 
 

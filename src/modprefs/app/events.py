@@ -324,7 +324,7 @@ def record_events(
     with db.transaction() as s:
         p = find_participant(s, token, lock=True)
         check_csrf(p, csrf)
-        if p.state in ("consent", "demographics", "headphones"):
+        if p.state in ("consent", "demographics", "calibration", "headphones", "instructions"):
             raise Conflict("No trial is open.")
         if p.state != "trials" or trial < p.current_trial:
             receipt.ignored = len(events)  # late events of a submitted trial

@@ -2,6 +2,9 @@
 
 * ``ratings.csv``: two rows per submitted trial (one per clip), attention check included.
 * ``trials.csv``: one row per submitted trial; audio-only measures empty in the text condition.
+* both with an extra column ``practice``: 1 for the practice trial (``trial`` -1, before the attention check),
+  0 otherwise; the ratings reader drops practice rows (:func:`modprefs.ratings.sources.load_ratings_source`),
+  so no statistic ever sees them.
 * ``participants.csv``: one row per participant who held a slot and answered the attention check
   (those who failed it included, ``passed_attention`` false); ``completed`` = every assigned trial
   submitted; ``session_minutes`` = entry to the end (or the last request, for dropouts); an extra
@@ -12,7 +15,8 @@
 Beside them, for audit and further analyses (extra files the ingest ignores):
 
 * ``sessions.csv``: every session, screened-out, declined and pre-attention dropouts included, with
-  the Prolific ids (personal data: keep it with the study's records, not with the ratings).
+  ``calibrated_utc`` (when the audio condition's volume was set and confirmed) and the Prolific ids
+  (personal data: keep it with the study's records, not with the ratings).
 * ``events.csv``: the raw event log: the server's sequence number (receipt order), the browser's
   event id, and ``refused`` (why the server did not accept an ``ended``/``reveal`` as plausible).
 * ``incidents.csv``: what the server refused or could not reconcile (event conflicts, implausible
@@ -57,6 +61,7 @@ SESSIONS_COLUMNS = [
     "completed",
     "headphone_check",
     "headphone_correct",
+    "calibrated_utc",
     "created_utc",
     "finished_utc",
     "session_minutes",
@@ -76,6 +81,7 @@ EVENTS_COLUMNS = [
 ]
 INCIDENTS_COLUMNS = ["participant_id", "trial", "kind", "detail", "server_utc"]
 HEADPHONE_COLUMN = "headphone_check"  # beside the schema's participant columns (extra columns are allowed)
+PRACTICE_COLUMN = "practice"  # beside the schema's ratings and trials columns: 1 = the practice trial (trial -1)
 DEMOGRAPHICS = [
     "age",
     "gender",
@@ -144,6 +150,7 @@ def _session_row(p: Participant) -> dict[str, Any]:
         "completed": bool(p.completed),
         "headphone_check": _headphones(p),
         "headphone_correct": p.headphone_correct,
+        "calibrated_utc": _iso(p.calibrated_at),
         "created_utc": _iso(p.created_at),
         "finished_utc": _iso(p.finished_at),
         "session_minutes": _minutes(p),
@@ -181,6 +188,7 @@ def _trial_row(r: TrialResult, p: Participant) -> dict[str, Any]:
         "replays_1": r.replays_1 if audio else None,
         "relistened_first": r.relistened_first if audio else None,
         "source": "collected",
+        PRACTICE_COLUMN: int(r.trial < 0),
     }
 
 
@@ -205,6 +213,7 @@ def _rating_rows(r: TrialResult, p: Participant, scale: RatingScale = PAPER_SCAL
             "rating": _on_scale(r.rating_0 if resp == 0 else r.rating_1, scale),
             "audio_quality": _on_scale(r.audio_quality_0 if resp == 0 else r.audio_quality_1, scale) if audio else None,
             "source": "collected",
+            PRACTICE_COLUMN: int(r.trial < 0),
         }
         for resp in (0, 1)
     ]
@@ -281,8 +290,8 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
 
 
 COLUMNS = {
-    "ratings": RATINGS_COLUMNS,
-    "trials": TRIALS_COLUMNS,
+    "ratings": RATINGS_COLUMNS + [PRACTICE_COLUMN],
+    "trials": TRIALS_COLUMNS + [PRACTICE_COLUMN],
     "participants": PARTICIPANTS_COLUMNS + [HEADPHONE_COLUMN],
     "sessions": SESSIONS_COLUMNS,
     "events": EVENTS_COLUMNS,

@@ -39,6 +39,7 @@ from sqlalchemy import func, inspect, select
 
 from modprefs.app.db import Database, sqlite_path
 from modprefs.app.models import SCHEMA_VERSION, Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
+from modprefs.app.texts import StudyTexts
 from modprefs.errors import UserInputError
 
 ATTENTION = "attn"
@@ -341,14 +342,28 @@ def slot_order(asg: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def load_study(
-    db: Database, files: StudyFiles, *, replace: bool = False, force: bool = False, meta: dict[str, str] | None = None
+    db: Database,
+    files: StudyFiles,
+    *,
+    replace: bool = False,
+    force: bool = False,
+    meta: dict[str, str] | None = None,
+    texts: StudyTexts | None = None,
 ) -> dict[str, int]:
     """Create the tables and load the study (see the module docstring); returns counts.
 
     A database that already holds a study is refused unless ``replace``; one that already holds
-    participants' data is refused unless ``force`` too (their data would be deleted).
+    participants' data is refused unless ``force`` too (their data would be deleted). The study texts
+    (consent, instructions, debrief: ``texts``, the packaged ones by default) are filled and rendered with
+    the design's duration (:mod:`.texts`) and stored in app_meta.
     """
     study = read_study(files)  # every input checked before the database is touched
+    asg = study["assignments"]
+    given = {**DEFAULT_META, **(meta or {})}
+    per_participant = int(asg.groupby("participant_id").size().max()) if len(asg) else 0
+    rendered = (texts or StudyTexts()).render(
+        per_participant, practice=given.get("practice", "on") == "on", title=given["study_title"]
+    )
     path = sqlite_path(db.url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -365,9 +380,8 @@ def load_study(
     if replace:
         Base.metadata.drop_all(db.engine)
     Base.metadata.create_all(db.engine)
-    asg = study["assignments"]
     with db.transaction() as s:
-        values = {**DEFAULT_META, "completion_code": secrets.token_hex(4).upper(), **(meta or {})}
+        values = {**DEFAULT_META, "completion_code": secrets.token_hex(4).upper(), **rendered, **(meta or {})}
         for k, v in values.items():
             s.merge(Meta(key=k, value=str(v)))
         for pid, p in sorted(study["prompts"].items()):

@@ -9,7 +9,8 @@
 * ``app_participants``: one row per person who entered (a session): token, Prolific ids, state,
   demographics (§3.2.1), outcomes.
 * ``app_trials``: one row per submitted trial (unique per participant and trial: a double
-  submission cannot create a second row), with the measures derived from the event log.
+  submission cannot create a second row), with the measures derived from the event log. Trial -1 is
+  the practice trial (exported with ``practice`` 1, left out of every analysis).
 * ``app_events``: the event log (prompt onset, play/pause/end per clip, slider changes,
   submission). Each event carries the id the browser gave it (``eid``, unique per participant: a
   re-sent event is stored once, one re-sent with other content is a conflict) and a sequence number
@@ -30,7 +31,8 @@ ID_LEN = 64
 # Written to app_meta by `modprefs app load`; a database loaded by a version with other tables is
 # refused by serve/export/status/invite with a message (reload it, or export with the old version).
 # 3: the ratings are numbers of the study's rating scale (app_meta rating_scale; float columns).
-SCHEMA_VERSION = "3"
+# 4: the participant's calibration (calibrated_at); the practice trial (trial -1); the study texts in app_meta.
+SCHEMA_VERSION = "4"
 
 
 class Base(DeclarativeBase):
@@ -92,8 +94,8 @@ class Participant(Base):
     prolific_pid: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True)
     study_id: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True)
     session_id: Mapped[str | None] = mapped_column(String(ID_LEN), nullable=True)
-    # consent | demographics | trials | difficulty | done | screened_out | declined |
-    # failed_attention | abandoned | full
+    # consent | demographics | calibration | headphones | instructions | trials | difficulty | done |
+    # screened_out | declined | failed_attention | abandoned | full
     state: Mapped[str] = mapped_column(String(20), default="consent", index=True)
     current_trial: Mapped[int] = mapped_column(Integer, default=0)
     n_trials: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -122,6 +124,8 @@ class Participant(Base):
     # the headphone screening (audio condition, when enabled): passed | failed (None: not run)
     headphone_check: Mapped[str | None] = mapped_column(String(8), nullable=True)
     headphone_correct: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # the audio condition's level-setting step: when the participant confirmed a comfortable volume
+    calibrated_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class TrialResult(Base):
@@ -182,6 +186,7 @@ class Incident(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"), index=True)
     trial: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    kind: Mapped[str] = mapped_column(String(32))  # event_conflict | listen_refused | reveal_refused | trial_refused
+    # event_conflict | listen_refused | reveal_refused | trial_refused | submission_refused
+    kind: Mapped[str] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text)
     server_ts: Mapped[float] = mapped_column(Float)

@@ -44,11 +44,13 @@ import base64
 import hmac
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, QueryParams, UploadFile
@@ -57,11 +59,12 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainT
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from modprefs.app import dashboard, service, sessions, trials
 from modprefs.app import events as event_log
-from modprefs.app import service, sessions, trials
 from modprefs.app.db import open_database
 from modprefs.app.ratelimit import RateLimiter
 from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarge
+from modprefs.app.texts import stored_html
 from modprefs.scale import RatingScale
 
 HERE = Path(__file__).resolve().parent
@@ -271,16 +274,20 @@ def _participant_routes(site: _Site) -> list[Route]:
         Route("/p/{token}/demographics", site.demographics, methods=["POST"]),
         Route("/p/{token}/events", site.events, methods=["POST"]),
         Route("/p/{token}/leave", site.leave, methods=["POST"]),
-        Route("/p/{token}/trial/{n:int}", site.trial, methods=["POST"]),
+        Route("/p/{token}/trial/{n}", site.trial, methods=["POST"]),  # n: -1 (the practice trial), 0, 1, ...
         Route("/p/{token}/difficulty", site.difficulty, methods=["POST"]),
         Route("/p/{token}/headphones", site.headphones_post, methods=["POST"]),
         Route("/p/{token}/headphones/{which}.wav", site.headphones_wav),
+        Route("/p/{token}/calibration", site.calibration_post, methods=["POST"]),
+        Route("/p/{token}/calibration.wav", site.calibration_wav),
+        Route("/p/{token}/instructions", site.instructions_post, methods=["POST"]),
         Route("/p/{token}/audio/{clip}.wav", site.audio),
     ]
 
 
 def _admin_routes(site: _Site) -> list[Route]:
     return [
+        Route("/admin", site.admin_dashboard),
         Route("/admin/export.zip", site.admin_export_zip),
         Route("/admin/export/{table}.csv", site.admin_export_table),
         Route("/admin/status.json", site.admin_status),
@@ -346,6 +353,9 @@ class _Pages:
     def error_page(self, exc: AppError, request: Request) -> Response:
         if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
             return JSONResponse({"error": exc.message}, status_code=exc.status)
+        if isinstance(exc, sessions.AlreadyTakenPart):  # an end state of its own, not an error
+            view = {"page": "ended", "reason": "already", "code": "", "return_url": None}
+            return self.render(request, "ended.html", status=exc.status, v=view)
         token = request.path_params.get("token")
         back = app_url(request, f"/p/{token}") if token and exc.status != 404 else None  # e.g. a refused trial
         return self.render(
@@ -358,6 +368,8 @@ class _Pages:
             "demographics": "demographics.html",
             "trial": "trial.html",
             "headphones": "headphones.html",
+            "calibration": "calibration.html",
+            "instructions": "instructions.html",
             "difficulty": "difficulty.html",
             "done": "done.html",
             "ended": "ended.html",
@@ -365,6 +377,8 @@ class _Pages:
         data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
         if view["state"] in service.HOLDING:
             data["leave_url"] = app_url(request, f"/p/{view['token']}/leave")
+        if view["page"] == "done" and view.get("return_url"):
+            data.update(redirect_url=view["return_url"], redirect_s=view["redirect_s"])
         if view["page"] == "trial":
             data.update(
                 trial=view["trial"],
@@ -377,6 +391,9 @@ class _Pages:
             )
         scale = slider_scale(self.settings().scale)
         minutes = f"{self.settings().abandon_minutes:g}"
+        if view["page"] in ("consent", "instructions", "done"):
+            name_of = {"consent": "consent", "instructions": "instructions", "done": "debrief"}[view["page"]]
+            extra["text_html"] = Markup(stored_html(self.settings().extra, name_of))
         return self.render(
             request,
             name,
@@ -495,7 +512,10 @@ class _ParticipantPages(_Pages):
     async def trial(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
-            n = int(request.path_params["n"])
+            raw_n = str(request.path_params["n"])
+            if not re.fullmatch(r"-?\d{1,6}", raw_n):
+                raise service.NotFound("No such trial.")
+            n = int(raw_n)
             _check_fetch_site(request)
             form = await _read_form(request)
             fields = _string_fields(form)
@@ -517,6 +537,41 @@ class _ParticipantPages(_Pages):
             await run_in_threadpool(
                 sessions.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"), fields
             )
+        except AppError as exc:
+            return self.error_page(exc, request)
+        return _redirect_home(request, token)
+
+    async def calibration_post(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            confirmed = form.get("confirm") == "yes"
+            await run_in_threadpool(
+                sessions.submit_calibration, self.db, self.settings(), token, _field(form, "csrf"), confirmed
+            )
+        except AppError as exc:
+            return self.error_page(exc, request)
+        return _redirect_home(request, token)
+
+    async def calibration_wav(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            path, data = await run_in_threadpool(sessions.calibration_sound, self.db, token)
+        except AppError as exc:
+            return PlainTextResponse(exc.message, status_code=exc.status)
+        if path is not None and os.path.isfile(path):
+            return FileResponse(path, media_type="audio/wav", headers={"Cache-Control": "private, no-store"})
+        if data is None:
+            return PlainTextResponse("Audio not found.", status_code=404)
+        return Response(data, media_type="audio/wav", headers={"Cache-Control": "private, no-store"})
+
+    async def instructions_post(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            await run_in_threadpool(sessions.finish_instructions, self.db, self.settings(), token, _field(form, "csrf"))
         except AppError as exc:
             return self.error_page(exc, request)
         return _redirect_home(request, token)
@@ -606,11 +661,15 @@ class _Site(_ParticipantPages):
     async def admin_responses(self, request: Request) -> Response:
         if (denied := self.admin_ok(request)) is not None:
             return denied
-        from modprefs.app.export import collect
-
-        tables = await run_in_threadpool(collect, self.db)
+        rows = await run_in_threadpool(dashboard.latest_responses, self.db, 500)
         counts = await run_in_threadpool(service.status_counts, self.db)
-        return self.render(request, "admin.html", trials=tables["trials"][-500:], counts=counts)
+        return self.render(request, "admin.html", trials=rows, counts=counts)
+
+    async def admin_dashboard(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
+            return denied
+        info = await run_in_threadpool(dashboard.progress, self.db, self.settings())
+        return self.render(request, "admin_dashboard.html", d=info, refresh_s=dashboard.REFRESH_S)
 
 
 _OPTIONS = {

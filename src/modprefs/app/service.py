@@ -2,9 +2,11 @@
 
 States of a participant (``app_participants.state``), in the paper's order (§3.2):
 
-    consent -> demographics -> [headphones] -> trials (trial 0 = attention check, then 1..n) -> difficulty -> done
+    consent -> demographics -> [calibration] -> [headphones] -> [instructions -> trial -1 (practice)]
+            -> trials (trial 0 = attention check, then 1..n) -> difficulty -> done
 
-(``headphones``: the optional headphone screening of the audio condition, :mod:`.headphones`)
+(``calibration``: the audio condition's level-setting step; ``headphones``: the audio condition's headphone
+screening, :mod:`.headphones`; ``instructions`` and the practice trial -1: ``practice = on``; see :func:`setup_steps`)
 and the ends ``declined`` (no consent), ``screened_out`` (under 18, or no English), ``full`` (no
 open slot), ``failed_attention`` (preferred the nonsensical response at trial 0) and ``abandoned``
 (no request for ``abandon_minutes`` while holding a slot); ``screened_out`` also ends a failed
@@ -54,17 +56,19 @@ from sqlalchemy import CursorResult, Result, func, select, update
 from sqlalchemy.orm import Session
 
 from modprefs.app.db import Database
-from modprefs.app.models import Incident, Meta, Participant, Slot, SlotTrial, TrialResult
+from modprefs.app.models import Incident, Meta, Participant, Prompt, Slot, SlotTrial, TrialResult
 from modprefs.errors import UserInputError
 from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 
 log = logging.getLogger("modprefs.app")
-HOLDING = ("trials", "headphones")
+HOLDING = ("trials", "headphones", "calibration", "instructions")  # the states of a slot holder
 # a participant whose page sent the "leave" beacon (pagehide) and who makes no request for this long
 # is abandoned and their slot reopened (a reload or the next page is back well within it)
 LEAVE_GRACE_S = 60.0
 TEXT_REVEAL = ("next", "auto", "off")
 HEADPHONE_CHECK = ("off", "record", "require")
+ON_OFF = ("on", "off")
+PRACTICE_TRIAL = -1  # the practice trial's number (before the attention check, trial 0)
 ENTRY = ("any", "prolific", "invite")
 SCALE_KEY = "rating_scale"  # app_meta: the study's rating scale as JSON (study.scale); absent = the paper's 1..100
 
@@ -120,7 +124,10 @@ class Settings:
     timing_tolerance_s: float = 0.5  # an ended (reveal) may arrive this much before duration (reading time)
     text_reveal: str = "next"  # next (a button, after the reading time) | auto (after the reading time) | off
     text_min_read_s: float = 3.0
-    headphone_check: str = "off"  # off | record (recorded, exclusion at analysis) | require (fail ends the session)
+    no_consent_code: str = ""  # Prolific's code for those who decline consent (they return the submission)
+    headphone_check: str = "record"  # off | record (recorded, exclusion at analysis) | require (fail ends the session)
+    calibration: str = "on"  # audio condition: the level-setting step before the first trial (on | off)
+    practice: str = "on"  # the instructions page and a practice trial (-1) before the first task (on | off)
     headphone_seed: int = 1
     rate_window_s: float = 60.0
     rate_start_ip: int = 60
@@ -148,7 +155,13 @@ class Settings:
             typed[name] = value
         scale = scale_from_meta(meta.get(SCALE_KEY))
         out = cls(**typed, scale=scale, extra={k: v for k, v in meta.items() if k not in fields})
-        for name, allowed in (("entry", ENTRY), ("text_reveal", TEXT_REVEAL), ("headphone_check", HEADPHONE_CHECK)):
+        for name, allowed in (
+            ("entry", ENTRY),
+            ("text_reveal", TEXT_REVEAL),
+            ("headphone_check", HEADPHONE_CHECK),
+            ("calibration", ON_OFF),
+            ("practice", ON_OFF),
+        ):
             if getattr(out, name) not in allowed:
                 raise SettingsError(f"study setting {name}: {getattr(out, name)!r} is not one of {', '.join(allowed)}")
         if out.abandon_minutes <= 0:
@@ -192,7 +205,7 @@ def find_participant(s: Session, token: str, touch: bool = True, lock: bool = Fa
     p = s.scalars(q.with_for_update() if lock else q).first()
     if p is None:
         raise NotFound("Unknown link. Please use the link you were given.")
-    if touch and p.state in ("consent", "demographics", "headphones", "trials", "difficulty"):
+    if touch and p.state in ("consent", "demographics", *HOLDING, "difficulty"):
         p.last_seen = now()
     return p
 
@@ -209,10 +222,47 @@ def log_incident(s: Session, p: Participant, trial: int | None, kind: str, detai
 
 
 def slot_trial(s: Session, p: Participant, trial: int) -> SlotTrial:
+    """The assigned trial ``trial`` of ``p``'s slot; the practice trial (-1): :func:`practice_trial`."""
+    if trial == PRACTICE_TRIAL:
+        return practice_trial(s, p)
     st = s.get(SlotTrial, (p.slot_id, trial))
     if st is None:
         raise NotFound("No such trial in your assignment.")
     return st
+
+
+def practice_trial(s: Session, p: Participant) -> SlotTrial:
+    """The practice trial (not stored in app_slot_trials): a loaded prompt this slot is not assigned (the
+    first by id), else the slot's first rated item (trial 1) re-used; presented in trial 1's order."""
+    assigned = s.scalars(select(SlotTrial).where(SlotTrial.slot_id == p.slot_id).order_by(SlotTrial.trial)).all()
+    if not assigned:
+        raise NotFound("No such trial in your assignment.")
+    first = next((t for t in assigned if t.trial >= 1), assigned[0])
+    used = {t.prompt_id for t in assigned} | {"attn"}
+    other = s.scalars(select(Prompt.prompt_id).where(Prompt.prompt_id.not_in(used)).order_by(Prompt.prompt_id)).first()
+    return SlotTrial(
+        slot_id=p.slot_id, trial=PRACTICE_TRIAL, prompt_id=other or first.prompt_id, first_clip=first.first_clip
+    )
+
+
+def setup_steps(p: Participant, settings: Settings) -> list[str]:
+    """The steps between taking a slot and the first trial, in order: ``calibration`` and ``headphones``
+    (audio condition, when on), ``instructions`` (before the practice trial, when on)."""
+    steps = []
+    if p.condition == "audio" and settings.calibration == "on":
+        steps.append("calibration")
+    if p.condition == "audio" and settings.headphone_check != "off":
+        steps.append("headphones")
+    if settings.practice == "on":
+        steps.append("instructions")
+    return steps
+
+
+def next_step(p: Participant, settings: Settings, done: str | None = None) -> str:
+    """The state after ``done`` (None: after taking the slot): the next setup step, else ``trials``."""
+    steps = setup_steps(p, settings)
+    rest = steps[steps.index(done) + 1 :] if done in steps else ([] if done is not None else steps)
+    return rest[0] if rest else "trials"
 
 
 def rowcount(res: Result[Any]) -> int:
@@ -224,8 +274,9 @@ def rowcount(res: Result[Any]) -> int:
 # ---- slots -------------------------------------------------------------------------------------------
 
 
-def claim_slot(s: Session, p: Participant) -> bool:
-    """Give ``p`` the open slot with the lowest position; False when none is open."""
+def claim_slot(s: Session, p: Participant, settings: Settings | None = None) -> bool:
+    """Give ``p`` the open slot with the lowest position; False when none is open. ``p`` goes on to the first
+    setup step (:func:`setup_steps`) or the trials, at the practice trial when ``settings.practice`` is on."""
     for _ in range(1000):
         slot = s.scalars(select(Slot).where(Slot.status == "open").order_by(Slot.position).limit(1)).first()
         if slot is None:
@@ -243,7 +294,9 @@ def claim_slot(s: Session, p: Participant) -> bool:
         n = s.scalar(select(func.max(SlotTrial.trial)).where(SlotTrial.slot_id == slot.slot_id))
         p.slot_id, p.condition = slot.slot_id, slot.condition
         p.participant_id = slot.slot_id if slot.issues == 1 else f"{slot.slot_id}_r{slot.issues}"
-        p.state, p.current_trial, p.n_trials = "trials", 0, int(n or 0)
+        settings = settings or Settings()
+        p.state, p.n_trials = next_step(p, settings), int(n or 0)
+        p.current_trial = PRACTICE_TRIAL if settings.practice == "on" else 0
         return True
     raise Conflict("Too many concurrent arrivals; please reload.")
 
@@ -292,7 +345,7 @@ def status_counts(db: Database, settings: Settings | None = None) -> dict[str, A
             sweep_abandoned(s, settings)
         states = dict(s.execute(select(Participant.state, func.count()).group_by(Participant.state)).tuples().all())
         slots = dict(s.execute(select(Slot.status, func.count()).group_by(Slot.status)).tuples().all())
-        n_trials = s.scalar(select(func.count()).select_from(TrialResult))
+        n_trials = s.scalar(select(func.count()).select_from(TrialResult).where(TrialResult.trial >= 0))  # no practice
         incidents = dict(s.execute(select(Incident.kind, func.count()).group_by(Incident.kind)).tuples().all())
         phones = dict(
             s.execute(

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from modprefs.app import headphones, service
 from modprefs.app.db import Database
-from modprefs.app.models import Participant
+from modprefs.app.models import Clip, Participant
 from modprefs.app.service import (
     Conflict,
     Forbidden,
@@ -25,6 +25,7 @@ from modprefs.app.service import (
     claim_slot,
     find_participant,
     new_token,
+    next_step,
     release_slot,
     sweep_abandoned,
 )
@@ -58,6 +59,10 @@ MAX_OTHER_LANGUAGES = 300
 
 
 # ---- entry -------------------------------------------------------------------------------------------
+
+
+class AlreadyTakenPart(Forbidden):
+    """A Prolific id coming back with another session: shown its own end page ("already taken part")."""
 
 
 def _clean_id(value: str | None, name: str) -> str | None:
@@ -98,7 +103,7 @@ def enter(
                     existing = s.scalars(q).first()
                     if existing is not None:
                         if existing.session_id and sess and existing.session_id != sess:
-                            raise Forbidden("You have already taken part in this study.")
+                            raise AlreadyTakenPart("You have already taken part in this study.")
                         existing.last_seen = service.now()
                         return existing.token
                 t = service.now()
@@ -156,6 +161,10 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
             return {**base, **trial_view(s, p, settings)}
         if p.state == "headphones":
             return {**base, "page": "headphones", "n_questions": headphones.N_TRIALS, "pass_min": headphones.PASS_MIN}
+        if p.state == "calibration":
+            return {**base, "page": "calibration", "headphone_check": settings.headphone_check != "off"}
+        if p.state == "instructions":
+            return {**base, "page": "instructions", "n_trials": p.n_trials}
         if p.state == "difficulty":
             return {**base, "page": "difficulty", "n_trials": p.n_trials}
         if p.state == "done":
@@ -164,6 +173,7 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
                 "page": "done",
                 "code": settings.completion_code,
                 "return_url": _return_url(settings, p, settings.completion_code),
+                "redirect_s": REDIRECT_S,
             }
         if p.state in ("consent", "demographics"):
             return {**base, "page": p.state}
@@ -171,6 +181,7 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
             "failed_attention": settings.attention_fail_code or settings.screenout_code,
             "screened_out": settings.screenout_code,
             "full": settings.screenout_code,
+            "declined": settings.no_consent_code,
         }.get(p.state, "")
         return {
             **base,
@@ -180,6 +191,9 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
             "code": code,
             "return_url": _return_url(settings, p, code) if code else None,
         }
+
+
+REDIRECT_S = 5  # seconds the completion page waits before it goes on to Prolific by itself
 
 
 def _return_url(settings: Settings, p: Participant, code: str) -> str | None:
@@ -302,11 +316,47 @@ def submit_demographics(
             p.state, p.screen_reason, p.finished_at = "screened_out", "no_english", service.now()
             return {}
         sweep_abandoned(s, settings)
-        if not claim_slot(s, p):
+        if not claim_slot(s, p, settings):
             p.state, p.screen_reason, p.finished_at = "full", "no_open_slot", service.now()
-        elif p.condition == "audio" and settings.headphone_check != "off":
-            p.state = "headphones"
     return {}
+
+
+# ---- calibration and instructions --------------------------------------------------------------------
+
+
+def calibration_sound(db: Database, token: str) -> tuple[str | None, bytes | None]:
+    """The level-setting step's sound: the attention check's first clip (speech at the study's level) as a
+    path, or (a study without it) the headphone check's calibration tone as bytes."""
+    with db.transaction() as s:
+        p = find_participant(s, token)
+        if p.state != "calibration":
+            raise Forbidden("No calibration on this page.")
+        clip = s.get(Clip, "attn_0")
+        if clip is not None and clip.path:
+            return clip.path, None
+    return None, headphones.calibration_wav()
+
+
+def submit_calibration(db: Database, settings: Settings, token: str, csrf: str | None, confirmed: bool) -> None:
+    """The participant set a comfortable volume and confirmed it: ``calibrated_at``, then the next step."""
+    if not confirmed:
+        raise Invalid("Please play the sample, set a comfortable volume and confirm it.")
+    with db.transaction() as s:
+        p = find_participant(s, token, lock=True)
+        check_csrf(p, csrf)
+        if p.state != "calibration":
+            return  # a re-sent form
+        p.calibrated_at = service.now()
+        p.state = next_step(p, settings, "calibration")
+
+
+def finish_instructions(db: Database, settings: Settings, token: str, csrf: str | None) -> None:
+    """The participant read the instructions: on to the practice trial."""
+    with db.transaction() as s:
+        p = find_participant(s, token, lock=True)
+        check_csrf(p, csrf)
+        if p.state == "instructions":
+            p.state = next_step(p, settings, "instructions")
 
 
 # ---- headphone screening -----------------------------------------------------------------------------
@@ -352,7 +402,7 @@ def submit_headphones(db: Database, settings: Settings, token: str, csrf: str | 
             p.state, p.screen_reason, p.finished_at = "screened_out", "headphone_check", service.now()
             release_slot(s, p.slot_id, p.id)
         else:
-            p.state = "trials"
+            p.state = next_step(p, settings, "headphones")
         return p.headphone_check
 
 

@@ -63,6 +63,7 @@ def trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any]
         "page": "trial",
         "trial": p.current_trial,
         "n_trials": p.n_trials,
+        "practice": p.current_trial == service.PRACTICE_TRIAL,
         "task_number": p.current_trial + 1,
         "task_total": (p.n_trials or 0) + 1,
         "history": json.loads(prompt.history_json),
@@ -180,6 +181,28 @@ def submit_trial(
     A trial whose clips the server has not accepted as heard (or whose Response B was not revealed)
     is refused: its events are kept, the refusal is logged as an incident and Invalid (422) is raised.
     """
+    try:
+        return _submit_trial(db, settings, token, csrf, trial, form)
+    except (Conflict, Invalid, TooLarge, Forbidden) as exc:
+        if not exc.context.get("logged"):
+            _log_refused_submission(db, token, trial, exc.message)
+        raise
+
+
+def _log_refused_submission(db: Database, token: str, trial: int, message: str) -> None:
+    """A submission refused before it reached the event log's checks (a bad form, a trial not open, a failed
+    CSRF check): an incident ``submission_refused`` in its own transaction (the refused one rolled back)."""
+    with db.transaction() as s:
+        try:
+            p = find_participant(s, token, touch=False)
+        except NotFound:
+            return
+        log_incident(s, p, trial, "submission_refused", message)
+
+
+def _submit_trial(
+    db: Database, settings: Settings, token: str, csrf: str | None, trial: int, form: Mapping[str, str]
+) -> str:
     refusal = None
     try:
         with db.transaction() as s:
@@ -208,7 +231,7 @@ def submit_trial(
                 return _store_trial(s, p, trial, st, first, data, events)
     except IntegrityError:
         return "duplicate"
-    raise Invalid(refusal)
+    raise Invalid(refusal or "", logged=True)  # logged as trial_refused with the events that were kept
 
 
 def _store_trial(

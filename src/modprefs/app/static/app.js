@@ -45,8 +45,24 @@
     });
     window.addEventListener('pageshow', function () { leaving = true; });
   }
+  if (D.page === 'done' && D.redirect_url) {
+    // on to Prolific by itself after a few seconds (the link stays as a fallback); "Stay" stops it
+    var note = document.getElementById('redirect-note');
+    var go = setTimeout(function () { window.location.assign(D.redirect_url); }, 1000 * Number(D.redirect_s || 5));
+    window.__modprefs = { redirecting: true };
+    if (note) {
+      note.hidden = false;
+      document.getElementById('stay').addEventListener('click', function () {
+        clearTimeout(go);
+        window.__modprefs.redirecting = false;
+        note.textContent = 'You stayed on this page. Use the link below to return to Prolific.';
+      });
+    }
+    return;
+  }
   if (D.page === 'demographics') { demographics(); return; }
   if (D.page === 'headphones') { headphoneCheck(); return; }
+  if (D.page === 'calibration') { calibration(); return; }
   if (D.page !== 'trial') return;
 
   // ---- storage of unacknowledged events and the draft reason ----------------------------------------
@@ -156,8 +172,12 @@
   // change (the browser's `change` at the release); a keyboard burst (arrow, Page, Home/End keys with less
   // than KEY_SETTLE_MS between them) is one change, committed when the keys settle, on Enter/Space, when
   // the slider loses focus, or at submission. An unset slider reads "not rated" to assistive technology.
+  // By keyboard an unset slider starts from no value, not from its hidden middle: the first key puts it at the
+  // end it enters from (Right, Up, Page Up, Home: the scale's minimum; Left, Down, Page Down, End: its maximum),
+  // and the burst goes on from there, so the first value logged is the participant's own.
   var KEY_SETTLE_MS = 700;
   var NAV_KEYS = { ArrowLeft: 1, ArrowRight: 1, ArrowUp: 1, ArrowDown: 1, PageUp: 1, PageDown: 1, Home: 1, End: 1 };
+  var FROM_MIN = { ArrowRight: 1, ArrowUp: 1, PageUp: 1, Home: 1 };
   var sliders = Array.prototype.slice.call(document.querySelectorAll('input.slider'));
   function endLabel(s, which) {
     var el = document.getElementById('end-' + which + '-' + s.dataset.field + '-' + s.dataset.pos);
@@ -216,6 +236,12 @@
       if (s.disabled) return;
       if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); commit(s); return; }
       if (NAV_KEYS[ev.key] && !ev.altKey && !ev.ctrlKey && !ev.metaKey) {
+        if (s.classList.contains('unset')) {  // from no value: the end the key enters from
+          ev.preventDefault();
+          s.value = FROM_MIN[ev.key] ? s.min : s.max;
+          markSet(s);
+          update();
+        }
         clearTimeout(s._keyTimer);
         s._keyTimer = setTimeout(function () { s._keyTimer = null; commit(s); }, KEY_SETTLE_MS);
       }
@@ -258,7 +284,12 @@
     var fill = el.querySelector('.progressbar .fill');
     var bar = el.querySelector('.progressbar');
     var status = el.querySelector('.status');
+    var time = el.querySelector('.time');
     var p = { pos: pos, audio: a, button: btn, status: status, fill: fill, bar: bar, heard: el.dataset.heard === 'true', maxT: 0 };
+    function showTime() {  // elapsed / total
+      if (time) time.textContent = clock(a.currentTime || 0) + ' / ' + clock(isFinite(a.duration) ? a.duration : 0);
+    }
+    ['loadedmetadata', 'durationchange', 'timeupdate', 'seeked', 'ended'].forEach(function (k) { a.addEventListener(k, showTime); });
     players[pos] = p;
     window.__modprefs.heard[pos] = p.heard;
     a.controls = false;
@@ -509,6 +540,40 @@
       radios.forEach(function (r) { r.addEventListener('change', refresh); });
     });
     refresh();
+  }
+
+  // ---- calibration (audio condition: set a comfortable volume) ---------------------------------------
+  function calibration() {
+    var a = document.getElementById('cal-audio');
+    var btn = document.getElementById('cal-play');
+    var time = document.getElementById('cal-time');
+    var status = document.getElementById('cal-status');
+    var submitBtn = document.getElementById('cal-submit');
+    function clockOf(t) {
+      var n = Math.max(0, Math.round(t || 0));
+      return Math.floor(n / 60) + ':' + ('0' + (n % 60)).slice(-2);
+    }
+    function showTime() { time.textContent = clockOf(a.currentTime) + ' / ' + clockOf(isFinite(a.duration) ? a.duration : 0); }
+    ['loadedmetadata', 'durationchange', 'timeupdate', 'ended'].forEach(function (k) { a.addEventListener(k, showTime); });
+    window.__modprefs = { calPlayed: false };
+    btn.addEventListener('click', function () {
+      if (!a.paused) { a.pause(); return; }
+      if (a.ended) a.currentTime = 0;
+      var pr = a.play();
+      if (pr && pr.catch) pr.catch(function () { status.textContent = 'Playback was blocked by the browser. Press play again.'; });
+    });
+    a.addEventListener('play', function () {
+      btn.textContent = 'Pause'; btn.setAttribute('aria-label', 'Pause the volume sample');
+      status.textContent = 'Playing… set your volume now.';
+    });
+    a.addEventListener('pause', function () {
+      btn.textContent = 'Play'; btn.setAttribute('aria-label', 'Play the volume sample');
+    });
+    a.addEventListener('ended', function () {
+      window.__modprefs.calPlayed = true;
+      submitBtn.disabled = false;
+      status.textContent = 'Play it again if you changed the volume, then confirm.';
+    });
   }
 
   // ---- demographics page --------------------------------------------------------------------------

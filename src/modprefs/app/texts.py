@@ -1,0 +1,107 @@
+"""The study's texts: consent, instructions and debrief as Markdown, the lab's own or the packaged ones.
+
+``app load --consent FILE --instructions FILE --debrief FILE`` reads the lab's files (each optional: the
+packaged one in ``modprefs/app/texts/`` otherwise), fills their placeholders and renders them to HTML
+(markdown-it-py, CommonMark, raw HTML not allowed: it is shown escaped), which is stored with the study
+(app_meta ``text_<name>``). Placeholders are ``{name}`` (``{{`` and ``}}`` write a brace):
+
+* ``{minutes}``: the estimated duration, computed from the design: the tasks per participant (the attention
+  check and the practice task included) x ``--minutes-per-trial`` + ``--overhead-minutes``, rounded up to 5;
+* ``{trials}``: the rated tasks per participant (the attention check included, the practice task not);
+* ``{title}``: the study title; ``{payment}``, ``{contact}``, ``{ethics}``: ``--payment``, ``--contact``,
+  ``--ethics`` of ``app load``.
+
+An unknown placeholder, one whose option was not given, or a file that cannot be read is refused
+(:class:`StudyTextError`, naming the file and the placeholder) before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from modprefs.errors import UserInputError
+
+HERE = Path(__file__).resolve().parent / "texts"
+NAMES = ("consent", "instructions", "debrief")
+PLACEHOLDERS = ("minutes", "trials", "title", "payment", "contact", "ethics")
+MINUTES_PER_TRIAL = 1.5  # the timing prior of one task (reading or listening, rating, preference)
+OVERHEAD_MINUTES = 6.0  # consent, questionnaire, calibration and headphone check, instructions, closing question
+META_PREFIX = "text_"
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+class StudyTextError(UserInputError):
+    """A study text that cannot be used; the message names the file and the placeholder."""
+
+
+def estimate_minutes(tasks: int, per_trial: float = MINUTES_PER_TRIAL, overhead: float = OVERHEAD_MINUTES) -> int:
+    """The study's duration in minutes: ``tasks`` x ``per_trial`` + ``overhead``, rounded up to 5."""
+    return max(5, int(math.ceil((tasks * per_trial + overhead) / 5.0)) * 5)
+
+
+def fill(text: str, values: Mapping[str, str], where: str) -> str:
+    """``text`` with its ``{placeholders}`` replaced; an unknown or unset one raises StudyTextError."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(0) in ("{{", "}}"):
+            return m.group(0)[0]
+        name = m.group(1).strip()
+        if name not in PLACEHOLDERS:
+            raise StudyTextError(
+                f"{where}: unknown placeholder {{{name}}} (known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}; "
+                "write {{ and }} for a brace)"
+            )
+        if not values.get(name):
+            raise StudyTextError(f"{where}: placeholder {{{name}}} has no value (give app load --{name})")
+        return str(values[name])
+
+    return _TOKEN.sub(one, text)
+
+
+def render_markdown(text: str) -> str:
+    """CommonMark to HTML; raw HTML in the text is escaped, not passed on."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(text)
+
+
+@dataclass
+class StudyTexts:
+    """The lab's text files (None: the packaged one) and the values of the placeholders given at load."""
+
+    files: dict[str, Path | None] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+    minutes_per_trial: float = MINUTES_PER_TRIAL
+    overhead_minutes: float = OVERHEAD_MINUTES
+
+    def render(self, trials: int, practice: bool = True, title: str = "") -> dict[str, str]:
+        """The app_meta entries: ``text_<name>`` (HTML) for each text, and ``text_minutes``.
+
+        ``trials``: the assigned tasks per participant (attention check included); ``practice``: a practice
+        task comes first (counted in the duration)."""
+        minutes = estimate_minutes(trials + int(practice), self.minutes_per_trial, self.overhead_minutes)
+        values = {"minutes": str(minutes), "trials": str(trials), "title": title, **self.values}
+        out = {f"{META_PREFIX}minutes": str(minutes)}
+        for name in NAMES:
+            path = self.files.get(name)
+            source = path if path is not None else HERE / f"{name}.md"
+            where = f"--{name} {path}" if path is not None else f"the packaged {name} text ({source.name})"
+            try:
+                raw = source.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise StudyTextError(f"{where}: cannot read the file: {exc}") from None
+            out[META_PREFIX + name] = render_markdown(fill(raw, values, where))
+        return out
+
+
+def stored_html(extra: Mapping[str, str], name: str) -> str:
+    """A stored text's HTML (app_meta ``text_<name>``); the packaged text, unfilled placeholders shown as
+    written, for a database loaded without texts."""
+    html = extra.get(META_PREFIX + name)
+    if html:
+        return html
+    return render_markdown((HERE / f"{name}.md").read_text(encoding="utf-8").replace("{minutes}", "20-40"))
