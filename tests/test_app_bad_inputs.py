@@ -54,6 +54,7 @@ def world(tmp_path_factory) -> World:
     out = tmp / "out"
     out.mkdir()
     (out / "keep.csv").write_text("an earlier export\n")
+    (tmp / "afile").write_text("a file where a database folder would go\n")
     return World(
         tmp, st, db_dir, url, f"sqlite:///{db_dir}/empty.db", f"sqlite:///{db_dir}/junk.db", tmp / "nowhere", out
     )
@@ -115,6 +116,19 @@ def bad_assignments(w: World) -> Path:
 def resample(path: Path) -> None:
     data, sr = sf.read(path)
     sf.write(path, np.concatenate([data, np.zeros(int(0.5 * sr))]), sr)  # 0.5 s longer than the manifest says
+
+
+def to_8khz(path: Path) -> None:
+    """The clip resampled to 8 kHz: same duration, other rate than the manifest's."""
+    from scipy.signal import resample_poly
+
+    data, sr = sf.read(path)
+    sf.write(path, resample_poly(data, 8000, sr), 8000)
+
+
+def to_stereo(path: Path) -> None:
+    data, sr = sf.read(path)
+    sf.write(path, np.stack([data, data], axis=1), sr)
 
 
 # (id, argv(w), fragments the message must contain)
@@ -206,6 +220,26 @@ CASES = [
         "load-wav-longer-than-manifest",
         lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db", broken_clip(w, "long", resample))),
         ["long/clips/", "but the manifest says", "0.001 s"],
+    ),
+    (
+        "load-wav-at-8khz",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db", broken_clip(w, "k8", to_8khz))),
+        ["k8/clips/", "has sample rate 8000 Hz but the manifest says"],
+    ),
+    (
+        "load-wav-stereo",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db", broken_clip(w, "st", to_stereo))),
+        ["st/clips/", "has 2 channels but the manifest's clips are mono"],
+    ),
+    (
+        "load-db-where-no-folder-can-be",
+        lambda w: app(*load_args(w, "sqlite:////proc/modprefs/study.db")),
+        ["/proc/modprefs/study.db", "cannot"],
+    ),
+    (
+        "load-db-under-a-file",
+        lambda w: app(*load_args(w, f"sqlite:///{w.tmp / 'afile'}/study.db")),
+        ["afile/study.db", "cannot"],
     ),
     (
         "load-assignments-bad-trial",

@@ -55,6 +55,21 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+def make_sqlite_folder(path: Path) -> None:
+    """Create the folder of a SQLite database file; a folder that cannot be made or written is a
+    :class:`StudyDatabaseError` naming it (not an OSError from deep in SQLAlchemy)."""
+    from modprefs.output_folder import output_folder_problem  # noqa: PLC0415
+
+    problem = output_folder_problem(path.parent, "--db folder")
+    if problem is None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            problem = f"--db folder {path.parent}: cannot create it ({err.strerror or err})"
+    if problem:
+        raise StudyDatabaseError(f"app load: cannot create the database {path}: {problem}")
+
+
 def make_engine(url: str | None = None, *, echo: bool = False, create: bool = True) -> Engine:
     """An engine for ``url``; ``create`` makes a SQLite file's folder (``app load`` only)."""
     url = normalise_url(url or default_url())
@@ -62,7 +77,7 @@ def make_engine(url: str | None = None, *, echo: bool = False, create: bool = Tr
     if parsed.get_backend_name() == "sqlite":
         path = sqlite_path(url)
         if path is not None and create:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_sqlite_folder(path)
         engine = create_engine(
             url, echo=echo, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, max_overflow=40
         )

@@ -36,8 +36,9 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import func, inspect, select
+from sqlalchemy.exc import SQLAlchemyError
 
-from modprefs.app.db import Database, sqlite_path
+from modprefs.app.db import Database, make_sqlite_folder, sqlite_path
 from modprefs.app.models import SCHEMA_VERSION, Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
 from modprefs.app.texts import StudyTexts
 from modprefs.errors import UserInputError
@@ -366,8 +367,12 @@ def load_study(
     )
     path = sqlite_path(db.url)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    tables = set(inspect(db.engine).get_table_names())
+        make_sqlite_folder(path)
+    try:
+        tables = set(inspect(db.engine).get_table_names())
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise StudyLoadError(f"cannot open the database {db.url}: {reason}") from None
     with db.transaction() as s:
         n_slots = s.scalar(select(func.count()).select_from(Slot)) if "app_slots" in tables else 0
         n_people = s.scalar(select(func.count()).select_from(Participant)) if "app_participants" in tables else 0
