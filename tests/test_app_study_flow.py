@@ -269,3 +269,24 @@ def test_admin_dashboard_matches_the_export(study, tmp_path, monkeypatch):
     rows = re.findall(r"<tr><td>([^<]*)</td><td>(\w+)</td><td>([^<]*)</td><td>([^<]*)</td><td>(\w+)</td>", responses)
     assert rows and {r[1] for r in rows} == {"text", "audio"}
     assert {r[4] for r in rows} <= {"A", "B", "tie"} and "practice" in {r[2] for r in rows}
+
+
+def test_refused_page_forms_are_incidents(study, tmp_path):
+    """A consent form with a wrong CSRF token and a difficulty rating posted before the end are refused, and each
+    refusal is an incident (submission_refused, naming the form) in the export."""
+    url = f"sqlite:///{tmp_path}/r.db"
+    db = load(study, url)
+    app = create_app(url, settings_overrides=FAST)
+    with TestClient(app, base_url="http://testserver") as client:
+        r = client.get("/start", params={"PROLIFIC_PID": "p1", "STUDY_ID": "st", "SESSION_ID": "s1"})
+        token, csrf = str(r.url).rsplit("/", 1)[-1], CSRF_RE.search(r.text).group(1)
+        r = client.post(f"/p/{token}/consent", data={"csrf": "forged", "agree": "yes"})
+        assert r.status_code >= 400
+        r = client.post(f"/p/{token}/difficulty", data={"csrf": csrf, "difficulty": "3"})
+        assert r.status_code >= 400
+    export_dir(db, tmp_path / "export")
+    incidents = pd.read_csv(tmp_path / "export/incidents.csv")
+    refused = incidents[incidents.kind == "submission_refused"]
+    assert len(refused) == 2
+    assert refused.detail.str.startswith("consent: ").sum() == 1
+    assert refused.detail.str.startswith("difficulty: ").sum() == 1

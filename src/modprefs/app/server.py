@@ -437,6 +437,11 @@ class _ParticipantPages(_Pages):
             return self.error_page(exc, request)
         return _redirect_home(request, token)
 
+    async def refused_form(self, exc: AppError, request: Request, token: str, form: str) -> Response:
+        """The error page of a refused page form, the refusal logged as an incident (``submission_refused``)."""
+        await run_in_threadpool(trials.log_refused_form, self.db, token, form, exc.message)
+        return self.error_page(exc, request)
+
     async def page(self, request: Request) -> Response:
         token = request.path_params["token"]
         try:
@@ -454,7 +459,7 @@ class _ParticipantPages(_Pages):
                 sessions.give_consent, self.db, token, _field(form, "csrf"), form.get("agree") == "yes"
             )
         except AppError as exc:
-            return self.error_page(exc, request)
+            return await self.refused_form(exc, request, token, "consent")
         return _redirect_home(request, token)
 
     async def demographics(self, request: Request) -> Response:
@@ -470,7 +475,7 @@ class _ParticipantPages(_Pages):
                 view = await run_in_threadpool(sessions.page_state, self.db, self.settings(), token)
                 return self.render_view(request, view, status=422, errors=errors, values=fields)
         except AppError as exc:
-            return self.error_page(exc, request)
+            return await self.refused_form(exc, request, token, "demographics")
         return _redirect_home(request, token)
 
     async def events(self, request: Request) -> Response:
@@ -538,7 +543,7 @@ class _ParticipantPages(_Pages):
                 sessions.submit_headphones, self.db, self.settings(), token, _field(form, "csrf"), fields
             )
         except AppError as exc:
-            return self.error_page(exc, request)
+            return await self.refused_form(exc, request, token, "headphones")
         return _redirect_home(request, token)
 
     async def calibration_post(self, request: Request) -> Response:
@@ -551,7 +556,7 @@ class _ParticipantPages(_Pages):
                 sessions.submit_calibration, self.db, self.settings(), token, _field(form, "csrf"), confirmed
             )
         except AppError as exc:
-            return self.error_page(exc, request)
+            return await self.refused_form(exc, request, token, "calibration")
         return _redirect_home(request, token)
 
     async def calibration_wav(self, request: Request) -> Response:
@@ -573,7 +578,7 @@ class _ParticipantPages(_Pages):
             form = await _read_form(request)
             await run_in_threadpool(sessions.finish_instructions, self.db, self.settings(), token, _field(form, "csrf"))
         except AppError as exc:
-            return self.error_page(exc, request)
+            return await self.refused_form(exc, request, token, "instructions")
         return _redirect_home(request, token)
 
     async def headphones_wav(self, request: Request) -> Response:
@@ -593,7 +598,7 @@ class _ParticipantPages(_Pages):
                 sessions.submit_difficulty, self.db, token, _field(form, "csrf"), _field(form, "difficulty")
             )
         except AppError as exc:
-            return self.error_page(exc, request)
+            return await self.refused_form(exc, request, token, "difficulty")
         return _redirect_home(request, token)
 
     async def audio(self, request: Request) -> Response:

@@ -189,15 +189,21 @@ def submit_trial(
         raise
 
 
-def _log_refused_submission(db: Database, token: str, trial: int, message: str) -> None:
+def _log_refused_submission(db: Database, token: str, trial: int | None, message: str) -> None:
     """A submission refused before it reached the event log's checks (a bad form, a trial not open, a failed
-    CSRF check): an incident ``submission_refused`` in its own transaction (the refused one rolled back)."""
+    CSRF check): an incident ``submission_refused`` in its own transaction (the refused one rolled back).
+    Forms outside the trials (consent, demographics, headphones, ...) log with ``trial`` None."""
     with db.transaction() as s:
         try:
             p = find_participant(s, token, touch=False)
         except NotFound:
             return
         log_incident(s, p, trial, "submission_refused", message)
+
+
+def log_refused_form(db: Database, token: str, form: str, message: str) -> None:
+    """A refused page form (``form``: consent, demographics, headphones, calibration, instructions, difficulty)."""
+    _log_refused_submission(db, token, None, f"{form}: {message}")
 
 
 def _submit_trial(
