@@ -341,6 +341,24 @@ CASES = [
         _jsonl(edit_row=_utterance("turn", "zero")),
     ),
     Case(
+        "every response emoji only",
+        ["config.yaml line", "data.source: every one of the 12 eligible conversations", "nothing to speak"],
+        _file(
+            "data.source",
+            "emoji.jsonl",
+            "\n".join(
+                json.dumps(prism_row(f"e{i}", [(f"Question {i}?", [("m1", "🙂" * (i + 1), 50), ("m2", "🎉👍", 60)])]))
+                for i in range(12)
+            )
+            + "\n",
+        ),
+    ),
+    Case(
+        "PRISM score out of its 1-100 scale",
+        ["{dir}/conversations.jsonl line 2", "conversation_history[1].score is 500, expected a number from 1 to 100"],
+        _jsonl(edit_row=_utterance("score", 500)),
+    ),
+    Case(
         "score 'high'",
         ["{dir}/conversations.jsonl line 2", "conversation_history[1].score is 'high'"],
         _jsonl(edit_row=_utterance("score", "high")),

@@ -77,6 +77,7 @@ def _data_problems(config: Mapping[str, Any], source: Path) -> list[Problem]:
     """The JSONL's rows are valid and hold enough eligible conversations for the configured draw."""
     from modprefs.data.prism import PrismFormatError, build_interactions, load_prism_rows
     from modprefs.sampling.draw import sample_size_problems
+    from modprefs.sampling.screening import is_empty_response
 
     data, sampling = config["data"], config["sampling"]
     ctype = data.get("conversation_type", "unguided")
@@ -92,12 +93,30 @@ def _data_problems(config: Mapping[str, Any], source: Path) -> list[Problem]:
                 "(data.conversation_type; a conversation needs a turn with two responses)",
             )
         ]
-    return [
-        (("sampling", "n_prompts"), text)
-        for text in sample_size_problems(
-            table, int(sampling["n_prompts"]), float(sampling["long_fraction"]), float(sampling["long_percentile"])
-        )
-    ]
+    # the text screen's `empty` rule is cheap: a response with nothing to speak can never be drawn
+    unspeakable = table["text_0"].map(is_empty_response) | table["text_1"].map(is_empty_response)
+    if unspeakable.all():
+        return [
+            (
+                ("data", "source"),
+                f"data.source: every one of the {len(table)} eligible conversations has a response with nothing to "
+                "speak (empty, or only emoji or punctuation), which the text screening removes; the study needs "
+                "responses with words",
+            )
+        ]
+    found = sample_size_problems(
+        table[~unspeakable.to_numpy()],
+        int(sampling["n_prompts"]),
+        float(sampling["long_fraction"]),
+        float(sampling["long_percentile"]),
+    )
+    note = (
+        f" ({int(unspeakable.sum())} of the {len(table)} eligible conversations have a response with nothing to "
+        "speak and are not counted)"
+        if unspeakable.any()
+        else ""
+    )
+    return [(("sampling", "n_prompts"), text + note) for text in found]
 
 
 def _pairs_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:

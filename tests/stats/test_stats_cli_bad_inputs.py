@@ -195,6 +195,15 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
         ),
         ["no rating left to analyse", "failed the attention check"],
     ),
+    "participant_without_ratings": (
+        lambda w: _then(
+            _csv(
+                w / "ratings" / "participants.csv",
+                lambda d: pd.concat([d, d.iloc[[0]].assign(participant_id="GHOST1")], ignore_index=True),
+            )
+        ),
+        ["participants.csv row", "column participant_id", "'GHOST1' passed the attention check but has no rating"],
+    ),
     "out_not_empty": (
         lambda w: _then((w / "o" / "out").mkdir(), (w / "o" / "out" / "report.html").write_text("old")),
         ["--out", "is not empty; pass --overwrite"],
