@@ -3,6 +3,8 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -12,6 +14,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from modprefs.config_checks import check_config, unused_option_notes, validate_config  # noqa: E402
 from modprefs.config_files import config_sources, exit_on_user_error  # noqa: E402
+from modprefs.config_paths import named_files, schema_at  # noqa: E402
 from modprefs.judges.startup import check_judges_at_start  # noqa: E402
 from modprefs.speech.render import clip_fingerprint  # noqa: E402
 
@@ -27,6 +30,7 @@ with exit_on_user_error():
     CONFIG_SOURCES = config_sources([*_own_files, *_cli_files], workflow.config_settings.config)
     validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml", CONFIG_SOURCES)
     validate(config, schema="../workflow/schemas/config.schema.yaml")
+    CONFIG_SCHEMA = yaml.safe_load((Path(workflow.basedir) / "workflow/schemas/config.schema.yaml").read_text())
     if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
         check_config(config, ".", CONFIG_SOURCES)
         for _note in unused_option_notes(config, CONFIG_SOURCES):
@@ -130,6 +134,11 @@ def study_tts_config() -> dict:
     return {k: v for k, v in config["tts"].items() if k != "engines"}
 
 
+def config_section_files(section, pattern: tuple) -> list[str]:
+    """The local files a config section's path keys name (modprefs.config_paths): inputs of the rule reading it."""
+    return named_files(section, schema_at(CONFIG_SCHEMA, pattern))
+
+
 def engine_config(engine: str) -> dict:
     """The tts config of another engine: its entry in tts.engines (backend = the engine's name)."""
     for entry in config["tts"].get("engines", []):
@@ -221,6 +230,7 @@ def judge_inputs(wildcards) -> dict:
         "conversations": "results/data/conversations.parquet",
         "prompts": "results/sampling/final_prompts.csv",
         "attention_check": config["attention_check"],
+        "named": config_section_files(config["judges"], ("judges",)),  # a local model, prompt folder, ASR model
     }
     if wildcards.modality == "audio":
         inputs["manifest"] = "results/audio/manifest.csv"

@@ -23,6 +23,7 @@ rule reward_pairs:
         manifest="results/audio/manifest.csv",
         conversations="results/data/conversations.parquet",
         judges=[p for p in [judge_ratings_path(config)] if p],
+        named=config_section_files(REWARD["pairs"], ("reward", "pairs")),  # the rewrites table, the corpus manifest
     output:
         **{name: f"results/reward/pairs/{name}.parquet" for name in PAIR_SETS},
         summary="results/reward/pairs/summary.json",

@@ -19,6 +19,7 @@ rule render_shard:
         conversations="results/data/conversations.parquet",
         attention_check=config["attention_check"],
         given_audio=given_shard_audio,
+        named=config_section_files(study_tts_config(), ("tts",)),  # local model, voices, espeak files
     output:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     log:
@@ -119,6 +120,7 @@ rule render_engine_shard:
         prompts="results/sampling/final_prompts.csv",
         conversations="results/data/conversations.parquet",
         attention_check=config["attention_check"],
+        named=lambda wildcards: config_section_files(engine_config(wildcards.engine), ("tts", "engines", "*")),
     output:
         manifest="results/audio/engines/{engine}/shards/{shard}.csv",
     log:

@@ -194,7 +194,11 @@ CROSS_CASES = [
     (lambda c, d: c["tts"]["engines"].append({"backend": "piper"}), "tts.engines: backend 'piper' appears more"),
     (lambda c, d: c["judges"]["allocation"].update(min_raters=40), "judges.allocation: need 1 <= min_raters"),
     (lambda c, d: c["audio_qc"].update(thresholds={"max_wr": 0.2}), "audio_qc.thresholds: QC threshold 'max_wr'"),
-    (lambda c, d: c["sampling"].update(n_prompts=100), "sampling.n_prompts: 100 prompts requested but only 64"),
+    (
+        lambda c, d: c["sampling"].update(n_prompts=100),
+        # 4 of the sample's 64 have PRISM's "EMPTY STRING" response, which the text screening removes
+        "sampling.n_prompts: 100 prompts requested but only 60 eligible conversations",
+    ),
     (lambda c, d: c["sampling"].update(n_prompts=40, long_fraction=0.9), "stratum 'long_diff' needs 36"),
     (
         lambda c, d: c.update(attention_check=_bad_file(d, "a.json", '{"prompt": "x",\n "responses": [}')),

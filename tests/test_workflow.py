@@ -282,6 +282,34 @@ def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
     assert not {"conversations", "sample_prompts"} & set(jobs), jobs
 
 
+def test_editing_a_file_a_config_option_names_reruns_its_reader(default_run, tmp_path):
+    """reward.pairs.colloquial.rewrites (a table a config option names; modprefs.config_paths): after the pairs are
+    built with it, editing the table plans reward_pairs again, and nothing upstream of it."""
+    work = copy_run(default_run, tmp_path / "run")
+    clips = _read(default_run, "results/study/stimuli.csv")["clip_id"].astype(str).tolist()[:2]
+    rewrites = tmp_path / "rewrites.csv"
+    pd.DataFrame(
+        {
+            "item_id": clips,
+            "written": ["The meeting is at three o'clock.", "Store the bread in a cool, dry place."],
+            "spoken": ["So, uh, the meeting's at three.", "Just keep the bread somewhere cool and dry."],
+        }
+    ).to_csv(rewrites, index=False)
+    cfg = config_with(
+        default_run / "config.yaml",
+        tmp_path / "cfg",
+        {"reward": {"pairs": {"colloquial": {"rewriter": "table", "rewrites": str(rewrites)}}}},
+    )
+    proc = run_workflow(work, "results/reward/pairs/summary.json", configfile=cfg)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    before = planned_jobs(run_workflow(work, "-n", configfile=cfg))
+    assert "reward_pairs" not in before, before
+    rewrites.write_text(rewrites.read_text().replace("three", "four"))
+    after = planned_jobs(run_workflow(work, "-n", configfile=cfg))
+    assert "reward_pairs" in after and set(after) - set(before) == {"reward_pairs"}, (before, after)
+    assert not {"conversations", "sample_prompts", "render_shard", "judge_modality"} & set(after), after
+
+
 def test_n_boot_change_reruns_statistics_only(default_run, tmp_path):
     jobs = _dry_run_after_change(default_run, tmp_path, {"stats": {"n_boot": 99}})
     assert {"icc_table", "table4", "raters_needed"} <= set(jobs), jobs
@@ -372,7 +400,8 @@ def test_every_analysis_is_in_the_report(default_run):
     assert "Reward models: " in html and "Reward model main: accuracy" in html
     assert "SIMULATED" in html and "Software versions" in html
     # the interval method and Table 2's random structure are named, with the measured coverage / null rates
-    assert "ICC confidence intervals: logit-t, crossed jackknife" in html
+    assert "ICC confidence intervals: auto: F-based (McGraw &amp; Wong 1996)" in html  # stats.icc_ci_method auto
+    assert "else logit-t, crossed jackknife" in html
     assert "stats.table2_random = participant_slopes" in html and "Table 2 false-positive rates" in html
     assert "CASCADE" in html and "gpt-4o-audio-preview" in html  # the offline AI-audio rows say what they are
     recs = _read(default_run, "results/stats/tables/thresholds_recommendations.csv")
