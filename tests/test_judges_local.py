@@ -251,6 +251,52 @@ def test_rerun_is_served_from_the_cache_without_loading_a_model(run, monkeypatch
     assert first.stats.forward_passes == n_scored + 1 and first.stats.transcriptions == 2
 
 
+@pytest.mark.slow  # QC's two models on two clips: over 10 s on 2 cores
+@needs_model
+def test_audio_judges_reuse_qc_measurements_of_the_same_bytes(run, tmp_path, monkeypatch):
+    """Audio QC (2 threads, as rule audio_qc runs it) measured the clips; the judges given its manifest rows load
+    neither Whisper nor DNSMOS and give records equal to the run that computed them (1 thread)."""
+    import pandas as pd
+
+    from modprefs.io import write_csv
+    from modprefs.judges.qc_reuse import qc_measures
+    from modprefs.speech.qc import QC_COLUMNS, QualityChecker, file_sha256_or_empty
+
+    items, _, first = run
+    audio = [it for it in items if it.modality == "audio"]
+    checker = QualityChecker(threads=2)
+    rows = []
+    for it in audio:
+        if it.kind == "response_quality":
+            rows.append({"clip_id": it.clip_id, **checker.check_file(it.audio_file, "")})
+            rows[-1]["audio_sha256"] = file_sha256_or_empty(it.audio_file)
+    write_csv(pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS, "audio_sha256"]), tmp_path / "qc.csv")
+    qc = qc_measures(pd.read_csv(tmp_path / "qc.csv", dtype=str, keep_default_na=False))
+    assert len(qc) == 2
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("QC measured this audio: no ASR or DNSMOS model should load")
+
+    monkeypatch.setattr("modprefs.speech.qc.Transcriber", no_load)
+    monkeypatch.setattr("modprefs.speech.qc.DnsMos", no_load)
+    again = run_judges(audio, CONFIG, tmp_path / "out", qc=qc)
+    assert again.stats.qc_transcripts_reused == again.stats.qc_dnsmos_reused == 2
+    assert again.stats.transcriptions == again.stats.dnsmos_calls == 0
+    before = {(r["clip_id"], r["kind"]): r for r in first.records if r["modality"] == "audio"}
+    for r in again.records:
+        b = before[(r["clip_id"], r["kind"])]
+        for key in ("transcript", "dnsmos", "rating", "expected_rating", "distribution", "status"):
+            assert r.get(key) == b.get(key), (r["clip_id"], key)
+    cols = [c for c in again.table.columns if c not in ("latency_s", "created_at")]
+    first_audio = first.table[first.table["modality"] == "audio"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(again.table[cols].reset_index(drop=True), first_audio[cols])
+    # another ASR model or DNSMOS hop than QC's: nothing reused
+    other = {"backend": "local", "local": {"threads": 1, "dnsmos_hop_s": 2.0}}
+    monkeypatch.undo()
+    third = run_judges([it for it in audio if it.kind == "audio_quality"], other, tmp_path / "out2", qc=qc)
+    assert third.stats.qc_dnsmos_reused == 0 and third.stats.dnsmos_calls == 2
+
+
 # ---------------------------------------------------------------- without the model
 
 

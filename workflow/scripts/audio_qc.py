@@ -2,7 +2,9 @@
 
 Round-trip ASR (faster-whisper tiny.en, English forced), DNSMOS and signal metrics per clip, with the
 thresholds of config ``audio_qc.thresholds`` (modprefs.speech.qc.DEFAULT_THRESHOLDS otherwise); the
-models load once per shard job. A clip whose WAV cannot be read fails with reason ``unreadable``.
+models load once per shard job. ``audio_sha256`` names the bytes measured (the offline judges reuse the
+transcript and DNSMOS scores of the same audio: modprefs.judges.qc_reuse). A clip whose WAV cannot be read
+fails with reason ``unreadable``.
 """
 
 import logging
@@ -14,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.speech.qc import QC_COLUMNS, QualityChecker  # noqa: E402
+from modprefs.speech.qc import QC_COLUMNS, QualityChecker, file_sha256_or_empty  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
@@ -29,9 +31,10 @@ def main(smk) -> None:  # noqa: ANN001
         )
         for clip in manifest.itertuples(index=False):
             result = checker.check_file(clip.path, clip.spoken_text)
-            rows.append({"clip_id": clip.clip_id, **result})
+            # the bytes QC measured: the judges reuse its transcript and DNSMOS scores for the same audio
+            rows.append({"clip_id": clip.clip_id, **result, "audio_sha256": file_sha256_or_empty(clip.path)})
             logging.info("%s: %s %s", clip.clip_id, "pass" if result["qc_pass"] else "FAIL", result["qc_reasons"])
-    write_csv(pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS]), smk.output[0])
+    write_csv(pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS, "audio_sha256"]), smk.output[0])
 
 
 run_adapter(main, snakemake)  # noqa: F821

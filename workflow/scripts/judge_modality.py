@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 from modprefs.io import write_csv  # noqa: E402
 from modprefs.judges.dispatch import run_judges  # noqa: E402
 from modprefs.judges.items import read_modality_items  # noqa: E402
+from modprefs.judges.qc_reuse import read_qc_measures  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
@@ -27,7 +28,8 @@ def main(smk) -> None:  # noqa: ANN001
     if judges.get("backend") == "local":
         judges["local"] = {**(judges.get("local") or {}), "threads": int(smk.threads)}
     logging.info("%d %s items, backend %s", len(items), modality, judges.get("backend"))
-    result = run_judges(items, judges, smk.params.out_dir)
+    # audio QC's transcripts and DNSMOS scores of the same bytes: each model runs once per clip
+    result = run_judges(items, judges, smk.params.out_dir, qc=read_qc_measures(manifest))
     logging.info("%s judges: %s", modality, json.dumps(result.stats.as_dict(), default=str))
     for r in result.table[result.table["status"] != "ok"].itertuples():
         logging.warning("failed: %s %s sample %s: %s", r.clip_id, r.kind, r.sample, r.reason)

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,20 +20,26 @@ from modprefs.judges.types import JudgeAbort, JudgeItem, JudgeSetupError, RunRes
 
 if TYPE_CHECKING:
     from modprefs.judges.client import JudgeConfig
+    from modprefs.judges.qc_reuse import QcMeasures
 
 
 def run_judges(
-    items: list[JudgeItem], config: dict | JudgeConfig, out_dir: str | Path, table_path: str | Path | None = None
+    items: list[JudgeItem],
+    config: dict | JudgeConfig,
+    out_dir: str | Path,
+    table_path: str | Path | None = None,
+    qc: Mapping[str, QcMeasures] | None = None,
 ) -> RunResult:
     """Synchronous entry point; optionally writes the tidy table (CSV) to ``table_path``.
 
     ``config['backend'] == 'local'`` (a ``judges`` mapping) runs the offline judges instead
-    (:func:`modprefs.judges.local.run_local_judges`); anything else is the API judge.
+    (:func:`modprefs.judges.local.run_local_judges`, which reuses audio QC's measurements ``qc`` by audio
+    hash); anything else is the API judge.
     """
     if isinstance(config, dict) and config.get("backend") == "local":
         from modprefs.judges.local import run_local_judges
 
-        result = run_local_judges(items, config, out_dir)
+        result = run_local_judges(items, config, out_dir, qc)
     else:
         from modprefs.judges.client import arun_judges
 

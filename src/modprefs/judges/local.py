@@ -58,6 +58,7 @@ from modprefs.judges.local_model import (
     resolve_gguf,
 )
 from modprefs.judges.prompts import ROLE_NAMES, Prompt, load_prompt
+from modprefs.judges.qc_reuse import QcMeasures, reuse_allowed
 from modprefs.judges.types import JudgeItem, JudgeSetupError, RunResult
 
 log = logging.getLogger(__name__)
@@ -371,6 +372,8 @@ class LocalRunStats:
     forward_passes: int = 0  # text-model forward passes (incl. the one for the few-shot prefix)
     transcriptions: int = 0  # Whisper runs
     dnsmos_calls: int = 0
+    qc_transcripts_reused: int = 0  # audio QC's transcript of the same bytes (modprefs.judges.qc_reuse)
+    qc_dnsmos_reused: int = 0
     model_load_s: float = 0.0  # all models together
     wall_s: float = 0.0
 
@@ -381,21 +384,38 @@ class LocalRunStats:
 class _Models:
     """The three models, each loaded only if a pending unit needs it (a fully cached run loads none)."""
 
-    def __init__(self, cfg: LocalJudgeConfig, ident: _Identity, stats: LocalRunStats, prompt: YesNoPrompt) -> None:
+    def __init__(
+        self,
+        cfg: LocalJudgeConfig,
+        ident: _Identity,
+        stats: LocalRunStats,
+        prompt: YesNoPrompt,
+        qc: Mapping[str, QcMeasures] | None = None,
+    ) -> None:
         self.cfg, self.ident, self.stats, self.prompt = cfg, ident, stats, prompt
         self._scorer: YesNoScorer | None = None
         self._asr = None
         self._dnsmos = None
         self.transcripts: dict[str, tuple[str, float]] = {}  # audio sha256 -> (text, seconds)
+        self.qc = dict(qc or {}) if reuse_allowed(cfg.asr_model_path, cfg.dnsmos_hop_s) else {}
+
+    def _qc_transcript(self, sha: str | None) -> str | None:
+        m = self.qc.get(sha or "")
+        return m.transcript if m is not None else None
+
+    def _qc_dnsmos(self, sha: str | None) -> dict[str, float] | None:
+        m = self.qc.get(sha or "")
+        return m.dnsmos if m is not None else None
 
     def load_for(self, units: list[_Unit]) -> None:
-        """Load the models that ``units`` need now (so that per-record latencies exclude loading)."""
+        """Load the models that ``units`` need now (so that per-record latencies exclude loading); audio whose QC
+        measurements are reused needs no ASR or DNSMOS model."""
         backends = {u.backend for u in units}
         if backends & {TEXT_BACKEND, CASCADE_BACKEND}:
             self.scorer()
-        if CASCADE_BACKEND in backends:
+        if any(u.backend == CASCADE_BACKEND and self._qc_transcript(u.audio_sha256) is None for u in units):
             self.asr()
-        if DNSMOS_BACKEND in backends:
+        if any(u.backend == DNSMOS_BACKEND and self._qc_dnsmos(u.audio_sha256) is None for u in units):
             self.dnsmos_model()
 
     def scorer(self) -> YesNoScorer:
@@ -430,6 +450,9 @@ class _Models:
 
     def transcribe(self, audio_path: str, sha: str) -> tuple[str, float]:
         """(transcript, seconds) of a clip; each distinct audio is transcribed once per run."""
+        if sha not in self.transcripts and (reused := self._qc_transcript(sha)) is not None:
+            self.stats.qc_transcripts_reused += 1
+            self.transcripts[sha] = (reused, 0.0)
         if sha not in self.transcripts:
             asr = self.asr()
             audio, rate = _read_mono(audio_path)
@@ -439,8 +462,12 @@ class _Models:
             self.transcripts[sha] = (text, time.monotonic() - t0)
         return self.transcripts[sha]
 
-    def dnsmos(self, audio_path: str) -> dict[str, float]:
-        """DNSMOS scores of a clip (:meth:`modprefs.speech.qc.DnsMos.score`)."""
+    def dnsmos(self, audio_path: str, sha: str | None = None) -> dict[str, float]:
+        """DNSMOS scores of a clip (:meth:`modprefs.speech.qc.DnsMos.score`); QC's for the same bytes if it has them."""
+        reused = self._qc_dnsmos(sha)
+        if reused is not None:
+            self.stats.qc_dnsmos_reused += 1
+            return dict(reused)
         model = self.dnsmos_model()
         audio, rate = _read_mono(audio_path)
         self.stats.dnsmos_calls += 1
@@ -558,7 +585,7 @@ def judge_unit(u: _Unit, models: _Models, cfg: LocalJudgeConfig) -> dict:
             text = u.prompt.render(it.prompt, transcript, format_history(it.history))
             _judge_text(u, models, cfg, text, record)
     else:
-        mos = models.dnsmos(it.audio_file)
+        mos = models.dnsmos(it.audio_file, u.audio_sha256)
         value, rating, clipped = dnsmos_rating(mos["ovrl"])
         ok = math.isfinite(value)
         record.update(
@@ -594,7 +621,10 @@ def _preflight(pending: list[_Unit], ident: _Identity) -> None:
 
 
 def run_local_judges(
-    items: list[JudgeItem], config: Mapping[str, Any] | LocalJudgeConfig, out_dir: str | Path
+    items: list[JudgeItem],
+    config: Mapping[str, Any] | LocalJudgeConfig,
+    out_dir: str | Path,
+    qc: Mapping[str, QcMeasures] | None = None,
 ) -> RunResult:
     """Rate ``items`` offline; one record per item under ``<out_dir>/raw``; cached by request hash.
 
@@ -603,6 +633,8 @@ def run_local_judges(
         config: the ``judges`` mapping (``backend: local`` and a ``local`` block) or a
             :class:`LocalJudgeConfig`.
         out_dir: output folder (records in ``<out_dir>/raw/<modality>/<kind>/<hash>.json``).
+        qc: audio QC's transcripts and DNSMOS scores by audio SHA-256 (:func:`modprefs.judges.qc_reuse.qc_measures`),
+            used instead of running the same model again where the judge's settings equal QC's.
 
     Returns:
         RunResult with the tidy table (records.TABLE_COLUMNS), :class:`LocalRunStats` and the records.
@@ -621,7 +653,7 @@ def run_local_judges(
     stats.pending, stats.cached = len(pending), len(units) - len(pending)
     if pending:
         _preflight(pending, ident)
-        models = _Models(cfg, ident, stats, load_yes_no_prompt(cfg.prompt, cfg.prompts_dir))
+        models = _Models(cfg, ident, stats, load_yes_no_prompt(cfg.prompt, cfg.prompts_dir), qc)
         models.load_for(pending)
         bar = None
         if cfg.progress:

@@ -529,6 +529,16 @@ class QualityChecker:
         return self.check(data.mean(axis=1), rate, spoken_text)
 
 
+def file_sha256_or_empty(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes (hex), or "" if it cannot be read (QC then reports it unreadable)."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 def unreadable_result(why: str) -> dict[str, Any]:
     """A QC row for a clip whose file cannot be read: every metric NaN, ``qc_pass`` False, reason ``unreadable``."""
     row: dict[str, Any] = {k: math.nan for k in QC_COLUMNS}
