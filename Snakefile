@@ -36,6 +36,7 @@ include: "rules/reward.smk"
 include: "rules/report.smk"
 include: "rules/app.smk"
 include: "rules/plan.smk"
+include: "rules/publish.smk"
 
 
 rule all:

@@ -291,6 +291,16 @@ def test_config_problems_ratings_source(tmp_path):
     assert msg.startswith("ratings.columns: unknown column 'ratng'")
 
 
+def test_practice_rows_read_directly_are_left_out_and_noted(study):
+    """The annotation app's practice trial (practice = 1, trial -1) never reaches an analysis, read either way."""
+    stim, asg, r, t, p = study
+    row = r.iloc[[0]].assign(trial=-1, practice=1)
+    ratings = pd.concat([r.assign(practice=0), row], ignore_index=True)
+    view = prepare_study({"ratings": ratings, "trials": t, "participants": p, "stimuli": stim}, asg)
+    assert len(view.tables["ratings"]) == len(r) and (view.tables["ratings"]["trial"] >= 0).all()
+    assert any("1 practice row(s)" in n for n in view.notes)
+
+
 def test_presentation_order_from_the_ratings_equals_the_design(study):
     stim, asg, r, t, p = study
     derived = first_clips(r, stim).set_index(["participant_id", "trial"])

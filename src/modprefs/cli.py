@@ -519,6 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     from modprefs.plan.cli import add_parser as add_plan_parser  # `modprefs plan ...` (docs/plan.md)
 
     add_threads_arg(add_plan_parser(sub))
+    from modprefs.publish.cli import add_parser as add_publish_parser  # `modprefs publish ...` (README)
+
+    add_publish_parser(sub)
     cj = sub.add_parser("check-judges", help="check the API judges' key, endpoint and models (as a run's start does)")
     cj.add_argument(
         "--configfile",
@@ -540,6 +543,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_plan(args)
     if args.command == "check-judges":
         return check_judges(args.configfile)
+    if args.command == "publish":
+        from modprefs.publish.cli import run as run_publish
+
+        return run_publish(args)
     params = {
         k: getattr(args, k)
         for k in ("seed", "n_boot", "n_perm", "n_boot_alpha", "n_perm_alpha", "n_boot_threshold", "ci_level")

@@ -187,6 +187,18 @@ def first_clips(ratings: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["participant_id", "trial"], kind="mergesort").reset_index(drop=True)
 
 
+def _without_practice(df: pd.DataFrame, name: str, notes: list[str]) -> pd.DataFrame:
+    """A copy without the annotation app's practice rows (``practice`` 1/true; never analysed), noted."""
+    if "practice" not in df.columns:
+        return df.copy()
+    from modprefs.ratings.sources import PRACTICE_COLUMN, is_practice
+
+    flag = is_practice(df[PRACTICE_COLUMN])
+    if flag.any():
+        notes.append(f"{name}: {int(flag.sum())} practice row(s) (practice = 1) left out")
+    return df[~flag].reset_index(drop=True)
+
+
 def prepare_study(tables: Mapping[str, pd.DataFrame | None], design: pd.DataFrame | None = None) -> Study:
     """The analyses' view of validated tables (see the module docstring).
 
@@ -198,10 +210,14 @@ def prepare_study(tables: Mapping[str, pd.DataFrame | None], design: pd.DataFram
     notes: list[str] = []
     ratings_table, participants_table = tables["ratings"], tables["participants"]
     assert ratings_table is not None and participants_table is not None  # required tables (see Args)
-    ratings = ratings_table.copy()
+    ratings = _without_practice(ratings_table, "ratings", notes)
     participants = participants_table.copy()
     trials = tables.get("trials")
-    trials = pd.DataFrame(columns=["participant_id", "prompt_id", "trial"]) if trials is None else trials.copy()
+    trials = (
+        pd.DataFrame(columns=["participant_id", "prompt_id", "trial"])
+        if trials is None
+        else _without_practice(trials, "trials", notes)
+    )
     for c in ("participant_id", "prompt_id", "trial"):
         if c not in trials.columns:
             trials[c] = pd.Series(dtype=object)

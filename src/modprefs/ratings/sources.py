@@ -245,6 +245,11 @@ def load_ratings_source(
 PRACTICE_COLUMN = "practice"  # the annotation app's practice trial: 1 (or true) rows are dropped on reading
 
 
+def is_practice(values: pd.Series) -> np.ndarray:
+    """Which rows are practice rows: ``practice`` 1 / 1.0 / true / yes (any case); bool array."""
+    return values.astype(str).str.strip().str.lower().isin(["1", "1.0", "true", "yes"]).to_numpy()
+
+
 def _drop_practice(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], notes: list[str]) -> None:
     """Drop the practice rows (``practice`` 1/true, the annotation app's practice trial) of ratings and trials:
     they are never analysed (nor validated: the practice trial is numbered -1)."""
@@ -252,9 +257,9 @@ def _drop_practice(tables: dict[str, pd.DataFrame], origins: dict[str, Origin], 
         df = tables.get(t)
         if df is None or PRACTICE_COLUMN not in df.columns:
             continue
-        flag = df[PRACTICE_COLUMN].astype(str).str.strip().str.lower().isin(["1", "1.0", "true", "yes"])
+        flag = is_practice(df[PRACTICE_COLUMN])
         if flag.any():
-            keep = np.flatnonzero(~flag.to_numpy())
+            keep = np.flatnonzero(~flag)
             tables[t] = df.iloc[keep].reset_index(drop=True)
             origins[t] = origins[t].take(keep)
             notes.append(f"{origins[t].file() or t}: {int(flag.sum())} practice row(s) (practice = 1) left out")
@@ -324,10 +329,34 @@ def _dataset_frames(obj, name: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
             )
     out = {}
     for table, (split, ds) in splits.items():
-        df = strings_frame(ds.to_pandas())
+        df = strings_frame(_without_audio(ds).to_pandas())
+        if table == "ratings":
+            df = published_ratings(df)
         shown = f"{name} (split {split})" if split else name
         out[table] = (df, Origin.of_file(shown, len(df), 1))
     return out
+
+
+def _without_audio(ds):  # noqa: ANN001, ANN202 - a datasets.Dataset
+    """The dataset without its Audio columns (a ratings table has none; decoding them would need torchcodec)."""
+    import datasets  # noqa: PLC0415
+
+    audio = [name for name, feature in ds.features.items() if isinstance(feature, datasets.Audio)]
+    return ds.remove_columns(audio) if audio else ds
+
+
+#: ``source`` values of a dataset published by ``modprefs publish`` (modprefs.publish) -> the canonical ones
+PUBLISHED_SOURCES = {"human": "collected", "simulated": "simulated"}
+
+
+def published_ratings(df: pd.DataFrame) -> pd.DataFrame:
+    """A ratings split as ``modprefs publish`` writes it, in canonical terms: its AI judge rows (``source``
+    ``judge``) left out and ``human`` read as ``collected``. Other tables pass unchanged."""
+    if "source" not in df.columns or not df["source"].isin(["judge", "human"]).any():
+        return df
+    df = df[df["source"] != "judge"].reset_index(drop=True)
+    df["source"] = df["source"].map(lambda s: PUBLISHED_SOURCES.get(s, s))
+    return df
 
 
 def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
@@ -342,6 +371,26 @@ def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
     return _dataset_frames(obj, f"dataset {path.name}")
 
 
+def _with_published_tables(repo: str, obj):  # noqa: ANN001, ANN202 - datasets objects
+    """A dataset published by ``modprefs publish`` (modprefs.publish) has one config per table, its default
+    ``ratings`` (split ``train``, with ``participant_id`` and ``source`` columns): its ``participants`` and
+    ``trials`` configs are loaded too, the three returned as splits named after the tables. Any other dataset is
+    returned as loaded."""
+    import datasets  # noqa: PLC0415
+
+    if not (isinstance(obj, datasets.DatasetDict) and list(obj) == ["train"]):
+        return obj
+    if not {"participant_id", "source"} <= set(obj["train"].column_names):
+        return obj
+    tables = {"ratings": obj["train"]}
+    for table in ("trials", "participants"):
+        try:
+            tables[table] = datasets.load_dataset(repo, table, split="train")
+        except Exception:  # noqa: BLE001, S112 - the config is absent: a plain single-table dataset
+            continue
+    return datasets.DatasetDict(tables) if len(tables) > 1 else obj
+
+
 def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
     repo = source[len(HUB_PREFIX) :]
     repo = repo[len("datasets/") :] if repo.startswith("datasets/") else repo
@@ -350,7 +399,7 @@ def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
     import datasets  # noqa: PLC0415
 
     try:
-        obj = datasets.load_dataset(repo)
+        obj = _with_published_tables(repo, datasets.load_dataset(repo))
     except Exception as exc:  # offline, unknown repo, gated, ...: all end here with the reason
         raise RatingsSourceError(
             f"ratings source {source}: could not load the Hugging Face dataset {repo!r} from the hub "

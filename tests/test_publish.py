@@ -1,0 +1,446 @@
+"""`modprefs publish` (issue #30): a finished study as a Hugging Face dataset, read back by `modprefs stats`.
+
+Most tests run on a small synthetic results/ folder (simulated ratings, short sine WAVs): no workflow run. The
+last ones publish the shared default run (`default_run`) and run the `publish` rule on a copy of it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+import yaml
+
+from modprefs.cli import main
+from modprefs.publish import PublishOptions
+from modprefs.publish.build import PublishError, build_splits, read_results
+from modprefs.publish.card import SIMULATED_BANNER, dataset_card
+from modprefs.publish.privacy import find_leaks, pseudonyms, scrub_text
+from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.study.design import make_assignments
+from test_recovery import paper_stimuli
+
+SALT = "test-salt-do-not-publish"
+PROLIFIC = "5f8a1b2c3d4e5f6a7b8c9d0e"  # a Prolific-like 24-hex id
+EMAIL = "jane.doe@example.org"
+URL = "https://example.com/my-profile?id=42"
+IP = "192.168.17.42"
+SESSION = "sess-7f3e9a1c-secret"
+STATS_ARGS = ["--n-boot", "25", "--seed", "7", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
+STATS_ARGS += ["--n-boot-threshold", "0"]
+
+
+def _wav(path: Path, seconds: float, freq: float, sr: int = 16000) -> None:
+    t = np.arange(int(seconds * sr)) / sr
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sf.write(path, (0.2 * np.sin(2 * np.pi * freq * t)).astype("float32"), sr, subtype="PCM_16")
+
+
+def make_results(work: Path, plant: bool = False) -> Path:
+    """A finished run's results/ (docs/CONTRACTS.md) with simulated ratings; ``plant``: identifiers planted."""
+    res = work / "results"
+    stimuli = paper_stimuli(5).head(24)
+    prompts = list(dict.fromkeys(stimuli.prompt_id))
+    a = make_assignments(prompts, 8, 6, seed=5)
+    ratings, trials, participants, _ = simulate_ratings(stimuli, a, SimulationParams(), seed=5)
+    conv = pd.DataFrame(
+        {
+            "conversation_id": prompts,
+            "history": [
+                [{"role": "user", "content": f"hi {p}"}, {"role": "model", "content": "hello"}] for p in prompts
+            ],
+            "prompt": [f"question {p}?" for p in prompts],
+            "text_0": [f"answer zero of {p}" for p in prompts],
+            "text_1": [f"answer one of {p}" for p in prompts],
+            "model_name_0": "m0",
+            "model_name_1": "m1",
+        }
+    )
+    (res / "data").mkdir(parents=True)
+    conv.to_parquet(res / "data/conversations.parquet")
+    (res / "sampling").mkdir()
+    pd.DataFrame({"prompt_id": prompts, "conversation_id": prompts, "stratum": "other"}).to_csv(
+        res / "sampling/final_prompts.csv", index=False
+    )
+    rows = []
+    for i, clip in enumerate(["attn_0", "attn_1", *stimuli.clip_id]):
+        rel = f"results/audio/clips/{clip}.wav"
+        _wav(work / rel, 0.1 + 0.01 * (i % 5), 200 + 10 * i)
+        rows.append(
+            {"clip_id": clip, "prompt_id": clip.rsplit("_", 1)[0], "response": int(clip[-1]), "path": rel,
+             "sample_rate": 16000, "duration_s": 0.1, "backend": "kokoro-onnx", "model": "k", "voice": "af",
+             "rms_dbfs": -23.0, "peak": 0.2, "clipping_ratio": 0.0, "lufs_after": -23.0}
+        )  # fmt: skip
+    pd.DataFrame(rows).to_csv(res / "audio/manifest.csv", index=False)
+    (res / "study").mkdir()
+    stimuli.to_csv(res / "study/stimuli.csv", index=False)
+    if plant:
+        ids = {p: f"{k:04x}{PROLIFIC[4:]}" for k, p in enumerate(sorted(participants.participant_id))}
+        for df in (ratings, trials, participants):
+            df["participant_id"] = df["participant_id"].map(ids)
+        participants["prolific_pid"] = participants["participant_id"]
+        participants["ip_address"] = IP
+        participants["notes"] = f"contact via {IP}"  # an identifier in a column with an innocent name
+        ratings["session_id"] = SESSION
+        trials["justification"] = trials["justification"].astype(object)
+        trials.loc[trials.index[:3], "justification"] = f"mail me at {EMAIL} or see {URL} (I am {PROLIFIC})"
+    (res / "ratings").mkdir()
+    ratings.to_csv(res / "ratings/ratings.csv", index=False)
+    trials.to_csv(res / "ratings/trials.csv", index=False)
+    participants.to_csv(res / "ratings/participants.csv", index=False)
+    (res / "stats/tables").mkdir(parents=True)
+    return res
+
+
+def add_icc(res: Path, tmp: Path) -> None:
+    """results/stats/tables/icc.csv as the workflow makes it (= `modprefs stats` on results/ratings, tested in
+    tests/test_cli.py)."""
+    out = tmp / "stats_of_run"
+    args = ["stats", "--ratings", str(res / "ratings"), "--clips", str(res / "study/stimuli.csv"), "--out", str(out)]
+    assert main([*args, *STATS_ARGS]) == 0
+    (res / "stats/tables/icc.csv").write_bytes((out / "tables/icc.csv").read_bytes())
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> tuple[Path, Path]:
+    """(results, published folder) of the synthetic study, icc.csv computed by `modprefs stats`."""
+    work = tmp_path_factory.mktemp("pub")
+    res = make_results(work)
+    add_icc(res, work)
+    out = work / "dataset"
+    assert main(["publish", "--results", str(res), "--out", str(out), "--salt", SALT]) == 0
+    return res, out
+
+
+# ---- pure parts -----------------------------------------------------------------------------------------
+def test_pseudonyms_salted_and_in_the_ids_order():
+    ids = ["P0003", "P0001", "P0002", PROLIFIC]
+    a, b = pseudonyms(ids, "s1"), pseudonyms(ids, "s2")
+    assert sorted(a, key=a.get) == sorted(ids) and set(a.values()).isdisjoint(b.values())
+    assert all(v.startswith("p") and len(v) == 17 for v in a.values()) and pseudonyms(ids, "s1") == a
+
+
+def test_scrub_text_replaces_identifiers():
+    text = scrub_text(f"mail {EMAIL}, see {URL} or www.x.org from {IP}, id {PROLIFIC}.")
+    assert text == "mail [email], see [url] or [url] from [ip], id [id]."
+    kept = scrub_text(f"{EMAIL} {URL}", emails=False, urls=False)
+    assert EMAIL in kept and URL in kept
+    assert find_leaks({"a": ["x P1 y", "P12"]}, ["P1"]) == ["a: 'P1'"]
+
+
+# ---- the published dataset --------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_publish_writes_a_dataset_both_readers_load(published):
+    import datasets
+
+    res, out = published
+    dd = datasets.load_from_disk(str(out))
+    assert set(dd) == {
+        "stimuli",
+        "ratings",
+        "participants",
+        "preferences_text",
+        "preferences_audio",
+        "item_reliability",
+    }
+    assert len(dd["stimuli"]) == 12 and len(dd["ratings"]) == len(pd.read_csv(res / "ratings/ratings.csv"))
+    for split in dd:
+        files = sorted((out / "data" / split).glob("*.parquet"))
+        assert [f.name for f in files] == ["train-00000-of-00001.parquet"]
+        pq = datasets.load_dataset("parquet", data_dir=str(out / "data" / split))
+        assert pq["train"].num_rows == dd[split].num_rows and pq["train"].features == dd[split].features
+    assert isinstance(dd["stimuli"].features["audio_0"], datasets.Audio)
+    assert set(dd["ratings"]["source"]) == {"simulated"}
+    first = dd["stimuli"].select_columns(["prompt_id", "history"])[0]  # (Audio cells decode only with torchcodec)
+    assert first["history"] == [
+        {"role": "user", "content": f"hi {first['prompt_id']}"},
+        {"role": "assistant", "content": "hello"},
+    ]
+
+
+@pytest.mark.slow
+def test_every_audio_cell_is_its_study_wav(published):
+    import datasets
+
+    res, out = published
+    manifest = pd.read_csv(res / "audio/manifest.csv").set_index("clip_id")
+    for source in ("disk", "parquet"):
+        if source == "disk":
+            stim = datasets.load_from_disk(str(out))["stimuli"]
+        else:
+            stim = datasets.load_dataset("parquet", data_dir=str(out / "data/stimuli"))["train"]
+        stim = stim.cast_column("audio_0", datasets.Audio(decode=False)).cast_column(
+            "audio_1", datasets.Audio(decode=False)
+        )
+        for row in stim:
+            for k in (0, 1):
+                wav = res.parent / manifest.loc[row[f"clip_id_{k}"], "path"]
+                cell = row[f"audio_{k}"]
+                assert cell["bytes"] == wav.read_bytes()  # the exact study file
+                got, sr = sf.read(io.BytesIO(cell["bytes"]))
+                want, sr0 = sf.read(wav)
+                assert sr == sr0 and np.array_equal(got, want)
+
+
+@pytest.mark.slow
+def test_stats_on_the_published_dataset_equal_the_runs_icc(published, tmp_path):
+    res, out = published
+    for clips in (["--clips", str(res / "study/stimuli.csv")], []):  # given, and derived from the ratings
+        dest = tmp_path / f"stats{len(clips)}"
+        assert main(["stats", "--ratings", str(out), *clips, "--out", str(dest), *STATS_ARGS]) == 0
+        assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
+
+
+@pytest.mark.slow
+def test_preferences_go_through_trls_reward_data_path(published):
+    import datasets
+    from transformers import AutoTokenizer
+    from trl import RewardConfig, RewardTrainer
+    from trl.data_utils import is_conversational
+
+    from modprefs.reward.backbones import minilm_path
+
+    _, out = published
+    dd = datasets.load_from_disk(str(out))
+    text = dd["preferences_text"]
+    assert len(text) > 0 and is_conversational(text.remove_columns(["chosen_audio", "rejected_audio"])[0])
+    tok = AutoTokenizer.from_pretrained(str(minilm_path()))
+    tok.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+    args = RewardConfig(output_dir=str(out.parent / "trl"), report_to=[], bf16=False, use_cpu=True)
+    # RewardTrainer's own dataset preprocessing (chat template, tokenizing, length filter); audio left to a
+    # speech reward model: decoding Audio cells needs torchcodec, so the text path drops them first
+    prepared = RewardTrainer._prepare_dataset(
+        None, text.remove_columns(["chosen_audio", "rejected_audio"]), tok, args, "train"
+    )
+    assert len(prepared) == len(text) and all(len(x) > 0 for x in prepared["chosen_ids"])
+    assert prepared[0]["chosen_ids"] != prepared[0]["rejected_ids"]
+    for row in text.cast_column("chosen_audio", datasets.Audio(decode=False)).cast_column(
+        "rejected_audio", datasets.Audio(decode=False)
+    ):
+        assert row["margin"] > 0 and 0 <= row["agreement"] <= 1 and row["n_raters"] > 0
+        for c in ("chosen_audio", "rejected_audio"):
+            samples, sr = sf.read(io.BytesIO(row[c]["bytes"]))
+            assert sr == 16000 and len(samples) > 0
+    rel = dd["item_reliability"].to_pandas()
+    assert set(rel["condition"]) == {"text", "audio"} and rel["majority_share"].between(0.5, 1).all()
+
+
+@pytest.mark.slow
+def test_card_shows_icc_table_and_simulated_banner(published):
+    res, out = published
+    card = (out / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    assert header["license"] == "cc-by-4.0" and header["size_categories"]
+    assert {c["config_name"] for c in header["configs"]} >= {"ratings", "stimuli", "preferences_text"}
+    assert SIMULATED_BANNER in card and "## Reliability (ICC)" in card
+    icc = pd.read_csv(res / "stats/tables/icc.csv")
+    for cond, lo in zip(icc["condition"], icc["icc_2_k_lo"]):
+        assert f"| {cond} " in card
+        if not math.isnan(lo):
+            assert f"{lo:.4g}" in card
+
+
+def test_collected_ratings_get_no_banner(tmp_path):
+    res = make_results(tmp_path)
+    for t in ("ratings", "trials", "participants"):
+        df = pd.read_csv(res / f"ratings/{t}.csv")
+        df["source"] = "collected"
+        df.to_csv(res / f"ratings/{t}.csv", index=False)
+    pd.DataFrame({"condition": ["text"], "icc_2_k": [0.5]}).to_csv(res / "stats/tables/icc.csv", index=False)
+    run = read_results(res)
+    splits = build_splits(
+        run, PublishOptions(salt=SALT), audio={c: {"bytes": b"", "path": c} for c in run.manifest.clip_id}
+    )
+    assert set(splits.frames["ratings"]["source"]) == {"human"}
+    card = dataset_card(splits.frames, run.icc, None, "cc-by-4.0", splits.ties, splits.dropped)
+    assert SIMULATED_BANNER not in card
+
+
+@pytest.mark.slow
+def test_no_planted_identifier_is_published(tmp_path):
+    import datasets
+
+    res = make_results(tmp_path, plant=True)
+    pd.DataFrame({"condition": ["text"], "icc_2_k": [0.5]}).to_csv(res / "stats/tables/icc.csv", index=False)
+    originals = set(pd.read_csv(res / "ratings/participants.csv", dtype=str)["participant_id"])
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    cfg["publish"] = {**cfg.get("publish", {}), "salt": SALT}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "dataset"
+    assert main(["publish", "--results", str(res), "--out", str(out)]) == 0
+    planted = [PROLIFIC, EMAIL, URL, IP, SESSION, SALT, *originals]
+    dd = datasets.load_from_disk(str(out))
+    for split, ds in dd.items():
+        df = ds.to_pandas()
+        for c in df.columns:
+            cells = df[c].astype(str)
+            for s in planted:
+                assert not cells.str.contains(s, regex=False).any(), (split, c, s)
+    for f in out.rglob("*"):  # every byte written: card, Arrow, Parquet, JSON
+        if f.is_file():
+            data = f.read_bytes()
+            for s in planted:
+                assert s.encode() not in data, (f, s)
+    card = (out / "README.md").read_text()
+    assert "prolific_pid" in card and "ip_address" in card  # named as dropped
+    just = dd["ratings"].to_pandas()["justification"].dropna()
+    assert just.str.contains(r"\[email\]").any() and just.str.contains(r"\[url\]").any()
+    assert dd["participants"].num_rows == len(originals) and "notes" not in dd["participants"].column_names
+
+
+def test_missing_results_file_is_a_one_line_error(tmp_path, capsys):
+    res = make_results(tmp_path)
+    (res / "audio/manifest.csv").unlink()
+    assert main(["publish", "--results", str(res), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "audio/manifest.csv" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+    assert main(["publish", "--results", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    (res / "stats/tables/icc.csv").unlink(missing_ok=True)
+    with pytest.raises(PublishError, match="missing .*audio/manifest.csv"):
+        read_results(res)
+
+
+@pytest.mark.slow
+def test_push_offline_writes_locally_and_says_so(published, tmp_path, monkeypatch, capsys):
+    res, _ = published
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "dataset"
+    rc = main(["publish", "--results", str(res), "--out", str(out), "--salt", SALT, "--push-to-hub", "lab/study"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "offline" in err and "HF_HUB_OFFLINE" in err and str(out) in err
+    assert (out / "dataset_dict.json").is_file() and (out / "README.md").is_file()
+    assert main(["publish", "--results", str(res), "--out", str(tmp_path / "x"), "--push-to-hub", "not a repo"]) == 2
+
+
+# ---- the shared default run ----------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.integration
+def test_default_run_published_and_read_back(default_run, tmp_path):
+    cfg = yaml.safe_load((default_run / "config.yaml").read_text())
+    out = tmp_path / "dataset"
+    assert main(["publish", "--results", str(default_run / "results"), "--out", str(out), "--salt", SALT]) == 0
+    st = cfg["stats"]
+    dest = tmp_path / "stats"
+    args = ["--n-boot", str(st["n_boot"]), "--seed", str(cfg["seed"]), "--ci-level", str(st["ci_level"])]
+    args += ["--ci-method", st["icc_ci_method"], "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
+    clips = ["--clips", str(default_run / "results/study/stimuli.csv")]
+    assert main(["stats", "--ratings", str(out), *clips, "--out", str(dest), *args, "--n-boot-threshold", "0"]) == 0
+    assert (dest / "tables/icc.csv").read_bytes() == (default_run / "results/stats/tables/icc.csv").read_bytes()
+    import datasets
+
+    dd = datasets.load_from_disk(str(out))
+    judged = (default_run / "results/judges/ratings.csv").is_file()
+    assert ("judge" in set(dd["ratings"]["source"])) == judged
+    assert len(dd["stimuli"]) == len(pd.read_csv(default_run / "results/sampling/final_prompts.csv"))
+
+
+@pytest.mark.slow
+def test_hub_id_of_a_published_dataset_reads_its_configs(published, tmp_path, monkeypatch):
+    """hf://owner/name of a published dataset: the hub path loads the card's configs (ratings by default, then
+    participants); the hub is replaced by the local Parquet files, as the card's configs name them."""
+    import datasets
+
+    res, out = published
+    real = datasets.load_dataset
+    calls = []
+
+    def fake(repo, name=None, split=None, **kw):
+        calls.append((repo, name))
+        config = name or "ratings"
+        if not (out / "data" / config).is_dir():
+            raise ValueError(f"BuilderConfig {config} not found")
+        return real("parquet", data_dir=str(out / "data" / config), split=split)
+
+    monkeypatch.setattr(datasets, "load_dataset", fake)
+    dest = tmp_path / "stats"
+    args = ["--clips", str(res / "study/stimuli.csv"), "--out", str(dest), *STATS_ARGS]
+    assert main(["stats", "--ratings", "hf://lab/study", *args]) == 0
+    assert ("lab/study", "participants") in calls
+    assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
+
+
+def test_publish_config_block_is_strict_with_defaults():
+    from modprefs.config_checks import ConfigError, validate_config
+
+    root = Path(__file__).resolve().parents[1]
+    schema = root / "workflow/schemas/config.schema.yaml"
+    cfg = yaml.safe_load((root / "config.yaml").read_text())
+    cfg.pop("publish")
+    validated = validate_config(cfg, schema) or cfg
+    assert validated.get("publish", {}).get("license", "cc-by-4.0") == "cc-by-4.0"
+    with pytest.raises(ConfigError, match="publish.licence"):
+        validate_config({**cfg, "publish": {"licence": "mit"}}, schema)
+    with pytest.raises(ConfigError, match="publish.scrub.emails"):
+        validate_config({**cfg, "publish": {"scrub": {"emails": "yes"}}}, schema)
+    opts = PublishOptions.from_config({"drop_fields": ["age"], "scrub": {"urls": False}})
+    assert opts.drop_fields == ("age",) and opts.scrub_emails and not opts.scrub_urls and opts.license == "cc-by-4.0"
+
+
+def test_judge_ratings_are_published_and_left_out_when_read_back(tmp_path):
+    from modprefs.io_tables import strings_frame
+    from modprefs.ratings.sources import published_ratings
+
+    res = make_results(tmp_path)
+    pd.DataFrame({"condition": ["text"], "icc_2_k": [0.5]}).to_csv(res / "stats/tables/icc.csv", index=False)
+    clips = pd.read_csv(res / "audio/manifest.csv")[["clip_id", "prompt_id"]]
+    judged = pd.concat(
+        [
+            clips.assign(judge="smol", model="m", modality="text", kind="response_quality", rating=60),
+            clips.assign(judge="dnsmos", model="d", modality="audio", kind="audio_quality", rating=70),
+        ]
+    ).assign(backend="local", prompt_version="v1", sample=0, status="ok", reason="")
+    (res / "judges").mkdir()
+    judged.to_csv(res / "judges/ratings.csv", index=False)
+    run = read_results(res)
+    splits = build_splits(run, PublishOptions(salt=SALT), audio={c: {"bytes": b"", "path": c} for c in clips.clip_id})
+    r = splits.frames["ratings"]
+    j = r[r["source"] == "judge"]
+    assert len(j) == 2 * len(clips) and set(j["participant_id"]) == {"judge:smol", "judge:dnsmos"}
+    assert (j.loc[j["condition"] == "audio", "audio_quality"] == 70).all() and j["rating"].isin([60]).sum() == len(
+        clips
+    )
+    back = published_ratings(strings_frame(r))
+    assert len(back) == len(run.ratings) and set(back["source"]) == {"simulated"}
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_publish_rule_writes_results_dataset(default_run, tmp_path):
+    from workflow_runner import copy_run, planned_jobs, run_workflow
+
+    run = copy_run(default_run, tmp_path / "run", drop=("results/dataset",))
+    assert set(planned_jobs(run_workflow(run, "-n", "publish"))) == {"publish"}  # nothing upstream reruns
+    proc = run_workflow(run, "publish", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run / "results/dataset"
+    assert (out / "dataset_dict.json").is_file() and (
+        out / "data/preferences_text/train-00000-of-00001.parquet"
+    ).is_file()
+    assert (run / "results/logs/publish/publish.log").is_file()
+    card = (out / "README.md").read_text()
+    assert (
+        "## Reliability (ICC)" in card
+        and "salt" not in card.split("## Configuration used", 1)[1].split("publish:")[1][:200]
+    )
+
+
+@pytest.mark.slow
+def test_out_is_checked_first_and_replaced_whole(published, tmp_path, capsys):
+    res, _ = published
+    out = tmp_path / "dataset"
+    out.mkdir()
+    (out / "old.txt").write_text("x")
+    assert main(["publish", "--results", str(res), "--out", str(out), "--salt", SALT]) == 2
+    assert "not empty" in capsys.readouterr().err and (out / "old.txt").is_file()
+    assert main(["publish", "--results", str(res), "--out", str(out), "--salt", SALT, "--overwrite"]) == 0
+    assert not (out / "old.txt").exists() and (out / "dataset_dict.json").is_file()
+    assert main(["publish", "--results", str(res), "--out", str(res.parent), "--overwrite"]) == 2
+    assert "holds --results" in capsys.readouterr().err
