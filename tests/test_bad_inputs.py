@@ -250,7 +250,7 @@ CASES = [
     ),
     Case(
         "n_prompts above eligible conversations",
-        ["config.yaml line", "sampling.n_prompts: 100", "only 64 eligible"],
+        ["config.yaml line", "sampling.n_prompts: 100", "only 60 eligible", "4 of the 64 eligible conversations"],
         _set("sampling.n_prompts", 100),
     ),
     Case(

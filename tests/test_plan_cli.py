@@ -278,7 +278,9 @@ def test_workflow_plan_target(tmp_path):
     bad = write_config(tmp_path / "bad", {"plan": {"prompts": 12, "raters": "8", "trials": 20, "target_icc_k": 0.5}})
     proc = run_workflow(tmp_path / "bad", "plan", configfile=bad)
     assert proc.returncode != 0
-    assert "--trials: 20 trials per participant exceeds 12 prompts" in proc.stderr + proc.stdout
+    # found when the workflow starts (modprefs.config_checks runs the plan's own checks), named as the config key
+    assert "plan.trials: 20 trials per participant exceeds 12 prompts" in proc.stderr + proc.stdout
+    assert "config.yaml line" in proc.stderr and "Traceback" not in proc.stderr
     assert "Traceback" not in proc.stderr.split("--trials")[0][-2000:]
 
 
