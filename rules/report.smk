@@ -8,24 +8,36 @@ localrules:
 # new measurement reruns the report.
 COVERAGE_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_coverage.json")
 TABLE2_NULL_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/table2_null.json")
+TABLE2_NULL_SLOPES_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/table2_null_slopes.json")
+ICC_NULL_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_difference_null_v2.json")
+# the planner's recommendation and figures, when `snakemake plan` has run (the answers page quotes it)
+PLAN_RECOMMENDATION = "results/plan/recommendation.csv"
+
+
+def _if_present(path):
+    return [path] if os.path.isfile(path) else []
 
 
 rule report:
-    """results/report/report.html: every table and figure, the run's config and package versions."""
+    """results/report/report.html: the three answers, Tables 1-6, figures, every table, reward models, the run's
+    config and package versions (modprefs.report.study_report, the renderer `modprefs stats` uses too)."""
     input:
         ratings="results/ratings/ratings.csv",
         judges="results/judges/ratings.csv",
-        tables=["results/stats/tables/icc.csv"]
-        + [p for p in stats_outputs() if p.endswith(".csv")]
-        + ["results/judges/rater_plan.csv"],
-        figures=[p for p in stats_outputs() if p.endswith(".png")] + ["results/judges/rater_plan.png"],
+        tables=["results/stats/tables/icc.csv"] + [p for p in stats_outputs() if p.endswith(".csv")],
+        figures=[p for p in stats_outputs() if p.endswith(".png")],
+        rater_plan="results/judges/rater_plan.csv",
+        rater_plan_figure="results/judges/rater_plan.png",
         reward_tables=expand("results/reward/summary/{name}.csv", name=["runs", "pair_types", "transfer", "drift"])
         + expand(
             "results/reward/{run}/eval/{table}.csv", run=REWARD_RUNS[:1], table=["accuracy", "ood", "length_bias"]
         ),
         reward_curves=expand("results/reward/{run}/curve.png", run=REWARD_RUNS[:1]),
-        coverage=[COVERAGE_JSON] if os.path.isfile(COVERAGE_JSON) else [],
-        table2_null=[TABLE2_NULL_JSON] if os.path.isfile(TABLE2_NULL_JSON) else [],
+        coverage=_if_present(COVERAGE_JSON),
+        table2_null=_if_present(TABLE2_NULL_JSON),
+        table2_null_slopes=_if_present(TABLE2_NULL_SLOPES_JSON),
+        icc_null=_if_present(ICC_NULL_JSON),
+        plan=_if_present(PLAN_RECOMMENDATION),
     output:
         "results/report/report.html",
     log:

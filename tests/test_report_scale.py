@@ -1,4 +1,4 @@
-"""The workflow report states the study's rating scale near the top."""
+"""The workflow report states the study's rating scale in its header."""
 
 from __future__ import annotations
 
@@ -13,6 +13,6 @@ def test_report_states_the_rating_scale(tmp_path):
     config = {"study": {"scale": {"min": 1, "max": 5, "step": 1, "labels": ["Bad", "Excellent"]}}}
     html, _ = workflow_report([], [], ratings, config, "jackknife", "stimulus_modality")
     note = "Rating scale (study.scale): 1-5 (step 1; 1 = Bad, 5 = Excellent)."
-    assert note in html and html.index(note) < html.index("<nav>")
+    assert note in html and html.index(note) < html.index("<nav")  # in the header, above the contents
     html, _ = workflow_report([], [], ratings, {}, "jackknife", "stimulus_modality")
     assert "Rating scale (study.scale): 1-100 (step 1; 1 = Terrible, 100 = Perfect)." in html

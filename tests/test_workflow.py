@@ -396,7 +396,9 @@ def test_every_analysis_is_in_the_report(default_run):
         md = p.with_suffix(".md").read_text().splitlines()[0]
         title = md[2:].strip() if md.startswith("# ") else p.stem
         assert html_module.escape(title) in html, title
-    assert html.count("data:image/png;base64,") == len(figures) + 2  # + the rater plan, a reward training curve
+    # + the rater plan, the report's own decision-threshold and reward-accuracy figures, a reward training curve
+    assert html.count("data:image/png;base64,") == len(figures) + 4
+    assert html.count("<figcaption>") == html.count("<figure ")
     assert "Reward models: " in html and "Reward model main: accuracy" in html
     assert "SIMULATED" in html and "Software versions" in html
     # the interval method and Table 2's random structure are named, with the measured coverage / null rates

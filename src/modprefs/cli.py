@@ -418,7 +418,9 @@ def _analyse(
     from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import pairs_reason, read_study  # noqa: PLC0415
-    from modprefs.report.html import build_report, coverage_note, table2_note  # noqa: PLC0415
+    from modprefs.report.html import coverage_note, table2_note  # noqa: PLC0415
+    from modprefs.report.measured import icc_test_size, table2_size  # noqa: PLC0415
+    from modprefs.report.study_report import ReportInputs, folder_inputs, render_study_report  # noqa: PLC0415
     from modprefs.stats.tables.analyses import (  # noqa: PLC0415
         OUTPUTS,
         icc_table,
@@ -432,18 +434,13 @@ def _analyse(
     write_valid(valid, paths)
     study = read_study(paths, stimuli=stimuli)
     tables = study.tables
-    written: list[tuple[str, Any]] = []
-    figures: list[tuple[str, Path]] = []
     skipped: list[str] = []
 
     def emit(result: Any, table_names: tuple[str, ...], figure_names: tuple[str, ...]) -> None:
         write_result(result, output_paths(table_names, figure_names, tmp))
         for name, table in result.tables.items():
-            written.append((result.titles.get(name, name), table))
             if list(table.columns) == ["status", "reason"] and (table["status"] == "skipped").all():
                 skipped.append(f"{name}: {table['reason'].iloc[0]}")
-        for name in result.figures:
-            figures.append((name.replace("_", " "), tmp / "figures" / f"{name}.png"))
 
     icc = icc_table(tables, params)
     emit(icc, ("icc",), ())
@@ -472,7 +469,21 @@ def _analyse(
         coverage_note(params["icc_ci_method"], REPO / "benchmarks" / "out" / "icc_coverage.json"),
         table2_note(params["table2_random"], REPO / "benchmarks" / "out" / "table2_null.json"),
     ]
-    write_text(build_report([("Tables", written), ("Figures", figures)], config, notes), tmp / "report.html")
+    bench = REPO / "benchmarks" / "out"
+    sizes = {
+        "icc": icc_test_size(str(params.get("icc_test", "calibrated")), bench / "icc_difference_null_v2.json"),
+        "table2": table2_size(params["table2_random"], [bench / "table2_null.json", bench / "table2_null_slopes.json"]),
+    }
+    table_paths, figure_paths = folder_inputs(tmp)
+    report = ReportInputs(
+        tables=table_paths,
+        figures=figure_paths,
+        config=config,
+        ratings=paths["ratings"],
+        notes=notes,
+        measured_sizes={k: v for k, v in sizes.items() if v},
+    )
+    write_text(render_study_report(report), tmp / "report.html")
     return skipped, notes
 
 

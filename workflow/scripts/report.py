@@ -1,4 +1,4 @@
-"""Snakemake adapter: every table, figure, reward model and method check -> report.html (modprefs.report)."""
+"""Snakemake adapter: the statistics, judges, reward models and method checks -> report.html (modprefs.report)."""
 
 import logging
 import sys
@@ -14,10 +14,12 @@ from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     optional = {
-        k: Path(smk.input[k][0] if k != "judges" else smk.input[k])
-        for k in ("judges", "coverage", "table2_null")
+        k: Path(smk.input[k][0] if k not in ("judges", "rater_plan") else smk.input[k])
+        for k in ("judges", "rater_plan", "coverage", "table2_null", "table2_null_slopes", "icc_null")
         if smk.input.get(k)
     }  # absent: not run
+    if smk.input.get("plan"):
+        optional["plan"] = Path(smk.input.plan[0]).parent
     rewards = {k: [Path(p) for p in smk.input[k]] for k in ("reward_tables", "reward_curves") if k in smk.input.keys()}
     html, n_tables = workflow_report(
         [Path(p) for p in smk.input.tables],

@@ -1,7 +1,8 @@
-"""The workflow's report.html: every table (titled by its Markdown twin), figure, reward model and method check.
+"""The workflow's report.html: the answers, Tables 1-6, figures, every table, reward models and method checks.
 
-:func:`workflow_report` takes the file paths the ``report`` rule gives it and returns the HTML
-(:func:`modprefs.report.html.build_report`); the rule's script only reads its inputs and writes.
+:func:`workflow_report` takes the file paths the ``report`` rule gives it, gathers the notes on how the run was
+made and the measured sizes of its tests, and renders with :func:`modprefs.report.study_report.render_study_report`
+(the renderer ``modprefs stats`` uses too); the rule's script only reads its inputs and writes.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from typing import Any
 
 from modprefs.io_tables import read_table
 from modprefs.report.html import (
-    build_report,
     coverage_note,
     coverage_table,
     judges_note,
-    markdown_title,
     table2_note,
     table2_null_table,
 )
+from modprefs.report.measured import icc_test_size, table2_size
+from modprefs.report.study_report import ReportInputs, is_simulated, render_study_report
 from modprefs.scale import scale_from_config
 
 SIMULATED_NOTE = (
@@ -27,14 +28,6 @@ SIMULATED_NOTE = (
     "crossed random-effects model calibrated to the paper, not human judgments. Point "
     "ratings.source at collected ratings to analyse a real study."
 )
-
-
-def reward_title(path: Path) -> str:
-    """'Reward models: <md title>' for the summary tables; 'Reward model <run>: <table>' for one run's."""
-    title = markdown_title(path.with_suffix(".md"))
-    if path.parent.name == "summary":
-        return f"Reward models: {title or path.stem.replace('_', ' ')}"
-    return f"Reward model {path.parents[1].name}: {path.stem.replace('_', ' ')}"
 
 
 def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
@@ -91,14 +84,53 @@ def workflow_report(
     table2_null: Path | None = None,
     reward_tables: Sequence[Path] | None = None,
     reward_curves: Sequence[Path] | None = None,
+    rater_plan: Path | None = None,
+    icc_null: Path | None = None,
+    table2_null_slopes: Path | None = None,
+    plan: Path | None = None,
 ) -> tuple[str, int]:
-    """The report's HTML and its number of study tables.
+    """The report's HTML (:func:`modprefs.report.study_report.render_study_report`) and its number of study tables.
 
-    ``coverage`` / ``table2_null``: the benchmark results behind the notes on the ICC intervals and
-    Table 2 (None where they were not run); ``judges``: results/judges/ratings.csv (None without
-    judges); ``reward_tables`` / ``reward_curves``: the reward models' tables and training curves.
+    ``tables`` / ``figures``: the statistics CSVs and PNGs (results/stats/tables, figures); ``coverage`` /
+    ``table2_null`` / ``table2_null_slopes`` / ``icc_null``: the benchmark results behind the notes and the
+    measured sizes of the tests (None where they were not run); ``judges``: results/judges/ratings.csv (None
+    without judges); ``rater_plan``: results/judges/rater_plan.csv (its PNG beside it); ``reward_tables`` /
+    ``reward_curves``: the reward models' tables and training curves; ``plan``: a ``modprefs plan`` folder.
     """
-    notes = [SIMULATED_NOTE] if (read_table(ratings)["source"] == "simulated").any() else []
+    notes = run_notes(config, ratings, icc_ci_method, table2_random, coverage, table2_null, judges, tables)
+    sizes = {
+        "icc": icc_test_size(str((config.get("stats") or {}).get("icc_test", "calibrated")), icc_null),
+        "table2": table2_size(table2_random, [p for p in (table2_null, table2_null_slopes) if p is not None]),
+    }
+    inputs = ReportInputs(
+        tables=list(tables),
+        figures=list(figures),
+        config=config,
+        ratings=ratings,
+        judges=judges,
+        rater_plan=rater_plan,
+        reward_tables=list(reward_tables or ()),
+        reward_curves=list(reward_curves or ()),
+        plan=plan,
+        notes=notes,
+        measured_sizes={k: v for k, v in sizes.items() if v},
+        method_checks=method_checks(coverage, table2_null),
+    )
+    return render_study_report(inputs), len(tables)
+
+
+def run_notes(
+    config: Mapping[str, Any],
+    ratings: Path,
+    icc_ci_method: str,
+    table2_random: str,
+    coverage: Path | None,
+    table2_null: Path | None,
+    judges: Path | None,
+    tables: Sequence[Path],
+) -> list[str]:
+    """How the run was made: simulated ratings, the stimuli, the scale, the interval methods, the judges."""
+    notes = [SIMULATED_NOTE] if is_simulated(ratings) else []
     notes.append(f"Rating scale (study.scale): {scale_from_config(config).describe()}.")
     notes.append(coverage_note(icc_ci_method, coverage))
     notes.append(table2_note(table2_random, table2_null))
@@ -106,16 +138,8 @@ def workflow_report(
         note = judges_note(read_table(judges, allow_empty=True)[["modality", "kind", "backend", "model"]])
         if note:
             notes.append(note)
-    study = [(markdown_title(p.with_suffix(".md")) or p.stem, read_table(p, allow_empty=True)) for p in tables]
+    study = [(p.stem, read_table(p, allow_empty=True)) for p in tables]
     source = stimuli_note(config, study)
     if source:
         notes.insert(1, source)
-    sections: list = [("Tables", study), ("Figures", [(p.stem.replace("_", " "), p) for p in figures])]
-    if reward_tables is not None:
-        reward = [(reward_title(p), read_table(p, allow_empty=True)) for p in reward_tables]
-        curves = [(f"Reward model {p.parent.name}: training curve", p) for p in reward_curves or []]
-        sections.append(("Reward models", reward + curves))
-    checks = method_checks(coverage, table2_null)
-    if checks:
-        sections.append(("Method checks", checks))
-    return build_report(sections, dict(config), notes), len(study)
+    return notes

@@ -1,0 +1,79 @@
+"""What the benchmarks measured of the tests the answers page cites: their false-positive rates under nulls.
+
+* ICC and alpha differences (Table 4): ``benchmarks/out/icc_difference_null_v2.json`` (cells
+  ``<size>/<model>``; ``alt`` models are alternatives and left out), rejections pooled over the null cells;
+* Table 2's modality interactions: ``benchmarks/out/table2_null.json`` and ``table2_null_slopes.json``
+  (cells ``<model>`` or ``<model>/<size>``, one block per random-effects structure).
+
+Each function returns one sentence, or None when the benchmark was not run on this installation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ICC_TEST_KEYS = {"calibrated": "icc/calibrated", "jackknife": "icc/jackknife", "permutation": "icc/permutation"}
+
+
+def pooled_rejections(null_json: Path | None, key: str) -> tuple[int, int, int] | None:
+    """(rejected, studies, cells) of ``key`` (e.g. ``icc/calibrated/icc_2_1``) over the benchmark's null cells."""
+    if null_json is None or not null_json.is_file():
+        return None
+    summary = json.loads(null_json.read_text(encoding="utf-8")).get("summary") or {}
+    rejected = n = cells = 0
+    for cell, block in summary.items():
+        if "alt" in cell.split("/")[-1] or key not in block:
+            continue
+        rejected += int(block[key].get("rejected", 0))
+        n += int(block[key].get("n", 0))
+        cells += 1
+    return (rejected, n, cells) if n else None
+
+
+def icc_test_size(icc_test: str, null_json: Path | None) -> str | None:
+    """The measured rejection rate at .05 of Table 4's ICC-difference test under equal ICCs."""
+    prefix = ICC_TEST_KEYS.get(icc_test)
+    if prefix is None:
+        return None
+    parts = []
+    for stat, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
+        pooled = pooled_rejections(null_json, f"{prefix}/{stat}")
+        if pooled:
+            rejected, n, cells = pooled
+            parts.append(f"{label} {rejected}/{n}")
+    if not parts:
+        return None
+    return (
+        f"Measured size of the ICC-difference test ({icc_test}) at .05 with equal ICCs: rejected in "
+        + ", ".join(parts)
+        + " simulated null studies (several generating models; benchmarks/out/icc_difference_null_v2.json)."
+    )
+
+
+def table2_size(structure: str, null_jsons: list[Path]) -> str | None:
+    """The measured false-positive rates of Table 2's modality x length and x order interactions under
+    ``structure`` (stats.table2_random), pooled over the cells of every benchmark file that ran it."""
+    rates: dict[str, list[int]] = {}
+    models: set[str] = set()
+    for path in null_jsons:
+        if path is None or not path.is_file():
+            continue
+        summary = json.loads(path.read_text(encoding="utf-8")).get("summary") or {}
+        for cell, block in summary.items():
+            for term in ("modality_x_length", "modality_x_order"):
+                t = (block.get(structure) or {}).get(term)
+                if t and block.get("n_studies"):
+                    counts = rates.setdefault(term, [0, 0])
+                    counts[0] += int(t["rejections"])
+                    counts[1] += int(block["n_studies"])
+                    models.add(cell.split("/")[0])
+    if not rates:
+        return None
+    parts = [f"{term.replace('modality_x_', 'x ')} {r}/{n}" for term, (r, n) in rates.items()]
+    return (
+        f"Measured false positives of Table 2's modality interactions ({structure}) at .05: "
+        + ", ".join(parts)
+        + f" null studies over {len(models)} generating model{'s' if len(models) != 1 else ''} "
+        "(benchmarks/out/table2_null*.json)."
+    )
