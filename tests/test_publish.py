@@ -197,6 +197,30 @@ def test_stats_on_the_published_dataset_equal_the_runs_icc(published, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_published_stimuli_are_a_pairs_source_with_their_own_audio(published, tmp_path):
+    """Item 2's stimulus half: data.source = the published folder (data.format: pairs, tts.backend: given)."""
+    from modprefs.data.pairs import load_pairs
+
+    res, out = published
+    data = {"format": "pairs", "source": str(out)}  # no hf_split, no columns: the published study is recognised
+    conv = load_pairs(data, "given", audio_dir=tmp_path / "audio").set_index("conversation_id")
+    stim = pd.read_csv(res / "study/stimuli.csv")
+    manifest = pd.read_csv(res / "audio/manifest.csv").set_index("clip_id")
+    source = pd.read_parquet(res / "data/conversations.parquet").set_index("conversation_id")
+    assert sorted(conv.index) == sorted(stim["prompt_id"].unique())
+    for prompt in conv.index:
+        for k in (0, 1):
+            assert conv.at[prompt, f"text_{k}"] == source.at[prompt, f"text_{k}"]
+            assert conv.at[prompt, f"model_name_{k}"] == source.at[prompt, f"model_name_{k}"]
+            wav = res.parent / manifest.loc[f"{prompt}_{k}", "path"]
+            assert Path(conv.at[prompt, f"audio_{k}"]).read_bytes() == wav.read_bytes()  # the study's own file
+        assert conv.at[prompt, "history"][1] == {"role": "model", "content": "hello"}
+    # a data.columns given by the user still wins over the published names
+    with pytest.raises(Exception, match="nope"):
+        load_pairs({**data, "columns": {"item_id": "nope"}}, "given", audio_dir=tmp_path / "audio2")
+
+
+@pytest.mark.slow
 def test_preferences_go_through_trls_reward_data_path(published):
     import datasets
     from transformers import AutoTokenizer

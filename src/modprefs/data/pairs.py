@@ -4,7 +4,9 @@ The table is the study's alternative to PRISM. Sources (``data.source``):
 
 * a CSV/TSV (delimiter sniffed), JSONL or Parquet file;
 * a ``datasets`` ``save_to_disk`` folder (a Dataset, or a DatasetDict whose split ``data.hf_split`` is read,
-  or its only split);
+  or its only split); a study ``modprefs publish`` wrote (``results/dataset``, or its copy on the hub) is read
+  from its ``stimuli`` split, its ``prompt_id`` / ``model_name_k`` columns as ``item_id`` / ``system_k`` and its
+  Audio columns as the study's own audio (``tts.backend: given`` replays the published WAVs);
 * ``hf://owner/name``: a hub dataset (needs the hub; offline it fails saying so).
 
 Columns (canonical names; foreign names are mapped with ``data.columns: {canonical: source column}``):
@@ -160,10 +162,30 @@ def _audio_features(ds: Any) -> list[str]:
     return [name for name, feature in ds.features.items() if isinstance(feature, datasets.Audio)]
 
 
+DEFAULT_SPLIT = "train"  # data.hf_split's default
+#: the splits of a study modprefs published (modprefs.publish): its ``stimuli`` split is a pairs table
+PUBLISHED_SPLITS = frozenset({"stimuli", "ratings"})
+#: how a published ``stimuli`` split's columns map onto the pairs table's (``data.columns`` overrides)
+PUBLISHED_COLUMNS = {"item_id": "prompt_id", "system_0": "model_name_0", "system_1": "model_name_1"}
+
+
+def is_published_study(obj: Any) -> bool:
+    """True for a DatasetDict that ``modprefs publish`` wrote (it has the stimuli and ratings splits)."""
+    keys = getattr(obj, "keys", None)
+    return callable(keys) and PUBLISHED_SPLITS <= set(keys())
+
+
 def _dataset_frame(obj: Any, name: str, split: str) -> pd.DataFrame:
-    """A Dataset (or the chosen split of a DatasetDict) as a frame; Audio cells as undecoded bytes dicts."""
+    """A Dataset (or the chosen split of a DatasetDict) as a frame; Audio cells as undecoded bytes dicts.
+
+    A study modprefs published (:func:`is_published_study`) is read from its ``stimuli`` split unless
+    ``data.hf_split`` names another, with its columns mapped onto the pairs table's (:data:`PUBLISHED_COLUMNS`).
+    """
     import datasets
 
+    published = not isinstance(obj, datasets.Dataset) and is_published_study(obj) and split == DEFAULT_SPLIT
+    if published:
+        split = "stimuli"
     if not isinstance(obj, datasets.Dataset):
         splits = list(obj.keys())
         if split in splits:
@@ -174,7 +196,10 @@ def _dataset_frame(obj: Any, name: str, split: str) -> pd.DataFrame:
             raise PairsFormatError(f"data.source {name}: the dataset has splits {splits}; set data.hf_split to one")
     for column in _audio_features(obj):
         obj = obj.cast_column(column, datasets.Audio(decode=False))
-    return pd.DataFrame({column: obj[column] for column in obj.column_names})
+    frame = pd.DataFrame({column: obj[column] for column in obj.column_names})
+    if published:
+        frame.attrs["published"] = True
+    return frame
 
 
 def _read_source(source: str, split: str, base: Path) -> tuple[pd.DataFrame, str, int, Path]:
@@ -228,7 +253,7 @@ def _audio_cell(value: Any) -> Any:
 
 
 def read_pairs_table(
-    source: str, columns: Mapping[str, str] | None = None, split: str = "train", base_dir: str | Path = "."
+    source: str, columns: Mapping[str, str] | None = None, split: str = DEFAULT_SPLIT, base_dir: str | Path = "."
 ) -> PairsTable:
     """Read a pairs source (see the module docstring) into canonical columns; nothing is checked beyond reading.
 
@@ -241,6 +266,13 @@ def read_pairs_table(
         PairsFormatError: unreadable source, a mapped column that the table lacks, a missing required column.
     """
     raw, name, first_row, folder = _read_source(str(source), split, Path(base_dir))
+    if raw.attrs.get("published"):  # a published study's stimuli: its own column names, unless data.columns says
+        given = dict(columns or {})
+        columns = {
+            **{c: src for c, src in PUBLISHED_COLUMNS.items() if src in raw.columns and c not in raw.columns},
+            **given,
+        }
+        name += " (a published modprefs study: split stimuli)"
     columns = dict(columns or {})
     unknown = sorted(set(columns) - set(PAIRS_COLUMNS))
     if unknown:
