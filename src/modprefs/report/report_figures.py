@@ -88,22 +88,28 @@ def reward_accuracy_figure(pair_types: pd.DataFrame) -> bytes | None:
     plt = _pyplot()
     labels = list(dict.fromkeys(data["label"].astype(str)))
     runs = list(dict.fromkeys(data["run"].astype(str)))
-    fig, ax = plt.subplots(figsize=(6.4, 1.0 + 0.45 * len(labels) * max(1, len(runs) / 2)))
-    height = 0.8 / len(runs)
+    fig, ax = plt.subplots(figsize=(6.4, 1.2 + 0.3 * len(labels) * max(1, len(runs) / 2)))
+    step = 0.7 / max(1, len(runs))
     for j, run in enumerate(runs):
         part = data[data["run"].astype(str) == run]
-        ys = np.array([labels.index(lab) for lab in part["label"].astype(str)]) + (j - (len(runs) - 1) / 2) * height
+        ys = np.array([labels.index(lab) for lab in part["label"].astype(str)]) + (j - (len(runs) - 1) / 2) * step
         acc = part["val_accuracy"].to_numpy(float)
         n = part["val_n"].to_numpy(int)
         bounds = np.array([wilson_interval(a * k, k) for a, k in zip(acc, n, strict=True)])
-        ax.barh(ys, acc, height=height * 0.9, label=run, alpha=0.8)
-        ax.errorbar(acc, ys, xerr=[acc - bounds[:, 0], bounds[:, 1] - acc], fmt="none", ecolor="k", capsize=2)
-        for y, a, k in zip(ys, acc, n, strict=True):
-            ax.text(min(a + 0.02, 0.9), y, f"n={k}", va="center", fontsize=7)
+        ax.errorbar(acc, ys, xerr=[acc - bounds[:, 0], bounds[:, 1] - acc], fmt="o", capsize=2, label=run, markersize=4)
+        for y, k in zip(ys, n, strict=True):  # n beside the plot, outside the data area
+            ax.annotate(f"n={k}", (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=6)
     ax.axvline(0.5, color="grey", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("held-out accuracy (chosen scored above rejected)")
-    ax.legend(loc="lower right", fontsize=7, title="run", title_fontsize=7)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("held-out accuracy (chosen scored above rejected), Wilson 95 % intervals")
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncol=min(4, len(runs)),
+        fontsize=7,
+        title="run",
+        title_fontsize=7,
+    )
     return _png(fig)

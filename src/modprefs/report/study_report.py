@@ -82,10 +82,10 @@ nav.toc a{margin-right:.8rem;white-space:nowrap}
 .answer ul{padding-left:1.1rem;margin:.3rem 0}
 .answer li{margin:.15rem 0;font-size:.9rem}
 .answer .caveats{font-size:.8rem;color:#444}
+li.yes{list-style-type:"\\2713  "}
+li.no{list-style-type:"\\2013  "}
+li.yes::marker{color:#1a6b1a;font-weight:700}
 .missing{background:#f4f4f4;border-left:4px solid #777;padding:.3rem .7rem}
-li.yes,li.no{list-style:none;margin-left:-1.1rem}
-.yes::before{content:"\\2713  ";color:#1a6b1a;font-weight:700}
-.no::before{content:"\\2013  ";color:#555;font-weight:700}
 .num{font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:.85rem;margin:.3rem 0;font-variant-numeric:tabular-nums}
