@@ -223,56 +223,8 @@ def difference_answer(
         )
         return answer
     sizes = measured_sizes or {}
-    t4 = tables.get("table4_reliability")
-    for metric, label in (("ICC(2,1)", "ICC(2,1), audio - text"), ("ICC(2,k)", "ICC(2,k), audio - text")):
-        i = _row(t4, "metric", metric)
-        if i is not None and t4 is not None:
-            named = "test" in t4.columns and not is_missing_text(t4.at[i, "test"])
-            test = short_test_name(t4.at[i, "test"]) if named else "test"
-            s = _difference_statement(
-                t4, "table4_reliability", i, ("metric",), label, "diff", None, None, "p_value", test, bounded=True
-            )
-            if s:
-                answer.statements.append(s)
-    i = _row(t4, "metric", "Krippendorff's alpha (cont.)")
-    if i is not None and t4 is not None:
-        test = short_test_name(t4.at[i, "test"]) if "test" in t4.columns else "test"
-        s = _difference_statement(
-            t4,
-            "table4_reliability",
-            i,
-            ("metric",),
-            "Krippendorff's alpha (continuous), audio - text",
-            "diff",
-            None,
-            None,
-            "p_value",
-            test,
-            bounded=True,
-        )
-        if s:
-            answer.statements.append(s)
-    t2 = tables.get("table2_lmm")
-    if t2 is not None and not t2.empty and {"term", "model"} <= set(t2.columns):
-        omnibus = t2[t2["model"].astype(str).str.startswith("omnibus")]
-        for term, label in TABLE2_MODALITY_TERMS.items():
-            hits = omnibus.index[omnibus["term"].astype(str) == term]
-            if len(hits):
-                s = _difference_statement(
-                    t2,
-                    "table2_lmm",
-                    int(hits[0]),
-                    ("model", "term"),
-                    label,
-                    "b",
-                    "ci_lo",
-                    "ci_hi",
-                    "p",
-                    "omnibus LMM, Satterthwaite t",
-                    decimals=2,
-                )
-                if s:
-                    answer.statements.append(s)
+    _reliability_differences(answer, tables.get("table4_reliability"))
+    _table2_differences(answer, tables.get("table2_lmm"))
     _threshold_statement(answer, tables.get("thresholds_recommendations"))
     _agreement_statement(answer, tables.get("cross_modality_binomial"))
     slope = tables.get("random_slope")
@@ -306,6 +258,43 @@ def difference_answer(
         if sizes.get(key):
             answer.caveats.append(sizes[key])
     return answer
+
+
+def _reliability_differences(answer: Answer, t4: pd.DataFrame | None) -> None:
+    """Table 4's audio - text differences of ICC(2,1), ICC(2,k) and continuous alpha, with their tests."""
+    rows = (
+        ("ICC(2,1)", "ICC(2,1), audio - text"),
+        ("ICC(2,k)", "ICC(2,k), audio - text"),
+        ("Krippendorff's alpha (cont.)", "Krippendorff's alpha (continuous), audio - text"),
+    )
+    for metric, label in rows:
+        i = _row(t4, "metric", metric)
+        if i is None or t4 is None:
+            continue
+        named = "test" in t4.columns and not is_missing_text(t4.at[i, "test"])
+        test = short_test_name(t4.at[i, "test"]) if named else "test"
+        s = _difference_statement(
+            t4, "table4_reliability", i, ("metric",), label, "diff", None, None, "p_value", test, bounded=True
+        )
+        if s:
+            answer.statements.append(s)
+
+
+def _table2_differences(answer: Answer, t2: pd.DataFrame | None) -> None:
+    """Table 2's modality term and its interactions (omnibus model), b with CI and p."""
+    if t2 is None or t2.empty or not {"term", "model"} <= set(t2.columns):
+        return
+    omnibus = t2[t2["model"].astype(str).str.startswith("omnibus")]
+    for term, label in TABLE2_MODALITY_TERMS.items():
+        hits = omnibus.index[omnibus["term"].astype(str) == term]
+        if not len(hits):
+            continue
+        s = _difference_statement(
+            t2, "table2_lmm", int(hits[0]), ("model", "term"), label, "b", "ci_lo", "ci_hi", "p",
+            "omnibus LMM, Satterthwaite t", decimals=2,
+        )  # fmt: skip
+        if s:
+            answer.statements.append(s)
 
 
 def short_test_name(test: str) -> str:
