@@ -162,3 +162,22 @@ def test_one_condition_without_justifications_says_what_is_missing(tmp_path):
     assert "Rating gaps on decisive and tie trials is missing: needs" in html  # a skipped figure is not drawn
     for table in re.findall(r"<table\b.*?</table>", html, flags=re.S):
         assert "<td>" in table, table[:200]  # no empty table anywhere
+
+
+def test_the_planners_recommendation_joins_the_raters_answer():
+    raters = pd.DataFrame(
+        {"condition": ["text"], "target_icc_2_k": [0.75], "raters_needed": [6], "raters_needed_optimistic": [5],
+         "raters_needed_pessimistic": [8]}
+    )  # fmt: skip
+    plan = pd.DataFrame(
+        {"scenario": ["pessimistic", "central"], "met": [True, True], "prompts": [80, 60], "raters": [30, 24],
+         "trials": [20, 20], "note": ["", ""]}
+    )  # fmt: skip
+    statement = raters_answer(raters, plan).statements[-1]
+    assert statement.template.startswith("Planner (central priors)")
+    assert [n.text for n in statement.numbers] == ["60", "24", "20"]
+    unmet = plan.assign(met=False, note="power_icc_diff")
+    assert (
+        "no design in its grid meets every target (power_icc_diff)"
+        in raters_answer(raters, unmet).statements[-1].template
+    )
