@@ -237,6 +237,11 @@ def judge_inputs(wildcards) -> dict:
     return inputs
 
 
+def if_present(path):
+    """[path] when the file exists at parse time, else [] (an optional input: a benchmark result, the plan)."""
+    return [path] if os.path.isfile(path) else []
+
+
 # --- statistics outputs (rules/stats.smk, rules/report.smk) -------------------------------------------------
 def _tables(*names):
     """Named outputs <name>_csv / <name>_md under results/stats/tables/."""

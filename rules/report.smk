@@ -14,10 +14,6 @@ ICC_NULL_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_dif
 PLAN_RECOMMENDATION = "results/plan/recommendation.csv"
 
 
-def _if_present(path):
-    return [path] if os.path.isfile(path) else []
-
-
 rule report:
     """results/report/report.html: the three answers, Tables 1-6, figures, every table, reward models, the run's
     config and package versions (modprefs.report.study_report, the renderer `modprefs stats` uses too)."""
@@ -33,11 +29,11 @@ rule report:
             "results/reward/{run}/eval/{table}.csv", run=REWARD_RUNS[:1], table=["accuracy", "ood", "length_bias"]
         ),
         reward_curves=expand("results/reward/{run}/curve.png", run=REWARD_RUNS[:1]),
-        coverage=_if_present(COVERAGE_JSON),
-        table2_null=_if_present(TABLE2_NULL_JSON),
-        table2_null_slopes=_if_present(TABLE2_NULL_SLOPES_JSON),
-        icc_null=_if_present(ICC_NULL_JSON),
-        plan=_if_present(PLAN_RECOMMENDATION),
+        coverage=if_present(COVERAGE_JSON),
+        table2_null=if_present(TABLE2_NULL_JSON),
+        table2_null_slopes=if_present(TABLE2_NULL_SLOPES_JSON),
+        icc_null=if_present(ICC_NULL_JSON),
+        plan=if_present(PLAN_RECOMMENDATION),
     output:
         "results/report/report.html",
     log:
