@@ -42,6 +42,7 @@ from modprefs.publish.privacy import (
     pseudonyms,
     scrub_column,
 )
+from modprefs.ratings.schema import TRIALS_COLUMNS
 
 ATTENTION_PROMPT = "attn"
 #: files of a finished run (relative to the results folder) publishing needs
@@ -82,16 +83,8 @@ MANIFEST_COLUMNS = (
     "qc_pass",
     "qc_reasons",
 )
-TRIAL_COLUMNS = (
-    "preference",
-    "justification",
-    "decision_time_s",
-    "deliberation_time_s",
-    "rating_changes",
-    "replays_0",
-    "replays_1",
-    "relistened_first",
-)
+#: trials.csv's own columns joined onto each rating (its keys and ``source`` left out), in the schema's order
+TRIAL_COLUMNS = tuple(c for c in TRIALS_COLUMNS if c not in ("participant_id", "prompt_id", "trial", "source"))
 PARTICIPANT_STATUS = ("passed_attention", "completed", "headphone_check")
 FREE_TEXT = ("justification",)
 #: the study's own keys: never taken for identifiers by their content (a lab's item ids may be 24-hex ObjectIds)
