@@ -47,6 +47,11 @@ onstart:
 
 
 RATING_TABLES = ["ratings", "trials", "participants"]
+# Once the final sample is drawn, the longest chain is judges -> reward pairs -> reward training -> evaluation
+# (reward training alone is ~100 s per run on one core). Its jobs, and the small ones it waits for (stimuli,
+# ratings, the other engines' clips), go first; the one-core statistics tables fill the core left free.
+# Measured in benchmarks/out/default_run_compare.json.
+REWARD_PATH_PRIORITY = 1
 
 # --- a lab's own stimuli (data.format: pairs; modprefs.data.pairs) -----------------------------------------
 PAIRS = config["data"].get("format", "prism") == "pairs"

@@ -14,6 +14,7 @@ rule judge_modality:
         "results/judges/{modality}.csv",
     log:
         "results/logs/judges/judge_{modality}.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/judges.yaml"
     threads: 2
@@ -35,6 +36,7 @@ rule judges_table:
         "results/judges/ratings.csv",
     log:
         "results/logs/judges/judges_table.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/judges.yaml"
     script:

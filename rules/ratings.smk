@@ -10,6 +10,7 @@ if config["ratings"]["source"] == "simulate":
             truth="results/ratings/simulation_truth.csv",
         log:
             "results/logs/ratings/simulate_ratings.log",
+        priority: REWARD_PATH_PRIORITY
         conda:
             "../envs/stats.yaml"
         params:
@@ -34,6 +35,7 @@ else:
             expand("results/ratings/{table}.csv", table=RATING_TABLES),
         log:
             "results/logs/ratings/ingest_ratings.log",
+        priority: REWARD_PATH_PRIORITY
         conda:
             "../envs/stats.yaml"
         params:

