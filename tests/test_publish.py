@@ -391,6 +391,37 @@ def test_hub_id_of_a_published_dataset_reads_its_configs(published, tmp_path, mo
     assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
 
 
+def test_hub_id_of_a_published_study_is_a_pairs_source(published, tmp_path, monkeypatch):
+    """data.source hf://owner/name of a published study: the default config is the ratings, so the pairs source
+    loads the stimuli config too and reads the same items and WAV bytes as from the published folder. The hub is
+    replaced by the local Parquet files, as the card's configs name them (as in the test above)."""
+    import datasets
+
+    from modprefs.data.pairs import load_pairs
+
+    _, out = published
+    real = datasets.load_dataset
+    calls = []
+
+    def fake(repo, name=None, split=None, **kw):
+        calls.append((repo, name))
+        config = name or "ratings"
+        if not (out / "data" / config).is_dir():
+            raise ValueError(f"BuilderConfig {config} not found")
+        return real("parquet", data_dir=str(out / "data" / config), split=split)
+
+    local = load_pairs({"format": "pairs", "source": str(out)}, "given", audio_dir=tmp_path / "a1")
+    monkeypatch.setattr(datasets, "load_dataset", fake)
+    hub = load_pairs({"format": "pairs", "source": "hf://lab/study"}, "given", audio_dir=tmp_path / "a2")
+    assert calls == [("lab/study", None), ("lab/study", "stimuli")]
+    text_columns = ["conversation_id", "prompt", "text_0", "text_1", "model_name_0", "model_name_1"]
+    pd.testing.assert_frame_equal(local[text_columns], hub[text_columns])
+    for a, b in zip(
+        local["audio_0"].tolist() + local["audio_1"].tolist(), hub["audio_0"].tolist() + hub["audio_1"].tolist()
+    ):
+        assert Path(a).read_bytes() == Path(b).read_bytes()
+
+
 def test_publish_config_block_is_strict_with_defaults():
     from modprefs.config_checks import ConfigError, validate_config
 

@@ -7,7 +7,8 @@ The table is the study's alternative to PRISM. Sources (``data.source``):
   or its only split); a study ``modprefs publish`` wrote (``results/dataset``, or its copy on the hub) is read
   from its ``stimuli`` split, its ``prompt_id`` / ``model_name_k`` columns as ``item_id`` / ``system_k`` and its
   Audio columns as the study's own audio (``tts.backend: given`` replays the published WAVs);
-* ``hf://owner/name``: a hub dataset (needs the hub; offline it fails saying so).
+* ``hf://owner/name``: a hub dataset (needs the hub; offline it fails saying so). A published study there loads
+  its default config (``ratings``) and then its ``stimuli`` config (modprefs.published_layout).
 
 Columns (canonical names; foreign names are mapped with ``data.columns: {canonical: source column}``):
 
@@ -51,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
+from modprefs.published_layout import with_published_configs
 
 __all__ = [
     "HUB_PREFIX",
@@ -208,7 +210,7 @@ def _read_source(source: str, split: str, base: Path) -> tuple[pd.DataFrame, str
 
         repo = source[len(HUB_PREFIX) :]
         try:
-            obj = datasets.load_dataset(repo)
+            obj = with_published_configs(repo, datasets.load_dataset(repo), ("stimuli",))
         except Exception as exc:  # offline, unknown or gated repository: all end here with the reason
             raise PairsFormatError(
                 f"data.source {source}: could not load the Hugging Face dataset {repo!r} "

@@ -46,6 +46,7 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, read_table, strings_frame
+from modprefs.published_layout import with_published_configs
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE_FILES, TABLES, TRIALS_COLUMNS
 
 WIDE_COLUMNS = ("rating_0", "rating_1", "audio_quality_0", "audio_quality_1", "first_clip")
@@ -371,26 +372,6 @@ def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
     return _dataset_frames(obj, f"dataset {path.name}")
 
 
-def _with_published_tables(repo: str, obj):  # noqa: ANN001, ANN202 - datasets objects
-    """A dataset published by ``modprefs publish`` (modprefs.publish) has one config per table, its default
-    ``ratings`` (split ``train``, with ``participant_id`` and ``source`` columns): its ``participants`` and
-    ``trials`` configs are loaded too, the three returned as splits named after the tables. Any other dataset is
-    returned as loaded."""
-    import datasets  # noqa: PLC0415
-
-    if not (isinstance(obj, datasets.DatasetDict) and list(obj) == ["train"]):
-        return obj
-    if not {"participant_id", "source"} <= set(obj["train"].column_names):
-        return obj
-    tables = {"ratings": obj["train"]}
-    for table in ("trials", "participants"):
-        try:
-            tables[table] = datasets.load_dataset(repo, table, split="train")
-        except Exception:  # noqa: BLE001, S112 - the config is absent: a plain single-table dataset
-            continue
-    return datasets.DatasetDict(tables) if len(tables) > 1 else obj
-
-
 def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
     repo = source[len(HUB_PREFIX) :]
     repo = repo[len("datasets/") :] if repo.startswith("datasets/") else repo
@@ -399,7 +380,7 @@ def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:
     import datasets  # noqa: PLC0415
 
     try:
-        obj = _with_published_tables(repo, datasets.load_dataset(repo))
+        obj = with_published_configs(repo, datasets.load_dataset(repo), ("trials", "participants"))
     except Exception as exc:  # offline, unknown repo, gated, ...: all end here with the reason
         raise RatingsSourceError(
             f"ratings source {source}: could not load the Hugging Face dataset {repo!r} from the hub "
