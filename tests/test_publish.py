@@ -366,6 +366,24 @@ def test_default_run_published_and_read_back(default_run, tmp_path):
     assert len(dd["stimuli"]) == len(pd.read_csv(default_run / "results/sampling/final_prompts.csv"))
 
 
+def hub_from_published(out: Path, calls: list[tuple[str, str | None]]):
+    """A stand-in for ``datasets.load_dataset`` on a hub id (no hub here): config ``name`` (default ``ratings``) of
+    the published folder ``out`` read from its local Parquet files, as the card's configs name them; every
+    ``(repo, name)`` asked for is appended to ``calls``."""
+    import datasets
+
+    real = datasets.load_dataset
+
+    def load(repo, name=None, split=None, **kw):
+        calls.append((repo, name))
+        config = name or "ratings"
+        if not (out / "data" / config).is_dir():
+            raise ValueError(f"BuilderConfig {config} not found")
+        return real("parquet", data_dir=str(out / "data" / config), split=split)
+
+    return load
+
+
 @pytest.mark.slow
 def test_hub_id_of_a_published_dataset_reads_its_configs(published, tmp_path, monkeypatch):
     """hf://owner/name of a published dataset: the hub path loads the card's configs (ratings by default, then
@@ -373,17 +391,8 @@ def test_hub_id_of_a_published_dataset_reads_its_configs(published, tmp_path, mo
     import datasets
 
     res, out = published
-    real = datasets.load_dataset
-    calls = []
-
-    def fake(repo, name=None, split=None, **kw):
-        calls.append((repo, name))
-        config = name or "ratings"
-        if not (out / "data" / config).is_dir():
-            raise ValueError(f"BuilderConfig {config} not found")
-        return real("parquet", data_dir=str(out / "data" / config), split=split)
-
-    monkeypatch.setattr(datasets, "load_dataset", fake)
+    calls: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(datasets, "load_dataset", hub_from_published(out, calls))
     dest = tmp_path / "stats"
     args = ["--clips", str(res / "study/stimuli.csv"), "--out", str(dest), *STATS_ARGS]
     assert main(["stats", "--ratings", "hf://lab/study", *args]) == 0
@@ -400,18 +409,9 @@ def test_hub_id_of_a_published_study_is_a_pairs_source(published, tmp_path, monk
     from modprefs.data.pairs import load_pairs
 
     _, out = published
-    real = datasets.load_dataset
-    calls = []
-
-    def fake(repo, name=None, split=None, **kw):
-        calls.append((repo, name))
-        config = name or "ratings"
-        if not (out / "data" / config).is_dir():
-            raise ValueError(f"BuilderConfig {config} not found")
-        return real("parquet", data_dir=str(out / "data" / config), split=split)
-
+    calls: list[tuple[str, str | None]] = []
     local = load_pairs({"format": "pairs", "source": str(out)}, "given", audio_dir=tmp_path / "a1")
-    monkeypatch.setattr(datasets, "load_dataset", fake)
+    monkeypatch.setattr(datasets, "load_dataset", hub_from_published(out, calls))
     hub = load_pairs({"format": "pairs", "source": "hf://lab/study"}, "given", audio_dir=tmp_path / "a2")
     assert calls == [("lab/study", None), ("lab/study", "stimuli")]
     text_columns = ["conversation_id", "prompt", "text_0", "text_1", "model_name_0", "model_name_1"]
