@@ -320,7 +320,58 @@ def _ratio(r: dict | None) -> str:
     return f"{r['mean_V_over_mean_D2']:.2f} ± {r.get('se_mean_V', float('nan')):.2f}"
 
 
+def alpha_markdown(doc: dict) -> str:
+    """The alpha tests alone (a run with ``--no-icc``): per alpha, each test's rejection rate and the jackknife
+    variance's mean over E[D^2] (D^2 of the same studies)."""
+    c = doc["config"]
+    lines = [
+        "# Table 4's alpha-difference tests under equal alphas",
+        "",
+        "Sizes: small = 40 prompts x 20 raters per condition x 10 trials, paper = 100 x 53 x 20 (the workflow's "
+        "design: make_assignments). Tests, on the same studies: `permutation` = the paper's participant "
+        "permutation of the difference; `studentized` = the participant permutation of the crossed-jackknife t "
+        "(Table 4's default); `jackknife` = that t referred to Student's t (not shipped). "
+        f"{c['n_perm_alpha']} participant reassignments per test and study. Nulls: equal population alphas in "
+        "both conditions (benchmarks/icc_difference_null.py; `gaussian_raters` differs in rater variance and is a "
+        "null for the continuous alpha only; `gaussian_scaled` is left out: an affine copy of `gaussian_same` "
+        "whose alphas equal it study by study). Acceptance band: 5 % +/- 2 MC SE. Runs: "
+        + "; ".join(
+            f"{r['config']['size']} {r['config']['models']}: {r['studies_done']} of {r['of']} tasks, "
+            f"{r['wall_s']} s on {r['config']['workers']} workers"
+            for r in doc.get("runs", [])
+        )
+        + ".",
+        "",
+        "## Rejection rate at alpha .05 (%, ± Monte Carlo SE, studies) and mean V / mean D^2 of the jackknife",
+        "",
+        "| size | model | alpha | permutation (paper) | studentized (default) | jackknife t | mean V / mean D^2 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for b in doc["summary"].values():
+        for m in ALPHA_METRICS:
+            if f"alpha/studentized/{m}" not in b:
+                continue
+            jk = b.get(f"alpha/jackknife/{m}") or {}
+            ratio = jk.get("mean_V_over_mean_D2")
+            cells = [_cell(b.get(f"alpha/{t}/{m}")) for t in ("permutation", "studentized", "jackknife")]
+            lines.append(
+                f"| {b['size']} | {b['model']} | {m} | "
+                + " | ".join(cells)
+                + f" | {'-' if ratio is None else f'{ratio:.2f}'} |"
+            )
+    for size in SIZES:
+        pooled = _pooled(doc, size)
+        for m in ALPHA_METRICS:
+            row = [pooled.get(f"alpha/{t}/{m}", (0, 0)) for t in ("permutation", "studentized", "jackknife")]
+            if row[1][1]:
+                cells = [f"{k}/{n} = {100 * k / n:.1f} %" for k, n in row]
+                lines.append(f"| {size} | **all nulls** | {m} | " + " | ".join(cells) + " | |")
+    return "\n".join(lines) + "\n"
+
+
 def markdown(doc: dict) -> str:
+    if not any("icc" in r for r in doc.get("studies", [])):
+        return alpha_markdown(doc)
     c = doc["config"]
     lines = [
         "# Table 4's difference tests under equal ICCs and alphas (and one alternative)",

@@ -10,6 +10,7 @@ COVERAGE_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_cov
 TABLE2_NULL_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/table2_null.json")
 TABLE2_NULL_SLOPES_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/table2_null_slopes.json")
 ICC_NULL_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_difference_null_v2.json")
+ALPHA_NULL_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/alpha_difference_null.json")
 # the planner's recommendation and figures, when `snakemake plan` has run (the answers page quotes it)
 PLAN_RECOMMENDATION = "results/plan/recommendation.csv"
 
@@ -33,6 +34,7 @@ rule report:
         table2_null=if_present(TABLE2_NULL_JSON),
         table2_null_slopes=if_present(TABLE2_NULL_SLOPES_JSON),
         icc_null=if_present(ICC_NULL_JSON),
+        alpha_null=if_present(ALPHA_NULL_JSON),
         plan=if_present(PLAN_RECOMMENDATION),
     output:
         "results/report/report.html",

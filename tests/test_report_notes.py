@@ -81,3 +81,26 @@ def test_a_labs_stimuli_are_named_with_their_transcript_source():
         stimuli_note(cfg, [])
         == "Stimuli: the pairs table lab/pairs.csv; audio synthesised by piper (joe), at the given level."
     )
+
+
+def test_alpha_test_size_pools_the_null_cells_per_alpha_and_follows_the_icc_test(tmp_path):
+    """The answers page's alpha caveat: rejections of the test Table 4 runs, pooled over the null cells (not the
+    alternatives), per alpha; the paper's permutation when stats.icc_test is the paper's; None when not measured."""
+    from modprefs.report.measured import alpha_test_size
+
+    def cell(stud: int, perm: int, n: int) -> dict:
+        return {
+            f"alpha/{t}/{m}": {"rejected": k, "n": n}
+            for t, k in (("studentized", stud), ("permutation", perm))
+            for m in ("continuous", "ordinal", "nominal")
+        }
+
+    path = tmp_path / "alpha_difference_null.json"
+    summary = {"small/gaussian_same": cell(3, 9, 100), "paper/heavy_same": cell(4, 12, 50)}
+    summary["small/gaussian_alt10"] = cell(80, 80, 100)  # an alternative: power, not size
+    path.write_text(json.dumps({"summary": summary}))
+    text = alpha_test_size("calibrated", path)
+    assert "studentized" in text and "ordinal 7/150 (4.7 %)" in text and "continuous 7/150" in text
+    assert "permutation" in text and "21/150 (14.0 %)" in alpha_test_size("permutation", path)
+    assert alpha_test_size("calibrated", tmp_path / "absent.json") is None
+    assert alpha_test_size("unknown", path) is None

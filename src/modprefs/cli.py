@@ -419,7 +419,7 @@ def _analyse(
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import pairs_reason, read_study  # noqa: PLC0415
     from modprefs.report.html import coverage_note, table2_note  # noqa: PLC0415
-    from modprefs.report.measured import icc_test_size, table2_size  # noqa: PLC0415
+    from modprefs.report.measured import alpha_test_size, icc_test_size, table2_size  # noqa: PLC0415
     from modprefs.report.study_report import ReportInputs, folder_inputs, render_study_report  # noqa: PLC0415
     from modprefs.stats.tables.analyses import (  # noqa: PLC0415
         OUTPUTS,
@@ -472,6 +472,7 @@ def _analyse(
     bench = REPO / "benchmarks" / "out"
     sizes = {
         "icc": icc_test_size(str(params.get("icc_test", "calibrated")), bench / "icc_difference_null_v2.json"),
+        "alpha": alpha_test_size(str(params.get("icc_test", "calibrated")), bench / "alpha_difference_null.json"),
         "table2": table2_size(params["table2_random"], [bench / "table2_null.json", bench / "table2_null_slopes.json"]),
     }
     table_paths, figure_paths = folder_inputs(tmp)

@@ -15,7 +15,7 @@ def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     optional = {
         k: Path(smk.input[k][0] if k not in ("judges", "rater_plan") else smk.input[k])
-        for k in ("judges", "rater_plan", "coverage", "table2_null", "table2_null_slopes", "icc_null")
+        for k in ("judges", "rater_plan", "coverage", "table2_null", "table2_null_slopes", "icc_null", "alpha_null")
         if smk.input.get(k)
     }  # absent: not run
     if smk.input.get("plan"):

@@ -1,7 +1,8 @@
 """What the benchmarks measured of the tests the answers page cites: their false-positive rates under nulls.
 
-* ICC and alpha differences (Table 4): ``benchmarks/out/icc_difference_null_v2.json`` (cells
-  ``<size>/<model>``; ``alt`` models are alternatives and left out), rejections pooled over the null cells;
+* ICC differences (Table 4): ``benchmarks/out/icc_difference_null_v2.json`` (cells ``<size>/<model>``; ``alt``
+  models are alternatives and left out), rejections pooled over the null cells;
+* alpha differences (Table 4): ``benchmarks/out/alpha_difference_null.json`` (the same layout, alpha tests only);
 * Table 2's modality interactions: ``benchmarks/out/table2_null.json`` and ``table2_null_slopes.json``
   (cells ``<model>`` or ``<model>/<size>``, one block per random-effects structure).
 
@@ -14,6 +15,8 @@ import json
 from pathlib import Path
 
 ICC_TEST_KEYS = {"calibrated": "icc/calibrated", "jackknife": "icc/jackknife", "permutation": "icc/permutation"}
+#: Table 4's alpha test for a ``stats.icc_test`` (the paper's permutation goes with the paper's ICC test)
+ALPHA_TEST_FOR_ICC_TEST = {"calibrated": "studentized", "jackknife": "studentized", "permutation": "permutation"}
 
 
 def pooled_rejections(null_json: Path | None, key: str) -> tuple[int, int, int] | None:
@@ -76,4 +79,25 @@ def table2_size(structure: str, null_jsons: list[Path]) -> str | None:
         + ", ".join(parts)
         + f" null studies over {len(models)} generating model{'s' if len(models) != 1 else ''} "
         "(benchmarks/out/table2_null*.json)."
+    )
+
+
+def alpha_test_size(icc_test: str, null_json: Path | None) -> str | None:
+    """The measured rejection rate at .05 of Table 4's alpha-difference test (the one ``icc_test`` selects) under
+    equal alphas, per alpha (continuous, ordinal, nominal), pooled over the benchmark's null cells and sizes."""
+    test = ALPHA_TEST_FOR_ICC_TEST.get(icc_test)
+    if test is None:
+        return None
+    parts = []
+    for metric in ("continuous", "ordinal", "nominal"):
+        pooled = pooled_rejections(null_json, f"alpha/{test}/{metric}")
+        if pooled:
+            rejected, n, _ = pooled
+            parts.append(f"{metric} {rejected}/{n} ({100 * rejected / n:.1f} %)")
+    if not parts:
+        return None
+    return (
+        f"Measured size of the alpha-difference test ({test} participant permutation) at .05 with equal alphas: "
+        "rejected in " + ", ".join(parts) + " simulated null studies (several generating models and sizes; "
+        "benchmarks/out/alpha_difference_null.json)."
     )

@@ -19,7 +19,7 @@ from modprefs.report.html import (
     table2_note,
     table2_null_table,
 )
-from modprefs.report.measured import icc_test_size, table2_size
+from modprefs.report.measured import alpha_test_size, icc_test_size, table2_size
 from modprefs.report.study_report import ReportInputs, is_simulated, render_study_report
 from modprefs.scale import scale_from_config
 
@@ -88,18 +88,21 @@ def workflow_report(
     icc_null: Path | None = None,
     table2_null_slopes: Path | None = None,
     plan: Path | None = None,
+    alpha_null: Path | None = None,
 ) -> tuple[str, int]:
     """The report's HTML (:func:`modprefs.report.study_report.render_study_report`) and its number of study tables.
 
     ``tables`` / ``figures``: the statistics CSVs and PNGs (results/stats/tables, figures); ``coverage`` /
-    ``table2_null`` / ``table2_null_slopes`` / ``icc_null``: the benchmark results behind the notes and the
-    measured sizes of the tests (None where they were not run); ``judges``: results/judges/ratings.csv (None
-    without judges); ``rater_plan``: results/judges/rater_plan.csv (its PNG beside it); ``reward_tables`` /
-    ``reward_curves``: the reward models' tables and training curves; ``plan``: a ``modprefs plan`` folder.
+    ``table2_null`` / ``table2_null_slopes`` / ``icc_null`` / ``alpha_null``: the benchmark results behind the
+    notes and the measured sizes of the tests (None where they were not run); ``judges``:
+    results/judges/ratings.csv (None without judges); ``rater_plan``: results/judges/rater_plan.csv (its PNG
+    beside it); ``reward_tables`` / ``reward_curves``: the reward models' tables and training curves; ``plan``: a
+    ``modprefs plan`` folder.
     """
     notes = run_notes(config, ratings, icc_ci_method, table2_random, coverage, table2_null, judges, tables)
     sizes = {
         "icc": icc_test_size(str((config.get("stats") or {}).get("icc_test", "calibrated")), icc_null),
+        "alpha": alpha_test_size(str((config.get("stats") or {}).get("icc_test", "calibrated")), alpha_null),
         "table2": table2_size(table2_random, [p for p in (table2_null, table2_null_slopes) if p is not None]),
     }
     inputs = ReportInputs(

@@ -317,6 +317,32 @@ def test_alpha_difference_jackknife_is_antisymmetric_and_scale_free():
     assert alpha_difference_jackknife(a, scaled)["t"] == pytest.approx(ab["t"], rel=1e-9)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_alpha_difference_variance_is_the_crossed_sum_and_bounded_only_when_not_positive(level):
+    """V = V_unit + V_coder,1 + V_coder,2 - V_value whenever that is positive (no max() with its parts, which
+    inflated V 1.1-3x under equal alphas); the parts are the leave-one-unit/coder/value-out jackknife variances."""
+    domain = np.arange(5.0) if level != "interval" else None
+    rng = np.random.default_rng(5)
+    clip = rng.integers(0, 5, 30)
+    first, second = (
+        np.clip(clip + rng.integers(-1, 2, (n, 30)), 0, 4).astype(float) for n in (14, 11)
+    )  # shared unit effects: a positive unit part
+    first[rng.random(first.shape) < 0.3] = np.nan
+    second[rng.random(second.shape) < 0.3] = np.nan
+    a, b = alpha_features(first, level, domain), alpha_features(second, level, domain)
+    res = alpha_difference_jackknife(a, b)
+    raw = res["var_unit"] + res["var_coder_first"] + res["var_coder_second"] - res["var_value"]
+    assert raw > 0 and not res["variance_floored"]
+    assert res["variance"] == pytest.approx(raw, rel=1e-12)
+    if level != "nominal":  # here the noise part exceeds the smaller of the others: the old bound would apply
+        assert res["variance"] < max(res["var_unit"], res["var_coder"])
+    ja = alpha_jackknife(a)
+    n_a = np.isfinite(ja.coders).sum()
+    v_a = (n_a - 1) / n_a * np.nansum((ja.coders - np.nanmean(ja.coders)) ** 2)
+    assert res["var_coder_first"] == pytest.approx(v_a, rel=1e-12)
+    assert res["t"] == pytest.approx(res["diff"] / np.sqrt(raw), rel=1e-12)
+
+
 def test_alpha_table_tests_by_studentized_permutation_unless_told_otherwise():
     stim = make_stimuli(12, seed=1)
     asg = make_assignments(stim, raters_per_condition=8, trials=6, seed=2)

@@ -40,11 +40,13 @@ Testing a difference (Table 4)
 ------------------------------
 :func:`alpha_difference_jackknife` is a crossed-jackknife t test of alpha(audio) - alpha(text) (units shared by
 the conditions, coders not; the value-level jackknife removes the noise both one-way jackknifes count). Its
-variance is biased upward for the continuous and nominal alphas (mean V / E[D^2] 1.1-2.1 and 1.8-13.5 under the
-nulls of benchmarks/out/icc_difference_null_v2.md: the nominal alpha sits near 0, where its first-order variance
-vanishes) but not for the ordinal one, so :func:`alpha_table` refers its t to the t of random reassignments of the
-participants (a studentized permutation test, which carries the same bias); the permutation of the difference
-itself (the paper's) tests exchangeable conditions instead.
+variance is close to unbiased under equal alphas (mean V / E[D^2] 0.89-1.42 at 40 prompts x 20 raters x 10 trials,
+benchmarks/out/alpha_difference_null.md), but its t is heavier-tailed than Student's t for the continuous alpha
+and lighter for the nominal one (whose first-order variance vanishes near alpha = 0), so :func:`alpha_table`
+refers the t to the t of random reassignments of the participants (a studentized permutation test, Janssen 1997;
+Chung & Romano 2013); the permutation of the difference itself (the paper's) tests exchangeable conditions
+instead and over-rejects when only the alphas are equal (8.2 / 8.3 % for the continuous / ordinal alpha there).
+Measured sizes: benchmarks/out/alpha_difference_null.md.
 
 Results equal ``krippendorff.alpha(reliability_data, level_of_measurement=...)`` (v0.8/0.9) to
 ~1e-15 (tests: 1e-12), including the package's rule that units with fewer than two values do not
@@ -728,9 +730,9 @@ def alpha_table(
       equal alphas but conditions that differ otherwise it need not hold its size; the studentized one is
       asymptotically valid whether or not they are exchangeable (Janssen 1997; Chung & Romano 2013) and
       corrects the jackknife's own bias with it. Measured at 40 prompts x 20 raters per condition x 10 trials
-      (benchmarks/out/icc_difference_null_v2.md, 75-105 equal-alpha studies pooled over 4-6 generating models):
-      rejection at .05 continuous 3.8 %, nominal 6.7 %, ordinal 14.7 % (the paper's permutation: 3.8 / 6.7 /
-      13.3 %): neither holds its size for the ordinal alpha at that size.
+      and at 100 x 53 x 20 (benchmarks/out/alpha_difference_null.md, 250 / 150 equal-alpha studies in each of 4-5
+      generating models): rejection at .05 continuous 5.8 / 6.5 %, ordinal 5.0 / 5.3 %, nominal 5.1 / 5.0 %
+      pooled, every cell within 5 % +/- 2 MC SE (the paper's permutation: 8.2 / 11.3, 8.3 / 10.7, 4.2 / 6.5 %).
 
     Seeds: ``SeedSequence(seed).spawn(3)`` one per metric (in :data:`ALPHA_METRICS` order), each
     spawning (bootstrap of conditions[0], bootstrap of conditions[1], permutations).
@@ -900,12 +902,17 @@ def alpha_difference_jackknife(first: AlphaFeatures, second: AlphaFeatures) -> d
     """Crossed-jackknife t test of alpha(first) - alpha(second); the two coder sets are disjoint and their units
     (columns, in the same order) shared, as Table 4's conditions.
 
-    V = V_unit(D) + V_coder,1 + V_coder,2 - V_value,1 - V_value,2, floored at max(V_unit(D), V_coder,1 + V_coder,2):
-    leaving a unit out of both conditions gives the unit part of D's variance (covariance included), each
-    condition's leave-one-coder-out jackknife its coder part; both carry each value's own noise, which the
-    leave-one-value-out jackknife estimates and which is subtracted once (the crossed-array argument of
-    McCullagh 2000 and Owen 2007). t = D / sqrt(V) with Satterthwaite df; two-sided p from Student's t.
-    Returns diff, variance, var_unit, var_coder, var_value, df, t, p_value (NaN where undefined).
+    V = V_unit(D) + V_coder,1 + V_coder,2 - V_value,1 - V_value,2: leaving a unit out of both conditions gives the
+    unit part of D's variance (covariance included), each condition's leave-one-coder-out jackknife its coder part;
+    both carry each value's own noise, which the leave-one-value-out jackknife estimates and which is subtracted
+    once (the crossed-array argument of McCullagh 2000 and Owen 2007). Only where that sum is not positive (3-6 %
+    of studies for the nominal alpha, whose first-order variance vanishes near 0; none for the others in
+    benchmarks/out/alpha_difference_null.md) is V the larger of V_unit(D) and V_coder,1 + V_coder,2, a conservative
+    bound (``variance_floored`` is then True). An earlier version used that bound always: it applied in 76-100 % of
+    equal-alpha studies and inflated V 1.1-3x (mean V / E[D^2]), where the unbounded V is 0.82-1.33x.
+    t = D / sqrt(V) with Satterthwaite df over the unit and coder parts; two-sided p from Student's t.
+    Returns diff, variance, variance_floored, var_unit, var_coder (and per condition), var_value, df, t, p_value,
+    n_unit, n_coder_first, n_coder_second (NaN where undefined).
     """
     a, b = alpha_jackknife(first), alpha_jackknife(second)
     diff = a.estimate - b.estimate
@@ -922,12 +929,15 @@ def alpha_difference_jackknife(first: AlphaFeatures, second: AlphaFeatures) -> d
     if not all(np.isfinite([v_unit, v_a, v_b, v_value])):
         return out
     coder = v_a + v_b
-    variance = max(v_unit + coder - v_value, v_unit, coder)
+    floored = not v_unit + coder - v_value > 0
+    variance = max(v_unit, coder) if floored else v_unit + coder - v_value
     denom = v_unit**2 / (n_unit - 1) + v_a**2 / (n_a - 1) + v_b**2 / (n_b - 1)
     df = variance**2 / denom if denom > 0 else float("inf")
     t = diff / np.sqrt(variance) if variance > 0 else (np.sign(diff) * np.inf if diff else 0.0)
     p = float(2.0 * (stats.t.sf(abs(t), df) if np.isfinite(df) else stats.norm.sf(abs(t))))
     out.update(variance=variance, var_unit=v_unit, var_coder=coder, var_value=v_value, df=df, t=float(t), p_value=p)
+    out.update(var_coder_first=v_a, var_coder_second=v_b, n_unit=n_unit, n_coder_first=n_a, n_coder_second=n_b)
+    out["variance_floored"] = floored
     return out
 
 

@@ -24,7 +24,7 @@ pooled and reassigned at random to pseudo-audio and pseudo-text groups of the or
 each pseudo-group's ICCs are refitted with the same model as the observed ones
 (:func:`modprefs.stats.reliability.icc.condition_design`: ``trial_z`` standardised within the group's rows).
 Two-sided p = (1 + #{|d*| >= |d|}) / (1 + n_valid) (:func:`modprefs.stats.reliability.resampling.permutation_p_value`).
-Measured sizes of every test: benchmarks/out/icc_difference_null_v2.md.
+Measured sizes of every test: benchmarks/out/icc_difference_null_v2.md (ICC) and alpha_difference_null.md (alpha).
 """
 
 from __future__ import annotations
