@@ -373,18 +373,26 @@ def markdown(doc: dict) -> str:
     if not any("icc" in r for r in doc.get("studies", [])):
         return alpha_markdown(doc)
     c = doc["config"]
+    with_alpha = any("alpha" in r for r in doc.get("studies", []))
     lines = [
-        "# Table 4's difference tests under equal ICCs and alphas (and one alternative)",
+        "# Table 4's ICC-difference tests under equal ICCs (and one alternative)",
         "",
         "Sizes: small = 40 prompts x 20 raters per condition x 10 trials, paper = 100 x 53 x 20. ICC tests: the "
         "crossed jackknife (`jackknife`) and the same t calibrated in null studies from each study's fit "
-        f"(`calibrated`, {c.get('n_replicates') or idiff.N_REPLICATES} null studies with a sampled jackknife + "
-        f"{c.get('n_null') or idiff.N_NULL} fitted only), one set of refits for both; jackknife noise term "
-        f"{c['n_noise']} residual refits. Alpha tests: the paper's permutation of the difference and the studentized "
-        f"permutation of the crossed-jackknife t, {c['n_perm_alpha']} participant reassignments each. "
-        "`gaussian_alt10` is an alternative (audio ICC(2,1) .10 higher): its column is power. Runs: "
+        f"(`calibrated`, Table 4's default; {c.get('n_replicates') or idiff.N_REPLICATES} null studies with a "
+        f"sampled jackknife + {c.get('n_null') or idiff.N_NULL} fitted only), one set of refits for both; jackknife "
+        f"noise term {c['n_noise']} residual refits. Acceptance band: 5 % +/- 2 MC SE. "
+        + (
+            f"Alpha tests: the paper's permutation of the difference and the studentized permutation of the "
+            f"crossed-jackknife t, {c['n_perm_alpha']} participant reassignments each. "
+            if with_alpha
+            else "Alpha tests: benchmarks/out/alpha_difference_null.md. "
+        )
+        + (doc.get("alpha_removed", "") + ". " if doc.get("alpha_removed") else "")
+        + "`gaussian_alt10` is an alternative (audio ICC(2,1) .10 higher): its column is power. Runs: "
         + "; ".join(
-            f"{r['config']['size']} {r['config']['models']}: {r['studies_done']} of {r['of']} tasks"
+            f"{r['config']['size']} {r['config']['models']}: {r['studies_done']} of {r['of']} tasks, "
+            f"{r['wall_s']} s on {r['config']['workers']} workers"
             for r in doc.get("runs", [])
         )
         + ".",
@@ -392,14 +400,15 @@ def markdown(doc: dict) -> str:
         "## Rejection rate at alpha .05 (%, ± Monte Carlo SE sqrt(r(1-r)/n), studies)",
         "",
         "| size | model | ICC(2,1) jackknife | ICC(2,1) calibrated | ICC(2,k) jackknife | ICC(2,k) calibrated "
-        "| alpha permutation cont / ord / nom | alpha studentized cont / ord / nom |",
-        "|---|---|---|---|---|---|---|---|",
+        + ("| alpha permutation cont / ord / nom | alpha studentized cont / ord / nom |" if with_alpha else "|"),
+        "|---|---|---|---|---|---|" + ("---|---|" if with_alpha else ""),
     ]
     icc_keys = [f"icc/{t}/{s}" for s in idiff.STATISTICS for t in ("jackknife", "calibrated")]
+    tests = ("permutation", "studentized")
     for b in doc["summary"].values():
-        alpha = [
-            " / ".join(_cell(b.get(f"alpha/{t}/{m}")) for m in ALPHA_METRICS) for t in ("permutation", "studentized")
-        ]
+        if not any(k in b for k in icc_keys) and not with_alpha:
+            continue
+        alpha = [" / ".join(_cell(b.get(f"alpha/{t}/{m}")) for m in ALPHA_METRICS) for t in tests] if with_alpha else []
         lines.append(
             f"| {b['size']} | {b['model']} | " + " | ".join([_cell(b.get(k)) for k in icc_keys] + alpha) + " |"
         )
@@ -410,9 +419,9 @@ def markdown(doc: dict) -> str:
 
         def fmt(key: str, pooled: dict = pooled) -> str:
             k, n = pooled.get(key, (0, 0))
-            return f"{k}/{n}" if n else "-"
+            return f"{k}/{n} = {100 * k / n:.1f} %" if n else "-"
 
-        alpha = [" / ".join(fmt(f"alpha/{t}/{m}") for m in ALPHA_METRICS) for t in ("permutation", "studentized")]
+        alpha = [" / ".join(fmt(f"alpha/{t}/{m}") for m in ALPHA_METRICS) for t in tests] if with_alpha else []
         lines.append(
             f"| {size} | **all nulls (rejected/n)** | " + " | ".join([fmt(k) for k in icc_keys] + alpha) + " |"
         )

@@ -21,11 +21,12 @@ whose p < .05 per interaction with its Monte-Carlo SE, sqrt(r (1 - r) / n), and 
 ``--experiment slopes`` (issue #27; writes benchmarks/out/table2_null_slopes.json and .md): the participant terms.
     ``rater_heterogeneous`` studies (benchmarks/generators.py: each rater has their own primacy, SD
     ``--primacy-sd`` 5 points, and their own drift per SD of trial, SD ``--drift-sd`` 2.5, on top of
-    heavy_scale_clipped, coarse raters and ties at 50/100) at two sizes (``paper`` as above; ``small`` = 40
-    prompts, 36 raters per condition x 10 trials), fitted with ``stimulus_modality`` (the old default: one
-    participant intercept) and ``participant_slopes`` (the new default: by-participant presented-first and
-    trial slopes, down the fallback ladder of :mod:`modprefs.stats.mixed.maximal`; which step each study used
-    is counted).
+    heavy_scale_clipped, coarse raters and ties at 50/100) and the three models above (no rater-specific
+    slopes) at two sizes (``paper`` as above; ``small`` = 40 prompts, 36 raters per condition x 10 trials),
+    fitted with ``participant_slopes`` (the default: by-participant presented-first and trial slopes, down the
+    fallback ladder of :mod:`modprefs.stats.mixed.maximal`; which step each study used is counted) and, with
+    ``--structures``, ``stimulus_modality`` (the old default: one participant intercept). ``--keep-other-models``
+    keeps the cells of earlier runs, so models and sizes can be run one at a time.
 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/table2_null.py [--experiment clip|slopes]
         [--n-studies 500] [--sizes paper,small] [--workers 2]
@@ -72,7 +73,7 @@ EXPERIMENTS = {
         "structures": ("stimulus_modality", "paper"),
     },
     "slopes": {
-        "models": ("rater_heterogeneous",),
+        "models": ("rater_heterogeneous", "simulator", "gaussian_crossed", "heavy_scale_clipped"),
         "sizes": ("paper", "small"),
         "structures": ("stimulus_modality", "participant_slopes"),
     },
@@ -160,6 +161,8 @@ def _term_block(rows: list[dict], structure: str, term: str) -> dict:
 def summarise_cell(rows: list[dict], structures: tuple[str, ...]) -> dict:
     block: dict = {"n_studies": len(rows), "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows]))}
     for structure in structures:
+        if not all(structure in r["structures"] for r in rows):  # a run that fitted only some structures
+            continue
         s_block = {term: _term_block(rows, structure, term) for term in TERMS}
         fits = [r["structures"][structure] for r in rows]
         s_block["nonconverged"] = int(sum(not f["converged"] for f in fits))
@@ -188,22 +191,30 @@ def summarise(results: list[dict], experiment: str) -> dict:
 
 
 def markdown(doc: dict) -> str:
-    """The slopes experiment's table: rejection rate +/- MC SE per size x structure x interaction."""
+    """The slopes experiment's table: rejection rate +/- MC SE per model x size x structure x interaction."""
     cfg = doc["config"]
     lines = [
-        "# Table 2 interactions under rater-specific primacy and drift (null: no modality interaction)",
+        "# Table 2 interactions under null models with and without rater-specific primacy and drift",
         "",
-        f"Generating model `rater_heterogeneous` (benchmarks/generators.py), primacy SD {cfg['primacy_sd']}, "
-        f"drift SD {cfg['drift_sd']} points per SD of trial; rejection rates at alpha = {ALPHA} of Table 2's "
-        "Satterthwaite t tests, +/- Monte-Carlo SE (Clopper-Pearson 95 % interval). Nominal: 5 %; "
-        "5 % +/- 2 MC SE is the acceptance band. `benchmarks/table2_null.py --experiment slopes`.",
+        "Null: no modality x order, x trial or x length effect, except `simulator`, which keeps the paper's "
+        "modality x trial effect (its trial column is power). Generating models: `rater_heterogeneous` "
+        f"(benchmarks/generators.py; each rater's own primacy, SD {cfg['primacy_sd']} points, and drift, SD "
+        f"{cfg['drift_sd']} points per SD of trial, on top of heavy_scale_clipped, coarse raters and ties at "
+        "50/100), `simulator` (modprefs.ratings.simulate, b_len_text = b_first_text = 0), `gaussian_crossed` and "
+        "`heavy_scale_clipped` (benchmarks/generators.py; no participant slopes, so the slopes are singular and "
+        f"the ladder steps down). Rejection rates at alpha = {ALPHA} of Table 2's Satterthwaite t tests, +/- "
+        "Monte-Carlo SE (Clopper-Pearson 95 % interval). Nominal: 5 %; the acceptance band is 5 % +/- 2 MC SE, "
+        "the MC SE at the nominal rate, sqrt(.05 x .95 / n). `benchmarks/table2_null.py --experiment slopes`.",
         "",
-        "| size | structure | studies | modality x order | modality x trial | modality x length | steps used |",
-        "|---|---|---|---|---|---|---|",
+        "| model | size | structure | studies | modality x order | modality x trial | modality x length | steps used |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for cell, block in doc["summary"].items():
-        for structure in cfg["structures"]:
-            s = block[structure]
+        model, size = cell.split("/")
+        for structure in modality.TABLE2_RANDOM:
+            s = block.get(structure)
+            if not s:
+                continue
             rates = [
                 f"{100 * s[t]['rate']:.1f} ± {100 * s[t]['mc_se']:.1f} % "
                 f"[{100 * s[t]['rate_ci95'][0]:.1f}, {100 * s[t]['rate_ci95'][1]:.1f}]"
@@ -211,20 +222,21 @@ def markdown(doc: dict) -> str:
             ]
             steps = ", ".join(f"{k} {v}" for k, v in sorted(s["steps"].items()))
             lines.append(
-                f"| {cell.split('/')[-1]} | {structure} | {block['n_studies']} | " + " | ".join(rates) + f" | {steps} |"
+                f"| {model} | {size} | {structure} | {block['n_studies']} | " + " | ".join(rates) + f" | {steps} |"
             )
     lines += [
         "",
         "Structures: `stimulus_modality` = (1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality); "
-        "`participant_slopes` = (1 + presented_first + trial_z | participant_id) + (1 | clip_id) + "
-        "(1 | clip_id:modality), simplified down the ladder of modprefs.stats.mixed.maximal when singular "
-        "(correlated -> uncorrelated -> non-zero slopes -> intercept).",
+        "`participant_slopes` (Table 2's default) = (1 + presented_first + trial_z | participant_id) + "
+        "(1 | clip_id) + (1 | clip_id:modality), simplified down the ladder of modprefs.stats.mixed.maximal when "
+        "singular (correlated -> uncorrelated -> non-zero slopes -> intercept).",
         "",
         "Median CPU seconds per omnibus fit: "
         + "; ".join(
-            f"{cell.split('/')[-1]} {structure} {block[structure]['cpu_seconds_per_fit']:.2f} s"
+            f"{cell} {structure} {block[structure]['cpu_seconds_per_fit']:.2f} s"
             for cell, block in doc["summary"].items()
-            for structure in cfg["structures"]
+            for structure in modality.TABLE2_RANDOM
+            if structure in block
         )
         + ". Runs: "
         + "; ".join(
@@ -247,6 +259,7 @@ def main() -> None:
     ap.add_argument("--drift-sd", type=float, default=GeneratorParams().drift_sd)
     ap.add_argument("--first-seed", type=int, default=1000, help="studies use seeds first-seed, first-seed + 1, ...")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--structures", default=None, help="comma-separated subset of the experiment's structures")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
         "--keep-other-models",
@@ -259,7 +272,7 @@ def main() -> None:
     models = args.models.split(",") if args.models else list(spec["models"])
     sizes = args.sizes.split(",") if args.sizes else list(spec["sizes"])
     params = GeneratorParams(primacy_sd=args.primacy_sd, drift_sd=args.drift_sd)
-    structures = tuple(spec["structures"])
+    structures = tuple(args.structures.split(",")) if args.structures else tuple(spec["structures"])
     t_start = time.perf_counter()
     config = {
         "experiment": args.experiment,

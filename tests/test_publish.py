@@ -7,7 +7,10 @@ last ones publish the shared default run (`default_run`) and run the `publish` r
 from __future__ import annotations
 
 import io
+import json
 import math
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +36,9 @@ IP = "192.168.17.42"
 SESSION = "sess-7f3e9a1c-secret"
 STATS_ARGS = ["--n-boot", "25", "--seed", "7", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
 STATS_ARGS += ["--n-boot-threshold", "0"]
+#: the side environment in which `datasets` decodes Audio cells itself (tests/hf_audio/install.sh)
+HF_AUDIO_PYTHON = Path(__file__).resolve().parents[1] / ".venv-hfaudio" / "bin" / "python"
+DECODE_CHECK = Path(__file__).parent / "hf_audio" / "decode_check.py"
 
 
 def _wav(path: Path, seconds: float, freq: float, sr: int = 16000) -> None:
@@ -104,6 +110,59 @@ def add_icc(res: Path, tmp: Path) -> None:
     args = ["stats", "--ratings", str(res / "ratings"), "--clips", str(res / "study/stimuli.csv"), "--out", str(out)]
     assert main([*args, *STATS_ARGS]) == 0
     (res / "stats/tables/icc.csv").write_bytes((out / "tables/icc.csv").read_bytes())
+
+
+def audio_cells_expected(res: Path, out: Path) -> list[dict]:
+    """Every Audio cell of the published stimuli and preference splits, with the study WAV it must decode to
+    (results/audio/manifest.csv: clip id -> path; a preference's chosen clip is its prompt's ``chosen_response``)."""
+    manifest = pd.read_csv(res / "audio/manifest.csv").set_index("clip_id")
+
+    def wav(clip: str) -> str:
+        return str(res.parent / manifest.loc[clip, "path"])
+
+    def split(name: str, columns: list[str]) -> pd.DataFrame:
+        return pd.concat(pd.read_parquet(f, columns=columns) for f in sorted((out / "data" / name).glob("*.parquet")))
+
+    stim = split("stimuli", ["prompt_id", "clip_id_0", "clip_id_1"]).reset_index(drop=True)
+    expect = [
+        {"split": "stimuli", "row": i, "column": f"audio_{k}", "wav": wav(row[f"clip_id_{k}"])}
+        for i, row in stim.iterrows()
+        for k in (0, 1)
+    ]
+    clips = stim.set_index("prompt_id")
+    for name in ("preferences_text", "preferences_audio"):
+        prefs = split(name, ["prompt_id", "chosen_response"]).reset_index(drop=True)
+        for i, row in prefs.iterrows():
+            win = int(row["chosen_response"])
+            for column, k in (("chosen_audio", win), ("rejected_audio", 1 - win)):
+                clip = clips.at[row["prompt_id"], f"clip_id_{k}"]
+                expect.append({"split": name, "row": i, "column": column, "wav": wav(clip)})
+    return expect
+
+
+def decode_with_datasets(out: Path, expect: list[dict], tmp_path: Path) -> tuple[int, dict]:
+    """(exit status, report) of tests/hf_audio/decode_check.py: `datasets` decoding ``expect``'s Audio cells of the
+    published folder ``out`` with both readers, in the side environment (skipped without it; a failure when
+    MODPREFS_REQUIRE_HF_AUDIO is set, as in CI)."""
+    if not HF_AUDIO_PYTHON.exists():
+        why = "datasets' Audio decoding needs the side environment of tests/hf_audio/install.sh (torch + torchcodec)"
+        if os.environ.get("MODPREFS_REQUIRE_HF_AUDIO"):
+            pytest.fail(f"MODPREFS_REQUIRE_HF_AUDIO is set: {why}")
+        pytest.skip(why)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "expect.json"
+    path.write_text(json.dumps(expect))
+    env = {**os.environ, "HF_DATASETS_CACHE": str(tmp_path / "hf_cache"), "HF_DATASETS_OFFLINE": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run(
+        [str(HF_AUDIO_PYTHON), str(DECODE_CHECK), str(out), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +244,28 @@ def test_every_audio_cell_is_its_study_wav(published):
                 got, sr = sf.read(io.BytesIO(cell["bytes"]))
                 want, sr0 = sf.read(wav)
                 assert sr == sr0 and np.array_equal(got, want)
+
+
+@pytest.mark.slow
+def test_datasets_decodes_every_audio_cell_to_its_wav(published, tmp_path):
+    """Acceptance: every Audio cell (stimuli and both preference splits), decoded by `datasets` itself with
+    load_from_disk and with load_dataset("parquet"), gives its study WAV's samples exactly; a cell compared with
+    the other response's WAV is caught."""
+    res, out = published
+    expect = audio_cells_expected(res, out)
+    n_pref = sum(e["split"] != "stimuli" for e in expect)
+    assert sum(e["split"] == "stimuli" for e in expect) == 24 and n_pref > 0
+    rc, report = decode_with_datasets(out, expect, tmp_path / "ok")
+    assert rc == 0 and report["mismatches"] == [], report
+    assert report["cells"] == 2 * len(expect) and report["max_abs_diff"] == 0.0
+    # the check can fail: chosen and rejected swapped in one row of a preference split
+    i = next(j for j, e in enumerate(expect) if e["column"] == "chosen_audio")
+    swapped = [dict(e) for e in expect]
+    swapped[i]["wav"], swapped[i + 1]["wav"] = expect[i + 1]["wav"], expect[i]["wav"]
+    rc, report = decode_with_datasets(out, swapped, tmp_path / "swapped")
+    assert rc == 1
+    assert {(m["split"], m["row"]) for m in report["mismatches"]} == {(expect[i]["split"], expect[i]["row"])}
+    assert {m["reader"] for m in report["mismatches"]} == {"load_from_disk", "load_dataset_parquet"}
 
 
 @pytest.mark.slow
@@ -364,6 +445,10 @@ def test_default_run_published_and_read_back(default_run, tmp_path):
     judged = (default_run / "results/judges/ratings.csv").is_file()
     assert ("judge" in set(dd["ratings"]["source"])) == judged
     assert len(dd["stimuli"]) == len(pd.read_csv(default_run / "results/sampling/final_prompts.csv"))
+    # every Audio cell, decoded by `datasets` with both readers, is its study WAV sample for sample
+    expect = audio_cells_expected(default_run / "results", out)
+    rc, report = decode_with_datasets(out, expect, tmp_path / "decode")
+    assert rc == 0 and report["cells"] == 2 * len(expect) and report["max_abs_diff"] == 0.0, report
 
 
 def hub_from_published(out: Path, calls: list[tuple[str, str | None]]):
