@@ -334,19 +334,35 @@ def test_one_condition_is_a_labelled_partial_analysis(valid, tmp_path, capsys):
     assert pd.read_csv(tmp_path / "out" / "tables" / "audio_quality.csv").columns[0] != "status"
 
 
+@pytest.fixture(scope="module")
+def slow_study(tmp_path_factory):
+    """A study whose analysis takes many seconds (30 prompts, 12 raters per condition, 10 trials)."""
+    base = tmp_path_factory.mktemp("slow")
+    stim = make_stimuli(30, seed=2)
+    asg = make_assignments(stim, raters_per_condition=12, trials=10, seed=2)
+    r, t, p, _ = simulate_ratings(stim, asg, SimulationParams(), seed=2)
+    write_tables(base / "ratings", r, t, p)
+    stim.to_csv(base / "clips.csv", index=False)
+    return base
+
+
 @pytest.mark.slow  # a real analysis stopped part-way: over 5 s on 2 cores
 @pytest.mark.parametrize(
     ("sig", "status", "said"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
 )
-def test_a_stopped_run_leaves_nothing_behind(valid, tmp_path, sig, status, said):
+def test_a_stopped_run_leaves_nothing_behind(slow_study, tmp_path, sig, status, said):
     """Ctrl-C (SIGINT) or SIGTERM while the analysis runs in its temporary folder: a one-line message, exit 130
-    or 143, no traceback, the temporary folder removed and the kept ``--out`` (with --overwrite) unchanged."""
+    or 143, no traceback, the temporary folder removed and the kept ``--out`` (with --overwrite) unchanged.
+
+    The study is large enough (30 prompts, 12 raters per condition, permutation tests on) that its analysis runs
+    for many seconds after the temporary folder appears, so the signal cannot arrive after the analysis ended."""
     work = tmp_path / "o"
     (work / "out").mkdir(parents=True)
     (work / "out" / "report.html").write_text("kept")
     cmd = [
-        sys.executable, "-m", "modprefs.cli", "stats", "--ratings", str(valid / "ratings"), "--clips",
-        str(valid / "clips.csv"), "--out", str(work / "out"), "--overwrite", "--n-boot", "400",
+        sys.executable, "-m", "modprefs.cli", "stats", "--ratings", str(slow_study / "ratings"), "--clips",
+        str(slow_study / "clips.csv"), "--out", str(work / "out"), "--overwrite", "--n-boot", "400",
+        "--n-perm", "2000",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -354,7 +370,8 @@ def test_a_stopped_run_leaves_nothing_behind(valid, tmp_path, sig, status, said)
     while not list(work.glob(".out.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert proc.poll() is None, "the analysis finished before it could be stopped: give it more resamples"
-    time.sleep(0.5)
+    time.sleep(0.2)
+    assert proc.poll() is None, "the analysis finished before it could be stopped: give it more resamples"
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == status, err
