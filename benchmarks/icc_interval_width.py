@@ -86,6 +86,7 @@ from modprefs.stats.reliability.icc import (  # noqa: E402
 from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     DEFAULT_CI_METHOD,
     auto_method,
+    f_interval_holds,
     icc_ci_for_design,
     spearman_brown,
 )
@@ -162,6 +163,12 @@ def study_task(args: tuple[str, str, int, int]) -> dict:
             "icc_2_1": [row["icc_2_1_lo"], row["icc_2_1_hi"]],
             "icc_2_k": [row["icc_2_k_lo"], row["icc_2_k_hi"]],
         }
+    # auto: the F interval where the design allows it and the jackknife does not contradict it (f_interval_holds,
+    # as icc_ci_for_design does with one rng; here from the two intervals above), else the jackknife
+    jk = out["methods"]["jackknife"]
+    keep = out["auto"] == "f_based" and f_interval_holds(out["methods"]["f_based"]["icc_2_1"], jk["icc_2_1"], k)[0]
+    out["auto_used"] = "f_based" if keep else "jackknife"
+    out["methods"]["auto"] = out["methods"]["f_based"] if keep else jk
     out["cpu_s"] = time.process_time() - t0
     return out
 
@@ -209,7 +216,8 @@ def summarise(studies: list[dict], truths: dict[str, float]) -> dict:
             "truth_icc_2_1": truth,
             "mean_estimate_icc_2_1": float(np.nanmean([r["icc_2_1"] for r in rows])),
             "mean_k_effective": float(k.mean()),
-            "auto_chooses": sorted({r["auto"] for r in rows}),
+            "auto_chooses": sorted({r.get("auto_used", r["auto"]) for r in rows}),
+            "auto_f_share": float(np.mean([r.get("auto_used", r["auto"]) == "f_based" for r in rows])),
             "cpu_s_per_study": float(np.median([r["cpu_s"] for r in rows])),
             "methods": {},
         }
@@ -286,7 +294,11 @@ def markdown(doc: dict) -> str:
     for key, block in doc["summary"].items():
         model, design = key.split("/")
         for method, m in block["methods"].items():
-            default = "yes" if method in block["auto_chooses"] else ""
+            if "auto" in block["methods"]:  # the auto row is the default; it says how often it kept the F interval
+                share = block.get("auto_f_share", 0.0)
+                default = f"yes (F in {share:.0%})" if method == "auto" and share > 0 else "yes" * (method == "auto")
+            else:  # runs from before auto compared the F interval with the jackknife
+                default = "yes" if method in block["auto_chooses"] else ""
             width = m["icc_2_1"].get("mean_width", math.nan)
             lines.append(
                 f"| {model} | {design} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | {default} | "
@@ -309,8 +321,15 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_truths(keys: list[str], reuse: bool) -> dict[str, float]:
+def load_truths(keys: list[str], reuse: bool, out: Path | None = None) -> dict[str, float]:
+    """Each cell's truth: analytic where it can be, else (``reuse``) a simulated one already in ``out`` or, for
+    ``small``, icc_coverage.json's; NaN cells are simulated by :func:`main`."""
     truths = {key: analytic_truth(*key.split("/")) for key in keys}
+    if reuse and out is not None and out.is_file():
+        done = json.loads(out.read_text(encoding="utf-8")).get("truth", {})
+        for key in keys:
+            if not math.isfinite(truths[key]) and done.get(key, {}).get("simulated_reps", 0) > 0:
+                truths[key] = float(done[key]["truth_icc_2_1"])
     if reuse and COVERAGE_JSON.is_file():
         old = json.loads(COVERAGE_JSON.read_text(encoding="utf-8"))
         for key in keys:
@@ -345,7 +364,7 @@ def main() -> None:
         else [f"{m}/{d}" for m in args.models.split(",") for d in args.designs.split(",")]
     )
     t_start = time.perf_counter()
-    truths = load_truths(keys, not args.no_reuse_truth)
+    truths = load_truths(keys, not args.no_reuse_truth, args.out)
     config = {k: getattr(args, k) for k in ("n_studies", "n_noise", "truth_reps", "truth_scale", "workers")}
     config.update(ci_level=LEVEL, cells=keys, designs={k: DESIGNS[k] for k in {key.split("/")[1] for key in keys}})
     studies: list[dict] = []
@@ -353,6 +372,7 @@ def main() -> None:
     old = json.loads(args.out.read_text(encoding="utf-8")) if args.keep_other and args.out.is_file() else {}
     kept = {k: v for k, v in old.get("summary", {}).items() if k not in keys}
     kept_truth = {k: v for k, v in old.get("truth", {}).items() if k not in keys}
+    prior_truth = json.loads(args.out.read_text(encoding="utf-8")).get("truth", {}) if args.out.is_file() else {}
     runs = old.get("runs", [])
 
     def write(final: bool) -> None:
@@ -361,6 +381,9 @@ def main() -> None:
         truth_doc = dict(kept_truth)
         for key in keys:
             vals = np.array([r["icc_2_1"] for r in truth_runs if r["key"] == key], float)
+            if vals.size == 0 and key in prior_truth:  # reused (load_truths): keep its record
+                truth_doc[key] = prior_truth[key]
+                continue
             truth_doc[key] = {
                 "truth_icc_2_1": truths[key],
                 "simulated_reps": int(vals.size),

@@ -36,8 +36,10 @@ def own_study_config(workdir: Path, source: Path, **extra: dict) -> Path:
             "sampling": {"n_prompts": 12},  # more than the 6 items: every item is used
             "tts": {"backend": "given", "sample_rate": 24000, "shard_size": 7, "engines": []},
             "audio": {"target_lufs": TARGET_LUFS, "true_peak_dbfs": -1.0},
-            # a lab's QC for its own (resampled, 16 kHz) recordings: Whisper tiny.en mishears some words
-            "audio_qc": {"thresholds": {"max_wer": 0.35, "max_words_per_s": 6.0}},
+            # a lab's QC for its own (resampled, 16 kHz) recordings: Whisper tiny.en mishears some words; help-05's
+            # second answer ("...short blue waves...") loses 4 of its 14 words here and 5 (WER .357) on another CPU
+            # (CTranslate2's int8 kernels differ by instruction set), so the bound leaves room above both
+            "audio_qc": {"thresholds": {"max_wer": 0.5, "max_words_per_s": 6.0}},
             "study": {"raters_per_condition": 6, "trials_per_participant": 4, "scale": SCALE},
             "stats": {"n_boot": 50, "n_perm": 50, "n_boot_alpha": 100, "n_perm_alpha": 100, "n_boot_threshold": 50},
             "reward": {"runs": {"main": {"epochs": 2}}, "pairs": {"colloquial": None}},

@@ -26,7 +26,7 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
         "n_boot": 2000,  # bootstrap resamples for the ICC CIs (paper 2,000)
         # ICC CI (modprefs.stats.reliability.icc_ci): auto | f_based | jackknife | stimulus | prompt | two_way |
         # parametric; auto = the F-based interval (McGraw & Wong) on complete balanced ratings of independent items
-        # without covariates, else the jackknife
+        # without covariates where the jackknife's is not more than 1 + 2.4/k times as wide, else the jackknife
         "icc_ci_method": "auto",
         # Table 2's random effects: participant_slopes (by-participant order and trial slopes, fallback ladder) |
         # stimulus_modality | paper

@@ -5,6 +5,8 @@
 * ``auto`` falls back to the crossed jackknife when a rating is missing or duplicated, the model has a covariate,
   or the clips are a prompt's pair (not independent targets); ``f_based`` asked for explicitly on such a design
   gives NaN bounds and says why.
+* On complete designs ``auto`` keeps the F interval for Gaussian ratings but reports the crossed jackknife's when
+  the jackknife is much wider (heavy-tailed noise whose spread differs by rater, clipped at a ceiling), saying why.
 * The effective k (harmonic mean of ratings per clip) predicts the reliability of the clip means when k varies
   per clip (1-15); the arithmetic mean overstates it.
 """
@@ -20,7 +22,13 @@ import pytest
 from scipy import stats
 
 from modprefs.stats.reliability.icc import ConditionDesign, effective_k, fit_iccs, icc_from_components, model_formula
-from modprefs.stats.reliability.icc_ci import auto_method, ci_method_label, icc_ci_for_design
+from modprefs.stats.reliability.icc_ci import (
+    auto_method,
+    ci_method_label,
+    f_interval_holds,
+    f_width_limit,
+    icc_ci_for_design,
+)
 from modprefs.stats.reliability.icc_f_interval import (
     F_LABEL,
     complete_table,
@@ -128,6 +136,43 @@ def test_auto_falls_back_to_the_jackknife_off_complete_balanced_designs():
         assert math.isnan(explicit["icc_2_1_lo"]) and why in explicit["note"] and explicit["ci_method"] == F_LABEL
     row = icc_ci_for_design("audio", _design(clip, part, y), "f_based", 10, np.random.default_rng(0), 0.9)
     assert row["ci_level"] == 0.9 and row["icc_2_1_lo"] < row["icc_2_1"] < row["icc_2_1_hi"]
+
+
+def _slider_like(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Complete n x k ratings on 0..100 with t(3) noise whose spread differs by rater (lognormal, CV ~1.2), clipped."""
+    rng = np.random.default_rng(seed)
+    clip, part = np.repeat(np.arange(n), k), np.tile(np.arange(k), n)
+    spread = rng.lognormal(-0.44, 0.94, k)  # E[spread^2] ~ 1, CV of the spread ~ 1.2
+    noise = 14 * spread[part] * rng.standard_t(3, n * k)
+    y = np.clip(60 + rng.normal(0, 12, n)[clip] + rng.normal(0, 6, k)[part] + noise, 0, 100)
+    return clip, part, y
+
+
+@pytest.mark.slow  # 24 studies, each with F and jackknife intervals: ~7 s
+def test_auto_keeps_the_f_interval_only_where_the_jackknife_agrees_with_it():
+    """30 clips x 10 raters, 12 studies each: Gaussian ratings keep the F interval in most studies (8 of 12 here);
+    slider-like ratings (heavy tails, rater-specific spread, ceiling), where the F interval under-covers, make
+    ``auto`` report the jackknife in most (9 of 12), labelled and with the reason in ``note``."""
+    assert f_width_limit(4) == pytest.approx(1.6) and f_width_limit(10) == pytest.approx(1.24)
+    assert f_interval_holds((0.4, 0.6), (0.3, 0.7), 4) == (False, f_interval_holds((0.4, 0.6), (0.3, 0.7), 4)[1])
+    assert f_interval_holds((0.4, 0.6), (0.35, 0.65), 4) == (True, "")
+    assert f_interval_holds((0.4, 0.6), (math.nan, math.nan), 4) == (True, "")
+    chosen: dict[str, list[str]] = {"gaussian": [], "slider": []}
+    for seed in range(12):
+        for kind, make in (("gaussian", _balanced), ("slider", _slider_like)):
+            clip, part, y = make(30, 10, seed)
+            design = _design(clip, part, y)
+            assert auto_method(design) == "f_based"  # eligible: complete, balanced, no covariates
+            row = icc_ci_for_design("audio", design, "auto", 19, np.random.default_rng(seed))
+            if row["ci_method"] == f"auto: {F_LABEL}":
+                chosen[kind].append("f")
+                assert row["n_boot"] == 0
+            else:
+                assert row["ci_method"] == f"auto: {ci_method_label('jackknife')}" and row["n_boot"] == 19
+                assert "F-based interval not used: the crossed jackknife's is" in row["note"]
+                chosen[kind].append("jk")
+    print(chosen)
+    assert chosen["gaussian"].count("f") >= 7 and chosen["slider"].count("jk") >= 7
 
 
 def test_per_prompt_intervals_are_the_f_interval_of_each_block():
