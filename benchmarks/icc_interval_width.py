@@ -17,20 +17,22 @@ Designs (audio condition; "complete" = every rater rates every clip once and the
 for ratings without trial/order columns such as pingouin's example):
 
 ``single_4r``           16 items x 4 raters, complete, one clip per prompt (the response-0 clip of each prompt: a
-                        single-stimulus design of independent items): ``auto`` = the F-based interval.
+                        single-stimulus design of independent items): ``auto`` = the F-based interval where the
+                        crossed jackknife agrees with it, else the jackknife.
 ``single_10r``          30 items x 10 raters, likewise.
 ``complete_4r_pairs``   8 prompts x 2 clips x 4 raters, complete: the pairwise design, whose two clips share the
                         prompt's effect (correlation .9 in the simulator, ~.16 in the generators), so the clips are
-                        not independent targets: ``auto`` = the crossed jackknife (it leaves prompts out).
+                        not independent targets: ``auto`` = the F interval with the clips taken as items where the
+                        crossed jackknife (it leaves prompts out) agrees with it, else the jackknife.
 ``complete_10r_pairs``  15 prompts x 2 clips x 10 raters, likewise.
 ``small``               40 prompts, 36 raters x 10 trials (~9 ratings per clip, varying), the ICC model with its
                         order covariates (presented_first, trial_z): ``auto`` = the crossed jackknife.
 
 The simulator's complete designs have no attention failures and no dropouts (else they would not be complete).
 
-Methods: ``f_based`` (complete designs only; on the pairwise ones for comparison, although ``auto`` does not use
-it there), ``jackknife`` (``--n-noise`` residual refits); ``auto`` is the row of the method it picks (the
-``default`` column). ICC(2,k) intervals of both are the Spearman-Brown images of
+Methods: ``f_based`` (complete designs only; on the pairwise ones with the clips taken as items, as ``auto``
+computes it), ``jackknife`` (``--n-noise`` residual refits); ``auto`` (the ``default`` column) is, per study, the
+one of the two that ``icc_ci.auto_keeps_f`` picks. ICC(2,k) intervals of both are the Spearman-Brown images of
 ICC(2,1)'s at the study's effective k.
 
 Truth. ``gaussian_crossed`` on the pairwise designs: analytic (the length effect is clip variance; without the order
@@ -85,11 +87,12 @@ from modprefs.stats.reliability.icc import (  # noqa: E402
 )
 from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     DEFAULT_CI_METHOD,
+    auto_keeps_f,
     auto_method,
-    f_interval_holds,
     icc_ci_for_design,
     spearman_brown,
 )
+from modprefs.stats.reliability.icc_f_interval import f_interval  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_interval_width.json"
 COVERAGE_JSON = ROOT / "benchmarks" / "out" / "icc_coverage.json"
@@ -158,15 +161,19 @@ def study_task(args: tuple[str, str, int, int]) -> dict:
     out["auto"] = auto_method(d)
     out["methods"] = {}
     for i, method in enumerate(methods):
+        if method == "f_based":  # as auto computes it: a pairwise design's clips taken as items
+            (lo1, hi1), (lok, hik), _ = f_interval(d, LEVEL, clips_as_items=True)
+            out["methods"][method] = {"icc_2_1": [lo1, hi1], "icc_2_k": [lok, hik]}
+            continue
         row = icc_ci_for_design(CONDITION, d, method, n_noise, np.random.default_rng([study, i, 0x1D7]), LEVEL)
         out["methods"][method] = {
             "icc_2_1": [row["icc_2_1_lo"], row["icc_2_1_hi"]],
             "icc_2_k": [row["icc_2_k_lo"], row["icc_2_k_hi"]],
         }
-    # auto: the F interval where the design allows it and the jackknife does not contradict it (f_interval_holds,
-    # as icc_ci_for_design does with one rng; here from the two intervals above), else the jackknife
+    # auto: the F interval where the design allows it and the jackknife does not contradict it (auto_keeps_f, as
+    # icc_ci_for_design does with one rng; here from the two intervals above), else the jackknife
     jk = out["methods"]["jackknife"]
-    keep = out["auto"] == "f_based" and f_interval_holds(out["methods"]["f_based"]["icc_2_1"], jk["icc_2_1"], k)[0]
+    keep = out["auto"] == "f_based" and auto_keeps_f(d, out["methods"]["f_based"]["icc_2_1"], jk["icc_2_1"], k)[0]
     out["auto_used"] = "f_based" if keep else "jackknife"
     out["methods"]["auto"] = out["methods"]["f_based"] if keep else jk
     out["cpu_s"] = time.process_time() - t0

@@ -258,7 +258,7 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
         choices=CI_METHODS,
         default=STATS_DEFAULTS["icc_ci_method"],
         help="ICC interval: auto = McGraw & Wong's F interval (f_based) where a condition's ratings are complete "
-        "and balanced, of independent items (no prompt pairs), without covariates, and the crossed jackknife's "
+        "and balanced (a prompt's pair of clips taken as items), without covariates, and the crossed jackknife's "
         "interval is at most 1 + 2.4/k times as wide (k raters), else the crossed jackknife "
         "over prompts and participants (jackknife; "
         "measured coverage and width in benchmarks/out/icc_coverage.md, icc_interval_width.md), or a bootstrap "

@@ -6,11 +6,11 @@ ICC(2,1) = s_clip / (s_clip + s_rater + s_resid) is estimated from a study that 
 and in ``modprefs plan``), on a prepared design (:class:`modprefs.stats.reliability.icc.ConditionDesign`):
 
 ``auto`` (default)
-    Per condition: ``f_based`` where it is exact under the Gaussian model -- every rater rated every clip exactly
-    once, each clip is its own item (not one of a prompt's pair) and the ICC model has no covariates
-    (:func:`modprefs.stats.reliability.icc_f_interval.complete_table`) -- and the data do not contradict it
-    (:func:`f_interval_holds`: the crossed jackknife's interval is not much wider), else ``jackknife``. The row's
-    ``ci_method`` names the method used (``auto: ...``) and ``note`` says why the F interval was not used.
+    Per condition: ``f_based`` where every rater rated every clip exactly once and the ICC model has no covariates
+    (:func:`modprefs.stats.reliability.icc_f_interval.complete_table`; exact under the Gaussian model when each
+    clip is its own item; a prompt's pair of clips is taken as two items) and the data do not contradict it
+    (:func:`auto_keeps_f`: the crossed jackknife's interval is not much wider), else ``jackknife``. The row's
+    ``ci_method`` names the method used (``auto: ...``) and ``note`` says why the F interval was or was not used.
 ``f_based``
     The F-based interval of McGraw & Wong (1996) for ICC(A,1) (:mod:`modprefs.stats.reliability.icc_f_interval`,
     what pingouin reports for ICC2/ICC(A,1)); no resampling. NaN bounds, with the reason in ``note``, on
@@ -40,11 +40,11 @@ Bootstrap methods give percentile intervals (default) or basic intervals (2 * es
 truncated to [0, 1]). Everything is seeded and deterministic: condition i of :func:`icc_with_ci`
 uses ``SeedSequence(seed).spawn(len(conditions))[i]``.
 
-Coverage and width relative to the oracle (2 z SD of the estimator over simulated studies) of the jackknife and
-the F-based interval, including complete balanced designs: benchmarks/icc_interval_width.py,
-benchmarks/out/icc_interval_width.md (the jackknife: .93-1.00 coverage everywhere, 0.85-1.14 x the oracle except
-light-tailed data with 4 raters, 1.3-1.6 x; the F interval: 0.76-1.09 x, but only .78-.79 coverage under the
-paper-calibrated simulator's heavy-tailed noise -- choose ``jackknife`` for such ratings).
+Coverage and width relative to the oracle (2 z SD of the estimator over simulated studies) of the jackknife, the
+F-based interval and ``auto``, on complete designs: benchmarks/icc_interval_width.py,
+benchmarks/out/icc_interval_width.md (the F interval alone under-covers the paper-calibrated simulator's
+heavy-tailed, rater-specific noise: .81 on single items, .64-.75 on pairs; the jackknife alone is wide with 4
+raters of light-tailed data; ``auto`` keeps coverage in band at a width ratio nearer 1).
 
 Measured coverage of the nominal 95 % intervals (benchmarks/icc_coverage.py,
 benchmarks/out/icc_coverage.md): 500 studies per cell, 3 generating models (the paper-calibrated
@@ -91,7 +91,7 @@ from modprefs.stats.reliability.icc import (
     model_formula,
     resample_clips,
 )
-from modprefs.stats.reliability.icc_f_interval import F_LABEL, complete_table, f_interval
+from modprefs.stats.reliability.icc_f_interval import F_LABEL, clips_nested_in_prompts, complete_table, f_interval
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +114,18 @@ METHOD_LABELS = {
     "two_way": "two-way bootstrap (clips and participants)",
     "parametric": "parametric bootstrap (Gaussian LMM)",
 }
+#: ``auto``'s label where it kept the F interval of a pairwise design
+F_PAIRS_LABEL = (
+    "F-based, McGraw & Wong (1996) ICC(A,1) interval (two-way ANOVA mean squares, Satterthwaite df; complete "
+    "balanced ratings, no covariates; a prompt's clips taken as items, checked against the crossed jackknife)"
+)
+F_PAIRS_NOTE = (
+    "F-based interval with a prompt's clips taken as independent items; kept because the crossed jackknife, which "
+    "leaves whole prompts out, is not more than 1 + 2.4/k times as wide"
+)
 AUTO_LABEL = (
-    "auto: F-based (McGraw & Wong 1996) where a condition's ratings are complete and balanced, of independent "
-    "items, without covariates, and the crossed jackknife's interval is not more than 1 + 2.4/k times as wide, "
+    "auto: F-based (McGraw & Wong 1996) where a condition's ratings are complete and balanced, without "
+    "covariates, and the crossed jackknife's interval is not more than 1 + 2.4/k times as wide, "
     f"else {JACKKNIFE_INTERVAL}, {METHOD_LABELS['jackknife']}"
 )
 
@@ -141,10 +150,11 @@ def ci_method_label(method: str, interval: str | None = None) -> str:
 
 
 def auto_method(design: ConditionDesign) -> str:
-    """``auto``'s first choice for a design: ``f_based`` where it is exact under the Gaussian model (complete,
-    balanced, independent items, no covariates), else ``jackknife``. Where it is ``f_based`` the analysis still
-    checks the data against the F interval's assumptions (:func:`f_interval_holds`)."""
-    table, _ = complete_table(design)
+    """``auto``'s first choice for a design: ``f_based`` where ratings are complete and balanced without covariates
+    (exact under the Gaussian model for independent items; a prompt's pair of clips taken as items), else
+    ``jackknife``. Where it is ``f_based`` the analysis still checks the data against the F interval's assumptions
+    (:func:`auto_keeps_f`)."""
+    table, _ = complete_table(design, clips_as_items=True)
     return "f_based" if table is not None else "jackknife"
 
 
@@ -177,9 +187,28 @@ def f_interval_holds(f_ci: tuple[float, float], jk_ci: tuple[float, float], k: f
     if ratio > limit:
         return False, (
             f"F-based interval not used: the crossed jackknife's is {ratio:.2f}x as wide (> 1 + 2.4/k = {limit:.2f}), "
-            "so the F interval's Gaussian assumptions (normal effects, one noise variance) do not hold here"
+            "so the F interval's assumptions (Gaussian effects, one noise variance, independent items) do not hold here"
         )
     return True, ""
+
+
+def auto_keeps_f(
+    design: ConditionDesign, f_ci: tuple[float, float], jk_ci: tuple[float, float], k: float
+) -> tuple[bool, str]:
+    """(keep the F interval?, why not): ``auto``'s decision on an F-eligible design (:func:`auto_method`).
+
+    Independent items: :func:`f_interval_holds`. A prompt's pair of clips taken as items
+    (:func:`~modprefs.stats.reliability.icc_f_interval.clips_nested_in_prompts`): the F interval ignores the
+    prompt effect the two clips share, so it is kept only where the crossed jackknife, which leaves whole prompts
+    out, is defined and agrees with it (measured: benchmarks/out/icc_interval_width.md, rows ``auto`` of the
+    ``complete_*_pairs`` designs).
+    """
+    if clips_nested_in_prompts(design) and not np.isfinite(np.asarray(jk_ci, float)).all():
+        return False, (
+            "F-based interval not used: a prompt's clips are not independent items and the crossed jackknife, "
+            "which would check it, is undefined"
+        )
+    return f_interval_holds(f_ci, jk_ci, k)
 
 
 def _check(method: str, interval: str) -> None:
@@ -516,12 +545,14 @@ def _method_interval(
     rng: np.random.Generator,
     ci_level: float,
     interval: str,
+    clips_as_items: bool = False,
 ) -> tuple[tuple[float, float], tuple[float, float], int, list[str]]:
-    """((lo, hi) of ICC(2,1), (lo, hi) of ICC(2,k), failed refits, notes) of a resolved method (not ``auto``)."""
+    """((lo, hi) of ICC(2,1), (lo, hi) of ICC(2,k), failed refits, notes) of a resolved method (not ``auto``);
+    ``clips_as_items``: the F interval takes a prompt's clips as items (``auto`` only)."""
     fit, k, icc1, icck = fitted
     notes: list[str] = []
     if method == "f_based":
-        ci1, cik, reason = f_interval(design, ci_level)
+        ci1, cik, reason = f_interval(design, ci_level, clips_as_items)
         if reason:
             notes.append(reason)
         elif fit.singular:
@@ -586,15 +617,20 @@ def icc_ci_for_design(
         )
         row["ci_method"] = label
         return row
-    ci1, cik, failed, notes = _method_interval(design, fitted, method, n_boot, rng, ci_level, interval)
+    ci1, cik, failed, notes = _method_interval(
+        design, fitted, method, n_boot, rng, ci_level, interval, clips_as_items=bool(prefix)
+    )
     if prefix and method == "f_based" and np.isfinite(ci1).all():
         jk1, jkk, jk_failed, jk_notes = _method_interval(
             design, fitted, "jackknife", n_boot, rng, ci_level, JACKKNIFE_INTERVAL
         )
-        keep, why = f_interval_holds(ci1, jk1, fitted[1])
+        keep, why = auto_keeps_f(design, ci1, jk1, fitted[1])
         if not keep:
             method, label = "jackknife", prefix + ci_method_label("jackknife")
             ci1, cik, failed, notes = jk1, jkk, jk_failed, [why, *jk_notes]
+        elif clips_nested_in_prompts(design):
+            label = prefix + F_PAIRS_LABEL
+            notes = [*notes, F_PAIRS_NOTE]
     if failed:
         log.warning("%s: %d of %d %s refits failed", condition, failed, n_boot, method)
     return icc_row(

@@ -125,22 +125,28 @@ def icc_a1_interval(ms: MeanSquares, level: float = 0.95) -> tuple[float, float,
     return float(lower), float(upper), float(v)
 
 
-def complete_table(design: ConditionDesign) -> tuple[np.ndarray | None, str]:
+def clips_nested_in_prompts(design: ConditionDesign) -> bool:
+    """Whether some prompt has more than one clip (the pairwise design), so the clips are not independent items."""
+    return design.prompt is not None and design.n_prompts != design.n_clips
+
+
+def complete_table(design: ConditionDesign, clips_as_items: bool = False) -> tuple[np.ndarray | None, str]:
     """The (clips x raters) table of a design where the F interval is exact, or (None, why not).
 
     Needs no covariate (X = the intercept only), at least 2 clips and 2 raters, every rater's rating of every
     clip exactly once, and clips that are the sampled units: each clip its own prompt (a single-stimulus design).
     In the pairwise design a prompt's clips share the prompt's effect, so its n clips are not n independent
     targets and the interval's n - 1 df for MSR overstate the information (in the project's simulator, whose
-    clips correlate .9 within a prompt, it covered 63-72 % at nominal 95 %: benchmarks/out/icc_interval_width.md);
-    the crossed jackknife leaves whole prompts out instead.
+    clips correlate .9 within a prompt, it covered 69-76 % at nominal 95 %: benchmarks/out/icc_interval_width.md);
+    the crossed jackknife leaves whole prompts out instead. ``clips_as_items=True`` takes a prompt's clips as
+    items all the same (``auto`` does, and keeps the interval only where the jackknife agrees with it).
     """
     if design.X.shape[1] != 1:
         return None, f"the ICC model has covariates ({', '.join(design.terms)})"
     n, k = design.n_clips, design.n_participants
     if n < 2 or k < 2:
         return None, "fewer than 2 clips or 2 raters"
-    if design.prompt is not None and design.n_prompts != n:
+    if clips_nested_in_prompts(design) and not clips_as_items:
         return None, f"clips are nested in prompts ({design.n_prompts} prompts, {n} clips): not independent targets"
     counts = np.bincount(design.clip * k + design.participant, minlength=n * k)
     if design.y.size != n * k or (counts != 1).any():
@@ -154,14 +160,16 @@ def spearman_brown(icc1: float, k: float) -> float:
     return k * icc1 / (1.0 + (k - 1.0) * icc1)
 
 
-def f_interval(design: ConditionDesign, level: float = 0.95) -> tuple[tuple[float, float], tuple[float, float], str]:
+def f_interval(
+    design: ConditionDesign, level: float = 0.95, clips_as_items: bool = False
+) -> tuple[tuple[float, float], tuple[float, float], str]:
     """((lo, hi) of ICC(A,1), (lo, hi) of ICC(A,k), reason): the F-based interval of a complete balanced design.
 
     Bounds are truncated to [0, 1] (an ICC's range; the REML estimate is never negative) and ICC(A,k)'s are
     the Spearman-Brown images at k (the number of raters). A design where the interval does not apply gives
-    NaN bounds and the reason.
+    NaN bounds and the reason; ``clips_as_items``: as :func:`complete_table`.
     """
-    table, reason = complete_table(design)
+    table, reason = complete_table(design, clips_as_items)
     nan = (math.nan, math.nan)
     if table is None:
         return nan, nan, f"F-based interval not applicable: {reason}"
