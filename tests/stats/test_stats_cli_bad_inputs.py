@@ -365,7 +365,16 @@ def test_a_stopped_run_leaves_nothing_behind(slow_study, tmp_path, sig, status, 
         "--n-perm", "2000",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENBLAS_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # a shell without job control starts background commands with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: `bash .ci/run &` would make the analysis deaf to Ctrl-C and this test fail
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 (no threads started yet)
+    )
     deadline = time.monotonic() + 120
     while not list(work.glob(".out.*.tmp")) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
