@@ -145,8 +145,7 @@ def coverage_note(method: str, coverage_json: Path | None) -> str:
     if table is None:
         return text + " Its coverage has not been measured on this installation (benchmarks/icc_coverage.py)."
     # auto uses the F-based interval on complete balanced ratings without covariates (where the jackknife agrees
-    # with it), else the jackknife (measured
-    # here on the benchmark's unbalanced designs)
+    # with it), else the jackknife (measured here on the benchmark's unbalanced designs)
     mine = table[table["method"].isin(("f_based", "jackknife") if method == "auto" else (method,))]
     if mine.empty:
         return text + " The coverage benchmark does not include this method."

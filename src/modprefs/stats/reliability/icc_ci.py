@@ -43,7 +43,7 @@ uses ``SeedSequence(seed).spawn(len(conditions))[i]``.
 Coverage and width relative to the oracle (2 z SD of the estimator over simulated studies) of the jackknife, the
 F-based interval and ``auto``, on complete designs: benchmarks/icc_interval_width.py,
 benchmarks/out/icc_interval_width.md (the F interval alone under-covers the paper-calibrated simulator's
-heavy-tailed, rater-specific noise: .81 on single items, .64-.75 on pairs; the jackknife alone is wide with 4
+heavy-tailed, rater-specific noise: .81 on single items, .69-.76 on pairs; the jackknife alone is wide with 4
 raters of light-tailed data; ``auto`` keeps coverage in band at a width ratio nearer 1).
 
 Measured coverage of the nominal 95 % intervals (benchmarks/icc_coverage.py,
@@ -174,7 +174,7 @@ def f_interval_holds(f_ci: tuple[float, float], jk_ci: tuple[float, float], k: f
 
     The F interval is exact only for Gaussian clip effects, rater effects and noise of one variance; with
     heavy-tailed noise, rater-specific noise spread or a ceiling (the paper's sliders) its MSE has far fewer
-    effective df than it claims and it under-covers (78 % at nominal 95 % under the paper-calibrated simulator).
+    effective df than it claims and it under-covers (81 % at nominal 95 % under the paper-calibrated simulator).
     The jackknife's variance does not lean on those assumptions, so a jackknife interval much wider than the F
     interval (ratio > :func:`f_width_limit`) is the data saying that the F interval is too short: ``auto`` then
     reports the jackknife's. A comparison of a model-based and a resampling variance, in the spirit of White's

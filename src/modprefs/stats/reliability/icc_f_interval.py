@@ -25,8 +25,9 @@ estimate of :mod:`modprefs.stats.reliability.icc` equals the ANOVA one whenever 
 
 It is exact (for the Gaussian model) only in this design; any missing cell, a rater who rated a clip
 twice, or a covariate in the model (``presented_first``, ``trial_z``) makes the mean squares' expectations
-depend on the design, and clips nested in prompts (the pairwise design) are not independent targets; the
-crossed jackknife (:mod:`modprefs.stats.reliability.icc_ci`) is used instead (``stats.icc_ci_method: auto``).
+depend on the design: the crossed jackknife (:mod:`modprefs.stats.reliability.icc_ci`) is used instead
+(``stats.icc_ci_method: auto``). Clips nested in prompts (the pairwise design) are not independent targets:
+``f_based`` refuses them, and ``auto`` takes them as items only where the crossed jackknife agrees.
 
 Measured (benchmarks/out/icc_interval_width.md, 500 studies per cell; coverage of nominal 95 %, width / the
 oracle's 2 z SD): on complete single-item designs (16 x 4, 30 x 10) .92-.96 at 0.86-1.02 x the oracle under the
