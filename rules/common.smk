@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -132,6 +133,26 @@ def n_clips() -> int:
 
 def speech_shards() -> list[int]:
     return list(range(math.ceil(n_clips() / config["tts"]["shard_size"])))
+
+
+#: Threads a speech job (Kokoro, Piper, Whisper, DNSMOS) takes at most: a second thread makes one of them 1.6-1.7x
+#: as fast, not 2x (benchmarks/out/tts_profile.json), and their outputs are bit-identical at any thread count.
+SPEECH_MAX_THREADS = 2
+
+
+def side_by_side_threads(n_jobs: int, most: int = SPEECH_MAX_THREADS) -> int:
+    """Threads for each of ``n_jobs`` like jobs that could run side by side: the cores split among them (1..most).
+
+    On 2 cores two one-thread jobs finish in about 0.8x the time of the same two jobs one after the other with
+    2 threads each (Kokoro and Whisper: ~1.65x from a second thread), and a job alone in its round keeps
+    both cores. Only for kernels whose results do not depend on the thread count (onnxruntime, CTranslate2):
+    the local judge's torch model gives other scores with another count, so it keeps its fixed ``threads``.
+    """
+    try:
+        cores = workflow.cores or most
+    except WorkflowError:  # no --cores (a cluster executor): each job gets its own allocation
+        cores = most
+    return max(1, min(most, int(cores) // max(1, int(n_jobs))))
 
 
 def study_tts_config() -> dict:

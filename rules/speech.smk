@@ -26,7 +26,7 @@ rule render_shard:
         "results/logs/speech/render_round{round}_shard{shard}.log",
     conda:
         "../envs/tts.yaml"
-    threads: 2
+    threads: lambda wildcards: side_by_side_threads(len(round_shards(wildcards.round)))
     resources:
         mem_mb=2000,
         runtime=60,
@@ -58,7 +58,7 @@ rule audio_qc:
         "results/logs/speech/audio_qc_round{round}_shard{shard}.log",
     conda:
         "../envs/tts.yaml"
-    threads: 2
+    threads: lambda wildcards: side_by_side_threads(len(round_shards(wildcards.round)))
     resources:
         mem_mb=2000,
         runtime=60,
@@ -128,7 +128,7 @@ rule render_engine_shard:
     priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/tts.yaml"
-    threads: 2
+    threads: side_by_side_threads(len(engine_manifests()) * len(speech_shards()))
     resources:
         mem_mb=2000,
         runtime=60,

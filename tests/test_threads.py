@@ -96,3 +96,56 @@ def test_a_snakemake_script_job_sees_its_threads(tmp_path):
         got = json.loads((tmp_path / f"{name}.json").read_text())
         assert got["threads"] == threads and set(got["env"].values()) == {str(threads)}, got
         assert set(got["pools"]) == {threads}, got
+
+
+def _dry_run_threads(checkout: Path, cores: int) -> dict[str, set[int]]:
+    """rule -> the thread counts its jobs get in a dry run of the whole default workflow on ``cores`` cores."""
+    from workflow_runner import run_workflow
+
+    proc = run_workflow(checkout, "-n", "--cores", str(cores), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    threads: dict[str, set[int]] = {}
+    rule = None
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if line.startswith(("rule ", "localrule ", "checkpoint ")) and line.endswith(":"):
+            rule = line.split()[1].rstrip(":")
+            threads.setdefault(rule, set()).add(1)  # Snakemake prints `threads:` only above 1
+        elif rule and line.strip().startswith("threads:"):
+            threads[rule].discard(1)
+            threads[rule].add(int(line.split(":")[1]))
+    return threads
+
+
+@pytest.mark.slow  # two dry runs of the default workflow (~20 s)
+def test_speech_jobs_split_the_cores_and_the_judge_keeps_its_threads(tmp_path):
+    """Round 0's four render and QC shards and the other engines' eight shards run one thread each, side by side,
+    on 2 cores (a second thread gives Kokoro and Whisper ~1.65x, not 2x) and two each on 8 cores; the local
+    judge keeps 2 on both, because its torch model scores differently with another thread count."""
+    from workflow_runner import make_checkout
+
+    checkout = make_checkout(tmp_path / "checkout")
+    two, eight = _dry_run_threads(checkout, 2), _dry_run_threads(checkout, 8)
+    for rule in ("render_shard", "audio_qc", "render_engine_shard"):
+        assert two[rule] == {1}, (rule, two[rule])
+    assert eight["render_shard"] == eight["audio_qc"] == {2}, eight  # 4 shards on 8 cores
+    assert eight["render_engine_shard"] == {1}, eight  # 2 engines x 4 shards = 8 jobs on 8 cores
+    assert two["judge_modality"] == eight["judge_modality"] == {2}
+
+
+@pytest.mark.slow  # loads Kokoro, Whisper and DNSMOS twice (~25 s)
+def test_speech_outputs_do_not_depend_on_the_thread_count():
+    """What lets a speech job take 1 or 2 threads as the cores allow: audio, transcripts and DNSMOS scores are
+    bit-identical at both counts (onnxruntime and CTranslate2 split work, not sums)."""
+    from modprefs.speech import kokoro_onnx
+    from modprefs.speech.qc import DnsMos, Transcriber
+
+    text = "Here are three ideas for your weekend: visit the museum, try a new recipe, or walk by the river."
+    results = []
+    for threads in (1, 2):
+        audio = kokoro_onnx.KokoroOnnxBackend(threads=threads).synthesize(text)
+        sr = kokoro_onnx.KokoroOnnxBackend._sample_rate()
+        transcript = Transcriber(threads=threads).transcribe(audio, sr)
+        results.append((audio.tobytes(), transcript, DnsMos(threads=threads).score(audio, sr)))
+    assert results[0][0] == results[1][0]
+    assert results[0][1] == results[1][1] and results[0][1].strip()
+    assert results[0][2] == results[1][2]
