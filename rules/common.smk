@@ -53,6 +53,10 @@ RATING_TABLES = ["ratings", "trials", "participants"]
 # ratings, the other engines' clips), go first; the one-core statistics tables fill the core left free.
 # Measured in benchmarks/out/default_run_compare.json.
 REWARD_PATH_PRIORITY = 1
+# Round 0's one-thread render shards go before their QC shards (longest jobs first): the QC of the shards
+# already rendered then fills the cores while the last renders finish, instead of the last render and its QC
+# running after everything else.
+RENDER_FIRST_PRIORITY = 1
 
 # --- a lab's own stimuli (data.format: pairs; modprefs.data.pairs) -----------------------------------------
 PAIRS = config["data"].get("format", "prism") == "pairs"
@@ -145,12 +149,16 @@ def side_by_side_threads(n_jobs: int, most: int = SPEECH_MAX_THREADS) -> int:
 
     On 2 cores two one-thread jobs finish in about 0.8x the time of the same two jobs one after the other with
     2 threads each (Kokoro and Whisper: ~1.65x from a second thread), and a job alone in its round keeps
-    both cores. Only for kernels whose results do not depend on the thread count (onnxruntime, CTranslate2):
-    the local judge's torch model gives other scores with another count, so it keeps its fixed ``threads``.
+    both cores. Local runs only: on a cluster each job has its own CPUs. Only for kernels whose results do not
+    depend on the thread count (onnxruntime, CTranslate2):
+    the local judge's torch model gives other scores with another count, so it keeps its fixed ``threads``
+    (and so do the jobs that run beside it: a one-thread job there holds a core while the judge waits for two).
     """
+    if not workflow.local_exec:  # a cluster executor: every job gets its own allocation of `most` CPUs
+        return most
     try:
         cores = workflow.cores or most
-    except WorkflowError:  # no --cores (a cluster executor): each job gets its own allocation
+    except WorkflowError:  # no --cores given
         cores = most
     return max(1, min(most, int(cores) // max(1, int(n_jobs))))
 

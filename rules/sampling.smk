@@ -12,6 +12,7 @@ checkpoint sample_prompts:
     output:
         prompts="results/sampling/prompts.csv",
         removals="results/sampling/screening_removals.csv",
+        language_ids="results/sampling/language_ids.csv",
     log:
         "results/logs/sampling/sample_prompts.log",
     conda:
@@ -19,6 +20,7 @@ checkpoint sample_prompts:
     params:
         sampling=config["sampling"],
         seed=config["seed"],
+        max_rounds=config["audio_qc"]["max_rounds"],
     script:
         "../workflow/scripts/sample_prompts.py"
 

@@ -24,6 +24,7 @@ rule render_shard:
         manifest="results/audio/rounds/{round}/shards/{shard}.csv",
     log:
         "results/logs/speech/render_round{round}_shard{shard}.log",
+    priority: RENDER_FIRST_PRIORITY
     conda:
         "../envs/tts.yaml"
     threads: lambda wildcards: side_by_side_threads(len(round_shards(wildcards.round)))
@@ -78,6 +79,7 @@ checkpoint audio_review:
         qc=lambda wildcards: round_files(wildcards.round, "qc"),
         conversations="results/data/conversations.parquet",
         harmful_terms=config["sampling"]["screening"]["harmful_terms"],
+        language_ids="results/sampling/language_ids.csv",
         used=lambda wildcards: used_before(wildcards.round),
     output:
         decisions="results/audio/review/round{round}/decisions.csv",
@@ -128,7 +130,7 @@ rule render_engine_shard:
     priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/tts.yaml"
-    threads: side_by_side_threads(len(engine_manifests()) * len(speech_shards()))
+    threads: SPEECH_MAX_THREADS  # two: a one-thread job beside the 2-thread judges would starve them
     resources:
         mem_mb=2000,
         runtime=60,

@@ -175,7 +175,7 @@ def test_failing_attention_check_cannot_be_replaced():
 def test_review_and_final_sample_from_files_match_the_tables(tmp_path, monkeypatch):
     import modprefs.sampling.audio_review as ar
 
-    monkeypatch.setattr(ar, "screen_from_config", lambda screening, harmful_terms: _passes)
+    monkeypatch.setattr(ar, "screen_from_config", lambda screening, harmful_terms, detect=None: _passes)
     inter = _interactions(200)
     first = _draw(inter)
     clips0 = _clips(first, attention=True)

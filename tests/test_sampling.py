@@ -135,3 +135,59 @@ def test_screen_rules():
 def test_detect_language_real_model():
     assert detect_language("The quick brown fox jumps over the lazy dog near the river bank.")[0] == "en"
     assert detect_language("Ich möchte heute Abend mit meinen Freunden ins Kino gehen.")[0] == "de"
+
+
+def test_the_review_rounds_first_candidates_are_the_upcoming_ones():
+    """upcoming_candidates lists, per stratum and in order, the rows replace_prompts screens first: a review that
+    replaces every prompt twice over never screens a row outside n_prompts x rounds upcoming candidates."""
+    from modprefs.sampling.draw import replace_prompts, upcoming_candidates
+
+    inter = _interactions(300)
+    prompts, removals, _ = draw_prompts(inter, 12, 0.25, 90, seed=3, screen=_passes)
+    skip = set(prompts.conversation_id) | set(removals.conversation_id)
+    upcoming = upcoming_candidates(inter, 90, 3, skip, per_stratum=12 * 2)
+    screened: list[str] = []
+
+    def every_other_fails(row) -> ScreeningResult:  # half the candidates fail, so the walk goes further
+        screened.append(row["conversation_id"])
+        return ScreeningResult("harmful", "x") if len(screened) % 2 else ScreeningResult(None)
+
+    replacements, _ = replace_prompts(
+        inter, {p: "wer" for p in prompts.prompt_id}, skip, prompts, 90, 3, every_other_fails, 12
+    )
+    assert len(replacements) == 12 and screened
+    assert set(screened) <= set(upcoming.conversation_id)
+    for stratum, rows in upcoming.groupby("stratum", sort=False):
+        ours = [c for c in screened if c in set(rows.conversation_id)]
+        assert ours == list(rows.conversation_id[: len(ours)]), stratum  # the same order, from the start
+    assert skip.isdisjoint(upcoming.conversation_id)
+
+
+def test_a_language_table_answers_for_lingua_and_round_trips_exactly(tmp_path, monkeypatch):
+    """The review rounds' lookup gives what lingua gives (through the CSV, bit for bit), asks lingua only for texts
+    not in the table, and the table skips what the screen never identifies (short, empty, repeated texts)."""
+    import modprefs.sampling.screening as scr
+    from modprefs.io import write_csv
+
+    en = "The quick brown fox jumps over the lazy dog near the river bank."
+    de = "Ich möchte heute Abend mit meinen Freunden ins Kino gehen."
+    table = scr.language_ids([en, de, en, "Sure thing!", "EMPTY STRING"])
+    assert list(table.columns) == scr.LANGUAGE_ID_COLUMNS and len(table) == 2
+    write_csv(table, tmp_path / "ids.csv")
+    back = scr.read_language_ids(tmp_path / "ids.csv")
+    assert back["confidence"].tolist() == table["confidence"].tolist()  # the CSV keeps every bit
+    # lingua's own confidence can differ in the last bit from call to call, so the truth is compared to 1e-12
+    truth = {t: detect_language(t) for t in (en, de)}
+    asked: list[str] = []
+    monkeypatch.setattr(scr, "detect_language", lambda t: asked.append(t) or ("xx", 1.0))
+    detect = scr.known_language_detector(back)
+    for t in (en, de):
+        assert detect(t)[0] == truth[t][0] and detect(t)[1] == pytest.approx(truth[t][1], abs=1e-12)
+    assert asked == []
+    assert detect("Un texte que la table ne connaît pas du tout.") == ("xx", 1.0) and len(asked) == 1
+    mod = WordListModerator(["idiot"])
+    row = {"prompt": "q", "text_0": en, "text_1": de}
+    assert screen_interaction(row, mod, detect=detect) == screen_interaction(row, mod, detect=lambda t: truth[t])
+    assert screen_interaction(row, mod, detect=detect).reason == "other_language"
+    with pytest.raises(ValueError, match="confidence"):
+        scr.known_language_detector(back.drop(columns="confidence"))

@@ -25,6 +25,7 @@ def main(smk) -> None:  # noqa: ANN001
         int(smk.params.seed),
         int(smk.params.max_rounds),
         str(smk.params.on_exhausted),
+        language_ids=smk.input.language_ids,
     )
     for table, target in (
         (removals, smk.output.removals),

@@ -24,7 +24,12 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
-from modprefs.sampling.screening import ScreeningResult, screen_from_config
+from modprefs.sampling.screening import (
+    ScreeningResult,
+    known_language_detector,
+    read_language_ids,
+    screen_from_config,
+)
 
 DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action", "replaced_by"]
 ON_EXHAUSTED = ("error", "drop")
@@ -237,9 +242,11 @@ def review_round_files(
     seed: int,
     max_rounds: int,
     on_exhausted: str,
+    language_ids: PathLike | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """:func:`review_round` on the workflow's files (the round's prompts, shard manifests, QC tables, the
     tables of earlier draws and removals, the candidate pool); logs each action and the round's counts.
+    ``language_ids``: the first draw's language table of upcoming candidates (looked up before lingua).
 
     Returns ``(decisions, replacements, removals)`` as :func:`review_round` does.
     """
@@ -249,7 +256,8 @@ def review_round_files(
     round_prompts = pd.read_csv(prompts, **read)
     clips, qc_table = (pd.concat([pd.read_csv(p, **read) for p in paths], ignore_index=True) for paths in (shards, qc))
     used_ids, first_order = used_conversations([pd.read_csv(p, **read) for p in used], round_prompts)
-    screen = screen_from_config(sampling.get("screening", {}), harmful_terms)
+    known = read_language_ids(language_ids) if language_ids else None
+    screen = screen_from_config(sampling.get("screening", {}), harmful_terms, known_language_detector(known))
     decisions, replacements, removals = review_round(
         round_index,
         round_prompts,

@@ -277,6 +277,17 @@ def _prompt_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return prompts[PROMPT_COLUMNS]
 
 
+def upcoming_candidates(
+    interactions: pd.DataFrame, long_percentile: float, seed: int, skip: set[str], per_stratum: int
+) -> pd.DataFrame:
+    """The next ``per_stratum`` candidates of each stratum in the seeded draw order, ``skip`` (conversation ids
+    already drawn or removed) left out: the rows :func:`replace_prompts` would screen first (rows of
+    ``interactions``, with ``stratum``)."""
+    pools, _, _ = _ordered_pools(interactions, long_percentile, seed)
+    heads = [pool[~pool["conversation_id"].astype(str).isin(skip)].head(max(0, per_stratum)) for pool in pools.values()]
+    return pd.concat(heads, ignore_index=True) if heads else interactions.iloc[:0]
+
+
 def replace_prompts(
     interactions: pd.DataFrame,
     failed: Mapping[str, str],

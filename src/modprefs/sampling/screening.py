@@ -17,16 +17,26 @@ Rules, in the order they are applied (the first that fires is the reason):
   whole words or whole phrases). The list is ``resources/screening/harmful_terms.txt``. A
   moderation model can replace or complement it: any object with ``flag(text) -> str | None``
   (see :class:`Moderator`) plugs into :func:`screen_interaction`.
+
+Language identification is the screen's only slow part: lingua loads its models lazily, ~7 s per process.
+The first draw (one process) therefore also identifies the languages of the candidates later review rounds
+would take (:func:`language_ids`, ``results/sampling/language_ids.csv``), and a review round looks them up
+by text hash (:func:`known_language_detector`) instead of loading lingua again; a text not in the table is
+identified as before, so the decisions are the same either way.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Protocol
+
+import pandas as pd
 
 from modprefs.data.prism import EMPTY_STRING
 from modprefs.errors import UserInputError
@@ -119,15 +129,72 @@ def detect_language(text: str) -> tuple[str | None, float]:
     return top.language.iso_code_639_1.name.lower(), float(top.value)
 
 
+#: (ISO 639-1 code or None, confidence in [0, 1]) of a text
+Detection = tuple[str | None, float]
+#: Columns of a language-identification table (:func:`language_ids`).
+LANGUAGE_ID_COLUMNS = ["text_sha256", "language", "confidence"]
+
+
+def text_sha256(text: str) -> str:
+    """Hex SHA-256 of ``text`` (UTF-8): the key of a language-identification table."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def language_ids(texts: Sequence[str], detect: Callable[[str], Detection] | None = None) -> pd.DataFrame:
+    """:data:`LANGUAGE_ID_COLUMNS` for every distinct text the screen would identify (at least
+    :data:`MIN_WORDS_FOR_LANGUAGE_ID` words, not empty); ``detect`` defaults to :func:`detect_language`.
+    ``language`` is "" where lingua names none."""
+    detect = detect or detect_language
+    rows, seen = [], set()
+    for text in texts:
+        if not isinstance(text, str) or is_empty_response(text) or len(text.split()) < MIN_WORDS_FOR_LANGUAGE_ID:
+            continue
+        key = text_sha256(text)
+        if key in seen:
+            continue
+        seen.add(key)
+        code, conf = detect(text)
+        rows.append({"text_sha256": key, "language": code or "", "confidence": conf})
+    return pd.DataFrame.from_records(rows, columns=LANGUAGE_ID_COLUMNS)
+
+
+def read_language_ids(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A table :func:`language_ids` wrote as CSV (an empty ``language`` stays "", confidences bit for bit)."""
+    return pd.read_csv(path, dtype={"text_sha256": str, "language": str}, keep_default_na=False)
+
+
+def known_language_detector(table: pd.DataFrame | None) -> Callable[[str], Detection]:
+    """A detector that answers from ``table`` (:func:`language_ids`' columns) by text hash, else asks lingua."""
+    known: dict[str, Detection] = {}
+    if table is not None and len(table):
+        missing = sorted(set(LANGUAGE_ID_COLUMNS) - set(table.columns))
+        if missing:
+            raise ValueError(f"language-identification table lacks column(s) {missing}")
+        for key, code, conf in table[LANGUAGE_ID_COLUMNS].itertuples(index=False):
+            known[str(key)] = (code if isinstance(code, str) and code else None, float(conf))
+
+    def detect(text: str) -> Detection:
+        hit = known.get(text_sha256(text))
+        return hit if hit is not None else detect_language(text)
+
+    return detect
+
+
 def is_empty_response(text: str | None) -> bool:
     """No speakable content: None, blank, PRISM's ``"EMPTY STRING"``, or no letter or digit (e.g. emoji only)."""
     return text is None or text.strip() == EMPTY_STRING or not any(ch.isalnum() for ch in text)
 
 
 def screen_interaction(
-    interaction: Mapping[str, Any], moderator: Moderator, language: str = "en", min_language_confidence: float = 0.5
+    interaction: Mapping[str, Any],
+    moderator: Moderator,
+    language: str = "en",
+    min_language_confidence: float = 0.5,
+    detect: Callable[[str], Detection] | None = None,
 ) -> ScreeningResult:
-    """Apply the rules of the module docstring to one interaction (a conversations.parquet row)."""
+    """Apply the rules of the module docstring to one interaction (a conversations.parquet row); ``detect``
+    identifies a text's language (default :func:`detect_language`)."""
+    detect = detect or detect_language
     responses = [interaction["text_0"], interaction["text_1"]]
     for k, text in enumerate(responses):
         if is_empty_response(text):
@@ -140,7 +207,7 @@ def screen_interaction(
     for k, text in enumerate(responses):
         if len(text.split()) < MIN_WORDS_FOR_LANGUAGE_ID:
             continue
-        code, conf = detect_language(text)
+        code, conf = detect(text)
         if code is not None and code != language and conf >= min_language_confidence:
             return ScreeningResult("other_language", f"response {k} detected as {code} (confidence {conf:.2f})")
     for label, text in [("prompt", interaction["prompt"]), ("response 0", responses[0]), ("response 1", responses[1])]:
@@ -151,12 +218,14 @@ def screen_interaction(
 
 
 def screen_from_config(
-    screening: Mapping[str, Any], harmful_terms: str | Path
+    screening: Mapping[str, Any], harmful_terms: str | Path, detect: Callable[[str], Detection] | None = None
 ) -> Callable[[Mapping[str, Any]], ScreeningResult]:
-    """The text screen configured by ``sampling.screening`` with the word list at ``harmful_terms``."""
+    """The text screen configured by ``sampling.screening`` with the word list at ``harmful_terms``; ``detect``
+    as for :func:`screen_interaction` (e.g. :func:`known_language_detector`)."""
     return partial(
         screen_interaction,
         moderator=WordListModerator.from_file(harmful_terms),
         language=screening.get("language", "en"),
         min_language_confidence=screening.get("min_language_confidence", 0.5),
+        detect=detect or detect_language,
     )
