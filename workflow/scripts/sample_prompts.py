@@ -11,8 +11,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.sampling.draw import sample_study_prompts, upcoming_candidates  # noqa: E402
-from modprefs.sampling.screening import language_ids, screen_from_config  # noqa: E402
+from modprefs.sampling.audio_review import upcoming_language_ids  # noqa: E402
+from modprefs.sampling.draw import sample_study_prompts  # noqa: E402
+from modprefs.sampling.screening import screen_from_config  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
@@ -27,16 +28,7 @@ def main(smk) -> None:  # noqa: ANN001
         logging.info(
             "removed %s (%s): %s -> replaced by %s", rem.conversation_id, rem.reason, rem.detail, rem.replaced_by
         )
-    # each review round replaces at most every prompt of a stratum: n_prompts x max_rounds candidates per stratum
-    skip = {str(c) for c in prompts["conversation_id"]} | {str(c) for c in removals["conversation_id"]}
-    upcoming = upcoming_candidates(
-        interactions,
-        float(sampling["long_percentile"]),
-        smk.params.seed,
-        skip,
-        int(sampling["n_prompts"]) * int(smk.params.max_rounds),
-    )
-    ids = language_ids([*upcoming["text_0"], *upcoming["text_1"]])
+    ids = upcoming_language_ids(interactions, sampling, smk.params.seed, prompts, removals, smk.params.max_rounds)
     logging.info("languages of %d upcoming candidates' responses identified for the review rounds", len(ids))
     write_csv(ids, smk.output.language_ids)
     write_csv(removals, smk.output.removals)

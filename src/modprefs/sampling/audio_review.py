@@ -23,10 +23,11 @@ from typing import Any
 import pandas as pd
 
 from modprefs.errors import UserInputError
-from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts
+from modprefs.sampling.draw import REMOVAL_COLUMNS, replace_prompts, upcoming_candidates
 from modprefs.sampling.screening import (
     ScreeningResult,
     known_language_detector,
+    language_ids,
     read_language_ids,
     screen_from_config,
 )
@@ -228,6 +229,24 @@ def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.
     if undecided:
         raise ValueError(f"prompt(s) {undecided} were drawn but never reviewed (is a round missing?)")
     return candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)
+
+
+def upcoming_language_ids(
+    interactions: pd.DataFrame,
+    sampling: Mapping[str, Any],
+    seed: int,
+    first_draw: pd.DataFrame,
+    screening_removals: pd.DataFrame,
+    max_rounds: int,
+) -> pd.DataFrame:
+    """The languages (:func:`~modprefs.sampling.screening.language_ids`) of the responses of the candidates the
+    review rounds would draw next: each round replaces at most every prompt of a stratum, so ``n_prompts`` x
+    ``max_rounds`` candidates per stratum after the first draw and its screening removals, in draw order."""
+    skip = {str(c) for c in first_draw["conversation_id"]} | {str(c) for c in screening_removals["conversation_id"]}
+    upcoming = upcoming_candidates(
+        interactions, float(sampling["long_percentile"]), seed, skip, int(sampling["n_prompts"]) * int(max_rounds)
+    )
+    return language_ids([*upcoming["text_0"], *upcoming["text_1"]])
 
 
 def review_round_files(

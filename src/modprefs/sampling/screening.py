@@ -143,7 +143,7 @@ def text_sha256(text: str) -> str:
 def language_ids(texts: Sequence[str], detect: Callable[[str], Detection] | None = None) -> pd.DataFrame:
     """:data:`LANGUAGE_ID_COLUMNS` for every distinct text the screen would identify (at least
     :data:`MIN_WORDS_FOR_LANGUAGE_ID` words, not empty); ``detect`` defaults to :func:`detect_language`.
-    ``language`` is "" where lingua names none."""
+    ``language`` is "" where lingua names none; ``confidence`` is rounded to 12 decimals."""
     detect = detect or detect_language
     rows, seen = [], set()
     for text in texts:
@@ -154,7 +154,8 @@ def language_ids(texts: Sequence[str], detect: Callable[[str], Detection] | None
             continue
         seen.add(key)
         code, conf = detect(text)
-        rows.append({"text_sha256": key, "language": code or "", "confidence": conf})
+        # lingua's confidence can differ in the last bit from call to call: 12 decimals keep the file reproducible
+        rows.append({"text_sha256": key, "language": code or "", "confidence": round(conf, 12)})
     return pd.DataFrame.from_records(rows, columns=LANGUAGE_ID_COLUMNS)
 
 
