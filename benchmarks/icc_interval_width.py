@@ -276,6 +276,15 @@ def _fmt_cell(c: dict) -> str:
     return f"{c['coverage']:.3f} ± {c['coverage_mc_se']:.3f} | {c['width_ratio']:.2f} ± {c['width_ratio_mc_se']:.2f}"
 
 
+def _fmt_undefined(c: dict) -> str:
+    """Studies without an interval (e.g. the jackknife where an ICC estimate is 0), which the coverage column
+    leaves out, and the coverage if they counted as misses."""
+    undefined = int(c.get("undefined", 0))
+    if not undefined or "coverage" not in c:
+        return str(undefined) if "coverage" in c else ""
+    return f"{undefined} ({c['coverage'] * c['n'] / (c['n'] + undefined):.3f})"
+
+
 def runs_text(doc: dict) -> str:
     return "; ".join(
         f"{len(r['cells'])} cells x {r['n_studies']} studies asked for, {r['n_noise']} residual refits for the "
@@ -295,8 +304,8 @@ def markdown(doc: dict) -> str:
         "min in all. Goal: coverage 95 ± 2.5 %, width ratio <= 1.3.",
         "",
         "| model | design | studies | truth ICC(2,1) | method | default | ICC(2,1) coverage | width ratio "
-        "| ICC(2,k) coverage | width ratio | mean width ICC(2,1) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| ICC(2,k) coverage | width ratio | mean width ICC(2,1) | no interval (coverage counting them as misses) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, block in doc["summary"].items():
         model, design = key.split("/")
@@ -309,7 +318,8 @@ def markdown(doc: dict) -> str:
             width = m["icc_2_1"].get("mean_width", math.nan)
             lines.append(
                 f"| {model} | {design} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | {default} | "
-                f"{_fmt_cell(m['icc_2_1'])} | {_fmt_cell(m['icc_2_k'])} | {width:.3f} |"
+                f"{_fmt_cell(m['icc_2_1'])} | {_fmt_cell(m['icc_2_k'])} | {width:.3f} | "
+                f"{_fmt_undefined(m['icc_2_1'])} |"
             )
     for r in doc.get("icc_coverage_rows", []):
         model, design = r["key"].split("/")
@@ -317,7 +327,7 @@ def markdown(doc: dict) -> str:
         ratio = f"{r['width_ratio']:.2f} ± {r['width_ratio_mc_se']:.2f}"
         lines.append(
             f"| {model} | {design} (icc_coverage.json) | {r['n_studies']} | {r['truth_icc_2_1']:.3f} | jackknife "
-            f"| yes | {cov} | {ratio} | | | {r['mean_width']:.3f} |"
+            f"| yes | {cov} | {ratio} | | | {r['mean_width']:.3f} | |"
         )
     designs = [
         f"`{k}` = {p} prompts{' (1 clip each)' if one else ''} x {r} raters x {t} trials"
