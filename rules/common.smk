@@ -1,3 +1,4 @@
+import functools
 import math
 import os
 import sys
@@ -88,6 +89,17 @@ def data_outputs() -> dict:
     return outputs
 
 
+@functools.lru_cache(maxsize=None)
+def _round_shard_clip_ids(prompts: str, mtime: float, attention: str | None, shard_size: int) -> list[list[str]]:
+    """Each shard's clip ids for one round's prompts, as render_shard cuts them (read once per version of the
+    prompts file: ``mtime`` is part of the cache key)."""
+    from modprefs.speech.clips import read_study_clips, shard
+
+    clips = read_study_clips(prompts, "results/data/conversations.parquet", attention)
+    n_shards = max(1, math.ceil(len(clips) / int(shard_size)))
+    return [shard(clips, i, shard_size)["clip_id"].tolist() for i in range(n_shards)]
+
+
 def given_shard_audio(wildcards) -> list[str]:
     """The lab's audio files one render shard reads (tts.backend given, a pairs table of files): exactly the
     shard's clips', so editing one file reruns its shard and what follows, not the data step or the draw."""
@@ -95,20 +107,17 @@ def given_shard_audio(wildcards) -> list[str]:
         return []
     if config["data"]["source"].startswith("hf://") or Path(config["data"]["source"]).is_dir():
         return ["results/data/given_audio"]  # a datasets source: its Audio cells, written out by the data step
-    import pandas as pd
-
     from modprefs.data.pairs import given_audio_files
-    from modprefs.speech.clips import read_attention_check, shard_clip_ids
 
     r = int(wildcards.round)
     if r == 0:
         prompts = checkpoints.sample_prompts.get().output.prompts
     else:
         prompts = checkpoints.audio_review.get(round=r - 1).output.replacements
-    ids = pd.read_csv(prompts, dtype={"prompt_id": str}, keep_default_na=False)["prompt_id"].tolist()
-    attention = str(read_attention_check(config["attention_check"]).get("prompt_id", "attn")) if r == 0 else None
+    attention = config["attention_check"] if r == 0 else None
     files = given_audio_files(config["data"]["source"], ".", config["data"].get("columns"))
-    shard = shard_clip_ids(ids, attention, int(wildcards.shard), config["tts"]["shard_size"])
+    shards = _round_shard_clip_ids(prompts, os.path.getmtime(prompts), attention, config["tts"]["shard_size"])
+    shard = shards[int(wildcards.shard)] if int(wildcards.shard) < len(shards) else []  # past the end: empty
     return [files[c] for c in shard if c in files]
 
 

@@ -36,6 +36,7 @@ rule render_shard:
     params:
         tts=study_tts_config(),
         shard_size=config["tts"]["shard_size"],
+        balanced=True,  # shards of about equal text length (modprefs.speech.clips.shard)
         clip_dir="results/audio/clips",
         with_attention_check=lambda wildcards: int(wildcards.round) == 0,
         inject_silence=config["audio_qc"].get("inject_silence", []),
@@ -137,6 +138,7 @@ rule render_engine_shard:
     params:
         tts=lambda wildcards: engine_config(wildcards.engine),
         shard_size=config["tts"]["shard_size"],
+        balanced=False,  # shard_size clips each: piper's and espeak-ng's renditions depend on the clips before them
         clip_dir=lambda wildcards: f"results/audio/engines/{wildcards.engine}",
         with_attention_check=True,
         inject_silence=[],

@@ -120,17 +120,46 @@ def test_study_clips_errors() -> None:
         study_clips(prompts, conversations, {"prompt_id": "attn", "responses": [{"text": "x"}]})
 
 
-def test_shards_cover_clips_once() -> None:
-    clips = study_clips(*_tables(), ATTENTION)
+def test_shards_cover_clips_once_in_order_with_balanced_text() -> None:
+    clips = study_clips(*_tables(), ATTENTION)  # characters: 12, 22, 7, 7, 5, 5, 5, 5
     size = 3
     n_shards = math.ceil(len(clips) / size)
     parts = [shard(clips, i, size) for i in range(n_shards + 1)]
-    assert [len(p) for p in parts] == [3, 3, 2, 0]
+    # the longest shard is as short as contiguous shards can make it: 29 characters, not 41 (3, 3, 2 clips)
+    assert [len(p) for p in parts] == [1, 2, 5, 0]
+    assert max(p["text"].str.len().sum() for p in parts) == 29
     assert pd.concat(parts, ignore_index=True)["clip_id"].tolist() == clips["clip_id"].tolist()
-    assert parts[1]["clip_id"].tolist() == ["c3_1", "c1_0", "c1_1"]
+    assert parts[1]["clip_id"].tolist() == ["attn_1", "c3_0"]
     assert list(parts[-1].columns) == list(clips.columns)
     with pytest.raises(ValueError, match="shard_size"):
         shard(clips, 0, 0)
+    fixed = [shard(clips, i, size, balanced=False) for i in range(n_shards + 1)]  # the other engines' cuts
+    assert [len(p) for p in fixed] == [3, 3, 2, 0]
+    assert pd.concat(fixed, ignore_index=True)["clip_id"].tolist() == clips["clip_id"].tolist()
+
+
+def test_balanced_bounds_minimise_the_longest_block() -> None:
+    """Against brute force over every set of cut points: the same largest block, exactly min(n, m) non-empty
+    blocks in order, empty ones only at the end."""
+    from itertools import combinations
+
+    from modprefs.speech.clips import balanced_bounds
+
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n, m = int(rng.integers(0, 9)), int(rng.integers(1, 5))
+        costs = rng.integers(0, 30, n).tolist()
+        bounds = balanced_bounds(costs, m)
+        assert len(bounds) == m + 1 and bounds[0] == 0 and bounds[-1] == n
+        k = min(n, m)
+        assert all(bounds[j] < bounds[j + 1] for j in range(k)) and all(b == n for b in bounds[k:])
+        if k:
+            best = min(
+                max(sum(costs[a:b]) for a, b in zip((0, *cuts), (*cuts, n)))
+                for cuts in combinations(range(1, n), k - 1)
+            )
+            assert max(sum(costs[a:b]) for a, b in zip(bounds, bounds[1:])) == best, (costs, m, bounds)
+    assert balanced_bounds([651, 75, 94, 222, 143, 79, 147], 2) == [0, 2, 7]  # 726 | 685, not 651 | 760
 
 
 def test_read_study_clips_keeps_string_ids(tmp_path: Path) -> None:

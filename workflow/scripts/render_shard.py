@@ -23,7 +23,7 @@ def main(smk) -> None:  # noqa: ANN001
         logging.warning("FAULT INJECTION: audio_qc.inject_silence = %s", list(smk.params.inject_silence))
     attention = smk.input.attention_check if smk.params.with_attention_check else None
     part, n_clips = study_shard(
-        smk.input.prompts, smk.input.conversations, attention, index, int(smk.params.shard_size)
+        smk.input.prompts, smk.input.conversations, attention, index, int(smk.params.shard_size), smk.params.balanced
     )
     logging.info("shard %d: %d of %d clips (%s)", index, len(part), n_clips, ", ".join(part["clip_id"]))
     manifest = render_shard(

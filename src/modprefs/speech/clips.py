@@ -2,15 +2,18 @@
 
 Order (docs/CONTRACTS.md, "Clips"): the attention check's ``attn_0`` (coherent) and ``attn_1``
 (nonsensical), then the prompts in ``prompts.csv`` row order, response 0 then 1. A clip's id is
-``f"{prompt_id}_{response}"``. Shard ``i`` holds ``clips[i * shard_size:(i + 1) * shard_size]``.
+``f"{prompt_id}_{response}"``. The clips are cut into ``ceil(n / shard_size)`` contiguous shards of about equal
+text length (:func:`balanced_bounds`; rendering and transcribing take time in proportion to the text), so the
+shards that run side by side finish together; shard ``i`` holds ``clips[bounds[i]:bounds[i + 1]]``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -24,6 +27,7 @@ __all__ = [
     "read_attention_check",
     "study_clips",
     "shard",
+    "balanced_bounds",
     "read_study_clips",
 ]
 
@@ -174,18 +178,72 @@ def study_clips(
     return clips.astype({"response": int})
 
 
-def shard(clips: pd.DataFrame, shard_index: int, shard_size: int) -> pd.DataFrame:
-    """Rows ``shard_index * shard_size`` to ``(shard_index + 1) * shard_size - 1`` of ``clips``.
+def balanced_bounds(costs: Sequence[float], n_shards: int) -> list[int]:
+    """Start indices of ``n_shards`` contiguous blocks of ``costs`` (plus ``len(costs)`` at the end) that minimise
+    the largest block's total: the linear partition problem, solved exactly by a binary search on that total with
+    a greedy check (integer costs; O(n log sum)). Blocks are non-empty while there are items for them; with fewer
+    items than shards the last blocks are empty. Each block takes as many items as that total allows (earlier blocks
+    fuller), so the bounds are a function of the costs alone.
 
-    A shard past the end is empty (same columns), which the last shard can be when the shard
-    count was computed from a configured prompt count.
+    Args:
+        costs: per-item cost, >= 0 (here a clip's characters: render and QC time grow with them).
+        n_shards: number of blocks, >= 1.
+    Returns:
+        ``n_shards + 1`` non-decreasing indices from 0 to ``len(costs)``.
+    """
+    weights = [int(c) for c in costs]
+    n = len(weights)
+    blocks = min(n_shards, n)
+    if blocks <= 1:
+        return [0] + [n] * n_shards
+
+    def cuts(cap: int) -> list[int] | None:
+        """Greedy cut points with no block above ``cap`` and exactly ``blocks`` non-empty blocks, or None."""
+        starts, total = [0], 0
+        for i, w in enumerate(weights):
+            if i > starts[-1] and (total + w > cap or n - i == blocks - len(starts)):
+                if len(starts) == blocks:
+                    return None
+                starts.append(i)
+                total = 0
+            if w > cap:
+                return None
+            total += w
+        return starts
+
+    lo, hi = max(weights), sum(weights)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cuts(mid) is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    starts = cuts(lo)
+    assert starts is not None and len(starts) == blocks
+    return starts + [n] * (n_shards - blocks + 1)
+
+
+def shard(clips: pd.DataFrame, shard_index: int, shard_size: int, balanced: bool = True) -> pd.DataFrame:
+    """Shard ``shard_index`` of ``ceil(len(clips) / shard_size)`` contiguous shards (same columns): of about equal
+    text length (:func:`balanced_bounds` on the characters of ``clips["text"]``), or with ``balanced=False``
+    ``shard_size`` clips each (rows ``shard_index * shard_size`` on; the other engines' shards: piper's and
+    espeak-ng's renditions depend on the clips rendered before them in the same job, so they keep these cuts).
+
+    A shard past the end is empty, which the last shards can be when the shard count was computed from a
+    configured prompt count.
     """
     if int(shard_size) < 1:
         raise ValueError(f"tts.shard_size must be >= 1, got {shard_size}")
     if int(shard_index) < 0:
         raise ValueError(f"shard index must be >= 0, got {shard_index}")
-    start = int(shard_index) * int(shard_size)
-    return clips.iloc[start : start + int(shard_size)].reset_index(drop=True)
+    if not balanced:
+        start = int(shard_index) * int(shard_size)
+        return clips.iloc[start : start + int(shard_size)].reset_index(drop=True)
+    n_shards = max(1, math.ceil(len(clips) / int(shard_size)))
+    if int(shard_index) >= n_shards:
+        return clips.iloc[:0].reset_index(drop=True)
+    bounds = balanced_bounds(clips["text"].fillna("").astype(str).str.len().tolist(), n_shards)
+    return clips.iloc[bounds[int(shard_index)] : bounds[int(shard_index) + 1]].reset_index(drop=True)
 
 
 def read_study_clips(
@@ -206,16 +264,8 @@ def study_shard(
     attention_check_json: str | os.PathLike[str] | None,
     shard_index: int,
     shard_size: int,
+    balanced: bool = True,
 ) -> tuple[pd.DataFrame, int]:
     """(shard ``shard_index`` of the study's clips (:func:`shard`), the number of the study's clips)."""
     clips = read_study_clips(prompts_csv, conversations_parquet, attention_check_json)
-    return shard(clips, shard_index, shard_size), len(clips)
-
-
-def shard_clip_ids(prompt_ids: list[str], attention_id: str | None, shard_index: int, shard_size: int) -> list[str]:
-    """The clip ids of one shard, in :func:`study_clips` order, from the prompt ids alone (no texts needed)."""
-    ids = ([clip_id(attention_id, 0), clip_id(attention_id, 1)] if attention_id is not None else []) + [
-        clip_id(p, r) for p in prompt_ids for r in (0, 1)
-    ]
-    start = int(shard_index) * int(shard_size)
-    return ids[start : start + int(shard_size)]
+    return shard(clips, shard_index, shard_size, balanced), len(clips)
