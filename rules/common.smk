@@ -93,11 +93,11 @@ def data_outputs() -> dict:
 def _round_shard_clip_ids(prompts: str, mtime: float, attention: str | None, shard_size: int) -> list[list[str]]:
     """Each shard's clip ids for one round's prompts, as render_shard cuts them (read once per version of the
     prompts file: ``mtime`` is part of the cache key)."""
-    from modprefs.speech.clips import read_study_clips, shard
+    from modprefs.speech.clips import read_study_clips, shard_bounds
 
     clips = read_study_clips(prompts, "results/data/conversations.parquet", attention)
-    n_shards = max(1, math.ceil(len(clips) / int(shard_size)))
-    return [shard(clips, i, shard_size)["clip_id"].tolist() for i in range(n_shards)]
+    bounds, ids = shard_bounds(clips, shard_size), clips["clip_id"].tolist()
+    return [ids[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def given_shard_audio(wildcards) -> list[str]:

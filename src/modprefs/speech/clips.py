@@ -28,6 +28,7 @@ __all__ = [
     "study_clips",
     "shard",
     "balanced_bounds",
+    "shard_bounds",
     "read_study_clips",
 ]
 
@@ -239,11 +240,17 @@ def shard(clips: pd.DataFrame, shard_index: int, shard_size: int, balanced: bool
     if not balanced:
         start = int(shard_index) * int(shard_size)
         return clips.iloc[start : start + int(shard_size)].reset_index(drop=True)
-    n_shards = max(1, math.ceil(len(clips) / int(shard_size)))
-    if int(shard_index) >= n_shards:
+    bounds = shard_bounds(clips, shard_size)
+    if int(shard_index) >= len(bounds) - 1:
         return clips.iloc[:0].reset_index(drop=True)
-    bounds = balanced_bounds(clips["text"].fillna("").astype(str).str.len().tolist(), n_shards)
     return clips.iloc[bounds[int(shard_index)] : bounds[int(shard_index) + 1]].reset_index(drop=True)
+
+
+def shard_bounds(clips: pd.DataFrame, shard_size: int) -> list[int]:
+    """Row bounds of the ``ceil(len(clips) / shard_size)`` balanced shards of ``clips`` (:func:`shard`): shard i
+    is rows ``bounds[i]`` to ``bounds[i + 1] - 1``. Compute once to cut every shard of a round."""
+    n_shards = max(1, math.ceil(len(clips) / int(shard_size)))
+    return balanced_bounds(clips["text"].fillna("").astype(str).str.len().tolist(), n_shards)
 
 
 def read_study_clips(
