@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -122,9 +123,9 @@ def check_output_dir(clip_dir: str | Path) -> Path:
     path = Path(clip_dir)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path / ".write-test") as tmp:
-            tmp.write_bytes(b"")
-        (path / ".write-test").unlink()
+        # a file of this process's own (jobs side by side check the same folder: a shared name raced)
+        with tempfile.TemporaryFile(dir=path, prefix=".write-test-"):
+            pass
     except OSError as err:
         raise ClipRenderError(f"output directory {str(path)!r} is not writable: {err}") from err
     return path
