@@ -30,10 +30,11 @@ for ratings without trial/order columns such as pingouin's example):
 
 The simulator's complete designs have no attention failures and no dropouts (else they would not be complete).
 
-Methods: ``f_based`` (complete designs only; on the pairwise ones with the clips taken as items, as ``auto``
-computes it), ``jackknife`` (``--n-noise`` residual refits); ``auto`` (the ``default`` column) is, per study, the
-one of the two that ``icc_ci.auto_keeps_f`` picks. ICC(2,k) intervals of both are the Spearman-Brown images of
-ICC(2,1)'s at the study's effective k.
+Methods: ``f_based`` (the exact McGraw & Wong interval; complete designs only; on the pairwise ones with the clips
+taken as items), ``f_robust`` (the same with its mean squares' df shrunk to the ratings' variability:
+``icc_f_interval.robust_degrees``; ``auto``'s F candidate), ``jackknife`` (``--n-noise`` residual refits); ``auto``
+(the ``default`` column) is, per study, ``f_robust`` or the jackknife, as ``icc_ci.auto_keeps_f`` picks. ICC(2,k)
+intervals are the Spearman-Brown images of ICC(2,1)'s at the study's effective k.
 
 Truth. ``gaussian_crossed`` on the pairwise designs: analytic (the length effect is clip variance; without the order
 covariate its variance b_first^2/4 is residual variance). The others: the mean REML ICC(2,1) of ``--truth-reps`` studies
@@ -92,7 +93,7 @@ from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     icc_ci_for_design,
     spearman_brown,
 )
-from modprefs.stats.reliability.icc_f_interval import f_interval  # noqa: E402
+from modprefs.stats.reliability.icc_f_interval import f_interval, robust_f_interval  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_interval_width.json"
 COVERAGE_JSON = ROOT / "benchmarks" / "out" / "icc_coverage.json"
@@ -156,7 +157,7 @@ def study_task(args: tuple[str, str, int, int]) -> dict:
     t0 = time.process_time()
     d = simulate_design(model, design, study)
     _, k, icc1, icck = fit_iccs(d)
-    methods = ["f_based", "jackknife"] if DESIGNS[design][3] else ["jackknife"]
+    methods = ["f_based", "f_robust", "jackknife"] if DESIGNS[design][3] else ["jackknife"]
     out = {"key": f"{model}/{design}", "study": study, "icc_2_1": icc1, "icc_2_k": icck, "k": k}
     out["auto"] = auto_method(d)
     out["methods"] = {}
@@ -165,17 +166,23 @@ def study_task(args: tuple[str, str, int, int]) -> dict:
             (lo1, hi1), (lok, hik), _ = f_interval(d, LEVEL, clips_as_items=True)
             out["methods"][method] = {"icc_2_1": [lo1, hi1], "icc_2_k": [lok, hik]}
             continue
+        if method == "f_robust":  # auto's F candidate: df shrunk to the ratings' variability
+            (lo1, hi1), (lok, hik), _, _ = robust_f_interval(d, LEVEL)
+            out["methods"][method] = {"icc_2_1": [lo1, hi1], "icc_2_k": [lok, hik]}
+            continue
         row = icc_ci_for_design(CONDITION, d, method, n_noise, np.random.default_rng([study, i, 0x1D7]), LEVEL)
         out["methods"][method] = {
             "icc_2_1": [row["icc_2_1_lo"], row["icc_2_1_hi"]],
             "icc_2_k": [row["icc_2_k_lo"], row["icc_2_k_hi"]],
         }
-    # auto: the F interval where the design allows it and the jackknife does not contradict it (auto_keeps_f, as
-    # icc_ci_for_design does with one rng; here from the two intervals above), else the jackknife
+    # auto: the robust-df F interval where the design allows it and neither the checks of its assumptions nor the
+    # jackknife contradict it (auto_keeps_f, as icc_ci_for_design does with one rng; here from the intervals
+    # above), else the jackknife
     jk = out["methods"]["jackknife"]
-    keep = out["auto"] == "f_based" and auto_keeps_f(d, out["methods"]["f_based"]["icc_2_1"], jk["icc_2_1"], k)[0]
+    f_rob = out["methods"].get("f_robust")
+    keep = out["auto"] == "f_based" and auto_keeps_f(d, f_rob["icc_2_1"], jk["icc_2_1"], k)[0]
     out["auto_used"] = "f_based" if keep else "jackknife"
-    out["methods"]["auto"] = out["methods"]["f_based"] if keep else jk
+    out["methods"]["auto"] = f_rob if keep else jk
     out["cpu_s"] = time.process_time() - t0
     return out
 

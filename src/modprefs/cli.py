@@ -257,9 +257,10 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
         "--ci-method",
         choices=CI_METHODS,
         default=STATS_DEFAULTS["icc_ci_method"],
-        help="ICC interval: auto = McGraw & Wong's F interval (f_based) where a condition's ratings are complete "
-        "and balanced (a prompt's pair of clips taken as items), without covariates, and the crossed jackknife's "
-        "interval is at most 1 + 2.4/k times as wide (k raters), else the crossed jackknife "
+        help="ICC interval: auto = McGraw & Wong's F interval where a condition's ratings are complete and balanced "
+        "(a prompt's pair of clips taken as items), without covariates, its df shrunk to the ratings' variability, "
+        "unless tests of its assumptions reject (p < .05) or the crossed jackknife's interval is more than 1 + 4/k "
+        "times as wide (k raters), else the crossed jackknife "
         "over prompts and participants (jackknife; "
         "measured coverage and width in benchmarks/out/icc_coverage.md, icc_interval_width.md), or a bootstrap "
         "of clips (stimulus, the paper's), prompts (prompt), clips and participants (two_way), or new data from "

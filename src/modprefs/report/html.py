@@ -144,8 +144,8 @@ def coverage_note(method: str, coverage_json: Path | None) -> str:
     table = coverage_table(coverage_json)
     if table is None:
         return text + " Its coverage has not been measured on this installation (benchmarks/icc_coverage.py)."
-    # auto uses the F-based interval on complete balanced ratings without covariates (where the jackknife agrees
-    # with it), else the jackknife (measured here on the benchmark's unbalanced designs)
+    # auto uses the F-based interval on complete balanced ratings without covariates (where its checks pass),
+    # else the jackknife (measured here on the benchmark's unbalanced designs)
     mine = table[table["method"].isin(("f_based", "jackknife") if method == "auto" else (method,))]
     if mine.empty:
         return text + " The coverage benchmark does not include this method."

@@ -25,9 +25,9 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
         "seed": 20261130,  # every bootstrap/permutation stream derives from it
         "n_boot": 2000,  # bootstrap resamples for the ICC CIs (paper 2,000)
         # ICC CI (modprefs.stats.reliability.icc_ci): auto | f_based | jackknife | stimulus | prompt | two_way |
-        # parametric; auto = the F-based interval (McGraw & Wong) on complete balanced ratings (a prompt's pair of
-        # clips taken as items) without covariates where the jackknife's is not more than 1 + 2.4/k times as wide,
-        # else the jackknife
+        # parametric; auto = the F-based interval (McGraw & Wong; df shrunk to the ratings' variability) on complete
+        # balanced ratings (a prompt's pair of clips taken as items) without covariates, unless tests of its
+        # assumptions reject or the jackknife's is more than 1 + 4/k times as wide, else the jackknife
         "icc_ci_method": "auto",
         # Table 2's random effects: participant_slopes (by-participant order and trial slopes, fallback ladder) |
         # stimulus_modality | paper

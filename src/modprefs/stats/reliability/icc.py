@@ -15,9 +15,9 @@ at the harmonic mean. The arithmetic mean overstates it (Jensen); both are in th
 
 Confidence intervals (``stats.icc_ci_method``) are computed by :mod:`modprefs.stats.reliability.icc_ci`:
 by default (``auto``) the F-based interval of McGraw & Wong (1996) where a condition's ratings are complete
-and balanced, each clip its own item (not one of a prompt's pair), without covariates
-(:mod:`modprefs.stats.reliability.icc_f_interval`), else the crossed
-jackknife over prompts and participants. :func:`icc_for_design` here is the paper's stimulus bootstrap
+and balanced without covariates (:mod:`modprefs.stats.reliability.icc_f_interval`; df shrunk to the ratings'
+variability) and the ratings do not contradict its assumptions, else the crossed jackknife over prompts and
+participants. :func:`icc_for_design` here is the paper's stimulus bootstrap
 (percentile intervals, clips resampled with replacement, raters fixed), kept as the method ``stimulus``.
 
 References:

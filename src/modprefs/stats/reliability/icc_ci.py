@@ -6,11 +6,14 @@ ICC(2,1) = s_clip / (s_clip + s_rater + s_resid) is estimated from a study that 
 and in ``modprefs plan``), on a prepared design (:class:`modprefs.stats.reliability.icc.ConditionDesign`):
 
 ``auto`` (default)
-    Per condition: ``f_based`` where every rater rated every clip exactly once and the ICC model has no covariates
-    (:func:`modprefs.stats.reliability.icc_f_interval.complete_table`; exact under the Gaussian model when each
-    clip is its own item; a prompt's pair of clips is taken as two items) and the data do not contradict it
-    (:func:`auto_keeps_f`: the crossed jackknife's interval is not much wider), else ``jackknife``. The row's
-    ``ci_method`` names the method used (``auto: ...``) and ``note`` says why the F interval was or was not used.
+    Per condition: the F-based interval where every rater rated every clip exactly once and the ICC model has no
+    covariates (:func:`modprefs.stats.reliability.icc_f_interval.complete_table`; a prompt's pair of clips taken
+    as two items), with its mean squares' df shrunk to the ratings' own variability
+    (:func:`~modprefs.stats.reliability.icc_f_interval.robust_degrees`: exact McGraw & Wong where the ratings look
+    Gaussian, as on pingouin's example), unless the ratings contradict its assumptions (:func:`auto_keeps_f`:
+    tests of rater slopes, tails, rater noise spread and a shared prompt effect, and the crossed jackknife's
+    width); else ``jackknife``. The row's ``ci_method`` names the method used (``auto: ...``) and ``note`` says
+    why the F interval was or was not used.
 ``f_based``
     The F-based interval of McGraw & Wong (1996) for ICC(A,1) (:mod:`modprefs.stats.reliability.icc_f_interval`,
     what pingouin reports for ICC2/ICC(A,1)); no resampling. NaN bounds, with the reason in ``note``, on
@@ -72,6 +75,7 @@ import pandas as pd
 from scipy import stats
 
 from modprefs.stats.mixed.reml import CrossedFit, fit_crossed_intercepts
+from modprefs.stats.reliability.f_assumptions import failed_checks
 from modprefs.stats.reliability.icc import (
     CI_METHOD as STIMULUS_PERCENTILE,
 )
@@ -91,7 +95,14 @@ from modprefs.stats.reliability.icc import (
     model_formula,
     resample_clips,
 )
-from modprefs.stats.reliability.icc_f_interval import F_LABEL, clips_nested_in_prompts, complete_table, f_interval
+from modprefs.stats.reliability.icc_f_interval import (
+    F_LABEL,
+    FDegrees,
+    clips_nested_in_prompts,
+    complete_table,
+    f_interval,
+    robust_f_interval,
+)
 
 log = logging.getLogger(__name__)
 
@@ -114,18 +125,22 @@ METHOD_LABELS = {
     "two_way": "two-way bootstrap (clips and participants)",
     "parametric": "parametric bootstrap (Gaussian LMM)",
 }
-#: ``auto``'s label where it kept the F interval of a pairwise design
-F_PAIRS_LABEL = (
-    "F-based, McGraw & Wong (1996) ICC(A,1) interval (two-way ANOVA mean squares, Satterthwaite df; complete "
-    "balanced ratings, no covariates; a prompt's clips taken as items, checked against the crossed jackknife)"
+#: the level at which ``auto``'s checks of the F interval's assumptions (:mod:`.f_assumptions`) reject it
+AUTO_CHECK_ALPHA = 0.05
+#: ``auto``'s label where it kept the F interval with df shrunk to the ratings' variability (or a pairwise design's)
+ROBUST_F_LABEL = (
+    "F-based, McGraw & Wong (1996) ICC(A,1) interval with its mean squares' df shrunk to the ratings' own "
+    "variability (MSR's from prompts and the clips within them, MSE's from the raters' own residual mean squares; "
+    "Satterthwaite); complete balanced ratings, no covariates"
 )
 F_PAIRS_NOTE = (
-    "F-based interval with a prompt's clips taken as independent items; kept because the crossed jackknife, which "
-    "leaves whole prompts out, is not more than 1 + 2.4/k times as wide"
+    "F-based interval with a prompt's clips taken as items; MSR's df are those of the prompts and the clips within "
+    "them (Satterthwaite), so a prompt effect the two clips share widens it"
 )
 AUTO_LABEL = (
-    "auto: F-based (McGraw & Wong 1996) where a condition's ratings are complete and balanced, without "
-    "covariates, and the crossed jackknife's interval is not more than 1 + 2.4/k times as wide, "
+    "auto: F-based (McGraw & Wong 1996; df shrunk where the ratings vary more than the Gaussian model says) where a "
+    "condition's ratings are complete and balanced, without covariates, its assumptions are not rejected "
+    f"(p >= {AUTO_CHECK_ALPHA}) and the crossed jackknife's interval is not more than 1 + 4/k times as wide, "
     f"else {JACKKNIFE_INTERVAL}, {METHOD_LABELS['jackknife']}"
 )
 
@@ -151,9 +166,8 @@ def ci_method_label(method: str, interval: str | None = None) -> str:
 
 def auto_method(design: ConditionDesign) -> str:
     """``auto``'s first choice for a design: ``f_based`` where ratings are complete and balanced without covariates
-    (exact under the Gaussian model for independent items; a prompt's pair of clips taken as items), else
-    ``jackknife``. Where it is ``f_based`` the analysis still checks the data against the F interval's assumptions
-    (:func:`auto_keeps_f`)."""
+    (a prompt's pair of clips taken as items), else ``jackknife``. Where it is ``f_based`` the analysis still checks
+    the data against the F interval's assumptions (:func:`auto_keeps_f`)."""
     table, _ = complete_table(design, clips_as_items=True)
     return "f_based" if table is not None else "jackknife"
 
@@ -161,24 +175,23 @@ def auto_method(design: ConditionDesign) -> str:
 def f_width_limit(k: float) -> float:
     """The largest crossed-jackknife / F-based width ratio (ICC(2,1)) at which ``auto`` keeps the F interval.
 
-    1 + 2.4 / k with k raters: under Gaussian data the jackknife is wider than the exact F interval by itself
-    (about 1.4x at 4 raters, 1.1x at 10: its rater jackknife has few units), so the limit falls with k. Tuned on
-    200 complete single-stimulus studies per cell (16 x 4 and 30 x 10; 4 generating models; seeds 5000-5199) and
-    validated on the benchmark's own seeds (benchmarks/out/icc_interval_width.md, rows ``auto``).
+    1 + 4 / k with k raters: under Gaussian data the jackknife is wider than the exact F interval by itself
+    (about 1.2x at 4 raters, 1.05x at 10: its rater jackknife has few units), so the limit falls with k. Chosen
+    with :data:`AUTO_CHECK_ALPHA` and the robust-df F interval among a grid of such rules in a one-off comparison on
+    300 complete studies per cell (the benchmark's 4 generating models x 16 x 4, 30 x 10, 8 x 2 x 4 and 15 x 2 x 10
+    designs; seeds 5000-5299, not the benchmark's), then measured on the benchmark's own seeds
+    (benchmarks/out/icc_interval_width.md, rows ``auto``).
     """
-    return 1.0 + 2.4 / k
+    return 1.0 + 4.0 / k
 
 
 def f_interval_holds(f_ci: tuple[float, float], jk_ci: tuple[float, float], k: float) -> tuple[bool, str]:
-    """(keep the F interval?, why): a robustness check of the F interval against the crossed jackknife.
+    """(keep the F interval?, why not): the F interval against the crossed jackknife's.
 
-    The F interval is exact only for Gaussian clip effects, rater effects and noise of one variance; with
-    heavy-tailed noise, rater-specific noise spread or a ceiling (the paper's sliders) its MSE has far fewer
-    effective df than it claims and it under-covers (81 % at nominal 95 % under the paper-calibrated simulator).
-    The jackknife's variance does not lean on those assumptions, so a jackknife interval much wider than the F
-    interval (ratio > :func:`f_width_limit`) is the data saying that the F interval is too short: ``auto`` then
-    reports the jackknife's. A comparison of a model-based and a resampling variance, in the spirit of White's
-    (1982) information-matrix test. Undefined widths keep the F interval (the jackknife has nothing to say).
+    The F interval's variance is model-based; the jackknife's does not lean on the model, so a jackknife interval
+    much wider than the F interval (ratio > :func:`f_width_limit`) is the data saying that the F interval is too
+    short, in the spirit of White's (1982) information-matrix test. Undefined widths keep the F interval (the
+    jackknife has nothing to say).
     """
     f_width, jk_width = f_ci[1] - f_ci[0], jk_ci[1] - jk_ci[0]
     if not (np.isfinite(f_width) and np.isfinite(jk_width)) or f_width <= 0:
@@ -186,7 +199,7 @@ def f_interval_holds(f_ci: tuple[float, float], jk_ci: tuple[float, float], k: f
     ratio, limit = jk_width / f_width, f_width_limit(k)
     if ratio > limit:
         return False, (
-            f"F-based interval not used: the crossed jackknife's is {ratio:.2f}x as wide (> 1 + 2.4/k = {limit:.2f}), "
+            f"F-based interval not used: the crossed jackknife's is {ratio:.2f}x as wide (> 1 + 4/k = {limit:.2f}), "
             "so the F interval's assumptions (Gaussian effects, one noise variance, independent items) do not hold here"
         )
     return True, ""
@@ -197,17 +210,27 @@ def auto_keeps_f(
 ) -> tuple[bool, str]:
     """(keep the F interval?, why not): ``auto``'s decision on an F-eligible design (:func:`auto_method`).
 
-    Independent items: :func:`f_interval_holds`. A prompt's pair of clips taken as items
-    (:func:`~modprefs.stats.reliability.icc_f_interval.clips_nested_in_prompts`): the F interval ignores the
-    prompt effect the two clips share, so it is kept only where the crossed jackknife, which leaves whole prompts
-    out, is defined and agrees with it (measured: benchmarks/out/icc_interval_width.md, rows ``auto`` of the
-    ``complete_*_pairs`` designs).
+    ``f_ci`` is the robust-df F interval (:func:`~modprefs.stats.reliability.icc_f_interval.robust_f_interval`).
+    It is kept unless (1) a check of its assumptions on the ratings rejects at :data:`AUTO_CHECK_ALPHA`
+    (:func:`~modprefs.stats.reliability.f_assumptions.failed_checks`: rater-specific slopes, heavy tails, rater-
+    specific noise spread, a prompt effect shared by its clips) or (2) the crossed jackknife's interval is much
+    wider (:func:`f_interval_holds`); where the jackknife is undefined (an ICC estimate of 0 among its refits) the
+    F interval is kept whatever the checks say, as the only interval there is. Measured: benchmarks/out/
+    icc_interval_width.md, rows ``auto`` (coverage and width relative to the oracle under 4 generating models).
     """
-    if clips_nested_in_prompts(design) and not np.isfinite(np.asarray(jk_ci, float)).all():
-        return False, (
-            "F-based interval not used: a prompt's clips are not independent items and the crossed jackknife, "
-            "which would check it, is undefined"
-        )
+    if not np.isfinite(np.asarray(jk_ci, float)).all():
+        return True, ""
+    table, _ = complete_table(design, clips_as_items=True)
+    if table is None:
+        return False, "F-based interval not applicable"
+    prompt = None
+    if clips_nested_in_prompts(design):
+        assert design.prompt is not None
+        prompt = np.zeros(design.n_clips, dtype=np.intp)
+        prompt[design.clip] = design.prompt
+    failed = failed_checks(table, prompt, AUTO_CHECK_ALPHA)
+    if failed:
+        return False, "F-based interval not used: " + "; ".join(failed) + f" (p < {AUTO_CHECK_ALPHA})"
     return f_interval_holds(f_ci, jk_ci, k)
 
 
@@ -456,8 +479,8 @@ class JackknifeInterval:
 
     var_prompt, var_participant: one-way jackknife variances of logit ICC(2,1) (prompts, participants
     left out); var_noise: variance of logit ICC(2,1) over the residual bootstrap; variance: the total
-    used, max(var_prompt + var_participant - var_noise, max(var_prompt, var_participant)); df: its
-    Satterthwaite degrees of freedom; lo, hi: the ICC(2,1) interval; failed: leave-one-out or residual
+    used, max(var_prompt + var_participant - var_noise, max(var_prompt, var_participant)); df: the t's degrees
+    of freedom (prompts + participants left out - 2); lo, hi: the ICC(2,1) interval; failed: leave-one-out or residual
     refits that failed.
     """
 
@@ -490,9 +513,13 @@ def jackknife_interval(
     BLUPs, ``n_noise`` refits) and subtracted once:
 
         V = V_prompt + V_participant - V_noise   (floored at max(V_prompt, V_participant))
-        logit(ICC) +/- t_{df, (1+level)/2} sqrt(V),   df = V^2 / (V_p^2/(G-1) + V_r^2/(J-1))
+        logit(ICC) +/- t_{df, (1+level)/2} sqrt(V),   df = (G - 1) + (J - 1)
 
-    (Satterthwaite df of the two jackknife terms, G prompts, J participants), back-transformed.
+    (G prompts, J participants left out with a defined estimate), back-transformed. The df are the units the two
+    jackknives leave out. Satterthwaite's df of the two terms, V^2 / (V_p^2/(G-1) + V_r^2/(J-1)), the rule before,
+    gave 4 raters' J - 1 = 3 df nearly all the weight, a second small-sample allowance on a variance that the
+    jackknife already overstates (Efron & Stein 1981): on complete 4-rater designs the interval covered .97-.99 at
+    1.3-1.5x the oracle width. With a few dozen prompts and raters the two rules differ by under 1 % of the width.
     Jackknifing prompts keeps a prompt's two clips together; the logit keeps the interval in (0, 1)
     and makes the sampling distribution of a ratio of variances closer to normal. ICC(2,k) intervals
     are the Spearman-Brown images of these bounds at the design's k (exact: ICC(2,k) is that map of
@@ -519,13 +546,8 @@ def jackknife_interval(
     if not (np.isfinite(v_p) and np.isfinite(v_r) and 0 < icc1 < 1):
         return JackknifeInterval(v_p, v_r, v_e, math.nan, math.nan, math.nan, math.nan, failed)
     variance = max(v_p + v_r - v_e, v_p, v_r)
-    denom = v_p**2 / (n_p - 1) + v_r**2 / (n_r - 1)
-    df = variance**2 / denom if denom > 0 else math.inf
-    q = (
-        float(stats.t.ppf(0.5 + ci_level / 2.0, df))
-        if math.isfinite(df)
-        else float(stats.norm.ppf(0.5 + ci_level / 2.0))
-    )
+    df = float((n_p - 1) + (n_r - 1))
+    q = float(stats.t.ppf(0.5 + ci_level / 2.0, df))
     centre = float(_logit(icc1))
     lo, hi = _expit([centre - q * math.sqrt(variance), centre + q * math.sqrt(variance)])
     return JackknifeInterval(v_p, v_r, v_e, variance, df, float(lo), float(hi), failed)
@@ -548,11 +570,14 @@ def _method_interval(
     clips_as_items: bool = False,
 ) -> tuple[tuple[float, float], tuple[float, float], int, list[str]]:
     """((lo, hi) of ICC(2,1), (lo, hi) of ICC(2,k), failed refits, notes) of a resolved method (not ``auto``);
-    ``clips_as_items``: the F interval takes a prompt's clips as items (``auto`` only)."""
+    ``clips_as_items``: ``auto``'s robust-df F interval, a prompt's clips taken as items."""
     fit, k, icc1, icck = fitted
     notes: list[str] = []
     if method == "f_based":
-        ci1, cik, reason = f_interval(design, ci_level, clips_as_items)
+        if clips_as_items:  # auto: the robust-df F interval
+            ci1, cik, reason, _ = robust_f_interval(design, ci_level)
+        else:
+            ci1, cik, reason = f_interval(design, ci_level)
         if reason:
             notes.append(reason)
         elif fit.singular:
@@ -572,6 +597,26 @@ def _method_interval(
     if n_boot and failed == n_boot:
         notes.append("every bootstrap refit failed")
     return (float(lo1), float(hi1)), (float(lok), float(hik)), failed, notes
+
+
+def _auto_f_label(design: ConditionDesign) -> tuple[str, list[str]]:
+    """(label, notes) of a row where ``auto`` kept the F interval: :data:`F_LABEL` where it is the exact one (the
+    robust df are the nominal ones, each clip its own prompt), else :data:`ROBUST_F_LABEL` with what was shrunk."""
+    _, _, _, df = robust_f_interval(design)
+    table, _ = complete_table(design, clips_as_items=True)
+    assert df is not None and table is not None
+    nominal = FDegrees.nominal(*table.shape)
+    notes = [F_PAIRS_NOTE] if clips_nested_in_prompts(design) else []
+    if df == nominal and not notes:
+        return F_LABEL, []
+    shrunk = [
+        f"{name} {got:.1f} of {full:.0f}"
+        for name, got, full in (("MSR", df.targets, nominal.targets), ("MSE", df.resid, nominal.resid))
+        if got < full
+    ]
+    if shrunk:
+        notes.append("F interval df shrunk to the ratings' variability: " + ", ".join(shrunk))
+    return ROBUST_F_LABEL, notes
 
 
 def icc_ci_for_design(
@@ -628,9 +673,12 @@ def icc_ci_for_design(
         if not keep:
             method, label = "jackknife", prefix + ci_method_label("jackknife")
             ci1, cik, failed, notes = jk1, jkk, jk_failed, [why, *jk_notes]
-        elif clips_nested_in_prompts(design):
-            label = prefix + F_PAIRS_LABEL
-            notes = [*notes, F_PAIRS_NOTE]
+        else:
+            label, more = _auto_f_label(design)
+            label = prefix + label
+            notes = [*notes, *more]
+            if not np.isfinite(np.asarray(jk1, float)).all():
+                notes.append("the crossed jackknife, which would check the F interval, is undefined here")
     if failed:
         log.warning("%s: %d of %d %s refits failed", condition, failed, n_boot, method)
     return icc_row(

@@ -27,15 +27,18 @@ It is exact (for the Gaussian model) only in this design; any missing cell, a ra
 twice, or a covariate in the model (``presented_first``, ``trial_z``) makes the mean squares' expectations
 depend on the design: the crossed jackknife (:mod:`modprefs.stats.reliability.icc_ci`) is used instead
 (``stats.icc_ci_method: auto``). Clips nested in prompts (the pairwise design) are not independent targets:
-``f_based`` refuses them, and ``auto`` takes them as items only where the crossed jackknife agrees.
+``f_based`` refuses them; ``auto`` takes them as items with MSR's df those of the prompts and the clips within them
+(:func:`targets_df`).
 
+``auto`` uses :func:`robust_f_interval`: the same interval with each mean square's df shrunk to what the ratings
+show (:func:`robust_degrees`; the nominal df, so the exact interval, where they look Gaussian), and keeps it only
+where :mod:`modprefs.stats.reliability.f_assumptions`' checks and the crossed jackknife do not contradict it.
 Measured (benchmarks/out/icc_interval_width.md, 500 studies per cell; coverage of nominal 95 %, width / the
-oracle's 2 z SD): on complete single-item designs (16 x 4, 30 x 10) .92-.96 at 0.86-1.02 x the oracle under the
-Gaussian and the two heavy-tailed generators, against the jackknife's 1.38-1.46 x at 4 raters; but it assumes
-Gaussian effects and noise: under the paper-calibrated simulator (t(3) noise with rater-specific spread, ceiling at
-100) it covered only .81 at 0.65 x (the jackknife .97-.98 at 1.07-1.15 x). ``auto`` therefore keeps it only where
-the crossed jackknife's interval is at most 1 + 2.4/k times as wide (``icc_ci.f_interval_holds``): .940-.974 at
-0.98-1.26 x in all eight cells.
+oracle's 2 z SD): the exact interval covers .92-.96 at 0.86-1.02 x the oracle on complete single-item designs
+(16 x 4, 30 x 10) under the Gaussian and two heavy-tailed generators, but only .81 at 0.65 x under the
+paper-calibrated simulator (t(3) noise with rater-specific spread, ceiling at 100); the robust-df interval .94-.97
+at 0.93-1.04 x under the first three (single items and prompt pairs) and .83-.88 at 0.67-0.77 x under the
+simulator, where ``auto`` mostly reports the jackknife instead.
 
 References:
     McGraw, K. O. & Wong, S. P. (1996). Forming inferences about some intraclass correlation
@@ -93,37 +96,108 @@ def mean_squares(table: np.ndarray) -> MeanSquares:
     return MeanSquares(ssr / (n - 1), ssc / (k - 1), sse / ((n - 1) * (k - 1)), n, k)
 
 
-def satterthwaite_df(ms: MeanSquares, icc: float) -> float:
-    """McGraw & Wong's Satterthwaite denominator df ``v`` of the ICC(A,1) interval at the estimate ``icc``."""
+@dataclass(frozen=True)
+class FDegrees:
+    """Degrees of freedom of MSR (targets), MSC (raters) and MSE (residual) that the F interval uses."""
+
+    targets: float
+    raters: float
+    resid: float
+
+    @classmethod
+    def nominal(cls, n: int, k: int) -> FDegrees:
+        """The two-way ANOVA's own: n - 1, k - 1, (n - 1)(k - 1) (exact under the Gaussian model)."""
+        return cls(float(n - 1), float(k - 1), float((n - 1) * (k - 1)))
+
+
+def satterthwaite_df(ms: MeanSquares, icc: float, df: FDegrees | None = None) -> float:
+    """McGraw & Wong's Satterthwaite denominator df ``v`` of the ICC(A,1) interval at the estimate ``icc``:
+    v = (a MSC + b MSE)^2 / ((a MSC)^2 / df_raters + (b MSE)^2 / df_resid) with a = k ICC / (n (1 - ICC)) and
+    b = 1 + k ICC (n - 1) / (n (1 - ICC)); ``df`` defaults to :meth:`FDegrees.nominal`."""
     n, k = ms.n, ms.k
-    fj = ms.msc / ms.mse
-    num = (n - 1) * (k - 1) * (k * icc * fj + n * (1 + (k - 1) * icc) - k * icc) ** 2
-    den = (n - 1) * k**2 * icc**2 * fj**2 + (n * (1 + (k - 1) * icc) - k * icc) ** 2
-    return num / den if den > 0 else math.nan
+    df = df or FDegrees.nominal(n, k)
+    a = k * icc / (n * (1 - icc))
+    b = 1 + k * icc * (n - 1) / (n * (1 - icc))
+    den = (a * ms.msc) ** 2 / df.raters + (b * ms.mse) ** 2 / df.resid
+    return (a * ms.msc + b * ms.mse) ** 2 / den if den > 0 else math.nan
 
 
-def icc_a1_interval(ms: MeanSquares, level: float = 0.95) -> tuple[float, float, float]:
+def icc_a1_interval(ms: MeanSquares, level: float = 0.95, df: FDegrees | None = None) -> tuple[float, float, float]:
     """(lower, upper, v): the two-sided ``level`` interval of ICC(A,1) (not truncated to [0, 1]) and its df.
 
     ``v`` is Satterthwaite's df at the ANOVA estimate (clamped to [0, 1): a negative estimate, possible with few
     clips, uses the df of a null ICC). NaN bounds when the interval is undefined (MSE = 0, a non-finite estimate).
+    ``df``: the mean squares' df (:func:`robust_degrees`); the exact interval's (:meth:`FDegrees.nominal`) if None.
     """
     if not (ms.n >= 2 and ms.k >= 2 and ms.mse > 0):
         return math.nan, math.nan, math.nan
     icc = ms.icc_a1
     # a negative estimate (MSR < MSE) can drive the df to 0 and collapse the interval onto the estimate; the df are
     # evaluated at the estimate clamped to [0, 1), at 0 the residual df (n - 1)(k - 1), as for a null ICC
-    v = satterthwaite_df(ms, min(max(icc, 0.0), 1.0 - 1e-12)) if math.isfinite(icc) else math.nan
+    df = df or FDegrees.nominal(ms.n, ms.k)
+    v = satterthwaite_df(ms, min(max(icc, 0.0), 1.0 - 1e-12), df) if math.isfinite(icc) else math.nan
     if not (math.isfinite(v) and v > 0):
         return math.nan, math.nan, v
     n, k, msr, msc, mse = ms.n, ms.k, ms.msr, ms.msc, ms.mse
     q = 0.5 + level / 2.0
-    f_up = float(stats.f.ppf(q, n - 1, v))
-    f_lo = float(stats.f.ppf(q, v, n - 1))
+    f_up = float(stats.f.ppf(q, df.targets, v))
+    f_lo = float(stats.f.ppf(q, v, df.targets))
     rest = k * msc + (k * n - k - n) * mse
     lower = n * (msr - f_up * mse) / (f_up * rest + n * msr)
     upper = n * (f_lo * msr - mse) / (rest + n * f_lo * msr)
     return float(lower), float(upper), float(v)
+
+
+def targets_df(table: np.ndarray, prompt: np.ndarray) -> float:
+    """Satterthwaite's df of MSR when the targets (rows of ``table``) are nested in prompts (``prompt``: codes).
+
+    MSR's sum of squares splits into prompts (P - 1 df, mean square MS_P) and clips within prompts (C - P df,
+    MS_C); as a sum of two independent scaled chi-squares it has about
+    (df_P MS_P + df_C MS_C)^2 / (df_P MS_P^2 + df_C MS_C^2) df: C - 1 when a prompt's clips are independent
+    (MS_P ~ MS_C), falling towards P - 1 as they share their prompt's effect (Satterthwaite 1946).
+    """
+    x = np.asarray(table, float)
+    m = x.mean(axis=1)
+    codes = np.unique(np.asarray(prompt), return_inverse=True)[1]
+    counts = np.bincount(codes)
+    means = np.bincount(codes, m) / counts
+    df_p, df_c = counts.size - 1, m.size - counts.size
+    ss_p = x.shape[1] * float((counts * (means - m.mean()) ** 2).sum())
+    ss_c = x.shape[1] * float(((m - means[codes]) ** 2).sum())
+    if df_p < 1 or df_c < 1:
+        return float(m.size - 1)
+    denom = ss_p**2 / df_p + ss_c**2 / df_c
+    return float((ss_p + ss_c) ** 2 / denom) if denom > 0 else float(m.size - 1)
+
+
+def robust_degrees(table: np.ndarray, prompt: np.ndarray | None = None) -> FDegrees:
+    """The F interval's df, each no larger than the exact interval's, shrunk to what the ratings show.
+
+    A mean square's df say how variable it is: Var(MS) = 2 E[MS]^2 / df for a scaled chi-square. Noise whose
+    spread differs by rater or is heavy-tailed, and clips that share their prompt's effect, make the mean squares
+    more variable than the Gaussian model's df claim, and the exact interval too short. So:
+
+    * MSR (targets): the smaller of n - 1 and :func:`targets_df` (clips nested in ``prompt``: codes per row of
+      ``table``; None = every row its own prompt);
+    * MSE (residual): the smaller of (n - 1)(k - 1) and 2 MSE^2 / V, V = the variance of the raters' own residual
+      mean squares / k (MSE is their mean: a rater whose noise is wider, or heavier-tailed, shows here);
+    * MSC (raters): k - 1 (a handful of raters cannot say more).
+
+    Under the Gaussian model MSE's estimated df are mostly above the nominal ones (so the interval is the exact one,
+    as on pingouin's example); under heavy-tailed generators the interval widens by what the ratings show
+    (benchmarks/out/icc_interval_width.md, rows ``f_robust``).
+    """
+    x = np.asarray(table, float)
+    n, k = x.shape
+    nominal = FDegrees.nominal(n, k)
+    codes = np.arange(n) if prompt is None else np.asarray(prompt)
+    ms = mean_squares(x)
+    df_targets = min(nominal.targets, targets_df(x, codes))
+    resid = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+    own = (resid * resid).sum(axis=0) * k / nominal.resid  # rater j's residual mean square; their mean is MSE
+    var_mse = float(np.var(own, ddof=1)) / k
+    df_resid = min(nominal.resid, 2.0 * ms.mse**2 / var_mse) if var_mse > 0 else nominal.resid
+    return FDegrees(float(df_targets), nominal.raters, float(df_resid))
 
 
 def clips_nested_in_prompts(design: ConditionDesign) -> bool:
@@ -170,16 +244,39 @@ def f_interval(
     the Spearman-Brown images at k (the number of raters). A design where the interval does not apply gives
     NaN bounds and the reason; ``clips_as_items``: as :func:`complete_table`.
     """
+    ci1, cik, reason, _ = _f_interval(design, level, clips_as_items, robust=False)
+    return ci1, cik, reason
+
+
+def robust_f_interval(
+    design: ConditionDesign, level: float = 0.95
+) -> tuple[tuple[float, float], tuple[float, float], str, FDegrees | None]:
+    """As :func:`f_interval` with the df of :func:`robust_degrees` (a prompt's clips taken as items, their shared
+    prompt effect counted in MSR's df), plus those df (None where the interval does not apply). Equal to the exact
+    interval wherever the df are the nominal ones (:meth:`FDegrees.nominal`)."""
+    return _f_interval(design, level, clips_as_items=True, robust=True)
+
+
+def _f_interval(
+    design: ConditionDesign, level: float, clips_as_items: bool, robust: bool
+) -> tuple[tuple[float, float], tuple[float, float], str, FDegrees | None]:
     table, reason = complete_table(design, clips_as_items)
     nan = (math.nan, math.nan)
     if table is None:
-        return nan, nan, f"F-based interval not applicable: {reason}"
+        return nan, nan, f"F-based interval not applicable: {reason}", None
     ms = mean_squares(table)
-    lo, hi, _ = icc_a1_interval(ms, level)
+    if robust:
+        assert design.prompt is not None  # condition_design always sets the prompt codes
+        clip_prompt = np.zeros(design.n_clips, dtype=np.intp)
+        clip_prompt[design.clip] = design.prompt
+        df = robust_degrees(table, clip_prompt)
+    else:
+        df = FDegrees.nominal(ms.n, ms.k)
+    lo, hi, _ = icc_a1_interval(ms, level, df)
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return nan, nan, "F-based interval undefined (no residual variance)"
+        return nan, nan, "F-based interval undefined (no residual variance)", df
     lo, hi = min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
-    return (lo, hi), (spearman_brown(lo, ms.k), spearman_brown(hi, ms.k)), ""
+    return (lo, hi), (spearman_brown(lo, ms.k), spearman_brown(hi, ms.k)), "", df
 
 
 def per_prompt_intervals(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
