@@ -26,7 +26,9 @@ whose p < .05 per interaction with its Monte-Carlo SE, sqrt(r (1 - r) / n), and 
     fitted with ``participant_slopes`` (the default: by-participant presented-first and trial slopes, down the
     fallback ladder of :mod:`modprefs.stats.mixed.maximal`; which step each study used is counted) and, with
     ``--structures``, ``stimulus_modality`` (the old default: one participant intercept). ``--keep-other-models``
-    keeps the cells of earlier runs, so models and sizes can be run one at a time.
+    keeps the cells of earlier runs, so models and sizes can be run one at a time; ``--extend`` adds studies to
+    the cells run now (on the seeds after each cell's last) until each has ``--n-studies``, summarised with the
+    ones already there.
 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/table2_null.py [--experiment clip|slopes]
         [--n-studies 500] [--sizes paper,small] [--workers 2]
@@ -125,12 +127,15 @@ def _cell(row: dict, experiment: str) -> str:
 
 
 def _compact(row: dict) -> dict:
-    """One study's record for the JSON: its p-values and, per structure, the ladder step used."""
+    """One study's record for the JSON: per structure its p-values, estimates, SEs, df, fit flags and ladder step
+    (all a later ``--extend`` run needs to summarise it with new studies)."""
+    keep = ("p", "se", "b", "df", "converged", "singular", "step", "cpu_seconds")
     return {
         "model": row["model"],
         "size": row["size"],
         "seed": row["seed"],
-        "structures": {s: {"p": f["p"], "step": f["step"]} for s, f in row["structures"].items()},
+        **{k: row[k] for k in ("n_ratings", "cpu_seconds") if k in row},
+        "structures": {s: {k: f[k] for k in keep if k in f} for s, f in row["structures"].items()},
     }
 
 
@@ -141,9 +146,12 @@ def clopper_pearson(x: int, n: int, level: float = 0.95) -> list[float]:
 
 
 def _term_block(rows: list[dict], structure: str, term: str) -> dict:
+    """Rejections over every study; the estimates' SD, mean SE and median df over the studies that recorded them
+    (records of runs before ``--extend`` existed kept only p-values)."""
     p = np.array([r["structures"][structure]["p"][term] for r in rows])
-    b = np.array([r["structures"][structure]["b"][term] for r in rows])
-    se = np.array([r["structures"][structure]["se"][term] for r in rows])
+    full = [r["structures"][structure] for r in rows if "b" in r["structures"][structure]]
+    b = np.array([f["b"][term] for f in full])
+    se = np.array([f["se"][term] for f in full])
     n = len(rows)
     x = int(np.sum(p < ALPHA))
     rate = x / n
@@ -152,20 +160,23 @@ def _term_block(rows: list[dict], structure: str, term: str) -> dict:
         "rate": rate,
         "mc_se": math.sqrt(rate * (1 - rate) / n),
         "rate_ci95": clopper_pearson(x, n),
-        "sd_estimate_across_studies": float(b.std(ddof=1)) if n > 1 else None,
-        "mean_model_se": float(se.mean()),
-        "median_df": float(np.median([r["structures"][structure]["df"][term] for r in rows])),
+        "studies_with_estimates": len(full),
+        "sd_estimate_across_studies": float(b.std(ddof=1)) if len(full) > 1 else None,
+        "mean_model_se": float(se.mean()) if full else None,
+        "median_df": float(np.median([f["df"][term] for f in full])) if full else None,
     }
 
 
 def summarise_cell(rows: list[dict], structures: tuple[str, ...]) -> dict:
-    block: dict = {"n_studies": len(rows), "mean_n_ratings": float(np.mean([r["n_ratings"] for r in rows]))}
+    n_ratings = [r["n_ratings"] for r in rows if "n_ratings" in r]
+    block: dict = {"n_studies": len(rows), "mean_n_ratings": float(np.mean(n_ratings)) if n_ratings else None}
     for structure in structures:
-        if not all(structure in r["structures"] for r in rows):  # a run that fitted only some structures
+        sub = [r for r in rows if structure in r["structures"]]  # runs may have fitted only some structures
+        if not sub:
             continue
-        s_block = {term: _term_block(rows, structure, term) for term in TERMS}
-        fits = [r["structures"][structure] for r in rows]
-        s_block["nonconverged"] = int(sum(not f["converged"] for f in fits))
+        s_block: dict = {"n_studies": len(sub), **{term: _term_block(sub, structure, term) for term in TERMS}}
+        fits = [r["structures"][structure] for r in sub]
+        s_block["nonconverged"] = int(sum(not f.get("converged", True) for f in fits))
         s_block["singular"] = int(sum(f.get("singular", False) for f in fits))
         s_block["steps"] = dict(Counter(f.get("step", "as specified") for f in fits))
         s_block["rate_by_step"] = {
@@ -173,7 +184,8 @@ def summarise_cell(rows: list[dict], structures: tuple[str, ...]) -> dict:
             for step in s_block["steps"]
             for sub in [[f for f in fits if f.get("step", "as specified") == step]]
         }
-        s_block["cpu_seconds_per_fit"] = float(np.median([f["cpu_seconds"] for f in fits]))
+        cpu = [f["cpu_seconds"] for f in fits if "cpu_seconds" in f]
+        s_block["cpu_seconds_per_fit"] = float(np.median(cpu)) if cpu else math.nan
         block[structure] = s_block
     return block
 
@@ -222,7 +234,9 @@ def markdown(doc: dict) -> str:
             ]
             steps = ", ".join(f"{k} {v}" for k, v in sorted(s["steps"].items()))
             lines.append(
-                f"| {model} | {size} | {structure} | {block['n_studies']} | " + " | ".join(rates) + f" | {steps} |"
+                f"| {model} | {size} | {structure} | {s.get('n_studies', block['n_studies'])} | "
+                + " | ".join(rates)
+                + f" | {steps} |"
             )
     lines += [
         "",
@@ -262,6 +276,12 @@ def main() -> None:
     ap.add_argument("--structures", default=None, help="comma-separated subset of the experiment's structures")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
+        "--extend",
+        action="store_true",
+        help="add studies to the cells run now until each has --n-studies, on seeds after its last one, summarised "
+        "with the studies already in --out (implies --keep-other-models)",
+    )
+    ap.add_argument(
         "--keep-other-models",
         action="store_true",
         help="keep the summaries of cells not run now from an existing --out (runs of one model at a time)",
@@ -294,11 +314,22 @@ def main() -> None:
     results: list[dict] = []
     kept: dict = {}
     kept_studies: list[dict] = []
-    if args.keep_other_models and out_path.exists():
+    earlier: list[dict] = []  # --extend: the cells' studies already in --out
+    old_runs: dict = {}
+    if (args.keep_other_models or args.extend) and out_path.exists():
         old = json.loads(out_path.read_text(encoding="utf-8"))
+        old_runs = old.get("runs", {})
         ran = set(models) if args.experiment == "clip" else {f"{m}/{s}" for m in models for s in sizes}
-        kept = {m: {**b, "run": old.get("runs", {}).get(m)} for m, b in old["summary"].items() if m not in ran}
+        kept = {m: {**b, "run": old_runs.get(m)} for m, b in old["summary"].items() if m not in ran}
         kept_studies = [r for r in old.get("studies", []) if _cell(r, args.experiment) in kept]
+        if args.extend:
+            same = {k: old["config"].get(k) for k in ("primacy_sd", "drift_sd")} == {
+                "primacy_sd": args.primacy_sd,
+                "drift_sd": args.drift_sd,
+            }
+            if not same:
+                sys.exit(f"--extend: {out_path} was run with other generator settings; give the same or a new --out")
+            earlier = [r for r in old.get("studies", []) if _cell(r, args.experiment) in ran]
     run_info = {
         "n_studies": args.n_studies,
         "first_seed": args.first_seed,
@@ -306,14 +337,28 @@ def main() -> None:
         "workers": args.workers,
     }
 
+    def cell_run(cell: str) -> dict:
+        """The cell's run record; an extended cell's says how many studies each run added."""
+        before = old_runs.get(cell) if args.extend else None
+        n_before = sum(_cell(r, args.experiment) == cell for r in earlier)
+        if not before or not n_before:
+            return run_info
+        n_now = sum(_cell(r, args.experiment) == cell for r in results)
+        return {
+            **run_info,
+            "n_studies": n_before + n_now,
+            "first_seed": before.get("first_seed", 1000),
+            "date": f"{before.get('date', '?')} ({n_before} studies), extended {run_info['date']} (+{n_now})",
+        }
+
     def write(final: bool) -> None:
         summary = {
             **{m: {k: v for k, v in b.items() if k != "run"} for m, b in kept.items()},
-            **summarise(results, args.experiment),
+            **summarise(earlier + results, args.experiment),
         }
         runs = {
             **{m: b["run"] for m, b in kept.items() if b.get("run")},
-            **{m: run_info for m in summarise(results, args.experiment)},
+            **{m: cell_run(m) for m in summarise(earlier + results, args.experiment)},
         }
         doc = {
             "config": config,
@@ -324,7 +369,7 @@ def main() -> None:
             "runtime_s": time.perf_counter() - t_start,
             "cpu_s": float(sum(r["cpu_seconds"] for r in results)),
             "date": run_info["date"],
-            "studies": kept_studies + [_compact(r) for r in results],
+            "studies": kept_studies + earlier + [_compact(r) for r in results],
         }
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = out_path.with_suffix(".tmp")
@@ -333,8 +378,13 @@ def main() -> None:
         if args.experiment == "slopes" and summary:
             out_path.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
 
-    seeds = range(args.first_seed, args.first_seed + args.n_studies)
-    tasks = [(m, s, seed, structures, params) for seed in seeds for s in sizes for m in models]
+    tasks = []
+    for s in sizes:
+        for m in models:
+            done = [r["seed"] for r in earlier if r["model"] == m and r["size"] == s]
+            start = max(done) + 1 if done else args.first_seed
+            tasks += [(m, s, seed, structures, params) for seed in range(start, start + args.n_studies - len(done))]
+    tasks.sort(key=lambda t: t[2])
     with get_context("spawn").Pool(args.workers) as pool:
         for k, res in enumerate(pool.imap_unordered(study_task, tasks, chunksize=1), 1):
             results.append(res)

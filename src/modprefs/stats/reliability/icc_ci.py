@@ -138,9 +138,9 @@ F_PAIRS_NOTE = (
     "them (Satterthwaite), so a prompt effect the two clips share widens it"
 )
 AUTO_LABEL = (
-    "auto: F-based (McGraw & Wong 1996; df shrunk where the ratings vary more than the Gaussian model says) where a "
-    "condition's ratings are complete and balanced, without covariates, its assumptions are not rejected "
-    f"(p >= {AUTO_CHECK_ALPHA}) and the crossed jackknife's interval is not more than 1 + 4/k times as wide, "
+    "auto: F-based (McGraw & Wong 1996) where a condition's ratings are complete and balanced, without covariates, "
+    "with its df shrunk where the ratings vary more than the Gaussian model says, unless checks of its assumptions "
+    f"reject (p < {AUTO_CHECK_ALPHA}) or the crossed jackknife's interval is more than 1 + 4/k times as wide; "
     f"else {JACKKNIFE_INTERVAL}, {METHOD_LABELS['jackknife']}"
 )
 
