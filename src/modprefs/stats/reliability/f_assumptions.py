@@ -104,6 +104,18 @@ def noise_shape_test(table: np.ndarray) -> tuple[float, float]:
     return _upper_p(kurt, null_kurt), _upper_p(spread, null_spread)
 
 
+def prompt_sums_of_squares(clip_means: np.ndarray, prompt: np.ndarray) -> tuple[float, int, float, int]:
+    """(SS between prompts, its df P - 1, SS of clips within prompts, its df C - P) of the clips' mean ratings
+    (``clip_means`` (C,)) grouped by their prompt codes (``prompt`` (C,)); the one-way ANOVA's split."""
+    m = np.asarray(clip_means, float)
+    codes = np.unique(np.asarray(prompt), return_inverse=True)[1]
+    counts = np.bincount(codes)
+    means = np.bincount(codes, m) / counts
+    ss_between = float((counts * (means - m.mean()) ** 2).sum())
+    ss_within = float(((m - means[codes]) ** 2).sum())
+    return ss_between, counts.size - 1, ss_within, m.size - counts.size
+
+
 def shared_prompt_test(clip_means: np.ndarray, prompt: np.ndarray) -> tuple[float, float]:
     """(F, p) of the clips' mean ratings between prompts against within prompts (one-way ANOVA, upper tail).
 
@@ -111,16 +123,11 @@ def shared_prompt_test(clip_means: np.ndarray, prompt: np.ndarray) -> tuple[floa
     Under independent clips F ~ F(P - 1, C - P) (P prompts, C clips); a large F says a prompt's clips share an
     effect. NaN where no prompt has two clips or there are fewer than 2 prompts.
     """
-    m = np.asarray(clip_means, float)
-    codes = np.unique(np.asarray(prompt), return_inverse=True)[1]
-    n_prompts, n_clips = int(codes.max()) + 1 if codes.size else 0, m.size
-    df_between, df_within = n_prompts - 1, n_clips - n_prompts
+    if np.asarray(clip_means).size == 0:
+        return math.nan, math.nan
+    ss_between, df_between, ss_within, df_within = prompt_sums_of_squares(clip_means, prompt)
     if df_between < 1 or df_within < 1:
         return math.nan, math.nan
-    counts = np.bincount(codes)
-    means = np.bincount(codes, m) / counts
-    ss_between = float((counts * (means - m.mean()) ** 2).sum())
-    ss_within = float(((m - means[codes]) ** 2).sum())
     if ss_within <= 0:
         return math.inf, 0.0
     f = (ss_between / df_between) / (ss_within / df_within)

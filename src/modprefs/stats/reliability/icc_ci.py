@@ -98,6 +98,7 @@ from modprefs.stats.reliability.icc import (
 from modprefs.stats.reliability.icc_f_interval import (
     F_LABEL,
     FDegrees,
+    clip_prompt_codes,
     clips_nested_in_prompts,
     complete_table,
     f_interval,
@@ -223,11 +224,7 @@ def auto_keeps_f(
     table, _ = complete_table(design, clips_as_items=True)
     if table is None:
         return False, "F-based interval not applicable"
-    prompt = None
-    if clips_nested_in_prompts(design):
-        assert design.prompt is not None
-        prompt = np.zeros(design.n_clips, dtype=np.intp)
-        prompt[design.clip] = design.prompt
+    prompt = clip_prompt_codes(design) if clips_nested_in_prompts(design) else None
     failed = failed_checks(table, prompt, AUTO_CHECK_ALPHA)
     if failed:
         return False, "F-based interval not used: " + "; ".join(failed) + f" (p < {AUTO_CHECK_ALPHA})"
@@ -607,13 +604,13 @@ def _auto_f_label(design: ConditionDesign) -> tuple[str, list[str]]:
     assert df is not None and table is not None
     nominal = FDegrees.nominal(*table.shape)
     notes = [F_PAIRS_NOTE] if clips_nested_in_prompts(design) else []
-    if df == nominal and not notes:
-        return F_LABEL, []
     shrunk = [
-        f"{name} {got:.1f} of {full:.0f}"
+        f"{name} {got:.2f} of {full:.0f}"
         for name, got, full in (("MSR", df.targets, nominal.targets), ("MSE", df.resid, nominal.resid))
-        if got < full
+        if got < full * (1 - 1e-9)  # below the nominal df by more than rounding error
     ]
+    if not shrunk and not notes:
+        return F_LABEL, []
     if shrunk:
         notes.append("F interval df shrunk to the ratings' variability: " + ", ".join(shrunk))
     return ROBUST_F_LABEL, notes

@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from modprefs.stats.reliability.f_assumptions import interaction_residuals, prompt_sums_of_squares
 from modprefs.stats.reliability.icc import ConditionDesign
 
 #: ``ci_method`` text of the F-based interval
@@ -157,17 +158,12 @@ def targets_df(table: np.ndarray, prompt: np.ndarray) -> float:
     (MS_P ~ MS_C), falling towards P - 1 as they share their prompt's effect (Satterthwaite 1946).
     """
     x = np.asarray(table, float)
-    m = x.mean(axis=1)
-    codes = np.unique(np.asarray(prompt), return_inverse=True)[1]
-    counts = np.bincount(codes)
-    means = np.bincount(codes, m) / counts
-    df_p, df_c = counts.size - 1, m.size - counts.size
-    ss_p = x.shape[1] * float((counts * (means - m.mean()) ** 2).sum())
-    ss_c = x.shape[1] * float(((m - means[codes]) ** 2).sum())
+    ss_p, df_p, ss_c, df_c = prompt_sums_of_squares(x.mean(axis=1), prompt)
+    ss_p, ss_c = x.shape[1] * ss_p, x.shape[1] * ss_c  # MSR's sums of squares (k x those of the clip means)
     if df_p < 1 or df_c < 1:
-        return float(m.size - 1)
+        return float(x.shape[0] - 1)
     denom = ss_p**2 / df_p + ss_c**2 / df_c
-    return float((ss_p + ss_c) ** 2 / denom) if denom > 0 else float(m.size - 1)
+    return float((ss_p + ss_c) ** 2 / denom) if denom > 0 else float(x.shape[0] - 1)
 
 
 def robust_degrees(table: np.ndarray, prompt: np.ndarray | None = None) -> FDegrees:
@@ -193,11 +189,19 @@ def robust_degrees(table: np.ndarray, prompt: np.ndarray | None = None) -> FDegr
     codes = np.arange(n) if prompt is None else np.asarray(prompt)
     ms = mean_squares(x)
     df_targets = min(nominal.targets, targets_df(x, codes))
-    resid = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+    resid = interaction_residuals(x)
     own = (resid * resid).sum(axis=0) * k / nominal.resid  # rater j's residual mean square; their mean is MSE
     var_mse = float(np.var(own, ddof=1)) / k
     df_resid = min(nominal.resid, 2.0 * ms.mse**2 / var_mse) if var_mse > 0 else nominal.resid
     return FDegrees(float(df_targets), nominal.raters, float(df_resid))
+
+
+def clip_prompt_codes(design: ConditionDesign) -> np.ndarray:
+    """(n_clips,) the prompt code of each clip of a design (from its rows' ``prompt`` codes)."""
+    assert design.prompt is not None  # condition_design always sets the prompt codes
+    codes = np.zeros(design.n_clips, dtype=np.intp)
+    codes[design.clip] = design.prompt
+    return codes
 
 
 def clips_nested_in_prompts(design: ConditionDesign) -> bool:
@@ -266,10 +270,7 @@ def _f_interval(
         return nan, nan, f"F-based interval not applicable: {reason}", None
     ms = mean_squares(table)
     if robust:
-        assert design.prompt is not None  # condition_design always sets the prompt codes
-        clip_prompt = np.zeros(design.n_clips, dtype=np.intp)
-        clip_prompt[design.clip] = design.prompt
-        df = robust_degrees(table, clip_prompt)
+        df = robust_degrees(table, clip_prompt_codes(design))
     else:
         df = FDegrees.nominal(ms.n, ms.k)
     lo, hi, _ = icc_a1_interval(ms, level, df)
