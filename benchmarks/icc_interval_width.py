@@ -38,9 +38,12 @@ intervals are the Spearman-Brown images of ICC(2,1)'s at the study's effective k
 
 Truth. ``gaussian_crossed`` on the pairwise designs: analytic (the length effect is clip variance; without the order
 covariate its variance b_first^2/4 is residual variance). The others: the mean REML ICC(2,1) of ``--truth-reps`` studies
-``--truth-scale`` times larger (prompts and raters scaled: complete designs stay complete), with its MC SE;
-for ``small`` the truths of benchmarks/out/icc_coverage.json (same designs, 40 studies 10x larger) are reused
-where present. ICC(2,k)'s truth is the Spearman-Brown image at each study's effective k.
+``--truth-scale`` times larger (prompts and raters scaled: complete designs stay complete; default 300 studies, MC SE
+about .002-.003), with its MC SE in the table; an earlier output's truth is reused only where it had as many studies
+(truths from 8-20 studies, used before, were off by up to .05 under the simulator, whose heavy tails make a
+10x-larger study's estimate vary by ~.05); for ``small`` the truths of benchmarks/out/icc_coverage.json (same
+designs, 40 studies 10x larger) are reused unless ``--no-reuse-truth``. ICC(2,k)'s truth is the Spearman-Brown
+image at each study's effective k.
 
 ``--keep-other`` keeps the cells of an existing output that this run does not compute (runs add up).
 
@@ -292,6 +295,14 @@ def _fmt_undefined(c: dict) -> str:
     return f"{undefined} ({c['coverage'] * c['n'] / (c['n'] + undefined):.3f})"
 
 
+def _fmt_truth(doc: dict, key: str, value: float) -> str:
+    """The truth with its MC SE and number of simulated studies, or ``(analytic)``."""
+    rec = doc.get("truth", {}).get(key, {})
+    if rec.get("mc_se") is None:
+        return f"{value:.3f}" + (" (analytic)" if rec.get("simulated_reps") == 0 else "")
+    return f"{value:.3f} ± {rec['mc_se']:.3f} ({rec['simulated_reps']})"
+
+
 def runs_text(doc: dict) -> str:
     return "; ".join(
         f"{len(r['cells'])} cells x {r['n_studies']} studies asked for, {r['n_noise']} residual refits for the "
@@ -310,8 +321,9 @@ def markdown(doc: dict) -> str:
         f"`{DEFAULT_CI_METHOD}` (column `default`: the method it chose). CPU time {doc.get('cpu_s', 0) / 60:.1f} "
         "min in all. Goal: coverage 95 ± 2.5 %, width ratio <= 1.3.",
         "",
-        "| model | design | studies | truth ICC(2,1) | method | default | ICC(2,1) coverage | width ratio "
-        "| ICC(2,k) coverage | width ratio | mean width ICC(2,1) | no interval (coverage counting them as misses) |",
+        "| model | design | studies | truth ICC(2,1) (± MC SE, studies) | method | default | ICC(2,1) coverage "
+        "| width ratio | ICC(2,k) coverage | width ratio | mean width ICC(2,1) "
+        "| no interval (coverage counting them as misses) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, block in doc["summary"].items():
@@ -324,7 +336,8 @@ def markdown(doc: dict) -> str:
                 default = "yes" if method in block["auto_chooses"] else ""
             width = m["icc_2_1"].get("mean_width", math.nan)
             lines.append(
-                f"| {model} | {design} | {block['n_studies']} | {block['truth_icc_2_1']:.3f} | {method} | {default} | "
+                f"| {model} | {design} | {block['n_studies']} | {_fmt_truth(doc, key, block['truth_icc_2_1'])} | "
+                f"{method} | {default} | "
                 f"{_fmt_cell(m['icc_2_1'])} | {_fmt_cell(m['icc_2_k'])} | {width:.3f} | "
                 f"{_fmt_undefined(m['icc_2_1'])} |"
             )
@@ -345,14 +358,14 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_truths(keys: list[str], reuse: bool, out: Path | None = None) -> dict[str, float]:
-    """Each cell's truth: analytic where it can be, else (``reuse``) a simulated one already in ``out`` or, for
-    ``small``, icc_coverage.json's; NaN cells are simulated by :func:`main`."""
+def load_truths(keys: list[str], reuse: bool, out: Path | None = None, min_reps: int = 1) -> dict[str, float]:
+    """Each cell's truth: analytic where it can be, else (``reuse``) a simulated one already in ``out`` from at least
+    ``min_reps`` studies or, for ``small``, icc_coverage.json's; NaN cells are simulated by :func:`main`."""
     truths = {key: analytic_truth(*key.split("/")) for key in keys}
     if reuse and out is not None and out.is_file():
         done = json.loads(out.read_text(encoding="utf-8")).get("truth", {})
         for key in keys:
-            if not math.isfinite(truths[key]) and done.get(key, {}).get("simulated_reps", 0) > 0:
+            if not math.isfinite(truths[key]) and done.get(key, {}).get("simulated_reps", 0) >= min_reps:
                 truths[key] = float(done[key]["truth_icc_2_1"])
     if reuse and COVERAGE_JSON.is_file():
         old = json.loads(COVERAGE_JSON.read_text(encoding="utf-8"))
@@ -375,7 +388,7 @@ def main() -> None:
         default=None,
         help="model/design,... to run instead of --models x --designs (e.g. rater_heterogeneous/small)",
     )
-    ap.add_argument("--truth-reps", type=int, default=20)
+    ap.add_argument("--truth-reps", type=int, default=300)
     ap.add_argument("--truth-scale", type=int, default=10)
     ap.add_argument("--no-reuse-truth", action="store_true", help="simulate every truth (not icc_coverage.json's)")
     ap.add_argument("--workers", type=int, default=2)
@@ -388,7 +401,7 @@ def main() -> None:
         else [f"{m}/{d}" for m in args.models.split(",") for d in args.designs.split(",")]
     )
     t_start = time.perf_counter()
-    truths = load_truths(keys, not args.no_reuse_truth, args.out)
+    truths = load_truths(keys, not args.no_reuse_truth, args.out, args.truth_reps)
     config = {k: getattr(args, k) for k in ("n_studies", "n_noise", "truth_reps", "truth_scale", "workers")}
     config.update(ci_level=LEVEL, cells=keys, designs={k: DESIGNS[k] for k in {key.split("/")[1] for key in keys}})
     studies: list[dict] = []

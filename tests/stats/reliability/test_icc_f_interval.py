@@ -26,12 +26,18 @@ from scipy import stats
 from modprefs.stats.reliability.icc import ConditionDesign, effective_k, fit_iccs, icc_from_components, model_formula
 from modprefs.stats.reliability.icc_ci import (
     F_PAIRS_NOTE,
+    JK_FISHER_Z_NOTE,
     ROBUST_F_LABEL,
     auto_method,
     ci_method_label,
     f_interval_holds,
     f_width_limit,
+    fisher_z,
+    fisher_z_inverse,
     icc_ci_for_design,
+    jackknife_iccs,
+    jackknife_interval,
+    residual_bootstrap_iccs,
 )
 from modprefs.stats.reliability.icc_f_interval import (
     F_LABEL,
@@ -277,3 +283,43 @@ def test_effective_k_predicts_the_reliability_of_clip_means_when_k_varies_per_cl
     assert abs(np.mean(at_eff) - reliability) < 0.03
     assert np.mean(at_mean) - reliability > 0.08
     assert abs(np.mean(at_eff) - reliability) < abs(np.mean(at_mean) - reliability) / 3
+
+
+def test_fisher_z_is_finite_at_zero_and_is_atanh_for_two_raters():
+    rho = np.array([0.0, 0.1, 0.37, 0.9])
+    np.testing.assert_allclose(fisher_z(rho, 2.0), np.arctanh(rho), atol=1e-15)  # Fisher's z of a correlation
+    for k in (2.0, 4.0, 7.3):
+        np.testing.assert_allclose(fisher_z_inverse(fisher_z(rho, k), k), rho, atol=1e-12)
+    assert fisher_z(0.0, 4.0) == 0.0 and fisher_z_inverse(-0.3, 4.0) == 0.0  # floored at ICC 0
+
+
+def test_jackknife_at_an_icc_estimate_of_zero_is_formed_on_fishers_z():
+    """16 clips x 4 raters with no clip variance: REML puts ICC(2,1) at 0, where the logit is -inf. The jackknife
+    interval is then formed on Fisher's z (finite at 0) from the same leave-one-out and residual refits, lower bound
+    0, and says so; a table whose leave-one-out estimates are all 0 (variance 0) gets no interval at all."""
+    got = {}
+    for seed in (2, 3, 14):  # ICC(2,1) = 0 in all three; in seed 14 every leave-one-out estimate is 0 too
+        rng = np.random.default_rng(seed)
+        clip, part = np.repeat(np.arange(16), 4), np.tile(np.arange(4), 16)
+        design = _design(clip, part, rng.normal(0, 1, 4)[part] + rng.normal(0, 4, 64))
+        fit, k, icc1, _ = fit_iccs(design)
+        assert icc1 == 0.0 and k == 4.0
+        jk = jackknife_interval(design, fit, icc1, 19, np.random.default_rng(0))
+        jp = fisher_z(jackknife_iccs(design, fit, "prompt")[:, 0], k)
+        jr = fisher_z(jackknife_iccs(design, fit, "participant")[:, 0], k)
+        noise = fisher_z(residual_bootstrap_iccs(design, fit, 19, np.random.default_rng(0))[:, 0], k)
+        var = max(
+            15 / 16 * np.sum((jp - jp.mean()) ** 2) + 3 / 4 * np.sum((jr - jr.mean()) ** 2) - np.var(noise, ddof=1),
+            15 / 16 * np.sum((jp - jp.mean()) ** 2),
+            3 / 4 * np.sum((jr - jr.mean()) ** 2),
+        )
+        row = icc_ci_for_design("audio", design, "jackknife", 19, np.random.default_rng(0))
+        got[seed] = (jk, var, row)
+        if var > 0:
+            hi = fisher_z_inverse(stats.t.ppf(0.975, 18) * math.sqrt(var), k)
+            assert jk.scale == "fisher_z" and jk.lo == 0.0 and jk.hi == pytest.approx(hi, rel=1e-9) and jk.hi > 0
+            assert row["icc_2_1_lo"] == 0.0 and row["icc_2_1_hi"] == pytest.approx(hi)
+            assert JK_FISHER_Z_NOTE in row["note"]
+        else:
+            assert math.isnan(jk.lo) and math.isnan(row["icc_2_1_hi"]) and "undefined" in row["note"]
+    assert got[2][1] > 0 and got[3][1] > 0 and got[14][1] == 0
