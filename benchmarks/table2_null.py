@@ -98,15 +98,15 @@ def simulate(model: str, size: str, seed: int, params: GeneratorParams):
     return stimuli, ratings, participants
 
 
-def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams]) -> dict:
-    model, size, seed, structures, params = args
+def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams, float]) -> dict:
+    model, size, seed, structures, params, slope_alpha = args
     t0 = time.process_time()
     stimuli, ratings, participants = simulate(model, size, seed, params)
     frame = modality.rating_frame(ratings, participants, stimuli)
     out: dict = {"model": model, "size": size, "seed": seed, "n_ratings": len(frame), "structures": {}}
     for structure in structures:
         t1 = time.process_time()
-        ladder = modality.table2_fit(frame, structure)
+        ladder = modality.table2_fit(frame, structure, slope_alpha)
         ct = ladder.fit.coef_table().set_index("term")
         out["structures"][structure] = {
             "p": {k: float(ct.loc[term, "p"]) for k, term in TERMS.items()},
@@ -116,6 +116,7 @@ def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams]) -> 
             "converged": bool(ladder.fit.converged),
             "singular": bool(ladder.fit.singular),
             "step": ladder.step,
+            "slope_lrt_p": None if ladder.slope_test is None else float(ladder.slope_test.p),
             "cpu_seconds": time.process_time() - t1,
         }
     out["cpu_seconds"] = time.process_time() - t0
@@ -129,7 +130,7 @@ def _cell(row: dict, experiment: str) -> str:
 def _compact(row: dict) -> dict:
     """One study's record for the JSON: per structure its p-values, estimates, SEs, df, fit flags and ladder step
     (all a later ``--extend`` run needs to summarise it with new studies)."""
-    keep = ("p", "se", "b", "df", "converged", "singular", "step", "cpu_seconds")
+    keep = ("p", "se", "b", "df", "converged", "singular", "step", "slope_lrt_p", "cpu_seconds")
     return {
         "model": row["model"],
         "size": row["size"],
@@ -274,6 +275,12 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=1000, help="studies use seeds first-seed, first-seed + 1, ...")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--structures", default=None, help="comma-separated subset of the experiment's structures")
+    ap.add_argument(
+        "--slope-alpha",
+        type=float,
+        default=modality.DEFAULT_SLOPE_ALPHA,
+        help="participant_slopes keeps the ladder's slopes where their LRT gives p <= this (1: the ladder alone)",
+    )
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
         "--extend",
@@ -305,6 +312,7 @@ def main() -> None:
         "models": models,
         "structures": {s: modality.TABLE2_RANDOM[s] for s in structures},
         "fixed": modality.TABLE2_FIXED,
+        "slope_alpha": args.slope_alpha,
         "generator_defaults": dataclasses.asdict(params),
         "primacy_sd": args.primacy_sd,
         "drift_sd": args.drift_sd,
@@ -326,7 +334,7 @@ def main() -> None:
             same = {k: old["config"].get(k) for k in ("primacy_sd", "drift_sd")} == {
                 "primacy_sd": args.primacy_sd,
                 "drift_sd": args.drift_sd,
-            }
+            } and old["config"].get("slope_alpha", 1.0) == args.slope_alpha
             if not same:
                 sys.exit(f"--extend: {out_path} was run with other generator settings; give the same or a new --out")
             earlier = [r for r in old.get("studies", []) if _cell(r, args.experiment) in ran]
@@ -383,7 +391,10 @@ def main() -> None:
         for m in models:
             done = [r["seed"] for r in earlier if r["model"] == m and r["size"] == s]
             start = max(done) + 1 if done else args.first_seed
-            tasks += [(m, s, seed, structures, params) for seed in range(start, start + args.n_studies - len(done))]
+            tasks += [
+                (m, s, seed, structures, params, args.slope_alpha)
+                for seed in range(start, start + args.n_studies - len(done))
+            ]
     tasks.sort(key=lambda t: t[2])
     with get_context("spawn").Pool(args.workers) as pool:
         for k, res in enumerate(pool.imap_unordered(study_task, tasks, chunksize=1), 1):

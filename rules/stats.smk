@@ -198,6 +198,7 @@ rule table2:
     params:
         analysis="table2",
         table2_random=config["stats"]["table2_random"],
+        table2_slope_alpha=config["stats"]["table2_slope_alpha"],
         ci_level=config["stats"]["ci_level"],
         scale=config["study"].get("scale", {}),
     script:

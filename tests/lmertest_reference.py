@@ -8,8 +8,8 @@ and reads back, written with 17 significant digits:
   t-based 95 % CIs (``contest(fit, diag(p), joint = FALSE, confint = TRUE)``), the normal-based
   Wald CIs (``confint(fit, method = "Wald")``), ``vcov``, ``as.data.frame(VarCorr(fit))``, sigma^2,
   theta (named), REMLcrit / deviance, logLik, ``isSingular`` and the optimiser messages;
-* per requested pair (i, j): lme4's ``anova(fit_i, fit_j)`` (refits REML fits with ML): chi2, df, p
-  and both ML deviances.
+* per requested pair (i, j): lme4's ``anova(fit_i, fit_j)`` (refits REML fits with ML unless ``refit=False``:
+  then it compares the REML criteria): chi2, df, p and both deviances.
 
 The R-side availability check is :func:`lme4_reference.require_lme4` (lme4 + jsonlite);
 :func:`require_lmertest` additionally needs lmerTest (``r-cran-lmertest``).
@@ -59,7 +59,7 @@ out <- list(fits = lapply(fits, describe), anova = list(),
             versions = list(lme4 = as.character(packageVersion("lme4")),
                             lmerTest = as.character(packageVersion("lmerTest")), r = R.version.string))
 for (pr in spec$pairs) {
-  a <- suppressMessages(anova(fits[[pr[[1]] + 1]], fits[[pr[[2]] + 1]]))
+  a <- suppressMessages(anova(fits[[pr[[1]] + 1]], fits[[pr[[2]] + 1]], refit = spec$refit))
   out$anova[[length(out$anova) + 1]] <- list(chi2 = num(a$Chisq[2]), df = a$Df[2], p = num(a$`Pr(>Chisq)`[2]),
                                               deviance = num(a$deviance))
 }
@@ -135,6 +135,7 @@ def lmertest_run(
     reml: bool = True,
     pairs: list[tuple[int, int]] = (),
     control: str = TIGHT_CONTROL,
+    refit: bool = True,
 ) -> dict:
     """Fit each formula with lmerTest (lme4 underneath) and run lme4's anova on each (i, j) pair.
 
@@ -143,7 +144,7 @@ def lmertest_run(
         formulas: lme4 formulas.
         factors: grouping (or other) columns to treat as factors.
         reml: REML (True) or ML for every fit.
-        pairs: index pairs (small, big) for ``anova(fit_small, fit_big)``.
+        pairs: index pairs (small, big) for ``anova(fit_small, fit_big, refit = refit)``.
         control: the ``lmerControl(...)`` expression.
 
     Returns:
@@ -157,6 +158,7 @@ def lmertest_run(
         "factors": list(factors),
         "reml": bool(reml),
         "pairs": [list(map(int, pr)) for pr in pairs],
+        "refit": bool(refit),
     }
     with tempfile.TemporaryDirectory(prefix="lmertestref_") as tmp:
         tmp_path = Path(tmp)

@@ -229,6 +229,7 @@ def test_help_documents_every_option_with_its_default(capsys):
         "--ci-level": STATS_DEFAULTS["ci_level"],
         "--ci-method": STATS_DEFAULTS["icc_ci_method"],
         "--table2-random": STATS_DEFAULTS["table2_random"],
+        "--table2-slope-alpha": STATS_DEFAULTS["table2_slope_alpha"],
         "--overwrite": "off",
         "--map": "none",
         "--judges": "none",

@@ -275,6 +275,13 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
         "(stimulus_modality) or the paper's (1|participant) + (1|clip) (paper)",
     )
     st.add_argument(
+        "--table2-slope-alpha",
+        type=float,
+        default=STATS_DEFAULTS["table2_slope_alpha"],
+        help="participant_slopes keeps the slopes only where their likelihood-ratio test against (1|participant) "
+        "gives p <= this (Matuschek et al. 2017); 1 keeps every regular slope fit",
+    )
+    st.add_argument(
         "--icc-test",
         choices=("calibrated", "jackknife", "permutation"),
         default=STATS_DEFAULTS["icc_test"],
@@ -568,6 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     params.update(
         icc_ci_method=args.ci_method,
         table2_random=args.table2_random,
+        table2_slope_alpha=args.table2_slope_alpha,
         icc_test=args.icc_test,
         modality_terms=str(args.modality_terms),
         scale=args.scale.as_config(),

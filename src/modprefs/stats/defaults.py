@@ -32,6 +32,9 @@ STATS_DEFAULTS: MappingProxyType[str, Any] = MappingProxyType(
         # Table 2's random effects: participant_slopes (by-participant order and trial slopes, fallback ladder) |
         # stimulus_modality | paper
         "table2_random": "participant_slopes",
+        # participant_slopes keeps the ladder's slopes where their likelihood-ratio test against (1|participant)
+        # gives p <= this (Matuschek et al. 2017); 1 = keep every regular slope fit (the ladder alone)
+        "table2_slope_alpha": 0.2,
         "icc_test": "calibrated",  # Table 4's ICC-difference test: calibrated | jackknife | permutation (the paper's)
         "n_perm": 2000,  # participant permutations for the ICC modality test (paper 2,000)
         "n_boot_alpha": 5000,  # stimulus-bootstrap resamples for Krippendorff's alpha (paper 5,000)

@@ -14,7 +14,15 @@ import scipy.stats
 from lmm_simulate import simulate_ratings, simulate_trials, trials_from_ratings
 from modprefs.stats.mixed.criterion import ProfiledLmm
 from modprefs.stats.mixed.formula import build_design, parse_formula
-from modprefs.stats.mixed.lmm import RandomTerm, anova_refit_ml, fit_formula, fit_lmm, lrt, satterthwaite_df
+from modprefs.stats.mixed.lmm import (
+    RandomTerm,
+    anova_refit_ml,
+    fit_formula,
+    fit_lmm,
+    lrt,
+    reml_lrt,
+    satterthwaite_df,
+)
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
 
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"
@@ -543,6 +551,39 @@ def test_matches_lme4_and_lmertest(r_refs, case, reml):
         assert res.df == a["df"]
         assert res.chi2 == pytest.approx(a["chi2"], abs=1e-3)
         assert res.p == pytest.approx(a["p"], rel=1e-3)
+
+
+@pytest.mark.r
+def test_reml_lrt_equals_anova_without_refit(r_available):
+    """The slopes' test of Table 2's ladder (``reml_lrt``) is lme4's ``anova(small, big, refit = FALSE)``: REML
+    criteria compared, df = covariance parameters added (correlated -> uncorrelated: 3; uncorrelated -> intercept
+    + one slope: 1; correlated against the intercept: 5)."""
+    from lmertest_reference import lmertest_run
+
+    data = R_CASES["omnibus_participant_slopes"][0]
+    intercept = OMNIBUS_SLOPES[0].replace("(1 + presented_first + trial_z | participant)", "(1 | participant)")
+    formulas = [*OMNIBUS_SLOPES, intercept]
+    pairs = [(1, 0), (2, 1), (3, 0), (3, 2)]
+    ref = lmertest_run(data, formulas, ["clip", "participant"], reml=True, pairs=pairs, refit=False)
+    fits = [fit_formula(data, f) for f in formulas]
+    for (i, j), a in zip(pairs, ref["anova"]):
+        res = reml_lrt(fits[i], fits[j])
+        assert res.small.reml and res.big.reml and res.df == a["df"]
+        assert res.chi2 == pytest.approx(a["chi2"], abs=1e-4)
+        assert res.p == pytest.approx(a["p"], rel=1e-4, abs=1e-12)
+    assert [a["df"] for a in ref["anova"]] == [3, 1, 5, 1]
+
+
+def test_reml_lrt_needs_reml_fits_with_the_same_fixed_effects(trials_small):
+    small, big = fit_formula(trials_small, NO_SLOPE), fit_formula(trials_small, SLOPE)
+    res = reml_lrt(small, big)
+    assert res.df == 2 and res.small is small and res.big is big
+    assert res.chi2 == pytest.approx(small.objective - big.objective, abs=1e-12)
+    assert res.p == pytest.approx(scipy.stats.chi2.sf(max(res.chi2, 0.0), 2), rel=1e-12)
+    with pytest.raises(ValueError, match="REML"):
+        reml_lrt(fit_formula(trials_small, NO_SLOPE, reml=False), big)
+    with pytest.raises(ValueError, match="fixed effects"):
+        reml_lrt(fit_formula(trials_small, "score ~ 1 + (1 | prompt) + (1 | participant)"), big)
 
 
 @pytest.mark.r

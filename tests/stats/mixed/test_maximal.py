@@ -1,6 +1,7 @@
 """The by-participant slopes ladder (:mod:`modprefs.stats.mixed.maximal`): each step is reached when the richer ones
-are singular or not estimable, the chosen fit equals fitting its formula directly (Satterthwaite df included), and
-``||`` expands as lme4 expands it. The lme4 / lmerTest comparison of the slope models is in test_lmm.py (``-m r``)."""
+are singular or not estimable, slopes the ratings do not support (LRT p > ``slope_alpha``) are dropped, the chosen
+fit equals fitting its formula directly (Satterthwaite df included), and ``||`` expands as lme4 expands it. The
+lme4 / lmerTest comparison of the slope models and of their LRT is in test_lmm.py (``-m r``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from lmm_simulate import simulate_ratings
 from modprefs.errors import InsufficientDataError
 from modprefs.stats.mixed.formula import build_design, parse_formula
-from modprefs.stats.mixed.lmm import fit_formula, with_satterthwaite
+from modprefs.stats.mixed.lmm import fit_formula, reml_lrt, with_satterthwaite
 from modprefs.stats.mixed.maximal import fit_maximal, positive_slopes, singular_in, slope_terms
 
 FIXED = "rating ~ presented_first*modality + len_z*modality + trial_z*modality"
@@ -151,3 +152,36 @@ def test_confint_level_and_method():
         fit.confint(1.0)
     with pytest.raises(ValueError, match="method"):
         fit.confint(0.9, "wald")
+
+
+@pytest.mark.parametrize(("seed", "ladder_step"), [(3, "correlated"), (4, "reduced")])
+def test_slopes_the_ratings_do_not_support_are_dropped(seed, ladder_step):
+    """Raters who share one primacy and one drift: the ladder alone keeps a regular slope fit, the LRT against
+    (1 | participant) does not support it (p > .2) and the intercept step is used, with the test in the note."""
+    d = ratings(seed, 0.0, 0.0)
+    alone = fit_maximal(d, FIXED, "participant", SLOPES, OTHER)
+    assert alone.step == ladder_step and alone.slope_test is None
+    ladder = fit_maximal(d, FIXED, "participant", SLOPES, OTHER, slope_alpha=0.2)
+    assert ladder.step == "intercept" and ladder.random == f"(1 | participant) + {OTHER}"
+    assert ladder.rejected[-1][:2] == (ladder_step, alone.random)
+    direct = reml_lrt(fit_formula(d, ladder.formula), fit_formula(d, alone.formula))
+    assert ladder.slope_test.p == pytest.approx(direct.p, rel=1e-6) and direct.p > 0.2
+    assert ladder.slope_test.df == {"correlated": 5, "reduced": 1}[ladder_step]
+    assert f"{ladder_step} not supported by the ratings" in ladder.note and f"p = {direct.p:.3f} > 0.2" in ladder.note
+    _same_fit(ladder.fit, fit_formula(d, ladder.formula))
+
+
+def test_supported_slopes_are_kept():
+    for d, step in ((ratings(0, 8.0, 4.0), "correlated"), (ratings(0, 0.0, 0.0), "reduced")):
+        alone = fit_maximal(d, FIXED, "participant", SLOPES, OTHER)
+        ladder = fit_maximal(d, FIXED, "participant", SLOPES, OTHER, slope_alpha=0.2)
+        assert ladder.step == alone.step == step and ladder.formula == alone.formula
+        assert ladder.rejected == alone.rejected and ladder.slope_test.p <= 0.2
+        _same_fit(ladder.fit, alone.fit, rel=1e-12)
+    assert fit_maximal(d, FIXED, "participant", SLOPES, OTHER, slope_alpha=0.01).step == "intercept"  # p .053
+
+
+@pytest.mark.parametrize("alpha", [0.0, -0.1, 1.5])
+def test_slope_alpha_outside_0_1_is_refused(alpha):
+    with pytest.raises(ValueError, match="slope_alpha"):
+        fit_maximal(ratings(0, 0.0, 0.0), FIXED, "participant", SLOPES, OTHER, slope_alpha=alpha)

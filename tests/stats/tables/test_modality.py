@@ -254,3 +254,32 @@ def test_analysis_unit_passes_ci_level_and_structure_to_the_titles(latent_study)
     assert "omnibus random effects: (1 | participant_id) + (1 | prompt_id)" in result.titles["practice_effects"]
     assert result.titles["table2_lmm"].endswith("(stats.table2_random: stimulus_modality)")
     assert "90 % CI" in result.titles["table2_lmm"]
+
+
+def test_slopes_the_ratings_do_not_support_are_dropped_and_said(latent_study):
+    """Raters with their own primacy (SD 10 points) under a residual SD of 63-126: the ladder alone keeps a primacy
+    slope (its variance estimate is above 0), but its LRT against (1 | participant_id) gives p = .98, so the default
+    (stats.table2_slope_alpha .2) fits (1 | participant_id) and the note and title say why; 1 keeps the slope, and
+    the analysis unit passes the option through."""
+    from modprefs.stats.tables.analyses import table2 as table2_unit
+
+    _, stimuli, ratings, trials, participants = latent_study
+    frame = M.rating_frame(ratings, participants, stimuli)
+    people = sorted(set(ratings.participant_id))
+    primacy = dict(zip(people, np.random.default_rng(27).normal(0, 10.0, len(people))))
+    shifted = frame.rating + frame.participant_id.astype(str).map(primacy) * frame.presented_first
+    frame = frame.assign(rating=shifted.astype(float))
+    kept = _omnibus(M.table2(frame, slope_alpha=1.0))
+    assert kept["random"].iloc[0].startswith("(1 + presented_first || participant_id)")
+    default = M.table2(frame)
+    omni = _omnibus(default)
+    assert omni["random"].iloc[0] == M.TABLE2_RANDOM["stimulus_modality"]
+    note = omni["note"].iloc[0]
+    assert "reduced not supported by the ratings (LRT against (1 | participant_id): chi2(1) = " in note
+    assert note.endswith("p = 0.981 > 0.2)") and note in M.table2_title("participant_slopes", default)
+    ratings = ratings.assign(rating=ratings.rating.astype(float))
+    ratings.loc[ratings.presented_first.astype(bool), "rating"] += ratings.participant_id.astype(str).map(primacy)
+    tables = {"ratings": ratings, "trials": trials, "participants": participants, "stimuli": stimuli}
+    unit = table2_unit(tables, {"_outputs": {"table2_lmm"}, "table2_slope_alpha": 1.0}).tables["table2_lmm"]
+    assert _omnibus(unit)["random"].iloc[0] == kept["random"].iloc[0]
+    assert _omnibus(table2_unit(tables, {"_outputs": {"table2_lmm"}}).tables["table2_lmm"])["note"].iloc[0] == note

@@ -758,6 +758,25 @@ def lrt(fit_small: LmmFit, fit_big: LmmFit, refit: bool = True) -> LrtResult:
     return LrtResult(chi2=float(chi2), df=int(df), p=float(scipy.stats.chi2.sf(max(chi2, 0.0), df)), small=a, big=b)
 
 
+def reml_lrt(fit_small: LmmFit, fit_big: LmmFit) -> LrtResult:
+    """Likelihood-ratio test of two REML fits with the same fixed effects that differ in their random effects
+    (lme4's ``anova(small, big, refit = FALSE)``): chi2 = REMLcrit(small) - REMLcrit(big), df = difference in
+    covariance parameters, p = upper chi2 tail (the naive reference distribution, conservative for a variance on
+    its boundary; Stram & Lee 1994). ValueError when the fits are not REML or differ in y or X."""
+    a, b = fit_small, fit_big
+    if not (a.reml and b.reml):
+        raise ValueError("reml_lrt needs two REML fits")
+    if a.n_obs != b.n_obs or not np.array_equal(a.spec.y, b.spec.y) or not np.array_equal(a.spec.X, b.spec.X):
+        raise ValueError("REML criteria are comparable only on the same observations and fixed effects")
+    if a.npar > b.npar:
+        a, b = b, a
+    df = b.npar - a.npar
+    if df <= 0:
+        raise ValueError("the models have the same number of parameters: not nested")
+    chi2 = a.objective - b.objective
+    return LrtResult(chi2=float(chi2), df=int(df), p=float(scipy.stats.chi2.sf(max(chi2, 0.0), df)), small=a, big=b)
+
+
 def anova_refit_ml(fit_small: LmmFit, fit_big: LmmFit) -> LrtResult:
     """lme4's ``anova(small, big)``: refit REML fits with ML, then :func:`lrt`."""
     return lrt(fit_small, fit_big, refit=True)

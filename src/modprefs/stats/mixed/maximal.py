@@ -21,6 +21,15 @@ used whatever its fit (its singular flag is reported). Candidates are fitted wit
 Satterthwaite df, each warm-started from the previous one's covariances; only the chosen fit gets
 them (:func:`modprefs.stats.mixed.lmm.with_satterthwaite`), so its numbers are those of fitting its
 formula directly.
+
+With ``slope_alpha`` below 1 a regular step with slopes is then kept only if the ratings support its
+slopes: a likelihood-ratio test against the intercept step (REML criteria, same fixed effects; lme4's
+``anova(refit = FALSE)``; naive chi2 with the difference in covariance parameters as df) must give
+p <= ``slope_alpha``, else the intercept step is used and the note says why. This is Matuschek, Kliegl,
+Vasishth, Baayen & Bates's (2017) remedy for the maximal model's lost power, with their alpha of .2 as
+the usual choice, taken as one joint test of all the group's slopes: where raters share one slope, a slope
+variance that happens to be estimated above 0 inflates the fixed effect's SE and the test becomes
+conservative (Table 2's Gaussian null cells: 2.8 % at alpha .05, ``benchmarks/out/table2_null_slopes.md``).
 """
 
 from __future__ import annotations
@@ -33,7 +42,16 @@ import pandas as pd
 
 from modprefs.errors import InsufficientDataError
 from modprefs.stats.mixed.formula import build_design
-from modprefs.stats.mixed.lmm import SINGULAR_TOL, LmmFit, RandomTerm, fit_lmm, with_satterthwaite
+from modprefs.stats.mixed.lmm import (
+    SINGULAR_TOL,
+    LmmFit,
+    LrtResult,
+    RandomTerm,
+    fit_lmm,
+    lrt,
+    reml_lrt,
+    with_satterthwaite,
+)
 
 #: The ladder's steps, richest first.
 STEPS = ("correlated", "uncorrelated", "reduced", "intercept")
@@ -49,6 +67,8 @@ class LadderFit:
         random: its random-effects part (the formula after the fixed part).
         step: which of :data:`STEPS` it is.
         rejected: (step, random part, reason) of every richer step that was tried and rejected.
+        slope_test: the likelihood-ratio test of the slopes against the intercept step (``slope_alpha`` < 1 and a
+            regular step with slopes), else None.
     """
 
     fit: LmmFit
@@ -56,6 +76,7 @@ class LadderFit:
     random: str
     step: str
     rejected: tuple[tuple[str, str, str], ...]
+    slope_test: LrtResult | None = None
 
     @property
     def note(self) -> str:
@@ -141,6 +162,18 @@ def _reject_reason(fit: LmmFit, group: str) -> str:
     return ""
 
 
+def _test_slopes(
+    df: pd.DataFrame, fixed: str, intercept_random: str, reml: bool, chosen: LmmFit
+) -> tuple[LmmFit, LrtResult] | None:
+    """(the intercept step's fit, the LRT of ``chosen``'s slopes against it); None when the intercept step cannot be
+    fitted."""
+    try:
+        small = _fit(df, f"{fixed} + {intercept_random}", reml, chosen)
+    except InsufficientDataError:
+        return None
+    return small, (reml_lrt(small, chosen) if reml else lrt(small, chosen, refit=False))
+
+
 def fit_maximal(
     df: pd.DataFrame,
     fixed: str,
@@ -149,6 +182,7 @@ def fit_maximal(
     other: str = "",
     reml: bool = True,
     satterthwaite: bool = True,
+    slope_alpha: float = 1.0,
 ) -> LadderFit:
     """Fit ``fixed + <group's terms> + other`` down the ladder (module docstring) and return the first regular fit.
 
@@ -159,12 +193,17 @@ def fit_maximal(
         slopes: numeric columns whose effects may vary by ``group`` (no slopes: the intercept step alone).
         other: the other random terms, ``"(1 | a) + (1 | b)"`` ('' for none).
         reml, satterthwaite: as :func:`modprefs.stats.mixed.lmm.fit_lmm`.
+        slope_alpha: in (0, 1]; a regular step with slopes is kept only if their likelihood-ratio test against the
+            intercept step gives p <= slope_alpha (1: always kept, the ladder alone; Matuschek et al. 2017: .2).
 
     Raises:
         InsufficientDataError: when not even the intercept step can be fitted.
     """
+    if not 0.0 < slope_alpha <= 1.0:
+        raise ValueError(f"slope_alpha must be in (0, 1], got {slope_alpha!r}")
     rejected: list[tuple[str, str, str]] = []
     tried: set[str] = set()
+    intercept_random = " + ".join(p for p in (slope_terms(group, slopes, "intercept"), other) if p)
     prev: LmmFit | None = None
     keep: list[str] | None = None
     for step in STEPS if slopes else ("intercept",):
@@ -188,6 +227,20 @@ def fit_maximal(
             rejected.append((step, random, why))
             prev = fit
             continue
+        test = None
+        tested = (
+            _test_slopes(df, fixed, intercept_random, reml, fit) if step != "intercept" and slope_alpha < 1 else None
+        )
+        if tested is not None:
+            test = tested[1]
+            if test.p > slope_alpha:
+                fit = tested[0]
+                why = (
+                    f"not supported by the ratings (LRT against (1 | {group}): chi2({test.df}) = {test.chi2:.2f}, "
+                    f"p = {test.p:.3f} > {slope_alpha:g})"
+                )
+                rejected.append((step, random, why))
+                step, random = "intercept", intercept_random
         chosen = with_satterthwaite(fit) if satterthwaite else fit
-        return LadderFit(chosen, f"{fixed} + {random}", random, step, tuple(rejected))
+        return LadderFit(chosen, f"{fixed} + {random}", random, step, tuple(rejected), test)
     raise AssertionError("the ladder ends with the intercept step")  # pragma: no cover

@@ -323,16 +323,21 @@ def justifications(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def table2(t: Tables, p: dict[str, Any]) -> AnalysisResult:
-    """Table 2; params: optional ``table2_random`` (:data:`modprefs.stats.tables.modality.TABLE2_RANDOM`) and
-    ``ci_level``."""
+    """Table 2; params: optional ``table2_random`` (:data:`modprefs.stats.tables.modality.TABLE2_RANDOM`),
+    ``table2_slope_alpha`` and ``ci_level``."""
     random = p.get("table2_random") or modality.DEFAULT_TABLE2_RANDOM
     level = float(STATS_DEFAULTS["ci_level"] if p.get("ci_level") is None else p["ci_level"])
+    alpha = float(
+        STATS_DEFAULTS["table2_slope_alpha"] if p.get("table2_slope_alpha") is None else p["table2_slope_alpha"]
+    )
     tables = {}
     if _want(p, "table2_lmm"):
         frame = modality.rating_frame(t["ratings"], t["participants"], t["stimuli"])
-        tables["table2_lmm"] = modality.table2(frame, random, ci_level=level)
+        tables["table2_lmm"] = modality.table2(frame, random, ci_level=level, slope_alpha=alpha)
     if _want(p, "practice_effects"):
-        tables["practice_effects"] = modality.practice_effects(t["trials"], t["participants"], random, ci_level=level)
+        tables["practice_effects"] = modality.practice_effects(
+            t["trials"], t["participants"], random, ci_level=level, slope_alpha=alpha
+        )
     titles = {
         "table2_lmm": modality.table2_title(random, tables.get("table2_lmm"), level),
         "practice_effects": modality.practice_title(random, tables.get("practice_effects"), level),

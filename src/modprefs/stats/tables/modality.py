@@ -18,8 +18,11 @@ on the rated trials (trial >= 1) of participants who passed the attention check.
     (``benchmarks/table2_null.py --experiment slopes``, ``benchmarks/out/table2_null_slopes.md``). The slopes are
     the maximal feasible structure: when the correlated fit is singular or does not converge the
     model falls back to uncorrelated slopes (``||``), then to the slopes with a variance above 0,
-    then to ``(1 | participant_id)`` (:func:`modprefs.stats.mixed.maximal.fit_maximal`); the table's
-    ``model`` and ``note`` columns and its title say which structure was used and why.
+    then to ``(1 | participant_id)`` (:func:`modprefs.stats.mixed.maximal.fit_maximal`), and the slopes of
+    the regular fit are kept only where their likelihood-ratio test against ``(1 | participant_id)``
+    gives p <= ``stats.table2_slope_alpha`` (default .2, Matuschek et al. 2017): slopes fitted to raters who
+    share one primacy and one drift make the two tests conservative. The table's ``model`` and ``note``
+    columns and its title say which structure was used and why.
   - ``stimulus_modality``: ``(1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)``.
     The stimulus a rater meets is a clip *in a modality*; a clip's own text-vs-audio deviation (which
     the paper's random-slope LRT, §4.3, shows exists) is a random effect of the clip x modality cell.
@@ -77,6 +80,9 @@ TABLE2_RANDOM: dict[str, str] = {
     "paper": f"(1 | participant_id) + {_STIMULUS['paper']}",
 }
 DEFAULT_TABLE2_RANDOM = "participant_slopes"
+#: ``participant_slopes`` keeps the ladder's slopes only where their likelihood-ratio test against
+#: ``(1 | participant_id)`` gives p <= this (Matuschek et al. 2017; config ``stats.table2_slope_alpha``).
+DEFAULT_SLOPE_ALPHA = 0.2
 TABLE2_FORMULA = f"{TABLE2_FIXED} + {TABLE2_RANDOM['paper']}"  # the paper's literal model
 #: How every interval of this module is computed (titles and the ``ci`` column say it with the level).
 CI_METHOD = "Wald, t(Satterthwaite df) quantiles"
@@ -94,18 +100,28 @@ def _check_random(random: str) -> None:
         raise ValueError(f"stats.table2_random: unknown structure {random!r}; expected one of {sorted(TABLE2_RANDOM)}")
 
 
-def fit_structure(df: pd.DataFrame, fixed: str, random: str, stimulus: str, slopes: tuple[str, ...]) -> LadderFit:
+def fit_structure(
+    df: pd.DataFrame,
+    fixed: str,
+    random: str,
+    stimulus: str,
+    slopes: tuple[str, ...],
+    slope_alpha: float = DEFAULT_SLOPE_ALPHA,
+) -> LadderFit:
     """``fixed`` + the participant terms of structure ``random`` + ``stimulus``: under ``participant_slopes``
-    by-participant ``slopes`` down the fallback ladder (:func:`modprefs.stats.mixed.maximal.fit_maximal`),
-    otherwise ``(1 | participant_id)``."""
+    by-participant ``slopes`` down the fallback ladder, kept where their likelihood-ratio test gives
+    p <= ``slope_alpha`` (:func:`modprefs.stats.mixed.maximal.fit_maximal`), otherwise ``(1 | participant_id)``."""
     _check_random(random)
-    return fit_maximal(df, fixed, "participant_id", slopes if random == "participant_slopes" else (), stimulus)
+    chosen = slopes if random == "participant_slopes" else ()
+    return fit_maximal(df, fixed, "participant_id", chosen, stimulus, slope_alpha=slope_alpha)
 
 
-def table2_fit(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM) -> LadderFit:
+def table2_fit(
+    frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM, slope_alpha: float = DEFAULT_SLOPE_ALPHA
+) -> LadderFit:
     """Table 2's omnibus model under structure ``random`` (the ladder's choice for ``participant_slopes``)."""
     _check_random(random)
-    return fit_structure(frame, TABLE2_FIXED, random, _STIMULUS[random], TABLE2_SLOPES)
+    return fit_structure(frame, TABLE2_FIXED, random, _STIMULUS[random], TABLE2_SLOPES, slope_alpha)
 
 
 SIMPLE_FIXED = "rating ~ presented_first + len_z + trial_z"
@@ -194,19 +210,26 @@ def _ladder_rows(ladder: LadderFit, label: str, ci_level: float) -> pd.DataFrame
     return coefficient_table(ladder.fit, label, ci_level, ladder.note).assign(random=ladder.random)
 
 
-def table2(frame: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM, ci_level: float = 0.95) -> pd.DataFrame:
+def table2(
+    frame: pd.DataFrame,
+    random: str = DEFAULT_TABLE2_RANDOM,
+    ci_level: float = 0.95,
+    slope_alpha: float = DEFAULT_SLOPE_ALPHA,
+) -> pd.DataFrame:
     """Table 2's omnibus fixed effects (reference: audio) and the per-modality simple effects.
 
     ``random`` names the random-effects structure (:data:`TABLE2_RANDOM`); the ``random`` column says
     which terms each model actually has (the omnibus ``model`` label too: ``omnibus (random: ...)``) and
     ``note`` why richer participant terms were dropped, if they were. Within one modality a clip x
     modality cell is the clip, so the simple-effects models have ``(1 | clip_id)`` under every structure
-    and their participant terms follow ``random``. CIs: ``ci_level``, t(Satterthwaite df) quantiles.
+    and their participant terms follow ``random`` (slopes kept where their LRT gives p <= ``slope_alpha``).
+    CIs: ``ci_level``, t(Satterthwaite df) quantiles.
     """
-    omnibus = table2_fit(frame, random)
+    omnibus = table2_fit(frame, random, slope_alpha)
     parts = [_ladder_rows(omnibus, f"omnibus (random: {omnibus.random})", ci_level)]
     for c in ("audio", "text"):
-        fit = fit_structure(frame[frame["condition"] == c], SIMPLE_FIXED, random, "(1 | clip_id)", TABLE2_SLOPES)
+        sub = frame[frame["condition"] == c]
+        fit = fit_structure(sub, SIMPLE_FIXED, random, "(1 | clip_id)", TABLE2_SLOPES, slope_alpha)
         parts.append(_ladder_rows(fit, f"simple: {c}", ci_level))
     return pd.concat(parts, ignore_index=True)
 
@@ -246,12 +269,17 @@ def practice_title(random: str, table: pd.DataFrame | None, ci_level: float = 0.
 
 
 def practice_effects(
-    trials: pd.DataFrame, participants: pd.DataFrame, random: str = DEFAULT_TABLE2_RANDOM, ci_level: float = 0.95
+    trials: pd.DataFrame,
+    participants: pd.DataFrame,
+    random: str = DEFAULT_TABLE2_RANDOM,
+    ci_level: float = 0.95,
+    slope_alpha: float = DEFAULT_SLOPE_ALPHA,
 ) -> pd.DataFrame:
     """Log trial duration over trials: interaction model and per-modality slopes (§4.1 Practice).
 
     ``random``: Table 2's structure name; ``participant_slopes`` gives every model by-participant trial
-    slopes (down the fallback ladder), the others ``(1 | participant_id)``. CIs at ``ci_level``."""
+    slopes (down the fallback ladder, kept where their LRT gives p <= ``slope_alpha``), the others
+    ``(1 | participant_id)``. CIs at ``ci_level``."""
     cond = participants.set_index(participants["participant_id"].astype(str))["condition"]
     passed = participants.loc[participants["passed_attention"].astype(str).str.lower() == "true", "participant_id"]
     d = trials[
@@ -265,10 +293,12 @@ def practice_effects(
     d["trial_z"] = _zscore(d["trial"])
     stimulus, slopes = "(1 | prompt_id)", ("trial_z",)
     parts = [
-        _ladder_rows(fit_structure(d, PRACTICE_FIXED, random, stimulus, slopes), "log duration: omnibus", ci_level)
+        _ladder_rows(
+            fit_structure(d, PRACTICE_FIXED, random, stimulus, slopes, slope_alpha), "log duration: omnibus", ci_level
+        )
     ]
     for c in ("audio", "text"):
-        fit = fit_structure(d[d["condition"] == c], "log_time ~ trial_z", random, stimulus, slopes)
+        fit = fit_structure(d[d["condition"] == c], "log_time ~ trial_z", random, stimulus, slopes, slope_alpha)
         parts.append(_ladder_rows(fit, f"log duration: {c}", ci_level))
     out = pd.concat(parts, ignore_index=True)
     out["pct_change_per_sd"] = 100 * (np.exp(out["b"]) - 1)
