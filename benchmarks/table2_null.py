@@ -244,7 +244,9 @@ def markdown(doc: dict) -> str:
         "Structures: `stimulus_modality` = (1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality); "
         "`participant_slopes` (Table 2's default) = (1 + presented_first + trial_z | participant_id) + "
         "(1 | clip_id) + (1 | clip_id:modality), simplified down the ladder of modprefs.stats.mixed.maximal when "
-        "singular (correlated -> uncorrelated -> non-zero slopes -> intercept).",
+        "singular (correlated -> uncorrelated -> non-zero slopes -> intercept), its slopes then kept only where "
+        "their likelihood-ratio test against (1 | participant_id) gives p <= "
+        f"{doc['config'].get('slope_alpha', 1.0):g} (1: the ladder alone; `steps used` counts the structure used).",
         "",
         "Median CPU seconds per omnibus fit: "
         + "; ".join(

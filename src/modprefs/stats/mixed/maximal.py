@@ -29,7 +29,8 @@ p <= ``slope_alpha``, else the intercept step is used and the note says why. Thi
 Vasishth, Baayen & Bates's (2017) remedy for the maximal model's lost power, with their alpha of .2 as
 the usual choice, taken as one joint test of all the group's slopes: where raters share one slope, a slope
 variance that happens to be estimated above 0 inflates the fixed effect's SE and the test becomes
-conservative (Table 2's Gaussian null cells: 2.8 % at alpha .05, ``benchmarks/out/table2_null_slopes.md``).
+conservative. In Table 2's null studies without rater-specific slopes the ladder alone kept slopes in about
+three of four studies, with the test in one of eight to one of five (``benchmarks/out/table2_null_slopes.md``).
 """
 
 from __future__ import annotations
