@@ -735,6 +735,18 @@ def _as_ml(fit: LmmFit) -> LmmFit:
     return fit_lmm(s.y, s.X, list(s.terms), reml=False, x_names=list(s.x_names), satterthwaite=False)
 
 
+def _nested_lrt(a: LmmFit, b: LmmFit) -> LrtResult:
+    """chi2 = objective(smaller) - objective(larger) of two comparable fits, ordered by parameter count as anova
+    does; df = the difference in npar (ValueError when 0)."""
+    if a.npar > b.npar:
+        a, b = b, a
+    df = b.npar - a.npar
+    if df <= 0:
+        raise ValueError("the models have the same number of parameters: not nested")
+    chi2 = a.objective - b.objective
+    return LrtResult(chi2=float(chi2), df=int(df), p=float(scipy.stats.chi2.sf(max(chi2, 0.0), df)), small=a, big=b)
+
+
 def lrt(fit_small: LmmFit, fit_big: LmmFit, refit: bool = True) -> LrtResult:
     """Likelihood-ratio test of two nested models on the same data, as lme4's ``anova(small, big)``.
 
@@ -748,14 +760,7 @@ def lrt(fit_small: LmmFit, fit_big: LmmFit, refit: bool = True) -> LrtResult:
         raise ValueError("the two fits are not on the same observations")
     if not refit and (a.reml or b.reml):
         raise ValueError("refit=False needs two ML fits (REML criteria of different fixed effects are not comparable)")
-    a, b = _as_ml(a), _as_ml(b)
-    if a.npar > b.npar:
-        a, b = b, a
-    df = b.npar - a.npar
-    if df <= 0:
-        raise ValueError("the models have the same number of parameters: not nested")
-    chi2 = a.objective - b.objective
-    return LrtResult(chi2=float(chi2), df=int(df), p=float(scipy.stats.chi2.sf(max(chi2, 0.0), df)), small=a, big=b)
+    return _nested_lrt(_as_ml(a), _as_ml(b))
 
 
 def reml_lrt(fit_small: LmmFit, fit_big: LmmFit) -> LrtResult:
@@ -768,13 +773,7 @@ def reml_lrt(fit_small: LmmFit, fit_big: LmmFit) -> LrtResult:
         raise ValueError("reml_lrt needs two REML fits")
     if a.n_obs != b.n_obs or not np.array_equal(a.spec.y, b.spec.y) or not np.array_equal(a.spec.X, b.spec.X):
         raise ValueError("REML criteria are comparable only on the same observations and fixed effects")
-    if a.npar > b.npar:
-        a, b = b, a
-    df = b.npar - a.npar
-    if df <= 0:
-        raise ValueError("the models have the same number of parameters: not nested")
-    chi2 = a.objective - b.objective
-    return LrtResult(chi2=float(chi2), df=int(df), p=float(scipy.stats.chi2.sf(max(chi2, 0.0), df)), small=a, big=b)
+    return _nested_lrt(a, b)
 
 
 def anova_refit_ml(fit_small: LmmFit, fit_big: LmmFit) -> LrtResult:
