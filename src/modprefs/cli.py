@@ -107,6 +107,17 @@ def _level(text: str) -> float:
     return value
 
 
+def _slope_alpha(text: str) -> float:
+    """argparse type: a level in (0, 1] for the slopes' likelihood-ratio test (1 keeps every regular slope fit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} is not in (0, 1] (e.g. 0.2; 1 keeps every regular slope fit)")
+    return value
+
+
 #: the environment variables BLAS/OpenMP libraries read when they load (Snakemake sets the same for script jobs)
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -276,7 +287,7 @@ def _add_stats_resampling_args(st: argparse.ArgumentParser) -> None:
     )
     st.add_argument(
         "--table2-slope-alpha",
-        type=float,
+        type=_slope_alpha,
         default=STATS_DEFAULTS["table2_slope_alpha"],
         help="participant_slopes keeps the slopes only where their likelihood-ratio test against (1|participant) "
         "gives p <= this (Matuschek et al. 2017); 1 keeps every regular slope fit",

@@ -124,6 +124,14 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
         ["clips.csv", "missing column(s) ['prompt_id']"],
     ),
     "ci_level_1.5": (lambda w: ["--ci-level", "1.5"], ["argument --ci-level", "1.5"]),
+    "slope_alpha_0": (
+        lambda w: ["--table2-slope-alpha", "0"],
+        ["argument --table2-slope-alpha", "0.0 is not in (0, 1]"],
+    ),
+    "slope_alpha_text": (
+        lambda w: ["--table2-slope-alpha", "p"],
+        ["argument --table2-slope-alpha", "'p' is not a number"],
+    ),
     "n_boot_negative": (lambda w: ["--n-boot", "-1"], ["argument --n-boot", "negative"]),
     "n_perm_text": (lambda w: ["--n-perm", "many"], ["argument --n-perm", "'many' is not an integer"]),
     "ci_method_unknown": (lambda w: ["--ci-method", "bca"], ["argument --ci-method", "invalid choice"]),
