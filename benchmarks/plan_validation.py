@@ -17,8 +17,9 @@
     reject at p <= .05.
 ``--part power_table2`` (plan_power_table2.json)
     Same design. Latent modality effects b_text 0, -4, -9, -14: Table 2's own model
-    (:func:`modprefs.stats.tables.modality.table2` default structure via ``fit_formula``, Satterthwaite p) on fresh
-    studies; the planner's power (location shift of its central studies) at the mean estimated effect.
+    (:func:`modprefs.stats.tables.modality.table2_fit` as Table 2 fits it: the default structure down its fallback
+    ladder, slopes kept where their LRT gives p <= the default slope alpha; Satterthwaite p) on fresh studies;
+    the planner's power (location shift of its central studies) at the mean estimated effect.
 ``--part null`` (plan_null.json)
     Two nulls at the same design, the planned test's rejection rate (the planner's own machinery on
     ``--n-sims`` studies) and the analysis' test's (``--icc-test``, fresh studies): ``exchangeable`` -- no modality
@@ -34,6 +35,7 @@ import argparse
 import dataclasses
 import json
 import math
+from collections import Counter
 
 import numpy as np
 from _plan_common import OUT, ROOT, Clock, fresh_study, mc_se, parallel_map
@@ -46,6 +48,7 @@ from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths
 from modprefs.plan.planner import jackknife_test_calibration, make_plan
 from modprefs.plan.priors import icc_diff_params, paper_priors
 from modprefs.plan.summary import icc_diff_power, table2_power
+from modprefs.stats.tables.modality import DEFAULT_SLOPE_ALPHA
 
 CACHE = ROOT / "results" / "plan_benchmark_cache"
 DESIGN = Design(40, 20, 10, ("audio", "text"))
@@ -239,14 +242,16 @@ def part_power_icc(args) -> dict:
 
 # ------------------------------------------------------------------------------------------- Table 2 power
 def _table2_fit(args):
-    from modprefs.stats.mixed.lmm import fit_formula
-    from modprefs.stats.tables.modality import rating_frame, table2_formula
+    """(modality estimate, its p, the ladder step) of Table 2's default fit (structure, fallback ladder and slope
+    LRT as :func:`modprefs.stats.tables.modality.table2` uses them) on one fresh study."""
+    from modprefs.stats.tables.modality import rating_frame, table2_fit
 
     params, design, i = args
     study, _ = fresh_study(params, design, 13, i)
     ratings, participants, stimuli = study_tables(study)
-    ct = fit_formula(rating_frame(ratings, participants, stimuli), table2_formula()).coef_table().set_index("term")
-    return ct.loc["modality", "estimate"], ct.loc["modality", "p"]
+    ladder = table2_fit(rating_frame(ratings, participants, stimuli))
+    ct = ladder.fit.coef_table().set_index("term")
+    return ct.loc["modality", "estimate"], ct.loc["modality", "p"], ladder.step
 
 
 def part_power_table2(args) -> dict:
@@ -256,7 +261,8 @@ def part_power_table2(args) -> dict:
     points = []
     for b_latent in (0.0, -4.0, -9.0, -14.0):
         params = dataclasses.replace(pr.central, b_text=b_latent)
-        fits = np.array(parallel_map(_table2_fit, [(params, DESIGN, i) for i in range(args.n_fresh)], args.jobs))
+        rows = parallel_map(_table2_fit, [(params, DESIGN, i) for i in range(args.n_fresh)], args.jobs)
+        fits = np.array([r[:2] for r in rows], dtype=float)
         effect = float(fits[:, 0].mean())
         rate = float(np.mean(fits[:, 1] < ALPHA))
         planned, se = table2_power(central, "modality", effect, ALPHA)
@@ -272,13 +278,15 @@ def part_power_table2(args) -> dict:
                 "z": z,
                 "agree_within_2_mcse": bool(abs(z) <= 2),
                 "n": len(fits),
+                "steps_used": dict(Counter(r[2] for r in rows)),
             }
         )
     return {
         "design": dataclasses.asdict(DESIGN),
         "alpha": ALPHA,
         "term": "modality",
-        "model": "table2_formula() default (stimulus_modality), Satterthwaite p",
+        "model": "table2_fit() default: participant_slopes down its fallback ladder, slopes kept where their LRT "
+        f"gives p <= {DEFAULT_SLOPE_ALPHA}; Satterthwaite p",
         "points": points,
         "n_agreeing": sum(p["agree_within_2_mcse"] for p in points),
     }

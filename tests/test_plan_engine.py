@@ -140,6 +140,34 @@ def test_table2_power_location_shift():
     for effect in (0.0, 4.0, -8.0):
         want = stats.norm.cdf(abs(effect) / 2 - 1.96) + stats.norm.cdf(-abs(effect) / 2 - 1.96)
         assert table2_power(rec, "modality", effect, 0.05)[0] == pytest.approx(want, abs=0.025)
+    rec["rec:t2_modality_df"] = np.full(4000, 5.0)  # Satterthwaite df recorded: the t(5) quantile, 2.571
+    for effect in (0.0, 8.0):
+        crit = stats.t.ppf(0.975, 5)
+        want = stats.norm.cdf(abs(effect) / 2 - crit) + stats.norm.cdf(-abs(effect) / 2 - crit)
+        assert table2_power(rec, "modality", effect, 0.05)[0] == pytest.approx(want, abs=0.025)
+
+
+def test_table2_record_is_the_fit_table2_reports():
+    """The planner's Table 2 record is Table 2's own fit of the intercept structure (its default's step in studies
+    whose ratings do not support rater slopes) on the study's tables: the same estimates, SEs and df."""
+    from modprefs.plan.analysis import table2_record
+    from modprefs.plan.fastsim import simulate_study, study_tables
+    from modprefs.plan.layout import balanced_layout, prism_like_lengths
+    from modprefs.stats.tables.modality import rating_frame, table2_fit
+
+    rng = np.random.default_rng(8)
+    study = simulate_study(
+        SimulationParams(), balanced_layout(12, 8, 6, ("audio", "text"), rng), prism_like_lengths(12, rng), rng
+    )
+    fast, theta = table2_record(study)
+    ratings, participants, stimuli = study_tables(study)
+    fit = table2_fit(rating_frame(ratings, participants, stimuli), "stimulus_modality").fit
+    ct = fit.coef_table().set_index("term")
+    for key, term in (("t2_modality", "modality"), ("t2_len", "modality:len_z")):
+        assert fast[f"{key}_b"] == pytest.approx(ct.loc[term, "estimate"], rel=1e-6, abs=1e-8)
+        assert fast[f"{key}_se"] == pytest.approx(ct.loc[term, "se"], rel=1e-5)
+        assert fast[f"{key}_df"] == pytest.approx(ct.loc[term, "df"], rel=1e-4)
+    assert theta is not None and theta.size == 3
 
 
 def test_icc_diff_power_uses_the_permutation_spread():

@@ -12,7 +12,8 @@ Per design and scenario (every value with its Monte-Carlo SE, ``_mcse``):
   calibrated against the Wald SE on the alternative's first studies; for the participant permutation,
   the permutation null's spread relative to the Wald SE, pooled over the design's studies;
 * ``power_table2``: Table 2's Wald test of ``table2_term`` at effect size b by a location shift of the
-  design's estimates (b_i - mean(b) + b; the fit's SEs do not depend on the fixed effects);
+  design's estimates (b_i - mean(b) + b; the fit's SEs do not depend on the fixed effects) over their SEs against
+  t(Satterthwaite df), as Table 2 tests them;
 * ``agreement`` / ``agreement_half_width``: cross-modality winner agreement at threshold 0 and the
   95 % Wilson half-width at its number of decisive prompts; ``accuracy_{c}``: winners matching the
   population's;
@@ -88,12 +89,16 @@ def icc_diff_power(
 
 
 def table2_power(rec: dict[str, np.ndarray], term: str, effect: float, alpha: float) -> tuple[float, float]:
-    """(power, MC SE) of Table 2's Wald test of ``term`` at observed effect ``effect`` (location shift)."""
+    """(power, MC SE) of Table 2's Wald test of ``term`` at observed effect ``effect`` (location shift): each study's
+    estimate shifted to mean ``effect`` over its SE against t(its Satterthwaite df), as Table 2 tests it (the normal
+    quantile where the records hold no df)."""
     key = TABLE2_TERMS[term]
     b, se = rec[f"rec:{key}_b"], rec[f"rec:{key}_se"]
-    ok = np.isfinite(b) & np.isfinite(se)
+    df = rec.get(f"rec:{key}_df")
+    ok = np.isfinite(b) & np.isfinite(se) & (np.isfinite(df) if df is not None else True)
     shifted = b[ok] - b[ok].mean() + effect
-    return _share(np.abs(shifted / se[ok]) > z_value(1 - alpha))
+    crit = stats.t.ppf(1 - alpha / 2, df[ok]) if df is not None else z_value(1 - alpha)
+    return _share(np.abs(shifted / se[ok]) > crit)
 
 
 def summarise(
