@@ -151,7 +151,7 @@ def _analysis_test(args) -> tuple[float, float]:
         res = icc_permutation_test(ratings, participants, n_resamples, seed=i)["icc_2_1"]
         return res["p_value"], res["observed"]
     frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
-    res = icc_difference_test(frames, n_noise=n_resamples, seed=i)["icc_2_1"]
+    res = icc_difference_test(frames, n_noise=n_resamples, seed=i, method=test)["icc_2_1"]
     return res.p_value, res.difference
 
 
@@ -171,7 +171,7 @@ def planned_icc_test(params, args, seeds: tuple[int, ...] = (1,)) -> dict:
             n_boot=args.n_noise,
         )
         [res] = run_tasks([Task("central", "icc_diff", params, DESIGN, settings)], jobs=1, cache_dir=CACHE)
-        jk = jackknife_test_calibration({DESIGN: res}).get(DESIGN) if args.icc_test == "jackknife" else None
+        jk = jackknife_test_calibration({DESIGN: res}).get(DESIGN) if args.icc_test != "permutation" else None
         power, se, crit = icc_diff_power(res, ALPHA, jk)
         run = {
             "seed": seed,
@@ -337,9 +337,10 @@ def main() -> None:
     ap.add_argument("--n-fresh", type=int, default=100, help="fresh studies per point for the analysis' own test")
     ap.add_argument(
         "--icc-test",
-        choices=("jackknife", "permutation"),
+        choices=("calibrated", "jackknife", "permutation"),
         default="jackknife",
-        help="Table 4's ICC-difference test (stats.icc_test) that power_icc and null validate",
+        help="Table 4's ICC-difference test (stats.icc_test) that power_icc and null validate (calibrated: written to "
+        "plan_null_calibrated.json / plan_power_icc_calibrated.json)",
     )
     ap.add_argument("--n-perm", type=int, default=79, help="permutations of Table 4's test (79: exact size .05)")
     ap.add_argument("--n-noise", type=int, default=99, help="residual refits of the jackknife test")
@@ -363,6 +364,8 @@ def main() -> None:
     result = fn(args)
     result["settings"] = vars(args)
     result["seconds"] = clock.seconds()
+    if args.part in ("null", "power_icc") and args.icc_test == "calibrated":  # beside the jackknife's files
+        name = name.replace(".json", "_calibrated.json")
     write_json(result, OUT / name)
     print(json.dumps(result, indent=1, default=str)[:4000])
 
