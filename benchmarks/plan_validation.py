@@ -12,9 +12,10 @@
     planner's alternative, :func:`modprefs.plan.priors.icc_diff_params`): the planner's power
     (``--n-sims`` studies) vs the empirical rejection rate of Table 4's own test on fresh studies at the
     same parameters, from their tables: ``--icc-test jackknife`` (the default,
-    :func:`modprefs.stats.reliability.icc_difference.icc_difference_test`, ``--n-noise`` residual refits) or
-    ``permutation`` (:func:`modprefs.stats.tables.reliability_table.icc_permutation_test`, ``--n-perm``);
-    reject at p <= .05.
+    :func:`modprefs.stats.reliability.icc_difference.icc_difference_test`, ``--n-noise`` residual refits),
+    ``calibrated`` (the same test with its variance calibrated under H0, Table 4's default; written to
+    plan_power_icc_calibrated.json and plan_null_calibrated.json) or ``permutation``
+    (:func:`modprefs.stats.tables.reliability_table.icc_permutation_test`, ``--n-perm``); reject at p <= .05.
 ``--part power_table2`` (plan_power_table2.json)
     Same design. Latent modality effects b_text 0, -4, -9, -14: Table 2's own model
     (:func:`modprefs.stats.tables.modality.table2_fit` as Table 2 fits it: the default structure down its fallback
