@@ -90,7 +90,9 @@ NULLS = (
     "rater_heterogeneous",
 )
 ALTERNATIVES = {"gaussian_alt10": 312.0, "gaussian_alt20": 780.0}
-ICC_TESTS = ("jackknife", "calibrated", "permutation")
+ICC_TESTS = ("jackknife", "calibrated", "calibrated_jkdf", "permutation")
+#: ``calibrated_jkdf``: the calibrated variance on the jackknife's own df (Table 4's calibrated test before V_cal got
+#: its own Satterthwaite df, modprefs.stats.reliability.icc_difference.calibrated_variance)
 ALPHA_METRICS = ("continuous", "ordinal", "nominal")
 TIE_BAND = 5.0
 
@@ -179,6 +181,10 @@ def icc_tests(frames: dict[str, pd.DataFrame], seed: int, args: argparse.Namespa
     out: dict = {"seconds": {"jackknife": t1 - t0, "calibration": t2 - t1}}
     for name, res in (("jackknife", jk), ("calibrated", cal)):
         out[name] = {s: {"p": r.p_value, "D": r.difference, "V": r.variance, "df": r.df} for s, r in res.items()}
+    out["calibrated_jkdf"] = {
+        s: {"p": idiff._p_value(r.t, r.parts.get("df_jackknife", r.df)), "D": r.difference, "V": r.variance}
+        for s, r in cal.items()
+    }
     out["calibration"] = {s: {k: v for k, v in cal[s].parts.items() if k.startswith("null")} for s in cal}
     return out
 
@@ -262,8 +268,12 @@ def summarise(studies: list[dict]) -> dict:
     for key, cell in sorted(cells.items()):
         recs, block = cell["recs"], {"size": cell["size"], "model": cell["model"], "n_studies": len(cell["recs"])}
         truth = np.array([r["D"] for r in cell["truth"]], float).reshape(-1, 2)
+        tested = [
+            [r["icc"]["jackknife"][s]["D"] for s in idiff.STATISTICS] for r in recs if "jackknife" in r.get("icc", {})
+        ]
+        truth = np.vstack([truth, np.array(tested, float).reshape(-1, 2)])  # the tested studies are null studies too
         truth = truth[np.isfinite(truth).all(axis=1)]
-        if len(truth) > 2:  # E[D^2] from the fitted-only studies: the variance each test should use under a null
+        if len(truth) > 2:  # E[D^2] over the cell's null studies: the variance each test should use
             block["truth"] = {"n_studies": len(truth), "mean_D2": (truth**2).mean(axis=0).tolist()}
             block["truth"]["se_mean_D2"] = ((truth**2).std(axis=0, ddof=1) / np.sqrt(len(truth))).tolist()
         for test in ICC_TESTS:
@@ -380,7 +390,9 @@ def markdown(doc: dict) -> str:
         "Sizes: small = 40 prompts x 20 raters per condition x 10 trials, paper = 100 x 53 x 20. ICC tests: the "
         "crossed jackknife (`jackknife`) and the same t calibrated in null studies from each study's fit "
         f"(`calibrated`, Table 4's default; {c.get('n_replicates') or idiff.N_REPLICATES} null studies with a "
-        f"sampled jackknife + {c.get('n_null') or idiff.N_NULL} fitted only), one set of refits for both; jackknife "
+        f"sampled jackknife + {c.get('n_null') or idiff.N_NULL} fitted only; on the calibrated variance's own "
+        "Satterthwaite df; `calibrated, jackknife df` = the same variance on the jackknife's df, the test before "
+        "that" + (f" -- {doc['rescored']}" if doc.get("rescored") else "") + "), one set of refits for both; jackknife "
         f"noise term {c['n_noise']} residual refits. Acceptance band: 5 % +/- 2 MC SE. "
         + (
             f"Alpha tests: the paper's permutation of the difference and the studentized permutation of the "
@@ -399,11 +411,12 @@ def markdown(doc: dict) -> str:
         "",
         "## Rejection rate at alpha .05 (%, ± Monte Carlo SE sqrt(r(1-r)/n), studies)",
         "",
-        "| size | model | ICC(2,1) jackknife | ICC(2,1) calibrated | ICC(2,k) jackknife | ICC(2,k) calibrated "
+        "| size | model | ICC(2,1) jackknife | ICC(2,1) calibrated | ICC(2,1) calibrated, jackknife df | ICC(2,k) "
+        "jackknife | ICC(2,k) calibrated | ICC(2,k) calibrated, jackknife df "
         + ("| alpha permutation cont / ord / nom | alpha studentized cont / ord / nom |" if with_alpha else "|"),
-        "|---|---|---|---|---|---|" + ("---|---|" if with_alpha else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|---|" if with_alpha else ""),
     ]
-    icc_keys = [f"icc/{t}/{s}" for s in idiff.STATISTICS for t in ("jackknife", "calibrated")]
+    icc_keys = [f"icc/{t}/{s}" for s in idiff.STATISTICS for t in ("jackknife", "calibrated", "calibrated_jkdf")]
     tests = ("permutation", "studentized")
     for b in doc["summary"].values():
         if not any(k in b for k in icc_keys) and not with_alpha:
@@ -429,10 +442,9 @@ def markdown(doc: dict) -> str:
         "",
         "## ICC tests: mean variance used / E[D^2] (± SE of the mean variance; 1 = unbiased under a null)",
         "",
-        "E[D^2] from studies of the same cell fitted only (seeds 10000+); where there are none, from the tested "
-        "studies.",
+        "E[D^2] over the cell's studies: those tested and those fitted only (seeds 10000+). Alternatives are left out.",
         "",
-        "| size | model | fitted-only studies | E[D^2] ICC(2,1) | jackknife | calibrated | E[D^2] ICC(2,k) | jackknife "
+        "| size | model | studies for E[D^2] | E[D^2] ICC(2,1) | jackknife | calibrated | E[D^2] ICC(2,k) | jackknife "
         "| calibrated |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -456,6 +468,30 @@ def write(doc: dict, out: Path) -> None:
     out.with_suffix(".md").write_text(markdown(doc))
 
 
+def rescore(rec: dict) -> dict:
+    """A stored study's calibrated test recomputed by today's :func:`~modprefs.stats.reliability.icc_difference.
+    calibrated_variance` from what the study stored (D, V and df of the jackknife test, E*, Var* and the number of
+    null differences): the test is a function of those alone, so this is what today's code gives on the study. The
+    stored calibrated test becomes ``calibrated_jkdf`` (its variance must be today's V_cal: checked)."""
+    icc = rec.get("icc")
+    if not icc or "calibrated_jkdf" in icc or "calibration" not in icc:
+        return rec
+    old, new = icc["calibrated"], {}
+    for stat, jk in icc["jackknife"].items():
+        cal = icc["calibration"].get(stat, {})
+        e, n, m = (cal.get(k, float("nan")) for k in ("null_expected_variance", "null_variance", "null_studies"))
+        if not (np.isfinite([jk["V"], e, n]).all() and e > 0 and n > 0):
+            new[stat] = dict(old[stat])  # not calibrated: the jackknife test, as calibrated_tests leaves it
+            continue
+        v_cal, df = idiff.calibrated_variance(jk["V"], jk["df"], e, n, int(m))
+        if not np.isclose(v_cal, old[stat]["V"], rtol=1e-9):
+            raise ValueError(f"seed {rec['seed']} {stat}: stored V_cal {old[stat]['V']} is not today's {v_cal}")
+        t = idiff._t(jk["D"], v_cal)
+        new[stat] = {"p": idiff._p_value(t, df), "D": jk["D"], "V": v_cal, "df": df}
+    icc["calibrated_jkdf"], icc["calibrated"] = old, new
+    return rec
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-studies", type=int, default=100, help="studies per cell")
@@ -477,7 +513,21 @@ def main() -> None:
         "--append", action="store_true", help="merge into --out's studies (those already there are kept, not rerun)"
     )
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--rescore",
+        action="store_true",
+        help="recompute the stored studies' calibrated test with today's df (rescore()) and rewrite --out; no runs",
+    )
     args = ap.parse_args()
+    if args.rescore:
+        doc = json.loads(args.out.read_text())
+        studies = [rescore(r) for r in doc["studies"]]
+        doc["rescored"] = (
+            "calibrated: V_cal on its own Satterthwaite df (calibrated_variance), recomputed from each study's stored "
+            "jackknife test and calibration; calibrated_jkdf: the same V_cal on the jackknife's df, as run"
+        )
+        write({**doc, "summary": summarise(studies), "studies": studies}, args.out)
+        return
     models = args.models.split(",")
     tasks = [(args.size, m, s, args) for s in range(args.first_seed, args.first_seed + args.n_studies) for m in models]
     tasks += [(args.size, m, -1 - (10000 + s), args) for s in range(args.truth) for m in models]

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from _ratings_helpers import make_assignments, make_stimuli
 from modprefs.ratings.simulate import simulate_ratings
@@ -22,6 +23,7 @@ from modprefs.stats.reliability.icc_difference import (
     _condition_parts,
     _sampled_jackknife_variance,
     calibrated_tests,
+    calibrated_variance,
     calibration,
     difference_tests,
     draw_null,
@@ -178,10 +180,26 @@ def test_calibration_corrects_the_variance_and_says_what_it_used(parts):
     for j, s in enumerate(("icc_2_1", "icc_2_k")):
         e, n, v = cal.expected_variance[j], cal.null_variance[j], base[s].variance
         assert out[s].variance == pytest.approx(max(v - (e - n), v * n / e))
-        assert out[s].parts["variance_jackknife"] == v and out[s].df == base[s].df
+        assert out[s].parts["variance_jackknife"] == v and out[s].parts["df_jackknife"] == base[s].df
+        assert out[s].df == calibrated_variance(v, base[s].df, e, n, cal.n_null)[1] < base[s].df
+        assert out[s].p_value == pytest.approx(2 * stats.t.sf(abs(out[s].t), out[s].df))
         assert 0 < out[s].p_value <= 1 and out[s].difference == base[s].difference
     undefined = calibrated_tests(base, type(cal)(np.full(2, np.nan), np.full(2, np.nan), 0, 0, "no null world"))
     assert undefined["icc_2_1"].p_value == base["icc_2_1"].p_value and "not calibrated" in undefined["icc_2_1"].note
+
+
+def test_calibrated_variance_df_is_satterthwaites():
+    """V_cal's df from its parts' (V with df 30; Var* from 101 null differences): closed forms of both branches."""
+    v, df, n_null = 2.0, 30.0, 101
+    # E* - Var* = 0.5 subtracted (V_cal 1.5 > V Var* / E* = 1.33): var = 2 V^2/df + 2 Var*^2/(n_null - 1)
+    cal, cal_df = calibrated_variance(v, df, 1.5, 1.0, n_null)
+    assert cal == pytest.approx(1.5) and cal_df == pytest.approx(2 * 1.5**2 / (2 * 4 / 30 + 2 * 1.0**2 / 100))
+    # V below E*: the ratio (V Var* / E* = 0.5 > V - (E* - Var*) = 0.0), relative variances add
+    cal, cal_df = calibrated_variance(v, df, 4.0, 1.0, n_null)
+    assert cal == pytest.approx(0.5) and cal_df == pytest.approx(2 / (2 / 30 + 2 / 100))
+    # nothing subtracted (E* = Var*) and Var* all but exact: V's own df; V exact (infinite df): Var*'s noise alone
+    assert calibrated_variance(v, df, 1.0, 1.0, 10**12)[1] == pytest.approx(df, rel=1e-6)
+    assert calibrated_variance(v, math.inf, 1.0, 1.0, 101)[1] == pytest.approx(2 * 2.0**2 / (2 * 1.0**2 / 100))
 
 
 @pytest.mark.slow  # two calibrated tests: ~15 s on 2 cores
@@ -209,4 +227,4 @@ def test_the_planner_plans_for_the_calibrated_test():
     plain = jackknife_difference_record(study, 0, np.random.default_rng(1))
     calibrated = jackknife_difference_record(study, 0, np.random.default_rng(1), "calibrated")
     assert np.isfinite([calibrated["jk_se"], calibrated["jk_df"]]).all()
-    assert calibrated["jk_df"] == pytest.approx(plain["jk_df"]) and calibrated["jk_se"] != plain["jk_se"]
+    assert calibrated["jk_df"] < plain["jk_df"] and calibrated["jk_se"] != plain["jk_se"]

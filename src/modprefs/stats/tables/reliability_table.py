@@ -8,8 +8,8 @@ resampled, in columns named after it:
   ``stats.icc_ci_method`` chose per condition: ``n_jackknife_noise_refits`` residual refits for the crossed
   jackknife's noise term, or ``n_boot_icc_refits`` bootstrap refits). The p-value is ``stats.icc_test``'s
   (:data:`ICC_TESTS`): ``calibrated`` (default) = the crossed-jackknife t test with its variance calibrated in
-  ``n_null_studies`` null studies simulated from the study's own fit
-  (:mod:`modprefs.stats.reliability.icc_difference`); ``jackknife`` = the same test uncalibrated (conservative);
+  ``n_null_studies`` null studies simulated from the study's own fit, on the calibrated variance's Satterthwaite
+  df (:mod:`modprefs.stats.reliability.icc_difference`); ``jackknife`` = the same test uncalibrated (conservative);
   ``permutation`` = the paper's participant permutation (``n_perm_participants``), which tests exchangeable
   conditions and rejects too often when only the ICCs are equal. The jackknife tests' noise term uses the same
   ``n_jackknife_noise_refits``.
@@ -46,7 +46,8 @@ log = logging.getLogger(__name__)
 
 #: ``stats.icc_test`` -> what Table 4's ICC p-values are
 ICC_TESTS = {
-    "calibrated": "crossed-jackknife t test, variance calibrated in null studies from the study's fit",
+    "calibrated": "crossed-jackknife t test, variance calibrated in null studies from the study's fit, on that "
+    "variance's Satterthwaite df",
     "jackknife": "crossed-jackknife t test (uncalibrated, conservative)",
     "permutation": "participant permutation of the difference (the paper's)",
 }
