@@ -483,7 +483,8 @@ def rescore(rec: dict) -> dict:
         if not (np.isfinite([jk["V"], e, n]).all() and e > 0 and n > 0):
             new[stat] = dict(old[stat])  # not calibrated: the jackknife test, as calibrated_tests leaves it
             continue
-        v_cal, df = idiff.calibrated_variance(jk["V"], jk["df"], e, n, int(m))
+        spread = cal.get("null_expected_variance_var", 0.0)  # studies run before it was stored: 0 (df too high)
+        v_cal, df = idiff.calibrated_variance(jk["V"], jk["df"], e, n, int(m), spread)
         if not np.isclose(v_cal, old[stat]["V"], rtol=1e-9):
             raise ValueError(f"seed {rec['seed']} {stat}: stored V_cal {old[stat]['V']} is not today's {v_cal}")
         t = idiff._t(jk["D"], v_cal)

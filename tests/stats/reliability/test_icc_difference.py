@@ -181,7 +181,9 @@ def test_calibration_corrects_the_variance_and_says_what_it_used(parts):
         e, n, v = cal.expected_variance[j], cal.null_variance[j], base[s].variance
         assert out[s].variance == pytest.approx(max(v - (e - n), v * n / e))
         assert out[s].parts["variance_jackknife"] == v and out[s].parts["df_jackknife"] == base[s].df
-        assert out[s].df == calibrated_variance(v, base[s].df, e, n, cal.n_null)[1] < base[s].df
+        spread = cal.expected_variance_var[j]
+        assert spread > 0 and out[s].parts["null_expected_variance_var"] == spread
+        assert out[s].df == calibrated_variance(v, base[s].df, e, n, cal.n_null, spread)[1] < base[s].df
         assert out[s].p_value == pytest.approx(2 * stats.t.sf(abs(out[s].t), out[s].df))
         assert 0 < out[s].p_value <= 1 and out[s].difference == base[s].difference
     undefined = calibrated_tests(base, type(cal)(np.full(2, np.nan), np.full(2, np.nan), 0, 0, "no null world"))
@@ -197,6 +199,11 @@ def test_calibrated_variance_df_is_satterthwaites():
     # V below E*: the ratio (V Var* / E* = 0.5 > V - (E* - Var*) = 0.0), relative variances add
     cal, cal_df = calibrated_variance(v, df, 4.0, 1.0, n_null)
     assert cal == pytest.approx(0.5) and cal_df == pytest.approx(2 / (2 / 30 + 2 / 100))
+    # E*'s sampling variance adds to the spread (subtracted) or to the relative variances (ratio)
+    with_e = calibrated_variance(v, df, 1.5, 1.0, n_null, expected_var=0.1)[1]
+    assert with_e == pytest.approx(2 * 1.5**2 / (2 * 4 / 30 + 0.1 + 2 * 1.0**2 / 100))
+    with_e = calibrated_variance(v, df, 4.0, 1.0, n_null, expected_var=0.8)[1]
+    assert with_e == pytest.approx(2 / (2 / 30 + 0.8 / 16 + 2 / 100))
     # nothing subtracted (E* = Var*) and Var* all but exact: V's own df; V exact (infinite df): Var*'s noise alone
     assert calibrated_variance(v, df, 1.0, 1.0, 10**12)[1] == pytest.approx(df, rel=1e-6)
     assert calibrated_variance(v, math.inf, 1.0, 1.0, 101)[1] == pytest.approx(2 * 2.0**2 / (2 * 1.0**2 / 100))

@@ -53,9 +53,10 @@ itself, under H0, and removes it (:func:`calibration`, :func:`calibrated_tests`)
    the excess, V_cal = max(V - (E* - Var*), V Var* / E*): the excess subtracted where V is above its H0
    expectation (heavy-tailed ratings, whose extra variance is real), the ratio applied where it is below;
    t = D / sqrt(V_cal) on Satterthwaite's df for V_cal (:func:`calibrated_variance`): subtracting the excess keeps V's
-   noise and lowers its mean, and Var* is an estimate too, so V_cal has fewer df than V (about 23 instead of 35 at
-   40 prompts x 20 raters x 10 trials; 51-89 instead of 98-124 at the paper's size). With V's own df, the test
-   rejected 6.4-8.0 % per model at the small size (500 null studies each; module section below).
+   noise and lowers its mean, and E* and Var* are estimates too (E* from only ``n_replicates`` sampled jackknifes:
+   its relative variance is about .05 at 40 prompts x 20 raters x 10 trials, as large as V's own), so V_cal has
+   fewer df than V. With V's own df the test rejected 6.4-8.0 % per model at that size (500 null studies each)
+   although V_cal was unbiased there: its spread, not its mean, made the excess.
 
 The calibration adds n_replicates x (2 + 2 n_prompts_left_out + 2 n_participants_left_out + 4) + 2 n_null refits
 (704 with the defaults, whatever the study's size) to the jackknife test's 2 G + J_a + J_t + 2 n_noise (G prompts,
@@ -307,8 +308,9 @@ class Calibration:
 
     expected_variance: (2,) mean jackknife variance of D (ICC(2,1), ICC(2,k)) over the null studies with a
     jackknife (``n_replicates`` of them estimable); null_variance: (2,) variance of D over every estimable null
-    study (``n_null`` of them, those with a jackknife included); note: why the calibration is undefined (NaN
-    arrays) when it is.
+    study (``n_null`` of them, those with a jackknife included); expected_variance_var: (2,) the sampling variance
+    of expected_variance (the replicates' sample variance / n_replicates; None: unknown, taken as 0); note: why the
+    calibration is undefined (NaN arrays) when it is.
     """
 
     expected_variance: np.ndarray
@@ -316,6 +318,7 @@ class Calibration:
     n_replicates: int
     n_null: int
     note: str = ""
+    expected_variance_var: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -505,25 +508,31 @@ def calibration(
     if ok_v.sum() < 2 or ok_d.sum() < 3:
         note = "too few estimable null studies"
         return Calibration(np.full(2, np.nan), np.full(2, np.nan), int(ok_v.sum()), int(ok_d.sum()), note)
-    return Calibration(v[ok_v].mean(axis=0), d[ok_d].var(axis=0, ddof=1), int(ok_v.sum()), int(ok_d.sum()))
+    n_v = int(ok_v.sum())
+    spread = v[ok_v].var(axis=0, ddof=1) / n_v
+    return Calibration(v[ok_v].mean(axis=0), d[ok_d].var(axis=0, ddof=1), n_v, int(ok_d.sum()), "", spread)
 
 
-def calibrated_variance(variance: float, df: float, expected: float, null: float, n_null: int) -> tuple[float, float]:
-    """(V_cal, its Satterthwaite df) from V (``variance``, with Satterthwaite ``df``), E* (``expected``) and Var*
-    (``null``, the sample variance of ``n_null`` null differences); module docstring, step 3.
+def calibrated_variance(
+    variance: float, df: float, expected: float, null: float, n_null: int, expected_var: float = 0.0
+) -> tuple[float, float]:
+    """(V_cal, its Satterthwaite df) from V (``variance``, with Satterthwaite ``df``), E* (``expected``, with
+    sampling variance ``expected_var``: the replicates' sample variance / their number) and Var* (``null``, the
+    sample variance of ``n_null`` null differences); module docstring, step 3.
 
-    V_cal = max(V - (E* - Var*), V Var* / E*). var(Var*) = 2 Var*^2 / (n_null - 1). Where the excess is subtracted,
-    df = 2 V_cal^2 / (2 V^2 / df + var(Var*)); where the ratio applies, the relative variances add:
-    df = 2 / (2 / df + 2 / (n_null - 1)). E*'s own noise (a mean of ``n_replicates`` sampled jackknife variances)
-    is left out, so these df are an upper bound. An infinite ``df`` contributes no noise.
+    V_cal = max(V - (E* - Var*), V Var* / E*); var(Var*) = 2 Var*^2 / (n_null - 1). Where the excess is
+    subtracted, the three are independent estimates: df = 2 V_cal^2 / (2 V^2 / df + var(E*) + var(Var*)); where
+    the ratio applies, their relative variances add: df = 2 / (2 / df + var(E*) / E*^2 + 2 / (n_null - 1)).
+    An infinite ``df`` contributes no noise.
     """
     subtracted, ratio = variance - (expected - null), variance * null / expected
     rel_v = 2.0 / df if math.isfinite(df) and df > 0 else 0.0
     rel_null = 2.0 / (n_null - 1) if n_null > 1 else math.inf
+    expected_var = expected_var if math.isfinite(expected_var) and expected_var > 0 else 0.0
     if subtracted >= ratio:
-        spread = rel_v * variance**2 + rel_null * null**2
+        spread = rel_v * variance**2 + expected_var + rel_null * null**2
         return subtracted, (2.0 * subtracted**2 / spread if spread > 0 else math.inf)
-    relative = rel_v + rel_null
+    relative = rel_v + expected_var / expected**2 + rel_null
     return ratio, (2.0 / relative if relative > 0 else math.inf)
 
 
@@ -542,11 +551,13 @@ def calibrated_tests(tests: dict[str, IccDifference], cal: Calibration) -> dict[
             why = cal.note or "the jackknife's expected variance under H0 is not positive"
             out[s] = dataclasses.replace(test, note="; ".join(n for n in (test.note, f"not calibrated: {why}") if n))
             continue
-        variance, df = calibrated_variance(test.variance, test.df, expected, null, cal.n_null)
+        spread = float(cal.expected_variance_var[j]) if cal.expected_variance_var is not None else 0.0
+        variance, df = calibrated_variance(test.variance, test.df, expected, null, cal.n_null, spread)
         t = _t(test.difference, variance)
         detail = {"variance_jackknife": test.variance, "null_expected_variance": expected, "null_variance": null}
         detail |= {"null_replicates": float(cal.n_replicates), "null_studies": float(cal.n_null)}
         detail["df_jackknife"] = test.df
+        detail["null_expected_variance_var"] = spread
         out[s] = dataclasses.replace(
             test, variance=variance, df=df, t=t, p_value=_p_value(t, df), parts={**test.parts, **detail}
         )
