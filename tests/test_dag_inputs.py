@@ -97,8 +97,8 @@ def test_damaged_study_clips_fail_qc_and_their_prompts_are_replaced(default_run,
     assert "render_shard" not in jobs and "conversations" not in jobs, jobs
 
     # The damaged shard's QC, planned with every rerun trigger (the clips' digests are a param of audio_qc).
-    qc_table = f"results/audio/rounds/0/qc/{sorted(run.glob('results/audio/rounds/0/shards/*.csv'))[damaged_shard].name}"
-    proc = run_workflow(run, qc_table)
+    shard_files = sorted(run.glob("results/audio/rounds/0/shards/*.csv"))
+    proc = run_workflow(run, f"results/audio/rounds/0/qc/{shard_files[damaged_shard].name}")
     assert proc.returncode == 0, proc.stderr[-4000:]
     # A replacement can itself fail QC (the accented default voice fails Whisper's round trip on about one prompt
     # in four), and which replacements fail depends on the installed TTS and ASR builds: give the chain room, as
