@@ -379,10 +379,23 @@ def alpha_markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def without_expected_noise(studies: list[dict]) -> dict[str, int]:
+    """{size: calibrated studies whose df leave out E*'s own noise}: run before the calibration stored the
+    replicates' variance (``null_expected_variance_var``), they were rescored without it (their df too high, their
+    rate if anything too high)."""
+    out: dict[str, int] = {}
+    for r in studies:
+        cal = r.get("icc", {}).get("calibration", {})
+        if cal and not any("null_expected_variance_var" in c for c in cal.values()):
+            out[r["size"]] = out.get(r["size"], 0) + 1
+    return out
+
+
 def markdown(doc: dict) -> str:
     if not any("icc" in r for r in doc.get("studies", [])):
         return alpha_markdown(doc)
     c = doc["config"]
+    older = without_expected_noise(doc.get("studies", []))
     with_alpha = any("alpha" in r for r in doc.get("studies", []))
     lines = [
         "# Table 4's ICC-difference tests under equal ICCs (and one alternative)",
@@ -392,7 +405,13 @@ def markdown(doc: dict) -> str:
         f"(`calibrated`, Table 4's default; {c.get('n_replicates') or idiff.N_REPLICATES} null studies with a "
         f"sampled jackknife + {c.get('n_null') or idiff.N_NULL} fitted only; on the calibrated variance's own "
         "Satterthwaite df; `calibrated, jackknife df` = the same variance on the jackknife's df, the test before "
-        "that" + (f" -- {doc['rescored']}" if doc.get("rescored") else "") + "), one set of refits for both; jackknife "
+        "that"
+        + (f" -- {doc['rescored']}" if doc.get("rescored") else "")
+        + "".join(
+            f"; {n} {size} studies ran before E*'s own noise was stored: their df leave it out"
+            for size, n in older.items()
+        )
+        + "), one set of refits for both; jackknife "
         f"noise term {c['n_noise']} residual refits. Acceptance band: 5 % +/- 2 MC SE. "
         + (
             f"Alpha tests: the paper's permutation of the difference and the studentized permutation of the "
@@ -549,6 +568,8 @@ def main() -> None:
                     "wall_s": round(time.perf_counter() - t0, 1),
                 }
                 doc = {"config": config, "runs": old["runs"] + [run], "summary": summarise(studies), "studies": studies}
+                if "rescored" in old:
+                    doc["rescored"] = old["rescored"]
                 write(doc, args.out)
                 print(f"{i}/{len(tasks)} studies, {run['wall_s']} s", file=sys.stderr)
     if not tasks:  # nothing to run: rewrite the summary and the Markdown from the stored studies

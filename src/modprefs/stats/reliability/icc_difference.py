@@ -61,10 +61,10 @@ itself, under H0, and removes it (:func:`calibration`, :func:`calibrated_tests`)
 The calibration adds n_replicates x (2 + 2 n_prompts_left_out + 2 n_participants_left_out + 4) + 2 n_null refits
 (704 with the defaults, whatever the study's size) to the jackknife test's 2 G + J_a + J_t + 2 n_noise (G prompts,
 J_a + J_t participants). Measured, both tests on the same studies (benchmarks/out/icc_difference_null_v2.md; four
-generating models with equal ICCs, 500 studies each at 40 prompts x 20 raters x 10 trials, 227 at the paper's
+generating models with equal ICCs, 500 studies each at 40 prompts x 20 raters x 10 trials and at the paper's
 size): mean V / E[D^2] 1.26-1.30 for the jackknife and 1.00-1.08 calibrated at the small size (ICC(2,1));
 rejections at .05 pooled 3.0 % (jackknife) and 5.6 % (calibrated; 6.8 % on the jackknife's df), per model
-4.8-6.6 %; at the paper's size 4.3 % and 4.7 %.
+4.8-6.6 %; at the paper's size 4.2 % and 4.5 %, per model 3.4-6.6 %.
 
 References:
     Efron, B. & Stein, C. (1981). The jackknife estimate of variance. Ann. Statist. 9(3), 586-596.
