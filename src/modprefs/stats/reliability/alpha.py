@@ -40,12 +40,12 @@ Testing a difference (Table 4)
 ------------------------------
 :func:`alpha_difference_jackknife` is a crossed-jackknife t test of alpha(audio) - alpha(text) (units shared by
 the conditions, coders not; the value-level jackknife removes the noise both one-way jackknifes count). Its
-variance is close to unbiased under equal alphas (mean V / E[D^2] 0.89-1.42 at 40 prompts x 20 raters x 10 trials,
+variance is close to unbiased under equal alphas (mean V / E[D^2] 0.90-1.26 at 40 prompts x 20 raters x 10 trials,
 benchmarks/out/alpha_difference_null.md), but its t is heavier-tailed than Student's t for the continuous alpha
 and lighter for the nominal one (whose first-order variance vanishes near alpha = 0), so :func:`alpha_table`
 refers the t to the t of random reassignments of the participants (a studentized permutation test, Janssen 1997;
 Chung & Romano 2013); the permutation of the difference itself (the paper's) tests exchangeable conditions
-instead and over-rejects when only the alphas are equal (8.2 / 8.3 % for the continuous / ordinal alpha there).
+instead and over-rejects when only the alphas are equal (8.4 / 8.4 % for the continuous / ordinal alpha there).
 Measured sizes: benchmarks/out/alpha_difference_null.md.
 
 Results equal ``krippendorff.alpha(reliability_data, level_of_measurement=...)`` (v0.8/0.9) to
@@ -730,9 +730,10 @@ def alpha_table(
       equal alphas but conditions that differ otherwise it need not hold its size; the studentized one is
       asymptotically valid whether or not they are exchangeable (Janssen 1997; Chung & Romano 2013) and
       corrects the jackknife's own bias with it. Measured at 40 prompts x 20 raters per condition x 10 trials
-      and at 100 x 53 x 20 (benchmarks/out/alpha_difference_null.md, 250 / 150 equal-alpha studies in each of 4-5
-      generating models): rejection at .05 continuous 5.8 / 6.5 %, ordinal 5.0 / 5.3 %, nominal 5.1 / 5.0 %
-      pooled, every cell within 5 % +/- 2 MC SE (the paper's permutation: 8.2 / 11.3, 8.3 / 10.7, 4.2 / 6.5 %).
+      and at 100 x 53 x 20 (benchmarks/out/alpha_difference_null.md, 500 equal-alpha studies in each of 4-5
+      generating models at each size): rejection at .05 continuous 5.7 / 5.5 %, ordinal 5.0 / 5.0 %, nominal
+      4.3 / 4.5 % pooled, every cell within 5 % +/- 2 MC SE (the paper's permutation: 8.4 / 12.4, 8.4 / 10.1,
+      4.0 / 5.0 %).
 
     Seeds: ``SeedSequence(seed).spawn(3)`` one per metric (in :data:`ALPHA_METRICS` order), each
     spawning (bootstrap of conditions[0], bootstrap of conditions[1], permutations).
