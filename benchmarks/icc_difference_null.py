@@ -420,7 +420,8 @@ def markdown(doc: dict) -> str:
             else "Alpha tests: benchmarks/out/alpha_difference_null.md. "
         )
         + (doc.get("alpha_removed", "") + ". " if doc.get("alpha_removed") else "")
-        + "`gaussian_alt10` is an alternative (audio ICC(2,1) .10 higher): its column is power. Runs: "
+        + "`gaussian_alt10` / `gaussian_alt20` are alternatives (audio ICC(2,1) .10 / .20 higher): their rows are "
+        "power, on the same studies for every test. Runs: "
         + "; ".join(
             f"{r['config']['size']} {r['config']['models']}: {r['studies_done']} of {r['of']} tasks, "
             f"{r['wall_s']} s on {r['config']['workers']} workers"
