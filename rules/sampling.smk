@@ -20,7 +20,6 @@ checkpoint sample_prompts:
     params:
         sampling=config["sampling"],
         seed=config["seed"],
-        max_rounds=config["audio_qc"]["max_rounds"],
     script:
         "../workflow/scripts/sample_prompts.py"
 

@@ -102,17 +102,19 @@ def test_damaged_study_clips_fail_qc_and_their_prompts_are_replaced(default_run,
     assert proc.returncode == 0, proc.stderr[-4000:]
     # A replacement can itself fail QC (the accented default voice fails Whisper's round trip on about one prompt
     # in four), and which replacements fail depends on the installed TTS and ASR builds: give the chain room, as
-    # a lab would (an exhausted review's message says so). The review rounds then run without the params trigger,
-    # so that the edit does not plan the first draw (whose params hold max_rounds) again.
+    # a lab would (an exhausted review's message says so). Raising max_rounds plans the review rounds again,
+    # never the first draw or its rendering.
     config = yaml.safe_load((run / "config.yaml").read_text())
     config["audio_qc"]["max_rounds"] = 8
     (run / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    jobs = planned_jobs(run_workflow(run, "-n", SPEECH[0], "results/study/stimuli.csv"))
+    assert "audio_review" in jobs and not {"sample_prompts", "conversations"} & set(jobs), jobs
+    first_draw_written = (run / "results/sampling/prompts.csv").stat().st_mtime_ns
     # the study voice only: the other engines would render every clip of the new prompt set again
-    proc = run_workflow(
-        run, SPEECH[0], "results/study/stimuli.csv", "--rerun-triggers", "mtime", "input", "code", "software-env"
-    )
+    proc = run_workflow(run, SPEECH[0], "results/study/stimuli.csv")
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Traceback" not in proc.stdout + proc.stderr
+    assert (run / "results/sampling/prompts.csv").stat().st_mtime_ns == first_draw_written
     qc = _read(run, "results/audio/qc.csv").set_index("clip_id")
     assert qc.loc[unreadable_clip, "qc_reasons"].startswith("unreadable")
     assert "wer" in qc.loc[silent_clip, "qc_reasons"] and qc.loc[silent_clip, "qc_pass"] in ("False", False)

@@ -28,7 +28,7 @@ def main(smk) -> None:  # noqa: ANN001
         logging.info(
             "removed %s (%s): %s -> replaced by %s", rem.conversation_id, rem.reason, rem.detail, rem.replaced_by
         )
-    ids = upcoming_language_ids(interactions, sampling, smk.params.seed, prompts, removals, smk.params.max_rounds)
+    ids = upcoming_language_ids(interactions, sampling, smk.params.seed, prompts, removals)
     logging.info("languages of %d upcoming candidates' responses identified for the review rounds", len(ids))
     write_csv(ids, smk.output.language_ids)
     write_csv(removals, smk.output.removals)

@@ -231,20 +231,27 @@ def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.
     return candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)
 
 
+#: review rounds whose candidates the first draw identifies languages for (:func:`upcoming_language_ids`): the
+#: default ``audio_qc.max_rounds``. A fixed number, not ``max_rounds`` itself, so that raising ``max_rounds`` (as an
+#: exhausted review's message advises) does not change the first draw's job and plan every rendering again; a
+#: candidate beyond it is identified by lingua in its review round, with the same result.
+LANGUAGE_LOOKAHEAD_ROUNDS = 3
+
+
 def upcoming_language_ids(
     interactions: pd.DataFrame,
     sampling: Mapping[str, Any],
     seed: int,
     first_draw: pd.DataFrame,
     screening_removals: pd.DataFrame,
-    max_rounds: int,
+    rounds: int = LANGUAGE_LOOKAHEAD_ROUNDS,
 ) -> pd.DataFrame:
     """The languages (:func:`~modprefs.sampling.screening.language_ids`) of the responses of the candidates the
     review rounds would draw next: each round replaces at most every prompt of a stratum, so ``n_prompts`` x
-    ``max_rounds`` candidates per stratum after the first draw and its screening removals, in draw order."""
+    ``rounds`` candidates per stratum after the first draw and its screening removals, in draw order."""
     skip = {str(c) for c in first_draw["conversation_id"]} | {str(c) for c in screening_removals["conversation_id"]}
     upcoming = upcoming_candidates(
-        interactions, float(sampling["long_percentile"]), seed, skip, int(sampling["n_prompts"]) * int(max_rounds)
+        interactions, float(sampling["long_percentile"]), seed, skip, int(sampling["n_prompts"]) * int(rounds)
     )
     return language_ids([*upcoming["text_0"], *upcoming["text_1"]])
 
