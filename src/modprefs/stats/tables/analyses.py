@@ -84,9 +84,9 @@ TITLES: dict[str, str] = {
     ),
     "justifications": (
         "Justification terms by modality (TF-IDF vocabulary; p_perm, q and significant: participant-level "
-        "permutation test, Benjamini-Hochberg; measured null rate of >= 1 discovery 3.0-6.6 % (500 studies "
+        "permutation test, Benjamini-Hochberg; measured null rate of >= 1 discovery 3.2-5.8 % (1,000 studies "
         "per cell, phrase habits of every strength; benchmarks/out/justifications_null.md). chi2, p_chi2, "
-        "q_chi2: the paper's document-level chi-square, for comparison only: 32-98 % under the same habits)"
+        "q_chi2: the paper's document-level chi-square, for comparison only: 33-98 % under the same habits)"
     ),
     "justifications_counts": "Justification corpus",
     "table2_lmm": (

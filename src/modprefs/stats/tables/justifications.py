@@ -83,10 +83,10 @@ paper's document-level chi-square is kept beside it for comparison (step 6).
 
 Measured (benchmarks/justifications_null.py -> benchmarks/out/justifications_null.md; identical
 conditions, each participant a Dirichlet(alpha) habit over 18 reasons, alpha 0.1, 0.3, 1 and inf =
-independent documents, 46 + 48 and 20 + 20 participants, 500 studies per cell): the share of null
-studies with at least one discovery at q = .05 is 3.0-6.6 % (MC SE 0.8-1.1 %; the 6.6 % cell gave
-4.4 +- 0.6 % on 1,000 further studies) for the permutation test, 32-98 % for the document-level
-chi-square under habits (2.2-2.6 % with independent documents). Power at the paper's size for a
+independent documents, 46 + 48 and 20 + 20 participants, 1,000 studies per cell): the share of null
+studies with at least one discovery at q = .05 is 3.2-5.8 % (MC SE 0.6-0.7 %; the lowest, 3.2 %, under the
+strongest habits at paper size, is below 5 % +- 2 MC SE: conservative) for the permutation test, 33-98 % for
+the document-level chi-square under habits (2.1-2.8 % with independent documents). Power at the paper's size for a
 word twice as frequent in audio: 44 % with independent documents (chi-square 51 %), 4-8 % under
 habits; four times as frequent: 100 %, 79 % (alpha 1), 21 % (alpha 0.3).
 
