@@ -10,16 +10,20 @@ analysable counts), ``small`` = 20 + 20. The studies go through the shipped anal
 (:func:`modprefs.stats.tables.justifications.analyze_justifications`, the project's stop list and
 modality-term list), and two tests are scored on the same studies:
 
-``permutation``     the participant-level permutation test (``significant``: BH q <= .05 over
-                    the terms used by >= 5 participants), what the report uses;
+``permutation``     the participant-level permutation test as the report uses it (``significant``:
+                    Westfall-Young step-down maxT family-wise p <= .05 over the terms used by >= 5
+                    participants);
+``permutation_bh``  the same permutation p-values with Benjamini-Hochberg (``q`` <= .05), the
+                    report's FDR column (what ``significant`` was before the family-wise procedure);
 ``chi2_documents``  the paper's document-level chi-square (Yates), BH over every term (``q_chi2``).
 
-Reported per cell: the family-wise rate = share of studies with at least one discovery at q = .05
+Reported per cell: the family-wise rate = share of studies with at least one discovery at .05
 (under the global null every discovery is false, so this is also the FDR), its Monte Carlo SE
-sqrt(r (1 - r) / n) and the mean number of discoveries. Power: a true modality effect -- audio
-participants' habit weight of the reason "it thought about the user" doubled (then renormalised),
-so audio participants use "user" about twice as often (and x 4) -- at the paper size, and the share of
-studies in which "user" is significant (direction audio) by each test.
+sqrt(r (1 - r) / n) and the mean number of discoveries; for the two permutation procedures, the
+studies where only one of them has a discovery (discordant pairs, the same studies). Power: a true
+modality effect -- audio participants' habit weight of the reason "it thought about the user" doubled
+(then renormalised), so audio participants use "user" about twice as often (and x 4) -- at the paper
+size, and the share of studies in which "user" is significant (direction audio) by each test.
 
 The generator is independent of the project's simulator (modprefs.ratings.simulate).
 
@@ -128,6 +132,7 @@ def one_study(task: tuple) -> dict:
     hit = EFFECT_TERM in terms.index
     return {
         "perm": res.n_significant,
+        "perm_bh": res.n_significant_fdr,
         "chi2": res.n_significant_chi2,
         "tested": res.n_tested,
         "terms": len(res.terms),
@@ -136,6 +141,7 @@ def one_study(task: tuple) -> dict:
         "effect_perm": bool(
             hit and terms.at[EFFECT_TERM, "significant"] and terms.at[EFFECT_TERM, "more_in"] == "audio"
         ),
+        "effect_perm_bh": bool(hit and terms.at[EFFECT_TERM, "q"] <= Q and terms.at[EFFECT_TERM, "more_in"] == "audio"),
         "effect_chi2": bool(
             hit and terms.at[EFFECT_TERM, "q_chi2"] <= Q and terms.at[EFFECT_TERM, "more_in"] == "audio"
         ),
@@ -156,11 +162,16 @@ def summarise(rows: list[dict], power: bool = False) -> dict:
         "n_perm": int(np.max([r["n_perm"] for r in rows])),
         "seconds_per_study": float(np.mean([r["seconds"] for r in rows])),
     }
-    for test, key in (("permutation", "perm"), ("chi2_documents", "chi2")):
+    for test, key in (("permutation", "perm"), ("permutation_bh", "perm_bh"), ("chi2_documents", "chi2")):
         if power:
             out[test] = _rate([r[f"effect_{key}"] for r in rows])
         else:
             out[test] = _rate([r[key] > 0 for r in rows]) | {"mean_discoveries": float(np.mean([r[key] for r in rows]))}
+    hit = (lambda r, k: r[f"effect_{k}"]) if power else (lambda r, k: r[k] > 0)
+    out["discordant"] = {
+        "permutation_only": int(sum(hit(r, "perm") and not hit(r, "perm_bh") for r in rows)),
+        "permutation_bh_only": int(sum(hit(r, "perm_bh") and not hit(r, "perm") for r in rows)),
+    }
     return out
 
 
@@ -212,30 +223,37 @@ def markdown(result: dict) -> str:
         f"{s['reasons']} reasons and {s['openers']} openers (alpha = inf: independent documents); "
         f"{s['trials']} trials, justification rate {s['justification_rate']}; sizes {s['sizes']} "
         "(audio, text participants). Family-wise rate = share of studies with >= 1 discovery at "
-        f"q = {s['q']} (BH), with its Monte Carlo SE. `permutation`: the participant-level permutation "
-        "test the analysis reports; `chi2_documents`: the paper's document-level chi-square.",
+        f"{s['q']}, with its Monte Carlo SE. `permutation`: the participant-level permutation test as the "
+        "analysis reports it (`significant`: Westfall-Young step-down maxT, family-wise); `permutation BH`: "
+        "the same p-values with Benjamini-Hochberg (the report's `q`); discordant: studies with a discovery "
+        "by only one of the two (family-wise only : BH only); `chi2_documents`: the paper's document-level "
+        "chi-square.",
         "",
-        "| cell | studies | terms (tested) | permutations | permutation: rate ± MC SE | "
-        "chi2 documents: rate ± MC SE | s / study |",
-        "|---|---|---|---|---|---|---|",
+        "| cell | studies | terms (tested) | permutations | permutation (reported): rate ± MC SE | "
+        "permutation BH: rate ± MC SE | discordant | chi2 documents: rate ± MC SE | s / study |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for key, b in result["summary"].items():
-        p, c = b["permutation"], b["chi2_documents"]
+        p, h, c, d = b["permutation"], b["permutation_bh"], b["chi2_documents"], b["discordant"]
         lines.append(
             f"| {key} | {b['n_studies']} | {b['mean_terms']:.1f} ({b['mean_terms_tested']:.1f}) | {b['n_perm']} | "
-            f"{p['rate']:.3f} ± {p['mc_se']:.3f} | {c['rate']:.3f} ± {c['mc_se']:.3f} | {b['seconds_per_study']:.2f} |"
+            f"{p['rate']:.3f} ± {p['mc_se']:.3f} | {h['rate']:.3f} ± {h['mc_se']:.3f} | "
+            f"{d['permutation_only']}:{d['permutation_bh_only']} | {c['rate']:.3f} ± {c['mc_se']:.3f} | "
+            f"{b['seconds_per_study']:.2f} |"
         )
     lines += [
         "",
         f"Power ({s['power_effect']}; paper size): share of studies with 'user' significant, direction audio.",
         "",
-        "| cell | studies | permutation | chi2 documents (invalid under habits) |",
-        "|---|---|---|---|",
+        "| cell | studies | permutation (reported) | permutation BH | discordant | "
+        "chi2 documents (invalid under habits) |",
+        "|---|---|---|---|---|---|",
     ]
     for key, b in result["power"].items():
-        p, c = b["permutation"], b["chi2_documents"]
+        p, h, c, d = b["permutation"], b["permutation_bh"], b["chi2_documents"], b["discordant"]
         lines.append(
-            f"| {key} | {b['n_studies']} | {p['rate']:.3f} ± {p['mc_se']:.3f} | {c['rate']:.3f} ± {c['mc_se']:.3f} |"
+            f"| {key} | {b['n_studies']} | {p['rate']:.3f} ± {p['mc_se']:.3f} | {h['rate']:.3f} ± {h['mc_se']:.3f} | "
+            f"{d['permutation_only']}:{d['permutation_bh_only']} | {c['rate']:.3f} ± {c['mc_se']:.3f} |"
         )
     return "\n".join(lines) + "\n"
 

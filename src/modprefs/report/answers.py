@@ -382,7 +382,7 @@ def _justification_statement(answer: Answer, counts: pd.DataFrame | None) -> Non
     answer.statements.append(
         Statement(
             "Justification wording: {0} of {1} terms differ between modalities (participant-level permutation "
-            "test, Benjamini-Hochberg q < .05).",
+            "test, Westfall-Young step-down maxT, family-wise error rate .05).",
             [sig, tested],
             supported=sig.value > 0,
         )

@@ -26,6 +26,7 @@ from modprefs.stats.tables.justifications import (
     presence_test,
     presence_tests,
     stem,
+    stepdown_maxt_pvalues,
     stop_words,
 )
 from modprefs.study.design import make_assignments
@@ -539,26 +540,31 @@ def _habit_study(rng, alpha, n_per_cond, effect=1.0, n_phrases=18, trials=20):
 
 
 def _discoveries(counts, n_docs, audio, rng):
+    """(reported: Westfall-Young p_fwer <= .05, the permutation p-values' BH q <= .05, document chi-square BH)."""
+    from modprefs.stats.tables.justifications import permutation_tests
+
     keep = (counts > 0).sum(0) >= 5
     c = counts[:, keep]
-    _, p = permutation_pvalues(c, n_docs, audio, permutation_count(0, c.shape[1]), rng)
+    res = permutation_tests(c, n_docs, audio, permutation_count(0, c.shape[1]), rng)
     docs_a, docs_t = c[audio].sum(0), c[~audio].sum(0)
     _, p_chi2 = presence_tests(docs_a, int(n_docs[audio].sum()), docs_t, int(n_docs[~audio].sum()))
-    return benjamini_hochberg(p) <= 0.05, benjamini_hochberg(p_chi2) <= 0.05
+    return res.p_fwer <= 0.05, benjamini_hochberg(res.p) <= 0.05, benjamini_hochberg(p_chi2) <= 0.05
 
 
 def test_null_with_phrase_habits_keeps_family_wise_rate():
     """Identical conditions, strong personal phrase habits (Dirichlet(0.3) over 18 phrases), 20 + 20 participants:
-    the permutation test's share of studies with >= 1 BH discovery stays near .05 (at most the 99 % binomial
-    quantile of a .05 rate over 100 studies, 10), while the document-level chi-square (the paper's) has a
-    discovery in most studies. benchmarks/justifications_null.py measures this with 1,000 studies per cell."""
+    the permutation test's share of studies with >= 1 discovery -- family-wise (reported) and BH -- stays near
+    .05 (at most the 99 % binomial quantile of a .05 rate over 100 studies, 10), while the document-level
+    chi-square (the paper's) has a discovery in most studies. benchmarks/justifications_null.py measures this
+    with 1,000 studies per cell."""
     rng = np.random.default_rng(2027)
-    perm, chi2 = [], []
+    fwer, bh, chi2 = [], [], []
     for _ in range(100):
-        found_perm, found_chi2 = _discoveries(*_habit_study(rng, 0.3, 20), rng)
-        perm.append(found_perm.any())
+        found_fwer, found_bh, found_chi2 = _discoveries(*_habit_study(rng, 0.3, 20), rng)
+        fwer.append(found_fwer.any())
+        bh.append(found_bh.any())
         chi2.append(found_chi2.any())
-    assert sum(perm) <= binom.ppf(0.99, 100, 0.05), sum(perm)
+    assert sum(fwer) <= binom.ppf(0.99, 100, 0.05) and sum(bh) <= binom.ppf(0.99, 100, 0.05), (sum(fwer), sum(bh))
     assert sum(chi2) >= 40, sum(chi2)  # 55 for this seed
 
 
@@ -624,3 +630,100 @@ def test_seeded_and_deterministic():
     assert a.attrs["seed"] == 7 and a.attrs["n_perm"] == permutation_count(500, a.attrs["n_tested"])
     user = {t.attrs["seed"]: t.set_index("term").loc["user", "p_perm"] for t in (a, c)}
     assert user[7] != user[8] and abs(user[7] - user[8]) < 0.03
+
+
+# --- the family-wise procedure: Westfall-Young step-down maxT (issue 27)
+
+
+def _stepdown_by_loops(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
+    """Westfall & Young's Algorithm 2.8 written out term by term (the reference for the vectorised one)."""
+    m, b = observed.size, permuted.shape[0]
+    ranked = sorted(range(m), key=lambda j: (-observed[j], j))
+    adjusted, running = np.empty(m), 0.0
+    for k, j in enumerate(ranked):
+        rest = ranked[k:]
+        hits = sum(1 for row in range(b) if max(permuted[row, rest]) >= observed[j] - 1e-12)
+        running = max(running, (1 + hits) / (1 + b))
+        adjusted[j] = running
+    return adjusted
+
+
+def test_stepdown_maxt_matches_the_algorithm_written_out():
+    rng = np.random.default_rng(5)
+    observed = np.abs(rng.normal(size=7)) + np.array([2.5, 0, 0, 1.2, 0, 0, 0])
+    observed[5] = observed[6]  # a tie
+    permuted = np.abs(rng.normal(size=(300, 7)))
+    np.testing.assert_allclose(stepdown_maxt_pvalues(observed, permuted), _stepdown_by_loops(observed, permuted))
+    single = stepdown_maxt_pvalues(observed[:1], permuted[:, :1])  # one term: the marginal permutation p
+    assert single[0] == (1 + (permuted[:, 0] >= observed[0] - 1e-12).sum()) / 301
+    with pytest.raises(ValueError, match="B x m"):
+        stepdown_maxt_pvalues(observed, permuted[:, :3])
+
+
+def test_stepdown_maxt_matches_multtest_complete_enumeration():
+    """Bioconductor multtest's mt.maxT (Welch t, two-sided, B = 0: all 252 relabellings of 5 + 5) is the
+    independent reference; our step-down gets the same statistics for the 251 relabellings besides the identity."""
+    from itertools import combinations
+
+    from multtest_reference import multtest_maxt, require_multtest
+
+    require_multtest()
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(8, 10))
+    x[0, 5:] += 2.5
+    x[1, 5:] += 1.2
+    x[2, 5:] -= 1.5
+    label = np.repeat([0, 1], 5)
+
+    def welch(mask):
+        a, b = x[:, mask], x[:, ~mask]
+        return (b.mean(1) - a.mean(1)) / np.sqrt(a.var(1, ddof=1) / a.shape[1] + b.var(1, ddof=1) / b.shape[1])
+
+    observed = np.abs(welch(label == 0))
+    permuted = []
+    for zeros in combinations(range(10), 5):
+        mask = np.isin(np.arange(10), zeros)
+        if not np.array_equal(mask, label == 0):
+            permuted.append(np.abs(welch(mask)))
+    ref = multtest_maxt(x, label)
+    np.testing.assert_allclose(observed, np.abs(ref["teststat"]), rtol=1e-10)
+    ours = stepdown_maxt_pvalues(observed, np.array(permuted))
+    np.testing.assert_allclose(ours, ref["adjp"], atol=1e-12)
+    assert ours[0] < 0.05 < ours[3:].min()
+
+
+@pytest.mark.parametrize("n_perm", [700, 2500])  # one block of relabellings, and three (the streaming path)
+def test_permutation_tests_family_wise_is_stepdown_on_the_relabellings(n_perm):
+    """permutation_tests streams the relabellings twice; its p_fwer equals the step-down maxT applied to the
+    whole B x m matrix of the same relabellings (drawn here from the same seed), t = |d| / root mean square."""
+    from modprefs.stats.tables.justifications import _PERM_BLOCK, _proportion_difference, permutation_tests
+
+    counts, n_docs, audio = _habit_study(np.random.default_rng(3), 20.0, 15, effect=5.0, n_phrases=6)
+    res = permutation_tests(counts, n_docs, audio, n_perm, np.random.default_rng(41))
+    rng = np.random.default_rng(41)
+    labels = np.vstack(
+        [
+            rng.permuted(np.tile(audio, (min(_PERM_BLOCK, n_perm - done), 1)), axis=1)
+            for done in range(0, n_perm, _PERM_BLOCK)
+        ]
+    ).astype(float)
+    c, n = counts.astype(float), n_docs.astype(float)
+    d = _proportion_difference(c[audio].sum(0), n[audio].sum(), c.sum(0), n.sum())
+    perm = _proportion_difference(labels @ c, labels @ n, c.sum(0), n.sum())
+    scale = np.sqrt((d**2 + (perm**2).sum(0)) / (n_perm + 1))
+    np.testing.assert_allclose(res.scale, scale, rtol=1e-12)
+    np.testing.assert_allclose(res.p, (1 + (np.abs(perm) >= np.abs(d) - 1e-12).sum(0)) / (n_perm + 1))
+    np.testing.assert_allclose(res.p_fwer, stepdown_maxt_pvalues(np.abs(d) / scale, np.abs(perm) / scale))
+    assert np.all(res.p_fwer >= res.p)  # a term's own relabelled statistic is in every maximum it is compared with
+    assert res.p_fwer[0] < 0.05  # the planted phrase
+
+
+def test_permutation_tests_term_that_never_varies_is_not_significant():
+    """A term in every document of every participant: d = 0 under every relabelling, so p_fwer = 1."""
+    from modprefs.stats.tables.justifications import permutation_tests
+
+    counts, n_docs, audio = _habit_study(np.random.default_rng(9), 20.0, 15, effect=6.0, n_phrases=5)
+    counts = np.column_stack([counts, n_docs])
+    res = permutation_tests(counts, n_docs, audio, 400, np.random.default_rng(0))
+    assert res.scale[-1] == pytest.approx(0.0, abs=1e-15) and res.p_fwer[-1] == 1.0 and res.p[-1] == 1.0
+    assert res.p_fwer[0] < 0.05

@@ -51,7 +51,7 @@ paper's document-level chi-square is kept beside it for comparison (step 6).
    "head" (its Porter stem) is not, "play" does not remove "playful". Every inflection to exclude
    is listed. Excluded words never become terms (nor heads of negated bigrams), so they are not in
    any test family; the vocabulary size before exclusion counts them as their own terms.
-5. **Test per term: participant-level permutation** (:func:`permutation_pvalues`). For each
+5. **Test per term: participant-level permutation** (:func:`permutation_tests`). For each
    participant i with documents, n_i = their justifications and c_ij = how many of them contain
    term j. Statistic: the difference in the pooled document proportions, audio minus text,
    ``sum_audio c_ij / sum_audio n_i - sum_text c_ij / sum_text n_i`` (the ``prop_audio`` -
@@ -67,31 +67,45 @@ paper's document-level chi-square is kept beside it for comparison (step 6).
    ``ceil(2 m / alpha)`` when that is larger (m = terms tested), so that the smallest attainable p,
    1 / (B + 1), is below half of BH's first threshold alpha / m (223 terms: 8,920 permutations).
    The permutations are seeded from ``seed`` (the config's ``seed``; stream :data:`SEED_STREAM`)
-   and computed as one matrix product per block of permutations (participants x terms): a
-   paper-size study takes well under a second.
+   and computed as one matrix product per block of permutations (participants x terms), drawn
+   twice from the same stream (step 7 needs the scales first; memory is one block): a paper-size
+   study takes well under a second.
 6. **Document-level chi-square (the paper's, for comparison).** 2x2 table ``[[audio docs with,
    audio docs without], [text docs with, text docs without]]``,
    ``scipy.stats.chi2_contingency(table, correction=...)``; Yates' continuity correction ON by
    default (``correction=True``, scipy's default for 2x2 tables). A zero margin gives chi2 = 0,
    p = 1. Columns ``chi2``, ``p_chi2`` and ``q_chi2`` (BH over every term after exclusion, the
    paper's family); they are NOT what ``significant`` reports.
-7. **FDR.** Benjamini-Hochberg step-up adjusted p-values (:func:`benjamini_hochberg`, equal to
-   ``scipy.stats.false_discovery_control(p, method="bh")``) over the permutation p-values of the
-   tested terms: ``q``; ``significant`` = q <= ``alpha`` (default .05).
+7. **Multiplicity.** ``significant`` = ``p_fwer`` <= ``alpha`` (default .05): the Westfall-Young
+   step-down maxT adjusted p-value (:func:`stepdown_maxt_pvalues`; Westfall & Young 1993,
+   Algorithm 2.8) over the tested terms, on the same relabellings as step 5, with each term's
+   statistic standardised as t_j = |d_j| / s_j (s_j: the root mean square of d_j over the identity
+   and the B relabellings, a symmetric function of them, so the procedure stays an exact
+   permutation test). It controls the family-wise error rate, hence also the FDR, and it uses the
+   terms' joint permutation distribution: the terms' dependence (a habit's words move together)
+   and their lumpy tails (a term used by a few heavy users) are in its null distribution. Beside
+   it, ``q``: Benjamini-Hochberg step-up adjusted p-values (:func:`benjamini_hochberg`, equal to
+   ``scipy.stats.false_discovery_control(p, method="bh")``) over the same permutation p-values
+   (counted in ``n_significant_fdr``). Why not BH for ``significant`` (issue 27 suggested it): its
+   rate of any discovery under the global null is the Simes test's size, which positive
+   dependence and lumpy tails push below alpha -- 3.2 % under the strongest habits at paper size
+   (1,000 studies, outside 5 % +- 2 MC SE), where the step-down maxT gives 4.4 % on the same
+   studies, at the same power (below).
 8. **Direction** ``more_in``: the modality with the larger document proportion; ``"equal"`` when
    the proportions are equal.
 
 Measured (benchmarks/justifications_null.py -> benchmarks/out/justifications_null.md; identical
 conditions, each participant a Dirichlet(alpha) habit over 18 reasons, alpha 0.1, 0.3, 1 and inf =
 independent documents, 46 + 48 and 20 + 20 participants, 1,000 studies per cell): the share of null
-studies with at least one discovery at q = .05 is 3.2-5.8 % (MC SE 0.6-0.7 %; the lowest, 3.2 %, under the
-strongest habits at paper size, is below 5 % +- 2 MC SE: conservative) for the permutation test, 33-98 % for
-the document-level chi-square under habits (2.1-2.8 % with independent documents). Power at the paper's size for a
-word twice as frequent in audio: 44 % with independent documents (chi-square 51 %), 4-8 % under
-habits; four times as frequent: 100 %, 79 % (alpha 1), 21 % (alpha 0.3).
+studies with at least one discovery (``significant``, family-wise) is 3.9-6.1 % (MC SE 0.6-0.8 %;
+every cell within 5 % +- 2 MC SE, 3.62-6.38 %); with BH (``q``) on the same studies 3.2-5.8 %;
+33-98 % for the document-level chi-square under habits (2.1-2.8 % with independent documents).
+Power at the paper's size for a word twice as frequent in audio (400 studies): 46 % with independent
+documents (BH 46 %, chi-square 49 %), 2.5-8 % under habits; four times as frequent: 100 %, 81 %
+(alpha 1; BH 80 %), 24 % (alpha 0.3; BH 22 %).
 
 The result has one row per term of the vocabulary after exclusion (:data:`TERM_COLUMNS`), tested
-terms first, sorted by q, p_perm, term; untested (rare) terms have NaN ``p_perm``/``q`` and a
+terms first, sorted by p_fwer, q, p_perm, term; untested (rare) terms have NaN ``p_perm``/``q``/``p_fwer`` and a
 ``note``. The counts (documents and participants per modality, vocabulary size before and after
 exclusion, the settings) are in :class:`JustificationAnalysis` (:func:`analyze_justifications`)
 and, for :func:`justification_terms`, in the frame's ``attrs`` and the log.
@@ -102,7 +116,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
@@ -129,6 +143,7 @@ TERM_COLUMNS = [
     "prop_text",
     "p_perm",
     "q",
+    "p_fwer",
     "significant",
     "more_in",
     "chi2",
@@ -136,7 +151,7 @@ TERM_COLUMNS = [
     "q_chi2",
     "note",
 ]
-_COLUMN_DTYPES = ["object"] + ["int64"] * 4 + ["float64"] * 4 + ["bool", "object"] + ["float64"] * 3 + ["object"]
+_COLUMN_DTYPES = ["object"] + ["int64"] * 4 + ["float64"] * 5 + ["bool", "object"] + ["float64"] * 3 + ["object"]
 DEFAULT_MIN_DF = 5
 DEFAULT_MIN_PARTICIPANTS = 5
 DEFAULT_ALPHA = 0.05
@@ -147,7 +162,8 @@ SEED_STREAM = 43
 _PERM_BLOCK = 1024
 TEST_NAME = (
     "participant-level permutation test of the difference in document proportions "
-    "(condition labels permuted over participants), Benjamini-Hochberg over the tested terms"
+    "(condition labels permuted over participants); significant: Westfall-Young step-down maxT "
+    "family-wise error rate over the tested terms (q: Benjamini-Hochberg, shown beside it)"
 )
 #: the documented exclusion list, relative to the repository root
 MODALITY_TERMS_PATH = Path("resources") / "analysis" / "modality_terms.txt"
@@ -348,16 +364,84 @@ def _proportion_difference(s_c: np.ndarray, s_n: np.ndarray, c_tot: np.ndarray, 
     return s_c / s_n - (c_tot - s_c) / (n_tot - s_n)
 
 
-def permutation_pvalues(
+def stepdown_exceedances(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
+    """Westfall-Young step-down maxT counts for one block of permutations (Westfall & Young 1993, Algorithm 2.8).
+
+    ``observed``: the m standardised statistics sorted in decreasing order, t_(1) >= ... >= t_(m);
+    ``permuted``: B x m, each permutation's statistics in the same (observed) order. Returns, per rank k,
+    #{b : max_{l >= k} permuted[b, l] >= t_(k)}: how often the largest statistic among the terms ranked k..m
+    reaches the k-th observed one (a 1e-12 tolerance for ties).
+    """
+    successive_max = np.maximum.accumulate(permuted[:, ::-1], axis=1)[:, ::-1]
+    return (successive_max >= observed[None, :] - 1e-12).sum(axis=0)
+
+
+def stepdown_maxt_pvalues(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
+    """Westfall-Young step-down maxT adjusted p-values (family-wise error rate), in the input order.
+
+    ``observed``: m statistics (larger = more extreme, e.g. |t|); ``permuted``: B x m, the same statistics
+    under B relabellings. With the terms ordered by decreasing observed statistic,
+    ``p~_(k) = max_{l <= k} (1 + #{b : max_{j >= l} permuted[b, j] >= t_(l)}) / (1 + B)``. Strong control of
+    the family-wise error rate under subset pivotality (Westfall & Young 1993, Resampling-Based Multiple
+    Testing, §2.6; Dudoit, Shaffer & Boldrick 2003, Statist. Sci. 18:71-103); the statistics' dependence
+    is whatever the relabellings give it, so the rate of any rejection under the global null is the
+    permutation test's alpha.
+    """
+    observed = np.asarray(observed, dtype=float)
+    permuted = np.asarray(permuted, dtype=float)
+    if permuted.ndim != 2 or permuted.shape[1] != observed.size:
+        raise ValueError("permuted must be B x m with one column per observed statistic")
+    order = np.argsort(-observed, kind="mergesort")
+    counts = stepdown_exceedances(observed[order], permuted[:, order])
+    adjusted = np.maximum.accumulate((1.0 + counts) / (1.0 + permuted.shape[0]))
+    out = np.empty(observed.size)
+    out[order] = adjusted
+    return out
+
+
+def _permutation_blocks(audio: np.ndarray, n_perm: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """The condition labels of ``n_perm`` random relabellings (group sizes fixed), in blocks of rows (0/1)."""
+    done = 0
+    while done < n_perm:
+        size = min(_PERM_BLOCK, n_perm - done)
+        yield rng.permuted(np.tile(audio, (size, 1)), axis=1).astype(float)
+        done += size
+
+
+def _replay(rng: np.random.Generator) -> np.random.Generator:
+    """An independent generator in ``rng``'s current state: it draws what ``rng`` will draw next."""
+    twin = np.random.Generator(type(rng.bit_generator)())
+    twin.bit_generator.state = rng.bit_generator.state
+    return twin
+
+
+@dataclass
+class PermutationTests:
+    """Result of :func:`permutation_tests`: one entry per term (column of ``counts``)."""
+
+    difference: np.ndarray  # observed audio minus text pooled document proportion
+    p: np.ndarray  # marginal two-sided permutation p-value, (1 + #{|d*| >= |d|}) / (1 + B)
+    p_fwer: np.ndarray  # Westfall-Young step-down maxT adjusted p-value (family-wise error rate)
+    scale: np.ndarray  # the permutation root mean square of d over the identity and the B relabellings
+
+
+def permutation_tests(
     counts: np.ndarray, n_docs: np.ndarray, is_audio: np.ndarray, n_perm: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Participant-level permutation test of each term: (observed difference, two-sided p).
+) -> PermutationTests:
+    """Participant-level permutation tests of each term, marginal and family-wise (see the module docstring).
 
     ``counts``: participants x terms, documents of participant i containing term j; ``n_docs``: each
-    participant's documents (>= 1); ``is_audio``: each participant's condition. Statistic: the
-    difference in pooled document proportions, audio minus text. ``n_perm`` random permutations of
-    the condition labels over participants (group sizes fixed), in blocks of matrix products;
-    ``p = (1 + #{|d*| >= |d|}) / (1 + n_perm)`` (a 1e-12 tolerance for ties).
+    participant's documents (>= 1); ``is_audio``: each participant's condition. Statistic: d_j, the
+    difference in pooled document proportions, audio minus text. ``n_perm`` random permutations of the
+    condition labels over participants (group sizes fixed), in blocks of matrix products, drawn twice from
+    the same stream (so memory is one block, not B x m):
+
+    1. marginal ``p = (1 + #{|d*| >= |d|}) / (1 + B)`` and the scale s_j = sqrt(mean of d_j^2 over the
+       identity and the B relabellings) -- a symmetric function of the relabellings, so t_j = |d_j| / s_j is
+       still an exact permutation statistic;
+    2. the Westfall-Young step-down maxT adjusted p-values of t (:func:`stepdown_maxt_pvalues`).
+
+    A term whose d is the same under every relabelling (s_j = 0) gets t = 0 and p_fwer = 1.
     """
     counts = np.asarray(counts, dtype=float)
     n = np.asarray(n_docs, dtype=float)
@@ -370,14 +454,33 @@ def permutation_pvalues(
     observed = _proportion_difference(counts[audio].sum(axis=0), n[audio].sum(), c_tot, n_tot)
     bar = np.abs(observed) - 1e-12
     exceed = np.zeros(counts.shape[1], dtype=np.int64)
-    done = 0
-    while done < n_perm:
-        size = min(_PERM_BLOCK, n_perm - done)
-        labels = rng.permuted(np.tile(audio, (size, 1)), axis=1).astype(float)
+    squares = observed**2
+    second_pass = _replay(rng)
+    for labels in _permutation_blocks(audio, n_perm, rng):
         diff = _proportion_difference(labels @ counts, labels @ n, c_tot, n_tot)
         exceed += (np.abs(diff) >= bar).sum(axis=0)
-        done += size
-    return observed, (1.0 + exceed) / (1.0 + n_perm)
+        squares += (diff**2).sum(axis=0)
+    scale = np.sqrt(squares / (1.0 + n_perm))
+    usable = scale > 1e-12 * max(1.0, float(np.abs(observed).max(initial=0.0)))
+    inverse = np.where(usable, 1.0 / np.where(usable, scale, 1.0), 0.0)
+    t = np.abs(observed) * inverse
+    order = np.argsort(-t, kind="mergesort")
+    fw_exceed = np.zeros(counts.shape[1], dtype=np.int64)
+    for labels in _permutation_blocks(audio, n_perm, second_pass):
+        diff = _proportion_difference(labels @ counts, labels @ n, c_tot, n_tot)
+        fw_exceed += stepdown_exceedances(t[order], (np.abs(diff) * inverse)[:, order])
+    p_fwer = np.empty(counts.shape[1])
+    p_fwer[order] = np.maximum.accumulate((1.0 + fw_exceed) / (1.0 + n_perm))
+    p_fwer[~usable] = 1.0
+    return PermutationTests(observed, (1.0 + exceed) / (1.0 + n_perm), p_fwer, scale)
+
+
+def permutation_pvalues(
+    counts: np.ndarray, n_docs: np.ndarray, is_audio: np.ndarray, n_perm: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(observed difference, marginal two-sided p) of :func:`permutation_tests` (the same stream of relabellings)."""
+    res = permutation_tests(counts, n_docs, is_audio, n_perm, rng)
+    return res.difference, res.p
 
 
 def select_justifications(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
@@ -415,7 +518,7 @@ class JustificationAnalysis:
     terms: pd.DataFrame  # TERM_COLUMNS, one row per vocabulary term after exclusion
     n_docs: dict[str, int]  # analysed justifications per condition
     vocabulary_size: int  # TF-IDF vocabulary (terms with df >= min_df, excluded words included), before exclusion
-    n_tested: int  # terms tested by the permutation test (= its BH family)
+    n_tested: int  # terms tested by the permutation test (= its family for p_fwer and q)
     excluded: list[str] = field(default_factory=list)  # vocabulary words removed as modality-specific
     min_df: int | float = DEFAULT_MIN_DF
     correction: bool = True
@@ -427,8 +530,13 @@ class JustificationAnalysis:
 
     @property
     def n_significant(self) -> int:
-        """Terms significant by the participant-level permutation test (BH q <= alpha)."""
+        """Terms significant by the participant-level permutation test (Westfall-Young p_fwer <= alpha)."""
         return int(self.terms["significant"].sum())
+
+    @property
+    def n_significant_fdr(self) -> int:
+        """Terms whose Benjamini-Hochberg q over the permutation p-values is <= alpha (the FDR view)."""
+        return int((self.terms["q"] <= self.alpha).sum())
 
     @property
     def n_significant_chi2(self) -> int:
@@ -446,6 +554,7 @@ class JustificationAnalysis:
             "n_terms": len(self.terms),
             "n_tested": self.n_tested,
             "n_significant": self.n_significant,
+            "n_significant_fdr": self.n_significant_fdr,
             "n_significant_chi2": self.n_significant_chi2,
             "test": TEST_NAME,
             "n_perm": self.n_perm,
@@ -535,8 +644,10 @@ def _term_table(corpus: _Corpus, settings: dict, rng: np.random.Generator) -> tu
     n_perm = permutation_count(settings["n_perm"], int(tested.sum()), settings["alpha"])
     p_perm = np.full(c.shape[1], np.nan)
     q = np.full(c.shape[1], np.nan)
+    p_fwer = np.full(c.shape[1], np.nan)
     if tested.any():
-        _, p_perm[tested] = permutation_pvalues(c[:, tested], corpus.n_docs, a, n_perm, rng)
+        tests = permutation_tests(c[:, tested], corpus.n_docs, a, n_perm, rng)
+        p_perm[tested], p_fwer[tested] = tests.p, tests.p_fwer
         q[tested] = benjamini_hochberg(p_perm[tested])
     chi2, p_chi2 = presence_tests(docs_a, na, docs_t, nt, settings["correction"])
     q_chi2 = benjamini_hochberg(p_chi2)
@@ -553,7 +664,8 @@ def _term_table(corpus: _Corpus, settings: dict, rng: np.random.Generator) -> tu
             "prop_text": prop_t,
             "p_perm": p_perm,
             "q": q,
-            "significant": np.nan_to_num(q, nan=1.0) <= settings["alpha"],
+            "p_fwer": p_fwer,
+            "significant": np.nan_to_num(p_fwer, nan=1.0) <= settings["alpha"],
             "more_in": np.where(prop_a > prop_t, "audio", np.where(prop_a < prop_t, "text", "equal")),
             "chi2": chi2,
             "p_chi2": p_chi2,
@@ -562,7 +674,7 @@ def _term_table(corpus: _Corpus, settings: dict, rng: np.random.Generator) -> tu
         },
         columns=TERM_COLUMNS,
     )
-    table = table.sort_values(["q", "p_perm", "q_chi2", "term"], kind="mergesort", na_position="last")
+    table = table.sort_values(["p_fwer", "q", "p_perm", "q_chi2", "term"], kind="mergesort", na_position="last")
     return table.reset_index(drop=True), int(tested.sum()), n_perm
 
 
@@ -625,7 +737,8 @@ def analyze_justifications(
     log.info(
         "justifications: %d analysed (%d audio, %d text) from %d + %d participants; TF-IDF vocabulary %d terms "
         "(min_df=%s), %d modality-specific excluded, %d tested (used by >= %d participants), %d significant at "
-        "q=%.2f by the participant permutation test (%d permutations; the document-level chi-square: %d)",
+        "family-wise %.2f by the participant permutation test (Westfall-Young maxT, %d permutations; Benjamini-"
+        "Hochberg q: %d; the document-level chi-square: %d)",
         sum(n_docs.values()),
         n_docs["audio"],
         n_docs["text"],
@@ -639,6 +752,7 @@ def analyze_justifications(
         out.n_significant,
         alpha,
         used,
+        out.n_significant_fdr,
         out.n_significant_chi2,
     )
     return out
@@ -660,9 +774,9 @@ def justification_terms(
 
     ``attrs`` keys: :meth:`JustificationAnalysis.summary`'s (n_justifications[_audio/_text],
     n_participants_audio/_text, vocabulary_size (before exclusion), n_excluded, excluded, n_terms,
-    n_tested, n_significant (permutation test), n_significant_chi2 (document-level, the paper's),
-    test, n_perm, seed, min_participants, min_df, yates_correction, alpha, stop_words, stemmer,
-    negation).
+    n_tested, n_significant (permutation test, family-wise), n_significant_fdr (its BH q), n_significant_chi2
+    (document-level, the paper's), test, n_perm, seed, min_participants, min_df, yates_correction, alpha,
+    stop_words, stemmer, negation).
     """
     result = analyze_justifications(
         trials,
