@@ -364,16 +364,18 @@ def _proportion_difference(s_c: np.ndarray, s_n: np.ndarray, c_tot: np.ndarray, 
     return s_c / s_n - (c_tot - s_c) / (n_tot - s_n)
 
 
-def stepdown_exceedances(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
+def stepdown_exceedances(
+    observed: np.ndarray, permuted: np.ndarray, tolerance: float | np.ndarray = 1e-12
+) -> np.ndarray:
     """Westfall-Young step-down maxT counts for one block of permutations (Westfall & Young 1993, Algorithm 2.8).
 
     ``observed``: the m standardised statistics sorted in decreasing order, t_(1) >= ... >= t_(m);
     ``permuted``: B x m, each permutation's statistics in the same (observed) order. Returns, per rank k,
-    #{b : max_{l >= k} permuted[b, l] >= t_(k)}: how often the largest statistic among the terms ranked k..m
-    reaches the k-th observed one (a 1e-12 tolerance for ties).
+    #{b : max_{l >= k} permuted[b, l] >= t_(k) - tolerance_k}: how often the largest statistic among the terms
+    ranked k..m reaches the k-th observed one (``tolerance``: for ties; a scalar or one per rank).
     """
     successive_max = np.maximum.accumulate(permuted[:, ::-1], axis=1)[:, ::-1]
-    return (successive_max >= observed[None, :] - 1e-12).sum(axis=0)
+    return (successive_max >= (observed - tolerance)[None, :]).sum(axis=0)
 
 
 def stepdown_maxt_pvalues(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
@@ -468,7 +470,8 @@ def permutation_tests(
     fw_exceed = np.zeros(counts.shape[1], dtype=np.int64)
     for labels in _permutation_blocks(audio, n_perm, second_pass):
         diff = _proportion_difference(labels @ counts, labels @ n, c_tot, n_tot)
-        fw_exceed += stepdown_exceedances(t[order], (np.abs(diff) * inverse)[:, order])
+        # the marginal test's tie tolerance (1e-12 in d) in t's units, so p_fwer >= p holds exactly
+        fw_exceed += stepdown_exceedances(t[order], (np.abs(diff) * inverse)[:, order], 1e-12 * inverse[order])
     p_fwer = np.empty(counts.shape[1])
     p_fwer[order] = np.maximum.accumulate((1.0 + fw_exceed) / (1.0 + n_perm))
     p_fwer[~usable] = 1.0
