@@ -9,13 +9,14 @@ back as JSON written with 17 significant digits.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from r_reference import r_packages_loadable, require_r_reference
 
 #: lme4 1.1-31's nloptwrap passes optCtrl through to nloptr (BOBYQA); these are its stopping rules.
 #: xtol_abs/ftol_abs alone leave nloptr's default xtol_rel = 1e-4 in force, which stops
@@ -52,31 +53,12 @@ writeLines(toJSON(out, auto_unbox = TRUE), args[4])
 
 def require_lme4() -> None:
     """Skip the calling test when lme4 is unavailable, or fail when MODPREFS_REQUIRE_R is set (CI)."""
-    import os
-
-    import pytest
-
-    ok, why = lme4_available()
-    if ok:
-        return
-    if os.environ.get("MODPREFS_REQUIRE_R"):
-        pytest.fail(f"lme4 reference required (MODPREFS_REQUIRE_R is set) but unavailable: {why}")
-    pytest.skip(f"lme4 reference unavailable: {why}")
+    require_r_reference("lme4", lme4_available())
 
 
 def lme4_available() -> tuple[bool, str]:
     """(True, "") when Rscript runs and loads lme4 and jsonlite; else (False, reason)."""
-    if shutil.which("Rscript") is None:
-        return False, "Rscript is not on PATH"
-    proc = subprocess.run(
-        ["Rscript", "-e", "suppressPackageStartupMessages({library(lme4); library(jsonlite)})"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        return False, f"R packages lme4/jsonlite not loadable: {proc.stderr.strip()[-300:]}"
-    return True, ""
+    return r_packages_loadable(("lme4", "jsonlite"), "r-base-core r-cran-lme4 r-cran-jsonlite")
 
 
 def lme4_fit(

@@ -18,7 +18,6 @@ The R-side availability check is :func:`lme4_reference.require_lme4` (lme4 + jso
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -26,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lme4_reference import TIGHT_CONTROL, lme4_available, require_lme4
+from lme4_reference import TIGHT_CONTROL
+from r_reference import r_packages_loadable, require_r_reference
 
 _SCRIPT = r"""
 suppressPackageStartupMessages({library(lme4); library(lmerTest); library(jsonlite)})
@@ -69,31 +69,12 @@ writeLines(toJSON(out, auto_unbox = TRUE, null = "null"), args[3])
 
 def lmertest_available() -> tuple[bool, str]:
     """(True, "") when Rscript loads lme4, jsonlite and lmerTest; else (False, reason)."""
-    ok, why = lme4_available()
-    if not ok:
-        return ok, why
-    proc = subprocess.run(
-        ["Rscript", "-e", "suppressPackageStartupMessages(library(lmerTest))"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        return False, f"R package lmerTest not loadable (apt-get install r-cran-lmertest): {proc.stderr.strip()[-300:]}"
-    return True, ""
+    return r_packages_loadable(("lme4", "jsonlite", "lmerTest"), "r-cran-lme4 r-cran-jsonlite r-cran-lmertest")
 
 
 def require_lmertest() -> None:
     """Skip the calling test without lme4/lmerTest, or fail when MODPREFS_REQUIRE_R is set (CI)."""
-    import pytest
-
-    require_lme4()
-    ok, why = lmertest_available()
-    if ok:
-        return
-    if os.environ.get("MODPREFS_REQUIRE_R"):
-        pytest.fail(f"lmerTest reference required (MODPREFS_REQUIRE_R is set) but unavailable: {why}")
-    pytest.skip(f"lmerTest reference unavailable: {why}")
+    require_r_reference("lmerTest", lmertest_available())
 
 
 def _num(v):

@@ -8,13 +8,13 @@ p-values back in the rows' order (multtest sorts its output by adjusted p; ``ind
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from r_reference import r_packages_loadable, require_r_reference
 
 _MAXT_SCRIPT = r"""
 suppressPackageStartupMessages(library(multtest))
@@ -29,29 +29,12 @@ write.csv(data.frame(index = r$index, teststat = sprintf("%.17g", r$teststat), r
 
 def multtest_available() -> tuple[bool, str]:
     """(True, "") when Rscript runs and loads multtest (Debian: r-bioc-multtest); else (False, reason)."""
-    if shutil.which("Rscript") is None:
-        return False, "Rscript is not on PATH"
-    proc = subprocess.run(
-        ["Rscript", "-e", "suppressPackageStartupMessages(library(multtest))"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        return False, f"R package multtest not loadable (apt-get install r-bioc-multtest): {proc.stderr.strip()[-300:]}"
-    return True, ""
+    return r_packages_loadable(("multtest",), "r-bioc-multtest")
 
 
 def require_multtest() -> None:
     """Skip the calling test when multtest is unavailable, or fail when MODPREFS_REQUIRE_R is set (CI)."""
-    import pytest
-
-    ok, why = multtest_available()
-    if ok:
-        return
-    if os.environ.get("MODPREFS_REQUIRE_R"):
-        pytest.fail(f"multtest reference required (MODPREFS_REQUIRE_R is set) but unavailable: {why}")
-    pytest.skip(f"multtest reference unavailable: {why}")
+    require_r_reference("multtest", multtest_available())
 
 
 def multtest_maxt(x: np.ndarray, classlabel: np.ndarray) -> dict[str, np.ndarray]:
