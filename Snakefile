@@ -58,3 +58,4 @@ rule all:
         "results/stats/tables/icc.md",
         stats_outputs(),
         "results/report/report.html",
+        "results/config.yaml",  # the merged config this run used (rule run_config, rules/publish.smk)

@@ -14,7 +14,13 @@ min_version("9.0")
 # Small-matrix numerics run 2-8x slower and erratically with several BLAS threads.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from modprefs.config_checks import check_config, unused_option_notes, validate_config  # noqa: E402
+from modprefs.config_checks import (  # noqa: E402
+    check_config,
+    drop_unused_tts_keys,
+    unset_null_keys,
+    unused_option_notes,
+    validate_config,
+)
 from modprefs.config_files import config_sources, exit_on_user_error  # noqa: E402
 from modprefs.config_paths import named_files, schema_at  # noqa: E402
 from modprefs.judges.startup import check_judges_at_start  # noqa: E402
@@ -30,12 +36,16 @@ with exit_on_user_error():
     _cli_files = [str(f) for f in workflow.config_settings.configfiles]
     _own_files = [str(f) for f in workflow.configfiles if str(f) not in _cli_files]
     CONFIG_SOURCES = config_sources([*_own_files, *_cli_files], workflow.config_settings.config)
+    CONFIG_SCHEMA = yaml.safe_load((Path(workflow.basedir) / "workflow/schemas/config.schema.yaml").read_text())
+    # an overlay's `key: null` unsets the key (its default applies); null stays where it is a value (tts.seed)
+    unset_null_keys(config, CONFIG_SCHEMA)
     validate_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml", CONFIG_SOURCES)
     validate(config, schema="../workflow/schemas/config.schema.yaml")
-    CONFIG_SCHEMA = yaml.safe_load((Path(workflow.basedir) / "workflow/schemas/config.schema.yaml").read_text())
+    # keys the chosen TTS backend does not read (the shipped voice under a lab's backend: given): dropped, noted
+    _dropped = drop_unused_tts_keys(config)
     if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
         check_config(config, ".", CONFIG_SOURCES)
-        for _note in unused_option_notes(config, CONFIG_SOURCES):
+        for _note in unused_option_notes(config, CONFIG_SOURCES, _dropped):
             print(_note, file=sys.stderr)
 
 
@@ -62,11 +72,14 @@ RENDER_FIRST_PRIORITY = 1
 # --- a lab's own stimuli (data.format: pairs; modprefs.data.pairs) -----------------------------------------
 PAIRS = config["data"].get("format", "prism") == "pairs"
 GIVEN_AUDIO = config["tts"]["backend"] == "given"
+# a lab's pool no larger than sampling.n_prompts is used whole (modprefs.sampling.draw.sample_study_prompts): no
+# prompt can be replaced, so the study's prompts are the first draw whatever audio QC finds
+WHOLE_POOL = False
 if PAIRS:
     from modprefs.data.pairs import pool_size
 
-    # a pool no larger than sampling.n_prompts is used whole (modprefs.sampling.draw.sample_study_prompts)
     _pool = pool_size(config["data"])
+    WHOLE_POOL = _pool is not None and _pool <= config["sampling"]["n_prompts"]
     if _pool is not None and _pool < config["sampling"]["n_prompts"]:
         config["sampling"]["n_prompts"] = _pool
 
@@ -268,10 +281,13 @@ wildcard_constraints:
 
 
 def judge_inputs(wildcards) -> dict:
-    """A modality's judge inputs: the audio judge also reads the clips (so a voice change reruns it)."""
+    """A modality's judge inputs: the audio judge also reads the clips (so a voice change reruns it). The text judge
+    of a pool used whole reads the first draw, which no audio changes (every item; judges_table keeps the final
+    study's), so that an edited clip reruns what reads audio and not the text judge."""
+    text_of_whole_pool = wildcards.modality == "text" and WHOLE_POOL
     inputs = {
         "conversations": "results/data/conversations.parquet",
-        "prompts": "results/sampling/final_prompts.csv",
+        "prompts": "results/sampling/prompts.csv" if text_of_whole_pool else "results/sampling/final_prompts.csv",
         "attention_check": config["attention_check"],
         "named": config_section_files(config["judges"], ("judges",)),  # a local model, prompt folder, ASR model
     }

@@ -3,6 +3,8 @@ rule conversations:
     input:
         # the JSONL / pairs table is an input (editing it reruns this and what follows); the hub has no file
         data_inputs(),
+        # a pairs table's audio-only sides: their transcripts are screened with the term list
+        harmful_terms=[config["sampling"]["screening"]["harmful_terms"]] if PAIRS else [],
     output:
         **data_outputs(),
     log:
@@ -15,5 +17,6 @@ rule conversations:
         seed=config["seed"],
         backend=config["tts"]["backend"],
         audio_dir="results/data/given_audio",
+        screening=config["sampling"]["screening"] if PAIRS else {},
     script:
         "../workflow/scripts/conversations.py"

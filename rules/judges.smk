@@ -31,7 +31,9 @@ rule judge_modality:
 rule judges_table:
     """results/judges/ratings.csv: both modalities' synthetic ratings (columns in docs/CONTRACTS.md)."""
     input:
-        expand("results/judges/{modality}.csv", modality=JUDGE_MODALITIES),
+        tables=expand("results/judges/{modality}.csv", modality=JUDGE_MODALITIES),
+        prompts="results/sampling/final_prompts.csv",  # the study's prompts (a judge may have rated more)
+        attention_check=config["attention_check"],
     output:
         "results/judges/ratings.csv",
     log:

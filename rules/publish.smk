@@ -3,15 +3,30 @@
 #   snakemake --cores 2 publish
 # Settings: the `publish:` config block (license, drop_fields, scrub, salt). `modprefs publish --results results
 # --out DIR [--push-to-hub OWNER/NAME]` does the same outside Snakemake and can push to the hub.
+# Both show the run's config record results/config.yaml (rule run_config, part of `rule all`) in the card.
 
 
 localrules:
+    run_config,
     publish,
+
+
+rule run_config:
+    """results/config.yaml: the merged config this run used (config files, --config, schema defaults), secret-named keys (publish.salt) left out; rewritten whenever any config value changes (params)."""
+    output:
+        "results/config.yaml",
+    params:
+        config=config,
+    run:
+        from modprefs.publish.run_config import write_run_config
+
+        write_run_config(params.config, output[0])
 
 
 rule publish:
     """results/dataset/: the DatasetDict (save_to_disk), data/<split>/train-00000-of-00001.parquet and README.md (card)."""
     input:
+        config="results/config.yaml",
         conversations="results/data/conversations.parquet",
         final_prompts="results/sampling/final_prompts.csv",
         manifest="results/audio/manifest.csv",
@@ -28,7 +43,6 @@ rule publish:
     conda:
         "../envs/data.yaml"
     params:
-        publish=config.get("publish", {}),
-        config=config,
+        publish=config.get("publish", {}),  # the options and the salt (the record leaves the salt out)
     script:
         "../workflow/scripts/publish.py"

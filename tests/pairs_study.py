@@ -66,6 +66,22 @@ ITEMS = [
         "sys-b",
         "sys-a",
     ),
+    (
+        "travel-01",
+        "What should I pack for a weekend trip?",
+        "Pack two outfits, a toothbrush, a phone charger and a light jacket.",
+        "Bring comfortable shoes, a change of clothes for each day, your charger and any medicine you take.",
+        "sys-a",
+        "sys-b",
+    ),
+    (
+        "travel-02",
+        "How early should I get to the airport?",
+        "Arrive two hours before a domestic flight and three hours before an international one.",
+        "Two hours is usually enough.",
+        "sys-b",
+        "sys-a",
+    ),
 ]
 
 RATES = (16000, 22050, 44100)
@@ -80,6 +96,24 @@ def speak(texts: list[str]) -> list[tuple[np.ndarray, int]]:
     return [(np.asarray(backend.synthesize(t), dtype=np.float32), int(backend.sample_rate)) for t in texts]
 
 
+#: A lab's own synthetic voices (issue 47): espeak-ng voices and rates, stored at 16-48 kHz, +-12 dB.
+ESPEAK_VOICES = (("en-us", 1.0), ("en-gb", 1.15), ("en-us+f3", 0.9), ("en-gb-x-rp", 1.25))
+LAB_RATES = (16000, 22050, 44100, 48000)
+LAB_GAINS_DB = (-12.0, -4.0, 4.0, 12.0)
+
+
+def speak_espeak(texts: list[str]) -> list[tuple[np.ndarray, int]]:
+    """Text ``i`` spoken by espeak-ng with ``ESPEAK_VOICES[i % 4]`` (voice, speed): (mono float32 audio, rate)."""
+    from modprefs.speech.backends import get_backend
+
+    out = []
+    for i, text in enumerate(texts):
+        voice, speed = ESPEAK_VOICES[i % len(ESPEAK_VOICES)]
+        backend = get_backend({"backend": "espeak-ng", "voice": voice, "lang": "en-us", "speed": speed}, threads=1)
+        out.append((np.asarray(backend.synthesize(text), dtype=np.float32), int(backend.sample_rate)))
+    return out
+
+
 def _store(audio: np.ndarray, rate: int, target_rate: int, gain_db: float, stereo: bool, path: Path) -> None:
     from scipy.signal import resample_poly
 
@@ -90,14 +124,22 @@ def _store(audio: np.ndarray, rate: int, target_rate: int, gain_db: float, stere
     sf.write(path, data, target_rate, subtype="PCM_16")
 
 
-def write_pairs_study(dest: Path, audio_only: bool = False, n_items: int = len(ITEMS)) -> Path:
-    """``dest/pairs.csv`` + ``dest/audio/*``: the items with their given audio; returns the table's path.
+def write_pairs_study(
+    dest: Path, audio_only: bool = False, n_items: int = len(ITEMS), voices: str = "piper", table: str = "pairs.csv"
+) -> Path:
+    """``dest/<table>`` + ``dest/audio/*``: the items with their given audio; returns the table's path.
 
-    Side k of item i is stored at ``RATES[(2 i + k) % 3]`` Hz and ``GAINS_DB[(i + k) % 3]`` dB; every third file
-    is stereo and every fourth FLAC. ``audio_only`` leaves the response text columns empty.
+    ``voices="piper"``: piper's joe voice; side k of item i is stored at ``RATES[(2 i + k) % 3]`` Hz and
+    ``GAINS_DB[(i + k) % 3]`` dB. ``voices="espeak"``: four espeak-ng voices and speeds (:data:`ESPEAK_VOICES`),
+    stored at ``LAB_RATES[(2 i + k) % 4]`` Hz and ``LAB_GAINS_DB[(i + k) % 4]`` dB (24 dB apart). Every third
+    file is stereo and every fourth FLAC. ``audio_only`` leaves the response text columns empty.
     """
     items = ITEMS[:n_items]
-    speech = speak([text for item in items for text in item[2:4]])
+    texts = [text for item in items for text in item[2:4]]
+    if voices == "espeak":
+        speech, rates, gains = speak_espeak(texts), LAB_RATES, LAB_GAINS_DB
+    else:
+        speech, rates, gains = speak(texts), RATES, GAINS_DB
     (dest / "audio").mkdir(parents=True, exist_ok=True)
     rows = []
     for i, (item_id, prompt, r0, r1, s0, s1) in enumerate(items):
@@ -106,10 +148,10 @@ def write_pairs_study(dest: Path, audio_only: bool = False, n_items: int = len(I
             n = 2 * i + k
             name = f"audio/{item_id}_{k}.{'flac' if n % 4 == 3 else 'wav'}"
             audio, rate = speech[n]
-            _store(audio, rate, RATES[n % 3], GAINS_DB[(i + k) % 3], n % 3 == 2, dest / name)
+            _store(audio, rate, rates[n % len(rates)], gains[(i + k) % len(gains)], n % 3 == 2, dest / name)
             row |= {f"response_{k}": "" if audio_only else text, f"audio_{k}": name, f"system_{k}": system}
         rows.append(row)
-    path = dest / "pairs.csv"
+    path = dest / table
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 

@@ -31,6 +31,7 @@ from modprefs.app.loader import StudyLoadError, load_study  # noqa: E402
 from modprefs.app.protocol import derive_measures  # noqa: E402
 from modprefs.app.server import create_app  # noqa: E402
 from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
+from modprefs.scale import PAPER_SCALE
 
 SECRET = "s3cret-for-tests"
 FAST = {"text_min_read_s": 0.3}  # a short reading time: the text trials of these tests wait for it for real
@@ -220,7 +221,7 @@ def test_sessions_export_ingest_and_stats(tmp_path):
     assert extra[0].final == "full"  # every slot is done: nobody else gets in
     counts = export_dir(db, tmp_path / "export")
     assert counts["participants"] == 10 and counts["trials"] == 50 and counts["ratings"] == 100
-    tables = validate_ratings_dir(tmp_path / "export", st.stimuli)
+    tables = validate_ratings_dir(tmp_path / "export", st.stimuli, scale=PAPER_SCALE)
     trials = tables["trials"]
     parts = tables["participants"].set_index("participant_id")
     audio_ids = set(parts.index[parts.condition == "audio"])
@@ -280,7 +281,7 @@ def test_attention_failure_reissues_slot_and_is_recorded(served):
     assert list(p.participant_id) == ["P0001", "P0001_r2"]
     assert p.passed_attention.tolist() == [False, True]
     assert p.completed.tolist() == [False, True]
-    validate_ratings_dir(Path(st.dir) / "export", st.stimuli)
+    validate_ratings_dir(Path(st.dir) / "export", st.stimuli, scale=PAPER_SCALE)
 
 
 # ---- slots, resume, idempotence ------------------------------------------------------------------------------

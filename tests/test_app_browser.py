@@ -27,6 +27,8 @@ from app_services import app_server  # noqa: E402
 from app_study import ATTENTION, ROOT, load, make_study  # noqa: E402
 from browser_kit import browser, data_of, events_of, wait_until  # noqa: E402,F401 (browser: a fixture)
 
+from modprefs.scale import PAPER_SCALE  # noqa: E402
+
 pytestmark = pytest.mark.integration  # runs snakemake, a server or a browser: not in `make test-fast`
 
 SHOTS = ROOT / "results" / "app_screenshots"
@@ -184,7 +186,7 @@ def test_full_sessions_in_both_conditions(browser, tmp_path):  # noqa: F811 (bro
         assert shots[cond].is_file() and shots[cond].stat().st_size > 10_000
     counts = export_dir(db, tmp_path / "export")
     assert counts["participants"] == 2 and counts["trials"] == 6
-    tables = validate_ratings_dir(tmp_path / "export", study.stimuli)
+    tables = validate_ratings_dir(tmp_path / "export", study.stimuli, scale=PAPER_SCALE)
     parts = tables["participants"].set_index("participant_id")
     assert parts.completed.all() and (parts.difficulty == 2).all()
     assert set(parts.english_proficiency) == {"Fluent"} and set(parts.other_languages) == {"German;French"}

@@ -29,6 +29,7 @@ from modprefs.app.ratelimit import RateLimiter  # noqa: E402
 from modprefs.app.server import create_app  # noqa: E402
 from modprefs.app.service import Settings, SettingsError  # noqa: E402
 from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
+from modprefs.scale import PAPER_SCALE
 
 FAST = {"text_min_read_s": 0.3}
 
@@ -262,12 +263,14 @@ def test_headphone_check_recorded_exported_and_excludable(study, tmp_path):
         assert [o.final for o in outs] == ["done"] * 4
         export_dir(db, tmp_path / "all")
         export_dir(db, tmp_path / "kept", exclude_headphone_failed=True)
-    parts = validate_ratings_dir(tmp_path / "all", study.stimuli)["participants"].set_index("participant_id")
+    parts = validate_ratings_dir(tmp_path / "all", study.stimuli, scale=PAPER_SCALE)["participants"].set_index(
+        "participant_id"
+    )
     checks = pd.read_csv(tmp_path / "all/participants.csv").set_index("participant_id").headphone_check
     assert set(checks[parts.condition == "text"]) == {"not_run"}
     assert sorted(checks[parts.condition == "audio"]) == ["failed", "passed"]
     failed = checks.index[checks == "failed"][0]
-    kept = validate_ratings_dir(tmp_path / "kept", study.stimuli)
+    kept = validate_ratings_dir(tmp_path / "kept", study.stimuli, scale=PAPER_SCALE)
     assert failed not in set(kept["participants"].participant_id) and failed not in set(kept["ratings"].participant_id)
     assert len(kept["participants"]) == 3
     assert failed in set(pd.read_csv(tmp_path / "kept/sessions.csv").participant_id)

@@ -32,6 +32,7 @@ from sqlalchemy import func, select  # noqa: E402
 from modprefs.app.export import export_dir  # noqa: E402
 from modprefs.app.models import Event, Participant, Slot, TrialResult  # noqa: E402
 from modprefs.ratings.ingest import validate_ratings_dir  # noqa: E402
+from modprefs.scale import PAPER_SCALE
 
 N = 50
 TRIALS = 4
@@ -113,7 +114,7 @@ def _run_study(url: str, tmp_path: Path) -> dict:
     counts = export_dir(db, tmp_path / "export")
     assert counts["ratings"] == 2 * submitted and counts["trials"] == submitted
     assert counts["participants"] == N + len(FAIL)
-    tables = validate_ratings_dir(tmp_path / "export", study.stimuli)
+    tables = validate_ratings_dir(tmp_path / "export", study.stimuli, scale=PAPER_SCALE)
     per_clip = tables["ratings"].query("trial > 0").groupby("clip_id").size()
     assert per_clip.max() - per_clip.min() <= 4  # the design's balance survives reissued slots
     db.dispose()

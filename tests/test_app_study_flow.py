@@ -39,6 +39,7 @@ from modprefs.app.server import create_app  # noqa: E402
 from modprefs.app.texts import estimate_minutes  # noqa: E402
 from modprefs.cli import main  # noqa: E402
 from modprefs.ratings.ingest import ingest_ratings, validate_ratings_dir  # noqa: E402
+from modprefs.scale import PAPER_SCALE
 
 SECRET = "flow-secret"
 FAST = {"text_min_read_s": 0.3}
@@ -148,9 +149,9 @@ def test_practice_trial_is_marked_in_the_export_and_never_analysed(study, tmp_pa
     assert set(trials.loc[trials.practice == 0, "trial"]) == {0, 1, 2}
     assert (ratings.loc[ratings.trial == -1, "practice"] == 1).all() and (ratings.practice == 1).sum() == 4
     assert set(pd.read_csv(tmp_path / "export/participants.csv").condition) == {"text", "audio"}
-    tables = validate_ratings_dir(tmp_path / "export", study.stimuli)
+    tables = validate_ratings_dir(tmp_path / "export", study.stimuli, scale=PAPER_SCALE)
     assert (tables["ratings"]["trial"] >= 0).all() and len(tables["ratings"]) == len(ratings) - 4
-    valid = ingest_ratings(tmp_path / "export", study.stimuli)
+    valid = ingest_ratings(tmp_path / "export", study.stimuli, scale=PAPER_SCALE)
     assert len(valid.tables["trials"]) == len(trials) - 2
     assert any("practice" in n for n in valid.notes), valid.notes
 

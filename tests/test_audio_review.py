@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from modprefs.sampling.audio_review import AudioReviewError, failed_prompts, final_prompts, review_round
-from modprefs.sampling.draw import SamplingError, draw_prompts, replace_prompts
+from modprefs.sampling.draw import draw_prompts, replace_prompts, take_all_prompts
 from modprefs.sampling.screening import ScreeningResult
 from test_sampling import _interactions, _passes
 
@@ -15,7 +15,7 @@ SAMPLING = {"n_prompts": 12, "long_fraction": 0.25, "long_percentile": 90}
 
 def _clips(prompts: pd.DataFrame, attention: bool = False) -> pd.DataFrame:
     ids = (["attn"] if attention else []) + list(prompts["prompt_id"])
-    return pd.DataFrame([{"clip_id": f"{p}_{r}", "prompt_id": p} for p in ids for r in (0, 1)])
+    return pd.DataFrame([{"clip_id": f"{p}_{r}", "prompt_id": p, "response": r} for p in ids for r in (0, 1)])
 
 
 def _qc(clips: pd.DataFrame, failing: set[str]) -> pd.DataFrame:
@@ -50,7 +50,7 @@ def test_replacement_is_next_unused_candidate_of_the_same_stratum():
     bigger = draw_prompts(inter, 16, 0.25, 90, seed=3, screen=_passes)[0]  # 4 long_diff instead of 3
     long_first = first[first["stratum"] == "long_diff"]
     victim = long_first["prompt_id"].iloc[0]
-    reps, rems = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
+    reps, rems, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
     assert len(reps) == 1 and reps["stratum"].iloc[0] == "long_diff"
     assert reps["conversation_id"].iloc[0] == bigger[bigger["stratum"] == "long_diff"]["conversation_id"].iloc[3]
     assert reps["conversation_id"].iloc[0] not in set(first["conversation_id"])
@@ -64,7 +64,7 @@ def test_replacement_is_next_unused_candidate_of_the_same_stratum():
             "replaced_by": reps["conversation_id"].iloc[0],
         }
     ]
-    again, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
+    again, _, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, first_draw_order=12)
     assert again.equals(reps)
 
 
@@ -72,9 +72,9 @@ def test_replacement_skips_used_and_logs_text_screened_candidates():
     inter = _interactions(200)
     first = _draw(inter)
     victim = first[first["stratum"] == "other"]["prompt_id"].iloc[0]
-    plain, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, 12)
+    plain, _, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, _passes, 12)
     skipped = plain["conversation_id"].iloc[0]
-    used_skip, _ = replace_prompts(inter, {victim: "x"}, {skipped}, first, 90, 3, _passes, 12)
+    used_skip, _, _ = replace_prompts(inter, {victim: "x"}, {skipped}, first, 90, 3, _passes, 12)
     assert used_skip["conversation_id"].iloc[0] != skipped
 
     def screen(row):
@@ -84,19 +84,75 @@ def test_replacement_skips_used_and_logs_text_screened_candidates():
             else ScreeningResult(None)
         )
 
-    screened, rems = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, screen, 12)
+    screened, rems, _ = replace_prompts(inter, {victim: "x"}, set(), first, 90, 3, screen, 12)
     assert screened["conversation_id"].iloc[0] == used_skip["conversation_id"].iloc[0]
     assert list(rems["reason"]) == ["audio_quality", "empty"]
     assert set(rems["replaced_by"]) == {screened["conversation_id"].iloc[0]}
 
 
-def test_exhausted_stratum_is_a_clear_error():
+def test_an_exhausted_stratum_returns_every_unreplaced_prompt():
     inter = _interactions(40)
     first = draw_prompts(inter, 4, 0.25, 90, seed=1, screen=_passes)[0]
-    long_ids = first[first["stratum"] == "long_diff"]["prompt_id"]
+    ids = first["prompt_id"].tolist()
     used = set(inter["conversation_id"])  # everything already used
-    with pytest.raises(SamplingError, match="no candidate left to replace prompt"):
-        replace_prompts(inter, {long_ids.iloc[0]: "x"}, used, first, 90, 1, _passes, 4)
+    reps, rems, unreplaced = replace_prompts(inter, {ids[0]: "x", ids[2]: "y"}, used, first, 90, 1, _passes, 4)
+    assert reps.empty and rems.empty and unreplaced == [ids[0], ids[2]]
+
+
+def _pairs_interactions(n: int) -> pd.DataFrame:
+    """A lab's table of n items (conversation_type pairs) whose clips are its own files."""
+    inter = _interactions(n).assign(conversation_type="pairs")
+    return inter
+
+
+def test_a_table_used_whole_reports_every_failing_clip_with_file_row_measure_and_key():
+    inter = _pairs_interactions(6)
+    first = take_all_prompts(inter, 90, seed=1)[0]
+    clips = _clips(first, attention=True)
+    rows = {pid: i + 2 for i, pid in enumerate(sorted(first["prompt_id"]))}
+    clips["source_row"] = [rows.get(pid, float("nan")) for pid in clips["prompt_id"]]
+    clips["source_file"] = [
+        f"lab/audio/{c}.wav" if pid in rows else "" for c, pid in zip(clips["clip_id"], clips["prompt_id"])
+    ]
+    ids = sorted(first["prompt_id"])
+    qc = _qc(clips, set())
+    failures = {
+        f"{ids[0]}_0": "wer 0.42 > max 0.15",
+        f"{ids[1]}_1": "dnsmos_ovrl 2.1 < min 2.5; words_per_s 5.6 > max 5",
+        f"{ids[3]}_0": "source_clipping_ratio 0.55 > max 0.001",
+    }
+    for clip, reasons in failures.items():
+        qc.loc[qc["clip_id"] == clip, ["qc_pass", "qc_reasons"]] = [False, reasons]
+    used = set(first["conversation_id"])
+    with pytest.raises(AudioReviewError) as info:
+        review_round(0, first, clips, qc, inter, used, SAMPLING, 3, _passes, max_rounds=3)
+    message = str(info.value)
+    assert "3 clip(s) of 3 prompt(s)" in message and "used whole" in message
+    assert "add data" not in message and "max_rounds" not in message.split("\n")[0]
+    for clip in failures:
+        pid, side = clip.rsplit("_", 1)
+        line = next(line for line in message.splitlines() if f"side {side} (row {rows[pid]}" in line)
+        assert f"lab/audio/{clip}.wav" in line and f"column audio_{side}" in line
+    assert "wer 0.42 > max 0.15 (audio_qc.thresholds.max_wer)" in message
+    assert "dnsmos_ovrl 2.1 < min 2.5 (audio_qc.thresholds.min_dnsmos_ovrl)" in message
+    assert "words_per_s 5.6 > max 5 (audio_qc.thresholds.max_words_per_s)" in message
+    assert "(audio_qc.thresholds.max_source_clipping_ratio)" in message
+    assert "on_exhausted: drop" in message and "keep" in message
+
+    # drop: the study without them; keep: every item stays, flagged
+    dec, rep, rem = review_round(
+        0, first, clips, qc, inter, used, SAMPLING, 3, _passes, max_rounds=3, on_exhausted="drop"
+    )
+    assert rep.empty and sorted(rem["conversation_id"]) == sorted(
+        first.set_index("prompt_id").loc[[ids[0], ids[1], ids[3]], "conversation_id"]
+    )
+    assert len(final_prompts(first, [(dec, rep)])) == 3
+    dec, rep, rem = review_round(
+        0, first, clips, qc, inter, used, SAMPLING, 3, _passes, max_rounds=3, on_exhausted="keep"
+    )
+    assert rep.empty and rem.empty and list(dec["action"]).count("keep_failing") == 3
+    final = final_prompts(first, [(dec, rep)])
+    assert len(final) == 6 and sorted(final.loc[final["qc_kept_failing"], "prompt_id"]) == [ids[0], ids[1], ids[3]]
 
 
 def test_review_rounds_converge_and_final_set_is_all_passing():

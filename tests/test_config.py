@@ -329,3 +329,46 @@ def test_non_finite_numbers_are_refused_at_any_depth(value):
         (("tts", "engines", "1", "speed"), f"tts.engines[1].speed: must be a finite number (got {value!r})")
     ]
     assert non_finite_problems(_default()) == []
+
+
+def test_a_key_set_to_null_is_unset_unless_null_is_its_value():
+    from modprefs.config_checks import unset_null_keys
+
+    schema = yaml.safe_load(SCHEMA.read_text())
+    cfg = _set(_set(_default(), "tts.voice", None), "tts.seed", None)
+    cfg["audio"] = {"target_lufs": None}
+    removed = unset_null_keys(cfg, schema)
+    assert ("tts", "voice") in removed and "voice" not in cfg["tts"]
+    assert cfg["tts"]["seed"] is None  # null is tts.seed's own value (unseeded)
+    assert cfg["audio"]["target_lufs"] is None  # null: leave the level as given
+    assert ("tts", "seed") not in removed and ("audio", "target_lufs") not in removed
+
+
+def test_keys_the_backend_does_not_read_are_dropped_with_a_note():
+    from modprefs.config_checks import drop_unused_tts_keys
+
+    cfg = _default()
+    cfg["tts"] |= {"backend": "given", "sample_rate": 24000}
+    cfg["tts"]["engines"][0]["voices_path"] = "x.bin"
+    notes = drop_unused_tts_keys(cfg)
+    assert "voice" not in cfg["tts"] and "voices_path" not in cfg["tts"]["engines"][0]
+    assert [path for path, _ in notes] == [("tts", "voice"), ("tts", "engines", "0", "voices_path")]
+    assert notes[0][1] == "tts.voice ('jf_alpha') is ignored: backend 'given' does not use it"
+    # a synthesiser keeps its voice; nothing to note
+    assert drop_unused_tts_keys(_default()) == []
+
+
+def test_the_readme_lab_overlay_merged_over_the_shipped_config_passes_the_checks():
+    """The README's lab.yaml over config.yaml, merged as Snakemake merges --configfile layers, then the
+    workflow's start-up steps: nothing the lab cannot fix from its own file."""
+    from snakemake.utils import update_config
+
+    from doc_blocks import README, fenced_blocks, section
+    from modprefs.config_checks import drop_unused_tts_keys, unset_null_keys
+
+    (block,) = fenced_blocks(section(README, "Your own study"), "yaml")
+    cfg = _default()
+    update_config(cfg, yaml.safe_load(block))
+    unset_null_keys(cfg, yaml.safe_load(SCHEMA.read_text()))
+    validate_config(cfg, SCHEMA)
+    assert [path for path, _ in drop_unused_tts_keys(cfg)] == [("tts", "voice")]

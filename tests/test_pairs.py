@@ -12,6 +12,7 @@ import soundfile as sf
 
 from modprefs.data.pairs import (
     PairsFormatError,
+    Transcript,
     build_pair_interactions,
     declared_pairs_files,
     given_audio_files,
@@ -150,12 +151,25 @@ def test_interactions_from_text_and_from_asr(tmp_path: Path) -> None:
     ]
     table = read_pairs_table(str(_table(tmp_path, rows)))
     heard = []
-    out = build_pair_interactions(table, None, lambda path: heard.append(path) or "words from asr")
+
+    def transcribe(path: str) -> Transcript:
+        heard.append(path)
+        return Transcript("words from asr", (("words", 0.9), ("from", 0.8), ("asr", 0.4)))
+
+    def screen(text: str) -> str:
+        return "harmful: transcript contains 'asr'" if "asr" in text else ""
+
+    out = build_pair_interactions(table, None, transcribe, screen)
     assert list(out.columns[: len(INTERACTION_COLUMNS)]) == INTERACTION_COLUMNS
     row = out.iloc[0]
     assert (row["text_0"], row["transcript_0"]) == ("given text", "given")
     assert (row["text_1"], row["transcript_1"]) == ("words from asr", "asr")
     assert heard == [str(tmp_path / "b.flac")]
+    # the transcript is screened and its word probabilities kept; the lab's own text is neither
+    assert row["asr_flag_1"] == "harmful: transcript contains 'asr'" and row["asr_flag_0"] == ""
+    assert row["asr_confidence_1"] == pytest.approx(0.7) and np.isnan(row["asr_confidence_0"])
+    assert json.loads(row["asr_words_1"]) == [["words", 0.9], ["from", 0.8], ["asr", 0.4]]
+    assert row["source_row"] == 2  # the CSV's header is row 1
     assert row["model_name_0"] == "sys-a" and row["model_name_1"] is None
     assert row["history"][1]["role"] == "model" and row["history_turns"] == 1
     assert given_audio_files(str(tmp_path / "pairs.csv")) == {
@@ -168,7 +182,7 @@ def test_interactions_from_text_and_from_asr(tmp_path: Path) -> None:
         str(tmp_path / "b.flac"),
     ]
     with pytest.raises(PairsFormatError, match="ASR heard no words"):
-        build_pair_interactions(table, None, lambda path: "")
+        build_pair_interactions(table, None, lambda path: Transcript(""))
 
 
 def _interactions(n: int, strata: list[str] | None = None) -> pd.DataFrame:

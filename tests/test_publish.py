@@ -1,7 +1,9 @@
 """`modprefs publish` (issue #30): a finished study as a Hugging Face dataset, read back by `modprefs stats`.
 
 Most tests run on a small synthetic results/ folder (simulated ratings, short sine WAVs): no workflow run. The
-last ones publish the shared default run (`default_run`) and run the `publish` rule on a copy of it.
+last ones publish the shared default run (`default_run`) and run the `publish` rule on a copy of it. Issue #47: the
+card shows the config the run used (results/config.yaml, rule run_config) and the dataset records the rating scale,
+which `modprefs stats` on it uses.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -24,7 +27,9 @@ from modprefs.publish import PublishOptions
 from modprefs.publish.build import PublishError, build_splits, read_results
 from modprefs.publish.card import SIMULATED_BANNER, dataset_card
 from modprefs.publish.privacy import find_leaks, pseudonyms, scrub_text
+from modprefs.publish.run_config import write_run_config
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 
@@ -39,6 +44,16 @@ STATS_ARGS += ["--n-boot-threshold", "0"]
 #: the side environment in which `datasets` decodes Audio cells itself (tests/hf_audio/install.sh)
 HF_AUDIO_PYTHON = Path(__file__).resolve().parents[1] / ".venv-hfaudio" / "bin" / "python"
 DECODE_CHECK = Path(__file__).parent / "hf_audio" / "decode_check.py"
+SHIPPED_CONFIG = Path(__file__).resolve().parents[1] / "config.yaml"
+MOS = {"min": 1, "max": 5, "step": 1, "labels": ["Bad", "Excellent"]}  # a 1-5 study.scale
+
+
+def card_parts(out: Path) -> tuple[dict, dict]:
+    """(YAML header, the "Configuration used" block loaded) of the published folder's card."""
+    card = (out / "README.md").read_text()
+    header = yaml.safe_load(card.split("---\n")[1])
+    shown = card.split("## Configuration used\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    return header, yaml.safe_load(shown)
 
 
 def _wav(path: Path, seconds: float, freq: float, sr: int = 16000) -> None:
@@ -47,13 +62,16 @@ def _wav(path: Path, seconds: float, freq: float, sr: int = 16000) -> None:
     sf.write(path, (0.2 * np.sin(2 * np.pi * freq * t)).astype("float32"), sr, subtype="PCM_16")
 
 
-def make_results(work: Path, plant: bool = False) -> Path:
-    """A finished run's results/ (docs/CONTRACTS.md) with simulated ratings; ``plant``: identifiers planted."""
+def make_results(work: Path, plant: bool = False, scale: dict | None = None) -> Path:
+    """A finished run's results/ (docs/CONTRACTS.md) with simulated ratings, its config record results/config.yaml
+    (the shipped config, ``study.scale`` = ``scale`` when given); ``plant``: identifiers planted."""
     res = work / "results"
     stimuli = paper_stimuli(5).head(24)
     prompts = list(dict.fromkeys(stimuli.prompt_id))
     a = make_assignments(prompts, 8, 6, seed=5)
-    ratings, trials, participants, _ = simulate_ratings(stimuli, a, SimulationParams(), seed=5)
+    ratings, trials, participants, _ = simulate_ratings(
+        stimuli, a, SimulationParams(), seed=5, scale=scale_from_config(scale) if scale else None
+    )
     conv = pd.DataFrame(
         {
             "conversation_id": prompts,
@@ -100,15 +118,19 @@ def make_results(work: Path, plant: bool = False) -> Path:
     trials.to_csv(res / "ratings/trials.csv", index=False)
     participants.to_csv(res / "ratings/participants.csv", index=False)
     (res / "stats/tables").mkdir(parents=True)
+    cfg = yaml.safe_load(SHIPPED_CONFIG.read_text())
+    if scale:
+        cfg["study"]["scale"] = scale
+    write_run_config(cfg, res / "config.yaml")  # as the rule run_config writes it
     return res
 
 
-def add_icc(res: Path, tmp: Path) -> None:
+def add_icc(res: Path, tmp: Path, scale: str = "1:100") -> None:
     """results/stats/tables/icc.csv as the workflow makes it (= `modprefs stats` on results/ratings, tested in
-    tests/test_cli.py)."""
-    out = tmp / "stats_of_run"
+    tests/test_cli.py), the ratings on ``scale``."""
+    out = tmp / f"stats_of_run_{scale.replace(':', '-')}"
     args = ["stats", "--ratings", str(res / "ratings"), "--clips", str(res / "study/stimuli.csv"), "--out", str(out)]
-    assert main([*args, *STATS_ARGS]) == 0
+    assert main([*args, *STATS_ARGS, "--scale", scale]) == 0
     (res / "stats/tables/icc.csv").write_bytes((out / "tables/icc.csv").read_bytes())
 
 
@@ -268,13 +290,63 @@ def test_datasets_decodes_every_audio_cell_to_its_wav(published, tmp_path):
     assert {m["reader"] for m in report["mismatches"]} == {"load_from_disk", "load_dataset_parquet"}
 
 
+def skip_reason(table: Path) -> str | None:
+    """The reason of a skipped analysis' table (one status/reason row), None for a computed one."""
+    df = pd.read_csv(table)
+    return str(df["reason"].iloc[0]) if list(df.columns) == ["status", "reason"] else None
+
+
 @pytest.mark.slow
 def test_stats_on_the_published_dataset_equal_the_runs_icc(published, tmp_path):
     res, out = published
-    for clips in (["--clips", str(res / "study/stimuli.csv")], []):  # given, and derived from the ratings
+    for clips in (["--clips", str(res / "study/stimuli.csv")], []):  # given, and the published stimuli split
         dest = tmp_path / f"stats{len(clips)}"
         assert main(["stats", "--ratings", str(out), *clips, "--out", str(dest), *STATS_ARGS]) == 0
         assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
+    # without --clips the published stimuli give n_chars (the response texts' lengths): Table 2 is not skipped for
+    # the want of it
+    reason = skip_reason(tmp_path / "stats0/tables/table2_lmm.csv")
+    assert reason is None or "n_chars" not in reason, reason
+
+
+@pytest.mark.slow
+def test_card_records_the_runs_config_and_scale(published):
+    """Issue #47: the card shows the run's config record (results/config.yaml), not the shipped config, and the
+    dataset records the rating scale (card header, ratings split description)."""
+    import datasets
+
+    res, out = published
+    header, shown = card_parts(out)
+    assert shown == yaml.safe_load((res / "config.yaml").read_text())
+    assert header["rating_scale"] == PAPER_SCALE.as_config()
+    description = datasets.load_from_disk(str(out))["ratings"].info.description
+    assert PAPER_SCALE.describe() in description and PAPER_SCALE.describe() in (out / "README.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_1_to_5_study_is_read_back_on_its_recorded_scale(tmp_path, capsys):
+    """A study rated on 1-5 (study.scale): the dataset records 1-5; `modprefs stats` on it without --scale uses it
+    (the run's icc.csv byte for byte), with --scale 1:5 too, and refuses --scale 1:100 naming both scales."""
+    res = make_results(tmp_path, scale=MOS)
+    add_icc(res, tmp_path, "1:5")
+    out = tmp_path / "dataset"
+    assert main(["publish", "--results", str(res), "--out", str(out), "--salt", SALT]) == 0
+    header, shown = card_parts(out)
+    assert header["rating_scale"] == MOS and shown["study"]["scale"] == MOS
+    assert RatingScale(1, 5, 1, "Bad", "Excellent").describe() in (out / "README.md").read_text()
+    dest = tmp_path / "stats"
+    assert main(["stats", "--ratings", str(out), "--out", str(dest), *STATS_ARGS]) == 0
+    assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
+    assert "1-5 (step 1; 1 = Bad, 5 = Excellent)" in (dest / "report.html").read_text()
+    capsys.readouterr()
+    bad = tmp_path / "stats_bad"
+    assert main(["stats", "--ratings", str(out), "--out", str(bad), *STATS_ARGS, "--scale", "1:100"]) == 2
+    err = capsys.readouterr().err
+    assert "--scale 1:100:1" in err and "1:5:1" in err and "Traceback" not in err and err.count("\n") == 1
+    assert not bad.exists()
+    same = tmp_path / "stats_same"
+    assert main(["stats", "--ratings", str(out), "--out", str(same), *STATS_ARGS, "--scale", "1:5"]) == 0
+    assert (same / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
 
 
 @pytest.mark.slow
@@ -373,11 +445,12 @@ def test_no_planted_identifier_is_published(tmp_path):
     res = make_results(tmp_path, plant=True)
     pd.DataFrame({"condition": ["text"], "icc_2_k": [0.5]}).to_csv(res / "stats/tables/icc.csv", index=False)
     originals = set(pd.read_csv(res / "ratings/participants.csv", dtype=str)["participant_id"])
-    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+    cfg = yaml.safe_load(SHIPPED_CONFIG.read_text())
     cfg["publish"] = {**cfg.get("publish", {}), "salt": SALT}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (res / "config.yaml").write_text(yaml.safe_dump(cfg))  # a hand-made record holding the salt, too
     out = tmp_path / "dataset"
-    assert main(["publish", "--results", str(res), "--out", str(out)]) == 0
+    assert main(["publish", "--results", str(res), "--out", str(out), "--config", str(tmp_path / "config.yaml")]) == 0
     planted = [PROLIFIC, EMAIL, URL, IP, SESSION, SALT, *originals]
     dd = datasets.load_from_disk(str(out))
     for split, ds in dd.items():
@@ -412,6 +485,19 @@ def test_missing_results_file_is_a_one_line_error(tmp_path, capsys):
         read_results(res)
 
 
+def test_missing_run_config_is_an_error_saying_how_to_make_it(tmp_path, capsys):
+    """A results folder without the run's config record (results/config.yaml): exit 2, one line naming the file
+    and the command that makes it; nothing written."""
+    res = make_results(tmp_path)
+    (res / "stats/tables/icc.csv").write_text("condition,icc_2_k\ntext,0.5\n")
+    (res / "config.yaml").unlink()
+    assert main(["publish", "--results", str(res), "--out", str(tmp_path / "o"), "--salt", SALT]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert str(res / "config.yaml") in err and "snakemake --cores 1 results/config.yaml" in err
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.slow
 def test_push_offline_writes_locally_and_says_so(published, tmp_path, monkeypatch, capsys):
     res, _ = published
@@ -429,16 +515,30 @@ def test_push_offline_writes_locally_and_says_so(published, tmp_path, monkeypatc
 @pytest.mark.slow
 @pytest.mark.integration
 def test_default_run_published_and_read_back(default_run, tmp_path):
-    cfg = yaml.safe_load((default_run / "config.yaml").read_text())
+    """Issue #47's acceptance on the default run: the card shows the config the run used (its record
+    results/config.yaml: the run's config file plus the schema's defaults) and records its scale; `modprefs stats`
+    on the dataset, without --scale and without --clips, gives the run's icc.csv byte for byte and runs Table 2
+    (n_chars from the published response texts) as the run did."""
+    given = yaml.safe_load((default_run / "config.yaml").read_text())
+    record = yaml.safe_load((default_run / "results/config.yaml").read_text())
     out = tmp_path / "dataset"
     assert main(["publish", "--results", str(default_run / "results"), "--out", str(out), "--salt", SALT]) == 0
-    st = cfg["stats"]
-    dest = tmp_path / "stats"
-    args = ["--n-boot", str(st["n_boot"]), "--seed", str(cfg["seed"]), "--ci-level", str(st["ci_level"])]
+    header, shown = card_parts(out)
+    assert shown == record and header["rating_scale"] == scale_from_config(record).as_config()
+    assert [(k, v) for k, v in config_leaves(given) if k != ("publish", "salt") and leaf(record, k) != v] == []
+    assert "salt" not in record.get("publish", {})
+    st = record["stats"]
+    args = ["--n-boot", str(st["n_boot"]), "--seed", str(record["seed"]), "--ci-level", str(st["ci_level"])]
     args += ["--ci-method", st["icc_ci_method"], "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
     clips = ["--clips", str(default_run / "results/study/stimuli.csv")]
-    assert main(["stats", "--ratings", str(out), *clips, "--out", str(dest), *args, "--n-boot-threshold", "0"]) == 0
-    assert (dest / "tables/icc.csv").read_bytes() == (default_run / "results/stats/tables/icc.csv").read_bytes()
+    for given_clips in ([], clips):  # the published stimuli split, and the run's stimuli.csv
+        dest = tmp_path / f"stats{len(given_clips)}"
+        cmd = ["stats", "--ratings", str(out), *given_clips, "--out", str(dest), *args, "--n-boot-threshold", "0"]
+        assert main(cmd) == 0
+        assert (dest / "tables/icc.csv").read_bytes() == (default_run / "results/stats/tables/icc.csv").read_bytes()
+    table2 = tmp_path / "stats0/tables/table2_lmm.csv"
+    assert skip_reason(table2) is None, skip_reason(table2)
+    pd.testing.assert_frame_equal(pd.read_csv(table2), pd.read_csv(default_run / "results/stats/tables/table2_lmm.csv"))
     import datasets
 
     dd = datasets.load_from_disk(str(out))
@@ -449,6 +549,57 @@ def test_default_run_published_and_read_back(default_run, tmp_path):
     expect = audio_cells_expected(default_run / "results", out)
     rc, report = decode_with_datasets(out, expect, tmp_path / "decode")
     assert rc == 0 and report["cells"] == 2 * len(expect) and report["max_abs_diff"] == 0.0, report
+
+
+def config_leaves(node: dict, path: tuple = ()) -> list[tuple[tuple, object]]:
+    """Every (key path, value) of a nested mapping's leaves (lists are leaves)."""
+    out = []
+    for k, v in node.items():
+        out += config_leaves(v, (*path, k)) if isinstance(v, dict) and v else [((*path, k), v)]
+    return out
+
+
+def leaf(node: dict, path: tuple) -> object:
+    for k in path:
+        node = node[k] if isinstance(node, dict) and k in node else {"<missing>": None}
+    return node
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_run_on_a_1_to_5_scale_publishes_and_reads_back_its_scale(default_run, tmp_path):
+    """A run whose study.scale is 1-5: a copy of the default run with only its ratings, ICC table and config record
+    made again on the changed config. The card shows that config and records 1-5; `modprefs stats` on the
+    dataset uses 1-5 without --scale (the run's icc.csv byte for byte)."""
+    from workflow_runner import config_with, copy_run, run_workflow
+
+    # the outputs the scale changes are removed and made again from the run's own upstream files (mtimes only: not
+    # what a code edit since the shared run was made would rerun)
+    run = copy_run(default_run, tmp_path / "run", drop=("results/dataset", "results/ratings", "results/stats"))
+    (run / "results/config.yaml").unlink()
+    cfg = config_with(default_run / "config.yaml", tmp_path / "cfg", {"study": {"scale": MOS}})
+    targets = ("results/config.yaml", "results/ratings/ratings.csv", "results/stats/tables/icc.csv")
+    proc = run_workflow(run, *targets, "--rerun-triggers", "mtime", configfile=cfg, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ran = set(re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", proc.stdout + proc.stderr))
+    assert ran == {"run_config", "simulate_ratings", "icc_table"}, ran
+    record = yaml.safe_load((run / "results/config.yaml").read_text())
+    given = yaml.safe_load(cfg.read_text())
+    assert record["study"]["scale"] == MOS
+    assert [(k, v) for k, v in config_leaves(given) if k != ("publish", "salt") and leaf(record, k) != v] == []
+    ratings = pd.read_csv(run / "results/ratings/ratings.csv")
+    assert ratings["rating"].between(1, 5).all() and ratings["rating"].nunique() == 5
+    out = tmp_path / "dataset"
+    assert main(["publish", "--results", str(run / "results"), "--out", str(out), "--salt", SALT]) == 0
+    header, shown = card_parts(out)
+    assert shown == record and header["rating_scale"] == MOS
+    st = record["stats"]
+    dest = tmp_path / "stats"
+    args = ["--n-boot", str(st["n_boot"]), "--seed", str(record["seed"]), "--ci-level", str(st["ci_level"])]
+    args += ["--ci-method", st["icc_ci_method"], "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
+    assert main(["stats", "--ratings", str(out), "--out", str(dest), *args, "--n-boot-threshold", "0"]) == 0
+    assert (dest / "tables/icc.csv").read_bytes() == (run / "results/stats/tables/icc.csv").read_bytes()
+    assert "1-5 (step 1; 1 = Bad, 5 = Excellent)" in (dest / "report.html").read_text()
 
 
 def hub_from_published(out: Path, calls: list[tuple[str, str | None]]):
@@ -474,15 +625,24 @@ def test_hub_id_of_a_published_dataset_reads_its_configs(published, tmp_path, mo
     """hf://owner/name of a published dataset: the hub path loads the card's configs (ratings by default, then
     participants); the hub is replaced by the local Parquet files, as the card's configs name them."""
     import datasets
+    import huggingface_hub
 
     res, out = published
     calls: list[tuple[str, str | None]] = []
     monkeypatch.setattr(datasets, "load_dataset", hub_from_published(out, calls))
+    cards: list[str] = []  # the card (its recorded scale) comes from the hub too
+
+    def card(repo, filename, repo_type=None, **kw):
+        cards.append(f"{repo_type}:{repo}/{filename}")
+        return str(out / filename)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", card)
     dest = tmp_path / "stats"
     args = ["--clips", str(res / "study/stimuli.csv"), "--out", str(dest), *STATS_ARGS]
     assert main(["stats", "--ratings", "hf://lab/study", *args]) == 0
-    assert ("lab/study", "participants") in calls
+    assert ("lab/study", "participants") in calls and cards == ["dataset:lab/study/README.md"]
     assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
+    assert main(["stats", "--ratings", "hf://lab/study", *args, "--overwrite", "--scale", "0:10"]) == 2
 
 
 def test_hub_id_of_a_published_study_is_a_pairs_source(published, tmp_path, monkeypatch):
@@ -570,6 +730,9 @@ def test_publish_rule_writes_results_dataset(default_run, tmp_path):
         "## Reliability (ICC)" in card
         and "salt" not in card.split("## Configuration used", 1)[1].split("publish:")[1][:200]
     )
+    header, shown = card_parts(out)  # the run's config record, which the rule reads
+    assert shown == yaml.safe_load((run / "results/config.yaml").read_text())
+    assert header["rating_scale"] == scale_from_config(shown).as_config()
 
 
 @pytest.mark.slow

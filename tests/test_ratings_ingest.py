@@ -9,6 +9,7 @@ from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import MAX_LISTED, RatingsValidationError, ingest_ratings, validate_ratings_dir
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 from modprefs.ratings.sources import RatingsSourceError
+from modprefs.scale import PAPER_SCALE
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def raw(design, tmp_path):
 
 def _problems(directory, stim):
     with pytest.raises(RatingsValidationError) as exc:
-        validate_ratings_dir(directory, stim)
+        validate_ratings_dir(directory, stim, scale=PAPER_SCALE)
     return exc.value
 
 
@@ -63,7 +64,7 @@ def _row(df, **eq):
 def test_valid_round_trip(design, tmp_path):
     stim, r, t, p = design
     write_tables(tmp_path, r, t, p)
-    tables = validate_ratings_dir(tmp_path, stim)
+    tables = validate_ratings_dir(tmp_path, stim, scale=PAPER_SCALE)
     assert len(tables["ratings"]) == len(r) and len(tables["trials"]) == len(t)
     assert tables["ratings"]["rating"].between(1, 100).all()
     assert (tables["ratings"]["source"] == "simulated").all()
@@ -73,7 +74,7 @@ def test_source_filled_with_collected(raw):
     stim, f, write = raw
     for n in list(f):
         f[n] = f[n].drop(columns="source")
-    tables = validate_ratings_dir(write(), stim)
+    tables = validate_ratings_dir(write(), stim, scale=PAPER_SCALE)
     assert all((tables[n]["source"] == "collected").all() for n in tables)
 
 
@@ -81,7 +82,7 @@ def test_optional_files_and_the_required_one(raw):
     stim, f, write = raw
     d = write()
     (d / "participants.csv").unlink()
-    valid = ingest_ratings(d, stim)
+    valid = ingest_ratings(d, stim, scale=PAPER_SCALE)
     parts = valid.tables["participants"]
     assert sorted(parts["participant_id"]) == sorted(set(f["ratings"]["participant_id"]))
     assert any("participants (id, condition) derived from the ratings" in n for n in valid.notes)
@@ -89,13 +90,13 @@ def test_optional_files_and_the_required_one(raw):
     assert parts["passed_attention"].all() and any("passed_attention derived" in n for n in valid.notes)
     (d / "ratings.csv").unlink()
     with pytest.raises(RatingsSourceError, match="no ratings data file"):
-        validate_ratings_dir(d, stim)
+        validate_ratings_dir(d, stim, scale=PAPER_SCALE)
 
 
 def test_missing_columns_optional_and_required(raw):
     stim, f, write = raw
     f["trials"] = f["trials"].drop(columns="preference")
-    tables = validate_ratings_dir(write(), stim)
+    tables = validate_ratings_dir(write(), stim, scale=PAPER_SCALE)
     assert "preference" not in tables["trials"].columns  # absent stays absent: no invented column
     f["ratings"] = f["ratings"].drop(columns=["rating", "audio_quality"])
     err = _problems(write(), stim)
@@ -261,12 +262,12 @@ def test_a_tie_at_the_attention_check_passes(raw):
     stim, f, write = raw
     pid = f["participants"].loc[2, "participant_id"]
     f["trials"].loc[_attention_row(f, pid), "preference"] = "tie"
-    assert validate_ratings_dir(write(), stim)["participants"]["passed_attention"].all()
+    assert validate_ratings_dir(write(), stim, scale=PAPER_SCALE)["participants"]["passed_attention"].all()
 
 
 def _study_problems(directory, stim):
     with pytest.raises(RatingsValidationError) as exc:
-        ingest_ratings(directory, stim)
+        ingest_ratings(directory, stim, scale=PAPER_SCALE)
     return exc.value
 
 
@@ -277,7 +278,7 @@ def test_empty_studies_are_refused(raw, tmp_path):
     err = _study_problems(write(), stim)
     assert any("ratings.csv: no rating rows" in m and "empty study" in m for m in err.problems)
     # the tables alone are valid (an app export before anyone rated): only the analysis refuses them
-    assert validate_ratings_dir(write(), stim)["ratings"].empty
+    assert validate_ratings_dir(write(), stim, scale=PAPER_SCALE)["ratings"].empty
 
 
 def test_everyone_failed_the_attention_check(raw):
@@ -295,7 +296,7 @@ def test_na_participant_id_is_an_id(raw):
     old = sorted(f["participants"]["participant_id"])[0]
     for df in f.values():
         df.loc[df["participant_id"] == old, "participant_id"] = "NA"
-    tables = validate_ratings_dir(write(), stim)
+    tables = validate_ratings_dir(write(), stim, scale=PAPER_SCALE)
     for name, df in tables.items():
         assert (df["participant_id"] == "NA").sum() == (f[name]["participant_id"] == "NA").sum() > 0, name
 
@@ -306,7 +307,7 @@ def test_ids_not_in_the_design_are_accepted_and_noted(raw, design):
     for df in f.values():
         df.loc[df["participant_id"] == old, "participant_id"] = f"{old}_r2"
     asg = make_assignments(stim, raters_per_condition=6, trials=6)
-    valid = ingest_ratings(write(), stim, assignments=asg)
+    valid = ingest_ratings(write(), stim, assignments=asg, scale=PAPER_SCALE)
     assert any(f"'{old}_r2'" in n and "not in the design" in n for n in valid.notes)
 
 
@@ -314,7 +315,7 @@ def test_trials_keyed_by_prompt_without_trial_numbers(raw):
     stim, f, write = raw
     f["ratings"] = f["ratings"].drop(columns=["trial"])
     f["trials"] = f["trials"].drop(columns=["trial"])
-    tables = validate_ratings_dir(write(), stim)
+    tables = validate_ratings_dir(write(), stim, scale=PAPER_SCALE)
     assert "trial" not in tables["ratings"].columns
     t = f["trials"]
     f["trials"] = pd.concat([t, t.iloc[[7]]], ignore_index=True)
@@ -503,5 +504,5 @@ def test_a_participant_without_ratings_is_named_unless_not_analysed(raw, passed)
             err, "participants.csv", len(p), "participant_id", "'GHOST1' passed the attention check but has no rating"
         )
     else:
-        tables = validate_ratings_dir(write(), stim)
+        tables = validate_ratings_dir(write(), stim, scale=PAPER_SCALE)
         assert "GHOST1" in set(tables["participants"]["participant_id"])

@@ -21,6 +21,7 @@ from modprefs.ratings.ingest import RatingsValidationError, ingest_ratings
 from modprefs.ratings.read import StimuliError, first_clips, prepare_study, read_stimuli
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 from modprefs.ratings.sources import RatingsSourceError, load_ratings_source, parse_column_map, ratings_config_problems
+from modprefs.scale import PAPER_SCALE
 
 NA_IDS = ["NA", "None", "null", "nan", "NULL", "N/A", "NaN"]
 
@@ -171,7 +172,7 @@ def test_column_map_and_wide_format(study, tmp_path):
     )
     raw = load_ratings_source(tmp_path / "wide.csv", cols, stim)
     assert set(raw.tables) == {"ratings", "trials"} and len(raw.tables["ratings"]) == 2 * len(wide)
-    valid = ingest_ratings(tmp_path / "wide.csv", stim, cols)
+    valid = ingest_ratings(tmp_path / "wide.csv", stim, cols, scale=PAPER_SCALE)
     got = valid.tables["ratings"].sort_values(["participant_id", "clip_id"]).reset_index(drop=True)
     want = r.sort_values(["participant_id", "clip_id"]).reset_index(drop=True)
     for c in ("participant_id", "condition", "prompt_id", "clip_id", "trial", "rating"):
@@ -182,7 +183,7 @@ def test_column_map_and_wide_format(study, tmp_path):
     wide.loc[3, "score_b"] = 250
     wide.to_csv(tmp_path / "wide.csv", index=False)
     with pytest.raises(RatingsValidationError) as exc:
-        ingest_ratings(tmp_path / "wide.csv", stim, cols)
+        ingest_ratings(tmp_path / "wide.csv", stim, cols, scale=PAPER_SCALE)
     assert "wide.csv row 5, column score_b: '250' is above the maximum 100" in exc.value.problems
 
 
@@ -212,7 +213,7 @@ def test_single_table_splits_trial_and_participant_columns(study, tmp_path):
         t[["participant_id", "trial", "preference", "decision_time_s"]], on=["participant_id", "trial"]
     ).merge(p[["participant_id", "age", "passed_attention"]], on="participant_id")
     one.to_csv(tmp_path / "one.csv", index=False)
-    valid = ingest_ratings(tmp_path / "one.csv", stim)
+    valid = ingest_ratings(tmp_path / "one.csv", stim, scale=PAPER_SCALE)
     assert len(valid.tables["trials"]) == len(t) and len(valid.tables["participants"]) == len(p)
     assert {"preference", "decision_time_s"} <= set(valid.tables["trials"].columns)
     assert "preference" not in valid.tables["ratings"].columns
@@ -223,7 +224,7 @@ def test_single_table_splits_trial_and_participant_columns(study, tmp_path):
         match=r"one\.csv row \d+, column age: '99', but one\.csv row 2 of the same "
         "participant",
     ):
-        ingest_ratings(tmp_path / "one.csv", stim)
+        ingest_ratings(tmp_path / "one.csv", stim, scale=PAPER_SCALE)
 
 
 def test_prompt_and_response_instead_of_clip(study, tmp_path):
@@ -231,7 +232,7 @@ def test_prompt_and_response_instead_of_clip(study, tmp_path):
     r.assign(response=r["clip_id"].str[-1])[["participant_id", "condition", "prompt_id", "response", "rating"]].to_csv(
         tmp_path / "pr.csv", index=False
     )
-    valid = ingest_ratings(tmp_path / "pr.csv", stim)
+    valid = ingest_ratings(tmp_path / "pr.csv", stim, scale=PAPER_SCALE)
     assert valid.tables["ratings"]["clip_id"].tolist() == r["clip_id"].tolist()
 
 

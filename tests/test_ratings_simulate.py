@@ -16,6 +16,7 @@ from modprefs.ratings.ingest import validate_as_collected, validate_ratings_dir
 from modprefs.ratings.justification_text import aspect_weights
 from modprefs.ratings.schema import load_table_schema
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.scale import PAPER_SCALE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,11 +52,15 @@ def test_round_trip_through_ingest(sim, design, tmp_path):
     stim, _ = design
     ratings, trials, parts, _ = sim
     write_tables(tmp_path, ratings, trials, parts)
-    tables = validate_ratings_dir(tmp_path, stim)
+    tables = validate_ratings_dir(tmp_path, stim, scale=PAPER_SCALE)
     assert len(tables["ratings"]) == len(ratings)
-    validate_as_collected({"ratings": ratings, "trials": trials, "participants": parts}, stim)  # the adapter's check
+    validate_as_collected(
+        {"ratings": ratings, "trials": trials, "participants": parts}, stim, scale=PAPER_SCALE
+    )  # the adapter's check
     with pytest.raises(Exception, match="rating"):
-        validate_as_collected({"ratings": ratings.assign(rating=1000), "trials": trials, "participants": parts}, stim)
+        validate_as_collected(
+            {"ratings": ratings.assign(rating=1000), "trials": trials, "participants": parts}, stim, scale=PAPER_SCALE
+        )
 
 
 def test_ratings_are_integers_in_range_and_audio_quality_audio_only(sim):

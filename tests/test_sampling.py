@@ -152,7 +152,7 @@ def test_the_review_rounds_first_candidates_are_the_upcoming_ones():
         screened.append(row["conversation_id"])
         return ScreeningResult("harmful", "x") if len(screened) % 2 else ScreeningResult(None)
 
-    replacements, _ = replace_prompts(
+    replacements, _, _ = replace_prompts(
         inter, {p: "wer" for p in prompts.prompt_id}, skip, prompts, 90, 3, every_other_fails, 12
     )
     assert len(replacements) == 12 and screened

@@ -310,3 +310,64 @@ def test_header_only_wav_is_unreadable(tmp_path) -> None:
     sf.write(path, np.zeros(0, dtype=np.float32), 16000, subtype="PCM_16")
     row = qc.QualityChecker(asr=False, dnsmos=False).check_file(path, "Hello there.")
     assert row["qc_pass"] is False and row["qc_reasons"] == "unreadable: no audio samples"
+
+
+# ---------------------------------------------------------------- a lab's given audio (issue 47)
+
+
+def _speechlike(seconds: float = 2.0, rate: int = 24000) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    return (0.3 * np.sin(2 * np.pi * 220 * t) * (0.6 + 0.4 * np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+
+
+def test_an_asr_side_is_judged_by_its_confidence_and_flag_not_by_asr_against_asr():
+    audio, text = _speechlike(), "give it a sunny window"
+    asr = {"text_source": "asr", "asr_confidence": 0.21, "asr_flag": "", "source_clipping_ratio": 0.0}
+    out = qc.qc_clip(audio, 24000, text, transcript="something else entirely", given=asr)
+    assert math.isnan(out["wer"])  # no round trip against the transcript that is itself the text
+    assert out["asr_confidence"] == pytest.approx(0.21)
+    assert "asr_confidence 0.21 < min 0.3" in out["qc_reasons"]
+    flagged = qc.qc_clip(audio, 24000, text, given={**asr, "asr_confidence": 0.9, "asr_flag": "harmful: 'stab'"})
+    assert flagged["qc_reasons"] == "asr transcript flagged (harmful: 'stab')" and not flagged["qc_pass"]
+    # the lab's own text: the round trip as for synthesised clips
+    given = qc.qc_clip(audio, 24000, text, transcript="give it a sunny window", given={"text_source": "given"})
+    assert given["wer"] == 0.0 and math.isnan(given["asr_confidence"])
+
+
+def test_a_take_clipped_at_the_source_fails_though_normalisation_took_it_below_full_scale(tmp_path):
+    import soundfile as sf
+
+    from modprefs.speech.render import given_clip
+
+    clipped = np.clip(_speechlike(rate=48000) * 30, -1, 1)
+    sf.write(tmp_path / "take.wav", np.stack([clipped, clipped], axis=1), 48000, subtype="PCM_16")
+    clip = type(
+        "Clip",
+        (),
+        {
+            "clip_id": "i_0",
+            "prompt_id": "i",
+            "response": 0,
+            "text": "a b c d e",
+            "audio": str(tmp_path / "take.wav"),
+            "source_row": 2,
+        },
+    )
+    row = given_clip(clip, 24000, tmp_path / "clips", {"target_lufs": -23.0, "true_peak_dbfs": -1.0})
+    assert row["clipping_ratio"] == 0.0 and row["peak"] < 0.95  # levelled: no sample at full scale any more
+    assert row["source_clipping_ratio"] > 0.3 and row["source_file"].endswith("take.wav") and row["source_row"] == 2
+    given = {k: row[k] for k in qc.GIVEN_FIELDS}
+    audio, rate = sf.read(row["path"])
+    out = qc.qc_clip(audio, rate, "a b c d e", given=given)
+    assert "source_clipping_ratio" in out["qc_reasons"] and "max 0.001" in out["qc_reasons"]
+
+
+def test_given_audio_has_its_own_measured_defaults():
+    given, synthesised = qc.default_thresholds("given"), qc.default_thresholds("kokoro-onnx")
+    assert synthesised == qc.DEFAULT_THRESHOLDS
+    assert given["max_wer"] > synthesised["max_wer"] and given["min_dnsmos_ovrl"] < synthesised["min_dnsmos_ovrl"]
+    assert {k for k in given if given[k] != synthesised[k]} == set(qc.GIVEN_THRESHOLDS)
+    # only loosened: a bound tighter than the neural voices' would fail clips those pass
+    for key, value in qc.GIVEN_THRESHOLDS.items():
+        default = qc.DEFAULT_THRESHOLDS[key]
+        assert value >= default if key.startswith("max_") else value <= default, key

@@ -10,11 +10,13 @@
 wide with rating_0/rating_1), a ``datasets`` save_to_disk folder, a folder of data files, or
 ``hf://owner/name``; only participant, clip (or prompt + response) and rating are required
 (without a condition column every rating is one condition, analysed as text), ``--map`` renames
-foreign columns. Ratings must be on ``--scale`` (default the paper's 1:100; e.g. 1:5, 0:10,
+foreign columns. Ratings must be on ``--scale`` (default: a published dataset's own, else the paper's
+1:100; e.g. 1:5, 0:10,
 0:100, 1:7:0.5); statistics in rating units (gaps, thresholds, coefficients, AI-human errors) are
 in its units, and AI judge ratings (1..100) are mapped onto it. ``clips.csv`` has clip_id,
 prompt_id and optionally response (else read from the clip id's ``_N``) and n_chars; without
-``--clips`` the clips come from the ratings: prompt_id + response columns, ``{prompt}_{response}``
+``--clips`` a published dataset's own clips (n_chars from its response texts), else the clips come
+from the ratings: prompt_id + response columns, ``{prompt}_{response}``
 clip ids, or else each clip is its own item (a single-stimulus, MOS-style design). Any number of
 responses per prompt: the analyses of rating pairs (thresholds, winners, preference scores, Table
 6) need the paper's two (0 and 1) and are otherwise skipped with that reason. Every input and
@@ -170,6 +172,13 @@ def add_threads_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _ScaleNotGiven:
+    """``--scale``'s default, shown as :data:`STATS_SCALE`: the scale a published dataset records, else that one."""
+
+    def __str__(self) -> str:
+        return STATS_SCALE
+
+
 def _scale(text: str) -> RatingScale:
     """argparse type: ``MIN:MAX[:STEP]`` (:func:`modprefs.scale.parse_scale_arg`); 1:100 is the paper's scale."""
     try:
@@ -216,10 +225,11 @@ def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser
     st.add_argument(
         "--scale",
         type=_scale,
-        default=STATS_SCALE,
+        default=_ScaleNotGiven(),
         metavar="MIN:MAX[:STEP]",
         help="the rating scale every rating (and audio quality) must be on, e.g. 1:5, 0:10, 0:100, 1:7:0.5; "
-        "thresholds, gaps and coefficients are in its units",
+        "thresholds, gaps and coefficients are in its units; when not given: the scale a dataset published by "
+        "`modprefs publish` records (one that disagrees with it is refused), else the default",
     )
     st.add_argument(
         "--out",
@@ -420,15 +430,34 @@ def run_stats(
             judge_table,
             tmp,
             params,
-            {
-                "ratings": str(ratings),
-                "clips": str(clips) if clips is not None else None,
-                "judges": str(judges) if judges else None,
-                "columns": columns or {},
-                **params,
-            },
+            report_config(ratings, clips, judges, columns or {}, params),
         )
     return skipped
+
+
+def report_config(
+    ratings: str | Path, clips: Path | None, judges: Path | None, columns: dict[str, str], params: dict
+) -> dict[str, Any]:
+    """The run's settings in the workflow config's shape, for the report (which reads ``study.scale`` and
+    ``stats.*`` as it does from a workflow run, and shows this as the run's configuration).
+
+    ``study.scale``: the scale the statistics used (:func:`modprefs.stats.tables.analyses.study_scale` of
+    ``params``, as a ``study.scale`` mapping); ``stats``: the resampling and interval settings; ``seed`` at the
+    top level as in config.yaml; ``inputs``: the ratings source, ``--map``, ``--clips`` and ``--judges``.
+    """
+    from modprefs.stats.tables.analyses import study_scale  # noqa: PLC0415
+
+    return {
+        "seed": params["seed"],
+        "inputs": {
+            "ratings": str(ratings),
+            "columns": dict(columns),
+            "clips": str(clips) if clips is not None else None,
+            "judges": str(judges) if judges is not None else None,
+        },
+        "study": {"scale": study_scale(params).as_config()},
+        "stats": {k: v for k, v in params.items() if k not in ("seed", "scale")},
+    }
 
 
 def _analyse(
@@ -476,10 +505,9 @@ def _analyse(
         emit(run_analysis(name, tables, params, study.present), *OUTPUTS[name])
     notes = [*valid.notes, *(n for n in study.notes if n not in valid.notes)]
     scale, design = study_scale(params), pairs_reason(stimuli)
-    if not scale.is_paper:
-        notes.append(
-            f"rating scale {scale_label(scale)}: means, gaps, thresholds, errors and coefficients are in its units"
-        )
+    notes.append(  # on every scale, the paper's too: the report states the scale its numbers are in
+        f"rating scale {scale_label(scale)}: means, gaps, thresholds, errors and coefficients are in its units"
+    )
     if design:
         notes.append(f"not the paper's pairwise design: the analyses of rating pairs are skipped ({design})")
     notes += [f"skipped {s}" for s in skipped]
@@ -589,11 +617,12 @@ def main(argv: list[str] | None = None) -> int:
         table2_slope_alpha=args.table2_slope_alpha,
         icc_test=args.icc_test,
         modality_terms=str(args.modality_terms),
-        scale=args.scale.as_config(),
     )
     try:
-        from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415
+        from modprefs.ratings.sources import parse_column_map, scale_for  # noqa: PLC0415
 
+        given = None if isinstance(args.scale, _ScaleNotGiven) else args.scale
+        params["scale"] = scale_for(args.ratings, given, _scale(STATS_SCALE)).as_config()
         with pinned_threads(args.threads), terminate_raises():
             skipped = run_stats(
                 args.ratings, args.clips, args.out, params, args.judges, parse_column_map(args.map), args.overwrite

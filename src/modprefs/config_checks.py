@@ -22,7 +22,15 @@ import yaml
 
 from modprefs.config_files import ConfigError, ConfigSource, dataclass_kwargs, dotted, format_problems
 
-__all__ = ["ConfigError", "check_config", "dataclass_kwargs", "schema_errors", "validate_config"]
+__all__ = [
+    "ConfigError",
+    "check_config",
+    "dataclass_kwargs",
+    "drop_unused_tts_keys",
+    "schema_errors",
+    "unset_null_keys",
+    "validate_config",
+]
 
 Problem = tuple[tuple[str, ...], str]
 
@@ -385,15 +393,74 @@ def non_finite_problems(node: Any, path: tuple[str, ...] = ()) -> list[Problem]:
     return []
 
 
-def unused_option_notes(config: Mapping[str, Any], sources: Sequence[ConfigSource] | None = None) -> list[str]:
+def _accepts_null(schema: Mapping[str, Any]) -> bool:
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    return "null" in kinds or any(_accepts_null(alt) for alt in schema.get("anyOf", []) + schema.get("oneOf", []))
+
+
+def unset_null_keys(config: dict[str, Any], schema: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """Remove every key set to ``null`` where the schema does not accept null; returns their paths.
+
+    A key set to ``null`` in a ``--configfile`` overlay means *unset*: the key falls back to the schema's default,
+    or is absent, as if no file had set it. Merged configs can only add or replace keys, so without this a lab's
+    overlay could not remove a key the shipped ``config.yaml`` sets. Where null is a value of its own (``tts.seed:
+    null``, unseeded) it is kept. Mutates ``config``.
+    """
+    removed: list[tuple[str, ...]] = []
+
+    def walk(node: dict[str, Any], node_schema: Mapping[str, Any], path: tuple[str, ...]) -> None:
+        properties = node_schema.get("properties") or {}
+        for key in list(node):
+            sub = properties.get(key)
+            if sub is None:
+                continue  # an unknown key: the schema reports it
+            if node[key] is None and not _accepts_null(sub):
+                del node[key]
+                removed.append((*path, key))
+            elif isinstance(node[key], dict):
+                walk(node[key], sub, (*path, key))
+
+    walk(config, schema, ())
+    return removed
+
+
+def drop_unused_tts_keys(config: dict[str, Any]) -> list[Problem]:
+    """Drop the keys each tts block sets that its backend does not read; one note per key dropped.
+
+    A lab's overlay that switches ``tts.backend`` (e.g. to ``given``) inherits the shipped config's ``voice``;
+    a key that means nothing to the chosen backend is ignored, never an error the lab must fix in a file it did
+    not write. Blocks: ``tts``, ``tts.attention_tts`` and each ``tts.engines[i]``. Mutates ``config``.
+    """
+    from modprefs.speech.preflight import unused_tts_keys
+
+    tts = config.get("tts") or {}
+    blocks: list[tuple[tuple[str, ...], dict[str, Any]]] = [(("tts",), tts)]
+    if isinstance(tts.get("attention_tts"), dict):
+        blocks.append((("tts", "attention_tts"), tts["attention_tts"]))
+    blocks += [(("tts", "engines", str(i)), e) for i, e in enumerate(tts.get("engines") or []) if isinstance(e, dict)]
+    notes: list[Problem] = []
+    for path, block in blocks:
+        backend = block.get("backend")
+        for key in unused_tts_keys(block):
+            value = block.pop(key)
+            notes.append(
+                ((*path, key), f"{dotted((*path, key))} ({value!r}) is ignored: backend {backend!r} does not use it")
+            )
+    return notes
+
+
+def unused_option_notes(
+    config: Mapping[str, Any], sources: Sequence[ConfigSource] | None = None, dropped: Sequence[Problem] = ()
+) -> list[str]:
     """Options a config sets that the rest of it makes unused, each as a note naming where it was set.
 
     Not errors (a lab may keep one config and switch sources), but a silently ignored key reads as if it
-    took effect.
+    took effect. ``dropped``: the notes of keys already removed (:func:`drop_unused_tts_keys`).
     """
     from modprefs.config_files import locate
 
-    found: list[tuple[tuple[str, ...], str]] = []
+    found: list[tuple[tuple[str, ...], str]] = list(dropped)
     ratings, data = config.get("ratings") or {}, config.get("data") or {}
     if ratings.get("source") == "simulate" and ratings.get("columns"):
         found.append((("ratings", "columns"), "ratings.columns is unused: ratings.source is 'simulate'"))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from modprefs.data.pairs import load_pairs  # noqa: E402
+from modprefs.data.pairs import load_pairs, transcript_screen  # noqa: E402
 from modprefs.data.prism import prism_interactions  # noqa: E402
 from modprefs.io import write_parquet  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
@@ -17,9 +17,21 @@ def main(smk) -> None:  # noqa: ANN001
     data = smk.params.data
     if data.get("format", "prism") == "pairs":
         Path(smk.params.audio_dir).mkdir(parents=True, exist_ok=True)
-        table = load_pairs(data, smk.params.backend, ".", smk.params.audio_dir, smk.threads)
+        screen = transcript_screen(smk.params.screening, smk.input.harmful_terms[0])
+        table = load_pairs(data, smk.params.backend, ".", smk.params.audio_dir, smk.threads, screen_text=screen)
         asr = int((table[["transcript_0", "transcript_1"]] == "asr").to_numpy().sum())
         logging.info("pairs %s: %d items; the text of %d sides from ASR", data["source"], len(table), asr)
+        for row in table.itertuples(index=False):
+            for k in (0, 1):
+                if getattr(row, f"transcript_{k}") == "asr":
+                    logging.info(
+                        "%s side %d: ASR transcript %r (mean word probability %.2f)%s",
+                        row.conversation_id,
+                        k,
+                        getattr(row, f"text_{k}"),
+                        getattr(row, f"asr_confidence_{k}"),
+                        f"; flagged: {getattr(row, f'asr_flag_{k}')}" if getattr(row, f"asr_flag_{k}") else "",
+                    )
     else:
         table, counts = prism_interactions(data, smk.params.seed)
         logging.info("source %s: %s", data["source"], counts)

@@ -26,7 +26,7 @@ def main(smk) -> None:  # noqa: ANN001
     stimuli = read_stimuli(smk.input.stimuli)
     design = read_table(smk.input.assignments, allow_empty=True)
     scale = scale_from_config(getattr(smk.params, "scale", {}))
-    valid = ingest_ratings(smk.params.source, stimuli, dict(smk.params.columns or {}), design, scale)
+    valid = ingest_ratings(smk.params.source, stimuli, dict(smk.params.columns or {}), design, scale=scale)
     write_valid(valid, dict(zip(("ratings", "trials", "participants"), smk.output[:3])))
     for note in valid.notes:
         log.info("note: %s", note)

@@ -1,5 +1,6 @@
 """Snakemake adapter: a finished run's results/ -> results/dataset/ (``modprefs.publish.publish``, the same call as
-``modprefs publish``); built in a staged folder beside the output and moved into place whole."""
+``modprefs publish``; the card shows the run's config record results/config.yaml); built in a staged folder beside
+the output and moved into place whole."""
 
 import logging
 import os
@@ -17,10 +18,10 @@ def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     opts = PublishOptions.from_config(smk.params.publish)
     opts.salt = opts.salt or os.environ.get("MODPREFS_PUBLISH_SALT", "")
-    results = Path(smk.input.icc).parents[2]  # results/stats/tables/icc.csv -> results
+    results = Path(smk.input.config).parent  # results/config.yaml (rule run_config) -> results
     out = Path(smk.output[0])
     with staged_folder(out, option="output") as tmp:
-        rows = publish(results, tmp, opts, dict(smk.params.config))
+        rows = publish(results, tmp, opts)  # config: the record results/config.yaml
     logging.info("wrote %s: %s", out, ", ".join(f"{k} {v}" for k, v in rows.items()))
 
 

@@ -27,7 +27,9 @@ def main(smk) -> None:  # noqa: ANN001
     log.info("simulating %d participants x %d trials, %d clips (seed %d)", n_part, n_trials, len(stimuli), seed)
     log.info("rating scale %s", scale.describe())
     ratings, trials, participants, truth = simulate_ratings(stimuli, assignments, params, seed, scale)
-    validate_as_collected({"ratings": ratings, "trials": trials, "participants": participants}, stimuli)  # self-check
+    validate_as_collected(  # self-check, on the study's scale
+        {"ratings": ratings, "trials": trials, "participants": participants}, stimuli, scale=scale
+    )
     for df, target in zip((ratings, trials, participants), smk.output[:3]):
         write_csv(df, target)
     write_csv(truth, smk.output.truth)

@@ -27,7 +27,12 @@ stratum        no        the lab's own sampling strata (replaces the length-diff
 
 \\* each side needs text, audio or both. A side with audio and no text is **audio-only**: its text condition
 is the ASR transcript of the audio (:func:`build_pair_interactions`, ``transcript_0/1 = "asr"``), which every
-table downstream says (``stimuli.csv``'s ``transcript`` column, the report).
+table downstream says (``stimuli.csv``'s ``transcript`` column, the report). A transcript is machine-made, so it
+is not trusted as the lab's own text is: Whisper's word probabilities are kept (``asr_words_k``, JSON
+``[[word, probability], ...]``; ``asr_confidence_k`` their mean) and the transcript is screened like a drawn
+PRISM response (empty, another language, the harmful-term list: ``asr_flag_k``, "" when it passes). Audio QC
+fails such a side on a low confidence or a flag instead of comparing ASR with ASR (:mod:`modprefs.speech.qc`).
+``source_row`` is each item's row in the lab's table, for messages that name it.
 
 Checks (:func:`pairs_problems`), each naming the file, row and column: a missing required column, an empty or
 duplicate ``item_id``, an empty prompt, a side with neither text nor audio, both sides identical (same text and
@@ -60,11 +65,13 @@ __all__ = [
     "PAIRS_EXTRA_COLUMNS",
     "PairsFormatError",
     "PairsTable",
+    "Transcript",
     "build_pair_interactions",
     "declared_pairs_files",
     "pairs_problems",
     "read_pairs_table",
     "side_audio",
+    "transcript_screen",
 ]
 
 HUB_PREFIX = "hf://"
@@ -73,7 +80,20 @@ SIDE_COLUMNS = ("response_0", "response_1", "audio_0", "audio_1", "system_0", "s
 PAIRS_COLUMNS = ["item_id", "prompt", "history", *SIDE_COLUMNS, "stratum"]
 #: Columns of conversations.parquet beyond PRISM's for a pairs source: where each side's audio is, where its
 #: text came from (``given`` / ``asr`` / ``none``), and the lab's stratum (None: the length strata).
-PAIRS_EXTRA_COLUMNS = ["audio_0", "audio_1", "transcript_0", "transcript_1", "stratum_given"]
+PAIRS_EXTRA_COLUMNS = [
+    "audio_0",
+    "audio_1",
+    "transcript_0",
+    "transcript_1",
+    "stratum_given",
+    "source_row",
+    "asr_confidence_0",
+    "asr_confidence_1",
+    "asr_words_0",
+    "asr_words_1",
+    "asr_flag_0",
+    "asr_flag_1",
+]
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_PROBLEMS = 20
@@ -497,11 +517,30 @@ def side_audio(table: PairsTable, value: Any, item: str, k: int, audio_dir: Path
     return str(target)
 
 
-Transcribe = Callable[[str], str]
+@dataclass(frozen=True)
+class Transcript:
+    """An ASR transcript with Whisper's per-word probabilities (0..1), in spoken order."""
+
+    text: str
+    words: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def confidence(self) -> float:
+        """The mean word probability (NaN without words)."""
+        return float(np.mean([p for _, p in self.words])) if self.words else float("nan")
+
+
+#: audio file path -> its transcript (an audio-only side's text condition)
+Transcribe = Callable[[str], Transcript]
+#: a transcript -> why it cannot be a text condition ("" when it passes; :func:`transcript_screen`)
+ScreenText = Callable[[str], str]
 
 
 def build_pair_interactions(
-    table: PairsTable, audio_dir: str | Path | None, transcribe: Transcribe | None
+    table: PairsTable,
+    audio_dir: str | Path | None,
+    transcribe: Transcribe | None,
+    screen_text: ScreenText | None = None,
 ) -> pd.DataFrame:
     """conversations.parquet for a pairs source: one interaction per item, sorted by item id.
 
@@ -510,17 +549,19 @@ def build_pair_interactions(
         audio_dir: where a datasets source's audio bytes are written (one file per side).
         transcribe: audio file path -> transcript; used for audio-only sides (their text condition), required
             when there are any.
+        screen_text: the screen of an audio-only side's transcript (``asr_flag_k``); None screens nothing.
 
     Returns:
         :data:`modprefs.data.prism.INTERACTION_COLUMNS` + :data:`PAIRS_EXTRA_COLUMNS`: ``conversation_id`` is the
         item id, ``conversation_type`` ``"pairs"``, ``turn`` the number of earlier user turns, ``score_k`` empty
-        (no PRISM score), ``model_name_k`` the system column, ``transcript_k`` ``given``/``asr``.
+        (no PRISM score), ``model_name_k`` the system column, ``transcript_k`` ``given``/``asr``, for ASR sides
+        ``asr_confidence_k`` / ``asr_words_k`` / ``asr_flag_k`` (NaN / "" / "" for given text), ``source_row``.
     """
     from modprefs.data.prism import INTERACTION_COLUMNS
 
     folder = Path(audio_dir) if audio_dir is not None else None
     records = []
-    for row in table.frame.itertuples(index=False):
+    for i, row in enumerate(table.frame.itertuples(index=False)):
         item = row.item_id.strip()
         history = parse_history(row.history)
         rec: dict[str, Any] = {
@@ -530,21 +571,24 @@ def build_pair_interactions(
             "history": history,
             "prompt": row.prompt,
             "stratum_given": row.stratum.strip() or None,
+            "source_row": i + table.first_row,
         }
         for k in (0, 1):
             audio = side_audio(table, getattr(row, f"audio_{k}"), item, k, folder)
             text = getattr(row, f"response_{k}")
-            source = "given"
+            source, heard = "given", Transcript(text)
             if not text.strip():
                 if transcribe is None or audio is None:
                     raise PairsFormatError(f"item {item!r} side {k}: audio-only, and no ASR to transcribe it")
-                text, source = transcribe(audio).strip(), "asr"
+                heard = transcribe(audio)
+                text, source = heard.text.strip(), "asr"
                 if not text:
                     raise PairsFormatError(
                         f"{table.name}, item {item!r}, column 'audio_{k}': audio-only, and ASR heard no words in it "
                         f"({audio}); give its text in response_{k}"
                     )
             system = getattr(row, f"system_{k}").strip()
+            asr = source == "asr"
             rec |= {
                 f"response_id_{k}": f"{item}-{k}",
                 f"text_{k}": text,
@@ -552,6 +596,9 @@ def build_pair_interactions(
                 f"score_{k}": None,
                 f"audio_{k}": audio,
                 f"transcript_{k}": source,
+                f"asr_confidence_{k}": heard.confidence if asr else float("nan"),
+                f"asr_words_{k}": json.dumps([[w, round(p, 4)] for w, p in heard.words]) if asr else "",
+                f"asr_flag_{k}": (screen_text(text) if screen_text else "") if asr else "",
             }
         rec["chars_0"], rec["chars_1"] = len(rec["text_0"]), len(rec["text_1"])
         rec["abs_char_diff"] = abs(rec["chars_0"] - rec["chars_1"])
@@ -570,9 +617,11 @@ def load_pairs(
     audio_dir: str | Path | None = None,
     threads: int = 1,
     check_audio: bool = True,
+    screen_text: ScreenText | None = None,
 ) -> pd.DataFrame:
     """The workflow's data step for ``data.format: pairs``: read, check (raising every problem at once) and build the
-    interactions, transcribing audio-only sides with the QC's ASR (faster-whisper tiny.en, English forced).
+    interactions, transcribing audio-only sides with the QC's ASR (faster-whisper tiny.en, English forced, word
+    probabilities kept) and screening their transcripts with ``screen_text`` (:func:`transcript_screen`).
 
     Raises:
         PairsFormatError: the table's problems (:func:`pairs_problems`), one per line.
@@ -585,7 +634,7 @@ def load_pairs(
         not getattr(row, f"response_{k}").strip() for row in table.frame.itertuples(index=False) for k in (0, 1)
     )
     transcribe = _asr_transcriber(threads) if audio_only else None
-    return build_pair_interactions(table, audio_dir, transcribe)
+    return build_pair_interactions(table, audio_dir, transcribe, screen_text)
 
 
 def _asr_transcriber(threads: int) -> Transcribe:
@@ -595,11 +644,27 @@ def _asr_transcriber(threads: int) -> Transcribe:
 
     model = Transcriber(threads=threads)
 
-    def transcribe(path: str) -> str:
+    def transcribe(path: str) -> Transcript:
         audio, rate = sf.read(path, dtype="float32", always_2d=True)
-        return model.transcribe(audio.mean(axis=1), rate)
+        text, words = model.transcribe_words(audio.mean(axis=1), rate)
+        return Transcript(text, tuple(words))
 
     return transcribe
+
+
+def transcript_screen(screening: Mapping[str, Any], harmful_terms: str | Path) -> ScreenText:
+    """The screen of an audio-only side's transcript: the text screen of a drawn PRISM response (config
+    ``sampling.screening``, the term list ``harmful_terms``; :func:`modprefs.sampling.screening.screen_interaction`)
+    applied to the transcript alone: ``"empty: ..."``, ``"other_language: ..."``, ``"harmful: ..."`` or ""."""
+    from modprefs.sampling.screening import screen_from_config
+
+    screen = screen_from_config(screening, harmful_terms)
+
+    def screen_text(text: str) -> str:
+        result = screen({"prompt": "", "text_0": text, "text_1": text})
+        return f"{result.reason}: {result.detail.replace('response 0 ', 'transcript ', 1)}" if result.reason else ""
+
+    return screen_text
 
 
 def pool_size(data: Mapping[str, Any], base_dir: str | Path = ".") -> int | None:

@@ -132,7 +132,9 @@ def read_pilot(
     if not str(source).startswith("hf://") and not Path(source).exists():
         raise PlanInputError(f"--pilot: {source} does not exist (a ratings folder, table file or datasets folder)")
     raw = load_ratings_source(source, columns, stimuli)
-    valid = validate_ratings(raw, stimuli if stimuli is not None else _stimuli_from_ratings(raw), scale=scale)
+    valid = validate_ratings(
+        raw, stimuli if stimuli is not None else _stimuli_from_ratings(raw), scale=scale or PAPER_SCALE
+    )
     ratings = valid.tables["ratings"]
     missing = [c for c in PILOT_COLUMNS if c not in ratings.columns or ratings[c].isna().all()]
     if missing:

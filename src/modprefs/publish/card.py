@@ -1,6 +1,9 @@
-"""The dataset card (README.md): YAML metadata header, design, ICC table, simulated-data banner, config, citation.
+"""The dataset card (README.md): YAML metadata header, design, rating scale, ICC table, simulated-data banner,
+config, citation.
 
-Pure: :func:`dataset_card` returns the text; the caller writes it.
+Pure: :func:`dataset_card` returns the text; the caller writes it. The header's ``rating_scale`` (``study.scale``'s
+mapping: min, max, step, labels) is the study's rating scale; :func:`recorded_scale` reads it back (``modprefs stats
+--ratings <published folder>`` takes it as the scale).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 import yaml
+
+from modprefs.scale import RatingScale, scale_from_config
 
 SIMULATED_BANNER = (
     "> **SIMULATED RATINGS.** Every human-condition rating in this dataset was produced by the study's simulator "
@@ -34,8 +39,15 @@ def data_file(split: str) -> str:
     return f"data/{split}/train-00000-of-00001.parquet"
 
 
-def metadata(frames: Mapping[str, pd.DataFrame], license_id: str, pretty_name: str) -> dict[str, Any]:
-    """The card's YAML header: one config per split (splits differ in columns), ``ratings`` the default."""
+#: the card header's key of the study's rating scale (``study.scale``'s mapping)
+SCALE_KEY = "rating_scale"
+
+
+def metadata(
+    frames: Mapping[str, pd.DataFrame], license_id: str, pretty_name: str, scale: RatingScale | None = None
+) -> dict[str, Any]:
+    """The card's YAML header: one config per split (splits differ in columns), ``ratings`` the default, and the
+    study's rating scale (:data:`SCALE_KEY`) when known."""
     return {
         "license": license_id,
         "pretty_name": pretty_name,
@@ -52,7 +64,42 @@ def metadata(frames: Mapping[str, pd.DataFrame], license_id: str, pretty_name: s
             }
             for split in frames
         ],
+        **({SCALE_KEY: scale.as_config()} if scale is not None else {}),
     }
+
+
+def front_matter(card: str) -> dict[str, Any]:
+    """The YAML header of a dataset card (``---`` ... ``---``); empty when there is none or it is not a mapping."""
+    if not card.startswith("---"):
+        return {}
+    parts = card.split("\n---", 1)
+    try:
+        header = yaml.safe_load(parts[0].removeprefix("---")) if len(parts) == 2 else None
+    except yaml.YAMLError:
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def recorded_scale(card: str) -> RatingScale | None:
+    """The rating scale a published dataset's card records (its header's :data:`SCALE_KEY`); None without one
+    (a dataset published before the scale was recorded).
+
+    Raises:
+        ValueError: the recorded scale is not a valid ``study.scale`` (min, max, step, labels).
+    """
+    block = front_matter(card).get(SCALE_KEY)
+    if not isinstance(block, Mapping):
+        return None
+    return scale_from_config(block)
+
+
+def scale_sentence(scale: RatingScale, judges: bool = False) -> str:
+    """The ratings' scale in one sentence (the card's "Rating scale" section, the ratings split's description);
+    ``judges``: the ratings include AI judge rows (on 1-100)."""
+    return (
+        f"Human (and simulated) ratings, `rating` and `audio_quality`, are on the study's scale {scale.describe()}"
+        + ("; AI judge rows (`source` judge) are on 1-100." if judges else ".")
+    )
 
 
 def _design(frames: Mapping[str, pd.DataFrame]) -> list[str]:
@@ -100,6 +147,7 @@ def dataset_card(
     ties: Mapping[str, int],
     dropped: list[str],
     pretty_name: str = "modprefs cross-modal speech preference study",
+    scale: RatingScale | None = None,
 ) -> str:
     """The README.md of the published dataset.
 
@@ -110,8 +158,9 @@ def dataset_card(
         license_id: the Hub license id (config ``publish.license``).
         ties: modality -> prompts left out of ``preferences_<modality>`` (equal mean ratings).
         dropped: ``split.column`` names removed for privacy.
+        scale: the study's rating scale (config ``study.scale``), recorded in the header and stated.
     """
-    header = yaml.safe_dump(metadata(frames, license_id, pretty_name), sort_keys=False, allow_unicode=True)
+    header = yaml.safe_dump(metadata(frames, license_id, pretty_name, scale), sort_keys=False, allow_unicode=True)
     simulated = bool((frames["ratings"]["source"] == "simulated").any())
     parts = [f"---\n{header}---\n", f"# {pretty_name}\n"]
     if simulated:
@@ -123,6 +172,12 @@ def dataset_card(
         "heard them.\n"
     )
     parts.append("## Design\n\n" + "\n".join(_design(frames)) + "\n")
+    if scale is not None:
+        judges = bool((frames["ratings"]["source"] == "judge").any())
+        parts.append(
+            f"## Rating scale\n\n{scale_sentence(scale, judges)} The card's header records it (`{SCALE_KEY}`); "
+            "`modprefs stats --ratings <this dataset>` uses it.\n"
+        )
     split_lines = [f"- `{s}`: {len(f)} rows, file `{data_file(s)}`" for s, f in frames.items()]
     parts.append(
         "## Splits\n\n"

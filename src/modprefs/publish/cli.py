@@ -1,11 +1,13 @@
 """``modprefs publish --results DIR --out DIR [--push-to-hub OWNER/NAME]``: a finished study as a dataset.
 
 Writes a ``datasets.DatasetDict`` (``save_to_disk``), its Parquet data files and a dataset card into ``--out``
-(:mod:`modprefs.publish`), built in a temporary folder beside it and moved into place whole. Participant ids are
-salted hashes (``--salt`` or the config's ``publish.salt``; a random salt otherwise, never written). With
-``--push-to-hub`` the card and data files are uploaded when a token is set; offline or without a token the
-dataset is still written and the command says so and exits 1. A missing or incomplete ``--results`` exits 2
-naming the missing file.
+(:mod:`modprefs.publish`), built in a temporary folder beside it and moved into place whole. The card shows the
+config the run used, ``--results``' ``config.yaml`` (written by the workflow's rule ``run_config``), and records
+its rating scale. Participant ids are salted hashes (``--salt``, the ``publish.salt`` of ``--config``,
+``$MODPREFS_PUBLISH_SALT``; a random salt otherwise, never written). With ``--push-to-hub`` the card and data
+files are uploaded when a token is set; offline or without a token the dataset is still written and the command
+says so and exits 1. A missing or incomplete ``--results`` (``config.yaml`` included) exits 2 naming the missing
+file.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--config",
         type=Path,
         default=None,
-        help="the workflow config the run used (shown in the card; its publish: block gives the defaults of the "
-        "options below); default: config.yaml beside --results when there is one",
+        help="a config file whose publish: block gives the defaults of the options below (salt included); default: "
+        "the run's record --results/config.yaml, which the card always shows (it never holds the salt)",
     )
     p.add_argument("--license", default=None, help="Hub license id (default: publish.license, else cc-by-4.0)")
     p.add_argument(
@@ -57,16 +59,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _config(args: argparse.Namespace) -> dict[str, Any] | None:
+def _options_config(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
+    """The config whose ``publish`` block gives the options' defaults: ``--config`` when given, else the record."""
     from modprefs.config_files import load_config_file  # noqa: PLC0415
 
-    path = args.config
-    if path is None:
-        beside = Path(args.results).resolve().parent / "config.yaml"
-        path = beside if beside.is_file() else None
-    elif not path.is_file():
-        raise UserInputError(f"--config {path}: file not found")
-    return load_config_file(path) if path is not None else None
+    if args.config is None:
+        return record
+    if not args.config.is_file():
+        raise UserInputError(f"--config {args.config}: file not found")
+    return load_config_file(args.config)
 
 
 def options(args: argparse.Namespace, config: dict[str, Any] | None) -> Any:
@@ -119,8 +120,10 @@ def run(args: argparse.Namespace) -> int:
         missing = missing_inputs(Path(args.results))
         if missing:
             raise UserInputError(f"--results {args.results}: missing {missing[0]}; run the workflow to the end first")
-        config = _config(args)
-        opts = options(args, config)
+        from modprefs.publish.run_config import read_run_config  # noqa: PLC0415
+
+        config = read_run_config(args.results)  # the config the run used: shown in the card, gives the scale
+        opts = options(args, _options_config(args, config))
         from modprefs.publish import publish  # noqa: PLC0415
 
         with terminate_raises(), staged_folder(args.out) as tmp:

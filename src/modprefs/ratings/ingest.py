@@ -71,7 +71,7 @@ import pandas as pd
 from modprefs.errors import UserInputError
 from modprefs.ratings.schema import TABLES, ColumnSpec, column_specs, parse_column
 from modprefs.ratings.sources import ATTENTION_CLIPS, Origin, RawTables, load_ratings_source
-from modprefs.scale import PAPER_SCALE, RatingScale
+from modprefs.scale import RatingScale
 
 ATTENTION_PROMPT = "attn"
 MAX_LISTED = 50
@@ -147,7 +147,7 @@ def scale_hint(scale: RatingScale) -> str:
     )
 
 
-def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems, scale: RatingScale = PAPER_SCALE) -> pd.DataFrame:
+def _parse_table(table: str, raw: pd.DataFrame, problems: _Problems, scale: RatingScale) -> pd.DataFrame:
     """Typed columns per the schema (rating columns per ``scale``); missing optional columns stay absent,
     extra columns stay strings."""
     out = pd.DataFrame(index=raw.index)
@@ -209,12 +209,13 @@ def ingest_ratings(
     stimuli: pd.DataFrame | None,
     columns: Mapping[str, str] | None = None,
     assignments: pd.DataFrame | None = None,
-    scale: RatingScale | None = None,
+    *,
+    scale: RatingScale,
 ) -> ValidRatings:
     """Load ``source`` (:func:`modprefs.ratings.sources.load_ratings_source`) and validate it.
 
     ``stimuli`` None: derived from the ratings (module docstring), returned in ``.stimuli`` as the
-    given ones are. ``scale``: the rating scale (default the paper's 1..100).
+    given ones are. ``scale``: the study's rating scale (required: no stage assumes the paper's 1..100).
 
     Raises:
         RatingsValidationError: every problem with the values; RatingsSourceError / TableError: a
@@ -231,7 +232,8 @@ def validate_ratings_dir(
     directory: str | Path,
     stimuli: pd.DataFrame,
     columns: Mapping[str, str] | None = None,
-    scale: RatingScale | None = None,
+    *,
+    scale: RatingScale,
 ) -> dict[str, pd.DataFrame]:
     """Validate the tables of the ratings source ``directory`` against ``stimuli``; the typed tables.
 
@@ -247,7 +249,8 @@ def validate_ratings(
     stimuli: pd.DataFrame,
     assignments: pd.DataFrame | None = None,
     study_checks: bool = True,
-    scale: RatingScale | None = None,
+    *,
+    scale: RatingScale,
 ) -> ValidRatings:
     """Check the loaded tables (see the module docstring); raise :class:`RatingsValidationError` on any problem.
 
@@ -257,13 +260,12 @@ def validate_ratings(
         assignments: the study design (participant_id, ...); participants not in it are noted.
         study_checks: also refuse a study with nothing to analyse (no rating rows, or none left
             after the attention check); off for validating an export's tables only.
-        scale: the rating scale ``rating`` and ``audio_quality`` must be on (default the paper's 1..100).
+        scale: the rating scale ``rating`` and ``audio_quality`` must be on (the study's; required).
 
     Returns:
         :class:`ValidRatings`: typed ratings, trials (when given) and participants (given, or
         derived from the ratings), ``source`` filled with ``collected`` where absent, and ``stimuli``.
     """
-    scale = scale or PAPER_SCALE
     problems = _Problems(raw.origins)
     notes = list(raw.notes)
     tables: dict[str, pd.DataFrame | None] = {t: None for t in TABLES}
@@ -714,10 +716,10 @@ def _row_of(parts: pd.DataFrame | None, pid: object) -> int:
     return int(parts.index[parts["participant_id"] == pid][0])
 
 
-def validate_as_collected(tables: Mapping[str, pd.DataFrame], stimuli: pd.DataFrame) -> None:
-    """Validate ratings, trials and participants tables as collected ones: written as CSV files to a
-    temporary folder and checked there by :func:`validate_ratings_dir` (raises as it does)."""
+def validate_as_collected(tables: Mapping[str, pd.DataFrame], stimuli: pd.DataFrame, *, scale: RatingScale) -> None:
+    """Validate ratings, trials and participants tables as collected ones, on the study's ``scale``: written as CSV
+    files to a temporary folder and checked there by :func:`validate_ratings_dir` (raises as it does)."""
     with tempfile.TemporaryDirectory() as tmp:
         for name, df in tables.items():
             df.to_csv(Path(tmp) / f"{name}.csv", index=False)
-        validate_ratings_dir(tmp, stimuli)
+        validate_ratings_dir(tmp, stimuli, scale=scale)

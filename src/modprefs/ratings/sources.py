@@ -23,11 +23,16 @@ response shown first, 0/1; gives ``presented_first``) and ``audio_quality_0``/``
 two long rows per trial. Clip ids come from the stimuli for (prompt, response) and prompt ids from
 the stimuli for a clip when a table lacks them.
 
-Without a stimulus table (``modprefs stats`` without ``--clips``), :func:`stimuli_from_ratings` derives
-one from the ratings: from ``prompt_id`` + ``response`` columns; else from a ``prompt_id`` column (the
-response from the clip id's ``_N`` suffix, or the clip's rank within its prompt); else from clip ids
+Without a stimulus table (``modprefs stats`` without ``--clips``), a study published by ``modprefs
+publish`` gives its own (:func:`published_stimuli`: its ``stimuli`` split, ``n_chars`` the response
+texts' lengths, as the workflow's); otherwise :func:`stimuli_from_ratings` derives one from the
+ratings: from ``prompt_id`` + ``response`` columns; else from a ``prompt_id`` column (the response
+from the clip id's ``_N`` suffix, or the clip's rank within its prompt); else from clip ids
 ``{prompt}_{response}`` (when that gives two or more prompts); otherwise each clip is its own item (a
 single-stimulus / MOS design: prompt = clip, response 0).
+
+A published study also records its rating scale (its card's ``rating_scale``): :func:`source_scale` reads it and
+:func:`scale_for` makes it ``modprefs stats``' scale when ``--scale`` is not given (and refuses one that disagrees).
 
 Every cell keeps its provenance (:class:`Origin`): validation messages name the user's file, row
 and column -- the foreign column name and, for a wide table, the row of the trial.
@@ -48,6 +53,7 @@ from modprefs.errors import UserInputError
 from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, read_table, strings_frame
 from modprefs.published_layout import with_published_configs
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE_FILES, TABLES, TRIALS_COLUMNS
+from modprefs.scale import RatingScale
 
 WIDE_COLUMNS = ("rating_0", "rating_1", "audio_quality_0", "audio_quality_1", "first_clip")
 ALIASES = {"participant": "participant_id", "clip": "clip_id", "prompt": "prompt_id"}
@@ -197,6 +203,7 @@ def load_ratings_source(
     text = str(source)
     path = Path(text)
     raw: dict[str, tuple[pd.DataFrame, Origin]]
+    published: pd.DataFrame | None = None  # a published study's own stimuli
     if text.startswith(HUB_PREFIX):
         raw = _from_hub(text)
         files: list[Path] = []
@@ -209,7 +216,7 @@ def load_ratings_source(
         raw = {"ratings": _read(path, path.name)}
         files = [path]
     elif path.is_dir() and is_datasets_folder(path):
-        raw = _from_datasets_folder(path)
+        raw, published = _from_datasets_folder(path)
         files = source_files(path)
     elif path.is_dir() and _table_file(path, "ratings") is not None:
         raw = {}
@@ -236,7 +243,7 @@ def load_ratings_source(
         _wide_to_long(tables, origins, stimuli)
     derived = None
     if derive_stimuli and stimuli is None:
-        derived, note = stimuli_from_ratings(tables["ratings"], origins["ratings"])
+        derived, note = _derived_stimuli(tables["ratings"], origins["ratings"], published)
         notes.append(note)
     _fill_ids(tables, origins, stimuli if stimuli is not None else derived)
     split_levels(tables, origins, notes)
@@ -360,7 +367,8 @@ def published_ratings(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
+def _from_datasets_folder(path: Path) -> tuple[dict[str, tuple[pd.DataFrame, Origin]], pd.DataFrame | None]:
+    """The tables of a ``save_to_disk`` folder and, for a published study, its stimuli (:func:`published_stimuli`)."""
     import datasets  # noqa: PLC0415
 
     try:
@@ -369,7 +377,103 @@ def _from_datasets_folder(path: Path) -> dict[str, tuple[pd.DataFrame, Origin]]:
         raise RatingsSourceError(
             f"ratings source {path}: cannot load the datasets folder ({type(exc).__name__}: {exc})"
         ) from None
-    return _dataset_frames(obj, f"dataset {path.name}")
+    return _dataset_frames(obj, f"dataset {path.name}"), published_stimuli(obj)
+
+
+#: the columns of a published study's ``stimuli`` split (modprefs.publish) its stimulus table is made of
+PUBLISHED_STIMULI_COLUMNS = ("prompt_id", "clip_id_0", "clip_id_1", "response_0", "response_1")
+
+
+def published_stimuli(obj) -> pd.DataFrame | None:  # noqa: ANN001 - a datasets.Dataset(Dict)
+    """The stimulus table of a study published by ``modprefs publish`` (a DatasetDict with ``ratings`` and a
+    ``stimuli`` split of :data:`PUBLISHED_STIMULI_COLUMNS`): clip_id, prompt_id, response, n_chars -- the length
+    of the response text, as the workflow's results/study/stimuli.csv (:func:`modprefs.study.stimuli.build_stimuli`)
+    -- two rows per prompt in the split's order. None for any other dataset."""
+    import datasets  # noqa: PLC0415
+
+    if not isinstance(obj, datasets.DatasetDict) or not {"ratings", "stimuli"} <= set(obj):
+        return None
+    if not set(PUBLISHED_STIMULI_COLUMNS) <= set(obj["stimuli"].column_names):
+        return None
+    split = obj["stimuli"].select_columns(list(PUBLISHED_STIMULI_COLUMNS)).to_pandas()  # no Audio cell decoded
+    rows = [
+        {
+            "clip_id": str(row[f"clip_id_{k}"]),
+            "prompt_id": str(row["prompt_id"]),
+            "response": k,
+            "n_chars": len(row[f"response_{k}"]) if isinstance(row[f"response_{k}"], str) else np.nan,
+        }
+        for _, row in split.iterrows()
+        for k in (0, 1)
+    ]
+    return pd.DataFrame(rows, columns=[*STIMULI_COLUMNS, "n_chars"])
+
+
+def _derived_stimuli(ratings: pd.DataFrame, origin: Origin, published: pd.DataFrame | None) -> tuple[pd.DataFrame, str]:
+    """A published study's own stimuli when it has them, else those derived from the ratings; and a note."""
+    if published is None:
+        return stimuli_from_ratings(ratings, origin)
+    return published, (
+        f"no clips table: the published dataset's stimuli split gives {len(published)} clips "
+        "(n_chars = the length of each response text)"
+    )
+
+
+def source_scale(source: str | Path) -> RatingScale | None:
+    """The rating scale a study published by ``modprefs publish`` records (its card's header, README.md:
+    ``rating_scale``), for a published folder or ``hf://owner/name``; None for any other source, a dataset that
+    records none, or a hub card that cannot be fetched.
+
+    Raises:
+        RatingsSourceError: the recorded scale is not a valid one (the card named).
+    """
+    from modprefs.publish.card import recorded_scale  # noqa: PLC0415
+
+    text = str(source)
+    if text.startswith(HUB_PREFIX):
+        card, shown = _hub_card(text), f"the card of {text}"
+    else:
+        path = Path(text) / "README.md"
+        is_published = Path(text).is_dir() and is_datasets_folder(Path(text)) and path.is_file()
+        card, shown = (path.read_text(encoding="utf-8") if is_published else None), str(path)
+    if card is None:
+        return None
+    try:
+        return recorded_scale(card)
+    except ValueError as exc:
+        raise RatingsSourceError(f"ratings source {text}: {shown}: rating_scale: {exc}") from None
+
+
+def _hub_card(source: str) -> str | None:
+    """The README.md (dataset card) of the hub dataset ``source``; None when it cannot be fetched."""
+    repo = source[len(HUB_PREFIX) :].removeprefix("datasets/")
+    try:
+        import huggingface_hub  # noqa: PLC0415
+
+        return Path(huggingface_hub.hf_hub_download(repo, "README.md", repo_type="dataset")).read_text("utf-8")
+    except Exception:  # noqa: BLE001 - offline, no such repo or card: the scale is then not recorded
+        return None
+
+
+def scale_for(source: str | Path, given: RatingScale | None, default: RatingScale) -> RatingScale:
+    """``modprefs stats``' rating scale for ``source``: ``given`` (``--scale``) when set, else the scale the
+    source records (:func:`source_scale`), else ``default``.
+
+    Raises:
+        RatingsSourceError: ``given`` disagrees with the recorded scale (both named).
+    """
+    recorded = source_scale(source)
+    if given is None:
+        return recorded if recorded is not None else default
+    if recorded is not None and not np.allclose(
+        [given.min, given.max, given.step], [recorded.min, recorded.max, recorded.step]
+    ):
+        raise RatingsSourceError(
+            f"--scale {given.min:g}:{given.max:g}:{given.step:g} disagrees with the rating scale the published "
+            f"dataset {source} records, {recorded.min:g}:{recorded.max:g}:{recorded.step:g} ({recorded.describe()}); "
+            "leave --scale out to use the recorded one"
+        )
+    return given
 
 
 def _from_hub(source: str) -> dict[str, tuple[pd.DataFrame, Origin]]:

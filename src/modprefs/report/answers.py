@@ -124,7 +124,7 @@ def reliability_answer(icc: pd.DataFrame | None, ci_level: float = 0.95) -> Answ
         i = int(icc.index[icc["condition"].astype(str) == condition][0])
         one = _with_interval("icc", icc, i, ("condition",), "icc_2_1", "icc_2_1_lo", "icc_2_1_hi", bounded=True)
         many = _with_interval("icc", icc, i, ("condition",), "icc_2_k", "icc_2_k_lo", "icc_2_k_hi", bounded=True)
-        k = _shown("icc", icc, i, ("condition",), "k_effective", decimals=1)
+        k = _shown("icc", icc, i, ("condition",), "k_effective", kind="count")  # "4", or "8.9" (an average)
         if one[0] is None or many[0] is None:
             answer.caveats.append(f"{condition.capitalize()}: the ICC could not be estimated ({icc.at[i, 'note']}).")
             continue
@@ -347,6 +347,19 @@ def _threshold_statement(answer: Answer, recs: pd.DataFrame | None) -> None:
                 numbers,
             )
         )
+        answer.caveats += threshold_caveats(rows)
+
+
+def threshold_caveats(rows: pd.DataFrame) -> list[str]:
+    """The thresholds' ``caveat`` column (:func:`modprefs.stats.tables.thresholds.grid_caveat`: a threshold the
+    scale's step makes degenerate) as sentences, one per distinct caveat naming its conditions."""
+    if "caveat" not in rows.columns:
+        return []
+    by_caveat: dict[str, list[str]] = {}
+    for condition, caveat in zip(rows["condition"].astype(str), rows["caveat"]):
+        if not is_missing_text(caveat):
+            by_caveat.setdefault(str(caveat), []).append(condition)
+    return [f"Decision threshold ({', '.join(c)}): {caveat}." for caveat, c in by_caveat.items()]
 
 
 def _agreement_statement(answer: Answer, binomial: pd.DataFrame | None) -> None:

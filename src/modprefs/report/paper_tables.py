@@ -4,10 +4,17 @@ Each ``table<n>_reader`` takes the analysis CSV(s) as DataFrames and returns a :
 cells (estimates with CIs in brackets, p-values by convention, labels instead of column names), row groups
 where the paper has them, and the method said once in the caption instead of in every row. The machine
 tables stay as they are (CSV, and the report's "details"); nothing here computes a statistic.
+
+Every reader takes the study's facts (:class:`StudyFacts`): the rating scale the statistics used, which the
+tables in rating units (2, 5, 6) state in their captions and Tables 5-6 in their column names (the paper's 1-100
+values as printed, and restated on the study's scale), and the conditions the study has, so that a condition
+without ratings gets no column. A table with nothing to show is marked ``skipped`` with the reason, and the report
+says that instead of printing a table of dashes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -20,13 +27,36 @@ from modprefs.report.formatting import (
     format_p,
     is_missing,
 )
+from modprefs.scale import PAPER_SCALE, RatingScale
+from modprefs.stats.tables.scale_units import scale_label
+
+
+@dataclass(frozen=True)
+class StudyFacts:
+    """What a reader needs to know about the study beyond its table.
+
+    ``scale``: the rating scale the statistics used (rating-unit values are in its units; default the paper's
+    1..100); ``conditions``: the conditions with ratings (None: every condition the table has).
+    """
+
+    scale: RatingScale = PAPER_SCALE
+    conditions: Sequence[str] | None = None
+
+    def has(self, condition: str) -> bool:
+        """Whether the study has ratings in ``condition`` (every condition when ``conditions`` is None)."""
+        return self.conditions is None or condition in self.conditions
+
+
+#: the facts of a study on the paper's scale with every condition the tables have
+PAPER_STUDY = StudyFacts()
 
 
 @dataclass
 class ReaderTable:
     """A table for reading: ``frame`` holds text cells; ``groups``: (row index, group label) headings.
 
-    ``caption``: what the table shows and how (methods, models) -- once; ``notes``: footnotes.
+    ``caption``: what the table shows and how (methods, models) -- once; ``notes``: footnotes; ``skipped``: why
+    the table is not shown (it has nothing to show), else None.
     """
 
     key: str
@@ -35,6 +65,7 @@ class ReaderTable:
     caption: str = ""
     notes: list[str] = field(default_factory=list)
     groups: list[tuple[int, str]] = field(default_factory=list)
+    skipped: str | None = None
 
 
 def _text(x: object) -> str:
@@ -46,20 +77,51 @@ def clean_label(label: str) -> str:
     return _text(label).replace("$", "")
 
 
-def table1_reader(t1: pd.DataFrame) -> ReaderTable:
-    """Table 1 (demographics by condition): the CSV's cells are already M (SD) / % text."""
+def scale_caption(scale: RatingScale) -> str:
+    """The sentence a table in rating units carries: the scale its values are in."""
+    return f"Ratings on the scale {scale_label(scale)}: values in rating points are in its units."
+
+
+def reason_of(reason: str, conditions: Sequence[str]) -> str:
+    """The parts of a table's ``reason`` (``"text: ...; audio: ..."``) about ``conditions`` or no condition."""
+
+    def about(part: str) -> bool:
+        head = part.split(":", 1)[0]
+        return head in conditions or head not in ("text", "audio")
+
+    return "; ".join(part for part in reason.split("; ") if part and about(part))
+
+
+def table1_reader(t1: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
+    """Table 1 (demographics by condition): the CSV's cells are already M (SD) / % text; n is a count.
+
+    Only the conditions with ratings get a column; a row without a value in any of them is left out (a note
+    says which, with the CSV's reason); with nothing left but n, the table is ``skipped`` with that reason.
+    """
     conditions = [c for c in ("text", "audio") if c in t1.columns] or [
         c for c in t1.columns if c not in ("row", "reason")
     ]
-    frame = pd.DataFrame({"": [clean_label(r) for r in t1["row"]]})
+    conditions = [c for c in conditions if study.has(c)]
+    labels = [clean_label(r) for r in t1["row"]]
+    frame = pd.DataFrame({"": labels})
     for c in conditions:
-        frame[c.capitalize()] = [_text(v) or MISSING for v in t1[c]]
-    return ReaderTable(
-        "table1", "Table 1. Participant demographics by condition", frame, "Values are M (SD) unless noted."
-    )
+        frame[c.capitalize()] = [
+            format_count(v) if label == "n" else (_text(v) or MISSING) for label, v in zip(labels, t1[c])
+        ]
+    empty = [i for i in range(len(frame)) if labels[i] != "n" and all(frame.iloc[i, 1:] == MISSING)]
+    reasons = t1["reason"] if "reason" in t1.columns else pd.Series([""] * len(t1))
+    dropped = [f"{labels[i]} ({reason_of(_text(reasons.iloc[i]), conditions) or 'no values'})" for i in empty]
+    frame = frame.drop(index=empty).reset_index(drop=True)
+    title = "Table 1. Participant demographics by condition"
+    if list(frame[""]) in ([], ["n"]):
+        n = ", ".join(f"{c} {frame.at[0, c.capitalize()]}" for c in conditions) if len(frame) else "none"
+        why = f"the participants table holds no demographics (analysed participants: {n}): " + "; ".join(dropped)
+        return ReaderTable("table1", title, frame, skipped=why)
+    notes = [f"Not shown, no value in any condition: {'; '.join(dropped)}."] if dropped else []
+    return ReaderTable("table1", title, frame, "Values are M (SD) unless noted; n is analysed participants.", notes)
 
 
-def table2_reader(t2: pd.DataFrame) -> ReaderTable:
+def table2_reader(t2: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
     """Table 2: the omnibus LMM's fixed effects, then each modality's simple effects; b, 95 % CI, p."""
     rows: list[dict[str, str]] = []
     groups: list[tuple[int, str]] = []
@@ -78,7 +140,10 @@ def table2_reader(t2: pd.DataFrame) -> ReaderTable:
                 }
             )
     first = t2.iloc[0] if len(t2) else None
-    caption = "Fixed effects predicting raw ratings (REML; p from t tests with Satterthwaite df)."
+    caption = (
+        "Fixed effects predicting raw ratings (REML; p from t tests with Satterthwaite df). "
+        f"b in rating points of the scale {scale_label(study.scale)}."
+    )
     if first is not None:
         if "random" in t2.columns and _text(first["random"]):
             caption += f" Omnibus random effects: {_text(first['random'])}."
@@ -87,7 +152,7 @@ def table2_reader(t2: pd.DataFrame) -> ReaderTable:
     notes = sorted({_text(n) for n in t2.get("note", pd.Series(dtype=str)) if _text(n)})
     return ReaderTable(
         "table2",
-        "Table 2. Fixed effects of the linear mixed-effects model",
+        f"Table 2. Fixed effects of the linear mixed-effects model (rating scale {scale_label(study.scale)})",
         pd.DataFrame(rows),
         caption,
         [f"Fit: {n}" for n in notes],
@@ -95,8 +160,9 @@ def table2_reader(t2: pd.DataFrame) -> ReaderTable:
     )
 
 
-def table3_reader(t3: pd.DataFrame) -> ReaderTable:
-    """Table 3 (session characteristics): text, audio, p with the test as a footnote letter."""
+def table3_reader(t3: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
+    """Table 3 (session characteristics): text, audio (the conditions with ratings), p with the test as a footnote
+    letter (no rating units)."""
     letters: dict[str, str] = {}
     rows = []
     for r in t3.to_dict("records"):
@@ -105,14 +171,12 @@ def table3_reader(t3: pd.DataFrame) -> ReaderTable:
         if test:
             mark = letters.setdefault(test, "ᵃᵇᶜᵈᵉᶠᵍʰ"[len(letters)])
         p = format_p(r.get("p")) if not isinstance(r.get("p"), str) else _text(r.get("p"))
-        rows.append(
-            {
-                "": clean_label(r["row"]),
-                "Text": _text(r.get("text")) or MISSING,
-                "Audio": _text(r.get("audio")) or MISSING,
-                "p": f"{p}{mark}" if p and p != MISSING else MISSING,
-            }
-        )
+        row = {"": clean_label(r["row"])}
+        for c in ("text", "audio"):
+            if study.has(c):
+                row[c.capitalize()] = _text(r.get(c)) or MISSING
+        row["p"] = f"{p}{mark}" if p and p != MISSING else MISSING
+        rows.append(row)
     notes = [f"{mark}{test}." for test, mark in letters.items()]
     return ReaderTable(
         "table3",
@@ -123,9 +187,9 @@ def table3_reader(t3: pd.DataFrame) -> ReaderTable:
     )
 
 
-def table4_reader(t4: pd.DataFrame) -> ReaderTable:
-    """Table 4 (reliability by modality): estimate [CI] per modality and p of audio - text."""
-    conditions = [c for c in ("audio", "text") if c in t4.columns]
+def table4_reader(t4: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
+    """Table 4 (reliability by modality): estimate [CI] per modality and p of audio - text (unitless)."""
+    conditions = [c for c in ("audio", "text") if c in t4.columns and study.has(c)]
     rows = []
     for r in t4.to_dict("records"):
         descriptive = str(r["metric"]).startswith("Avg.")
@@ -151,56 +215,96 @@ def table4_reader(t4: pd.DataFrame) -> ReaderTable:
     return ReaderTable("table4", "Table 4. Inter-rater reliability by modality", pd.DataFrame(rows), " ".join(methods))
 
 
-def _section_rows(table: pd.DataFrame, estimate: str, decimals: int) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
-    """Tables 5-6 (columns section, term, estimate, p, n, paper_estimate, paper_p): one group per section."""
+def paper_columns(scale: RatingScale) -> tuple[str, ...]:
+    """Tables 5-6's paper columns, named by their scale: on the paper's scale one ("Paper (1-100)"); on another
+    the paper's value restated on the study's scale, then as printed."""
+    if scale.is_paper:
+        return ("Paper (1-100)",)
+    return (f"Paper on {scale_label(scale)}", "Paper as printed (1-100)")
+
+
+def _paper_cell(value: object, p: str, decimals: int) -> str:
+    text = format_number(value, decimals)
+    return text if text == MISSING or not p else f"{text} (p {p})"
+
+
+def _section_rows(
+    table: pd.DataFrame, estimate: str, decimals: int, scale: RatingScale
+) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
+    """Tables 5-6 (columns section, term, estimate, p, n, paper_estimate_1_100, paper_estimate_on_study_scale,
+    paper_p): one group per section; the paper columns as :func:`paper_columns` names them."""
     rows: list[dict[str, str]] = []
     groups: list[tuple[int, str]] = []
+    columns = paper_columns(scale)
     for section in dict.fromkeys(table["section"].astype(str)):
         part = table[table["section"].astype(str) == section]
         groups.append((len(rows), section))
         for r in part.to_dict("records"):
-            paper = format_number(r.get("paper_estimate"), decimals) if "paper_estimate" in r else MISSING
             paper_p = _text(r.get("paper_p"))
-            rows.append(
-                {
-                    "": _text(r["term"]),
-                    estimate: format_number(r.get("estimate"), decimals),
-                    "p": format_p(r.get("p")),
-                    "n": format_count(r.get("n")) if not is_missing(r.get("n")) and float(r["n"]) > 0 else MISSING,
-                    "Paper": paper if paper == MISSING or not paper_p else f"{paper} (p {paper_p})",
-                }
-            )
+            printed = _paper_cell(r["paper_estimate_1_100"], paper_p, decimals)
+            row = {
+                "": _text(r["term"]),
+                estimate: format_number(r.get("estimate"), decimals),
+                "p": format_p(r.get("p")),
+                "n": format_count(r.get("n")) if not is_missing(r.get("n")) and float(r["n"]) > 0 else MISSING,
+            }
+            if scale.is_paper:
+                row[columns[0]] = printed
+            else:
+                row[columns[0]] = _paper_cell(r["paper_estimate_on_study_scale"], paper_p, decimals)
+                row[columns[1]] = printed
+            rows.append(row)
     return pd.DataFrame(rows), groups
 
 
-def table5_reader(t5: pd.DataFrame) -> ReaderTable:
+def paper_note(scale: RatingScale, table: str) -> str:
+    """The note under Table 5 or 6 saying the scale of each paper column and how values were restated."""
+    if scale.is_paper:
+        return "Paper (1-100): the paper's value as printed; the study is on the same 1-100 scale."
+    what = (
+        f"errors and differences x {scale.span:g}/99: one point of the paper's 1-100 is {scale.span:g}/99 points here"
+        if table == "table5"
+        else f"slopes per rating point x 99/{scale.span:g}; the modality shift (an ICC) and ρ unchanged"
+    )
+    return (
+        f"Paper on {scale_label(scale)}: the paper's value restated on this study's scale; {what}. Paper as printed "
+        "(1-100): the paper's value on its own 1-100 scale, not comparable with this study's values as it stands."
+    )
+
+
+def table5_reader(t5: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
     """Table 5: AI - human absolute error by modality (LMM) and PRISM vs external annotators (paired t)."""
-    frame, groups = _section_rows(t5, "d̄", 2)
+    frame, groups = _section_rows(t5, "d̄ (this study)", 2, study.scale)
     return ReaderTable(
         "table5",
-        "Table 5. AI-human rating comparisons",
+        f"Table 5. AI-human rating comparisons (rating scale {scale_label(study.scale)})",
         frame,
-        "AI-human error: d̄ is the mean absolute error between AI and human clip means (rating-scale points); the "
-        "LMM row tests the modality difference (clip random intercept, Satterthwaite df). PRISM comparisons: d̄ is "
+        "AI-human error: d̄ is the mean absolute error between AI and human clip means (rating points of the scale "
+        f"{scale_label(study.scale)}; the AI judges' 1-100 ratings and the PRISM scores mapped onto it); the LMM "
+        "row tests the modality difference (clip random intercept, Satterthwaite df). PRISM comparisons: d̄ is "
         "the mean signed difference PRISM - group, paired t over clips.",
+        [paper_note(study.scale, "table5")],
         groups=groups,
     )
 
 
-def table6_reader(t6: pd.DataFrame) -> ReaderTable:
+def table6_reader(t6: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
     """Table 6: AI differentiation predicting per-prompt human ICC (OLS), Spearman checks, robustness."""
-    frame, groups = _section_rows(t6, "B / ρ", 3)
+    frame, groups = _section_rows(t6, "B / ρ (this study)", 3, study.scale)
     return ReaderTable(
         "table6",
-        "Table 6. AI differentiation and human agreement",
+        f"Table 6. AI differentiation and human agreement (rating scale {scale_label(study.scale)})",
         frame,
-        "DV: per-prompt and modality ICC(2,1). OLS rows: B in ICC units per rating point of AI gap; Spearman rows: "
-        "rank correlation ρ within each modality; robustness rows refit without influential points (Cook's D > 4/n).",
+        "DV: per-prompt and modality ICC(2,1). OLS rows: B in ICC units per rating point of AI gap on the scale "
+        f"{scale_label(study.scale)}; Spearman rows: rank correlation ρ within each modality; robustness rows refit "
+        "without influential points (Cook's D > 4/n).",
+        [paper_note(study.scale, "table6")],
         groups=groups,
     )
 
 
-READERS = {
+#: table stem -> its reader
+READERS: dict[str, Callable[[pd.DataFrame, StudyFacts], ReaderTable]] = {
     "table1_demographics": table1_reader,
     "table2_lmm": table2_reader,
     "table3_session": table3_reader,

@@ -6,6 +6,12 @@ saying what to read from them, then every machine table behind a "details" toggl
 method checks, the notes on how the run was made, its configuration and package versions. The page is one
 self-contained HTML file (figures as base64 PNG; no script, no network), fits a laptop and a phone without
 sideways scrolling (wide tables scroll inside their own box), and escapes every text it shows.
+
+The header states the rating scale the statistics used (:func:`report_scale`: the config's ``study.scale``, which
+``modprefs stats`` fills from ``--scale``, checked against the tables' own ``scale`` column, so a report never names
+a scale its numbers are not in). A condition the ratings hold none of (a one-condition study) gets no row or column
+anywhere (:func:`rated_conditions`, :func:`without_unrated`), and a paper table with nothing to show is replaced by
+the reason (:attr:`modprefs.report.paper_tables.ReaderTable.skipped`).
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ from modprefs.report.answers import (
     difference_answer,
     raters_answer,
     reliability_answer,
+    threshold_caveats,
 )
 from modprefs.report.html import markdown_title, package_versions
-from modprefs.report.paper_tables import READERS, ReaderTable
+from modprefs.report.paper_tables import PAPER_STUDY, READERS, ReaderTable, StudyFacts
 from modprefs.report.report_figures import reward_accuracy_figure, thresholds_figure
-from modprefs.scale import scale_from_config
+from modprefs.scale import RatingScale, scale_from_config
 from modprefs.stats.tables.catalog import OUTPUTS
+from modprefs.stats.tables.scale_units import scale_label, scale_text
 
 REPO = Path(__file__).resolve().parents[3]
 CAPTIONS_DIR = REPO / "workflow" / "report"
@@ -264,20 +272,81 @@ FIGURE_TITLES = {
 }
 
 
+# --- the study: its scale and conditions -----------------------------------------------------------------------
+def report_scale(config: Mapping[str, Any], tables: Mapping[str, pd.DataFrame]) -> RatingScale:
+    """The rating scale the statistics used: the config's ``study.scale`` (the paper's 1..100 when absent), checked
+    against the ``scale`` column the analyses write into their tables in rating units on any other scale.
+
+    Raises:
+        ValueError: the tables were computed on another scale than the config states (the message names both), so
+            that a report never states a scale its numbers are not in.
+    """
+    scale = scale_from_config(config)
+    used = sorted(
+        {str(v) for t in tables.values() if "scale" in t.columns for v in t["scale"].dropna().unique() if str(v)}
+    )
+    expected = [] if scale.is_paper else [scale_label(scale)]
+    if used and used != expected:
+        raise ValueError(
+            f"the statistics tables were computed on the rating scale {' and '.join(used)} (their scale column), but "
+            f"the report's config states study.scale {scale_label(scale)}: render the report with the config the "
+            "statistics ran with"
+        )
+    return scale
+
+
+def rated_conditions(ratings: Path | None) -> tuple[str, ...] | None:
+    """The conditions the ratings hold (ratings.csv's ``condition`` values, sorted; without that column every rating
+    is in :data:`modprefs.ratings.ingest.DEFAULT_CONDITION`, as ingest reads it); None without a ratings file (then
+    every condition a table has is shown)."""
+    from modprefs.ratings.ingest import DEFAULT_CONDITION  # noqa: PLC0415 (ingest loads the ratings sources)
+
+    if ratings is None or not Path(ratings).is_file():
+        return None
+    table = read_table(ratings, allow_empty=True)
+    if "condition" not in table.columns:
+        return (DEFAULT_CONDITION,) if len(table) else ()
+    return tuple(sorted(set(table["condition"].dropna().astype(str))))
+
+
+def study_facts(inputs: ReportInputs, tables: Mapping[str, pd.DataFrame]) -> StudyFacts:
+    """The scale the statistics used (:func:`report_scale`); the conditions with ratings (:func:`rated_conditions`)."""
+    return StudyFacts(report_scale(inputs.config, tables), rated_conditions(inputs.ratings))
+
+
+def without_unrated(table: pd.DataFrame, facts: StudyFacts) -> tuple[pd.DataFrame, list[str]]:
+    """``table`` without the rows of conditions the study has no ratings in (a ``condition`` column's), and those
+    conditions (empty when nothing was left out)."""
+    if "condition" not in table.columns or facts.conditions is None:
+        return table, []
+    keep = table["condition"].astype(str).map(facts.has)
+    return table[keep], sorted(set(table.loc[~keep, "condition"].astype(str)))
+
+
 # --- the page ---------------------------------------------------------------------------------------------------
-def study_summary(tables: Mapping[str, pd.DataFrame]) -> str:
-    """One line: participants, clips and ratings per condition (from icc.csv)."""
+def study_summary(tables: Mapping[str, pd.DataFrame], facts: StudyFacts = PAPER_STUDY) -> str:
+    """One line: participants, clips and ratings per condition with ratings (from icc.csv), counts as integers.
+
+    A condition without ratings (``facts.conditions``) is left out; one with ratings none of which could be
+    analysed says so with the ICC table's note.
+    """
     icc = tables.get("icc")
     if icc is None or icc.empty or "condition" not in icc.columns:
         return "No ratings were analysed."
     parts = []
-    for r in icc.to_dict("records"):
+    for r in without_unrated(icc, facts)[0].to_dict("records"):
+        if pd.isna(r.get("n_ratings")) or int(r["n_ratings"]) == 0:
+            note = str(r.get("note") or "") if pd.notna(r.get("note")) else ""
+            parts.append(f"{r['condition']}: no analysable ratings" + (f" ({note})" if note else ""))
+            continue
         bits = [
             f"{int(r[c])} {label}"
             for c, label in (("n_participants", "raters"), ("n_clips", "clips"), ("n_ratings", "ratings"))
             if pd.notna(r.get(c))
         ]
         parts.append(f"{r['condition']}: " + ", ".join(bits))
+    if not parts:
+        return "No ratings were analysed."
     return "Study: " + "; ".join(parts) + "."
 
 
@@ -297,18 +366,20 @@ def plan_recommendation(plan: Path | None) -> pd.DataFrame | None:
 def render_study_report(inputs: ReportInputs) -> str:
     """The report's HTML (see the module docstring)."""
     tables = stats_tables(inputs.tables)
+    facts = study_facts(inputs, tables)
     simulated = is_simulated(inputs.ratings)
     level = float((inputs.config.get("stats") or {}).get("ci_level", 0.95))
+    raters = tables.get("raters_needed")
     answers = [
         reliability_answer(tables.get("icc"), level),
         difference_answer(tables, inputs.measured_sizes),
-        raters_answer(tables.get("raters_needed"), plan_recommendation(inputs.plan)),
+        raters_answer(None if raters is None else without_unrated(raters, facts)[0], plan_recommendation(inputs.plan)),
     ]
     _add_caveats(answers, tables, simulated, inputs)
     sections: list[tuple[str, str, str]] = [("answers", "Answers", "".join(answer_html(a) for a in answers))]
-    sections.append(("tables", "Tables 1-6", _paper_tables(tables)))
+    sections.append(("tables", "Tables 1-6", _paper_tables(tables, facts)))
     sections.append(("figures", "Figures", _figures(inputs, tables)))
-    sections.append(("details", "All tables", _all_tables(tables, {p.stem: p for p in inputs.tables})))
+    sections.append(("details", "All tables", _all_tables(tables, {p.stem: p for p in inputs.tables}, facts)))
     reward = _reward(inputs)
     if reward:
         sections.append(("reward", "Reward models", reward))
@@ -318,8 +389,8 @@ def render_study_report(inputs: ReportInputs) -> str:
         f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{esc(inputs.title)}</title>'
         f"<style>{CSS}</style></head><body><header><h1>{esc(inputs.title)}</h1>",
-        f'<p class="meta">{esc(study_summary(tables))} Rating scale (study.scale): '
-        f"{esc(scale_from_config(inputs.config).describe())}. Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.</p>",
+        f'<p class="meta">{esc(study_summary(tables, facts))} Rating scale (study.scale): '
+        f"{esc(scale_text(facts.scale))}. Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.</p>",
     ]
     if simulated:
         head.append(
@@ -348,7 +419,7 @@ def _add_caveats(answers: list[Answer], tables: Mapping[str, pd.DataFrame], simu
         )
 
 
-def _paper_tables(tables: Mapping[str, pd.DataFrame]) -> str:
+def _paper_tables(tables: Mapping[str, pd.DataFrame], facts: StudyFacts) -> str:
     out = []
     for name, reader in READERS.items():
         table = tables.get(name)
@@ -365,12 +436,17 @@ def _paper_tables(tables: Mapping[str, pd.DataFrame]) -> str:
             out.append(f'<h3>{esc(label)}</h3><p class="missing">{esc(label)} is missing: {esc(reason)}.</p>')
             continue
         try:
-            out.append(reader_table_html(reader(table)))
+            laid_out = reader(table, facts)
         except (KeyError, ValueError, TypeError) as exc:  # a table whose columns the reader does not know
             out.append(
                 f'<p class="missing">{esc(label)} could not be laid out for reading ({esc(exc)}); its full '
                 "table is under All tables.</p>"
             )
+            continue
+        if laid_out.skipped is not None:
+            out.append(f'<h3>{esc(label)}</h3><p class="missing">{esc(label)} is missing: {esc(laid_out.skipped)}.</p>')
+        else:
+            out.append(reader_table_html(laid_out))
     return "".join(out)
 
 
@@ -400,7 +476,10 @@ def _figures(inputs: ReportInputs, tables: Mapping[str, pd.DataFrame]) -> str:
         if why:
             out.append(f'<h3>{esc(title)}</h3><p class="missing">{esc(title)} is missing: {esc(why)}.</p>')
         else:
-            out.append(figure_html(name, pngs[name], figure_caption(name), title))
+            caption = figure_caption(name)
+            if name == "thresholds" and recs is not None:
+                caption = " ".join([caption, *threshold_caveats(recs[recs["rule"].astype(str) == "max_agreement"])])
+            out.append(figure_html(name, pngs[name], caption, title))
     if inputs.plan is not None and (inputs.plan / "figures").is_dir():
         for p in sorted((inputs.plan / "figures").glob("*.png")):
             out.append(
@@ -424,11 +503,13 @@ def figure_skipped(figure: str, tables: Mapping[str, pd.DataFrame]) -> str | Non
     return None
 
 
-def _all_tables(tables: Mapping[str, pd.DataFrame], paths: Mapping[str, Path]) -> str:
+def _all_tables(tables: Mapping[str, pd.DataFrame], paths: Mapping[str, Path], facts: StudyFacts) -> str:
     out = [
         '<p class="tcaption">Every table the analysis wrote, with all its columns (CSV files beside this '
-        "report's tables/ folder; each has a Markdown twin).</p>"
+        "report's tables/ folder; each has a Markdown twin). Values in rating points are on the scale "
+        f"{esc(scale_label(facts.scale))}.</p>"
     ]
+    left_out: set[str] = set()
     known = [t for names, _ in OUTPUTS.values() for t in names]
     for name in ["icc", *known, *sorted(set(tables) - set(known) - {"icc"})]:
         if name not in tables:
@@ -438,7 +519,15 @@ def _all_tables(tables: Mapping[str, pd.DataFrame], paths: Mapping[str, Path]) -
         if why is not None and name != "icc":
             out.append(f'<p class="tnotes">{esc(title or name)}: not computed ({esc(why)}).</p>')
             continue
-        out.append(machine_table_html(name, tables[name], title))
+        shown, unrated = without_unrated(tables[name], facts)
+        left_out.update(unrated)
+        out.append(machine_table_html(name, shown, title))
+    if left_out:
+        out.insert(
+            1,
+            f'<p class="tnotes">Rows of the condition(s) {esc(", ".join(sorted(left_out)))} are left out: the '
+            "ratings hold none in them (the CSV files keep those empty rows).</p>",
+        )
     return "".join(out)
 
 

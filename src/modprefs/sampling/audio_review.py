@@ -5,9 +5,16 @@ mispronunciations, another language or no output. Here a round's clips go throug
 (:mod:`modprefs.speech.qc`); a prompt with any failing clip is removed with reason
 ``audio_quality`` and replaced from its own stratum (:func:`modprefs.sampling.draw.replace_prompts`),
 and the replacements are rendered and reviewed in the next round. The loop is bounded by
-``audio_qc.max_rounds`` replacement rounds; prompts still failing in the last round either stop the
-workflow (``on_exhausted: error``, the default) or are dropped without replacement and logged
-(``on_exhausted: drop``).
+``audio_qc.max_rounds`` replacement rounds. A failing prompt that cannot be replaced -- in the last round, or
+because its stratum has no candidate left (a lab's pairs table used whole has none at all) -- is *exhausted*, and
+every exhausted prompt of the round is handled at once by ``audio_qc.on_exhausted``:
+
+- ``error`` (the default): the workflow stops with one message listing every failing clip: its item and side,
+  for a lab's own audio the table's file and row and the audio file, each failed measure with its threshold and
+  the ``audio_qc.thresholds`` key that sets it (:func:`exhausted_message`);
+- ``drop``: the prompts leave the study without replacement (removals.csv says why);
+- ``keep``: the prompts stay in the study with their failing clips, flagged (``action`` ``keep_failing`` in
+  review.csv, ``qc_pass`` False in qc.csv and the manifest; the report says how many).
 
 The attention check cannot be replaced: if its clips fail QC the review stops with an error.
 """
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +41,9 @@ from modprefs.sampling.screening import (
 )
 
 DECISION_COLUMNS = ["round", "prompt_id", "conversation_id", "stratum", "qc_pass", "detail", "action", "replaced_by"]
-ON_EXHAUSTED = ("error", "drop")
+ON_EXHAUSTED = ("error", "drop", "keep")
+#: decisions that keep a prompt in the study
+KEPT_ACTIONS = ("keep", "keep_failing")
 PathLike = str | os.PathLike[str]
 
 log = logging.getLogger(__name__)
@@ -117,37 +127,101 @@ def review_round(
         screen: the text screen for replacement candidates.
         max_rounds: replacement rounds allowed (config ``audio_qc.max_rounds``); a failure in round
             ``max_rounds`` cannot be replaced.
-        on_exhausted: ``error`` or ``drop`` (see the module docstring).
+        on_exhausted: ``error``, ``drop`` or ``keep`` (see the module docstring).
         first_draw_order: ``draw_order`` for the first replacement.
 
     Returns:
         ``(decisions, replacements, removals)``: one row per prompt of the round
-        (:data:`DECISION_COLUMNS`; action ``keep``/``replace``/``drop``), the prompts to render in
+        (:data:`DECISION_COLUMNS`; action ``keep``/``replace``/``drop``/``keep_failing``), the prompts to render in
         the next round (empty when every clip passed), and this round's removals (``REMOVAL_COLUMNS``).
     """
     if on_exhausted not in ON_EXHAUSTED:
         raise ValueError(f"audio_qc.on_exhausted must be one of {ON_EXHAUSTED}, got {on_exhausted!r}")
     failed = failed_prompts(qc, clips)
     _check_attention_clips(failed, prompts)
-    empty_prompts = prompts.iloc[0:0]
+    replacements = prompts.iloc[0:0]
     removals = pd.DataFrame(columns=REMOVAL_COLUMNS)
-    if not failed:
-        replacements = empty_prompts
-    elif round_index < max_rounds:
-        replacements, removals = replace_prompts(
+    exhausted: list[str] = sorted(failed) if round_index >= max_rounds else []
+    if failed and round_index < max_rounds:
+        replacements, removals, exhausted = replace_prompts(
             interactions, failed, used, prompts, float(sampling["long_percentile"]), seed, screen, first_draw_order
         )
-    elif on_exhausted == "error":
-        raise AudioReviewError(
-            f"after {max_rounds} replacement round(s), {len(failed)} prompt(s) still fail audio QC: "
-            + "; ".join(f"{pid} ({d})" for pid, d in sorted(failed.items()))
-            + ". Raise audio_qc.max_rounds, adjust audio_qc.thresholds, or set audio_qc.on_exhausted: drop "
-            "to run the study with fewer prompts."
+    if exhausted and on_exhausted == "error":
+        why = _exhaustion(interactions, used, prompts, round_index, max_rounds)
+        raise AudioReviewError(exhausted_message(exhausted, prompts, clips, qc, why))
+    if exhausted and on_exhausted == "drop":
+        dropped = _dropped(
+            prompts,
+            {pid: failed[pid] for pid in exhausted},
+            f"audio_qc.on_exhausted: drop ({why_short(round_index, max_rounds)})",
         )
-    else:
-        replacements = empty_prompts
-        removals = _dropped(prompts, failed, max_rounds)
-    return _decisions(round_index, prompts, failed, removals), replacements, removals
+        removals = (
+            pd.concat([df for df in (removals, dropped) if len(df)], ignore_index=True) if len(dropped) else removals
+        )
+    kept_failing = set(exhausted) if on_exhausted == "keep" else set()
+    return _decisions(round_index, prompts, failed, removals, kept_failing), replacements, removals
+
+
+def why_short(round_index: int, max_rounds: int) -> str:
+    """Why a failing prompt was not replaced, in a removal's detail."""
+    return f"audio_qc.max_rounds = {max_rounds} reached" if round_index >= max_rounds else "no candidate left"
+
+
+def _exhaustion(
+    interactions: pd.DataFrame, used: set[str], prompts: pd.DataFrame, round_index: int, max_rounds: int
+) -> str:
+    """Why the round's failing prompts cannot be replaced, as the error says it."""
+    ids = set(interactions["conversation_id"].astype(str))
+    drawn = used | set(prompts["conversation_id"].astype(str))
+    pairs = "conversation_type" in interactions and (interactions["conversation_type"] == "pairs").all()
+    if ids <= drawn and pairs:
+        return "the pairs table is used whole (sampling.n_prompts >= its items): no other item can take their place"
+    if round_index >= max_rounds:
+        return f"after {max_rounds} replacement round(s) (audio_qc.max_rounds)"
+    return "their strata have no candidate left to draw"
+
+
+_REASON = re.compile(r"^(?P<metric>\w+) (?P<value>\S+) (?P<op>[<>]) (?P<kind>min|max) (?P<limit>\S+)$")
+
+
+def reason_with_key(reason: str) -> str:
+    """``"wer 0.42 > max 0.15"`` -> ``"wer 0.42 > max 0.15 (audio_qc.thresholds.max_wer)"``; others unchanged."""
+    m = _REASON.match(reason.strip())
+    return f"{reason.strip()} (audio_qc.thresholds.{m['kind']}_{m['metric']})" if m else reason.strip()
+
+
+def exhausted_message(
+    exhausted: Sequence[str], prompts: pd.DataFrame, clips: pd.DataFrame, qc: pd.DataFrame, why: str
+) -> str:
+    """One message naming every failing clip of the exhausted prompts: item and side, for a lab's audio its table
+    row and file, each failed measure with its threshold and key; then what the lab can do."""
+    conversation = dict(zip(prompts["prompt_id"].astype(str), prompts["conversation_id"].astype(str)))
+    table = clips.merge(qc[["clip_id", "qc_pass", "qc_reasons"]], on="clip_id", how="left", validate="one_to_one")
+    failing = table[table["prompt_id"].astype(str).isin(set(exhausted)) & ~_is_true(table["qc_pass"])]
+    lines = []
+    for clip in failing.sort_values(["prompt_id", "response"]).itertuples(index=False):
+        where = f"item {conversation.get(str(clip.prompt_id), clip.prompt_id)!r} side {clip.response}"
+        source_file = str(getattr(clip, "source_file", "") or "")
+        if source_file:
+            row = getattr(clip, "source_row", "")
+            row_text = f"row {int(float(row))}, " if str(row) not in ("", "nan") else ""
+            where += f" ({row_text}column audio_{clip.response}: {source_file})"
+        reasons = "; ".join(reason_with_key(r) for r in str(clip.qc_reasons).split("; ") if r.strip())
+        lines.append(f"  {where}: {reasons}")
+    given = failing["source_file"].astype(str).ne("").any() if "source_file" in failing else False
+    remedy = (
+        "Fix or re-record these files; or set the audio_qc.thresholds keys named above for your recordings "
+        "(README, 'Your own study'); or set audio_qc.on_exhausted: drop (the study without these items) or keep "
+        "(keep them, flagged as failing QC in results/audio/qc.csv and the report)."
+        if given
+        else "Raise audio_qc.max_rounds or add data, adjust the audio_qc.thresholds keys named above, or set "
+        "audio_qc.on_exhausted: drop (fewer prompts) or keep (keep them, flagged as failing QC)."
+    )
+    return (
+        f"{len(failing)} clip(s) of {len(exhausted)} prompt(s) fail audio QC and cannot be replaced: {why}.\n"
+        + "\n".join(lines)
+        + f"\n{remedy}"
+    )
 
 
 def _check_attention_clips(failed: Mapping[str, str], prompts: pd.DataFrame) -> None:
@@ -165,15 +239,15 @@ def _check_attention_clips(failed: Mapping[str, str], prompts: pd.DataFrame) -> 
         raise AudioReviewError(f"attention-check clip(s) failed audio QC and cannot be replaced: {reasons}. {fix}.")
 
 
-def _dropped(prompts: pd.DataFrame, failed: Mapping[str, str], max_rounds: int) -> pd.DataFrame:
-    """Removals (``REMOVAL_COLUMNS``) of the failed prompts dropped once the replacement rounds are used up."""
+def _dropped(prompts: pd.DataFrame, failed: Mapping[str, str], why: str) -> pd.DataFrame:
+    """Removals (``REMOVAL_COLUMNS``) of the failed prompts dropped without replacement (``why``: the detail)."""
     return pd.DataFrame.from_records(
         [
             {
                 "conversation_id": p.conversation_id,
                 "stratum": p.stratum,
                 "reason": "audio_quality",
-                "detail": f"{failed[p.prompt_id]} (dropped: audio_qc.max_rounds = {max_rounds} reached)",
+                "detail": f"{failed[p.prompt_id]} (dropped: {why})",
                 "replaced_by": "",
             }
             for p in prompts.itertuples(index=False)
@@ -184,9 +258,14 @@ def _dropped(prompts: pd.DataFrame, failed: Mapping[str, str], max_rounds: int) 
 
 
 def _decisions(
-    round_index: int, prompts: pd.DataFrame, failed: Mapping[str, str], removals: pd.DataFrame
+    round_index: int,
+    prompts: pd.DataFrame,
+    failed: Mapping[str, str],
+    removals: pd.DataFrame,
+    kept_failing: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> pd.DataFrame:
-    """One decision row per prompt of the round (:data:`DECISION_COLUMNS`): keep, replace or drop."""
+    """One decision row per prompt of the round (:data:`DECISION_COLUMNS`): keep, replace, drop, or keep_failing
+    (``audio_qc.on_exhausted: keep``)."""
     replaced_by = dict(
         zip(
             removals.loc[removals["reason"] == "audio_quality", "conversation_id"].astype(str),
@@ -197,6 +276,8 @@ def _decisions(
     for p in prompts.itertuples(index=False):
         ok = p.prompt_id not in failed
         action = "keep" if ok else ("replace" if replaced_by.get(str(p.conversation_id)) else "drop")
+        if p.prompt_id in kept_failing:
+            action = "keep_failing"
         decisions.append(
             {
                 "round": round_index,
@@ -219,16 +300,19 @@ def final_prompts(first_draw: pd.DataFrame, rounds: list[tuple[pd.DataFrame, pd.
         first_draw: prompts.csv (round 0's prompts).
         rounds: per round, ``(decisions, replacements)`` as returned by :func:`review_round`.
     Returns:
-        The prompts whose clips all passed, in draw order (first draw, then replacements by round).
+        The prompts whose clips all passed, or that ``audio_qc.on_exhausted: keep`` kept with failing clips
+        (``qc_kept_failing`` True), in draw order (first draw, then replacements by round).
     """
     frames = [first_draw] + [rep for _, rep in rounds]
     candidates = pd.concat([f for f in frames if len(f)], ignore_index=True)
     decisions = pd.concat([d for d, _ in rounds], ignore_index=True)
-    kept = set(decisions.loc[decisions["action"] == "keep", "prompt_id"].astype(str))
+    kept = set(decisions.loc[decisions["action"].isin(KEPT_ACTIONS), "prompt_id"].astype(str))
     undecided = sorted(set(candidates["prompt_id"].astype(str)) - set(decisions["prompt_id"].astype(str)))
     if undecided:
         raise ValueError(f"prompt(s) {undecided} were drawn but never reviewed (is a round missing?)")
-    return candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)
+    failing = set(decisions.loc[decisions["action"] == "keep_failing", "prompt_id"].astype(str))
+    out = candidates[candidates["prompt_id"].astype(str).isin(kept)].reset_index(drop=True)
+    return out.assign(qc_kept_failing=out["prompt_id"].astype(str).isin(failing))
 
 
 #: review rounds whose candidates the first draw identifies languages for (:func:`upcoming_language_ids`): the

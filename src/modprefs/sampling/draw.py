@@ -297,7 +297,7 @@ def replace_prompts(
     seed: int,
     screen: Callable[[Mapping[str, Any]], ScreeningResult],
     first_draw_order: int,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Replace prompts whose audio failed QC, each from its own stratum (paper §3.1, "replace").
 
     Args:
@@ -310,11 +310,11 @@ def replace_prompts(
         first_draw_order: ``draw_order`` of the first replacement (continues the numbering).
 
     Returns:
-        ``(replacements, removals)``: the new prompts (PROMPT_COLUMNS) in the order of the prompts
-        they replace, and the removals of this round (REMOVAL_COLUMNS): one ``audio_quality`` row
-        per failed prompt with its ``replaced_by``, plus any text-screened candidates passed over.
-    Raises:
-        SamplingError: a stratum has no passing candidate left.
+        ``(replacements, removals, unreplaced)``: the new prompts (PROMPT_COLUMNS) in the order of the prompts
+        they replace; the removals of this round (REMOVAL_COLUMNS): one ``audio_quality`` row per replaced prompt
+        with its ``replaced_by``, plus any text-screened candidates passed over; and the failed prompt ids whose
+        stratum has no passing candidate left (every one of them, for the caller to report at once;
+        :func:`modprefs.sampling.audio_review.review_round`).
     """
     unknown = sorted(set(failed) - set(current["prompt_id"]))
     if unknown:
@@ -323,6 +323,7 @@ def replace_prompts(
     skip = {str(c) for c in used} | {str(c) for c in current["conversation_id"]}
     removals: list[dict[str, Any]] = []
     chosen: list[dict[str, Any]] = []
+    unreplaced: list[str] = []
     for p in current[current["prompt_id"].isin(list(failed))].itertuples(index=False):
         rem = {
             "conversation_id": p.conversation_id,
@@ -335,14 +336,12 @@ def replace_prompts(
         taken = _walk(pools[p.stratum], p.stratum, 1, skip, screen, removals, [rem])
         skip |= {str(r["conversation_id"]) for r in removals}
         if not taken:
-            raise SamplingError(
-                f"stratum {p.stratum!r}: no candidate left to replace prompt {p.prompt_id!r} whose audio "
-                f"failed QC ({failed[p.prompt_id]}); add data, loosen audio_qc.thresholds, or set "
-                "audio_qc.on_exhausted: drop"
-            )
+            removals.remove(rem)  # not removed here: the caller decides (audio_qc.on_exhausted)
+            unreplaced.append(str(p.prompt_id))
+            continue
         skip.add(str(taken[0]["conversation_id"]))
         chosen.append({**taken[0], "draw_order": first_draw_order + len(chosen)})
-    return _prompt_table(chosen), pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS)
+    return _prompt_table(chosen), pd.DataFrame.from_records(removals, columns=REMOVAL_COLUMNS), unreplaced
 
 
 def sample_study_prompts(

@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 CLIP_COLUMNS = ["clip_id", "prompt_id", "response", "text"]
+#: conversations.parquet's per-side provenance columns of a pairs source (``<name>_k``) -> the clip's column
+PROVENANCE = {"transcript": "text_source", "asr_confidence": "asr_confidence", "asr_flag": "asr_flag"}
 
 
 def clip_id(prompt_id: str, response: int) -> str:
@@ -134,6 +136,12 @@ def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dic
     has_audio = "audio_0" in conversations.columns
     if has_audio:  # a pairs source: each side's audio file (None where the side is to be synthesised)
         conv = conv.join(conversations[["audio_0", "audio_1"]])
+    # a pairs source's provenance of each side (modprefs.data.pairs): what audio QC judges a given clip by
+    provenance = [c for c in PROVENANCE if all(f"{c}_{k}" in conversations.columns for k in (0, 1))]
+    for c in provenance:
+        conv = conv.join(conversations[[f"{c}_0", f"{c}_1"]])
+    if "source_row" in conversations.columns:
+        conv = conv.join(conversations[["source_row"]])
     texts = conv.set_index("conversation_id")
     rows = []
     for prompt_id, conversation_id in zip(prompts["prompt_id"].astype(str), prompts["conversation_id"].astype(str)):
@@ -147,6 +155,8 @@ def _prompt_rows(prompts: pd.DataFrame, conversations: pd.DataFrame) -> list[dic
                     "response": response,
                     "text": texts.at[conversation_id, f"text_{response}"],
                     **({"audio": texts.at[conversation_id, f"audio_{response}"]} if has_audio else {}),
+                    **{PROVENANCE[c]: texts.at[conversation_id, f"{c}_{response}"] for c in provenance},
+                    **({"source_row": texts.at[conversation_id, "source_row"]} if "source_row" in texts else {}),
                 }
             )
     return rows
@@ -172,6 +182,7 @@ def study_clips(
     attention = _attention_rows(attention_check) if attention_check is not None else []
     rows = attention + _prompt_rows(prompts, conversations)
     columns = [*CLIP_COLUMNS, "audio"] if "audio_0" in conversations.columns else CLIP_COLUMNS
+    columns += [c for c in [*PROVENANCE.values(), "source_row"] if any(c in r for r in rows)]
     clips = pd.DataFrame(rows, columns=columns)
     dup = clips["clip_id"][clips["clip_id"].duplicated()].tolist()
     if dup:

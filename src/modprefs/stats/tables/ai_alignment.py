@@ -17,6 +17,13 @@ judges rate on 1..100 (their prompt) whatever the study's scale; on another scal
 PRISM scores (also 1..100) are first mapped linearly onto it (:meth:`modprefs.scale.RatingScale.from_paper_units`,
 1 -> min, 100 -> max, not rounded), so every comparison with the humans is in the study's units.
 
+The paper's values (in brackets below) are on its 1–100 slider. Each table row carries the paper's value twice
+(:func:`with_paper_reference`): ``paper_estimate_1_100`` as printed, labelled by its scale, and
+``paper_estimate_on_study_scale`` restated on the study's scale by its unit (:data:`PAPER_UNITS`): Table 5's errors
+and differences x span/99 (one point of the paper's 1..100 is span/99 study units: 12.27 -> 0.50 on 1-5), Table 6's
+slopes per rating point x 99/span, ICCs and rank correlations unchanged; ``paper_conversion`` says which. On the
+paper's scale both are the printed value.
+
 Table 5 (paper values in brackets)
 ----------------------------------
 * Clip-level means: per clip and modality, the mean AI rating (over samples) and the mean human
@@ -66,9 +73,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from modprefs.scale import RatingScale
+from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.mixed.lmm import fit_formula
 from modprefs.stats.reliability.icc import analysable_ratings
+from modprefs.stats.tables.scale_units import conversion_text, paper_on_scale, scale_label
 
 MODALITIES: tuple[str, ...] = ("audio", "text")
 RESPONSE_QUALITY = "response_quality"
@@ -91,8 +99,10 @@ TABLE_COLUMNS: list[str] = [
     "df",
     "p",
     "n",
-    "paper_estimate",
+    "paper_estimate_1_100",
+    "paper_estimate_on_study_scale",
     "paper_p",
+    "paper_conversion",
     "note",
 ]
 LMM_FORMULA = "abs_error ~ modality + (1 | clip_id)"
@@ -116,6 +126,17 @@ PAPER_TABLE6: dict[str, tuple[float, str]] = {
     "AI Diff x Modality": (-0.003, ".15"),
     "Spearman: audio": (0.23, ".02"),
     "Spearman: text": (0.38, "<.001"),
+}
+#: The unit of each paper value (:data:`modprefs.stats.tables.scale_units.UNITS`), by which it is restated on the
+#: study's scale: Table 5's errors and differences are rating differences; Table 6's slopes are ICC per rating point
+#: of AI gap; its modality shift (an ICC) and Spearman's rho are unitless.
+PAPER_UNITS: dict[str, str] = {
+    **{term: "difference" for term in PAPER_TABLE5},
+    "AI Differentiation": "per_point",
+    "AI Diff x Modality": "per_point",
+    "Modality (Text)": "unitless",
+    "Spearman: audio": "unitless",
+    "Spearman: text": "unitless",
 }
 #: PRISM comparison groups: label -> column of the clip table.
 PRISM_GROUPS: tuple[tuple[str, str], ...] = (
@@ -332,10 +353,34 @@ def _row(
         "df": df,
         "p": p,
         "n": int(n),
-        "paper_estimate": pe,
+        "paper_estimate_1_100": pe,
+        "paper_estimate_on_study_scale": math.nan,
         "paper_p": pp,
+        "paper_conversion": "",
         "note": note,
     }
+
+
+def with_paper_reference(table: pd.DataFrame, scale: RatingScale | None) -> pd.DataFrame:
+    """Table 5 or 6 with each paper value restated on the study's ``scale`` (default the paper's 1..100).
+
+    ``paper_estimate_1_100`` is the paper's value as printed (its 1..100 slider); ``paper_estimate_on_study_scale``
+    the same value on ``scale`` by the term's unit (:data:`PAPER_UNITS`: rating differences x span/99, slopes per
+    rating point x 99/span, ICCs and correlations unchanged; :func:`modprefs.stats.tables.scale_units.paper_on_scale`);
+    ``paper_conversion`` says which. Rows without a paper value keep NaN and ''.
+    """
+    on = scale or PAPER_SCALE
+    out = table.copy()
+    printed = out["paper_estimate_1_100"].astype(float)
+    units = out["term"].map(PAPER_UNITS)
+    missing = sorted(set(out.loc[printed.notna() & units.isna(), "term"]))
+    if missing:
+        raise ValueError(f"paper values without a unit in PAPER_UNITS: {missing}")
+    pairs = list(zip(printed, units))
+    out["paper_estimate_1_100"] = printed
+    out["paper_estimate_on_study_scale"] = [math.nan if pd.isna(v) else paper_on_scale(v, u, on) for v, u in pairs]
+    out["paper_conversion"] = ["" if pd.isna(v) else conversion_text(u, on) for v, u in pairs]
+    return out
 
 
 def abs_error_long(clips: pd.DataFrame) -> pd.DataFrame:
@@ -464,11 +509,14 @@ def table5(
     """Table 5 and the clip-level table it is computed from (see the module docstring).
 
     Returns (table, clips): ``table`` has :data:`TABLE_COLUMNS` (estimate in points of ``scale``, the
-    study's rating scale; default the paper's 1..100), ``clips`` is :func:`clip_table`'s output.
+    study's rating scale; default the paper's 1..100; the paper's values as printed and on ``scale``:
+    :func:`with_paper_reference`), ``clips`` is :func:`clip_table`'s output.
     """
     ai = on_study_scale(select_judge_ratings(judges, judge_by_modality), scale)
     clips = clip_table(ai_clip_means(ai, stimuli), human_clip_means(ratings, participants, stimuli), stimuli, scale)
-    table = pd.DataFrame(ai_human_error(clips) + prism_comparisons(clips), columns=TABLE_COLUMNS)
+    table = with_paper_reference(
+        pd.DataFrame(ai_human_error(clips) + prism_comparisons(clips), columns=TABLE_COLUMNS), scale
+    )
     judge_ids = ai.groupby("modality")["judge_id"].first().to_dict()
     table.attrs["judges"] = judge_ids
     return table, clips
@@ -616,12 +664,13 @@ def cooks_distance(frame: pd.DataFrame, interaction: bool = True) -> np.ndarray:
     return np.asarray(fit_ols(frame, interaction).get_influence().cooks_distance[0], float)
 
 
-def table6(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table6(frame: pd.DataFrame, scale: RatingScale | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Table 6 from :func:`table6_frame`'s output (usable rows enter; see the module docstring).
 
     Returns (table, per_prompt): ``table`` has :data:`TABLE_COLUMNS` (OLS estimates in ICC units per
-    point of AI gap, Spearman rho in ``estimate``); ``per_prompt`` is ``frame`` with ``cooks_d`` and
-    ``influential`` (Cook's D > 4/n) added for the usable rows.
+    point of AI gap on ``scale``, the study's scale (default the paper's 1..100), Spearman rho in ``estimate``;
+    the paper's values as printed and on ``scale``: :func:`with_paper_reference`); ``per_prompt`` is ``frame``
+    with ``cooks_d`` and ``influential`` (Cook's D > 4/n) added for the usable rows.
     """
     per_prompt = frame.copy()
     per_prompt["cooks_d"] = math.nan
@@ -637,7 +686,7 @@ def table6(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             _row(main, t, n=len(used), note=f"needs > {p_needed} usable prompt x modality rows", paper=PAPER_TABLE6)
             for t in OLS_TERMS
         ] + _spearman_rows("Spearman", used)
-        return pd.DataFrame(rows, columns=TABLE_COLUMNS), per_prompt
+        return with_paper_reference(pd.DataFrame(rows, columns=TABLE_COLUMNS), scale), per_prompt
     note = "statsmodels OLS" if interaction else (f"within {present[0]} only (no usable {absent} rows): ICC ~ AI_diff")
     res = fit_ols(used, interaction)
     n_prompts = used["prompt_id"].nunique()
@@ -662,7 +711,7 @@ def table6(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     else:
         rows += [_row(f"{rob}: OLS", t, n=len(kept), note=f"{rnote}; too few rows left") for t in OLS_TERMS]
     rows += [{**r, "note": f"{rnote}; {r['note']}"} for r in _spearman_rows(f"{rob}: Spearman", kept)]
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    table = with_paper_reference(pd.DataFrame(rows, columns=TABLE_COLUMNS), scale)
     table.attrs["n_usable"] = len(used)
     return table, per_prompt
 
@@ -685,7 +734,7 @@ def table6_from_inputs(
     icc = per_prompt_icc(rating_frame(ratings, participants, stimuli))
     if icc.empty:
         icc = pd.DataFrame(columns=["prompt_id", "condition", "n_raters", "icc_2_1", "note"])
-    return table6(table6_frame(diff, icc))
+    return table6(table6_frame(diff, icc), scale)
 
 
 # --- figures --------------------------------------------------------------------------------------
@@ -730,11 +779,15 @@ def figure_ai_human(clips: pd.DataFrame, target: str | os.PathLike[str], scale: 
     save_png(fig, target)
 
 
-def figure_ai_diff_icc(per_prompt: pd.DataFrame, target: str | os.PathLike[str]) -> None:
-    """Human per-prompt ICC(2,1) against AI differentiation by modality with per-modality OLS lines;
-    influential points (Cook's D > 4/n) drawn as crosses (Table 6). PNG written atomically."""
+def figure_ai_diff_icc(
+    per_prompt: pd.DataFrame, target: str | os.PathLike[str], scale: RatingScale | None = None
+) -> None:
+    """Human per-prompt ICC(2,1) against AI differentiation (rating points of ``scale``, default the paper's
+    1..100) by modality with per-modality OLS lines; influential points (Cook's D > 4/n) drawn as crosses
+    (Table 6). PNG written atomically."""
     from modprefs.stats.figures import COLOURS, save_png
 
+    on = scale or PAPER_SCALE
     fig, (ax,) = _figure(1, 6.4)
     used = per_prompt[per_prompt["usable"]]
     for m in MODALITIES:
@@ -750,7 +803,7 @@ def figure_ai_diff_icc(per_prompt: pd.DataFrame, target: str | os.PathLike[str])
             ax.plot(xs, a + b * xs, color=COLOURS[m], lw=1.5, label=f"{m}: slope {b:.4f}")
     ax.axhline(0, color="#888888", lw=0.8)
     ax.set(
-        xlabel="AI differentiation |mean AI(resp 0) - mean AI(resp 1)| (points)",
+        xlabel=f"AI differentiation |mean AI(resp 0) - mean AI(resp 1)| (points, scale {scale_label(on)})",
         ylabel="human per-prompt ICC(2,1)",
         title="Table 6: AI differentiation and human agreement (x: Cook's D > 4/n)",
     )

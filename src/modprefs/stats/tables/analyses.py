@@ -29,7 +29,11 @@ config and ``modprefs stats --scale`` give it, or a :class:`~modprefs.scale.Rati
 paper's 1..100). Ratings stay in its units, so every statistic in rating units (gaps, thresholds, the
 threshold grid 0..max-min in its steps, LMM coefficients, Table 5's errors) is in scale units; the AI
 judges' 1..100 ratings are mapped onto it first. On a scale other than the paper's, the tables in rating
-units (:data:`RATING_UNIT_TABLES`) get a ``scale`` column and their titles name the scale.
+units (:data:`RATING_UNIT_TABLES`) get a ``scale`` column and their titles name the scale. Tables 5 and 6 carry
+the paper's values as printed (``paper_estimate_1_100``) and restated on the study's scale
+(``paper_estimate_on_study_scale``; :func:`modprefs.stats.tables.ai_alignment.with_paper_reference`), their titles
+say which is which on every scale (:func:`paper_titles`); a threshold the scale's step makes degenerate carries a
+caveat naming the step (:func:`modprefs.stats.tables.thresholds.grid_caveat`, :func:`threshold_caveat_title`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from modprefs.stats.tables import agreement, ai_alignment, descriptive, modality
 from modprefs.stats.tables.catalog import OUTPUTS
 from modprefs.stats.tables.interval_text import icc_interval_text, level_text, with_per_prompt_intervals
 from modprefs.stats.tables.justifications import justification_terms
+from modprefs.stats.tables.scale_units import scale_label
 
 log = logging.getLogger(__name__)
 
@@ -130,12 +135,6 @@ def study_scale(p: Mapping[str, Any]) -> RatingScale:
     """The rating scale of the params (``scale``: a ``study.scale`` mapping or a RatingScale; default the paper's)."""
     value = p.get("scale")
     return value if isinstance(value, RatingScale) else scale_from_config(value) if value else PAPER_SCALE
-
-
-def scale_label(scale: RatingScale) -> str:
-    """The scale as tables name it, e.g. ``"1-5 (step 1)"``: range and step only, so the workflow (labels from
-    study.scale) and ``modprefs stats --scale`` (no labels) write the same tables."""
-    return f"{scale.min:g}-{scale.max:g} (step {scale.step:g})"
 
 
 def mark_scale(result: AnalysisResult, scale: RatingScale) -> AnalysisResult:
@@ -234,19 +233,28 @@ def decision_thresholds(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     titles["thresholds_recommendations"] += (
         f" ({level_text(level)} intervals: participant-bootstrap percentile, {int(p['n_boot_threshold'])} resamples)"
     )
+    recs = thresholds.threshold_recommendations(
+        gaps, n_boot=p["n_boot_threshold"], seed=p["seed"], taus=thresholds.threshold_grid(scale), ci_level=level
+    )
+    titles["thresholds_recommendations"] += threshold_caveat_title(recs, scale)
     return AnalysisResult(
-        {
-            "thresholds_gaps": thresholds.gap_table(gaps, ci_level=level),
-            "thresholds_recommendations": thresholds.threshold_recommendations(
-                gaps,
-                n_boot=p["n_boot_threshold"],
-                seed=p["seed"],
-                taus=thresholds.threshold_grid(scale),
-                ci_level=level,
-            ),
-        },
+        {"thresholds_gaps": thresholds.gap_table(gaps, ci_level=level), "thresholds_recommendations": recs},
         {"figure2_gap_cdf": lambda path: figure2_gap_cdf(gaps, path, max_gap=max_gap)},
         titles,
+    )
+
+
+def threshold_caveat_title(recs: pd.DataFrame, scale: RatingScale) -> str:
+    """The title's note on degenerate thresholds (:func:`modprefs.stats.tables.thresholds.grid_caveat`): how many
+    of the found thresholds the scale's step makes degenerate; '' when none."""
+    found = recs["threshold"].notna()
+    n = int((recs.loc[found, "caveat"].astype(str) != "").sum())
+    if not n:
+        return ""
+    return (
+        f" [{n} of {int(found.sum())} thresholds degenerate on the scale {scale_label(scale)} "
+        f"({thresholds.threshold_grid(scale).size} possible thresholds in steps of {scale.step:g}): see the caveat "
+        "column]"
     )
 
 
@@ -388,6 +396,17 @@ TABLE6_TITLES = {
 }
 
 
+def paper_titles(titles: Mapping[str, str], name: str, scale: RatingScale) -> dict[str, str]:
+    """``titles`` with table ``name``'s (Table 5 or 6) saying the scale of its values and of its two paper columns."""
+    out = dict(titles)
+    out[name] += (
+        f" [study values on the scale {scale_label(scale)}; paper_estimate_1_100: the paper's value as printed, on "
+        f"its 1-100 scale; paper_estimate_on_study_scale: the same value on {scale_label(scale)} "
+        "(paper_conversion says how)]"
+    )
+    return out
+
+
 def table5(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     """Table 5 (§4.4); params: optional ``judge_by_modality`` ({modality: judge[@prompt_version]})."""
     reason = ai_alignment.judges_skip_reason(t.get("judges"))
@@ -399,7 +418,7 @@ def table5(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     return AnalysisResult(
         {"table5_ai_human": table, "table5_clips": clips},
         {"figure_ai_human": lambda path: ai_alignment.figure_ai_human(clips, path, study_scale(p))},
-        dict(TABLE5_TITLES),
+        paper_titles(TABLE5_TITLES, "table5_ai_human", study_scale(p)),
     )
 
 
@@ -413,8 +432,8 @@ def table6(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     )
     return AnalysisResult(
         {"table6_ai_diff_icc": table, "table6_per_prompt": per_prompt},
-        {"figure_ai_diff_icc": lambda path: ai_alignment.figure_ai_diff_icc(per_prompt, path)},
-        dict(TABLE6_TITLES),
+        {"figure_ai_diff_icc": lambda path: ai_alignment.figure_ai_diff_icc(per_prompt, path, study_scale(p))},
+        paper_titles(TABLE6_TITLES, "table6_ai_diff_icc", study_scale(p)),
     )
 
 

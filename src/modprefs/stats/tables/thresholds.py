@@ -49,6 +49,12 @@ Each row also gives the agreement the *other* modality's ``max_agreement`` tau a
 modality's trials (§5.1: "a fixed binarization threshold calibrated on text data may misclassify
 audio pairs as ties"). Optional participant-bootstrap percentile intervals for tau (``n_boot``; level
 ``ci_level``, default 95 %).
+
+A threshold can only be a multiple of the scale's step, so on a scale of few steps it is *degenerate*
+(:func:`grid_caveat`, the ``caveat`` column): the grid has at most :data:`COARSE_GRID` values (1-5: 0..4), or
+the bootstrap interval collapses to a single grid value (every resample picked the same gap, which shows no
+uncertainty finer than one step). "0.0 [0.0, 0.0]" on a 1-5 scale then reads "a pair is a tie only when its
+two ratings are equal, and no resample said otherwise", not "a threshold known to be exactly 0".
 """
 
 from __future__ import annotations
@@ -138,13 +144,45 @@ THRESHOLD_COLUMNS = [
     "agreement_at_other_threshold",
     "n_boot",
     "reason",
+    "caveat",
 ]
 TAUS = np.arange(0, 100)
+#: a threshold grid of at most this many values is *coarse*: a scale of 10 or fewer steps (1-5, 1-7, 1-10)
+#: can only place a threshold on a handful of whole-step gaps, so a threshold is resolved to one step at best.
+COARSE_GRID = 10
 
 
 def threshold_grid(scale: RatingScale) -> np.ndarray:
     """The thresholds searched on ``scale``: every possible gap 0, step, ..., max - min (0..99 on the paper's)."""
     return np.arange(scale.n_points) * scale.step
+
+
+def grid_caveat(threshold: float, lo: float, hi: float, taus: np.ndarray) -> str:
+    """Why a threshold on the grid ``taus`` (scale units) is degenerate, naming the scale's step; '' when it is not.
+
+    Degenerate: the grid is coarse (at most :data:`COARSE_GRID` values), or the interval [``lo``, ``hi``] collapses
+    to one grid value. A missing ``threshold`` (no tau reached the target) has no caveat: its ``reason`` says why.
+    """
+    grid = np.asarray(taus, dtype=float)
+    if not math.isfinite(threshold) or not len(grid):
+        return ""
+    step = float(grid[1] - grid[0]) if len(grid) > 1 else math.nan
+    parts = []
+    if len(grid) <= COARSE_GRID:
+        parts.append(
+            f"the scale's step {step:g} allows only {len(grid)} thresholds ({grid[0]:g}..{grid[-1]:g}), so a "
+            "threshold is resolved to one step at best"
+        )
+    if math.isfinite(lo) and math.isfinite(hi) and lo == hi:
+        parts.append(
+            f"the interval collapses to the single grid value {lo:g} (every resample picked it): it shows no "
+            f"uncertainty finer than the step {step:g}"
+        )
+    if not parts:
+        return ""
+    if threshold == grid[0]:
+        parts.append(f"threshold {grid[0]:g}: a pair counts as a tie only when its two ratings are equal")
+    return "degenerate on this scale: " + "; ".join(parts)
 
 
 def response_index(ratings: pd.DataFrame) -> pd.Series:
@@ -321,7 +359,8 @@ def threshold_recommendations(
     under the same rule and the agreement it gives here. With ``n_boot`` > 0 the participants of
     the condition are resampled with replacement and ``threshold_lo``/``threshold_hi`` are the 2.5 /
     97.5 percentiles (at ``ci_level`` .95; :func:`percentiles`) of the re-picked tau (resamples where the rule
-    is undefined are skipped).
+    is undefined are skipped). ``taus``: the grid searched, in scale units (:func:`threshold_grid`); ``caveat``
+    says where that grid makes the threshold degenerate (:func:`grid_caveat`).
     """
     curves = {c: agreement_curve(gaps, c, taus) for c in CONDITIONS}
     picks = {(c, rule): _pick(curves[c], rule, target) for c in CONDITIONS for rule, target in RULES}
@@ -364,14 +403,16 @@ def threshold_recommendations(
                     else "threshold undefined in every bootstrap resample"
                 )
             reason = "; ".join(notes)
+            lo = float(np.percentile(b, q_lo)) if len(b) else math.nan
+            hi = float(np.percentile(b, q_hi)) if len(b) else math.nan
             rows.append(
                 dict(
                     condition=c,
                     rule=rule,
                     target=target,
                     threshold=tau,
-                    threshold_lo=float(np.percentile(b, q_lo)) if len(b) else math.nan,
-                    threshold_hi=float(np.percentile(b, q_hi)) if len(b) else math.nan,
+                    threshold_lo=lo,
+                    threshold_hi=hi,
                     agreement=float(at["agreement"].iloc[0]) if len(at) else math.nan,
                     precision=float(at["precision"].iloc[0]) if len(at) else math.nan,
                     coverage=float(at["coverage"].iloc[0]) if len(at) else math.nan,
@@ -381,6 +422,7 @@ def threshold_recommendations(
                     agreement_at_other_threshold=float(at_o["agreement"].iloc[0]) if len(at_o) else math.nan,
                     n_boot=len(b),
                     reason=reason,
+                    caveat=grid_caveat(tau, lo, hi, taus),
                 )
             )
     return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)
