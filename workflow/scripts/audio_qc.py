@@ -8,7 +8,6 @@ transcript and DNSMOS scores of the same audio: modprefs.judges.qc_reuse). A cli
 fails with reason ``unreadable``.
 """
 
-import logging
 import sys
 from pathlib import Path
 
@@ -17,13 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.speech.qc import (  # noqa: E402
-    GIVEN_FIELDS,
-    QC_COLUMNS,
-    QualityChecker,
-    default_thresholds,
-    file_sha256_or_empty,
-)
+from modprefs.speech.qc import QC_COLUMNS, QualityChecker, check_manifest, default_thresholds  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
@@ -31,19 +24,14 @@ def main(smk) -> None:  # noqa: ANN001
     setup_logging(smk, fmt="%(asctime)s %(name)s %(message)s")
     manifest = pd.read_csv(smk.input.manifest, dtype={"clip_id": str, "prompt_id": str}, keep_default_na=False)
     cfg = dict(smk.params.qc)
-    rows = []
+    table = pd.DataFrame(columns=["clip_id", *QC_COLUMNS, "audio_sha256"])
     if len(manifest):
         thresholds = {**default_thresholds(str(smk.params.backend)), **dict(cfg.get("thresholds") or {})}
         checker = QualityChecker(
             thresholds, threads=smk.threads, asr=cfg.get("asr", True), dnsmos=cfg.get("dnsmos", True)
         )
-        for clip in manifest.itertuples(index=False):
-            given = {k: getattr(clip, k) for k in GIVEN_FIELDS if k in manifest.columns}
-            result = checker.check_file(clip.path, clip.spoken_text, given if clip.backend == "given" else None)
-            # the bytes QC measured: the judges reuse its transcript and DNSMOS scores for the same audio
-            rows.append({"clip_id": clip.clip_id, **result, "audio_sha256": file_sha256_or_empty(clip.path)})
-            logging.info("%s: %s %s", clip.clip_id, "pass" if result["qc_pass"] else "FAIL", result["qc_reasons"])
-    write_csv(pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS, "audio_sha256"]), smk.output[0])
+        table = check_manifest(manifest, checker)
+    write_csv(table, smk.output[0])
 
 
 run_adapter(main, snakemake)  # noqa: F821

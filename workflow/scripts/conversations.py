@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from modprefs.data.pairs import load_pairs, transcript_screen  # noqa: E402
+from modprefs.data.pairs import asr_sides_described, load_pairs, transcript_screen  # noqa: E402
 from modprefs.data.prism import prism_interactions  # noqa: E402
 from modprefs.io import write_parquet  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
@@ -21,17 +21,8 @@ def main(smk) -> None:  # noqa: ANN001
         table = load_pairs(data, smk.params.backend, ".", smk.params.audio_dir, smk.threads, screen_text=screen)
         asr = int((table[["transcript_0", "transcript_1"]] == "asr").to_numpy().sum())
         logging.info("pairs %s: %d items; the text of %d sides from ASR", data["source"], len(table), asr)
-        for row in table.itertuples(index=False):
-            for k in (0, 1):
-                if getattr(row, f"transcript_{k}") == "asr":
-                    logging.info(
-                        "%s side %d: ASR transcript %r (mean word probability %.2f)%s",
-                        row.conversation_id,
-                        k,
-                        getattr(row, f"text_{k}"),
-                        getattr(row, f"asr_confidence_{k}"),
-                        f"; flagged: {getattr(row, f'asr_flag_{k}')}" if getattr(row, f"asr_flag_{k}") else "",
-                    )
+        for line in asr_sides_described(table):
+            logging.info("%s", line)
     else:
         table, counts = prism_interactions(data, smk.params.seed)
         logging.info("source %s: %s", data["source"], counts)

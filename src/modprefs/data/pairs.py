@@ -66,6 +66,7 @@ __all__ = [
     "PairsFormatError",
     "PairsTable",
     "Transcript",
+    "asr_sides_described",
     "build_pair_interactions",
     "declared_pairs_files",
     "pairs_problems",
@@ -650,6 +651,22 @@ def _asr_transcriber(threads: int) -> Transcribe:
         return Transcript(text, tuple(words))
 
     return transcribe
+
+
+def asr_sides_described(interactions: pd.DataFrame) -> list[str]:
+    """One line per audio-only side of a pairs source's interactions: its transcript, mean word probability and
+    screening flag (for the data step's log)."""
+    lines = []
+    for row in interactions.itertuples(index=False):
+        for k in (0, 1):
+            if getattr(row, f"transcript_{k}") != "asr":
+                continue
+            flag = getattr(row, f"asr_flag_{k}")
+            lines.append(
+                f"{row.conversation_id} side {k}: ASR transcript {getattr(row, f'text_{k}')!r} (mean word probability "
+                f"{getattr(row, f'asr_confidence_{k}'):.2f}){f'; flagged: {flag}' if flag else ''}"
+            )
+    return lines
 
 
 def transcript_screen(screening: Mapping[str, Any], harmful_terms: str | Path) -> ScreenText:

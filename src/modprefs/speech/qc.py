@@ -69,6 +69,7 @@ __all__ = [
     "GIVEN_THRESHOLDS",
     "QC_COLUMNS",
     "default_thresholds",
+    "check_manifest",
     "Transcriber",
     "DnsMos",
     "QualityChecker",
@@ -618,6 +619,21 @@ class QualityChecker:
         if data.shape[0] == 0:
             return unreadable_result("no audio samples")
         return self.check(data.mean(axis=1), rate, spoken_text, given)
+
+
+def check_manifest(manifest: Any, checker: QualityChecker) -> Any:
+    """QC of every clip of a render manifest (one DataFrame row per clip: clip_id, path, spoken_text, backend and,
+    for given clips, :data:`GIVEN_FIELDS`), logged per clip; the QC table: clip_id, :data:`QC_COLUMNS` and
+    ``audio_sha256`` (the bytes measured: the offline judges reuse its transcript and DNSMOS for the same audio)."""
+    import pandas as pd
+
+    rows = []
+    for clip in manifest.itertuples(index=False):
+        given = {k: getattr(clip, k) for k in GIVEN_FIELDS if k in manifest.columns}
+        result = checker.check_file(clip.path, clip.spoken_text, given if clip.backend == "given" else None)
+        rows.append({"clip_id": clip.clip_id, **result, "audio_sha256": file_sha256_or_empty(clip.path)})
+        log.info("%s: %s %s", clip.clip_id, "pass" if result["qc_pass"] else "FAIL", result["qc_reasons"])
+    return pd.DataFrame(rows, columns=["clip_id", *QC_COLUMNS, "audio_sha256"])
 
 
 def file_sha256_or_empty(path: str | os.PathLike[str]) -> str:
