@@ -12,7 +12,6 @@ import io
 import json
 import math
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -563,43 +562,6 @@ def leaf(node: dict, path: tuple) -> object:
     for k in path:
         node = node[k] if isinstance(node, dict) and k in node else {"<missing>": None}
     return node
-
-
-@pytest.mark.slow
-@pytest.mark.integration
-def test_a_run_on_a_1_to_5_scale_publishes_and_reads_back_its_scale(default_run, tmp_path):
-    """A run whose study.scale is 1-5: a copy of the default run with only its ratings, ICC table and config record
-    made again on the changed config. The card shows that config and records 1-5; `modprefs stats` on the
-    dataset uses 1-5 without --scale (the run's icc.csv byte for byte)."""
-    from workflow_runner import config_with, copy_run, run_workflow
-
-    # the outputs the scale changes are removed and made again from the run's own upstream files (mtimes only: not
-    # what a code edit since the shared run was made would rerun)
-    run = copy_run(default_run, tmp_path / "run", drop=("results/dataset", "results/ratings", "results/stats"))
-    (run / "results/config.yaml").unlink()
-    cfg = config_with(default_run / "config.yaml", tmp_path / "cfg", {"study": {"scale": MOS}})
-    targets = ("results/config.yaml", "results/ratings/ratings.csv", "results/stats/tables/icc.csv")
-    proc = run_workflow(run, *targets, "--rerun-triggers", "mtime", configfile=cfg, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ran = set(re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", proc.stdout + proc.stderr))
-    assert ran == {"run_config", "simulate_ratings", "icc_table"}, ran
-    record = yaml.safe_load((run / "results/config.yaml").read_text())
-    given = yaml.safe_load(cfg.read_text())
-    assert record["study"]["scale"] == MOS
-    assert [(k, v) for k, v in config_leaves(given) if k != ("publish", "salt") and leaf(record, k) != v] == []
-    ratings = pd.read_csv(run / "results/ratings/ratings.csv")
-    assert ratings["rating"].between(1, 5).all() and ratings["rating"].nunique() == 5
-    out = tmp_path / "dataset"
-    assert main(["publish", "--results", str(run / "results"), "--out", str(out), "--salt", SALT]) == 0
-    header, shown = card_parts(out)
-    assert shown == record and header["rating_scale"] == MOS
-    st = record["stats"]
-    dest = tmp_path / "stats"
-    args = ["--n-boot", str(st["n_boot"]), "--seed", str(record["seed"]), "--ci-level", str(st["ci_level"])]
-    args += ["--ci-method", st["icc_ci_method"], "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
-    assert main(["stats", "--ratings", str(out), "--out", str(dest), *args, "--n-boot-threshold", "0"]) == 0
-    assert (dest / "tables/icc.csv").read_bytes() == (run / "results/stats/tables/icc.csv").read_bytes()
-    assert "1-5 (step 1; 1 = Bad, 5 = Excellent)" in (dest / "report.html").read_text()
 
 
 def hub_from_published(out: Path, calls: list[tuple[str, str | None]]):
