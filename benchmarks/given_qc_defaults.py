@@ -120,6 +120,24 @@ TEXTS = [
     "Please bring your passport, two printed copies of the booking, a pen, a phone charger, and "
     "about 50 euros in cash for the taxi from the airport to the hotel in the city centre.",
 ]
+#: Short dialogue turns (3-9 words): Whisper tiny has little context in them, so their WER says less (measured:
+#: wer_min_words below).
+SHORT_TEXTS = [
+    "Two hours is usually enough.",
+    "Yes, that works for me.",
+    "It is twelve degrees outside.",
+    "Go to bed at the same time every night.",
+    "I'm sorry, I can't help with that.",
+    "The store closes at nine tonight.",
+    "Try turning it off and on again.",
+    "About forty minutes by car.",
+    "Sure, here you go.",
+    "No, the meeting is on Tuesday.",
+    "Drink more water and rest.",
+    "That depends on the weather tomorrow.",
+]
+N_LONG = len(TEXTS)
+TEXTS = TEXTS + SHORT_TEXTS
 ESPEAK_VOICES = ["en-us", "en-gb", "en-us+f3", "en-gb-x-rp", "en-us+m3"]
 ESPEAK_SPEEDS = [0.8, 0.9, 1.0, 1.1, 1.2, 1.3]
 PIPER_SPEEDS = [0.8, 0.9, 1.0, 1.1, 1.2]
@@ -361,15 +379,46 @@ def dist(values: list[float], digits: int = 3) -> dict[str, float | int]:
     return out
 
 
-def fails(row: Mapping[str, Any], key: str, limit: float | None) -> bool:
-    """Whether ``row`` fails the one check ``key`` (a metric not measured here is NaN: skipped, as in QC)."""
+def fails(row: Mapping[str, Any], key: str, limit: float | None, wer_min_words: int = 0) -> bool:
+    """Whether ``row`` fails the one check ``key`` (a metric not measured here is NaN: skipped, as in QC; WER is not
+    checked on a clip of fewer than ``wer_min_words`` words, as ``audio_qc.wer_min_words`` has QC do)."""
+    if key == "max_wer" and row.get("n_words", 0) < wer_min_words:
+        return False
     metric = key.partition("_")[2]
     value = row.get(metric, math.nan)
     return bool(check_thresholds({metric: math.nan if value is None else value}, {key: limit}))
 
 
-def failing_checks(row: Mapping[str, Any], thresholds: Mapping[str, float | None]) -> list[str]:
-    return [k for k, v in thresholds.items() if fails(row, k, v)]
+def failing_checks(row: Mapping[str, Any], thresholds: Mapping[str, float | None], wer_min_words: int = 0) -> list[str]:
+    return [k for k, v in thresholds.items() if fails(row, k, v, wer_min_words)]
+
+
+def wer_min_words(rows: list[dict[str, Any]], margin: float = 0.1) -> tuple[int, list[dict[str, Any]]]:
+    """The fewest words a clip needs for its WER to tell ordinary speech from speech of another text: the smallest
+    word count n such that, over the clips of n words or more, the largest ordinary WER plus ``margin`` is below
+    the smallest swapped-text WER; and per word count, those two extremes."""
+    ordinary = [r for r in rows if r["kind"] == "ordinary" and np.isfinite(r.get("wer", math.nan))]
+    swapped = [r for r in rows if r["kind"].startswith("swapped_text") and np.isfinite(r.get("wer", math.nan))]
+    table, chosen = [], None
+    for n in sorted({r["n_words"] for r in ordinary}, reverse=True):
+        ok = [r["wer"] for r in ordinary if r["n_words"] >= n]
+        bad = [r["wer"] for r in swapped if r["n_words"] >= n]
+        separates = bool(bad) and max(ok) + margin < min(bad)
+        table.append(
+            {
+                "min_words": n,
+                "ordinary_clips": len(ok),
+                "ordinary_max_wer": round(max(ok), 4),
+                "swapped_clips": len(bad),
+                "swapped_min_wer": round(min(bad), 4) if bad else None,
+                "separates": separates,
+            }
+        )
+        if separates:
+            chosen = n
+        elif bad:
+            break  # fewer words only adds ordinary clips: the first word count that fails ends the search
+    return (chosen if chosen is not None else 10**6), sorted(table, key=lambda t: t["min_words"])
 
 
 def _round_out(value: float, step: float, up: bool) -> float:
@@ -378,10 +427,12 @@ def _round_out(value: float, step: float, up: bool) -> float:
     return round(q * step, 6)
 
 
-def data_bound(key: str, ordinary: list[dict[str, Any]]) -> tuple[float, float] | None:
+def data_bound(key: str, ordinary: list[dict[str, Any]], min_words: int = 0) -> tuple[float, float] | None:
     """(the most extreme ordinary value, that value moved outwards by MARGINS and rounded outwards); None when
-    the check has no margin here or its metric was not measured."""
+    the check has no margin here or its metric was not measured. WER: over the clips of ``min_words`` or more."""
     kind, _, metric = key.partition("_")
+    if key == "max_wer":
+        ordinary = [r for r in ordinary if r.get("n_words", 0) >= min_words]
     values = [float(r[metric]) for r in ordinary if r.get(metric) is not None and np.isfinite(r[metric])]
     if key not in MARGINS or not values:
         return None
@@ -395,22 +446,25 @@ def data_bound(key: str, ordinary: list[dict[str, Any]]) -> tuple[float, float] 
 
 
 def propose(
-    ordinary: list[dict[str, Any]], degraded: list[dict[str, Any]], defaults: Mapping[str, float | None]
+    ordinary: list[dict[str, Any]],
+    degraded: list[dict[str, Any]],
+    defaults: Mapping[str, float | None],
+    min_words: int = 0,
 ) -> tuple[dict[str, float | None], dict[str, dict[str, Any]]]:
     """Per check: the looser of the default and the data bound; for :data:`TIGHTEN_IF_CATCHES`, the data bound
     when it catches more degraded clips than the default (module docstring)."""
     proposed: dict[str, float | None] = {}
     basis: dict[str, dict[str, Any]] = {}
     for key, default in defaults.items():
-        found = data_bound(key, ordinary)
+        found = data_bound(key, ordinary, min_words)
         if found is None:
             proposed[key] = default
             basis[key] = {"default": default, "proposed": default, "source": "default (not measured here)"}
             continue
         extreme, bound = found
         kind = key.split("_")[0]
-        caught_default = sum(fails(r, key, default) for r in degraded)
-        caught_bound = sum(fails(r, key, bound) for r in degraded)
+        caught_default = sum(fails(r, key, default, min_words) for r in degraded)
+        caught_bound = sum(fails(r, key, bound, min_words) for r in degraded)
         if default is None or (key in TIGHTEN_IF_CATCHES and caught_bound > caught_default):
             chosen, source = (
                 bound,
@@ -438,7 +492,7 @@ def propose(
 
 
 def evaluate(
-    rows: list[dict[str, Any]], thresholds: Mapping[str, float | None], degradations: list[str]
+    rows: list[dict[str, Any]], thresholds: Mapping[str, float | None], degradations: list[str], min_words: int = 0
 ) -> dict[str, Any]:
     ordinary = [r for r in rows if r["kind"] == "ordinary"]
     per_check: dict[str, Any] = {}
@@ -446,30 +500,30 @@ def evaluate(
         per_check[key] = {
             "bound": limit,
             "ordinary_pass_rate": {
-                e: round(float(np.mean([not fails(r, key, limit) for r in ordinary if r["engine"] == e])), 4)
+                e: round(float(np.mean([not fails(r, key, limit, min_words) for r in ordinary if r["engine"] == e])), 4)
                 for e in ENGINES
                 if any(r["engine"] == e for r in ordinary)
             },
             "caught": {
-                d: round(float(np.mean([fails(r, key, limit) for r in rows if r["kind"] == d])), 3)
+                d: round(float(np.mean([fails(r, key, limit, min_words) for r in rows if r["kind"] == d])), 3)
                 for d in degradations
             },
         }
     overall = {
         "ordinary_pass": {
-            e: f"{sum(not failing_checks(r, thresholds) for r in ordinary if r['engine'] == e)}"
+            e: f"{sum(not failing_checks(r, thresholds, min_words) for r in ordinary if r['engine'] == e)}"
             f"/{sum(r['engine'] == e for r in ordinary)}"
             for e in ENGINES
         },
         "degraded_caught": {
-            d: f"{sum(bool(failing_checks(r, thresholds)) for r in rows if r['kind'] == d)}"
+            d: f"{sum(bool(failing_checks(r, thresholds, min_words)) for r in rows if r['kind'] == d)}"
             f"/{sum(r['kind'] == d for r in rows)}"
             for d in degradations
         },
     }
     fail_counts: dict[str, int] = {}
     for r in ordinary:
-        for k in failing_checks(r, thresholds):
+        for k in failing_checks(r, thresholds, min_words):
             fail_counts[k] = fail_counts.get(k, 0) + 1
     overall["ordinary_failures_by_check"] = fail_counts
     return {"per_check": per_check, "overall": overall}
@@ -545,7 +599,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['n_degraded']} degraded ({len(degr)} kinds x {result['n_bases']} bases); stored at 16-48 kHz, "
         "some stereo, gain -12..+12 dB, then mono -> 24 kHz -> -23 LUFS / -1 dBTP -> QC (Whisper tiny.en, DNSMOS). "
         "Rule: data bound = ordinary extreme moved out by the margin; proposed = the looser of the default and the "
-        "data bound; for the silence checks, the data bound where it catches more degraded clips. "
+        "data bound (no default is tightened); WER is checked on clips of at least the proposed word count only. "
         f"Rerun: `{result['command']}`.",
         "",
         "| check | default | proposed | ordinary extreme (margin) | ordinary pass: "
@@ -560,6 +614,19 @@ def markdown(result: dict[str, Any]) -> str:
         extreme = f"{b['ordinary_extreme']:g} ({b['margin']})" if "ordinary_extreme" in b else "not measured"
         lines.append(f"| {key} | {_fmt(b['default'])} | **{_fmt(b['proposed'])}** | {extreme} | {rates} | {caught} |")
     lines += [
+        "",
+        f"WER is checked on clips of **{result['proposed_wer_min_words']} words or more** (`audio_qc.wer_min_words`): "
+        "the smallest word count at which the largest ordinary WER + 0.1 stays below the smallest WER of speech "
+        "paired with another text of about its length (short dialogue turns: Whisper tiny has little context).",
+        "",
+        "| clips of n words or more | ordinary clips | ordinary max WER | swapped-text clips | swapped min WER | "
+        "separates |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {t['min_words']} | {t['ordinary_clips']} | {t['ordinary_max_wer']:g} | {t['swapped_clips']} | "
+            f"{_fmt(t['swapped_min_wer'])} | {'yes' if t['separates'] else 'no'} |"
+            for t in result["wer_by_min_words"]
+        ),
         "",
         "| all checks | ordinary pass " + " / ".join(ENGINES) + " | " + " | ".join(degr) + " |",
         "|---|---|" + "---|" * len(degr),
@@ -681,6 +748,28 @@ def measure(quick: bool, work: Path) -> tuple[list[dict[str, Any]], dict[str, An
                 }
             )
             print(f"{clip_id} wer {row['wer']:.3f} cpu {row['qc_cpu_s']:.1f}", file=sys.stderr)
+    # every short ordinary clip also paired with another short text: where does WER stop telling them apart?
+    for base in [c for c in plan if n_words(TEXTS[c["text"]]) < 10 and not quick]:
+        clip_id = f"{base['id']}_swapped_text_short"
+        text = swap_text(base["text"], n_texts)
+        path = lab_dir / f"{base['id']}.wav"
+        row = study_qc(checker, path, study_dir, clip_id, TEXTS[text])
+        rows.append(
+            {
+                "id": clip_id,
+                "kind": "swapped_text_short",
+                "engine": base["engine"],
+                "voice": base["cfg"]["voice"],
+                "speed": base["cfg"]["speed"],
+                "text": text,
+                "n_words": n_words(TEXTS[text]),
+                "base": base["id"],
+                "store_rate": base["store_rate"],
+                "channels": base["channels"],
+                **row,
+            }
+        )
+        print(f"{clip_id} wer {row['wer']:.3f} cpu {row['qc_cpu_s']:.1f}", file=sys.stderr)
     ordinary_ids = {c["id"] for c in plan}
     facts = {
         "n_texts": n_texts,
@@ -698,9 +787,10 @@ def measure(quick: bool, work: Path) -> tuple[list[dict[str, Any]], dict[str, An
 def analyse(rows: list[dict[str, Any]], facts: Mapping[str, Any]) -> dict[str, Any]:
     """Distributions, the proposal and its evaluation (module docstring)."""
     ordinary = [r for r in rows if r["kind"] == "ordinary"]
-    degradations = [d for d in DEGRADATIONS if any(r["kind"] == d for r in rows)]
+    degradations = [d for d in [*DEGRADATIONS, "swapped_text_short"] if any(r["kind"] == d for r in rows)]
     defaults = dict(DEFAULT_THRESHOLDS)
-    proposed, basis = propose(ordinary, [r for r in rows if r["kind"] != "ordinary"], defaults)
+    min_words, by_words = wer_min_words(rows)
+    proposed, basis = propose(ordinary, [r for r in rows if r["kind"] != "ordinary"], defaults, min_words)
 
     def col(subset: list[dict[str, Any]], m: str) -> list[float]:
         return [float(r[m]) if r.get(m) is not None else math.nan for r in subset]
@@ -726,16 +816,18 @@ def analyse(rows: list[dict[str, Any]], facts: Mapping[str, Any]) -> dict[str, A
             "source_* measured on the file as given",
         },
         "proposed_given_thresholds": proposed,
+        "proposed_wer_min_words": min_words,
+        "wer_by_min_words": by_words,
         "current_default_thresholds": defaults,
         "proposal": {
             "rule": "per check, data bound = ordinary extreme moved out by the margin; proposed = the looser of the "
-            "default and the data bound; for the silence checks, the data bound where it catches more degraded clips",
+            "default and the data bound (never tighter); WER's data bound over the clips of wer_min_words or more",
             "basis": basis,
         },
-        "evaluation_proposed": evaluate(rows, proposed, degradations),
+        "evaluation_proposed": evaluate(rows, proposed, degradations, min_words),
         "evaluation_default": evaluate(rows, defaults, degradations),
         "evaluation_data_bounds": evaluate(
-            rows, {k: b.get("data_bound", b["default"]) for k, b in basis.items()}, degradations
+            rows, {k: b.get("data_bound", b["default"]) for k, b in basis.items()}, degradations, min_words
         ),
         "separation": separations(rows),
         "ordinary_by_engine": {
@@ -764,8 +856,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 texts, 1 degraded base; print, write nothing")
     parser.add_argument("--from-rows", type=Path, default=None, help="re-analyse a kept rows.json, measure nothing")
     args = parser.parse_args()
-    for t in TEXTS:
+    for t in TEXTS[:N_LONG]:
         assert 8 <= n_words(t) <= 40, t
+    for t in SHORT_TEXTS:
+        assert 3 <= n_words(t) <= 9, t
     if args.from_rows is not None:
         saved = json.loads(args.from_rows.read_text(encoding="utf-8"))
         rows, facts = saved["rows"], saved["facts"]

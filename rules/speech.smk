@@ -65,7 +65,7 @@ rule audio_qc:
         mem_mb=2000,
         runtime=60,
     params:
-        qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds")},
+        qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds", "wer_min_words")},
         backend=config["tts"]["backend"],  # a lab's given audio has defaults of its own (qc.default_thresholds)
         # by name, not via `input`: Snakemake does not compare params derived from input
         clips=lambda wildcards: tracked_clips(shard_manifest(wildcards.round, wildcards.shard)),

@@ -103,7 +103,7 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ``default_run`` fixture, which the first worker builds while the second runs SLURM) come after the other
 # slow files, so that the run is ready when a worker asks for it.
 LONGEST_FIRST = ("tests/test_workflow.py", "tests/test_slurm.py")
-ON_THE_DEFAULT_RUN = ("tests/test_dag_inputs.py", "tests/test_resume.py")
+ON_THE_DEFAULT_RUN = ("tests/test_dag_inputs.py", "tests/test_resume.py", "tests/test_scale_end_to_end.py")
 
 
 def _run_order(item: pytest.Item) -> int:

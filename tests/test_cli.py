@@ -313,3 +313,17 @@ def test_workflow_and_modprefs_stats_give_identical_icc(tmp_path):
     assert icc["n_boot"].eq(25).all() and icc["ci_method"].str.contains("crossed jackknife").all()
     assert all(math.isfinite(x) for x in icc["icc_2_1_lo"])
     assert (out / "tables" / "icc.md").read_text() == (wd / "results/stats/tables/icc.md").read_text()
+
+
+def test_an_option_value_that_starts_with_a_minus_sign_is_read_as_the_value():
+    """``--scale -3:3`` (argparse alone: "expected one argument"); negative numbers and flags are unchanged."""
+    from modprefs.cli import attach_dash_values
+
+    assert attach_dash_values(["stats", "--scale", "-3:3", "--out", "d"]) == ["stats", "--scale=-3:3", "--out", "d"]
+    assert attach_dash_values(["--scale", "-0.5:0.5:0.25"]) == ["--scale=-0.5:0.5:0.25"]
+    assert attach_dash_values(["--scale=-2:2", "--overwrite", "--seed", "-1"]) == [
+        "--scale=-2:2",
+        "--overwrite",
+        "--seed=-1",
+    ]
+    assert attach_dash_values(["--overwrite", "--out", "x"]) == ["--overwrite", "--out", "x"]

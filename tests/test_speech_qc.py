@@ -371,3 +371,25 @@ def test_given_audio_has_its_own_measured_defaults():
     for key, value in qc.GIVEN_THRESHOLDS.items():
         default = qc.DEFAULT_THRESHOLDS[key]
         assert value >= default if key.startswith("max_") else value <= default, key
+
+
+def test_wer_is_checked_only_on_clips_with_enough_words():
+    audio = _speechlike()
+    short = qc.qc_clip(
+        audio, 24000, "two hours is usually enough", transcript="to have a little bit easier", wer_min_words=10
+    )
+    assert short["wer"] > 1 and not short["wer_checked"] and "wer" not in short["qc_reasons"]
+    long_text = "give it a sunny window and water it when the top of the soil feels dry"
+    long = qc.qc_clip(audio, 24000, long_text, transcript="something else entirely", wer_min_words=10)
+    assert long["wer_checked"] and "wer 1 > max 0.15" in long["qc_reasons"]
+    # a synthesiser's clips: always checked (0), a lab's given audio: the measured minimum
+    assert qc.default_wer_min_words("kokoro-onnx") == 0 and qc.default_wer_min_words("given") == qc.GIVEN_WER_MIN_WORDS
+    checker = qc.checker_from_config({"asr": False, "dnsmos": False, "wer_min_words": None}, "given")
+    assert (
+        checker.wer_min_words == qc.GIVEN_WER_MIN_WORDS
+        and checker.thresholds["max_wer"] == qc.GIVEN_THRESHOLDS["max_wer"]
+    )
+    checker = qc.checker_from_config(
+        {"asr": False, "dnsmos": False, "wer_min_words": 3, "thresholds": {"max_wer": 0.3}}, "given"
+    )
+    assert checker.wer_min_words == 3 and checker.thresholds["max_wer"] == 0.3

@@ -44,8 +44,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -569,6 +570,23 @@ def check_judges(files: list[Path]) -> int:
     return 0
 
 
+#: a value that starts with a minus sign: a negative number or a range such as ``-3:3`` (``--scale``)
+_DASH_VALUE = re.compile(r"^-\.?\d[\d.:eE+-]*$")
+
+
+def attach_dash_values(argv: Sequence[str]) -> list[str]:
+    """``["--scale", "-3:3"]`` -> ``["--scale=-3:3"]``: argparse reads a token that starts with ``-`` and is not a
+    plain negative number as an option, so ``--scale -2:2`` would fail with "expected one argument" (``--scale=-2:2``
+    works). A long option followed by such a value is joined to it; every other token is left as it is."""
+    out: list[str] = []
+    for token in argv:
+        if out and _DASH_VALUE.match(token) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="modprefs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -590,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="config files over config.yaml, later ones winning (default: none)",
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.command == "app":
         from modprefs.app.cli import run as run_app

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
-from modprefs.speech.qc import QC_COLUMNS, QualityChecker, check_manifest, default_thresholds  # noqa: E402
+from modprefs.speech.qc import QC_COLUMNS, check_manifest, checker_from_config  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 
@@ -26,10 +26,7 @@ def main(smk) -> None:  # noqa: ANN001
     cfg = dict(smk.params.qc)
     table = pd.DataFrame(columns=["clip_id", *QC_COLUMNS, "audio_sha256"])
     if len(manifest):
-        thresholds = {**default_thresholds(str(smk.params.backend)), **dict(cfg.get("thresholds") or {})}
-        checker = QualityChecker(
-            thresholds, threads=smk.threads, asr=cfg.get("asr", True), dnsmos=cfg.get("dnsmos", True)
-        )
+        checker = checker_from_config(cfg, str(smk.params.backend), smk.threads)
         table = check_manifest(manifest, checker)
     write_csv(table, smk.output[0])
 

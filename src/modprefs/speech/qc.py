@@ -69,7 +69,9 @@ __all__ = [
     "GIVEN_THRESHOLDS",
     "QC_COLUMNS",
     "default_thresholds",
+    "default_wer_min_words",
     "check_manifest",
+    "checker_from_config",
     "Transcriber",
     "DnsMos",
     "QualityChecker",
@@ -134,6 +136,18 @@ GIVEN_THRESHOLDS: dict[str, float | None] = {
 }
 
 
+#: Given audio: the fewest words of text a clip needs for its round-trip WER to be checked. Whisper tiny has little
+#: context in a short dialogue turn: ordinary espeak-ng speech of 5 words scores WER 0.8-1.2, as high as speech of
+#: another text (benchmarks/out/given_qc_defaults.md, "WER is checked on clips of ..."); shorter clips are judged by
+#: DNSMOS, level, silences and speaking rate. Synthesised clips: 0 (always checked).
+GIVEN_WER_MIN_WORDS = 10
+
+
+def default_wer_min_words(backend: str) -> int:
+    """``audio_qc.wer_min_words`` when null: :data:`GIVEN_WER_MIN_WORDS` for ``given`` audio, else 0."""
+    return GIVEN_WER_MIN_WORDS if backend == "given" else 0
+
+
 def default_thresholds(backend: str) -> dict[str, float | None]:
     """The QC thresholds before ``audio_qc.thresholds``: :data:`DEFAULT_THRESHOLDS`, with :data:`GIVEN_THRESHOLDS`
     for ``backend`` ``given``."""
@@ -161,6 +175,7 @@ QC_COLUMNS = [
     "source_clipping_ratio",
     "source_dc_offset",
     "asr_confidence",
+    "wer_checked",
     "qc_pass",
     "qc_reasons",
 ]
@@ -244,7 +259,7 @@ def check_thresholds(metrics: Mapping[str, Any], thresholds: Mapping[str, float 
         if kind not in ("min", "max") or metric not in metrics:
             raise ValueError(
                 f"QC threshold {key!r} is not min_/max_ + one of: "
-                f"{', '.join(k for k in QC_COLUMNS if k not in ('transcript', 'qc_pass', 'qc_reasons'))}"
+                f"{', '.join(k for k in QC_COLUMNS if k not in ('transcript', 'wer_checked', 'qc_pass', 'qc_reasons'))}"
             )
         if limit is None:
             continue
@@ -268,6 +283,7 @@ def qc_clip(
     mos: Mapping[str, float] | None = None,
     thresholds: Mapping[str, float | None] | None = None,
     given: Mapping[str, Any] | None = None,
+    wer_min_words: int = 0,
 ) -> dict[str, Any]:
     """Every QC metric of one clip and whether it passes.
 
@@ -280,6 +296,8 @@ def qc_clip(
         mos: DNSMOS scores (:meth:`DnsMos.score`: ``sig``, ``bak``, ``ovrl``, ``p808``); None skips them.
         thresholds: overrides of :data:`DEFAULT_THRESHOLDS` (a key set to None disables that check).
         given: a given clip's :data:`GIVEN_FIELDS` (module docstring); None for a synthesised clip.
+        wer_min_words: the WER is checked only when ``spoken_text`` has at least this many (normalised) words;
+            ``wer_checked`` says whether it was.
 
     Returns:
         A dict with the keys of :data:`QC_COLUMNS`: metrics (floats, NaN when not computed),
@@ -296,7 +314,10 @@ def qc_clip(
         metrics[f"dnsmos_{key}"] = float(mos[key]) if key in mos else math.nan
     for key in ("source_clipping_ratio", "source_dc_offset", "asr_confidence"):
         metrics[key] = _number(given.get(key))
+    metrics["wer_checked"] = bool(not math.isnan(metrics["wer"]) and metrics["n_words"] >= wer_min_words)
     reasons = check_thresholds(metrics, limits)
+    if not metrics["wer_checked"]:  # too few words for the round trip to tell (wer_min_words)
+        reasons = [r for r in reasons if not r.startswith("wer ")]
     if str(given.get("asr_flag") or ""):
         reasons.append(f"asr transcript flagged ({given['asr_flag']})")
     metrics["qc_pass"] = not reasons
@@ -574,6 +595,7 @@ class QualityChecker:
         dnsmos: run DNSMOS (needs speechmos).
         asr_model_path: a CTranslate2 Whisper directory other than the PyPI one.
         dnsmos_hop_s: :class:`DnsMos` ``hop_s`` (1.0 = DNSMOS' own windows).
+        wer_min_words: the WER check applies to clips of at least this many words (:func:`qc_clip`).
     """
 
     def __init__(
@@ -584,8 +606,10 @@ class QualityChecker:
         dnsmos: bool = True,
         asr_model_path: str | os.PathLike[str] | None = None,
         dnsmos_hop_s: float = 1.0,
+        wer_min_words: int = 0,
     ) -> None:
         self.thresholds = {**DEFAULT_THRESHOLDS, **dict(thresholds or {})}
+        self.wer_min_words = int(wer_min_words)
         check_thresholds({k: math.nan for k in QC_COLUMNS}, self.thresholds)  # reject typos before loading
         self.transcriber = Transcriber(asr_model_path, threads=threads) if asr else None
         self.dnsmos = DnsMos(threads=threads, hop_s=dnsmos_hop_s) if dnsmos else None
@@ -597,7 +621,14 @@ class QualityChecker:
         transcript = self.transcriber.transcribe(audio, sample_rate) if self.transcriber else None
         mos = self.dnsmos.score(audio, sample_rate) if self.dnsmos and np.asarray(audio).size else None
         return qc_clip(
-            audio, sample_rate, spoken_text, transcript=transcript, mos=mos, thresholds=self.thresholds, given=given
+            audio,
+            sample_rate,
+            spoken_text,
+            transcript=transcript,
+            mos=mos,
+            thresholds=self.thresholds,
+            given=given,
+            wer_min_words=self.wer_min_words,
         )
 
     def check_file(
@@ -619,6 +650,21 @@ class QualityChecker:
         if data.shape[0] == 0:
             return unreadable_result("no audio samples")
         return self.check(data.mean(axis=1), rate, spoken_text, given)
+
+
+def checker_from_config(audio_qc: Mapping[str, Any], backend: str, threads: int = 1) -> QualityChecker:
+    """The :class:`QualityChecker` of config ``audio_qc`` (``asr``, ``dnsmos``, ``thresholds``, ``wer_min_words``)
+    for the study's ``tts.backend``: the backend's defaults (:func:`default_thresholds`,
+    :func:`default_wer_min_words`) under the config's own values."""
+    thresholds = {**default_thresholds(backend), **dict(audio_qc.get("thresholds") or {})}
+    min_words = audio_qc.get("wer_min_words")
+    return QualityChecker(
+        thresholds,
+        threads=threads,
+        asr=bool(audio_qc.get("asr", True)),
+        dnsmos=bool(audio_qc.get("dnsmos", True)),
+        wer_min_words=default_wer_min_words(backend) if min_words is None else int(min_words),
+    )
 
 
 def check_manifest(manifest: Any, checker: QualityChecker) -> Any:
