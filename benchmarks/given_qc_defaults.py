@@ -379,10 +379,14 @@ def dist(values: list[float], digits: int = 3) -> dict[str, float | int]:
     return out
 
 
+#: The checks of what Whisper heard, applied (as QC applies them) to clips of at least ``wer_min_words`` words only
+WORD_COUNT_CHECKS = ("max_wer", "min_asr_confidence")
+
+
 def fails(row: Mapping[str, Any], key: str, limit: float | None, wer_min_words: int = 0) -> bool:
     """Whether ``row`` fails the one check ``key`` (a metric not measured here is NaN: skipped, as in QC; WER is not
     checked on a clip of fewer than ``wer_min_words`` words, as ``audio_qc.wer_min_words`` has QC do)."""
-    if key == "max_wer" and row.get("n_words", 0) < wer_min_words:
+    if key in WORD_COUNT_CHECKS and row.get("n_words", 0) < wer_min_words:
         return False
     metric = key.partition("_")[2]
     value = row.get(metric, math.nan)
@@ -431,7 +435,7 @@ def data_bound(key: str, ordinary: list[dict[str, Any]], min_words: int = 0) -> 
     """(the most extreme ordinary value, that value moved outwards by MARGINS and rounded outwards); None when
     the check has no margin here or its metric was not measured. WER: over the clips of ``min_words`` or more."""
     kind, _, metric = key.partition("_")
-    if key == "max_wer":
+    if key in WORD_COUNT_CHECKS:
         ordinary = [r for r in ordinary if r.get("n_words", 0) >= min_words]
     values = [float(r[metric]) for r in ordinary if r.get(metric) is not None and np.isfinite(r[metric])]
     if key not in MARGINS or not values:
@@ -615,7 +619,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {key} | {_fmt(b['default'])} | **{_fmt(b['proposed'])}** | {extreme} | {rates} | {caught} |")
     lines += [
         "",
-        f"WER is checked on clips of **{result['proposed_wer_min_words']} words or more** (`audio_qc.wer_min_words`): "
+        f"WER and the ASR confidence are checked on clips of **{result['proposed_wer_min_words']} words or more** "
+        "(`audio_qc.wer_min_words`): "
         "the smallest word count at which the largest ordinary WER + 0.1 stays below the smallest WER of speech "
         "paired with another text of about its length (short dialogue turns: Whisper tiny has little context).",
         "",
@@ -821,7 +826,8 @@ def analyse(rows: list[dict[str, Any]], facts: Mapping[str, Any]) -> dict[str, A
         "current_default_thresholds": defaults,
         "proposal": {
             "rule": "per check, data bound = ordinary extreme moved out by the margin; proposed = the looser of the "
-            "default and the data bound (never tighter); WER's data bound over the clips of wer_min_words or more",
+            "default and the data bound (never tighter); WER's and the ASR confidence's data bounds over the clips of "
+            "wer_min_words or more",
             "basis": basis,
         },
         "evaluation_proposed": evaluate(rows, proposed, degradations, min_words),

@@ -393,3 +393,15 @@ def test_wer_is_checked_only_on_clips_with_enough_words():
         {"asr": False, "dnsmos": False, "wer_min_words": 3, "thresholds": {"max_wer": 0.3}}, "given"
     )
     assert checker.wer_min_words == 3 and checker.thresholds["max_wer"] == 0.3
+
+
+def test_the_given_audio_defaults_are_the_benchmarks_proposal():
+    """GIVEN_THRESHOLDS and GIVEN_WER_MIN_WORDS are what benchmarks/given_qc_defaults.py measured, not a copy that
+    drifted from it."""
+    import json
+    from pathlib import Path
+
+    bench = json.loads((Path(__file__).resolve().parents[1] / "benchmarks/out/given_qc_defaults.json").read_text())
+    proposed = bench["proposed_given_thresholds"]
+    assert qc.default_thresholds("given") == proposed
+    assert qc.GIVEN_WER_MIN_WORDS == bench["proposed_wer_min_words"]
