@@ -265,6 +265,12 @@ def test_the_workflow_start_names_every_problem_of_the_table(tmp_path: Path) -> 
     with pytest.raises(ConfigError) as info:
         check_config(_lab_config(path), ROOT)
     assert f"{path}, row 2, column 'audio_1': audio file not found" in str(info.value)
+    # the same audio on both sides (issue #49): refused unless the lab opts in
+    assert f"{path}, row 3, column 'audio_1': the same audio as audio_0 (ok.wav)" in str(info.value)
+    assert "data.allow_identical_audio: true" in str(info.value)
+    _tone(tmp_path / "other.wav", 16000, freq=330.0)
+    rows[1]["audio_1"] = "other.wav"
+    path = _table(tmp_path, rows)
     # valid once the file exists; a text-only table with a synthesiser too
     _tone(tmp_path / "gone.wav", 22050)
     check_config(_lab_config(path), ROOT)
@@ -323,7 +329,153 @@ def test_a_datasets_folder_with_audio_cells(tmp_path: Path) -> None:
     table = read_pairs_table(str(tmp_path / "ds"))
     assert table.name == f"dataset {tmp_path / 'ds'}"
     problems = pairs_problems(table, "given")
-    assert len(problems) == 1 and "row 1, column 'audio_1': soundfile cannot read the audio" in problems[0]
+    # a garbage Audio cell is shown by its size, libsndfile's reason and its first bytes (issue #49), not the repr of
+    # the buffer soundfile read it from
+    assert len(problems) == 1 and "row 1, column 'audio_1': the Audio cell's 9 bytes are not audio" in problems[0]
+    assert "they begin b'not audio'" in problems[0] and "BytesIO" not in problems[0]
     out = build_pair_interactions(table, tmp_path / "given", None)
     written = Path(out.at[0, "audio_0"])
     assert written == tmp_path / "given" / "i1_0.wav" and written.read_bytes() == cell["bytes"]
+
+
+# ---- issue #49: what a lab feeds the table -----------------------------------------------------------------------
+def test_checks_see_through_invisible_characters(tmp_path: Path) -> None:
+    """A prompt of zero-width and bidi characters is empty, ids differing only in them are one id, and sides
+    differing only in them are identical (NFKC + invisible characters removed); the text itself is kept."""
+    rows = _rows(4)
+    rows[1]["prompt"] = "\u200b\u200e\u2066"
+    rows[2]["item_id"] = "it0\u200b"  # it0 with a zero-width space
+    rows[3]["response_1"] = rows[3]["response_0"] + "\ufeff"
+    path = _table(tmp_path, rows)
+    table = read_pairs_table(str(path))
+    problems = "\n".join(pairs_problems(table, "kokoro-onnx"))
+    assert (
+        f"{path}, row 3, column 'prompt': empty prompt (only invisible characters: U+200B ZERO WIDTH SPACE, "
+        "U+200E LEFT-TO-RIGHT MARK, U+2066 LEFT-TO-RIGHT ISOLATE)" in problems
+    )
+    assert f"{path}, row 4, column 'item_id': duplicate item_id 'it0' (first at row 2)" in problems
+    assert "differ only in what a reader does not see: U+200B ZERO WIDTH SPACE" in problems
+    assert f"{path}, row 5: both sides are identical" in problems
+    assert table.frame.at[2, "item_id"] == "it0\u200b"  # kept as written
+    # a full-width id is the same id to a reader
+    rows = _rows(2)
+    rows[1]["item_id"] = "\uff49\uff54\uff10"  # ｉｔ０
+    assert "duplicate item_id 'it0'" in "\n".join(pairs_problems(read_pairs_table(str(_table(tmp_path, rows))), "x"))
+
+
+def test_a_cell_longer_than_the_csv_modules_limit_is_read(tmp_path: Path) -> None:
+    """A 200,000-character response (the csv module's default field limit is 131,072) is read; a synthesiser is told
+    it is longer than one clip speaks, a given-audio study reads it as its text condition."""
+    _tone(tmp_path / "a.wav", 16000)
+    _tone(tmp_path / "b.wav", 16000, freq=330.0)
+    rows = [dict(r, audio_0="a.wav", audio_1="b.wav") for r in _rows(2)]
+    rows[0]["response_0"] = "word " * 40_000
+    path = _table(tmp_path, rows)
+    table = read_pairs_table(str(path))
+    assert len(table.frame.at[0, "response_0"]) == 200_000
+    synth = pairs_problems(table, "kokoro-onnx")
+    assert synth == [
+        f"{path}, row 2, column 'response_0': 200,000 characters, more than the 20,000 a synthesiser speaks in one "
+        "clip (about 20 minutes); is the cell right?"
+    ]
+    assert pairs_problems(table, "given") == []
+
+
+def test_audio_paths_are_named_as_what_they_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder named x.wav, a symbolic-link loop, a dangling link and a file that may not be read are each named
+    as such, not "not found" or libsndfile's "System error"."""
+    import os
+
+    _tone(tmp_path / "ok.wav", 16000)
+    (tmp_path / "x.wav").mkdir()
+    (tmp_path / "loop1.wav").symlink_to("loop2.wav")
+    (tmp_path / "loop2.wav").symlink_to("loop1.wav")
+    (tmp_path / "dangling.wav").symlink_to("gone.wav")
+    _tone(tmp_path / "secret.wav", 16000, freq=330.0)
+    rows = [dict(r, audio_0="ok.wav") for r in _rows(4)]
+    for row, audio in zip(rows, ["x.wav", "loop1.wav", "dangling.wav", "secret.wav"]):
+        row["audio_1"] = audio
+    path = _table(tmp_path, rows)
+    real_open = os.open
+
+    def no_permission(file, flags, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if str(file).endswith("secret.wav"):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_permission)  # root reads any file: the refusal is simulated
+    problems = "\n".join(pairs_problems(read_pairs_table(str(path)), "given"))
+    assert f"row 2, column 'audio_1': audio file {tmp_path / 'x.wav'} is a folder, not a file" in problems
+    assert f"row 3, column 'audio_1': audio file {tmp_path / 'loop1.wav'} is a symbolic link loop" in problems
+    assert f"{tmp_path / 'dangling.wav'} is a symbolic link to gone.wav, which does not exist" in problems
+    secret = tmp_path / "secret.wav"
+    assert f"row 5, column 'audio_1': audio file {secret} cannot be read: permission denied" in problems
+    assert "not found" not in problems and "System error" not in problems
+
+
+def test_audio_longer_than_the_maximum_is_refused_from_its_header(tmp_path: Path) -> None:
+    from modprefs.data.pairs import PairsChecks
+
+    _tone(tmp_path / "a.wav", 16000, seconds=3.0)
+    _tone(tmp_path / "b.wav", 16000, freq=330.0)
+    path = _table(tmp_path, [dict(r, audio_0="a.wav", audio_1="b.wav") for r in _rows(1)])
+    table = read_pairs_table(str(path))
+    assert pairs_problems(table, PairsChecks("given", max_audio_s=2.5)) == [
+        f"{path}, row 2, column 'audio_0': the audio lasts 0.1 min (3 s, 0 MB), longer than data.max_audio_s "
+        "(2.5 s); a stimulus that long is usually the wrong file. Raise data.max_audio_s to use it (long audio is "
+        "rendered in chunks)"
+    ]
+    assert pairs_problems(table, PairsChecks("given", max_audio_s=None)) == []
+    assert pairs_problems(table, "given") == []  # the default maximum, 600 s
+
+
+def test_the_same_audio_on_both_sides_needs_the_labs_opt_in(tmp_path: Path) -> None:
+    from modprefs.data.pairs import PairsChecks
+
+    _tone(tmp_path / "a.wav", 16000)
+    (tmp_path / "copy.wav").write_bytes((tmp_path / "a.wav").read_bytes())
+    path = _table(tmp_path, [dict(r, audio_0="a.wav", audio_1="copy.wav") for r in _rows(1)])
+    table = read_pairs_table(str(path))
+    [problem] = pairs_problems(table, "given")
+    assert "row 2, column 'audio_1': the same audio as audio_0 (copy.wav)" in problem
+    assert pairs_problems(table, PairsChecks("given", allow_identical_audio=True)) == []
+
+
+def _saved(tmp_path: Path, splits: dict[str, list[dict]]) -> Path:
+    import datasets
+
+    folder = tmp_path / "ds"
+    datasets.DatasetDict({k: datasets.Dataset.from_list(v) for k, v in splits.items()}).save_to_disk(str(folder))
+    return folder
+
+
+def test_a_damaged_datasets_folder_names_its_file(tmp_path: Path) -> None:
+    """Arrow files are memory-mapped: damage to a string shows when the column is read (pyarrow's "Wrapping ...
+    failed" or a UnicodeDecodeError); the message names the damaged file."""
+    folder = _saved(tmp_path, {"train": _rows(3)})
+    [arrow] = sorted(folder.rglob("*.arrow"))
+    data = arrow.read_bytes()
+    at = data.index(b"question 1?")
+    arrow.write_bytes(data[:at] + b"\xff\xfe\xfd" + data[at + 3 :])
+    with pytest.raises(PairsFormatError) as info:
+        read_pairs_table(str(folder))
+    text = str(info.value)
+    assert f"cannot read the datasets folder: {arrow}: a damaged Arrow file" in text and "Invalid UTF8" in text
+
+
+def test_a_published_study_without_its_stimuli_is_said_so(tmp_path: Path) -> None:
+    folder = _saved(tmp_path, {"ratings": [{"participant_id": "p", "rating": 5}], "participants": [{"x": 1}]})
+    with pytest.raises(PairsFormatError, match="the ratings of a published study without its stimuli split") as info:
+        read_pairs_table(str(folder))
+    assert "hf_split" not in str(info.value)
+
+
+def test_the_hubs_parquet_layout_is_a_pairs_source(tmp_path: Path) -> None:
+    """A folder holding data/<split>/train-*.parquet (+ README.md), as a clone of a hub dataset does."""
+    for split, rows in (("train", _rows(3)), ("test", _rows(2))):
+        (tmp_path / "repo" / "data" / split).mkdir(parents=True)
+        pd.DataFrame(rows).to_parquet(tmp_path / "repo" / "data" / split / "train-00000-of-00001.parquet")
+    (tmp_path / "repo" / "README.md").write_text("---\nconfigs: []\n---\n")
+    table = read_pairs_table("repo", base_dir=tmp_path)
+    assert table.frame["item_id"].tolist() == ["it0", "it1", "it2"] and table.name == "repo/data/train"
+    assert len(read_pairs_table("repo", split="test", base_dir=tmp_path).frame) == 2

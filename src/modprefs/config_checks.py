@@ -133,18 +133,22 @@ def _pairs_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
     A pool no larger than ``sampling.n_prompts`` is used whole (the workflow lowers n_prompts to it), so the size
     check applies only to a larger pool, which is drawn.
     """
-    from modprefs.data.pairs import HUB_PREFIX, PairsFormatError, pairs_problems, read_pairs_table
+    from modprefs.data.pairs import HUB_PREFIX, PairsChecks, PairsFormatError, pairs_problems, read_pairs_table
+    from modprefs.file_access import file_problem
     from modprefs.sampling.draw import sample_size_problems
 
     data, sampling = config["data"], config["sampling"]
     source = str(data["source"])
-    if not source.startswith(HUB_PREFIX) and not (base / source).exists():
+    problem = None if source.startswith(HUB_PREFIX) or (base / source).is_dir() else file_problem(base / source)
+    if problem == "file not found":
         return [(("data", "source"), f"data.source: file or folder not found: {source!r}")]
+    if problem:
+        return [(("data", "source"), f"data.source: {source!r} {problem}")]
     try:
         table = read_pairs_table(source, data.get("columns"), str(data.get("hf_split", "train")), base)
     except PairsFormatError as err:
         return [(("data", "source"), f"data.source: {err}")]
-    problems = pairs_problems(table, str(config["tts"]["backend"]))
+    problems = pairs_problems(table, PairsChecks.from_config(config))
     strata = table.frame["stratum"].str.strip().ne("")
     if strata.any() and not strata.all():
         problems.append(
@@ -275,6 +279,20 @@ def _ratings_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
     return problems
 
 
+def _scale_problems(config: Mapping[str, Any]) -> list[Problem]:
+    """``study.scale``'s problem, if any: max not above min, a step that does not divide the range or is too fine
+    (:class:`modprefs.scale.RatingScale`), named by its key, so that no rule meets an invalid scale."""
+    from modprefs.scale import scale_from_config
+
+    try:
+        scale_from_config(config)
+    except ValueError as err:
+        text = str(err)
+        key = "max" if "greater than min" in text else "labels" if "labels" in text else "step"
+        return [(("study", "scale", key), text)]
+    return []
+
+
 #: design rows (participants x trials) per condition above which a study cannot be built or simulated in memory
 MAX_DESIGN_ROWS = 1_000_000
 
@@ -369,7 +387,9 @@ def check_config(
 
     problems += _ratings_problems(config, base)
     problems += _feasibility_problems(config)
-    if config.get("plan"):
+    scale = _scale_problems(config)
+    problems += scale
+    if config.get("plan") and not scale:  # the plan's options are read on the study's scale
         from modprefs.plan.cli import config_block_problems
 
         problems += [(("plan",), text) for text in config_block_problems(config["plan"], config["study"].get("scale"))]

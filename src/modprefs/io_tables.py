@@ -13,6 +13,8 @@ everywhere:
   :class:`TableError` naming the file, line, column and byte (e.g. a Latin-1 export).
 * **Delimiter**: comma, tab, semicolon or pipe, chosen from the header line (the one that splits
   it into the most fields; ``.tsv`` files are tab-separated); parse errors name the delimiter.
+* **Cell size**: no limit (Python's ``csv`` module stops at 131,072 characters a field; :func:`csv_rows` lifts
+  that for the checks here, and pandas has none), so a long justification or response is read as it is.
 * **Empty files**: a 0-byte or blank file is an error; a header without data rows is an error
   unless ``allow_empty=True``. A column name given twice in the header is an error.
 * **Parquet** (``.parquet``/``.pq``) is read with pyarrow; ids become strings the same way.
@@ -20,10 +22,13 @@ everywhere:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -110,30 +115,55 @@ def decode(data: bytes, path: str | os.PathLike[str]) -> str:
         ) from None
 
 
+@contextlib.contextmanager
+def _no_field_limit() -> Iterator[None]:
+    """Within the block the ``csv`` module reads fields of any length (its default stops at 131,072 characters)."""
+    before = csv.field_size_limit()
+    csv.field_size_limit(min(sys.maxsize, 2**62))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
+
+
+def csv_rows(text: str, delim: str, path: str | os.PathLike[str]) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` of every record of ``text`` (no limit on a field's length); a record the ``csv``
+    module cannot parse is a :class:`TableError` naming the file and line."""
+    reader = csv.reader(io.StringIO(text), delimiter=delim)
+    with _no_field_limit():
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise TableError(f"{path}: line {reader.line_num}: cannot be parsed as CSV ({exc})") from None
+            yield reader.line_num, row
+
+
 def sniff_delimiter(header: str, path: str | os.PathLike[str]) -> str:
     """The delimiter of a header line: the candidate giving the most fields (comma on ties; tab for .tsv)."""
     if str(path).lower().endswith(".tsv"):
         return "\t"
     best, best_n = ",", 1
     for delim in DELIMITERS:
-        n = len(next(csv.reader([header], delimiter=delim), []))
+        n = len(next((row for _, row in csv_rows(header, delim, path)), []))
         if n > best_n:
             best, best_n = delim, n
     return best
 
 
-def _header(text: str, delim: str) -> list[str]:
-    return [c.strip() for c in next(csv.reader(io.StringIO(text), delimiter=delim), [])]
+def _header(text: str, delim: str, path: str | os.PathLike[str]) -> list[str]:
+    return [c.strip() for c in next((row for _, row in csv_rows(text, delim, path)), [])]
 
 
 def _check_rows(text: str, delim: str, n_fields: int, path: str | os.PathLike[str], offset: int = 0) -> None:
     """Every non-blank line has the header's number of fields (pandas would shift or pad them)."""
-    reader = csv.reader(io.StringIO(text), delimiter=delim)
-    for row in reader:
+    for line, row in csv_rows(text, delim, path):
         if row and len(row) != n_fields and any(cell.strip() for cell in row):
             shown = {"\t": "tab"}.get(delim, delim)
             raise TableError(
-                f"{path}: line {reader.line_num + offset} has {len(row)} field(s) but the header has "
+                f"{path}: line {line + offset} has {len(row)} field(s) but the header has "
                 f"{n_fields} "
                 f"(delimiter {shown!r}); quote values that contain the delimiter"
             )
@@ -219,7 +249,7 @@ def read_table(
         raise TableError(f"{name}: the file is empty (no header row)")
     body = text.lstrip("\r\n")
     delim = sniff_delimiter(body.splitlines()[0], path)
-    columns = _header(body, delim)
+    columns = _header(body, delim, name)
     _check_header(columns, name)
     _check_rows(body, delim, len(columns), name, offset=text[: len(text) - len(body)].count("\n"))
     try:

@@ -23,6 +23,13 @@ __all__ = ["PAPER_SCALE", "RatingScale", "parse_scale_arg", "scale_from_config"]
 
 #: The paper's 1..100 slider range, in which the simulator's latent parameters are stated.
 PAPER_MIN, PAPER_MAX = 1.0, 100.0
+#: The most steps a scale may have (10,000: a 0-100 slider in steps of 0.01); finer is a typo, not a scale.
+MAX_STEPS = 10_000
+
+
+def _divisor_hint(span: float, step: float) -> float:
+    """A step near ``step`` that divides ``span`` into a whole number of steps (for the error message)."""
+    return span / max(1, round(span / step))
 
 
 @dataclass(frozen=True)
@@ -53,10 +60,16 @@ class RatingScale:
         if not self.step > 0:
             raise ValueError(f"study.scale.step must be positive, got {self.step:g}")
         n = (self.max - self.min) / self.step
-        if abs(n - round(n)) > 1e-9 or round(n) < 1:
+        if n > MAX_STEPS:
             raise ValueError(
-                f"study.scale: (max - min) / step = ({self.max:g} - {self.min:g}) / {self.step:g} = {n:g} "
-                "must be a whole number of steps"
+                f"study.scale: a step of {self.step:g} cuts {self.min:g}-{self.max:g} into {n:,.0f} steps, more than "
+                f"the {MAX_STEPS:,} a rating scale may have (a 0-100 slider in steps of 0.01); use a coarser step"
+            )
+        if abs(n - round(n)) > 1e-9 * max(1.0, n) or round(n) < 1:
+            raise ValueError(
+                f"study.scale: step {self.step:g} does not divide the range {self.min:g}-{self.max:g}: "
+                f"(max - min) / step = {n:.6g} steps, which must be a whole number (e.g. step "
+                f"{_divisor_hint(self.max - self.min, self.step):g})"
             )
 
     @property

@@ -57,7 +57,14 @@ import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
-from modprefs.published_layout import with_published_configs
+from modprefs.file_access import file_problem, printable
+from modprefs.published_layout import (
+    folder_read_failure,
+    hub_parquet_splits,
+    read_parquet_files,
+    with_published_configs,
+)
+from modprefs.visible_text import invisible_characters, visible_text
 
 __all__ = [
     "HUB_PREFIX",
@@ -98,6 +105,10 @@ PAIRS_EXTRA_COLUMNS = [
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_PROBLEMS = 20
+#: ``data.max_audio_s``'s default: the longest audio (seconds) a side of a pairs table may have, checked when the
+#: workflow starts from the file's header. Ten minutes: a spoken response in a preference study is far shorter, and
+#: one this long is usually the wrong file (a whole session); raise it for long audio, which is rendered in chunks.
+DEFAULT_MAX_AUDIO_S = 600.0
 
 
 class PairsFormatError(UserInputError):
@@ -216,7 +227,7 @@ def _dataset_frame(obj: Any, name: str, split: str) -> pd.DataFrame:
         elif len(splits) == 1:
             obj = obj[splits[0]]
         else:
-            raise PairsFormatError(f"data.source {name}: the dataset has splits {splits}; set data.hf_split to one")
+            raise PairsFormatError(f"data.source {name}: {_splits_problem(splits)}")
     for column in _audio_features(obj):
         obj = obj.cast_column(column, datasets.Audio(decode=False))
     frame = pd.DataFrame({column: obj[column] for column in obj.column_names})
@@ -241,24 +252,67 @@ def _read_source(source: str, split: str, base: Path) -> tuple[pd.DataFrame, str
         return _dataset_frame(obj, source, split), f"hub dataset {repo}", 1, base
     path = base / source
     if path.is_dir():
-        if not _is_datasets_folder(path):
-            raise PairsFormatError(
-                f"data.source {source}: a folder that is not a datasets save_to_disk folder "
-                "(point data.source at the table file)"
-            )
-        import datasets
-
-        try:
-            obj = datasets.load_from_disk(str(path))
-        except Exception as exc:  # datasets raises FileNotFoundError, ValueError, ArrowInvalid...
-            raise PairsFormatError(
-                f"data.source {source}: cannot load the datasets folder ({type(exc).__name__}: {exc})"
-            ) from None
-        return _dataset_frame(obj, source, split), f"dataset {source}", 1, path
-    if not path.is_file():
-        raise PairsFormatError(f"data.source: no such file or folder: {source}")
+        if _is_datasets_folder(path):
+            return _datasets_folder_frame(path, source, split), f"dataset {source}", 1, path
+        layout = hub_parquet_splits(path)
+        if layout:
+            frame, shown = _hub_layout_frame(layout, source, split)
+            return frame, shown, 1, path
+        raise PairsFormatError(
+            f"data.source {source}: a folder that is neither a datasets save_to_disk folder nor the hub's data-files "
+            "layout (data/<split>/*.parquet); point data.source at the table file"
+        )
+    problem = file_problem(path)
+    if problem:
+        raise PairsFormatError(f"data.source {source}: {problem}")
     frame, first = _read_file(path)
     return frame, str(source), first, path.parent
+
+
+def _datasets_folder_frame(path: Path, source: str, split: str) -> pd.DataFrame:
+    """:func:`_dataset_frame` of a ``save_to_disk`` folder; any failure (the Arrow files are memory-mapped: damage
+    shows when a column is read) names the damaged file (:func:`modprefs.published_layout.folder_read_failure`)."""
+    import datasets
+
+    try:
+        return _dataset_frame(datasets.load_from_disk(str(path)), source, split)
+    except PairsFormatError:
+        raise
+    except Exception as exc:  # datasets / pyarrow raise FileNotFoundError, ValueError, ArrowInvalid, UnicodeDecodeError
+        raise PairsFormatError(
+            f"data.source {source}: cannot read the datasets folder: {folder_read_failure(path, exc)}"
+        ) from None
+
+
+def _hub_layout_frame(layout: Mapping[str, list[Path]], source: str, split: str) -> tuple[pd.DataFrame, str]:
+    """The split of a folder in the hub's data-files layout (``data/<split>/*.parquet``) that holds the items: a
+    published study's ``stimuli`` (its columns then mapped as :func:`_dataset_frame` maps them), else ``split``
+    (``data.hf_split``), else the only one."""
+    published = PUBLISHED_SPLITS <= set(layout) and split == DEFAULT_SPLIT
+    if published:
+        split = "stimuli"
+    elif split not in layout:
+        if len(layout) != 1:
+            raise PairsFormatError(f"data.source {source}: {_splits_problem(list(layout))}")
+        split = next(iter(layout))
+    try:
+        frame = read_parquet_files(layout[split])
+    except ValueError as exc:
+        raise PairsFormatError(f"data.source {source}: {exc}") from None
+    if published:
+        frame.attrs["published"] = True
+    return frame, f"{source}/data/{split}"
+
+
+def _splits_problem(splits: list[str]) -> str:
+    """Why no split of a dataset with ``splits`` was read: one published without its stimuli, or a choice to make."""
+    if "ratings" in splits and "stimuli" not in splits:
+        return (
+            f"the dataset has the splits {splits}: the ratings of a published study without its stimuli split, which "
+            "holds the items and their audio; publish the study again (modprefs publish) or point data.source at the "
+            "stimuli"
+        )
+    return f"the dataset has splits {splits}; set data.hf_split to one"
 
 
 def _text_cell(value: Any) -> str:
@@ -361,87 +415,203 @@ def parse_history(value: Any) -> list[dict[str, str]]:
     ]
 
 
-def _audio_problem(table: PairsTable, value: Any) -> str | None:
-    """Why an audio cell cannot be read (None: soundfile reads it and it has samples)."""
+def _audio_problem(table: PairsTable, value: Any, max_audio_s: float | None = None) -> str | None:
+    """Why an audio cell cannot be used (None: soundfile reads it, it has samples and, with ``max_audio_s``, lasts
+    at most that long: its header says so, nothing is decoded)."""
     import soundfile as sf
 
     try:
         if isinstance(value, dict):
             if value.get("bytes") is None:
                 return f"the Audio cell holds no bytes (path {value.get('path')!r} only)"
-            info = sf.info(io.BytesIO(value["bytes"]))
+            data = bytes(value["bytes"])
+            try:
+                info = sf.info(io.BytesIO(data))
+            except (sf.LibsndfileError, RuntimeError) as err:
+                return (
+                    f"the Audio cell's {len(data):,} bytes are not audio soundfile reads ({_libsndfile_reason(err)}; "
+                    f"they begin {data[:16]!r})"
+                )
+            size = len(data)
         else:
             path = table.audio_path(value)
-            if not path.is_file():
-                return f"audio file not found: {path}"
+            problem = file_problem(path)
+            if problem:
+                found = problem != "file not found"
+                return f"audio file {path} {problem}" if found else f"audio file not found: {path}"
             info = sf.info(str(path))
+            size = path.stat().st_size
     except (sf.LibsndfileError, RuntimeError, OSError) as err:
-        return f"soundfile cannot read the audio ({str(err).strip()})"
+        return f"soundfile cannot read the audio ({_libsndfile_reason(err)})"
     if info.frames == 0:
         return "the audio has no samples"
+    if max_audio_s is not None and info.frames / info.samplerate > max_audio_s:
+        seconds = info.frames / info.samplerate
+        return (
+            f"the audio lasts {seconds / 60:.1f} min ({seconds:,.0f} s, {size / 1e6:,.0f} MB), longer than "
+            f"data.max_audio_s ({max_audio_s:g} s); a stimulus that long is usually the wrong file. Raise "
+            "data.max_audio_s to use it (long audio is rendered in chunks)"
+        )
     return None
 
 
+def _libsndfile_reason(err: BaseException) -> str:
+    """libsndfile's reason without the file object's repr ("Error opening <_io.BytesIO object at 0x..>: ...")."""
+    text = printable(err)
+    return text.rsplit(": ", 1)[-1] if text.startswith("Error opening") else text
+
+
 def _audio_digest(table: PairsTable, value: Any) -> str:
-    data = value["bytes"] if isinstance(value, dict) else table.audio_path(value).read_bytes()
-    return hashlib.sha256(data).hexdigest()
+    """The SHA-256 of an audio cell's bytes or file (a file read in blocks: any length)."""
+    if isinstance(value, dict):
+        return hashlib.sha256(value["bytes"]).hexdigest()
+    digest = hashlib.sha256()
+    with open(table.audio_path(value), "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
-def _row_problems(table: PairsTable, i: int, row: Any, need_audio: bool, need_text: bool) -> list[str]:
+def _same_audio(table: PairsTable, a: Any, b: Any) -> bool:
+    """Whether two readable audio cells hold the same bytes (the same file, or files of equal size and digest)."""
+    if not isinstance(a, dict) and not isinstance(b, dict):
+        pa, pb = table.audio_path(a), table.audio_path(b)
+        if pa.resolve() == pb.resolve():
+            return True
+        if pa.stat().st_size != pb.stat().st_size:
+            return False
+    return _audio_digest(table, a) == _audio_digest(table, b)
+
+
+@dataclass(frozen=True)
+class PairsChecks:
+    """What :func:`pairs_problems` checks beyond the table itself (config ``tts.backend`` and ``data``).
+
+    Attributes:
+        backend: ``tts.backend``: ``given`` needs audio on every side, any other backend text.
+        allow_identical_audio: ``data.allow_identical_audio``: the same audio on both sides of an item is allowed
+            (their texts must still differ).
+        max_audio_s: ``data.max_audio_s``: the longest audio a side may have (None: no limit).
+    """
+
+    backend: str
+    allow_identical_audio: bool = False
+    max_audio_s: float | None = DEFAULT_MAX_AUDIO_S
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PairsChecks:
+        data = config.get("data") or {}
+        limit = data.get("max_audio_s", DEFAULT_MAX_AUDIO_S)
+        return cls(
+            str(config["tts"]["backend"]),
+            bool(data.get("allow_identical_audio", False)),
+            None if limit is None else float(limit),
+        )
+
+
+def _side_problems(table: PairsTable, i: int, row: Any, k: int, checks: PairsChecks) -> tuple[list[str], bool | None]:
+    """One side's problems and whether its audio is readable (None: no audio)."""
+    from modprefs.speech.render import MAX_SPOKEN_CHARS
+
     problems = []
-    if not row.prompt.strip():
-        problems.append(f"{table.where(i, 'prompt')}: empty prompt")
+    text, audio = getattr(row, f"response_{k}"), getattr(row, f"audio_{k}")
+    has_text = bool(visible_text(text).strip())
+    if not has_text and audio is None:
+        problems.append(f"{table.where(i)}: side {k} has neither text (response_{k}) nor audio (audio_{k})")
+    if checks.backend == "given" and audio is None:
+        problems.append(f"{table.where(i, f'audio_{k}')}: tts.backend given needs audio for every side")
+    if checks.backend != "given":
+        if not has_text:
+            problems.append(
+                f"{table.where(i, f'response_{k}')}: empty; a synthesising tts.backend needs text for every side "
+                "(or set tts.backend: given to use the audio)"
+            )
+        elif len(text) > MAX_SPOKEN_CHARS:
+            problems.append(
+                f"{table.where(i, f'response_{k}')}: {len(text):,} characters, more than the {MAX_SPOKEN_CHARS:,} a "
+                "synthesiser speaks in one clip (about 20 minutes); is the cell right?"
+            )
+    if audio is None:
+        return problems, None
+    why = _audio_problem(table, audio, checks.max_audio_s)
+    if why:
+        problems.append(f"{table.where(i, f'audio_{k}')}: {why}")
+    return problems, why is None
+
+
+def _row_problems(table: PairsTable, i: int, row: Any, checks: PairsChecks) -> list[str]:
+    problems = []
+    if not visible_text(row.prompt).strip():
+        hidden = invisible_characters(row.prompt)
+        shown = f" (only invisible characters: {', '.join(hidden)})" if hidden else ""
+        problems.append(f"{table.where(i, 'prompt')}: empty prompt{shown}")
     history = _history_problem(row.history)
     if history:
         problems.append(f"{table.where(i, 'history')}: {history}")
     audio_ok = {}
     for k in (0, 1):
-        text, audio = getattr(row, f"response_{k}"), getattr(row, f"audio_{k}")
-        if not text.strip() and audio is None:
-            problems.append(f"{table.where(i)}: side {k} has neither text (response_{k}) nor audio (audio_{k})")
-        if need_audio and audio is None:
-            problems.append(f"{table.where(i, f'audio_{k}')}: tts.backend given needs audio for every side")
-        if need_text and not text.strip():
-            problems.append(
-                f"{table.where(i, f'response_{k}')}: empty; a synthesising tts.backend needs text for every side "
-                "(or set tts.backend: given to use the audio)"
-            )
-        if audio is not None:
-            why = _audio_problem(table, audio)
-            if why:
-                problems.append(f"{table.where(i, f'audio_{k}')}: {why}")
-            audio_ok[k] = why is None
-    same_text = row.response_0.strip() == row.response_1.strip()
-    same_audio = (
-        len(audio_ok) == 2
-        and all(audio_ok.values())
-        and _audio_digest(table, row.audio_0) == _audio_digest(table, row.audio_1)
-    ) or (row.audio_0 is None and row.audio_1 is None)
+        found, audio_ok[k] = _side_problems(table, i, row, k, checks)
+        problems += found
+    same_text = visible_text(row.response_0).strip() == visible_text(row.response_1).strip()
+    same_audio = (audio_ok[0] and audio_ok[1] and _same_audio(table, row.audio_0, row.audio_1)) or (
+        row.audio_0 is None and row.audio_1 is None
+    )
     if same_text and same_audio:
         problems.append(f"{table.where(i)}: both sides are identical (response_0 = response_1, same audio)")
+    elif same_audio and row.audio_0 is not None and not checks.allow_identical_audio:
+        problems.append(
+            f"{table.where(i, 'audio_1')}: the same audio as audio_0 ({_shown_audio(row.audio_1)}): listeners would "
+            "compare a clip with itself; give each side its own audio, or set data.allow_identical_audio: true if "
+            "the sides are meant to differ in text only"
+        )
     return problems
 
 
-def pairs_problems(table: PairsTable, backend: str) -> list[str]:
-    """Every problem of a pairs table for the given ``tts.backend`` (at most :data:`MAX_PROBLEMS`, then a count).
+def _shown_audio(value: Any) -> str:
+    return f"an Audio cell, path {value.get('path')!r}" if isinstance(value, dict) else str(value)
 
-    ``backend == "given"`` needs audio on every side; any other backend synthesises and needs text on every side.
-    """
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    for i, row in enumerate(table.frame.itertuples(index=False)):
-        item = row.item_id.strip()
+
+def _id_problems(table: PairsTable) -> tuple[dict[int, str], list[str]]:
+    """``{row index: problem}`` of empty and duplicate item ids, compared as a reader sees them
+    (:func:`modprefs.visible_text.visible_text`), and the distinct ids as given (stripped)."""
+    problems: dict[int, str] = {}
+    first: dict[str, tuple[int, str]] = {}  # visible id -> (row number, the id as given)
+    for i, given in enumerate(table.frame["item_id"]):
+        item, hidden = visible_text(given).strip(), invisible_characters(given)
         if not item:
-            problems.append(f"{table.where(i, 'item_id')}: empty item_id")
-        elif item in seen:
-            problems.append(f"{table.where(i, 'item_id')}: duplicate item_id {item!r} (first at row {seen[item]})")
+            shown = f" (only invisible characters: {', '.join(hidden)})" if hidden else ""
+            problems[i] = f"{table.where(i, 'item_id')}: empty item_id{shown}"
+        elif item in first:
+            row, other = first[item]
+            detail = ""
+            if other != given.strip():
+                chars = invisible_characters(given + other)
+                detail = f" ({given.strip()!r} and {other!r} differ only in what a reader does not see" + (
+                    f": {', '.join(chars)})" if chars else ")"
+                )
+            problems[i] = f"{table.where(i, 'item_id')}: duplicate item_id {item!r} (first at row {row}){detail}"
         else:
-            seen[item] = i + table.first_row
-        problems += _row_problems(table, i, row, backend == "given", backend != "given")
+            first[item] = (i + table.first_row, given.strip())
+    return problems, [given for _, given in first.values()]
+
+
+def pairs_problems(table: PairsTable, backend: str | PairsChecks) -> list[str]:
+    """Every problem of a pairs table (at most :data:`MAX_PROBLEMS`, then a count).
+
+    ``backend``: ``tts.backend`` or the :class:`PairsChecks` of a config. ``given`` needs audio on every side; any
+    other backend synthesises and needs text on every side. Emptiness and sameness of ids and texts are judged on
+    what a reader sees (NFKC, invisible characters removed; :mod:`modprefs.visible_text`).
+    """
     from modprefs.sampling.draw import prompt_id_for
 
-    ids = pd.Series(list(seen)).map(prompt_id_for)
-    clashes = sorted(set(ids[ids.duplicated()]))
+    checks = backend if isinstance(backend, PairsChecks) else PairsChecks(str(backend))
+    by_id, ids = _id_problems(table)
+    problems: list[str] = []
+    for i, row in enumerate(table.frame.itertuples(index=False)):
+        problems += [by_id[i]] if i in by_id else []
+        problems += _row_problems(table, i, row, checks)
+    prompt_ids = pd.Series(ids, dtype=object).map(prompt_id_for)
+    clashes = sorted(set(prompt_ids[prompt_ids.duplicated()]))
     if clashes:
         problems.append(
             f"{table.name}: item ids that differ only in characters other than letters, digits, _ and - "
@@ -472,7 +642,7 @@ def declared_pairs_files(
         for row in table.frame.itertuples(index=False):
             for k in (0, 1):
                 audio = getattr(row, f"audio_{k}")
-                if isinstance(audio, str) and not getattr(row, f"response_{k}").strip():
+                if isinstance(audio, str) and not visible_text(getattr(row, f"response_{k}")).strip():
                     files.append(str(table.audio_path(audio)))
     return files
 
@@ -578,7 +748,7 @@ def build_pair_interactions(
             audio = side_audio(table, getattr(row, f"audio_{k}"), item, k, folder)
             text = getattr(row, f"response_{k}")
             source, heard = "given", Transcript(text)
-            if not text.strip():
+            if not visible_text(text).strip():  # an audio-only side (invisible characters are no text)
                 if transcribe is None or audio is None:
                     raise PairsFormatError(f"item {item!r} side {k}: audio-only, and no ASR to transcribe it")
                 heard = transcribe(audio)
@@ -628,11 +798,14 @@ def load_pairs(
         PairsFormatError: the table's problems (:func:`pairs_problems`), one per line.
     """
     table = read_pairs_table(str(data["source"]), data.get("columns"), str(data.get("hf_split", "train")), base_dir)
-    problems = pairs_problems(table, backend) if check_audio else []
+    checks = PairsChecks.from_config({"data": data, "tts": {"backend": backend}})
+    problems = pairs_problems(table, checks) if check_audio else []
     if problems:
         raise PairsFormatError("the pairs table has problems:\n  " + "\n  ".join(problems))
     audio_only = any(
-        not getattr(row, f"response_{k}").strip() for row in table.frame.itertuples(index=False) for k in (0, 1)
+        not visible_text(getattr(row, f"response_{k}")).strip()
+        for row in table.frame.itertuples(index=False)
+        for k in (0, 1)
     )
     transcribe = _asr_transcriber(threads) if audio_only else None
     return build_pair_interactions(table, audio_dir, transcribe, screen_text)

@@ -10,7 +10,9 @@ A *ratings source* (``modprefs stats --ratings``, the workflow's ``ratings.sourc
   whose splits are ``ratings``/``trials``/``participants`` or a single split of ratings);
 * a **data-files folder** (e.g. a dataset repository's ``data/*.parquet``): every CSV/TSV/Parquet
   file under it, files whose names start with ``trials``/``participants`` going to those tables and
-  all others concatenated as the ratings;
+  all others concatenated as the ratings; in the hub's own layout, ``data/<split>/*.parquet`` (+ README.md, as a
+  clone of a published study's repository holds it), the ``ratings``, ``trials`` and ``participants`` splits are
+  those tables and a ``stimuli`` split gives the published stimuli;
 * a **hub id** ``hf://owner/name`` (or ``hf://datasets/owner/name``), loaded with
   ``datasets.load_dataset`` where the hub is reachable; otherwise a clear error saying so.
 
@@ -51,7 +53,12 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, read_table, strings_frame
-from modprefs.published_layout import with_published_configs
+from modprefs.published_layout import (
+    folder_read_failure,
+    hub_parquet_splits,
+    read_parquet_files,
+    with_published_configs,
+)
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE_FILES, TABLES, TRIALS_COLUMNS
 from modprefs.scale import RatingScale
 
@@ -218,6 +225,9 @@ def load_ratings_source(
     elif path.is_dir() and is_datasets_folder(path):
         raw, published = _from_datasets_folder(path)
         files = source_files(path)
+    elif path.is_dir() and "ratings" in (layout := hub_parquet_splits(path)):
+        raw, published = _from_hub_layout(path, layout)
+        files = source_files(path)
     elif path.is_dir() and _table_file(path, "ratings") is not None:
         raw = {}
         for t in TABLES:
@@ -371,13 +381,39 @@ def _from_datasets_folder(path: Path) -> tuple[dict[str, tuple[pd.DataFrame, Ori
     """The tables of a ``save_to_disk`` folder and, for a published study, its stimuli (:func:`published_stimuli`)."""
     import datasets  # noqa: PLC0415
 
-    try:
+    try:  # the Arrow files are memory-mapped: damage shows when the columns are read, so all of it is guarded
         obj = datasets.load_from_disk(str(path))
-    except Exception as exc:  # datasets raises FileNotFoundError, ValueError, ArrowInvalid...
+        return _dataset_frames(obj, f"dataset {path.name}"), published_stimuli(obj)
+    except RatingsSourceError:
+        raise
+    except Exception as exc:  # datasets / pyarrow raise FileNotFoundError, ValueError, ArrowInvalid, UnicodeDecodeError
         raise RatingsSourceError(
-            f"ratings source {path}: cannot load the datasets folder ({type(exc).__name__}: {exc})"
+            f"ratings source {path}: cannot read the datasets folder: {folder_read_failure(path, exc)}"
         ) from None
-    return _dataset_frames(obj, f"dataset {path.name}"), published_stimuli(obj)
+
+
+def _from_hub_layout(
+    path: Path, splits: Mapping[str, list[Path]]
+) -> tuple[dict[str, tuple[pd.DataFrame, Origin]], pd.DataFrame | None]:
+    """The tables of a folder in the hub's data-files layout whose splits include ``ratings`` (a published study as
+    the hub holds it, ``data/<split>/train-*.parquet``): its ratings, trials and participants splits, and for a
+    published study its stimuli (:func:`published_stimuli_frame`)."""
+    out = {}
+    try:
+        for table in TABLES:
+            if table in splits:
+                df = strings_frame(read_parquet_files(splits[table]))
+                if table == "ratings":
+                    df = published_ratings(df)
+                shown = f"{path.name}/data/{table}"
+                out[table] = (df, Origin.of_file(shown, len(df), 1))
+        stimuli = None
+        if "stimuli" in splits:
+            split = read_parquet_files(splits["stimuli"], PUBLISHED_STIMULI_COLUMNS)
+            stimuli = published_stimuli_frame(split)
+    except ValueError as exc:  # a file pyarrow cannot read (named) or a split without the published columns
+        raise RatingsSourceError(f"ratings source {path}: {exc}") from None
+    return out, stimuli
 
 
 #: the columns of a published study's ``stimuli`` split (modprefs.publish) its stimulus table is made of
@@ -396,6 +432,12 @@ def published_stimuli(obj) -> pd.DataFrame | None:  # noqa: ANN001 - a datasets.
     if not set(PUBLISHED_STIMULI_COLUMNS) <= set(obj["stimuli"].column_names):
         return None
     split = obj["stimuli"].select_columns(list(PUBLISHED_STIMULI_COLUMNS)).to_pandas()  # no Audio cell decoded
+    return published_stimuli_frame(split)
+
+
+def published_stimuli_frame(split: pd.DataFrame) -> pd.DataFrame:
+    """:func:`published_stimuli` of a published ``stimuli`` split read as a frame (its
+    :data:`PUBLISHED_STIMULI_COLUMNS`)."""
     rows = [
         {
             "clip_id": str(row[f"clip_id_{k}"]),
@@ -434,7 +476,9 @@ def source_scale(source: str | Path) -> RatingScale | None:
         card, shown = _hub_card(text), f"the card of {text}"
     else:
         path = Path(text) / "README.md"
-        is_published = Path(text).is_dir() and is_datasets_folder(Path(text)) and path.is_file()
+        folder = Path(text)
+        published_folder = folder.is_dir() and (is_datasets_folder(folder) or "ratings" in hub_parquet_splits(folder))
+        is_published = published_folder and path.is_file()
         card, shown = (path.read_text(encoding="utf-8") if is_published else None), str(path)
     if card is None:
         return None
