@@ -342,17 +342,23 @@ def test_abandoned_slot_is_reissued(served, monkeypatch):
     r2, data2 = trial_page(client, token2)
     assert data2["condition"] == data["condition"] and data2["page"] == "trial"
     assert "expired" in client.get(f"/p/{token}").text
+    # a submission after the expiry goes to the expired page (its code), and is an incident beside the expiry
     r = client.post(
         f"/p/{token}/trial/0", data=submit_form(csrf, audio=data["condition"] == "audio"), follow_redirects=False
     )
-    assert r.status_code == 409
+    assert r.status_code == 303 and r.headers["location"] == f"/p/{token}"
     with db.transaction() as s:
         from sqlalchemy import select
 
-        from modprefs.app.models import Participant
+        from modprefs.app.models import Incident, Participant
 
         ids = {p.token: p.participant_id for p in s.scalars(select(Participant))}
+        incidents = [(i.kind, i.detail) for i in s.scalars(select(Incident))]
     assert ids[token2] == ids[token] + "_r2"
+    assert incidents == [
+        ("session_expired", "no request for 30 minutes"),
+        ("submission_refused", "trial 0 submitted after the session expired"),
+    ]
 
 
 def test_leave_beacon_releases_the_slot(served, monkeypatch):

@@ -118,8 +118,9 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
             if trial == 1:
                 # a reload resumes the trial: A stays heard, B is playable, nothing else is unlocked
                 wait_until(page, "window.__modprefs.pending() === 0")
-                page.reload()
-                assert data_of(page)["trial"] == 1 and data_of(page)["heard"] == ["A"]
+                page.reload()  # the same tab (sessionStorage): it claims the session back, with its state
+                wait_until(page, "window.__modprefs.claimed === true")
+                assert data_of(page)["trial"] == 1 and page.evaluate("window.__modprefs.heard") == {"A": True, "B": False}
                 assert page.is_enabled("#rating_A") and page.is_enabled("#play-B") and page.is_disabled("#rating_B")
             listen(page, "B")
             if trial == 1:

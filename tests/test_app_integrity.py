@@ -171,6 +171,7 @@ def test_event_ids_duplicates_and_conflicts(study, tmp_path):
         a = {"id": "pg1-0", "kind": "onset", "pos": None, "t": 1000}
         b = {"id": "pg1-1", "kind": "preference", "pos": "A", "t": 1200}
         assert post([a, b]) | {"heard": [], "revealed": False} == {
+            "state": "trials",
             "stored": 2,
             "duplicates": 0,
             "ignored": 0,

@@ -54,7 +54,7 @@ def page_urls(text: str) -> list[str]:
 def page_kind(text: str) -> str:
     m = DATA_RE.search(text)
     if m is None:
-        return "admin" if "Study status" in text else "message"
+        return "admin" if "Latest responses" in text else "message"
     data = json.loads(m.group(1))
     return f"trial-{data['condition']}" if data["page"] == "trial" else data["page"]
 

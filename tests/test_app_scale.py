@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -75,8 +76,22 @@ def test_settings_read_the_stored_scale():
         "start": "50",
         "label_min": "Terrible",
         "label_max": "Perfect",
+        "points": None,
     }
     assert slider_scale(FIVE)["start"] == "3" and slider_scale(HALF)["start"] == "5"
+    # a short scale (<= 11 points) is shown as labelled category points: P.808's ACR labels on 1..5 by default,
+    # the lab's (app load --point-labels) otherwise; the end labels at the ends of another short scale
+    acr = ["Bad", "Poor", "Fair", "Good", "Excellent"]
+    assert [(p["value"], p["label"]) for p in service.Settings.from_meta(scale_meta(FIVE)).points] == list(
+        zip("12345", acr)
+    )
+    assert service.Settings.from_meta({}).points is None and service.Settings.from_meta(scale_meta(HALF)).points is None
+    seven = RatingScale(1, 7, 1, "Disagree", "Agree")
+    assert [p["label"] for p in service.scale_points(seven)] == ["Disagree", "", "", "", "", "", "Agree"]
+    lab = {**scale_meta(FIVE), service.POINT_LABELS_KEY: json.dumps(["1", "2", "3", "4", "5"])}
+    assert [p["label"] for p in service.Settings.from_meta(lab).points] == ["1", "2", "3", "4", "5"]
+    with pytest.raises(service.SettingsError, match="point_labels: 2 labels for a scale of 5 points"):
+        service.Settings.from_meta({**scale_meta(FIVE), service.POINT_LABELS_KEY: '["a", "b"]'})
 
 
 def test_paper_scale_by_default(study, tmp_path):
@@ -99,8 +114,13 @@ def test_five_point_scale_sliders_checks_and_export(study, tmp_path):
     db, client = serve(study, tmp_path, FIVE)
     with client:
         token, csrf, html = text_participant(client)
-        assert 'min="1" max="5" step="1" value="3"' in html
-        assert 'id="end-min-rating-A">Bad</span>' in html and 'id="end-max-rating-A">Excellent</span>' in html
+        # labelled, numbered category points (radio buttons), no slider
+        assert 'type="range"' not in html and '<fieldset class="rating points" id="rating_A"' in html
+        points = re.findall(
+            r'name="rating_A" value="(\d)" id="rating_A-\d"> <span class="num">\d</span> <span class="plabel">(\w+)',
+            html,
+        )
+        assert points == list(zip("12345", ["Bad", "Poor", "Fair", "Good", "Excellent"])), points
         for bad in ("6", "0", "3.5", "50"):
             r = client.post(f"/p/{token}/trial/0", data=form(csrf, html, rating_A=bad, rating_B="2"))
             assert r.status_code == 422 and "rating_A: must be 1..5" in r.text, bad

@@ -3,12 +3,14 @@ practice trial, Prolific's end states, and the admin dashboard.
 
 * `app load` turns the headphone check (record), the calibration and the practice trial on by default; the
   consent, instructions and debrief are the lab's Markdown files (or the packaged ones) with placeholders:
-  ``{minutes}`` is computed from the design; an unknown placeholder, one without a value, or a missing file is
-  refused naming the file and the placeholder, and nothing is written;
+  ``{minutes}`` is computed from the design; an unknown placeholder, one without a value, an unclosed one, an
+  empty or a missing file is refused naming the file and the placeholder, and nothing is written;
 * the practice trial (trial -1) is exported with ``practice`` 1 and dropped when the ratings are read;
 * each end state (completed, declined, screened out, attention failed, already taken part, full) has its own
-  page and heading; declining shows the no-consent code; completion goes on to Prolific by itself;
-* ``/admin``'s per-condition progress matches the export; ``/admin/responses`` shows A/B as seen;
+  page and heading; declining shows the no-consent code; the completion page stays until the participant goes
+  on to Prolific; a Prolific id that only opened the consent page comes back with a new session;
+* ``/admin``'s per-condition progress matches the export, its per-participant CSV is the export's participants
+  table (the rows in the export), with the Prolific approve/reject lists; ``/admin/responses`` shows A/B as seen;
   `app invite --csv` writes the links; refused submissions are incidents.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import io
 import re
 import sys
 from pathlib import Path
@@ -34,14 +37,14 @@ from starlette.testclient import TestClient  # noqa: E402
 from modprefs.app import service  # noqa: E402
 from modprefs.app.db import open_database  # noqa: E402
 from modprefs.app.export import export_dir  # noqa: E402
-from modprefs.app.models import Slot  # noqa: E402
+from modprefs.app.models import Participant, Slot  # noqa: E402
 from modprefs.app.server import create_app  # noqa: E402
 from modprefs.app.texts import estimate_minutes  # noqa: E402
 from modprefs.cli import main  # noqa: E402
 from modprefs.ratings.ingest import ingest_ratings, validate_ratings_dir  # noqa: E402
 from modprefs.scale import PAPER_SCALE
 
-SECRET = "flow-secret"
+SECRET = "flow-secret-16chars"
 FAST = {"text_min_read_s": 0.3}
 H1 = re.compile(r"<h1>(.*?)</h1>", re.S)
 
@@ -105,11 +108,17 @@ def test_load_defaults_and_the_labs_texts(study, tmp_path, capsys):
     bad.write_text("Paid {wage} per hour.\n", encoding="utf-8")
     unset = tmp_path / "unset.md"
     unset.write_text("We pay {payment}.\n", encoding="utf-8")
+    unclosed = tmp_path / "unclosed.md"
+    unclosed.write_text("# Consent\n\nQuestions? Write to {contact before you start.\n", encoding="utf-8")
+    empty = tmp_path / "empty.md"
+    empty.write_text(" \n\n", encoding="utf-8")
     for i, (option, path, words) in enumerate(
         [
             ("--consent", bad, ["{wage}", str(bad), "unknown placeholder"]),
             ("--debrief", unset, ["{payment}", str(unset), "--payment"]),
             ("--instructions", tmp_path / "missing.md", [str(tmp_path / "missing.md"), "cannot read"]),
+            ("--consent", unclosed, [str(unclosed), "unclosed placeholder '{contact before you", "line 3"]),
+            ("--debrief", empty, [str(empty), "the file is empty"]),
         ]
     ):
         capsys.readouterr()
@@ -161,7 +170,8 @@ def test_practice_trial_is_marked_in_the_export_and_never_analysed(study, tmp_pa
 
 def test_every_end_state_has_its_own_page(study, tmp_path):
     url = f"sqlite:///{tmp_path}/e.db"
-    db = load(study, url, no_consent_code="NOCONS1", screenout_code="SCREEN1", attention_fail_code="ATT1")
+    codes = {"no_consent_code": "NOCONS1", "screenout_code": "SCREEN1", "attention_fail_code": "ATT1"}
+    db = load(study, url, expired_code="TIMEOUT1", **codes)
     app = create_app(url, settings_overrides=FAST)
     headings = {}
     with TestClient(app, base_url="http://testserver") as client:
@@ -183,6 +193,26 @@ def test_every_end_state_has_its_own_page(study, tmp_path):
         r = client.post(f"/p/{token}/demographics", data={"csrf": csrf, "age": "17", "native_english": "yes"})
         headings["screened_out"] = heading(r.text)
         assert "SCREEN1" in r.text
+        # a Prolific id that only opened the consent page comes back with another session: the same session goes on
+        r, token, _ = start("looker")
+        r2, token2, _ = start("looker", "second-session")
+        assert r2.status_code == 200 and token2 == token and heading(r2.text) == "Information and consent"
+        # a session whose page was gone past the abandon timeout: expired, with the lab's "timed out" code
+        r, token, csrf = start("sleeper")
+        client.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"})
+        client.post(f"/p/{token}/demographics", data={"csrf": csrf, "age": "40", "native_english": "yes"})
+        with db.transaction() as s:
+            s.execute(update(Participant).where(Participant.token == token).values(last_seen=0.0))
+        r = client.get(f"/p/{token}")
+        headings["expired"] = heading(r.text)
+        assert "TIMEOUT1" in r.text and "https://app.prolific.com/submissions/complete?cc=TIMEOUT1" in r.text
+        # the lab paused, then closed the intake (the dashboard): new arrivals are told so, and take nothing
+        for state, status in (("paused", 503), ("closed", 403)):
+            service.set_intake(db, state)
+            r, _, _ = start(f"new-{state}")
+            assert r.status_code == status
+            headings[state] = heading(r.text)
+        service.set_intake(db, "open")
     prolific = [{"PROLIFIC_PID": f"p{i}", "STUDY_ID": "st", "SESSION_ID": f"s{i}"} for i in range(2)]
     done, failed = run_sims(
         app,
@@ -196,9 +226,9 @@ def test_every_end_state_has_its_own_page(study, tmp_path):
         r = client.get(f"/p/{done.token}")
         headings["completed"] = heading(r.text)
         cc = "https://app.prolific.com/submissions/complete?cc=DONE1234"
-        data = page_data(r.text)  # the page script goes on to Prolific by itself after 5 s
-        assert (data["redirect_url"], data["redirect_s"]) == (cc, 5)
-        assert f'href="{cc}"' in r.text and "If nothing happens" in r.text  # the link as a fallback
+        data = page_data(r.text)  # no automatic redirect: the debrief stays until the participant goes on
+        assert "redirect_url" not in data and "ping_url" not in data
+        assert f'href="{cc}"' in r.text and "this page stays open until you do" in r.text
         assert "Thank you for taking part" in r.text  # the debrief
         r = client.get(f"/p/{failed.token}")
         headings["failed_attention"] = heading(r.text)
@@ -209,7 +239,7 @@ def test_every_end_state_has_its_own_page(study, tmp_path):
         client.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"})
         r = client.post(f"/p/{token}/demographics", data={"csrf": csrf, "age": "40", "native_english": "yes"})
         headings["full"] = heading(r.text)
-    assert len(set(headings.values())) == len(headings) == 6, headings
+    assert len(set(headings.values())) == len(headings) == 9, headings
     assert "Something went wrong" not in headings.values()
 
 
@@ -234,6 +264,8 @@ def test_admin_dashboard_matches_the_export(study, tmp_path, monkeypatch):
         {"durations": d, "stop_after": 0, "headphones": "mono"},
         {"durations": d},
     ]
+    for i, spec in enumerate(specs):
+        spec["prolific"] = {"PROLIFIC_PID": f"dash{i}", "STUDY_ID": "st", "SESSION_ID": f"s{i}"}
     outs = run_sims(app, specs)
     auth = {"Authorization": f"Bearer {SECRET}"}
     with TestClient(app, base_url="http://testserver") as client:
@@ -245,10 +277,23 @@ def test_admin_dashboard_matches_the_export(study, tmp_path, monkeypatch):
         assert client.get("/admin").status_code == 401
         html = client.get("/admin", headers=auth).text
         responses = client.get("/admin/responses", headers=auth).text
-    assert '<meta http-equiv="refresh" content="30">' in html
+        dash_csv = client.get("/admin/participants.csv", headers=auth).text
+        approve = client.get("/admin/prolific/approve.txt", headers=auth).text.split()
+        reject = client.get("/admin/prolific/reject.txt", headers=auth).text.split()
+    assert 'http-equiv="refresh"' not in html and "/static/admin.js" in html  # updated by fetch, not reloaded
     cells = dashboard_cells(html)
     export_dir(db, tmp_path / "export")
+    export_text = (tmp_path / "export/participants.csv").read_text()
     parts = pd.read_csv(tmp_path / "export/participants.csv")
+    # the dashboard's per-participant CSV: one row per session; its rows in the export, in the export's columns,
+    # are the export's participants table, byte for byte
+    dash = pd.read_csv(io.StringIO(dash_csv), dtype=str, keep_default_na=False)
+    assert len(dash) == len(outs) and list(dash.columns[: len(parts.columns)]) == list(parts.columns)
+    mine = dash[dash.in_export == "true"][list(parts.columns)]
+    assert mine.to_csv(index=False, lineterminator="\n") == export_text
+    assert set(dash.prolific) == {"approve", "reject", ""}  # the one who stopped is still in a trial
+    assert sorted(approve) == sorted(dash.prolific_pid[dash.prolific == "approve"]) and len(approve) == 3
+    assert reject == list(dash.prolific_pid[dash.prolific == "reject"]) and len(reject) == 1
     trials = pd.read_csv(tmp_path / "export/trials.csv").merge(parts[["participant_id", "condition"]])
     incidents = pd.read_csv(tmp_path / "export/incidents.csv")
     assert "submission_refused" in set(incidents.kind)
@@ -291,3 +336,43 @@ def test_refused_page_forms_are_incidents(study, tmp_path):
     assert len(refused) == 2
     assert refused.detail.str.startswith("consent: ").sum() == 1
     assert refused.detail.str.startswith("difficulty: ").sum() == 1
+
+
+def test_admin_secret_length_throttled_logins_and_the_intake_form(study, tmp_path, monkeypatch, capsys):
+    """An admin secret under 16 characters stops `app serve` before it serves (and the app factory); wrong secrets
+    are throttled per client IP (5, then 429 with Retry-After, the right secret included); the dashboard's intake
+    form needs its CSRF token and a same-site request, and pauses the intake."""
+    url = f"sqlite:///{tmp_path}/a.db"
+    db = load(study, url)
+    monkeypatch.setenv("MODPREFS_ADMIN_SECRET", "x")
+    assert main(["app", "serve", "--db", url, "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "MODPREFS_ADMIN_SECRET is 1 characters long: the admin secret needs at least 16" in err, err
+    with pytest.raises(service.SettingsError, match="at least 16"):
+        create_app(url)
+    monkeypatch.setenv("MODPREFS_ADMIN_SECRET", SECRET)
+    app = create_app(url, settings_overrides=FAST)
+    with TestClient(app, base_url="http://testserver") as client:
+        assert client.get("/admin").status_code == 401  # no secret sent: a browser's first try, not a failure
+        wrong = [client.get("/admin", headers={"Authorization": f"Bearer wrong-{i}"}) for i in range(7)]
+        assert [r.status_code for r in wrong] == [401] * 5 + [429] * 2
+        assert 1 <= int(wrong[-1].headers["retry-after"]) <= 60
+        right = client.get("/admin", headers={"Authorization": f"Bearer {SECRET}"})
+        assert right.status_code == 429  # throttled until the wait is over, whatever the secret
+    app = create_app(url, settings_overrides=FAST)  # a fresh process: no failures counted
+    auth = {"Authorization": f"Bearer {SECRET}"}
+    with TestClient(app, base_url="http://testserver") as client:
+        html = client.get("/admin", headers=auth).text
+        token = re.search(r'action="/admin/intake".*?name="csrf" value="([^"]+)"', html, re.S).group(1)
+        r = client.post("/admin/intake", data={"csrf": "forged", "intake": "paused"}, headers=auth)
+        assert r.status_code == 403
+        cross = {**auth, "Sec-Fetch-Site": "cross-site"}
+        assert client.post("/admin/intake", data={"csrf": token, "intake": "paused"}, headers=cross).status_code == 403
+        r = client.post("/admin/intake", data={"csrf": token, "intake": "paused"}, headers=auth, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/admin"
+        assert "Now: <strong>paused</strong>" in client.get("/admin", headers=auth).text
+        assert client.get("/start").status_code == 503
+        client.post("/admin/intake", data={"csrf": token, "intake": "open"}, headers=auth)
+        assert client.get("/start").status_code == 200
+    with db.transaction() as s:
+        assert service.intake(s) == "open"

@@ -4,9 +4,10 @@
                         --prompts F --manifest F] [--attention-check F] [--completion-code C] [--seed N]
                         [--configfile config.yaml | --scale MIN:MAX[:STEP]] [--scale-labels LOW HIGH]
                         [--headphone-check off|record|require (default record)] [--calibration on|off]
-                        [--practice on|off] [--no-consent-code C] [--consent F.md --instructions F.md
+                        [--practice on|off] [--no-consent-code C] [--expired-code C] [--error-code C]
+                        [--point-labels L1 .. Ln] [--consent F.md --instructions F.md
                         --debrief F.md --payment P --contact C --ethics E] [--replace [--force]]
-    modprefs app serve  --db URL [--host 127.0.0.1] [--port 8000] [--abandon-minutes 30]
+    modprefs app serve  --db URL [--host 127.0.0.1] [--port 8000] [--abandon-minutes 30] [--leave-grace 60]
                         [--entry any|prolific|invite] [--workers N] [--root-path /prefix] [--timing-tolerance 0.5]
                         [--text-reveal next|auto|off] [--text-min-read 3] [--headphone-check off|record|require]
                         [--rate-window 60 --rate-start-ip 60 --rate-start-pid 10 --rate-session-ip 1200
@@ -23,9 +24,9 @@ It is stored with the study (app_meta ``rating_scale``).
 uses psycopg 3. Only ``load`` creates a database: the other commands refuse one that does not exist
 or holds no loaded study, naming it and the command to run first. Every argument is checked before
 any work (ports 1-65535, counts > 0, minutes > 0, one worker on SQLite); expected errors print one
-message and exit 2, without a traceback. The admin secret for the HTTP export is read from
-$MODPREFS_ADMIN_SECRET. Only argparse is imported at module level: the server's dependencies load
-when a command runs.
+message and exit 2, without a traceback. The admin secret for the dashboard and the HTTP export is read
+from $MODPREFS_ADMIN_SECRET (at least 16 characters: serve refuses a shorter one). Only argparse is imported
+at module level: the server's dependencies load when a command runs.
 """
 
 from __future__ import annotations
@@ -190,6 +191,18 @@ def _add_load_step_args(ld: argparse.ArgumentParser) -> None:
         "the first task (default on)",
     )
     ld.add_argument("--no-consent-code", default="", help="Prolific's code for those who decline consent")
+    ld.add_argument(
+        "--expired-code",
+        default="",
+        help="Prolific's code shown when a session expired (no page of it open for --abandon-minutes, or closed "
+        "and not reopened within the leave grace): the 'timed out' code (serve --expired-code overrides it)",
+    )
+    ld.add_argument(
+        "--error-code",
+        default="",
+        help="the code shown when the study cannot go on for a technical reason (a clip that does not load after "
+        "its retries), so the participant can be paid for their time (serve --error-code overrides it)",
+    )
     for name in ("consent", "instructions", "debrief"):
         ld.add_argument(
             f"--{name}",
@@ -244,6 +257,14 @@ def _add_scale_args(ld: argparse.ArgumentParser) -> None:
     )
     scale.add_argument(
         "--scale", type=_scale_arg, metavar="MIN:MAX[:STEP]", help="the rating scale itself, e.g. 1:5 or 0:10:0.5"
+    )
+    ld.add_argument(
+        "--point-labels",
+        nargs="+",
+        type=_label,
+        metavar="LABEL",
+        help="a short scale's (<= 11 points) label of every point, lowest first (default on 1..5: ITU-T P.808's "
+        "ACR labels Bad Poor Fair Good Excellent; on another short scale the end labels at its ends)",
     )
     ld.add_argument(
         "--scale-labels",
@@ -304,6 +325,17 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
         help="who may enter at /start: anyone, only with PROLIFIC_PID, or nobody (invitations only)",
     )
     sv.add_argument("--completion-code", default=None)
+    sv.add_argument("--expired-code", default=None, help="overrides the study's (app load --expired-code)")
+    sv.add_argument("--error-code", default=None, help="overrides the study's (app load --error-code)")
+    sv.add_argument(
+        "--leave-grace",
+        type=_number(0, strict=True),
+        default=None,
+        dest="leave_grace_s",
+        metavar="S",
+        help="seconds a page that was closed (its leave beacon) has to come back before its slot is reissued; an "
+        "open page's heartbeat comes at least 3 times within it (default 60)",
+    )
     sv.add_argument(
         "--workers",
         type=_int_in(1, 256),
@@ -432,6 +464,9 @@ SERVE_SETTINGS = (
     "abandon_minutes",
     "entry",
     "completion_code",
+    "expired_code",
+    "error_code",
+    "leave_grace_s",
     "timing_tolerance_s",
     "text_reveal",
     "text_min_read_s",
@@ -508,7 +543,19 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
         meta["completion_code"] = args.completion_code
     if args.title:
         meta["study_title"] = args.title
-    meta[service.SCALE_KEY] = json.dumps(study_scale(args).as_config())
+    scale = study_scale(args)
+    meta[service.SCALE_KEY] = json.dumps(scale.as_config())
+    for name in ("expired_code", "error_code"):
+        if getattr(args, name):
+            meta[name] = getattr(args, name)
+    if args.point_labels:
+        if scale.n_points > service.POINTS_MAX:
+            raise AppCliError(
+                f"app load --point-labels: the scale has {scale.n_points} points; labelled points are for scales "
+                f"of at most {service.POINTS_MAX} (a longer one is a slider with end labels: --scale-labels)"
+            )
+        service.scale_points(scale, args.point_labels)  # the count: one label per point
+        meta[service.POINT_LABELS_KEY] = json.dumps(args.point_labels)
     try:
         db = Database(url, create=False)
     except Exception as exc:  # sqlalchemy's ArgumentError (not a URL), a missing driver
@@ -542,7 +589,10 @@ def _run_serve(args: argparse.Namespace, url: str) -> int:
             f"({url}) is served by one worker (--workers 1)"
         )
     overrides = {k: getattr(args, k) for k in SERVE_SETTINGS if getattr(args, k) is not None}
-    # the database, the settings and the port are checked before anything is served or printed
+    # the admin secret, the database, the settings and the port are checked before anything is served or printed
+    from modprefs.app.server import ADMIN_SECRET_ENV, check_admin_secret
+
+    check_admin_secret(os.environ.get(ADMIN_SECRET_ENV, ""))
     if args.workers > 1:
         db = open_database(url, "serve")
         service.read_settings(db, **overrides)

@@ -22,6 +22,7 @@ from modprefs.app.service import (
     Settings,
     TooLarge,
     check_csrf,
+    check_tab,
     find_participant,
     log_incident,
     slot_trial,
@@ -44,6 +45,8 @@ EVENT_KINDS = {
     "submit",
     "blur",
     "focus",
+    "hidden",
+    "visible",
     "reveal",
 }
 SLIDER_FIELDS = {"rating", "audio_quality"}
@@ -66,9 +69,15 @@ def events_of(s: Session, p: Participant, trial: int) -> list[dict[str, Any]]:
             "t": e.client_ms,
             "server_ts": e.server_ts,
             "refused": e.refused,
+            "tab": e.tab,
         }
         for e in rows
     ]
+
+
+def of_tab(events: list[dict[str, Any]], tab: str | None) -> list[dict[str, Any]]:
+    """The events one browser tab sent (``tab`` None: those sent without a tab id)."""
+    return [e for e in events if e.get("tab") == tab]
 
 
 def unlocked(st: SlotTrial, events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,9 +142,11 @@ class EventReceipt:
     refused: list[dict[str, Any]] = field(default_factory=list)  # implausible ended/reveal: id, pos, reason
     heard: list[str] = field(default_factory=list)
     revealed: bool = False
+    state: str = "trials"  # the session's state (the page goes on when it is no longer "trials")
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "state": self.state,
             "stored": self.stored,
             "duplicates": self.duplicates,
             "ignored": self.ignored,
@@ -206,6 +217,7 @@ def _add_event(
     response: int | None,
     ts: float,
     refused: str | None,
+    tab: str | None = None,
 ) -> dict[str, Any]:
     """Add one event row to the session; returns it in the form ``events_of`` gives."""
     s.add(
@@ -221,9 +233,11 @@ def _add_event(
             client_ms=e["t"],
             server_ts=ts,
             refused=refused,
+            tab=tab,
         )
     )
     return {
+        "tab": tab,
         "seq": seq,
         "eid": e["eid"],
         "kind": e["kind"],
@@ -266,9 +280,12 @@ def store_events(
     st: SlotTrial,
     events: list[dict[str, Any]],
     receipt: EventReceipt,
+    tab: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Store new events (the participant row is locked); fills ``receipt``; returns the trial's events."""
-    stored = events_of(s, p, trial)
+    """Store new events sent by browser tab ``tab`` (the participant row is locked); fills ``receipt``; returns
+    the trial's events of that tab (their plausibility is judged against that tab's own events)."""
+    every = events_of(s, p, trial)
+    stored = of_tab(every, tab)
     first = st.first_clip
     pos_of: dict[int | None, str] = {first: "A", 1 - first: "B"}
     if not events:
@@ -278,8 +295,8 @@ def store_events(
     seen: dict[str, tuple[Any, ...]] = {
         eid: _payload(r.trial, r.kind, r.response, r.field, r.value, r.client_ms) for eid, r in known.items()
     }
-    room = MAX_EVENTS_PER_TRIAL - len(stored)
-    next_seq = max((e["seq"] for e in stored), default=-1) + 1
+    room = MAX_EVENTS_PER_TRIAL - len(every)
+    next_seq = max((e["seq"] for e in every), default=-1) + 1
     clips = {r: s.get(Clip, f"{st.prompt_id}_{r}") for r in (0, 1)}
     fetched = _fetch_times(s, p, st)
     ts = service.now()
@@ -304,7 +321,7 @@ def store_events(
             receipt.ignored += 1
             continue
         refused = _refusal(e, response, p, st, settings, stored, clips, fetched, ts)
-        stored.append(_add_event(s, p, trial, next_seq, e, response, ts, refused))
+        stored.append(_add_event(s, p, trial, next_seq, e, response, ts, refused, tab))
         seen[e["eid"]] = payload
         next_seq += 1
         room -= 1
@@ -317,13 +334,22 @@ def store_events(
 
 
 def record_events(
-    db: Database, settings: Settings, token: str, csrf: str | None, trial: int, events: list[dict[str, Any]]
+    db: Database,
+    settings: Settings,
+    token: str,
+    csrf: str | None,
+    trial: int,
+    events: list[dict[str, Any]],
+    tab: str | None = None,
 ) -> dict[str, Any]:
-    """Store a batch of the current trial's events; the answer says what became of each (EventReceipt)."""
+    """Store a batch of the current trial's events from browser tab ``tab``; the answer says what became of
+    each (EventReceipt). A tab that is not the session's live tab is refused (Superseded, 409)."""
     receipt = EventReceipt()
     with db.transaction() as s:
         p = find_participant(s, token, lock=True)
         check_csrf(p, csrf)
+        check_tab(p, tab)
+        receipt.state = p.state
         if p.state in ("consent", "demographics", "calibration", "headphones", "instructions"):
             raise Conflict("No trial is open.")
         if p.state != "trials" or trial < p.current_trial:
@@ -332,7 +358,7 @@ def record_events(
         if trial > p.current_trial:
             raise Conflict("That trial is not open yet.")
         st = slot_trial(s, p, trial)
-        stored = store_events(s, p, settings, trial, st, events, receipt)
+        stored = store_events(s, p, settings, trial, st, events, receipt, tab)
         state = unlocked(st, stored)
         receipt.heard, receipt.revealed = state["heard"], state["revealed"]
     return receipt.as_json()

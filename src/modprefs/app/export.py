@@ -1,7 +1,9 @@
 """Export the collected data in the workflow's schemas (workflow/schemas/*.schema.yaml).
 
 * ``ratings.csv``: two rows per submitted trial (one per clip), attention check included.
-* ``trials.csv``: one row per submitted trial; audio-only measures empty in the text condition.
+* ``trials.csv``: one row per submitted trial; audio-only measures empty in the text condition; extra columns
+  ``hidden_count``, ``hidden_s`` and ``blur_count``: the times the page was hidden, the seconds it stayed
+  hidden and the times the window lost the focus during the trial (its submitting tab's events).
 * both with an extra column ``practice``: 1 for the practice trial (``trial`` -1, before the attention check),
   0 otherwise; the ratings reader drops practice rows (:func:`modprefs.ratings.sources.load_ratings_source`),
   so no statistic ever sees them.
@@ -18,7 +20,8 @@ Beside them, for audit and further analyses (extra files the ingest ignores):
   ``calibrated_utc`` (when the audio condition's volume was set and confirmed) and the Prolific ids
   (personal data: keep it with the study's records, not with the ratings).
 * ``events.csv``: the raw event log: the server's sequence number (receipt order), the browser's
-  event id, and ``refused`` (why the server did not accept an ``ended``/``reveal`` as plausible).
+  event id, the browser tab that sent it (``tab``), and ``refused`` (why the server did not accept an
+  ``ended``/``reveal`` as plausible).
 * ``incidents.csv``: what the server refused or could not reconcile (event conflicts, implausible
   listens or reveals, refused trials), per participant and trial.
 
@@ -78,10 +81,13 @@ EVENTS_COLUMNS = [
     "client_ms",
     "server_ts",
     "refused",
+    "tab",
 ]
 INCIDENTS_COLUMNS = ["participant_id", "trial", "kind", "detail", "server_utc"]
 HEADPHONE_COLUMN = "headphone_check"  # beside the schema's participant columns (extra columns are allowed)
 PRACTICE_COLUMN = "practice"  # beside the schema's ratings and trials columns: 1 = the practice trial (trial -1)
+# beside the schema's trials columns: the page's attention (the tab hidden, seconds hidden, the window's focus lost)
+ATTENTION_COLUMNS = ["hidden_count", "hidden_s", "blur_count"]
 DEMOGRAPHICS = [
     "age",
     "gender",
@@ -119,7 +125,7 @@ def to_csv(rows: Iterable[dict[str, Any]], columns: list[str]) -> str:
     return buf.getvalue()
 
 
-def _iso(ts: float | None) -> str | None:
+def iso_utc(ts: float | None) -> str | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
@@ -150,14 +156,14 @@ def _session_row(p: Participant) -> dict[str, Any]:
         "completed": bool(p.completed),
         "headphone_check": _headphones(p),
         "headphone_correct": p.headphone_correct,
-        "calibrated_utc": _iso(p.calibrated_at),
-        "created_utc": _iso(p.created_at),
-        "finished_utc": _iso(p.finished_at),
+        "calibrated_utc": iso_utc(p.calibrated_at),
+        "created_utc": iso_utc(p.created_at),
+        "finished_utc": iso_utc(p.finished_at),
         "session_minutes": _minutes(p),
     }
 
 
-def _participant_row(p: Participant) -> dict[str, Any]:
+def participant_row(p: Participant) -> dict[str, Any]:
     """One ``participants`` row (an exported participant)."""
     return {
         "participant_id": p.participant_id,
@@ -189,6 +195,7 @@ def _trial_row(r: TrialResult, p: Participant) -> dict[str, Any]:
         "relistened_first": r.relistened_first if audio else None,
         "source": "collected",
         PRACTICE_COLUMN: int(r.trial < 0),
+        **{c: getattr(r, c) for c in ATTENTION_COLUMNS},
     }
 
 
@@ -233,6 +240,7 @@ def _event_row(e: Event, pid: str | None) -> dict[str, Any]:
         "client_ms": e.client_ms,
         "server_ts": round(e.server_ts, 3),
         "refused": e.refused,
+        "tab": e.tab,
     }
 
 
@@ -243,8 +251,18 @@ def _incident_row(inc: Incident, pid: str | None) -> dict[str, Any]:
         "trial": inc.trial,
         "kind": inc.kind,
         "detail": inc.detail,
-        "server_utc": _iso(inc.server_ts),
+        "server_utc": iso_utc(inc.server_ts),
     }
+
+
+def exported_participant(p: Participant, exclude_headphone_failed: bool = False) -> bool:
+    """Whether ``p`` is a row of participants.csv: they held a slot and answered the attention check (and, with
+    ``exclude_headphone_failed``, did not fail the headphone check)."""
+    return (
+        p.participant_id is not None
+        and p.passed_attention is not None
+        and not (exclude_headphone_failed and p.headphone_check == "failed")
+    )
 
 
 def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, list[dict[str, Any]]]:
@@ -264,18 +282,12 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
             .order_by(Incident.id)
         ).all()
     by_id = {p.id: p for p in people}
-    exported = {
-        p.id
-        for p in people
-        if p.participant_id is not None
-        and p.passed_attention is not None
-        and not (exclude_headphone_failed and p.headphone_check == "failed")
-    }
+    exported = {p.id for p in people if exported_participant(p, exclude_headphone_failed)}
     tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     for p in people:
         tables["sessions"].append(_session_row(p))
         if p.id in exported:
-            tables["participants"].append(_participant_row(p))
+            tables["participants"].append(participant_row(p))
     for r in results:
         p = by_id[r.participant]
         if p.id not in exported:
@@ -291,7 +303,7 @@ def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, l
 
 COLUMNS = {
     "ratings": RATINGS_COLUMNS + [PRACTICE_COLUMN],
-    "trials": TRIALS_COLUMNS + [PRACTICE_COLUMN],
+    "trials": TRIALS_COLUMNS + [PRACTICE_COLUMN, *ATTENTION_COLUMNS],
     "participants": PARTICIPANTS_COLUMNS + [HEADPHONE_COLUMN],
     "sessions": SESSIONS_COLUMNS,
     "events": EVENTS_COLUMNS,

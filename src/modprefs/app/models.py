@@ -17,6 +17,7 @@
   the server assigns on receipt (``seq``, 0, 1, 2, ... per participant and trial, so no two events
   ever share one). ``refused`` holds the reason when the server did not accept an ``ended`` or
   ``reveal`` event as plausible (it is kept, and ignored by the measures).
+  Events carry the browser tab that sent them (``tab``): a trial's measures come from the tab that submitted it.
 * ``app_fetches``: the first time each participant's session fetched each clip (server clock).
 * ``app_incidents``: what the server refused or could not reconcile (event conflicts, implausible
   listens, refused trials), with the participant, trial and a message.
@@ -32,7 +33,8 @@ ID_LEN = 64
 # refused by serve/export/status/invite with a message (reload it, or export with the old version).
 # 3: the ratings are numbers of the study's rating scale (app_meta rating_scale; float columns).
 # 4: the participant's calibration (calibrated_at); the practice trial (trial -1); the study texts in app_meta.
-SCHEMA_VERSION = "4"
+# 5: one live tab per session (live_tab, events and trials per tab), left_at, the trial's hidden/blur counts.
+SCHEMA_VERSION = "5"
 
 
 class Base(DeclarativeBase):
@@ -126,6 +128,10 @@ class Participant(Base):
     headphone_correct: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # the audio condition's level-setting step: when the participant confirmed a comfortable volume
     calibrated_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # the browser tab that holds the session (the last page that claimed it: service.claim_tab); None: none yet
+    live_tab: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # when the live tab's page sent the leave beacon (pagehide); cleared by the next request
+    left_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class TrialResult(Base):
@@ -150,6 +156,11 @@ class TrialResult(Base):
     replays_0: Mapped[int | None] = mapped_column(Integer, nullable=True)
     replays_1: Mapped[int | None] = mapped_column(Integer, nullable=True)
     relistened_first: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    # the page's attention: times the tab was hidden, seconds hidden, times the window lost the focus
+    hidden_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    hidden_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    blur_count: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    tab: Mapped[str | None] = mapped_column(String(32), nullable=True)  # the tab that submitted it
     submitted_at: Mapped[float] = mapped_column(Float)
 
 
@@ -172,6 +183,7 @@ class Event(Base):
     client_ms: Mapped[int] = mapped_column(BigInteger)
     server_ts: Mapped[float] = mapped_column(Float)
     refused: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    tab: Mapped[str | None] = mapped_column(String(32), nullable=True)  # the browser tab that sent it
 
 
 class Fetch(Base):
@@ -186,7 +198,8 @@ class Incident(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     participant: Mapped[int] = mapped_column(ForeignKey("app_participants.id"), index=True)
     trial: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    # event_conflict | listen_refused | reveal_refused | trial_refused | submission_refused
+    # event_conflict | listen_refused | reveal_refused | trial_refused | submission_refused | tab_takeover |
+    # superseded_submission | session_expired | media_failed
     kind: Mapped[str] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text)
     server_ts: Mapped[float] = mapped_column(Float)

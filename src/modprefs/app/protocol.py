@@ -9,8 +9,10 @@ clip's response index 0/1, or None), ``field`` (``rating``/``audio_quality`` for
 ``seek_refused`` / ``ended_refused`` (a seek, or a jump to the end, refused on the first listen),
 ``slider`` (a committed slider change: one per pointer gesture or keyboard burst, docs/app.md),
 ``preference``, ``submit``, ``reveal`` (text condition:
-Response B shown after Response A was read). The caller passes the events the server accepted
-(:func:`modprefs.app.plausibility.accepted`).
+Response B shown after Response A was read), ``hidden`` / ``visible`` (the tab was hidden / shown again:
+another tab or window in front, the window minimised) and ``blur`` / ``focus`` (the window lost / regained
+the keyboard focus). The caller passes the events the server accepted
+(:func:`modprefs.app.plausibility.accepted`) of the tab that submitted the trial.
 
 Derived measures (the columns of trials.csv):
 
@@ -24,6 +26,9 @@ Derived measures (the columns of trials.csv):
 * rating_changes: preference reversals while rating: with both response-quality sliders set, the
   sign of rating_0 - rating_1 (equal values skipped) changed from one committed slider change to
   the next. Text-condition audio measures are None (empty in the export).
+* hidden_count, hidden_s, blur_count (attention, as P.808 and jsPsych labs screen it): the times the page
+  was hidden, the seconds it stayed hidden (until shown again, or until the submission), and the times the
+  window lost the focus.
 """
 
 from __future__ import annotations
@@ -96,10 +101,30 @@ def count_reversals(events: Iterable[Mapping[str, Any]]) -> tuple[int, int]:
     return reversals, moves
 
 
+def count_attention(events: Iterable[Mapping[str, Any]], submit_ms: float | None) -> dict[str, Any]:
+    """``hidden_count``, ``hidden_s`` (to the next ``visible``, or to ``submit_ms``) and ``blur_count``."""
+    hidden_n = blur_n = 0
+    hidden_ms = 0.0
+    since: float | None = None
+    for e in _sorted(events):
+        if e["kind"] == "hidden":
+            hidden_n += 1
+            since = e["t"] if since is None else since
+        elif e["kind"] == "visible" and since is not None:
+            hidden_ms += max(0.0, e["t"] - since)
+            since = None
+        elif e["kind"] == "blur":
+            blur_n += 1
+    if since is not None and submit_ms is not None:
+        hidden_ms += max(0.0, submit_ms - since)
+    return {"hidden_count": hidden_n, "hidden_s": round(hidden_ms / 1000.0, 3), "blur_count": blur_n}
+
+
 def derive_measures(
     events: Iterable[Mapping[str, Any]], condition: str, first_clip: int, submit_ms: float | None
 ) -> dict[str, Any]:
-    """The trial's derived measures (keys as trials.csv columns, plus ``slider_moves``)."""
+    """The trial's derived measures (keys as trials.csv columns, plus ``slider_moves``; ``hidden_count``,
+    ``hidden_s`` and ``blur_count`` are the export's extra trials columns)."""
     evs = _sorted(events)
     onsets = [e["t"] for e in evs if e["kind"] == "onset"]
     if submit_ms is None:
@@ -117,6 +142,7 @@ def derive_measures(
         "replays_0": None,
         "replays_1": None,
         "relistened_first": None,
+        **count_attention(evs, submit_ms),
     }
     if condition != "audio":
         return out

@@ -49,6 +49,18 @@ class RateLimiter:
             return 0
         return max(1, math.ceil((1.0 - b.tokens) / rate))
 
+    def wait(self, key: str, limit: int, window_s: float) -> int:
+        """Seconds until ``key`` may make a request (0: now), without counting one (a bucket's state as ``hit``
+        would see it): how a throttle checks before the request that would count."""
+        if limit <= 0 or window_s <= 0:
+            return 0
+        b = self._buckets.get(key)
+        if b is None:
+            return 0
+        rate = limit / window_s
+        tokens = min(float(limit), b.tokens + (self.clock() - b.stamp) * rate)
+        return 0 if tokens >= 1.0 else max(1, math.ceil((1.0 - tokens) / rate))
+
     def _prune(self, now: float) -> None:
         """Forget idle keys (buckets that have refilled); if none, the oldest half."""
         idle = [k for k, b in self._buckets.items() if now - b.stamp >= b.window_s]

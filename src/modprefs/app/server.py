@@ -63,13 +63,15 @@ from modprefs.app import dashboard, service, sessions, trials
 from modprefs.app import events as event_log
 from modprefs.app.db import open_database
 from modprefs.app.ratelimit import RateLimiter
-from modprefs.app.service import AppError, Forbidden, Invalid, Settings, TooLarge
+from modprefs.app.service import AppError, Expired, Forbidden, Invalid, Settings, SettingsError, Superseded, TooLarge
 from modprefs.app.texts import stored_html
 from modprefs.scale import RatingScale
 
 HERE = Path(__file__).resolve().parent
 MAX_BODY = 64 * 1024
 ADMIN_SECRET_ENV = "MODPREFS_ADMIN_SECRET"
+ADMIN_SECRET_MIN = 16  # characters: a shorter admin secret is refused (serve does not start)
+ADMIN_FAIL_LIMIT, ADMIN_FAIL_WINDOW_S = 5, 300.0  # failed admin logins per client IP: 5, then 1 a minute
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; media-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'"
@@ -210,9 +212,10 @@ class RateLimitMiddleware:
         await self.app(scope, receive, send)
 
 
-def slider_scale(scale: RatingScale) -> dict[str, str]:
-    """The trial page's slider attributes for the study's rating scale: min, max, step, the (hidden) start
-    value at the middle step, and the end labels (the paper's: 1, 100, 1, 50, "Terrible", "Perfect")."""
+def slider_scale(scale: RatingScale, points: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """The trial page's rating controls for the study's rating scale: min, max, step, the (hidden) start
+    value at the middle step, and the end labels (the paper's: 1, 100, 1, 50, "Terrible", "Perfect"); ``points``:
+    a short scale's labelled category points (:func:`service.scale_points`), shown instead of a slider."""
     start = scale.min + (scale.n_points - 1) // 2 * scale.step
     return {
         "min": f"{scale.min:g}",
@@ -221,6 +224,7 @@ def slider_scale(scale: RatingScale) -> dict[str, str]:
         "start": f"{start:g}",
         "label_min": scale.label_min,
         "label_max": scale.label_max,
+        "points": points,
     }
 
 
@@ -246,6 +250,7 @@ def create_app(
     Raises :class:`modprefs.errors.UserInputError` (before serving anything) when the database holds no
     loaded study or a setting is invalid.
     """
+    check_admin_secret(os.environ.get(admin_secret_env, ""), admin_secret_env)
     db = open_database(db_url, "serve")
     overrides = dict(settings_overrides or {})
     templates = _env()
@@ -260,8 +265,38 @@ def create_app(
         return PlainTextResponse("Request too large.", status_code=413)
 
     app = Starlette(routes=routes, exception_handlers={TooLarge: too_large, _BodyTooLarge: too_large})
+    app.router.redirect_slashes = False  # Starlette's are absolute URLs (the proxy's port lost): SlashMiddleware
     app.state.db = db
-    return RootPathMiddleware(LimitsMiddleware(RateLimitMiddleware(app, site.settings), max_body=max_body))
+    inner = SlashMiddleware(RateLimitMiddleware(app, site.settings))
+    return RootPathMiddleware(LimitsMiddleware(inner, max_body=max_body))
+
+
+def check_admin_secret(secret: str, env: str = ADMIN_SECRET_ENV) -> None:
+    """Refuse an admin secret under :data:`ADMIN_SECRET_MIN` characters (unset: the admin pages are disabled)."""
+    if secret and len(secret) < ADMIN_SECRET_MIN:
+        raise SettingsError(
+            f"${env} is {len(secret)} characters long: the admin secret needs at least {ADMIN_SECRET_MIN} "
+            "(e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))'), or unset it to disable the admin "
+            "pages"
+        )
+
+
+class SlashMiddleware:
+    """``/p/TOKEN/`` -> 308 to ``/p/TOKEN`` as a path (the prefix kept, the query kept): a relative redirect, so
+    the browser keeps the host, port and scheme it used (Starlette's own slash redirects are absolute URLs built
+    from the Host header, which drops a proxy's port)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        path = route_path(scope)
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = root_path(scope) + path.rstrip("/") + (f"?{query}" if query else "")
+            await RedirectResponse(target or "/", status_code=308)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _participant_routes(site: _Site) -> list[Route]:
@@ -274,6 +309,9 @@ def _participant_routes(site: _Site) -> list[Route]:
         Route("/p/{token}/demographics", site.demographics, methods=["POST"]),
         Route("/p/{token}/events", site.events, methods=["POST"]),
         Route("/p/{token}/leave", site.leave, methods=["POST"]),
+        Route("/p/{token}/ping", site.ping, methods=["POST"]),
+        Route("/p/{token}/problem", site.problem_post, methods=["POST"]),
+        Route("/p/{token}/problem", site.problem_page, methods=["GET"]),
         Route("/p/{token}/trial/{n}", site.trial, methods=["POST"]),  # n: -1 (the practice trial), 0, 1, ...
         Route("/p/{token}/difficulty", site.difficulty, methods=["POST"]),
         Route("/p/{token}/headphones", site.headphones_post, methods=["POST"]),
@@ -292,6 +330,10 @@ def _admin_routes(site: _Site) -> list[Route]:
         Route("/admin/export/{table}.csv", site.admin_export_table),
         Route("/admin/status.json", site.admin_status),
         Route("/admin/responses", site.admin_responses),
+        Route("/admin/participants.csv", site.admin_participants_csv),
+        Route("/admin/clips.csv", site.admin_clips_csv),
+        Route("/admin/prolific/{decision}.txt", site.admin_prolific_list),
+        Route("/admin/intake", site.admin_intake, methods=["POST"]),
     ]
 
 
@@ -340,6 +382,7 @@ class _Pages:
         self.templates = templates
         self.state: dict[str, Any] = {"settings": settings}
         self.admin_secret_env = admin_secret_env
+        self.admin_failures = RateLimiter()  # failed admin logins per client IP
 
     def settings(self) -> Settings:
         return self.state["settings"]
@@ -351,12 +394,24 @@ class _Pages:
         return HTMLResponse(self.templates.get_template(name).render(**ctx), status_code=status)
 
     def error_page(self, exc: AppError, request: Request) -> Response:
+        token = request.path_params.get("token")
         if request.url.path.endswith("/events") or request.headers.get("accept", "").startswith("application/json"):
-            return JSONResponse({"error": exc.message}, status_code=exc.status)
+            body: dict[str, Any] = {"error": exc.message}
+            if isinstance(exc, Superseded):
+                body["superseded"] = True
+            return JSONResponse(body, status_code=exc.status)
         if isinstance(exc, sessions.AlreadyTakenPart):  # an end state of its own, not an error
             view = {"page": "ended", "reason": "already", "code": "", "return_url": None}
             return self.render(request, "ended.html", status=exc.status, v=view)
-        token = request.path_params.get("token")
+        if isinstance(exc, sessions.IntakeStopped):
+            view = {"page": "ended", "reason": exc.context["intake"], "code": "", "return_url": None}
+            return self.render(request, "ended.html", status=exc.status, v=view)
+        if isinstance(exc, Superseded) and token:
+            return self.render(
+                request, "superseded.html", status=exc.status, message=exc.message, back=app_url(request, f"/p/{token}")
+            )
+        if isinstance(exc, Expired) and token:
+            return _redirect_home(request, token)  # the end page says the session expired, with the lab's code
         back = app_url(request, f"/p/{token}") if token and exc.status != 404 else None  # e.g. a refused trial
         return self.render(
             request, "message.html", status=exc.status, title="Something went wrong", message=exc.message, back=back
@@ -373,12 +428,16 @@ class _Pages:
             "difficulty": "difficulty.html",
             "done": "done.html",
             "ended": "ended.html",
+            "problem": "problem.html",
         }[view["page"]]
         data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
         if view["state"] in service.HOLDING:
             data["leave_url"] = app_url(request, f"/p/{view['token']}/leave")
-        if view["page"] == "done" and view.get("return_url"):
-            data.update(redirect_url=view["return_url"], redirect_s=view["redirect_s"])
+        if view["state"] in ("consent", "demographics", *service.HOLDING, "difficulty"):
+            # the page claims the session for its tab and sends a heartbeat while it is open (app.js)
+            data.update(ping_url=app_url(request, f"/p/{view['token']}/ping"), heartbeat_s=self.settings().heartbeat_s)
+        if view["page"] == "demographics" and extra.get("errors"):
+            data["first_error"] = next((f for f in sessions.DEMOGRAPHIC_FIELDS if f in extra["errors"]), None)
         if view["page"] == "trial":
             data.update(
                 trial=view["trial"],
@@ -388,8 +447,9 @@ class _Pages:
                 reveal=view["reveal"],
                 restore=view["restore"],
                 events_url=app_url(request, f"/p/{view['token']}/events"),
+                problem_url=app_url(request, f"/p/{view['token']}/problem"),
             )
-        scale = slider_scale(self.settings().scale)
+        scale = slider_scale(self.settings().scale, self.settings().points)
         minutes = f"{self.settings().abandon_minutes:g}"
         if view["page"] in ("consent", "instructions", "done"):
             name_of = {"consent": "consent", "instructions": "instructions", "done": "debrief"}[view["page"]]
@@ -490,26 +550,67 @@ class _ParticipantPages(_Pages):
                 raise Invalid("Expected {trial, events}.")
             evs = event_log.parse_events(body.get("events", []), self.settings().scale)
             csrf = request.headers.get("x-csrf-token") or body.get("csrf")  # a beacon cannot set headers
+            tab = service.clean_tab(body.get("tab"))
             result = await run_in_threadpool(
-                event_log.record_events, self.db, self.settings(), token, csrf, body["trial"], evs
+                event_log.record_events, self.db, self.settings(), token, csrf, body["trial"], evs, tab
+            )
+        except AppError as exc:
+            return self.error_page(exc, request)
+        return JSONResponse(result)
+
+    async def _json_body(self, request: Request) -> dict[str, Any]:
+        _check_fetch_site(request)
+        try:
+            body = json.loads(await request.body() or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise Invalid("The body is not JSON.") from None
+        if not isinstance(body, dict):
+            raise Invalid("Expected a JSON object.")
+        return body
+
+    async def ping(self, request: Request) -> Response:
+        """An open page's heartbeat, and its claim of the session on load (JSON ``{csrf, tab, claim}``)."""
+        token = request.path_params["token"]
+        try:
+            body = await self._json_body(request)
+            tab = service.clean_tab(body.get("tab"))
+            csrf = request.headers.get("x-csrf-token") or body.get("csrf")
+            out = await run_in_threadpool(
+                sessions.ping, self.db, self.settings(), token, csrf, tab, body.get("claim") is True
             )
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
-        return JSONResponse(result)
+        return JSONResponse(out)
 
-    async def leave(self, request: Request) -> Response:
-        """The page's ``pagehide`` beacon: the participant left (a JSON body ``{csrf}``; a beacon sets no
-        headers). The slot is released after :data:`service.LEAVE_GRACE_S` unless the participant comes back."""
+    async def problem_post(self, request: Request) -> Response:
+        """The page could not go on (a clip that failed to load after its retries): logged, then the problem page."""
         token = request.path_params["token"]
         try:
-            _check_fetch_site(request)
-            try:
-                body = json.loads(await request.body() or b"null")
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise Invalid("The body is not JSON.") from None
-            if not isinstance(body, dict):
-                raise Invalid("Expected {csrf}.")
-            await run_in_threadpool(sessions.leave, self.db, self.settings(), token, body.get("csrf"))
+            body = await self._json_body(request)
+            tab = service.clean_tab(body.get("tab"))
+            csrf = request.headers.get("x-csrf-token") or body.get("csrf")
+            what, detail = str(body.get("what", "")), str(body.get("detail", ""))
+            await run_in_threadpool(sessions.report_problem, self.db, token, csrf, tab, body.get("trial"), what, detail)
+        except AppError as exc:
+            return JSONResponse({"error": exc.message}, status_code=exc.status)
+        return JSONResponse({"next": app_url(request, f"/p/{token}/problem")})
+
+    async def problem_page(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        try:
+            view = await run_in_threadpool(sessions.problem_view, self.db, self.settings(), token)
+        except AppError as exc:
+            return self.error_page(exc, request)
+        return self.render_view(request, view)
+
+    async def leave(self, request: Request) -> Response:
+        """The page's ``pagehide`` beacon: the participant left (a JSON body ``{csrf, tab}``; a beacon sets no
+        headers). The slot is released after the leave grace unless the participant (or another tab) comes back."""
+        token = request.path_params["token"]
+        try:
+            body = await self._json_body(request)
+            tab = service.clean_tab(body.get("tab"))
+            await run_in_threadpool(sessions.leave, self.db, self.settings(), token, body.get("csrf"), tab)
         except AppError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         return Response(status_code=204)
@@ -614,26 +715,35 @@ class _ParticipantPages(_Pages):
 
 
 class _Site(_ParticipantPages):
-    """Every handler; the admin routes need the admin secret (env var ``admin_secret_env``)."""
+    """Every handler; the admin routes need the admin secret (env var ``admin_secret_env``, >= 16 characters).
+
+    Failed admin logins (a wrong secret) are throttled per client IP: :data:`ADMIN_FAIL_LIMIT` in a burst, then one
+    per ``ADMIN_FAIL_WINDOW_S / ADMIN_FAIL_LIMIT`` seconds; beyond, every admin request of that IP is answered 429
+    with ``Retry-After`` (the right secret too, until the wait is over)."""
 
     def admin_ok(self, request: Request) -> Response | None:
         secret = os.environ.get(self.admin_secret_env, "")
-        if not secret:
-            return PlainTextResponse(f"Admin access is disabled: set {self.admin_secret_env}.", status_code=403)
-        auth = request.headers.get("authorization", "")
-        supplied = ""
-        if auth.lower().startswith("bearer "):
-            supplied = auth[7:].strip()
-        elif auth.lower().startswith("basic "):
-            try:
-                supplied = base64.b64decode(auth[6:].strip()).decode().split(":", 1)[1]
-            except (ValueError, IndexError, UnicodeDecodeError):
-                supplied = ""
+        if not secret or len(secret) < ADMIN_SECRET_MIN:
+            why = "set" if not secret else f"its value is shorter than {ADMIN_SECRET_MIN} characters; set"
+            return PlainTextResponse(f"Admin access is disabled: {why} {self.admin_secret_env}.", status_code=403)
+        ip = request.client.host if request.client else "unknown"
+        key = f"admin-fail:{ip}"
+        if wait := self.admin_failures.wait(key, ADMIN_FAIL_LIMIT, ADMIN_FAIL_WINDOW_S):
+            msg = f"Too many failed logins. Please wait {wait} seconds and try again."
+            return PlainTextResponse(msg, status_code=429, headers={"Retry-After": str(wait)})
+        supplied = _admin_credential(request.headers.get("authorization", ""))
         if not supplied or not hmac.compare_digest(supplied.encode(), secret.encode()):
+            if supplied:  # a wrong secret (a request without one is a browser's first try: not a failure)
+                self.admin_failures.hit(key, ADMIN_FAIL_LIMIT, ADMIN_FAIL_WINDOW_S)
             return PlainTextResponse(
                 "Admin secret required.", status_code=401, headers={"WWW-Authenticate": 'Basic realm="modprefs admin"'}
             )
         return None
+
+    def admin_csrf(self) -> str:
+        """The dashboard forms' CSRF token: derived from the admin secret (a cross-site form cannot know it)."""
+        secret = os.environ.get(self.admin_secret_env, "")
+        return hmac.new(secret.encode(), b"modprefs-admin-form", "sha256").hexdigest()
 
     async def admin_export_zip(self, request: Request) -> Response:
         if (denied := self.admin_ok(request)) is not None:
@@ -668,13 +778,74 @@ class _Site(_ParticipantPages):
             return denied
         rows = await run_in_threadpool(dashboard.latest_responses, self.db, 500)
         counts = await run_in_threadpool(service.status_counts, self.db)
-        return self.render(request, "admin.html", trials=rows, counts=counts)
+        return self.render(request, "admin.html", trials=rows, counts=counts, page_title="Latest responses")
 
     async def admin_dashboard(self, request: Request) -> Response:
         if (denied := self.admin_ok(request)) is not None:
             return denied
-        info = await run_in_threadpool(dashboard.progress, self.db, self.settings())
-        return self.render(request, "admin_dashboard.html", d=info, refresh_s=dashboard.REFRESH_S)
+        info = await run_in_threadpool(dashboard.dashboard, self.db, self.settings())
+        data = {"page": "admin", "refresh_s": dashboard.REFRESH_S, "url": app_url(request, "/admin")}
+        return self.render(
+            request,
+            "admin_dashboard.html",
+            d=info,
+            refresh_s=dashboard.REFRESH_S,
+            csrf=self.admin_csrf(),
+            admin_data=data,
+            page_title="Study dashboard",
+        )
+
+    async def admin_participants_csv(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
+            return denied
+        rows = await run_in_threadpool(dashboard.participant_rows, self.db, self.settings())
+        return Response(dashboard.participants_csv(rows), media_type="text/csv; charset=utf-8")
+
+    async def admin_clips_csv(self, request: Request) -> Response:
+        if (denied := self.admin_ok(request)) is not None:
+            return denied
+        from modprefs.app.export import to_csv
+
+        rows = await run_in_threadpool(dashboard.clip_rows, self.db)
+        columns = ["clip_id", "text_rated", "text_planned", "audio_rated", "audio_planned"]
+        return Response(to_csv(rows, columns), media_type="text/csv; charset=utf-8")
+
+    async def admin_prolific_list(self, request: Request) -> Response:
+        """The Prolific ids to approve or to reject, one per line (Prolific's bulk approve/reject takes them)."""
+        if (denied := self.admin_ok(request)) is not None:
+            return denied
+        decision = request.path_params["decision"]
+        if decision not in ("approve", "reject"):
+            return PlainTextResponse("Unknown list: approve or reject.", status_code=404)
+        rows = await run_in_threadpool(dashboard.participant_rows, self.db, self.settings())
+        ids = dashboard.prolific_lists(rows)[decision]
+        return PlainTextResponse("".join(f"{i}\n" for i in ids))
+
+    async def admin_intake(self, request: Request) -> Response:
+        """The dashboard's form: pause, close or reopen the intake of new participants."""
+        if (denied := self.admin_ok(request)) is not None:
+            return denied
+        try:
+            _check_fetch_site(request)
+            form = await _read_form(request)
+            if not hmac.compare_digest(str(_field(form, "csrf") or "").encode(), self.admin_csrf().encode()):
+                raise Forbidden("The form expired or did not come from this site (CSRF check failed). Please reload.")
+            await run_in_threadpool(service.set_intake, self.db, str(_field(form, "intake") or ""))
+        except AppError as exc:
+            return PlainTextResponse(exc.message, status_code=exc.status)
+        return RedirectResponse(app_url(request, "/admin"), status_code=303)
+
+
+def _admin_credential(auth: str) -> str:
+    """The secret an ``Authorization`` header carries (``Bearer S`` or HTTP Basic with password S), or ''."""
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    if auth.lower().startswith("basic "):
+        try:
+            return base64.b64decode(auth[6:].strip()).decode().split(":", 1)[1]
+        except (ValueError, IndexError, UnicodeDecodeError):
+            return ""
+    return ""
 
 
 _OPTIONS = {

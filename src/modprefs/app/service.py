@@ -46,6 +46,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -63,14 +64,23 @@ from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 log = logging.getLogger("modprefs.app")
 HOLDING = ("trials", "headphones", "calibration", "instructions")  # the states of a slot holder
 # a participant whose page sent the "leave" beacon (pagehide) and who makes no request for this long
-# is abandoned and their slot reopened (a reload or the next page is back well within it)
+# is abandoned and their slot reopened (a reload or the next page is back well within it); serve --leave-grace
 LEAVE_GRACE_S = 60.0
+# an open page sends a heartbeat this often at most (less with a short grace or abandon timeout: heartbeat_s)
+HEARTBEAT_MAX_S = 30.0
+TAB_RE = re.compile(r"^[A-Za-z0-9_-]{8,32}$")  # the id a page gives its browser tab (app.js)
+INTAKE = ("open", "paused", "closed")  # app_meta "intake": whether new participants may start (the dashboard)
+INTAKE_KEY = "intake"
 TEXT_REVEAL = ("next", "auto", "off")
 HEADPHONE_CHECK = ("off", "record", "require")
 ON_OFF = ("on", "off")
 PRACTICE_TRIAL = -1  # the practice trial's number (before the attention check, trial 0)
 ENTRY = ("any", "prolific", "invite")
 SCALE_KEY = "rating_scale"  # app_meta: the study's rating scale as JSON (study.scale); absent = the paper's 1..100
+POINT_LABELS_KEY = "point_labels"  # app_meta: a short scale's labels, one per point, as a JSON list (app load)
+POINTS_MAX = 11  # a scale of at most this many points is shown as labelled, numbered category points
+# ITU-T P.808's Absolute Category Rating labels of the 1..5 scale (its listening-quality MOS)
+ACR_LABELS = ["Bad", "Poor", "Fair", "Good", "Excellent"]
 
 
 class AppError(Exception):
@@ -96,6 +106,14 @@ class Conflict(AppError):
 
 class Invalid(AppError):
     status = 422
+
+
+class Superseded(Conflict):
+    """A request from a browser tab that another tab of the same session took over (one live tab per session)."""
+
+
+class Expired(Conflict):
+    """A request of a session that was marked abandoned (its slot reissued)."""
 
 
 class TooLarge(AppError):
@@ -125,6 +143,9 @@ class Settings:
     text_reveal: str = "next"  # next (a button, after the reading time) | auto (after the reading time) | off
     text_min_read_s: float = 3.0
     no_consent_code: str = ""  # Prolific's code for those who decline consent (they return the submission)
+    expired_code: str = ""  # Prolific's "timed out" code: shown when a session expired (abandoned)
+    error_code: str = ""  # shown when the study cannot go on for a technical reason (media that fail to load)
+    leave_grace_s: float = LEAVE_GRACE_S  # seconds a page that left (pagehide beacon) has to come back
     headphone_check: str = "record"  # off | record (recorded, exclusion at analysis) | require (fail ends the session)
     calibration: str = "on"  # audio condition: the level-setting step before the first trial (on | off)
     practice: str = "on"  # the instructions page and a practice trial (-1) before the first task (on | off)
@@ -166,7 +187,19 @@ class Settings:
                 raise SettingsError(f"study setting {name}: {getattr(out, name)!r} is not one of {', '.join(allowed)}")
         if out.abandon_minutes <= 0:
             raise SettingsError(f"study setting abandon_minutes: {out.abandon_minutes} must be > 0")
+        out.points  # noqa: B018 (a bad point_labels entry is refused here, before anything is served)
         return out
+
+    @property
+    def points(self) -> list[dict[str, str]] | None:
+        """The rating scale's category points (:func:`scale_points`), None for a slider scale."""
+        return scale_points(self.scale, point_labels(self.extra))
+
+    @property
+    def heartbeat_s(self) -> float:
+        """How often an open page tells the server it is still open: at most every :data:`HEARTBEAT_MAX_S`,
+        and at least three times within the leave grace and four within the abandon timeout (>= 1 s)."""
+        return max(1.0, min(HEARTBEAT_MAX_S, self.leave_grace_s / 3.0, self.abandon_minutes * 60.0 / 4.0))
 
 
 def scale_from_meta(raw: str | None) -> RatingScale:
@@ -177,6 +210,39 @@ def scale_from_meta(raw: str | None) -> RatingScale:
         return scale_from_config(json.loads(raw))
     except (json.JSONDecodeError, TypeError, ValueError, AttributeError) as exc:
         raise SettingsError(f"study setting {SCALE_KEY}: {raw!r} is not a rating scale ({exc})") from None
+
+
+def scale_points(scale: RatingScale, labels: list[str] | None = None) -> list[dict[str, str]] | None:
+    """A short scale's category points (value, label), or None for a longer one (the paper's unmarked slider).
+
+    ``labels``: one per point (app load --point-labels); else P.808's ACR labels on 1..5, else the scale's end
+    labels at the two ends and the number alone in between."""
+    n = scale.n_points
+    if n > POINTS_MAX:
+        return None
+    values = [scale.min + i * scale.step for i in range(n)]
+    if labels is None:
+        if (scale.min, scale.max, scale.step) == (1.0, 5.0, 1.0):
+            labels = ACR_LABELS
+        else:
+            labels = [scale.label_min] + [""] * (n - 2) + [scale.label_max]
+    if len(labels) != n:
+        raise SettingsError(f"study setting {POINT_LABELS_KEY}: {len(labels)} labels for a scale of {n} points")
+    return [{"value": f"{v:g}", "label": str(label)} for v, label in zip(values, labels)]
+
+
+def point_labels(extra: Mapping[str, str]) -> list[str] | None:
+    """The stored point labels (app_meta ``point_labels``), None when the study has none."""
+    raw = extra.get(POINT_LABELS_KEY)
+    if not raw:
+        return None
+    try:
+        labels = json.loads(raw)
+    except json.JSONDecodeError:
+        labels = None
+    if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+        raise SettingsError(f"study setting {POINT_LABELS_KEY}: {raw!r} is not a JSON list of labels")
+    return labels
 
 
 def now() -> float:
@@ -207,12 +273,58 @@ def find_participant(s: Session, token: str, touch: bool = True, lock: bool = Fa
         raise NotFound("Unknown link. Please use the link you were given.")
     if touch and p.state in ("consent", "demographics", *HOLDING, "difficulty"):
         p.last_seen = now()
+        p.left_at = None
     return p
 
 
 def check_csrf(p: Participant, supplied: str | None) -> None:
     if not supplied or not hmac.compare_digest(str(supplied).encode(), p.csrf.encode()):
         raise Forbidden("The form expired or did not come from this site (CSRF check failed). Please reload.")
+
+
+def clean_tab(tab: Any) -> str | None:
+    """The browser tab id of a request (None: a request without one, e.g. a script or a browser without JS)."""
+    if tab is None or tab == "":
+        return None
+    if not isinstance(tab, str) or not TAB_RE.match(tab):
+        raise Invalid("tab must be 8-32 characters of A-Z a-z 0-9 _ -")
+    return tab
+
+
+def check_tab(p: Participant, tab: str | None) -> None:
+    """Refuse a request from a tab that is not the session's live tab (Superseded, 409). A request without a tab
+    id is not checked (no page script: nothing of it is attributed to a tab)."""
+    if tab is not None and p.live_tab is not None and tab != p.live_tab:
+        raise Superseded(
+            "This study is open in another tab or window, which took it over: only one can be used at a time. "
+            "What you did on this page was not saved. Continue in the other tab, or use this one again."
+        )
+
+
+def claim_tab(s: Session, p: Participant, tab: str) -> str | None:
+    """Make ``tab`` the session's live tab (a page that loads claims it: the last one opened wins); returns the
+    tab it took over from (logged as an incident ``tab_takeover``), None if it held it already or none did."""
+    previous = p.live_tab
+    if previous == tab:
+        return None
+    p.live_tab = tab
+    if previous is not None:
+        trial = p.current_trial if p.state == "trials" else None
+        log_incident(s, p, trial, "tab_takeover", f"tab {tab} took the session over from tab {previous} ({p.state})")
+    return previous
+
+
+def intake(s: Session) -> str:
+    """Whether new participants may start: ``open``, ``paused`` or ``closed`` (app_meta ``intake``)."""
+    value = s.scalar(select(Meta.value).where(Meta.key == INTAKE_KEY))
+    return value if value in INTAKE else "open"
+
+
+def set_intake(db: Database, value: str) -> None:
+    if value not in INTAKE:
+        raise Invalid(f"intake must be one of {', '.join(INTAKE)}")
+    with db.transaction() as s:
+        s.merge(Meta(key=INTAKE_KEY, value=value))
 
 
 def log_incident(s: Session, p: Participant, trial: int | None, kind: str, detail: str) -> None:
@@ -302,23 +414,38 @@ def claim_slot(s: Session, p: Participant, settings: Settings | None = None) -> 
 
 
 def sweep_abandoned(s: Session, settings: Settings) -> int:
-    """Mark slot holders silent for ``abandon_minutes`` abandoned and reopen their slots."""
-    cutoff = now() - settings.abandon_minutes * 60.0
+    """Mark slot holders silent for ``abandon_minutes`` (or gone: their page left and did not come back within
+    the leave grace) abandoned, reopen their slots, and log each as an incident ``session_expired``."""
+    t = now()
+    cutoff = t - settings.abandon_minutes * 60.0
     stale = s.execute(
-        select(Participant.id, Participant.slot_id, Participant.last_seen).where(
-            Participant.state.in_(HOLDING), Participant.last_seen < cutoff
-        )
+        select(
+            Participant.id,
+            Participant.slot_id,
+            Participant.last_seen,
+            Participant.left_at,
+            Participant.state,
+            Participant.current_trial,
+        ).where(Participant.state.in_(HOLDING), Participant.last_seen < cutoff)
     ).all()
     n = 0
-    for pid, slot_id, last_seen in stale:
+    for pid, slot_id, last_seen, left_at, state, current in stale:
+        trial = current if state == "trials" else None
+        reason = "left" if left_at is not None else "timeout"
         res = s.execute(
             update(Participant)
             .where(Participant.id == pid, Participant.state.in_(HOLDING), Participant.last_seen < cutoff)
-            .values(state="abandoned", finished_at=last_seen, screen_reason="timeout")
+            .values(state="abandoned", finished_at=left_at if left_at is not None else last_seen, screen_reason=reason)
             .execution_options(synchronize_session=False)
         )
         if rowcount(res) == 1:
             release_slot(s, slot_id, pid)
+            detail = (
+                f"the page left (pagehide) and did not come back within {settings.leave_grace_s:g} s"
+                if left_at is not None
+                else f"no request for {settings.abandon_minutes:g} minutes"
+            )
+            s.add(Incident(participant=pid, trial=trial, kind="session_expired", detail=detail, server_ts=t))
             n += 1
     if n:
         s.expire_all()

@@ -14,8 +14,9 @@ from sqlalchemy.exc import IntegrityError
 
 from modprefs.app import headphones, service
 from modprefs.app.db import Database
-from modprefs.app.models import Clip, Participant
+from modprefs.app.models import Clip, Incident, Participant
 from modprefs.app.service import (
+    AppError,
     Conflict,
     Forbidden,
     Invalid,
@@ -23,13 +24,15 @@ from modprefs.app.service import (
     Settings,
     check_csrf,
     claim_slot,
+    claim_tab,
     find_participant,
+    log_incident,
     new_token,
     next_step,
     release_slot,
     sweep_abandoned,
 )
-from modprefs.app.trials import trial_view
+from modprefs.app.trials import tab_state, trial_view
 
 EDUCATION_LEVELS = [
     "Less than high school",
@@ -54,6 +57,22 @@ EMPLOYMENT = ["Full-time", "Part-time", "Self-employed", "Unemployed", "Student"
 ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
 NO_ENGLISH = "None"
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# the questionnaire's fields in the form's order (the first one with an error gets the focus)
+DEMOGRAPHIC_FIELDS = [
+    "age",
+    "gender",
+    "race",
+    "hispanic_latino",
+    "birthplace",
+    "education",
+    "employment",
+    "country",
+    "primary_language",
+    "native_english",
+    "english_proficiency",
+    "other_languages",
+    "timezone",
+]
 MAX_TEXT = 100
 MAX_OTHER_LANGUAGES = 300
 
@@ -63,6 +82,34 @@ MAX_OTHER_LANGUAGES = 300
 
 class AlreadyTakenPart(Forbidden):
     """A Prolific id coming back with another session: shown its own end page ("already taken part")."""
+
+
+class IntakeStopped(AppError):
+    """The lab paused or closed the intake (the dashboard): no new session starts; shown its own page."""
+
+    status = 503
+
+    def __init__(self, intake: str):
+        closed = intake == "closed"
+        super().__init__(
+            "This study is closed: it takes no new participants." if closed else "This study is paused.",
+            intake=intake,
+        )
+        self.status = 403 if closed else 503
+
+
+# the states of a Prolific id that may come back with another SESSION_ID: nothing was collected from them
+# (only the consent page opened, the questionnaire not sent, or the study was full); one who declined consent
+# has answered, and stays "already taken part"
+RETURNABLE = ("consent", "demographics", "full")
+
+
+def _come_back(p: Participant, sess: str | None) -> None:
+    """A Prolific id from whom nothing was collected returns with another session: resume it under that session;
+    one who found the study full starts again at the consent page."""
+    if p.state == "full":
+        p.state, p.finished_at, p.screen_reason = "consent", None, None
+    p.session_id = sess
 
 
 def _clean_id(value: str | None, name: str) -> str | None:
@@ -103,9 +150,13 @@ def enter(
                     existing = s.scalars(q).first()
                     if existing is not None:
                         if existing.session_id and sess and existing.session_id != sess:
-                            raise AlreadyTakenPart("You have already taken part in this study.")
+                            if existing.state not in RETURNABLE:
+                                raise AlreadyTakenPart("You have already taken part in this study.")
+                            _come_back(existing, sess)
                         existing.last_seen = service.now()
                         return existing.token
+                if (state := service.intake(s)) != "open":
+                    raise IntakeStopped(state)
                 t = service.now()
                 p = Participant(
                     token=new_token(),
@@ -173,16 +224,10 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
                 "page": "done",
                 "code": settings.completion_code,
                 "return_url": _return_url(settings, p, settings.completion_code),
-                "redirect_s": REDIRECT_S,
             }
         if p.state in ("consent", "demographics"):
             return {**base, "page": p.state}
-        code = {
-            "failed_attention": settings.attention_fail_code or settings.screenout_code,
-            "screened_out": settings.screenout_code,
-            "full": settings.screenout_code,
-            "declined": settings.no_consent_code,
-        }.get(p.state, "")
+        code = code_shown(p, settings)
         return {
             **base,
             "page": "ended",
@@ -193,7 +238,16 @@ def page_state(db: Database, settings: Settings, token: str) -> dict[str, Any]:
         }
 
 
-REDIRECT_S = 5  # seconds the completion page waits before it goes on to Prolific by itself
+def code_shown(p: Participant, settings: Settings) -> str:
+    """The Prolific code the participant's end page shows ('' for none, or while the session goes on)."""
+    return {
+        "done": settings.completion_code,
+        "failed_attention": settings.attention_fail_code or settings.screenout_code,
+        "screened_out": settings.screenout_code,
+        "full": settings.screenout_code,
+        "declined": settings.no_consent_code,
+        "abandoned": settings.expired_code,
+    }.get(p.state, "")
 
 
 def _return_url(settings: Settings, p: Participant, code: str) -> str | None:
@@ -315,8 +369,13 @@ def submit_demographics(
         if values["english_proficiency"] == NO_ENGLISH:
             p.state, p.screen_reason, p.finished_at = "screened_out", "no_english", service.now()
             return {}
+        intake = service.intake(s)
+        if intake == "paused":
+            raise IntakeStopped(intake)  # nothing stored: the questionnaire can be sent again once intake resumes
         sweep_abandoned(s, settings)
-        if not claim_slot(s, p, settings):
+        if intake == "closed":
+            p.state, p.screen_reason, p.finished_at = "full", "closed", service.now()
+        elif not claim_slot(s, p, settings):
             p.state, p.screen_reason, p.finished_at = "full", "no_open_slot", service.now()
     return {}
 
@@ -423,15 +482,92 @@ def submit_difficulty(db: Database, token: str, csrf: str | None, value: str | N
         p.difficulty, p.state, p.finished_at = int(raw), "done", service.now()
 
 
-def leave(db: Database, settings: Settings, token: str, csrf: str | None) -> bool:
-    """The participant left the page (the ``pagehide`` beacon): a slot holder's slot is released once
-    :data:`service.LEAVE_GRACE_S` pass with no request from them (a reload or the next page comes back
-    within it and keeps the slot); the abandon timeout still applies to everyone else. True if marked."""
+def leave(db: Database, settings: Settings, token: str, csrf: str | None, tab: str | None = None) -> bool:
+    """The participant left the page (the ``pagehide`` beacon): a slot holder's slot is released once the leave
+    grace (``settings.leave_grace_s``) passes with no request from them (a reload, the next page or another open
+    tab's heartbeat comes back within it and keeps the slot); the abandon timeout still applies to everyone else.
+    A tab that is not the live one leaving changes nothing (the live tab is still open). True if marked."""
     with db.transaction() as s:
         p = find_participant(s, token, touch=False, lock=True)
         check_csrf(p, csrf)
-        if p.state not in service.HOLDING:
+        if p.state not in service.HOLDING or (tab is not None and p.live_tab is not None and tab != p.live_tab):
             return False
-        left = service.now() - settings.abandon_minutes * 60.0 + service.LEAVE_GRACE_S
-        p.last_seen = min(p.last_seen, left)
+        t = service.now()
+        p.last_seen = min(p.last_seen, t - settings.abandon_minutes * 60.0 + settings.leave_grace_s)
+        p.left_at = t
         return True
+
+
+def page_name(p: Participant) -> str:
+    """The page the session is at (the ``page`` of :func:`page_state`)."""
+    if p.state == "trials":
+        return "trial"
+    if p.state in ("consent", "demographics", "headphones", "calibration", "instructions", "difficulty", "done"):
+        return p.state
+    return "ended"
+
+
+def ping(
+    db: Database, settings: Settings, token: str, csrf: str | None, tab: str | None, claim: bool
+) -> dict[str, Any]:
+    """An open page's heartbeat (every ``settings.heartbeat_s``, visible or hidden: an open page never expires)
+    and, on load (``claim``), its claim of the session: one live tab per session, the last page opened wins.
+
+    Answers ``live`` (this tab holds the session), where the session is (``state``, ``page``, ``trial``) so a page
+    that is behind can reload, and on a trial page that claims, the trial as this tab left it (:func:`tab_state`).
+    A heartbeat of a tab that is not live still counts as the participant's presence."""
+    with db.transaction() as s:
+        p = find_participant(s, token, lock=True)
+        check_csrf(p, csrf)
+        took_over = None
+        if claim and tab is not None and p.state in ("consent", "demographics", *service.HOLDING, "difficulty"):
+            took_over = claim_tab(s, p, tab)
+        out: dict[str, Any] = {
+            "live": tab is None or p.live_tab in (None, tab),
+            "state": p.state,
+            "page": page_name(p),
+            "trial": p.current_trial if p.state == "trials" else None,
+            "heartbeat_s": settings.heartbeat_s,
+            "took_over": took_over is not None,
+        }
+        if claim and tab is not None and p.state == "trials":
+            out["tab_state"] = tab_state(s, p, settings, tab)
+        return out
+
+
+def report_problem(
+    db: Database, token: str, csrf: str | None, tab: str | None, trial: Any, what: str, detail: str
+) -> None:
+    """The page could not go on (``what``: ``media``, a clip that failed to load after its retries): an incident
+    ``media_failed`` with the page's description; the participant is shown the problem page (:func:`problem_view`)."""
+    if what != "media":
+        raise Invalid("what must be media")
+    with db.transaction() as s:
+        p = find_participant(s, token, lock=True)
+        check_csrf(p, csrf)
+        n = trial if isinstance(trial, int) and not isinstance(trial, bool) else None
+        log_incident(s, p, n, "media_failed", f"tab {tab}: {str(detail)[:500]}")
+
+
+def problem_view(db: Database, settings: Settings, token: str) -> dict[str, Any]:
+    """The problem page: the latest ``media_failed`` incident of the session, the lab's error code."""
+    with db.transaction() as s:
+        p = find_participant(s, token)
+        inc = s.scalars(
+            select(Incident)
+            .where(Incident.participant == p.id, Incident.kind == "media_failed")
+            .order_by(Incident.id.desc())
+            .limit(1)
+        ).first()
+        if inc is None:
+            raise NotFound("No problem was reported for this session.")
+        return {
+            "token": p.token,
+            "csrf": p.csrf,
+            "state": p.state,
+            "entry": p.entry,
+            "page": "problem",
+            "detail": inc.detail.split(": ", 1)[-1],
+            "code": settings.error_code,
+            "return_url": _return_url(settings, p, settings.error_code) if settings.error_code else None,
+        }

@@ -11,8 +11,9 @@ packaged one in ``modprefs/app/texts/`` otherwise), fills their placeholders and
 * ``{title}``: the study title; ``{payment}``, ``{contact}``, ``{ethics}``: ``--payment``, ``--contact``,
   ``--ethics`` of ``app load``.
 
-An unknown placeholder, one whose option was not given, or a file that cannot be read is refused
-(:class:`StudyTextError`, naming the file and the placeholder) before anything is written.
+An unknown placeholder, one whose option was not given, an unclosed one (``{contact`` without its ``}``) or
+a lone brace, an empty file or one that cannot be read is refused (:class:`StudyTextError`, naming the file
+and the placeholder) before anything is written.
 """
 
 from __future__ import annotations
@@ -59,7 +60,29 @@ def fill(text: str, values: Mapping[str, str], where: str) -> str:
             raise StudyTextError(f"{where}: placeholder {{{name}}} has no value (give app load --{name})")
         return str(values[name])
 
-    return _TOKEN.sub(one, text)
+    out, pos = [], 0
+    for m in _TOKEN.finditer(text):
+        _no_stray_brace(text, pos, m.start(), where)
+        out += [text[pos : m.start()], one(m)]
+        pos = m.end()
+    _no_stray_brace(text, pos, len(text), where)
+    return "".join(out + [text[pos:]])
+
+
+def _no_stray_brace(text: str, start: int, end: int, where: str) -> None:
+    """A ``{`` or ``}`` outside a placeholder (an unclosed ``{contact``, a lone ``}``) raises StudyTextError."""
+    m = re.search(r"[{}]", text[start:end])
+    if m is None:
+        return
+    at = start + m.start()
+    line = text.count("\n", 0, at) + 1
+    snippet = text[at : at + 20].split("\n", 1)[0]
+    if m.group(0) == "{":
+        raise StudyTextError(
+            f"{where}: unclosed placeholder {snippet!r} on line {line} "
+            "(a placeholder is {name}; write {{ for a brace)"
+        )
+    raise StudyTextError(f"{where}: a lone }} on line {line} ({snippet!r}; write }}}} for a brace)")
 
 
 def render_markdown(text: str) -> str:
@@ -94,6 +117,8 @@ class StudyTexts:
                 raw = source.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise StudyTextError(f"{where}: cannot read the file: {exc}") from None
+            if not raw.strip():
+                raise StudyTextError(f"{where}: the file is empty (give the text, or leave the option out)")
             out[META_PREFIX + name] = render_markdown(fill(raw, values, where))
         return out
 

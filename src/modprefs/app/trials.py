@@ -15,17 +15,21 @@ from sqlalchemy.orm import Session
 
 from modprefs.app import plausibility, service
 from modprefs.app.db import Database
-from modprefs.app.events import EventReceipt, events_of, parse_events, store_events, unlocked
+from modprefs.app.events import EventReceipt, events_of, of_tab, parse_events, store_events, unlocked
 from modprefs.app.models import Clip, Fetch, Participant, Prompt, Slot, SlotTrial, TrialResult
 from modprefs.app.protocol import derive_measures
 from modprefs.app.service import (
     Conflict,
+    Expired,
     Forbidden,
     Invalid,
     NotFound,
     Settings,
+    Superseded,
     TooLarge,
     check_csrf,
+    check_tab,
+    clean_tab,
     find_participant,
     log_incident,
     release_slot,
@@ -41,11 +45,14 @@ MAX_JUSTIFICATION = 2000
 
 
 def trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any]:
+    """The trial page. Its state (clips heard, Response B shown, the values set) is that of the events sent
+    without a tab id (a script's; none for a browser page, whose tab gets its own state from :func:`tab_state`
+    when it claims the session)."""
     st = slot_trial(s, p, p.current_trial)
     prompt = s.get(Prompt, st.prompt_id)
     assert prompt is not None  # SlotTrial.prompt_id is a foreign key to app_prompts
     order = [st.first_clip, 1 - st.first_clip]  # response index shown as A, then B
-    events = events_of(s, p, p.current_trial)
+    events = of_tab(events_of(s, p, p.current_trial), None)
     state = unlocked(st, events)
     responses = []
     for pos, r in zip("AB", order):
@@ -73,6 +80,24 @@ def trial_view(s: Session, p: Participant, settings: Settings) -> dict[str, Any]
         "revealed": state["revealed"] or reveal == "off",
         "reveal": {"mode": reveal, "min_read_s": settings.text_min_read_s},
         "restore": _restore(events, order),
+    }
+
+
+def tab_state(s: Session, p: Participant, settings: Settings, tab: str) -> dict[str, Any]:
+    """The current trial as browser tab ``tab`` left it (its own events only: a trial's measures come from the
+    tab that submits it): clips heard, Response B revealed, the values to restore; ``elsewhere``: another tab
+    has events in this trial (the page says the task starts afresh here)."""
+    st = slot_trial(s, p, p.current_trial)
+    order = [st.first_clip, 1 - st.first_clip]
+    every = events_of(s, p, p.current_trial)
+    mine = of_tab(every, tab)
+    state = unlocked(st, mine)
+    reveal = "off" if p.condition == "audio" else settings.text_reveal
+    return {
+        "heard": state["heard"],
+        "revealed": state["revealed"] or reveal == "off",
+        "restore": _restore(mine, order),
+        "elsewhere": any(e.get("tab") != tab for e in every) and not mine,
     }
 
 
@@ -185,11 +210,15 @@ def submit_trial(
         return _submit_trial(db, settings, token, csrf, trial, form)
     except (Conflict, Invalid, TooLarge, Forbidden) as exc:
         if not exc.context.get("logged"):
-            _log_refused_submission(db, token, trial, exc.message)
+            kind = "superseded_submission" if isinstance(exc, Superseded) else "submission_refused"
+            detail = exc.context.get("detail", exc.message)
+            _log_refused_submission(db, token, trial, detail, kind)
         raise
 
 
-def _log_refused_submission(db: Database, token: str, trial: int | None, message: str) -> None:
+def _log_refused_submission(
+    db: Database, token: str, trial: int | None, message: str, kind: str = "submission_refused"
+) -> None:
     """A submission refused before it reached the event log's checks (a bad form, a trial not open, a failed
     CSRF check): an incident ``submission_refused`` in its own transaction (the refused one rolled back).
     Forms outside the trials (consent, demographics, headphones, ...) log with ``trial`` None."""
@@ -198,7 +227,7 @@ def _log_refused_submission(db: Database, token: str, trial: int | None, message
             p = find_participant(s, token, touch=False)
         except NotFound:
             return
-        log_incident(s, p, trial, "submission_refused", message)
+        log_incident(s, p, trial, kind, message)
 
 
 def log_refused_form(db: Database, token: str, form: str, message: str) -> None:
@@ -210,10 +239,20 @@ def _submit_trial(
     db: Database, settings: Settings, token: str, csrf: str | None, trial: int, form: Mapping[str, str]
 ) -> str:
     refusal = None
+    tab = clean_tab(form.get("tab"))
     try:
         with db.transaction() as s:
             p = find_participant(s, token, lock=True)
             check_csrf(p, csrf)
+            try:
+                check_tab(p, tab)
+            except Superseded as exc:
+                exc.context["detail"] = (
+                    f"trial {trial} submitted from tab {tab}, superseded by tab {p.live_tab}: not stored"
+                )
+                raise
+            if p.state == "abandoned":
+                raise Expired("This session has expired.", detail=f"trial {trial} submitted after the session expired")
             if trial < p.current_trial or p.state not in ("trials",):
                 if (
                     s.scalars(
@@ -229,20 +268,28 @@ def _submit_trial(
             data = parse_trial_form(form, audio, settings.scale)
             st = slot_trial(s, p, trial)
             first = st.first_clip
-            events = store_events(s, p, settings, trial, st, data.events, EventReceipt())
+            events = store_events(s, p, settings, trial, st, data.events, EventReceipt(), tab)
             refusal = _trial_refusal(p, settings, st, events)
             if refusal is not None:
                 log_incident(s, p, trial, "trial_refused", refusal)
             else:
-                return _store_trial(s, p, trial, st, first, data, events)
+                return _store_trial(s, p, trial, st, first, data, events, tab)
     except IntegrityError:
         return "duplicate"
     raise Invalid(refusal or "", logged=True)  # logged as trial_refused with the events that were kept
 
 
 def _store_trial(
-    s: Session, p: Participant, trial: int, st: SlotTrial, first: int, data: TrialForm, events: list[dict[str, Any]]
+    s: Session,
+    p: Participant,
+    trial: int,
+    st: SlotTrial,
+    first: int,
+    data: TrialForm,
+    events: list[dict[str, Any]],
+    tab: str | None = None,
 ) -> str:
+    """Store the trial; ``events``: the submitting tab's (its measures are that tab's alone)."""
     measures = derive_measures(plausibility.accepted(events), p.condition or "text", first, data.submit_ms)
     by_pos = {"A": first, "B": 1 - first}
     ratings = {by_pos["A"]: data.rating_a, by_pos["B"]: data.rating_b}
@@ -261,6 +308,7 @@ def _store_trial(
             audio_quality_0=aq[0],
             audio_quality_1=aq[1],
             submitted_at=service.now(),
+            tab=tab,
             **measures,
         )
     )
