@@ -422,8 +422,8 @@ def test_audio_longer_than_the_maximum_is_refused_from_its_header(tmp_path: Path
     table = read_pairs_table(str(path))
     assert pairs_problems(table, PairsChecks("given", max_audio_s=2.5)) == [
         f"{path}, row 2, column 'audio_0': the audio lasts 0.1 min (3 s, 0 MB), longer than data.max_audio_s "
-        "(2.5 s); a stimulus that long is usually the wrong file. Raise data.max_audio_s to use it (long audio is "
-        "rendered in chunks)"
+        "(2.5 s); a stimulus that long is usually the wrong file. To use it, raise data.max_audio_s and "
+        "audio_qc.thresholds.max_duration_s (QC's bound on a clip, 600 s by default); long audio is rendered in blocks"
     ]
     assert pairs_problems(table, PairsChecks("given", max_audio_s=None)) == []
     assert pairs_problems(table, "given") == []  # the default maximum, 600 s

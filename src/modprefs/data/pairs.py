@@ -449,8 +449,9 @@ def _audio_problem(table: PairsTable, value: Any, max_audio_s: float | None = No
         seconds = info.frames / info.samplerate
         return (
             f"the audio lasts {seconds / 60:.1f} min ({seconds:,.0f} s, {size / 1e6:,.0f} MB), longer than "
-            f"data.max_audio_s ({max_audio_s:g} s); a stimulus that long is usually the wrong file. Raise "
-            "data.max_audio_s to use it (long audio is rendered in chunks)"
+            f"data.max_audio_s ({max_audio_s:g} s); a stimulus that long is usually the wrong file. To use it, raise "
+            "data.max_audio_s and audio_qc.thresholds.max_duration_s (QC's bound on a clip, 600 s by default); long "
+            "audio is rendered in blocks"
         )
     return None
 

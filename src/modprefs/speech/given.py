@@ -11,12 +11,16 @@ the study's by the same normalisation.
 What QC must judge on the file *as given* is measured before any of that (:func:`source_measures`): a take clipped
 at full scale is no longer at full scale once normalised to -23 LUFS, so clipping (and DC offset) measured on the
 study clip would pass it.
+
+A file longer than :data:`modprefs.speech.long_audio.STREAM_ABOVE_S` is read in blocks (:func:`stream_given_mono`)
+and resampled and levelled block by block (:mod:`modprefs.speech.long_audio`), so its length (up to the config's
+``data.max_audio_s``, checked when the workflow starts) does not decide the memory a render job needs.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -30,10 +34,12 @@ __all__ = [
     "DEFAULT_SAMPLE_RATE",
     "GivenAudioError",
     "attention_tts_config",
+    "given_duration_s",
     "given_sample_rate",
     "read_given_audio",
     "read_given_audio_measured",
     "source_measures",
+    "stream_given_mono",
 ]
 
 #: The study rate given audio is resampled to when ``tts.sample_rate`` is not set (Kokoro's rate).
@@ -103,3 +109,54 @@ def read_given_audio_measured(
     if not np.all(np.isfinite(mono)):
         raise GivenAudioError(f"clip {clip_id}: given audio {path} has NaN or infinite samples")
     return resample(mono, int(rate), int(sample_rate)), source_measures(audio)
+
+
+#: frames per block when a long file is read in blocks (:func:`stream_given_mono`)
+READ_BLOCK = 1 << 18
+
+
+def given_duration_s(path: str | os.PathLike[str]) -> float | None:
+    """The duration of a given file from its header (seconds); None when soundfile cannot read the header."""
+    try:
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, OSError):
+        return None
+    return info.frames / info.samplerate if info.samplerate else None
+
+
+def stream_given_mono(
+    path: str | os.PathLike[str], clip_id: str, append: Callable[[np.ndarray], None]
+) -> tuple[int, dict[str, float]]:
+    """:func:`read_given_audio_measured` of a long file, in blocks: each block mixed to mono float32 is handed to
+    ``append``; returns (the file's rate, :func:`source_measures` of the file as given, accumulated over the blocks).
+
+    Raises:
+        GivenAudioError: as :func:`read_given_audio_measured`.
+    """
+    peak, clipped, count, frames = 0.0, 0, 0, 0
+    sums: np.ndarray | None = None
+    try:
+        with sf.SoundFile(str(path)) as f:
+            rate = int(f.samplerate)
+            for block in f.blocks(blocksize=READ_BLOCK, dtype="float32", always_2d=True):
+                mono = block.mean(axis=1, dtype=np.float64).astype(np.float32)
+                if not np.all(np.isfinite(mono)):
+                    raise GivenAudioError(f"clip {clip_id}: given audio {path} has NaN or infinite samples")
+                magnitude = np.abs(block.astype(np.float64))  # compared in float64, as source_measures
+                peak = max(peak, float(magnitude.max()))
+                clipped += int(np.count_nonzero(magnitude >= CLIP_LEVEL))
+                count += block.size
+                frames += block.shape[0]
+                column = block.sum(axis=0, dtype=np.float64)
+                sums = column if sums is None else sums + column
+                append(mono)
+    except (sf.LibsndfileError, RuntimeError, OSError) as err:
+        raise GivenAudioError(f"clip {clip_id}: given audio {path} cannot be read ({str(err).strip()})") from None
+    if frames == 0 or sums is None:
+        raise GivenAudioError(f"clip {clip_id}: given audio {path} has no samples")
+    measures = {
+        "source_peak": peak,
+        "source_clipping_ratio": clipped / count,
+        "source_dc_offset": float(np.max(np.abs(sums / frames))),
+    }
+    return rate, measures

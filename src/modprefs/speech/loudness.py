@@ -195,12 +195,12 @@ def _measure(audio: np.ndarray, sample_rate: int) -> tuple[float, float]:
     return integrated_loudness(audio, sample_rate), true_peak_dbtp(audio, sample_rate)
 
 
-def _check_measurable(lufs: float, x: np.ndarray, sample_rate: int, target: float, clip_id: str) -> None:
+def check_measurable(lufs: float, n_samples: int, sample_rate: int, target: float, clip_id: str) -> None:
     """Raise :class:`LoudnessError` naming the clip when ``lufs`` gives no finite gain to ``target``."""
     name = clip_id or "?"
     if math.isnan(lufs):
         raise LoudnessError(
-            f"clip {name}: {x.size / sample_rate:.3f} s is shorter than BS.1770's {BLOCK_S * 1000:.0f} ms gating "
+            f"clip {name}: {n_samples / sample_rate:.3f} s is shorter than BS.1770's {BLOCK_S * 1000:.0f} ms gating "
             f"block: its integrated loudness is undefined, so it cannot be normalised to {target} LUFS"
         )
     if lufs == -math.inf:
@@ -247,12 +247,12 @@ def normalise_loudness(
         out = x.astype(np.float32)
         return out, {**stats, "lufs_after": lufs_before, "true_peak_after_dbtp": tp_before}
     target = float(target_lufs)
-    _check_measurable(lufs_before, x, sr, target, clip_id)
+    check_measurable(lufs_before, x.size, sr, target, clip_id)
     gain_db = target - lufs_before
     for _ in range(MAX_PASSES):
         y, limiter_db = _limit(x * 10.0 ** (gain_db / 20.0), sr, true_peak_dbtp)
         lufs = integrated_loudness(y, sr)
-        _check_measurable(lufs, x, sr, target, clip_id)
+        check_measurable(lufs, x.size, sr, target, clip_id)
         if abs(lufs - target) <= AIM_LU:
             break
         gain_db += target - lufs

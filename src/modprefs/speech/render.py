@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import tempfile
 import time
@@ -196,10 +197,25 @@ def finish_clip(
     audio, loudness = level_clip(audio, sample_rate, level, clip_id)
     path = Path(clip_dir) / f"{clip_id}.wav"
     write_wav(audio, sample_rate, path)
-    duration = audio.size / sample_rate
+    return clip_row(identity, spoken, path, sample_rate, audio.size, audio_qc(audio), render_seconds, given, loudness)
+
+
+def clip_row(
+    identity: Mapping[str, Any],
+    spoken: str,
+    path: Path,
+    sample_rate: int,
+    n_samples: int,
+    qc: Mapping[str, float],
+    render_seconds: float,
+    given: Mapping[str, object] | None,
+    loudness: Mapping[str, float],
+) -> dict[str, object]:
+    """The manifest row (:data:`MANIFEST_COLUMNS`) of a clip written to ``path`` (logged)."""
+    duration = n_samples / sample_rate
     log.info(
         "clip %s: %d chars, %.2f s audio in %.2f s -> %s (%s)",
-        clip_id,
+        identity["clip_id"],
         len(spoken),
         duration,
         render_seconds,
@@ -213,7 +229,7 @@ def finish_clip(
         "duration_s": duration,
         "spoken_text": spoken,
         "n_chars_spoken": len(spoken),
-        **audio_qc(audio),
+        **qc,
         "render_seconds": render_seconds,
         **{**NOT_GIVEN, **dict(given or {})},
         **loudness,
@@ -282,16 +298,12 @@ def given_clip(
     clip: Any, sample_rate: int, clip_dir: Path, level: Mapping[str, Any] | None, inject_silence: bool = False
 ) -> dict[str, object]:
     """One clip from the lab's audio (``tts.backend: given``): ``clip`` has clip_id, prompt_id, response, text (the
-    text condition's, given or ASR) and audio (the file); read, mixed to mono, resampled, levelled, written."""
-    from modprefs.speech.given import read_given_audio_measured
+    text condition's, given or ASR) and audio (the file); read, mixed to mono, resampled, levelled, written. A file
+    longer than :data:`modprefs.speech.long_audio.STREAM_ABOVE_S` is processed in blocks (:func:`_long_given_clip`)."""
+    from modprefs.speech.given import given_duration_s, read_given_audio_measured
+    from modprefs.speech.long_audio import STREAM_ABOVE_S
 
     start = time.perf_counter()
-    audio, measured = read_given_audio_measured(clip.audio, sample_rate, str(clip.clip_id))
-    if inject_silence:
-        log.warning(
-            "clip %s: FAULT INJECTION (audio_qc.inject_silence): writing silence instead of speech", clip.clip_id
-        )
-        audio = np.zeros_like(audio)
     identity = {
         "clip_id": str(clip.clip_id),
         "prompt_id": str(clip.prompt_id),
@@ -309,9 +321,76 @@ def given_clip(
         "asr_flag": str(getattr(clip, "asr_flag", "") or ""),
         "source_row": getattr(clip, "source_row", float("nan")),
         "source_file": str(clip.audio),
-        **measured,
     }
+    if inject_silence:
+        log.warning(
+            "clip %s: FAULT INJECTION (audio_qc.inject_silence): writing silence instead of speech", clip.clip_id
+        )
+    if (given_duration_s(clip.audio) or 0.0) > STREAM_ABOVE_S:
+        path, n, qc, loudness, measured = _long_given_clip(clip, sample_rate, Path(clip_dir), level, inject_silence)
+        given |= measured
+        return clip_row(identity, spoken, path, sample_rate, n, qc, time.perf_counter() - start, given, loudness)
+    audio, measured = read_given_audio_measured(clip.audio, sample_rate, str(clip.clip_id))
+    if inject_silence:
+        audio = np.zeros_like(audio)
+    given |= measured
     return finish_clip(identity, spoken, audio, sample_rate, clip_dir, time.perf_counter() - start, level, given)
+
+
+def _long_given_clip(
+    clip: Any, sample_rate: int, clip_dir: Path, level: Mapping[str, Any] | None, inject_silence: bool
+) -> tuple[Path, int, dict[str, float], dict[str, float], dict[str, float]]:
+    """A long given clip, block by block (:mod:`modprefs.speech.long_audio`): (its WAV, samples, QC, loudness and
+    source measures), the same values :func:`finish_clip` gives for the whole array."""
+    from modprefs.speech import long_audio as la
+    from modprefs.speech.given import stream_given_mono
+
+    clip_id = str(clip.clip_id)
+    level = dict(level) if level is not None else {"target_lufs": None}
+    with la.Work(clip_dir) as work:
+        source = work.signal("source.f32", np.float32)
+        rate, measured = stream_given_mono(clip.audio, clip_id, source.append)
+        audio = la.resampled(source, rate, sample_rate, work)
+        if inject_silence:
+            audio = la.zeros_like(audio, work)
+        try:
+            audio, loudness = la.normalise(
+                audio,
+                sample_rate,
+                level.get("target_lufs", -23.0),
+                float(level.get("true_peak_dbfs", -1.0)),
+                clip_id,
+                work,
+            )
+        except ValueError as err:  # as level_clip: the clip is kept as it is, and audio QC judges it
+            log.warning("clip %s: loudness not normalised (%s); audio QC judges it", clip_id, err)
+            loudness = dict.fromkeys(LOUDNESS_COLUMNS, float("nan"))
+        path = clip_dir / f"{clip_id}.wav"
+        qc = _write_wav_blocks(audio, sample_rate, path)
+    return path, audio.n, qc, {k: float(loudness[k]) for k in LOUDNESS_COLUMNS}, measured
+
+
+def _write_wav_blocks(audio: Any, sample_rate: int, path: Path) -> dict[str, float]:
+    """:func:`write_wav` and :func:`audio_qc` of a long clip (a :class:`modprefs.speech.long_audio.RawSignal`), block
+    by block."""
+    from modprefs.speech.long_audio import blocks
+
+    squares, peak, clipped = 0.0, 0.0, 0
+    with atomic_path(path) as tmp, sf.SoundFile(tmp, "w", int(sample_rate), 1, "PCM_16", format="WAV") as out:
+        for a, b in blocks(audio.n):
+            x = audio.read(a, b)
+            wide = x.astype(np.float64)
+            squares += float(np.sum(wide * wide))
+            peak = max(peak, float(np.max(np.abs(wide))))
+            clipped += int(np.count_nonzero(np.abs(wide) >= CLIP_LEVEL))
+            out.write(np.clip(x, -1.0, 1.0))
+    rms = math.sqrt(squares / audio.n) if audio.n else 0.0
+    rms_dbfs = 20.0 * math.log10(rms) if rms > 0 else SILENCE_FLOOR_DBFS
+    return {
+        "rms_dbfs": max(float(rms_dbfs), SILENCE_FLOOR_DBFS),
+        "peak": peak,
+        "clipping_ratio": clipped / audio.n if audio.n else 0.0,
+    }
 
 
 def empty_manifest() -> pd.DataFrame:
