@@ -15,6 +15,7 @@ min_version("9.0")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from modprefs.config_checks import (  # noqa: E402
+    capped_option_notes,
     check_config,
     drop_unused_tts_keys,
     unset_null_keys,
@@ -46,6 +47,8 @@ with exit_on_user_error():
     if workflow.is_main_process:  # a job's own process (e.g. inside SLURM) need not read the data again
         check_config(config, ".", CONFIG_SOURCES)
         for _note in unused_option_notes(config, CONFIG_SOURCES, _dropped):
+            print(_note, file=sys.stderr)
+        for _note in capped_option_notes(config, CONFIG_SOURCES):
             print(_note, file=sys.stderr)
 
 

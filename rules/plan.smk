@@ -22,7 +22,8 @@ rule plan:
         "results/logs/plan/plan.log",
     conda:
         "../envs/stats.yaml"
-    threads: max(1, workflow.cores)
+    # plan.jobs worker processes, at most --cores (more only wait: modprefs.cores)
+    threads: max(1, min(int(PLAN.get("jobs") or workflow.cores), workflow.cores))
     params:
         options=PLAN,
         scale=config["study"].get("scale", {}),  # the study's rating scale: the plan's simulated ratings are on it

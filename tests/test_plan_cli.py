@@ -322,3 +322,49 @@ def test_an_unwritable_out_is_refused_before_any_simulation(tmp_path, capsys, ma
     err = capsys.readouterr().err
     assert rc == 2 and f"--out {out}: " in err and said in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # refused before any work: not even a cache
+
+
+# ---- issue #49: the plan's inputs bounded, its worker counts capped ----------------------------------------------
+PLAN_CASES = {
+    "table2_effect_beyond_a_1_to_5_scale": (
+        ["--scale", "1:5", "--target-power-table2", "10"],
+        ["--target-power-table2: 10 rating points is not smaller than the range of the rating scale 1-5 (4 points"],
+    ),
+    "table2_effect_equal_to_the_range": (
+        ["--scale", "-2:2", "--target-power-table2", "-4"],
+        ["--target-power-table2: -4 rating points", "-2-2 (4 points"],
+    ),
+    "jobs_zero": (["--jobs", "0", "--target-icc-k", "0.5"], ["argument --jobs: 0 is below the minimum 1"]),
+    "threads_zero": (["--threads", "0", "--target-icc-k", "0.5"], ["argument --threads: 0 is not a number of threads"]),
+    "threads_negative": (
+        ["--threads", "-1", "--target-icc-k", "0.5"],
+        ["argument --threads: -1 is not a number of threads (a whole number >= 1)"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLAN_CASES))
+def test_plan_bad_input_fails_cleanly(tmp_path, case):
+    from bad_inputs import assert_clean_failure
+
+    argv, mention = PLAN_CASES[case]
+    grid = ["--prompts", "12", "--raters", "8", "--trials", "6", "--no-progress", "--cache", str(tmp_path / "cache")]
+    cmd = [sys.executable, "-m", "modprefs.cli", "plan", *grid, *argv, "--out", str(tmp_path / "plan")]
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENBLAS_NUM_THREADS": "1"}
+    result = assert_clean_failure(cmd, watch=[tmp_path], must_mention=mention, env=env, timeout=300)
+    assert result.returncode == 2 and not list(tmp_path.iterdir())
+
+
+def test_threads_and_jobs_beyond_the_cores_are_capped_with_a_note(tmp_path, capsys, monkeypatch):
+    """`--threads 10000` ran the fits 7x slower without a word and `--jobs 10000` started a process per design: both
+    are capped at the cores the command is given, and a note says so (here the plan then stops on its bad target)."""
+    import modprefs.cores
+
+    monkeypatch.setattr(modprefs.cores, "usable_cores", lambda: 2)
+    argv = ["--prompts", "12", "--raters", "8", "--trials", "6", "--scale", "1:5", "--target-power-table2", "9"]
+    rc = main(["plan", *argv, "--threads", "10000", "--jobs", "10000", "--out", str(tmp_path / "plan")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "note: --threads 10000 is more than the 2 cores this machine gives the command; using 2" in err
+    assert "note: --jobs 10000 is more than the 2 cores this machine gives the command; using 2" in err
+    assert modprefs.cores.capped_at_cores(2, "--jobs") == (2, None)

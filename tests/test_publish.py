@@ -12,7 +12,9 @@ import io
 import json
 import math
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -709,3 +711,91 @@ def test_out_is_checked_first_and_replaced_whole(published, tmp_path, capsys):
     assert not (out / "old.txt").exists() and (out / "dataset_dict.json").is_file()
     assert main(["publish", "--results", str(res), "--out", str(res.parent), "--overwrite"]) == 2
     assert "holds --results" in capsys.readouterr().err
+
+
+# ---- issue #49: nothing fed to publish destroys a result or is embedded unchecked ----------------------------------
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished run's folder (work/results) with a stand-in icc.csv: every case below fails before it is read."""
+    work = tmp_path_factory.mktemp("finished")
+    res = make_results(work)
+    (res / "stats/tables/icc.csv").write_text("condition,icc_2_k\ntext,0.5\n")
+    return work
+
+
+def _text_as_wav(res: Path) -> list[str]:
+    (res.parent / "results/audio/clips/attn_1.wav").write_text("RIFF? no: a text file named .wav\n")
+    return []
+
+
+def _folder_as_wav(res: Path) -> list[str]:
+    wav = res.parent / "results/audio/clips/attn_1.wav"
+    wav.unlink()
+    wav.mkdir()
+    return []
+
+
+def _config(res: Path, text: str) -> list[str]:
+    (res.parent / "publish.yaml").write_text(text)
+    return ["--config", str(res.parent / "publish.yaml")]
+
+
+# case: (setup(results) -> extra args (``--out`` among them, else work/dataset), fragments the message must contain)
+PUBLISH_CASES = {
+    "out_replaces_a_folder_inside_results": (
+        lambda r: ["--out", str(r / "stats"), "--overwrite"],
+        ["--out", "lies inside --results", "choose a folder outside it"],
+    ),
+    "out_new_folder_inside_results": (lambda r: ["--out", str(r / "published")], ["lies inside --results"]),
+    "out_is_results": (lambda r: ["--out", str(r), "--overwrite"], ["holds --results", "(or is it)"]),
+    "out_holds_results": (lambda r: ["--out", str(r.parent), "--overwrite"], ["holds --results"]),
+    "text_file_named_wav": (
+        _text_as_wav,
+        ["audio/manifest.csv row 3: clip attn_1", "attn_1.wav is not audio", "Format not recognised"],
+    ),
+    "folder_named_wav": (_folder_as_wav, ["row 3: clip attn_1", "attn_1.wav is a folder, not a file"]),
+    "config_unknown_top_level_key": (
+        lambda r: _config(r, "licence: mit\n"),
+        ["--config", "publish.yaml line 1: licence: unknown key"],
+    ),
+    "config_unknown_publish_key": (
+        lambda r: _config(r, "publish:\n  licence: mit\n"),
+        ["publish.yaml line 2: publish.licence: unknown key (allowed: drop_fields, license, salt, scrub)"],
+    ),
+    "config_bad_value": (
+        lambda r: _config(r, "publish:\n  scrub: {emails: 'yes'}\n"),
+        ["publish.yaml line 2: publish.scrub.emails: 'yes' is not of type 'boolean'"],
+    ),
+    "config_not_yaml": (lambda r: _config(r, "publish: [\n"), ["--config", "publish.yaml", "not valid YAML"]),
+    "conversations_damaged": (
+        lambda r: _then_none((r / "data/conversations.parquet").write_bytes(b"PAR1 not parquet PAR1")),
+        ["data/conversations.parquet cannot be read as Parquet"],
+    ),
+}
+
+
+def _then_none(*_effects: object) -> list[str]:
+    return []
+
+
+def test_publish_bad_inputs_suite_size():
+    assert len(PUBLISH_CASES) >= 10
+
+
+@pytest.mark.parametrize("case", sorted(PUBLISH_CASES))
+def test_publish_bad_input_fails_cleanly_and_results_keep_every_file(finished, tmp_path, case):
+    """Each case runs `modprefs publish` in a subprocess: exit 2, the problem named, no traceback, and not a byte
+    under the run's folder (results/ and its WAVs) or beside it changed: `results/` never loses a file to publish."""
+    from bad_inputs import assert_clean_failure
+
+    work = tmp_path / "work"
+    shutil.copytree(finished, work, symlinks=True)
+    res = work / "results"
+    setup, mention = PUBLISH_CASES[case]
+    extra = setup(res)
+    if "--out" not in extra:
+        extra += ["--out", str(work / "dataset")]
+    cmd = [sys.executable, "-m", "modprefs.cli", "publish", "--results", str(res), "--salt", SALT, *extra]
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1"}
+    result = assert_clean_failure(cmd, watch=[work], must_mention=mention, env=env, timeout=300)
+    assert result.returncode == 2 and result.output.startswith("modprefs publish: error: "), result.output

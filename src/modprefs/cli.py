@@ -50,6 +50,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from modprefs.cores import capped_at_cores
 from modprefs.errors import UserInputError
 from modprefs.output_folder import (
     Terminated,
@@ -132,10 +133,13 @@ THREAD_VARIABLES = (
 
 
 def _threads(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    value = _count(text)
+    """argparse type: a whole number >= 1 (-1 and 0 are refused in the same words)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError(f"{value} is not a number of threads (a whole number >= 1)")
     return value
 
 
@@ -610,6 +614,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if hasattr(args, "threads"):
+        args.threads, note = capped_at_cores(args.threads, "--threads")
+        if note:
+            print(note, file=sys.stderr)
     if args.command == "app":
         from modprefs.app.cli import run as run_app
 

@@ -24,18 +24,22 @@ from modprefs.config_files import ConfigError, ConfigSource, dataclass_kwargs, d
 
 __all__ = [
     "ConfigError",
+    "capped_option_notes",
     "check_config",
     "dataclass_kwargs",
     "drop_unused_tts_keys",
     "schema_errors",
     "unset_null_keys",
     "validate_config",
+    "validate_overlay",
 ]
 
 Problem = tuple[tuple[str, ...], str]
 
 
-def _schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list[Problem]:
+def _schema_problems(config: Mapping[str, Any], schema_path: str | Path, overlay: bool = False) -> list[Problem]:
+    """Every schema violation of ``config``; ``overlay``: a file read alone, whose required keys come from
+    config.yaml (a missing required key is no problem)."""
     schema_path = Path(schema_path).resolve()
     schema = yaml.safe_load(schema_path.read_text())
     registry = _sibling_registry(schema_path.parent)
@@ -44,6 +48,8 @@ def _schema_problems(config: Mapping[str, Any], schema_path: str | Path) -> list
     problems: list[Problem] = []
     for err in sorted(validator.iter_errors(dict(config)), key=lambda e: list(map(str, e.path))):
         path = tuple(str(p) for p in err.absolute_path)
+        if overlay and err.validator == "required":
+            continue
         if err.validator == "additionalProperties":
             allowed = ", ".join(sorted(err.schema.get("properties", {})))
             for name in sorted(set(err.instance) - set(err.schema.get("properties", {}))):
@@ -489,6 +495,41 @@ def unused_option_notes(
             found.append((("data", "columns"), "data.columns is unused: it applies to data.format 'pairs' only"))
     where = (lambda path: f"{locate(sources, path)}: ") if sources else (lambda path: "")
     return [f"note: {where(path)}{text}" for path, text in found]
+
+
+def capped_option_notes(config: Mapping[str, Any], sources: Sequence[ConfigSource] | None = None) -> list[str]:
+    """Notes for worker counts above the cores this machine gives the workflow (``plan.jobs``), each naming where it
+    was set: the job runs at most that many, as ``modprefs plan --jobs`` does (:mod:`modprefs.cores`)."""
+    from modprefs.config_files import locate
+    from modprefs.cores import capped_at_cores
+
+    jobs = (config.get("plan") or {}).get("jobs")
+    if not isinstance(jobs, int) or isinstance(jobs, bool):
+        return []
+    _, note = capped_at_cores(jobs, "plan.jobs")
+    if note is None:
+        return []
+    where = f"{locate(sources, ('plan', 'jobs'))}: " if sources else ""
+    return [note.replace("note: ", f"note: {where}", 1) + " (and at most snakemake's --cores)"]
+
+
+def validate_overlay(path: str | Path, schema_path: str | Path) -> dict[str, Any]:
+    """A config file read on its own as an overlay of config.yaml (``modprefs publish --config``): every key known
+    and its value valid by the schema, as the workflow would find them; the keys config.yaml supplies may be
+    absent. Returns the file's config.
+
+    Raises:
+        ConfigError: not YAML, not a mapping, an unknown key (e.g. ``licence``) or a bad value, each named with its
+            file and line.
+    """
+    from modprefs.config_files import config_sources
+
+    sources = config_sources([path])
+    config = dict(sources[0].data)
+    problems = non_finite_problems(config) or _schema_problems(config, schema_path, overlay=True)
+    if problems:
+        raise ConfigError(format_problems(problems, sources))
+    return dict(config)
 
 
 def validate_config(

@@ -93,6 +93,21 @@ def _clips_inside_out(work: Path) -> list[str]:
     return ["--clips", str(work / "o" / "out" / "clips.csv"), "--overwrite"]
 
 
+def _damaged_datasets_folder(work: Path) -> list[str]:
+    """The study's ratings as a datasets save_to_disk folder, one string in its .arrow file made invalid UTF-8 (the
+    file is memory-mapped: pyarrow's "Wrapping ... failed" when the column is read)."""
+    import datasets
+
+    folder = work / "ds"
+    tables = {t: pd.read_csv(work / "ratings" / f"{t}.csv") for t in ("ratings", "trials", "participants")}
+    datasets.DatasetDict({t: datasets.Dataset.from_pandas(df) for t, df in tables.items()}).save_to_disk(str(folder))
+    arrow = next((folder / "ratings").glob("*.arrow"))
+    data = arrow.read_bytes()
+    at = data.index(b"P0002P0002")
+    arrow.write_bytes(data[:at] + b"\xff\xfe\xfd" + data[at + 3 :])
+    return ["--ratings", str(folder)]
+
+
 # case: (setup(work) -> extra args, fragments the message must contain). ``work`` holds a copy of the valid
 # study; the command is ``modprefs stats --ratings work/ratings --clips work/clips.csv --out work/o/out``.
 CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
@@ -252,6 +267,19 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
         lambda w: _then((w / "r.xlsx").write_bytes(b"x"), args=["--ratings", str(w / "r.xlsx")]),
         ["unsupported file type '.xlsx'"],
     ),
+    "threads_zero": (lambda w: ["--threads", "0"], ["argument --threads: 0 is not a number of threads"]),
+    "threads_negative": (
+        lambda w: ["--threads", "-1"],
+        ["argument --threads: -1 is not a number of threads (a whole number >= 1)"],
+    ),
+    "threads_beyond_the_cores_noted": (
+        lambda w: ["--threads", "10000", "--clips", str(w / "nowhere.csv")],
+        ["note: --threads 10000 is more than the", "cores this machine gives the command; using", "file not found"],
+    ),
+    "damaged_arrow_in_a_datasets_folder": (
+        _damaged_datasets_folder,
+        ["ratings source", "cannot read the datasets folder", "data-00000-of-00001.arrow: a damaged Arrow file"],
+    ),
     "hub_unreachable": (
         lambda w: ["--ratings", "hf://some-lab/released-ratings"],
         ["could not load the Hugging Face dataset 'some-lab/released-ratings' from the hub"],
@@ -292,6 +320,20 @@ def test_bad_input_fails_cleanly(valid, tmp_path, case):
 
 
 # ---- documented results ------------------------------------------------------------------------------------
+@pytest.mark.slow  # a real analysis: over 5 s on 2 cores
+def test_a_cell_longer_than_the_csv_modules_field_limit_is_read(valid, tmp_path):
+    """A 200,000-character justification (Python's csv module stops at 131,072 characters a field, which the table
+    checks used to hit) is read and analysed like any other."""
+    work = tmp_path / "work"
+    shutil.copytree(valid, work)
+    trials = pd.read_csv(work / "ratings" / "trials.csv", dtype=str, keep_default_na=False)
+    trials.loc[trials.index[3], "justification"] = "long " * 40_000
+    trials.to_csv(work / "ratings" / "trials.csv", index=False)
+    assert _run(work / "ratings", work / "clips.csv", tmp_path / "out") == 0
+    written = pd.read_csv(tmp_path / "out" / "ratings" / "trials.csv", dtype=str, keep_default_na=False)
+    assert written["justification"].str.len().max() == 200_000
+
+
 def _run(source: Path, clips: Path, out: Path) -> int:
     return main(["stats", "--ratings", str(source), "--clips", str(clips), "--out", str(out), *FAST])
 

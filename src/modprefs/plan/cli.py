@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from modprefs.scale import RatingScale
 
 EXIT_UNMET = 3
+#: where the workflow's rule plan writes (rules/plan.smk): the config's plan block cannot move it
+WORKFLOW_PLAN_OUT = "results/plan"
 
 
 def _number(minimum: float | None = None, strict: bool = False) -> Callable[[str], float]:
@@ -267,6 +269,7 @@ def plan_from_args(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     _check_plan_out(args.out)
+    args.jobs = _capped_jobs(args.jobs)
     designs, targets = _designs_and_targets(args)
     costs = _costs(args, designs[0].conditions)
     scenarios = _split(args.scenarios, "--scenarios", SCENARIOS)
@@ -325,8 +328,31 @@ def _check_plan_out(out: Path) -> None:
             )
 
 
+def _capped_jobs(jobs: int) -> int:
+    """``--jobs`` capped at the machine's cores, with a note (a process per design beyond them only waits)."""
+    from modprefs.cores import capped_at_cores
+
+    jobs, note = capped_at_cores(jobs, "--jobs")
+    if note:
+        print(note, file=sys.stderr)
+    return jobs
+
+
+def _check_effect_on_scale(targets, scale: RatingScale) -> None:
+    """A Table 2 effect (rating points) smaller than the scale's range: no modality difference can be larger."""
+    from modprefs.plan.errors import PlanInputError
+
+    effect = targets.table2_effect
+    if effect is not None and abs(effect) >= scale.span:
+        raise PlanInputError(
+            f"--target-power-table2: {effect:g} rating points is not smaller than the range of the rating scale "
+            f"{scale.min:g}-{scale.max:g} ({scale.span:g} points; --scale), so no difference between the modalities "
+            "can be that large: give the effect in the scale's units"
+        )
+
+
 def _designs_and_targets(args: argparse.Namespace):
-    """The design grid and the targets (checked against the grid's conditions)."""
+    """The design grid and the targets (checked against the grid's conditions and the rating scale)."""
     from modprefs.plan.grid import CONDITION_CHOICES, Targets, design_grid, parse_int_list
 
     designs = design_grid(
@@ -355,6 +381,7 @@ def _designs_and_targets(args: argparse.Namespace):
         ci_level=args.ci_level,
     )
     targets.check(conditions)
+    _check_effect_on_scale(targets, _scale(args.scale))
     return designs, targets
 
 
@@ -434,6 +461,12 @@ def config_block_problems(block: dict | None, study_scale: dict | None = None) -
         text = text.replace("unrecognized arguments: ", "unknown key(s) or values: ")
         return re.sub(r"--([a-z0-9-]+)", lambda m: "plan." + m.group(1).replace("-", "_"), text)
 
+    block = block or {}
+    if "out" in block:
+        return [
+            f"plan.out: {block['out']!r}: the workflow writes the plan to {WORKFLOW_PLAN_OUT} (rule plan); leave "
+            "plan.out out, or run `modprefs plan --out DIR` for another folder"
+        ]
     parser = _Parser(prog="plan", add_help=False)
     add_arguments(parser)
     try:

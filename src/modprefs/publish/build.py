@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
+from modprefs.file_access import file_problem, printable
 from modprefs.io_tables import read_table
 from modprefs.publish.privacy import (
     find_leaks,
@@ -180,9 +181,16 @@ def read_results(results: str | Path) -> RunTables:
             raise PublishError(f"--results {results}: {exc}") from None
 
     judges = results / OPTIONAL[0]
+    try:
+        conversations = pd.read_parquet(results / REQUIRED[0])
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+        raise PublishError(
+            f"--results {results}: {results / REQUIRED[0]} cannot be read as Parquet "
+            f"({type(exc).__name__}: {printable(exc)})"
+        ) from None
     return RunTables(
         results=results,
-        conversations=pd.read_parquet(results / REQUIRED[0]),
+        conversations=conversations,
         final_prompts=table(REQUIRED[1]),
         manifest=table(REQUIRED[2]),
         stimuli=table(REQUIRED[3]),
@@ -242,12 +250,31 @@ def audio_cells(run: RunTables, read_bytes: Callable[[Path], bytes] | None = Non
     read_bytes = read_bytes or (lambda p: p.read_bytes())
     _need(run.manifest, ("clip_id", "path"), "audio/manifest.csv")
     out = {}
-    for clip, path in zip(run.manifest["clip_id"].astype(str), run.manifest["path"].astype(str)):
+    manifest = run.results / "audio/manifest.csv"
+    for row, (clip, path) in enumerate(zip(run.manifest["clip_id"].astype(str), run.manifest["path"].astype(str))):
         file = audio_path(run.results, path)
-        if not file.is_file():
-            raise PublishError(f"{run.results / 'audio/manifest.csv'}: clip {clip}: missing WAV {file}")
+        where = f"{manifest} row {row + 2}: clip {clip}"
+        problem = file_problem(file)
+        if problem == "file not found":
+            raise PublishError(f"{where}: missing WAV {file}")
+        if problem:
+            raise PublishError(f"{where}: {file} {problem}")
+        why = not_audio(file)
+        if why:
+            raise PublishError(f"{where}: {file} is not audio ({why}); the dataset's Audio cells must decode")
         out[clip] = {"bytes": read_bytes(file), "path": f"{clip}.wav"}
     return out
+
+
+def not_audio(path: Path) -> str | None:
+    """Why soundfile cannot read ``path`` as audio with samples (None: it can)."""
+    import soundfile as sf  # noqa: PLC0415
+
+    try:
+        info = sf.info(str(path))
+    except (sf.LibsndfileError, RuntimeError, OSError) as err:
+        return printable(err).rsplit(": ", 1)[-1]
+    return "no samples" if info.frames == 0 else None
 
 
 def stimuli_split(run: RunTables, audio: Mapping[str, dict[str, Any]]) -> pd.DataFrame:

@@ -7,7 +7,8 @@ its rating scale. Participant ids are salted hashes (``--salt``, the ``publish.s
 ``$MODPREFS_PUBLISH_SALT``; a random salt otherwise, never written). With ``--push-to-hub`` the card and data
 files are uploaded when a token is set; offline or without a token the dataset is still written and the command
 says so and exits 1. A missing or incomplete ``--results`` (``config.yaml`` included) exits 2 naming the missing
-file.
+file; so do an ``--out`` inside ``--results`` (or holding it), a ``--config`` with a key the workflow's schema does not
+know, and a manifest clip that is not audio.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 from modprefs.errors import UserInputError
 
 EXIT_PUSH_FAILED = 1
+#: the workflow's config schema: ``--config`` is checked against it as a ``--configfile`` would be
+SCHEMA = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -61,13 +64,20 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _options_config(args: argparse.Namespace, record: dict[str, Any]) -> dict[str, Any]:
     """The config whose ``publish`` block gives the options' defaults: ``--config`` when given, else the record."""
-    from modprefs.config_files import load_config_file  # noqa: PLC0415
+    from modprefs.config_checks import validate_overlay  # noqa: PLC0415
+    from modprefs.file_access import file_problem  # noqa: PLC0415
 
     if args.config is None:
         return record
-    if not args.config.is_file():
-        raise UserInputError(f"--config {args.config}: file not found")
-    return load_config_file(args.config)
+    problem = file_problem(args.config)
+    if problem:
+        raise UserInputError(f"--config {args.config}: {problem}")
+    # checked as the workflow checks a --configfile: a key it does not know (licence: for license:) is an error,
+    # not an option silently left at its default
+    try:
+        return validate_overlay(args.config, SCHEMA)
+    except UserInputError as exc:
+        raise UserInputError(f"--config {args.config}: {exc}") from None
 
 
 def options(args: argparse.Namespace, config: dict[str, Any] | None) -> Any:
@@ -86,21 +96,29 @@ def options(args: argparse.Namespace, config: dict[str, Any] | None) -> Any:
 
 
 def check_out(out: Path, overwrite: bool, results: Path) -> None:
-    """``--out`` is writable (:func:`modprefs.output_folder.output_folder_problem`) and absent, empty, or (with
-    ``--overwrite``) a folder that is neither the working directory nor holds ``--results``; else UserInputError."""
+    """``--out`` is writable (:func:`modprefs.output_folder.output_folder_problem`), lies outside ``--results`` and
+    does not hold it, and is absent, empty, or (with ``--overwrite``) a folder that is not the working directory nor
+    holds it; else UserInputError. Nothing under ``--results`` is ever replaced: a dataset written inside it would
+    be a file of the run (``--overwrite`` of ``results/stats`` once deleted its tables)."""
     from modprefs.output_folder import output_folder_problem  # noqa: PLC0415
 
     problem = output_folder_problem(out)
     if problem:
         raise UserInputError(problem)
+    target, run = out.resolve(), results.resolve()
+    if target == run or target in run.parents:
+        raise UserInputError(f"--out {out}: holds --results {results} (or is it); choose a folder outside the run")
+    if run in target.parents:
+        raise UserInputError(
+            f"--out {out}: lies inside --results {results}, the run's own folder, whose files publishing must not "
+            "replace or add to; choose a folder outside it (the workflow's `snakemake publish` writes "
+            "results/dataset itself)"
+        )
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise UserInputError(f"--out {out}: the folder is not empty; pass --overwrite to replace it as a whole")
-        target = out.resolve()
         if target == Path.cwd().resolve() or target in Path.cwd().resolve().parents:
             raise UserInputError(f"--out {out}: is the working directory or holds it; --overwrite would replace it")
-        if target == results.resolve() or target in results.resolve().parents:
-            raise UserInputError(f"--out {out}: holds --results {results}; --overwrite would delete it")
 
 
 def run(args: argparse.Namespace) -> int:
