@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -39,7 +40,8 @@ def test_assignments_recovered_from_ratings(tmp_path):
 
 
 @pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
-def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
+def test_stats_command_writes_tables_figures_report(tmp_path, capsys, caplog):
+    caplog.set_level("INFO")
     d, _, _, _ = _write_study(tmp_path)
     out = tmp_path / "out"
     rc = main(
@@ -86,6 +88,9 @@ def test_stats_command_writes_tables_figures_report(tmp_path, capsys):
     assert "Table 4" in (out / "report.html").read_text()
     assert sorted(p.name for p in (out / "ratings").iterdir()) == ["participants.csv", "ratings.csv", "trials.csv"]
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.")]  # no temporary folder left
+    # progress lines name the figures where they are after the run, not in the staging folder, which is gone (#49)
+    shown = [r.getMessage().removeprefix("figure ") for r in caplog.records if r.getMessage().startswith("figure ")]
+    assert len(shown) == 3 and all(Path(p).is_file() and Path(p).parent == out / "figures" for p in shown), shown
 
 
 def test_stats_command_rejects_bad_ratings(tmp_path, capsys):  # (more in tests/stats/test_stats_cli_bad_inputs.py)

@@ -433,7 +433,7 @@ def run_stats(
             valid,
             stimuli,
             judge_table,
-            tmp,
+            (tmp, out),
             params,
             report_config(ratings, clips, judges, columns or {}, params),
         )
@@ -466,9 +466,10 @@ def report_config(
 
 
 def _analyse(
-    valid: Any, stimuli: Any, judges: Any, tmp: Path, params: dict, config: dict
+    valid: Any, stimuli: Any, judges: Any, staged: tuple[Path, Path], params: dict, config: dict
 ) -> tuple[list[str], list[str]]:
-    """Write the validated tables under ``tmp/ratings``, read them back as the workflow does, run everything."""
+    """Write the validated tables under ``tmp/ratings`` (``staged``: the staging folder ``tmp`` and the ``--out`` it
+    becomes, which progress lines name), read them back as the workflow does, run everything."""
     from modprefs.io import write_text  # noqa: PLC0415
     from modprefs.ratings.ingest import write_valid  # noqa: PLC0415
     from modprefs.ratings.read import pairs_reason, read_study  # noqa: PLC0415
@@ -484,6 +485,7 @@ def _analyse(
     )
     from modprefs.stats.tables.outputs import output_paths, write_result  # noqa: PLC0415
 
+    tmp = staged[0]
     paths = {t: tmp / "ratings" / f"{t}.csv" for t in ("ratings", "trials", "participants")}
     write_valid(valid, paths)
     study = read_study(paths, stimuli=stimuli)
@@ -491,7 +493,7 @@ def _analyse(
     skipped: list[str] = []
 
     def emit(result: Any, table_names: tuple[str, ...], figure_names: tuple[str, ...]) -> None:
-        write_result(result, output_paths(table_names, figure_names, tmp))
+        write_result(result, output_paths(table_names, figure_names, tmp), staged)
         for name, table in result.tables.items():
             if list(table.columns) == ["status", "reason"] and (table["status"] == "skipped").all():
                 skipped.append(f"{name}: {table['reason'].iloc[0]}")

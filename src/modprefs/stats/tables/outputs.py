@@ -30,8 +30,15 @@ def output_paths(tables: Iterable[str], figures: Iterable[str], out: str | os.Pa
     return paths
 
 
-def write_result(result: AnalysisResult, outputs: Mapping[str, str | os.PathLike[str]]) -> None:
-    """Write every table and figure of ``result`` to its output (KeyError: an output the caller did not declare)."""
+def write_result(
+    result: AnalysisResult,
+    outputs: Mapping[str, str | os.PathLike[str]],
+    staged: tuple[Path, Path] | None = None,
+) -> None:
+    """Write every table and figure of ``result`` to its output (KeyError: an output the caller did not declare).
+
+    ``staged``: (the staging folder the outputs lie in, the folder it becomes): the log lines name a figure where
+    it will be once the run ends, not in the staging folder, which is gone by then."""
     for name, table in result.tables.items():
         write_csv(table, outputs[f"{name}_csv"])
         shown = table[result.md_columns[name]] if name in result.md_columns else table
@@ -40,4 +47,7 @@ def write_result(result: AnalysisResult, outputs: Mapping[str, str | os.PathLike
     for name, draw in result.figures.items():
         Path(outputs[name]).parent.mkdir(parents=True, exist_ok=True)
         draw(str(outputs[name]))
-        log.info("figure %s", outputs[name])
+        shown = Path(outputs[name])
+        if staged is not None and staged[0] in shown.parents:
+            shown = staged[1] / shown.relative_to(staged[0])
+        log.info("figure %s", shown)
