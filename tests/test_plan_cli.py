@@ -334,6 +334,10 @@ PLAN_CASES = {
         ["--scale", "-2:2", "--target-power-table2", "-4"],
         ["--target-power-table2: -4 rating points", "-2-2 (4 points"],
     ),
+    "clips_n_chars_not_a_number": (
+        ["--clips", "{dir}/clips.csv", "--target-icc-k", "0.5"],
+        ["--clips", "clips.csv row 3, column n_chars: 'long' is not a number of characters"],
+    ),
     "jobs_zero": (["--jobs", "0", "--target-icc-k", "0.5"], ["argument --jobs: 0 is below the minimum 1"]),
     "threads_zero": (["--threads", "0", "--target-icc-k", "0.5"], ["argument --threads: 0 is not a number of threads"]),
     "threads_negative": (
@@ -348,6 +352,9 @@ def test_plan_bad_input_fails_cleanly(tmp_path, case):
     from bad_inputs import assert_clean_failure
 
     argv, mention = PLAN_CASES[case]
+    clips = tmp_path.parent / f"{tmp_path.name}-clips.csv"  # outside the watched folder
+    clips.write_text("clip_id,prompt_id,n_chars\na_0,a,12\na_1,a,long\n")
+    argv = [a.replace("{dir}/clips.csv", str(clips)) for a in argv]
     grid = ["--prompts", "12", "--raters", "8", "--trials", "6", "--no-progress", "--cache", str(tmp_path / "cache")]
     cmd = [sys.executable, "-m", "modprefs.cli", "plan", *grid, *argv, "--out", str(tmp_path / "plan")]
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENBLAS_NUM_THREADS": "1"}

@@ -491,6 +491,7 @@ def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float
     from modprefs.plan.engine import cached_object
     from modprefs.plan.priors import paper_priors
 
+    pool = _lengths_pool(args.clips) if args.clips is not None else None  # checked before any prior is fitted
     on_scale = {} if scale.is_paper else {"scale": [scale.min, scale.max, scale.step]}
     if args.pilot is not None:
         from modprefs.plan.pilot import pilot_priors, read_pilot
@@ -511,8 +512,8 @@ def _priors(args: argparse.Namespace, cache: Path | None, quantiles: tuple[float
     else:
         payload = {"paper": True, "seed": args.seed, "boot": args.prior_boot, "q": quantiles, **on_scale}
         priors = cached_object(cache, payload, lambda: paper_priors(args.seed, args.prior_boot, quantiles, scale=scale))
-    if args.clips is not None:
-        priors = dataclasses.replace(priors, lengths_pool=_lengths_pool(args.clips))
+    if pool is not None:
+        priors = dataclasses.replace(priors, lengths_pool=pool)
     return priors
 
 
@@ -575,15 +576,24 @@ def _lengths_pool(path: Path):
     import numpy as np
     import pandas as pd
 
+    from modprefs.io_tables import read_table
     from modprefs.plan.errors import PlanInputError
 
     if not path.is_file():
         raise PlanInputError(f"--clips: {path} does not exist")
-    clips = pd.read_csv(path, dtype={"clip_id": str, "prompt_id": str})
+    clips = read_table(path, what=f"--clips {path}")  # the one table reader: ids verbatim, any cell length
     missing = [c for c in ("clip_id", "prompt_id", "n_chars") if c not in clips.columns]
     if missing:
         raise PlanInputError(f"--clips: {path} lacks column(s) {missing}")
-    response = clips["clip_id"].str.extract(r"_([01])$")[0]
+    n_chars = pd.to_numeric(clips["n_chars"], errors="coerce")
+    bad = np.flatnonzero((n_chars.isna() & clips["n_chars"].notna()).to_numpy() | (n_chars < 0).to_numpy())
+    if bad.size:
+        raise PlanInputError(
+            f"--clips: {path} row {bad[0] + 2}, column n_chars: {str(clips['n_chars'].iat[bad[0]])[:40]!r} is not a "
+            "number of characters (a whole number >= 0)"
+        )
+    clips = clips.assign(n_chars=n_chars)
+    response = clips["clip_id"].astype(str).str.extract(r"_([01])$")[0]
     if "response" in clips.columns:
         response = clips["response"].astype(str)
     wide = clips.assign(response=response).pivot_table(index="prompt_id", columns="response", values="n_chars")
