@@ -26,7 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+import soundfile as sf
 import yaml
 
 from bad_inputs import assert_clean_failure
@@ -127,6 +130,96 @@ def _utterance(key: str, value) -> Callable[[dict], None]:
     return lambda row: row["conversation_history"][1].update({key: value})
 
 
+def _tone(path: Path, seconds: float = 1.0, rate: int = 16000, freq: float = 440.0) -> None:
+    t = np.arange(int(rate * seconds)) / rate
+    sf.write(path, 0.3 * np.sin(2 * np.pi * freq * t), rate)
+
+
+def _pair_rows(n: int = 3, **audio: list[str]) -> list[dict]:
+    """``n`` valid items of a pairs table; ``audio_0=[...]`` / ``audio_1=[...]`` give their audio files."""
+    rows = [
+        {"item_id": f"it{i}", "prompt": f"Question {i}?", "response_0": f"Answer {i}.", "response_1": f"Reply {i}."}
+        for i in range(n)
+    ]
+    for column, files in audio.items():
+        for row, name in zip(rows, files):
+            row[column] = name
+    return rows
+
+
+def _pairs(
+    rows: list[dict] | Callable[[Path], str],
+    given: bool = False,
+    wavs: tuple[str, ...] = (),
+    data: dict | None = None,
+    prepare: Callable[[Path], None] | None = None,
+) -> Callable[[dict, Path], None]:
+    """data.format pairs: ``rows`` as {dir}/pairs.csv (or a callable making the source, returning its path); ``wavs``
+    written as 1-second tones; ``given``: tts.backend given (the lab's audio)."""
+
+    def edit(cfg: dict, folder: Path) -> None:
+        for i, name in enumerate(wavs):
+            _tone(folder / name, freq=300.0 + 50 * i)
+        if prepare:
+            prepare(folder)
+        if callable(rows):
+            source = rows(folder)
+        else:
+            pd.DataFrame(rows).to_csv(folder / "pairs.csv", index=False)
+            source = str(folder / "pairs.csv")
+        cfg["data"] = {"source": source, "format": "pairs", **(data or {})}
+        if given:
+            cfg["tts"] = {"backend": "given", "shard_size": cfg["tts"]["shard_size"]}
+
+    return edit
+
+
+def _with(rows: list[dict], i: int, **changes: str) -> list[dict]:
+    rows[i].update(changes)
+    return rows
+
+
+def _saved_dataset(splits: dict[str, list[dict]], damage: bytes | None = None, audio: bool = False) -> Callable:
+    """A datasets save_to_disk folder of ``splits`` in {dir}/ds; ``damage``: that string of its first .arrow file made
+    invalid UTF-8; ``audio``: audio_0 / audio_1 typed datasets.Audio."""
+
+    def make(folder: Path) -> str:
+        import datasets
+
+        out = {}
+        for name, rows in splits.items():
+            ds = datasets.Dataset.from_list(rows)
+            if audio:
+                for column in ("audio_0", "audio_1"):
+                    ds = ds.cast_column(column, datasets.Audio(decode=False))
+            out[name] = ds
+        datasets.DatasetDict(out).save_to_disk(str(folder / "ds"))
+        if damage is not None:
+            arrow = sorted((folder / "ds").rglob("*.arrow"))[0]
+            data = arrow.read_bytes()
+            at = data.index(damage)
+            arrow.write_bytes(data[:at] + b"\xff\xfe\xfd" + data[at + 3 :])
+        return str(folder / "ds")
+
+    return make
+
+
+def _audio_cells(folder: Path) -> list[dict]:
+    _tone(folder / "a.wav")
+    _tone(folder / "b.wav", freq=330.0)
+    good = [{"bytes": (folder / n).read_bytes(), "path": n} for n in ("a.wav", "b.wav")]
+    rows = _pair_rows(2)
+    for row in rows:
+        row["audio_0"], row["audio_1"] = good
+    rows[1]["audio_1"] = {"bytes": b"not audio", "path": "b.wav"}
+    return rows
+
+
+def _loops(folder: Path) -> None:
+    (folder / "loop.wav").symlink_to("loop2.wav")
+    (folder / "loop2.wav").symlink_to("loop.wav")
+
+
 GOOD_ATTENTION = {
     "prompt_id": "attn",
     "prompt": "How do I keep bread fresh?",
@@ -201,6 +294,39 @@ CASES = [
         "plan grid range backwards",
         ["config.yaml line", "plan.raters: range '90:30:10' needs start <= stop"],
         _set("plan", {"raters": "90:30:10", "target_icc_k": 0.5}),
+    ),
+    # --- study.scale (issue #49): named with its key, never a stack from rules/common.smk ----------------------
+    Case(
+        "scale max below min",
+        ["config.yaml line", "study.scale: max (1) must be greater than min (5)"],
+        _set("study.scale", {"min": 5, "max": 1}),
+    ),
+    Case(
+        "scale step not dividing the range",
+        ["config.yaml line", "study.scale: step 3 does not divide the range 1-5", "1.33333 steps"],
+        _set("study.scale", {"min": 1, "max": 5, "step": 3}),
+    ),
+    Case(
+        "scale 0:0",
+        ["config.yaml line", "study.scale: max (0) must be greater than min (0)"],
+        _set("study.scale", {"min": 0, "max": 0}),
+    ),
+    Case(
+        "scale step 1e-9",
+        ["config.yaml line", "study.scale: a step of 1e-09 cuts 0-4 into 4,000,000,000 steps", "more than the 10,000"],
+        _set("study.scale", {"min": 0, "max": 4, "step": 1e-9}),
+    ),
+    # --- the plan block: checked as `modprefs plan` checks its options (issue #49) --------------------------------
+    Case(
+        "plan.out set",
+        ["config.yaml line", "plan.out: '/etc': the workflow writes the plan to results/plan"],
+        _set("plan.out", "/etc"),
+    ),
+    Case("plan.jobs zero", ["config.yaml line", "plan.jobs: 0 is below the minimum 1"], _set("plan.jobs", 0)),
+    Case(
+        "plan effect beyond the scale",
+        ["config.yaml line", "plan.target_power_table2: 10 rating points is not smaller than the range", "1-5"],
+        lambda c, _: (c["study"].update(scale={"min": 1, "max": 5}), c["plan"].update(target_power_table2=10)),
     ),
     Case(
         "allocation min > max",
@@ -381,6 +507,92 @@ CASES = [
         ["{dir}/conversations.jsonl", "no eligible 'unguided' conversation"],
         _file("data.source", "conversations.jsonl", ""),
     ),
+    # --- a lab's pairs table and its audio (issue #49) -----------------------------------------------------------
+    Case(
+        "pairs prompt of invisible characters",
+        [
+            "data.source: {dir}/pairs.csv, row 3, column 'prompt': empty prompt (only invisible characters: "
+            "U+200B ZERO WIDTH SPACE, U+200E LEFT-TO-RIGHT MARK)"
+        ],
+        _pairs(_with(_pair_rows(), 1, prompt="\u200b\u200e")),
+    ),
+    Case(
+        "pairs ids differing by a zero-width space",
+        ["{dir}/pairs.csv, row 3, column 'item_id': duplicate item_id 'it0' (first at row 2)", "U+200B ZERO WIDTH"],
+        _pairs(_with(_pair_rows(), 1, item_id="it0\u200b")),
+    ),
+    Case(
+        "pairs sides differing only in invisible characters",
+        ["{dir}/pairs.csv, row 2: both sides are identical"],
+        _pairs(_with(_pair_rows(), 0, response_1="Answer\u2060 0.")),
+    ),
+    Case(
+        "pairs cell over the csv module's field limit",
+        ["{dir}/pairs.csv, row 2, column 'response_0': 200,000 characters, more than the 20,000"],
+        _pairs(_with(_pair_rows(), 0, response_0="word " * 40_000)),
+    ),
+    Case(
+        "pairs same WAV on both sides",
+        ["row 2, column 'audio_1': the same audio as audio_0 (a.wav)", "data.allow_identical_audio: true"],
+        _pairs(
+            _pair_rows(audio_0=["a.wav", "b.wav", "c.wav"], audio_1=["a.wav", "c.wav", "b.wav"]),
+            True,
+            wavs=("a.wav", "b.wav", "c.wav"),
+        ),
+    ),
+    Case(
+        "pairs audio a folder named x.wav",
+        ["row 3, column 'audio_1': audio file {dir}/x.wav is a folder, not a file"],
+        _pairs(
+            _pair_rows(audio_0=["a.wav", "b.wav", "c.wav"], audio_1=["b.wav", "x.wav", "a.wav"]),
+            True,
+            wavs=("a.wav", "b.wav", "c.wav"),
+            prepare=lambda d: (d / "x.wav").mkdir(),
+        ),
+    ),
+    Case(
+        "pairs audio a symbolic link loop",
+        ["row 4, column 'audio_0': audio file {dir}/loop.wav is a symbolic link loop"],
+        _pairs(
+            _pair_rows(audio_0=["a.wav", "b.wav", "loop.wav"], audio_1=["b.wav", "a.wav", "a.wav"]),
+            True,
+            wavs=("a.wav", "b.wav"),
+            prepare=_loops,
+        ),
+    ),
+    Case(
+        "pairs given WAV of 20 minutes",
+        [
+            "row 2, column 'audio_0': the audio lasts 20.0 min (1,200 s, 19 MB), longer than data.max_audio_s (600 s)",
+            "raise data.max_audio_s and audio_qc.thresholds.max_duration_s",
+        ],
+        _pairs(
+            _pair_rows(audio_0=["long.wav", "b.wav", "c.wav"], audio_1=["b.wav", "c.wav", "b2.wav"]),
+            True,
+            wavs=("b.wav", "c.wav", "b2.wav"),
+            prepare=lambda d: _tone(d / "long.wav", seconds=1200, rate=8000),
+        ),
+    ),
+    Case(
+        "pairs source a symbolic link loop",
+        ["data.source: '{dir}/loop.wav' is a symbolic link loop"],
+        _pairs(lambda d: str(d / "loop.wav"), prepare=_loops),
+    ),
+    Case(
+        "pairs damaged datasets folder",
+        ["data.source", "cannot read the datasets folder", "{dir}/ds/train/data-00000-of-00001.arrow: a damaged Arrow"],
+        _pairs(_saved_dataset({"train": _pair_rows()}, damage=b"Question 1?")),
+    ),
+    Case(
+        "pairs published study without its stimuli",
+        ["data.source", "the ratings of a published study without its stimuli split"],
+        _pairs(_saved_dataset({"ratings": [{"participant_id": "p1", "rating": 5}], "participants": [{"age": 30}]})),
+    ),
+    Case(
+        "pairs garbage Audio cell",
+        ["row 2, column 'audio_1': the Audio cell's 9 bytes are not audio soundfile reads", "they begin b'not audio'"],
+        lambda c, d: _pairs(_saved_dataset({"train": _audio_cells(d)}, audio=True), True)(c, d),
+    ),
 ]
 
 
@@ -448,4 +660,23 @@ def test_an_option_made_unused_is_noted_with_its_line(workdir):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(
         r"note: config\.yaml line \d+: ratings\.columns is unused: ratings\.source is 'simulate'", proc.stderr
+    )
+
+
+def test_plan_jobs_beyond_the_cores_is_capped_with_a_note_naming_its_line(workdir):
+    """`plan: {jobs: 10000}` is checked as `modprefs plan --jobs` is: valid, capped at the cores, and said so."""
+    config = workdir / "config.yaml"
+    good = config.read_bytes()
+    try:
+        cfg = yaml.safe_load(good)
+        cfg["plan"]["jobs"] = 10000
+        config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        proc = subprocess.run(snakemake_cmd(workdir), capture_output=True, text=True, timeout=300)
+    finally:
+        config.write_bytes(good)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.search(
+        r"note: config\.yaml line \d+: plan\.jobs 10000 is more than the \d+ cores this machine gives the command; "
+        r"using \d+ \(and at most snakemake's --cores\)",
+        proc.stderr,
     )

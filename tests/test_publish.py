@@ -799,3 +799,24 @@ def test_publish_bad_input_fails_cleanly_and_results_keep_every_file(finished, t
     env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "HF_DATASETS_OFFLINE": "1"}
     result = assert_clean_failure(cmd, watch=[work], must_mention=mention, env=env, timeout=300)
     assert result.returncode == 2 and result.output.startswith("modprefs publish: error: "), result.output
+
+
+@pytest.mark.slow
+def test_the_hubs_parquet_layout_of_a_published_study_is_read_back(published, tmp_path):
+    """A clone of the dataset's hub repository holds README.md and data/<split>/train-*.parquet only (no save_to_disk
+    copy): `modprefs stats` reads its ratings, trials and participants splits, its stimuli and the scale its card
+    records, and gives the run's icc.csv (it was refused with a message about mismatched columns, #49); the same
+    folder is a pairs source (its stimuli split, with their audio)."""
+    from modprefs.data.pairs import load_pairs
+
+    res, out = published
+    clone = tmp_path / "clone"
+    shutil.copytree(out / "data", clone / "data")
+    shutil.copy(out / "README.md", clone / "README.md")
+    dest = tmp_path / "stats"
+    assert main(["stats", "--ratings", str(clone), "--out", str(dest), *STATS_ARGS]) == 0
+    assert (dest / "tables/icc.csv").read_bytes() == (res / "stats/tables/icc.csv").read_bytes()
+    conv = load_pairs({"format": "pairs", "source": str(clone)}, "given", audio_dir=tmp_path / "audio")
+    stimuli = pd.read_csv(res / "study/stimuli.csv")
+    assert sorted(conv["conversation_id"]) == sorted(stimuli["prompt_id"].unique())
+    assert all(Path(p).is_file() for p in conv["audio_0"])
