@@ -368,8 +368,11 @@ def _check_out(out: Path, overwrite: bool, inputs: list[Path]) -> None:
 
 
 def _check_text_file(path: Path, option: str) -> None:
-    if not path.is_file():
-        raise UserInputError(f"{option} {path}: file not found")
+    from modprefs.file_access import file_problem  # noqa: PLC0415
+
+    problem = file_problem(path)
+    if problem:
+        raise UserInputError(f"{option} {path}: {problem}")
     try:
         path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

@@ -240,8 +240,10 @@ def read_table(
         raise TableError(
             f"{name}: is a folder; give the table's file (CSV, TSV or Parquet)" + (f" ({path})" if what else "")
         )
-    if not path.is_file():
-        raise TableError(f"{name}: file not found" + (f" ({path})" if what else ""))
+    if not path.is_file():  # a symbolic-link loop or a dangling link is said as such (modprefs.file_access)
+        from modprefs.file_access import file_problem
+
+        raise TableError(f"{name}: {file_problem(path) or 'file not found'}" + (f" ({path})" if what else ""))
     if path.suffix.lower() in PARQUET_SUFFIXES:
         return _read_parquet(path, name, strings, allow_empty)
     text = decode(path.read_bytes(), name)

@@ -267,6 +267,20 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
         lambda w: _then((w / "r.xlsx").write_bytes(b"x"), args=["--ratings", str(w / "r.xlsx")]),
         ["unsupported file type '.xlsx'"],
     ),
+    "ratings_source_a_symbolic_link_loop": (
+        lambda w: _then(
+            (w / "loop").symlink_to("loop2"), (w / "loop2").symlink_to("loop"), args=["--ratings", str(w / "loop")]
+        ),
+        ["ratings source", "loop: is a symbolic link loop"],
+    ),
+    "clips_a_dangling_link": (
+        lambda w: _then((w / "gone.csv").symlink_to("nowhere.csv"), args=["--clips", str(w / "gone.csv")]),
+        ["--clips", "gone.csv: is a symbolic link to nowhere.csv, which does not exist"],
+    ),
+    "modality_terms_a_folder": (
+        lambda w: ["--modality-terms", str(w / "ratings")],
+        ["--modality-terms", "ratings: is a folder, not a file"],
+    ),
     "threads_zero": (lambda w: ["--threads", "0"], ["argument --threads: 0 is not a number of threads"]),
     "threads_negative": (
         lambda w: ["--threads", "-1"],

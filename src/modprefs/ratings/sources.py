@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
+from modprefs.file_access import file_problem
 from modprefs.io_tables import PARQUET_SUFFIXES, TABLE_SUFFIXES, read_table, strings_frame
 from modprefs.published_layout import (
     folder_read_failure,
@@ -237,6 +238,8 @@ def load_ratings_source(
         files = source_files(path)
     elif path.is_dir():
         raw, files = _from_data_files(path)
+    elif (problem := file_problem(path)) not in (None, "file not found"):  # a link loop, a dangling link, ...
+        raise RatingsSourceError(f"ratings source {text}: {problem}")
     else:
         raise RatingsSourceError(
             f"ratings source {text}: no such file or folder (expected a folder with "
