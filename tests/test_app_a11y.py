@@ -1,50 +1,67 @@
-"""Accessibility of the participant pages (WCAG 2.1 A/AA) in a real browser (Playwright driving Debian's chromium).
+"""Accessibility of the participant pages and the dashboard in a real browser (Playwright driving Debian's chromium).
 
-* axe-core (``axe-playwright-python``) finds no violation of the WCAG 2.0/2.1 A and AA rules on any page of either
-  condition (consent, demographics, headphone check, trial locked / unlocked / after the reveal / ready to submit,
-  difficulty, done, the ended and message pages), at 1280x800 and at 390x844;
-* what axe cannot see: unset sliders read "not rated", a set one its value with the scale's end labels; the
-  players are named per response; the preference radios are a named group; hints are live regions; the
-  playback position can be sought with the keyboard after the first listen; the slider track has 3:1 against
-  the card and between its locked and unlocked states; every touch target is 44 px or more at 390 px;
+* axe-core (``axe-playwright-python``'s axe 4.x) with **every** rule enabled (the WCAG 2.0-2.2 A, AA and AAA rules,
+  the best practices and the experimental rules: ``browser_kit.axe_all_rules``) finds no violation on any page of
+  either condition (consent, demographics and its error state, headphone check, calibration, instructions, practice
+  trial, trial locked / unlocked / after the reveal / ready to submit, the other-tab dialog, difficulty, done, the
+  ended pages: declined, already taken part, expired, paused, closed; the problem page, the not-saved page, the
+  message pages) nor on the admin dashboard and the latest responses, at 1280x800 and at 390x844;
+* chromium's accessibility tree (CDP ``Accessibility.getFullAXTree``) on the trial page in both conditions: every
+  control has a name, each rating's name says which response it rates (no two share one), its description says
+  "Not rated yet." until it is set, then only the scale's end labels, and its value is the value set; the players,
+  the playback positions, the preference radios (in their named group) and the submit button are named (the tree
+  has no aria-valuetext: the announced "not rated" / "100, Perfect" is checked from the DOM);
+* each page has one h1 and a title of its own; demographics errors are tied to their fields (``aria-invalid``,
+  ``aria-describedby``) and the focus goes to the first; the headphone check keeps the focus on the play button
+  it pressed; "Show Response B" becoming available is announced; the completion page does not leave by itself;
+  the dashboard updates by fetch into a live region (no meta refresh);
+* what axe cannot see: hints are live regions; the playback position can be sought with the keyboard after the
+  first listen; the slider track has 3:1 against the card and between its locked and unlocked states; every touch
+  target is 44 px or more at 390 px;
 * a keyboard-only participant (Tab, Space, Enter, arrow keys) completes both conditions; after "Show Response B"
   the focus is on Response B; a one-way move of many arrow presses is one logged change (``rating_changes`` 0).
+  tests/test_app_browser_scale.py: a keyboard-only session on a 1-5 scale of labelled category points.
 
 Skipped without chromium or Playwright unless MODPREFS_REQUIRE_BROWSER=1 (tests/app/browser_kit.py).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_services import app_server  # noqa: E402
 from app_study import ATTENTION, load, make_study  # noqa: E402
-from browser_kit import browser, data_of, wait_until  # noqa: E402,F401 (browser: a fixture)
+from browser_kit import (  # noqa: E402,F401 (browser: a fixture)
+    ax_controls,
+    axe_all_rules,
+    browser,
+    data_of,
+    headings,
+    tab_to,
+    wait_until,
+)
+from sqlalchemy import update  # noqa: E402
+
+from modprefs.app import service  # noqa: E402
+from modprefs.app.models import Participant  # noqa: E402
 
 pytestmark = pytest.mark.integration  # a server and a browser: not in `make test-fast`
 
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "mobile": {"width": 390, "height": 844}}
-WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+SECRET = "a11y-admin-secret-0123456789"
+CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 TARGETS = (
-    "button, a.button, input[type=range], label.inline, select, textarea, [role=slider], "
+    "button, a.button, input[type=range], label.inline, label.point, select, textarea, [role=slider], "
     "input:not([type=hidden]):not([type=radio]):not([type=range])"
 )
-
-
-def axe_violations(page) -> list[dict]:
-    from axe_playwright_python.sync_playwright import Axe
-
-    res = Axe().run(page, options={"runOnly": {"type": "tag", "values": WCAG_TAGS}, "resultTypes": ["violations"]})
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
-        for v in res.response["violations"]
-    ]
 
 
 def small_targets(page) -> list[str]:
@@ -60,16 +77,23 @@ def small_targets(page) -> list[str]:
 
 
 class Audit:
+    """axe (every rule) on the page, its h1 and its title; on a phone its touch targets."""
+
     def __init__(self, page, mobile: bool):
         self.page, self.mobile = page, mobile
         self.found: dict[str, list] = {}
         self.pages: list[str] = []
+        self.titles: dict[str, str] = {}
 
-    def __call__(self, name: str) -> None:
+    def __call__(self, name: str, kind: str | None = None) -> None:
         self.pages.append(name)
-        v = axe_violations(self.page)
+        v = axe_all_rules(self.page)
         if v:
             self.found[name] = v
+        h1 = [text for level, text in headings(self.page) if level == 1]
+        if len(h1) != 1:
+            self.found[name + " (h1)"] = h1
+        self.titles[kind or name] = self.page.title()
         if self.mobile:
             small = small_targets(self.page)
             if small:
@@ -108,11 +132,50 @@ def coherent_position(page, condition: str) -> str:
     return "A" if text_a == ATTENTION["responses"][0]["text"].strip() else "B"
 
 
+def live(page) -> None:
+    wait_until(page, "window.__modprefs.claimed === true")
+
+
 def demographics_by_pointer(page) -> None:
     page.fill("#age", "29")
     page.check("input[name=native_english][value=yes]")
     with page.expect_navigation():
         page.click("#demographics-form button[type=submit]")
+
+
+def demographics_errors(page) -> dict:
+    """The questionnaire sent without the native-language answer (the browser's own check off): the server's
+    error page; where the focus is and how the error is tied to its field."""
+    page.fill("#age", "29")
+    page.evaluate("document.getElementById('demographics-form').noValidate = true")
+    with page.expect_navigation():
+        page.click("#demographics-form button[type=submit]")
+    return page.evaluate(
+        """() => { const a = document.activeElement; const g = document.getElementById('native_english-group');
+            return {focus: a.name + '=' + a.value, invalid: a.getAttribute('aria-invalid'),
+                    described: g.getAttribute('aria-describedby'),
+                    error: document.getElementById(g.getAttribute('aria-describedby')).textContent,
+                    summary: document.getElementById('error-summary').getAttribute('role'),
+                    link: document.querySelector('#error-summary a').getAttribute('href')}; }"""
+    )
+
+
+def headphones_by_keyboard(page) -> list[str]:
+    """Press each sound's play button by keyboard: where the focus is after each press (each plays once, and the
+    next press pauses it: the screening's own flow is tested in test_app_browser_integrity.py); then answer."""
+    focus = []
+    for i in range(page.locator(".hp-question").count()):
+        page.focus(f"#hp-play-{i}")
+        page.keyboard.press("Enter")
+        focus.append(
+            page.evaluate("document.activeElement.id + ':' + document.activeElement.getAttribute('aria-disabled')")
+        )
+    page.evaluate("document.querySelectorAll('#headphones-form input[type=radio]').forEach(r => r.disabled = false)")
+    for i in range(page.locator(".hp-question").count()):
+        page.check(f"input[name=q{i}][value='1']")
+    with page.expect_navigation():
+        page.click("#hp-submit")
+    return focus
 
 
 def axe_session(page, base: str, pid: str, audit: Audit, checks: dict) -> str:
@@ -121,34 +184,23 @@ def axe_session(page, base: str, pid: str, audit: Audit, checks: dict) -> str:
     page.click("button[value=yes]")
     page.wait_for_selector("#demographics-form")
     audit("demographics")
-    page.fill("#age", "29")
-    page.evaluate("document.getElementById('demographics-form').noValidate = true")  # the server's error state
-    with page.expect_navigation():
-        page.click("#demographics-form button[type=submit]")
+    checks["errors"] = demographics_errors(page)
     audit("demographics (errors)")
     demographics_by_pointer(page)
     if data_of(page)["page"] == "headphones":
         audit("headphones")
-        # the screening's own flow is tested in test_app_browser_integrity.py: answer it without listening
-        page.evaluate(
-            "document.querySelectorAll('#headphones-form input[type=radio]').forEach(r => r.disabled = false)"
-        )
-        for i in range(page.locator(".hp-question").count()):
-            page.check(f"input[name=q{i}][value='1']")
-        with page.expect_navigation():
-            page.click("#hp-submit")
+        checks["hp_focus"] = headphones_by_keyboard(page)
     cond = data_of(page)["condition"]
     while data_of(page)["page"] == "trial":
+        live(page)
         trial = data_of(page)["trial"]
-        audit(f"{cond} trial {trial}: locked")
+        audit(f"{cond} trial {trial}: locked", f"trial {trial}")
         sliders = ["#rating_A", "#rating_B"]
         if cond == "audio":
             sliders += ["#audio_quality_A", "#audio_quality_B"]
-            assert page.get_attribute("#play-A", "aria-label") == "Play response A"
-            assert page.get_attribute("#play-B", "aria-label") == "Play response B"
             page.click("#play-A")
             page.wait_for_selector("#rating_A:enabled", timeout=15000)
-            audit(f"{cond} trial {trial}: A unlocked")
+            audit(f"{cond} trial {trial}: A unlocked", f"trial {trial}")
             page.click("#play-B")
             page.wait_for_selector("#rating_B:enabled", timeout=15000)
             assert page.get_attribute("#play-B", "aria-label") == "Replay response B"
@@ -158,19 +210,25 @@ def axe_session(page, base: str, pid: str, audit: Audit, checks: dict) -> str:
             assert page.is_disabled("#rating_B")
             checks["track_off"] = computed(page, "#rating_B", "--track")
             page.wait_for_selector("#reveal-B:enabled", timeout=15000)
+            checks["reveal_announced"] = (
+                page.get_attribute("#reveal-status", "role"),
+                page.inner_text("#reveal-status"),
+            )
             page.click("#reveal-B")
-            audit(f"{cond} trial {trial}: after reveal")
+            audit(f"{cond} trial {trial}: after reveal", f"trial {trial}")
         if trial == 0:
             checks[cond] = aria_checks(page)
+            checks[cond]["ax_unset"] = ax_controls(page)
         for sel in sliders:
             page.focus(sel)
             page.keyboard.press("End")
             page.keyboard.press("Enter")
-        if trial == 0:
-            checks[cond]["valuetext_set"] = page.get_attribute("#rating_A", "aria-valuetext")
         page.check(f"input[name=preference][value={coherent_position(page, cond) if trial == 0 else 'A'}]")
         assert page.is_enabled("#submit")
-        audit(f"{cond} trial {trial}: ready")
+        if trial == 0:
+            checks[cond]["ax_set"] = ax_controls(page)
+            checks[cond]["valuetext_set"] = page.get_attribute("#rating_A", "aria-valuetext")
+        audit(f"{cond} trial {trial}: ready", f"trial {trial}")
         with page.expect_navigation():
             page.click("#submit")
     assert data_of(page)["page"] == "difficulty"
@@ -195,11 +253,6 @@ def seek_by_keyboard(page) -> dict:
 def aria_checks(page) -> dict:
     return {
         "valuetext_unset": page.get_attribute("#rating_A", "aria-valuetext"),
-        "described": page.get_attribute("#rating_A", "aria-describedby"),
-        "group": page.evaluate(
-            "(() => { const g = document.querySelector('[role=radiogroup]');"
-            " return g && document.getElementById(g.getAttribute('aria-labelledby')).textContent; })()"
-        ),
         "live": page.evaluate(
             "['submit-hint', 'server-notice'].map(id => document.getElementById(id).getAttribute('role'))"
         ),
@@ -209,12 +262,130 @@ def aria_checks(page) -> dict:
     }
 
 
+def check_trial_ax(controls: list[dict], condition: str, rated: bool) -> None:
+    """The trial page's controls in chromium's accessibility tree (paper scale 1..100, "Terrible".."Perfect")."""
+    assert all(c["name"] for c in controls if c["role"] not in ("group",)), [c for c in controls if not c["name"]]
+    fields = {"Response quality (the content of the answer)"}
+    if condition == "audio":
+        fields.add("Audio quality (clarity and naturalness of the speech)")
+    ratings = [c for c in controls if c["role"] == "slider" and not c["name"].startswith("Playback")]
+    assert sorted(c["name"] for c in ratings) == sorted(f"Response {r}: {f}" for r in "AB" for f in fields), ratings
+    for c in ratings:
+        # the tree's value is the input's (chromium's tree has no aria-valuetext),
+        # so an unset rating says "not rated" in its description, beside the scale's end labels
+        assert c["description"] == ("Terrible Perfect" if rated else "Not rated yet. Terrible Perfect"), c
+        assert c["value"] == ("100" if rated else "50"), c
+    names = [c["name"] for c in controls if c["role"] in ("button", "slider", "textbox")]
+    assert len(names) == len(set(names)), names  # no two controls share a name
+    buttons = {c["name"] for c in controls if c["role"] == "button"}
+    assert "Submit and continue" in buttons
+    if condition == "audio":
+        assert {"Replay response A", "Replay response B"} <= buttons, buttons
+        positions = {c["name"] for c in controls if c["name"].startswith("Playback")}
+        assert positions == {"Playback position of response A", "Playback position of response B"}
+    radios = [c for c in controls if c["role"] == "radio"]
+    assert [c["name"] for c in radios] == ["Response A", "Response B", "Tie (no preference)"], radios
+    assert all(c["groups"][:1] == ["Which response do you prefer?"] for c in radios), radios
+    assert [c["name"] for c in controls if c["role"] == "textbox"] == ["Why? (optional)"]
+
+
+def other_pages(page, base: str, db, audit: Audit, tag: str) -> None:
+    """The pages off the main path: declined, unknown link, the index, expired, paused, closed, the problem page,
+    the other-tab dialog and the not-saved page."""
+    page.goto(f"{base}/start?PROLIFIC_PID=decline{tag}&STUDY_ID=a11y&SESSION_ID=d")
+    with page.expect_navigation():
+        page.click("button[value=no]")
+    audit("ended (declined)")
+    page.goto(f"{base}/p/no-such-token")
+    audit("message (unknown link)")
+    page.goto(f"{base}/")
+    audit("message (index)")
+    # expired: a session whose page was gone past the abandon timeout
+    token, csrf = enter(base, f"sleeper{tag}")
+    with db.transaction() as s:
+        s.execute(update(Participant).where(Participant.token == token).values(last_seen=0.0))
+    page.goto(f"{base}/p/{token}")
+    assert page.inner_text("h1") == "This session has expired"
+    audit("ended (expired)")
+    for state in ("paused", "closed"):
+        service.set_intake(db, state)
+        page.goto(f"{base}/start?PROLIFIC_PID=new{state}{tag}&STUDY_ID=a11y&SESSION_ID=n")
+        audit(f"ended ({state})")
+    service.set_intake(db, "open")
+    # the problem page (a clip that did not load, as the page reports it)
+    token, csrf = enter(base, f"media{tag}")
+    r = httpx.post(
+        f"{base}/p/{token}/problem",
+        json={"csrf": csrf, "tab": "a11ytab0", "trial": 0, "what": "media", "detail": "Response A did not load"},
+    )
+    assert r.status_code == 200, r.text
+    page.goto(f"{base}/p/{token}/problem")
+    audit("problem (media)")
+    # the other-tab dialog, then a submission from that tab: the not-saved page
+    token, _ = enter(base, f"twotabs{tag}")
+    page.goto(f"{base}/p/{token}")
+    live(page)
+    other = page.context.new_page()
+    other.goto(f"{base}/p/{token}")
+    wait_until(page, "window.__modprefs.superseded === true")
+    other.close()
+    audit("trial (other-tab dialog)", "trial 0")
+    assert page.locator("#trial-form").count() == 1, (page.url, page.inner_text("main")[:300])
+    with page.expect_navigation():
+        page.evaluate(
+            "(() => { const f = document.getElementById('trial-form'); f.elements.tab.value = window.__modprefs.tab;"
+            " HTMLFormElement.prototype.submit.call(f); })()"
+        )
+    assert page.inner_text("h1") == "Not saved: the study is open in another tab"
+    audit("not saved (superseded)")
+
+
+def enter(base: str, pid: str) -> tuple[str, str]:
+    """A participant past consent, demographics (and the headphone check), over HTTP; (token, csrf)."""
+    with httpx.Client(base_url=base, follow_redirects=True) as c:
+        r = c.get("/start", params={"PROLIFIC_PID": pid, "STUDY_ID": "a11y", "SESSION_ID": "x"})
+        token, csrf = str(r.url).rsplit("/", 1)[-1], CSRF_RE.search(r.text).group(1)
+        c.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"})
+        r = c.post(f"/p/{token}/demographics", data={"csrf": csrf, "age": "30", "native_english": "yes"})
+        if 'id="headphones-form"' in r.text:  # answered without listening (recorded, not required)
+            r = c.post(f"/p/{token}/headphones", data={"csrf": csrf, **{f"q{i}": "1" for i in range(6)}})
+        assert "page-data" in r.text
+    return token, csrf
+
+
+def dashboard_pages(browser, base: str, viewport: str, found: dict, checks: dict) -> None:  # noqa: F811
+    """The dashboard and the latest responses (admin credentials); on a desktop, an update by fetch."""
+    ctx = browser.new_context(viewport=VIEWPORTS[viewport], http_credentials={"username": "lab", "password": SECRET})
+    page = ctx.new_page()
+    audit = Audit(page, mobile=viewport == "mobile")
+    page.goto(f"{base}/admin")
+    assert page.locator("meta[http-equiv=refresh]").count() == 0
+    audit("dashboard")
+    if viewport == "desktop":
+        before = page.inner_text("#states")
+        enter(base, "dashboard-newcomer")  # something changes
+        page.evaluate("window.__modprefsAdmin.update()")
+        wait_until(page, "window.__modprefsAdmin.updates === 1")
+        checks["dashboard"] = {
+            "live": page.get_attribute("#refresh-status", "role"),
+            "said": page.inner_text("#refresh-status"),
+            "changed": page.inner_text("#states") != before,
+        }
+        audit("dashboard (updated)", "dashboard")
+    page.goto(f"{base}/admin/responses")
+    audit("latest responses")
+    ctx.close()
+    found.update({f"{viewport}: {k}": v for k, v in audit.found.items()})
+    checks.setdefault("titles", {}).update(audit.titles)
+
+
 @pytest.mark.parametrize("viewport", ["desktop", "mobile"])
-def test_axe_finds_no_wcag_violation_on_any_page(browser, tmp_path, viewport):  # noqa: F811
-    st = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=1, trials=1, seed=3, durations=(1.0, 1.2))
+def test_axe_all_rules_on_every_page_and_the_accessibility_tree(browser, tmp_path, viewport):  # noqa: F811
+    st = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=3, trials=1, seed=3, durations=(1.0, 1.2))
     url = f"sqlite:///{tmp_path}/a11y.db"
-    load(st, url)
-    with app_server(url, "--text-min-read", "1", "--headphone-check", "record") as base:
+    db = load(st, url)
+    env = {"MODPREFS_ADMIN_SECRET": SECRET}
+    with app_server(url, "--text-min-read", "1", "--headphone-check", "record", env=env) as base:
         context = browser.new_context(viewport=VIEWPORTS[viewport])
         page = context.new_page()
         errors: list[str] = []
@@ -222,41 +393,44 @@ def test_axe_finds_no_wcag_violation_on_any_page(browser, tmp_path, viewport):  
         audit = Audit(page, mobile=viewport == "mobile")
         checks: dict = {}
         conds = {axe_session(page, base, f"axe{viewport}{i}", audit, checks) for i in range(2)}
-        # the ended and message pages
-        page.goto(f"{base}/start?PROLIFIC_PID=decline{viewport}&STUDY_ID=a11y&SESSION_ID=d")
-        with page.expect_navigation():
-            page.click("button[value=no]")
-        audit("ended (declined)")
-        page.goto(f"{base}/p/no-such-token")
-        audit("message (unknown link)")
+        other_pages(page, base, db, audit, viewport)
         context.close()
+        found = dict(audit.found)
+        dashboard_pages(browser, base, viewport, found, checks)
     assert not errors, errors
     assert conds == {"text", "audio"}
-    assert not audit.found, audit.found
-    assert len(audit.pages) >= 16, audit.pages
+    assert not found, found
+    assert len(audit.pages) >= 28, audit.pages
+    print(f"{viewport}: axe (every rule) found 0 violations on {len(audit.pages) + 2 + (viewport == 'desktop')} pages")
+    # a title of its own for every page
+    titles = {**audit.titles, **checks["titles"]}
+    assert len(set(titles.values())) == len(titles), titles
     for cond in ("text", "audio"):
         c = checks[cond]
-        assert c["valuetext_unset"] == "not rated"
-        assert c["valuetext_set"].startswith("100") and "Perfect" in c["valuetext_set"]
-        assert c["described"] == "end-min-rating-A end-max-rating-A"
-        assert c["group"] == "Which response do you prefer?"
+        check_trial_ax(c["ax_unset"], cond, rated=False)
+        check_trial_ax(c["ax_set"], cond, rated=True)
+        assert (c["valuetext_unset"], c["valuetext_set"]) == ("not rated", "100, Perfect")  # as announced
         assert c["live"] == ["status", "alert"] and set(c["status_roles"]) == {"status"}
         assert contrast(c["track_on"], c["card"]) >= 3.0, (c["track_on"], c["card"])
     off = checks["track_off"]  # Response B's locked slider before the reveal
     assert contrast(checks["text"]["track_on"], off) >= 3.0, (checks["text"]["track_on"], off)
     assert checks["seek"]["disabled"] == "false" and checks["seek"]["t"] > 0.5  # sought by the keyboard
+    assert checks["reveal_announced"] == ("status", "You can now show Response B.")
+    assert checks["errors"] == {
+        "focus": "native_english=yes",  # the first field marked (its first radio)
+        "invalid": "true",
+        "described": "err-native_english",
+        "error": "please choose an answer",
+        "summary": "alert",
+        "link": "#native_english-group",
+    }, checks["errors"]
+    assert checks["hp_focus"] == [f"hp-play-{i}:true" for i in range(6)]  # the focus stays on each play button
+    if viewport == "desktop":
+        assert checks["dashboard"]["live"] == "status" and checks["dashboard"]["changed"]
+        assert re.fullmatch(r"Updated at \d\d:\d\d:\d\d: .*changed\.", checks["dashboard"]["said"]), checks
 
 
 # ---- keyboard only -------------------------------------------------------------------------------------------
-
-
-def tab_to(page, selector: str, limit: int = 80) -> None:
-    """Press Tab until ``selector`` has the focus (keyboard only: no click, no programmatic focus)."""
-    for _ in range(limit):
-        if page.evaluate(f"document.activeElement && document.activeElement.matches({selector!r})"):
-            return
-        page.keyboard.press("Tab")
-    raise AssertionError(f"Tab never reached {selector}")
 
 
 def keyboard_slider(page, selector: str, presses: int, key: str = "ArrowRight") -> None:
@@ -279,6 +453,7 @@ def keyboard_session(page, base: str, pid: str) -> str:
         page.keyboard.press("Enter")
     cond = data_of(page)["condition"]
     while data_of(page)["page"] == "trial":
+        live(page)
         trial = data_of(page)["trial"]
         if cond == "audio":
             tab_to(page, "#play-A")
@@ -361,9 +536,9 @@ def test_keyboard_only_sessions_complete_and_count_one_change_per_burst(browser,
 
 def test_axe_on_calibration_instructions_practice_and_end_pages(browser, tmp_path):  # noqa: F811
     """`app load` with its defaults (calibration, headphone check, instructions and practice trial on), the lab's
-    consent file (its computed duration shown in the browser) and Prolific codes: axe finds no violation on the
-    consent, calibration, instructions, practice trial, done (before it goes on to Prolific), declined and
-    already-taken-part pages, at 1280x800 and 390x844 (touch targets)."""
+    consent file (its computed duration shown in the browser) and Prolific codes: axe (every rule) finds no violation
+    on the consent, calibration, instructions, practice trial, done, declined and already-taken-part pages, at
+    1280x800 and 390x844 (touch targets); the done page does not leave by itself (a minute of its timers run)."""
     from modprefs.app.texts import estimate_minutes
     from modprefs.cli import main
 
@@ -414,6 +589,7 @@ def test_axe_on_calibration_instructions_practice_and_end_pages(browser, tmp_pat
             with page.expect_navigation():
                 page.click("#start-practice")
             while data_of(page)["page"] == "trial":
+                live(page)
                 trial = data_of(page)["trial"]
                 if trial == -1:
                     audit("practice trial: locked")
@@ -432,10 +608,13 @@ def test_axe_on_calibration_instructions_practice_and_end_pages(browser, tmp_pat
             with page.expect_navigation():
                 page.click("button[type=submit]")
             assert page.get_attribute("#return-link", "href").endswith("?cc=DONE1234")
-            assert page.is_visible("#redirect-note")
-            page.click("#stay")  # the automatic redirect can be stopped (WCAG 2.2.1)
-            assert page.evaluate("window.__modprefs.redirecting") is False
             audit("done")
+            # the page stays (the debrief is read): a minute of the page's timers run, and it has not moved on
+            done = page.url
+            page.clock.install()
+            page.reload()
+            page.clock.run_for(60_000)
+            assert page.url == done and page.inner_text("h1") == "Thank you!"
             page.goto(f"{base}/start?PROLIFIC_PID=no{viewport}&STUDY_ID=a11y&SESSION_ID=d")
             with page.expect_navigation():
                 page.click("button[value=no]")

@@ -78,7 +78,8 @@ def server_events(db, token: str) -> list[Event]:
 
 
 def settled(page) -> None:
-    wait_until(page, "window.__modprefs.pending() === 0")
+    """The page holds the session (its claim answered) and the server has acknowledged every event."""
+    wait_until(page, "window.__modprefs.claimed === true && window.__modprefs.pending() === 0")
 
 
 def listen(page, pos: str) -> None:
@@ -263,7 +264,7 @@ def test_reload_mid_trial_loses_no_event_and_restores_the_entered_values(audio_a
 FORGE = """async ([events, trial]) => {
   const D = JSON.parse(document.getElementById('page-data').textContent);
   const r = await fetch(D.events_url, {method: 'POST', headers: {'Content-Type': 'application/json',
-    'X-CSRF-Token': D.csrf}, body: JSON.stringify({trial: trial, events: events})});
+    'X-CSRF-Token': D.csrf}, body: JSON.stringify({trial: trial, tab: window.__modprefs.tab, events: events})});
   return await r.json();
 }"""
 SUBMIT = """async () => {
@@ -279,7 +280,8 @@ def test_forged_listens_are_refused_and_a_real_listen_passes(audio_app, context)
     base, db, st = audio_app
     token, _ = enter(base)
     page = context.new_page()
-    page.route("**/*.wav", lambda route: route.abort())  # this page never fetches its audio
+    # this page never fetches its audio: its requests are held unanswered (no error, so the player does not retry)
+    page.route("**/*.wav*", lambda route: None)
     page.goto(f"{base}/p/{token}")
     settled(page)
     now = int(time.time() * 1000)
@@ -291,8 +293,7 @@ def test_forged_listens_are_refused_and_a_real_listen_passes(audio_app, context)
     res = page.evaluate(FORGE, [[{"id": "f2", "kind": "ended", "pos": "A", "t": now + 5000}], 0])
     assert [r["reason"] for r in res["refused"]] == ["audio_not_fetched"] and res["heard"] == []
     # 2. the audio fetched, then ended right after play: too early
-    page.unroute("**/*.wav")
-    assert page.evaluate("async (u) => (await fetch(u)).status", src) == 200
+    assert httpx.get(base + src).status_code == 200  # this session fetches A's audio (B's stays unfetched)
     page.evaluate(FORGE, [[{"id": "f3", "kind": "play", "pos": "A", "t": now + 6000}], 0])
     res = page.evaluate(FORGE, [[{"id": "f4", "kind": "ended", "pos": "A", "t": now + 9000}], 0])
     assert [r["reason"] for r in res["refused"]] == ["too_early"] and res["heard"] == []
@@ -317,8 +318,10 @@ def test_forged_listens_are_refused_and_a_real_listen_passes(audio_app, context)
         assert s.scalars(select(TrialResult).where(TrialResult.participant == pid)).all() == []
     assert kinds.count("listen_refused") == 3 and kinds.count("trial_refused") == 1
     # a real listen in the page passes
+    page.unroute("**/*.wav*")
     page.reload()
-    assert page.is_disabled("#rating_A") and data_of(page)["heard"] == []
+    settled(page)
+    assert page.is_disabled("#rating_A") and page.evaluate("window.__modprefs.heard") == {"A": False, "B": False}
     listen(page, "A")
     listen(page, "B")
     settled(page)
@@ -353,6 +356,7 @@ def test_text_condition_reveals_b_only_after_a(text_app, context):
     page = context.new_page()
     t0 = time.monotonic()
     page.goto(f"{base}/p/{token}")
+    settled(page)
     assert page.is_visible("#text-A") and not page.is_visible("#response-B") and not page.is_visible("#text-B")
     assert page.is_disabled("#reveal-B") and page.is_disabled("#rating_B")
     # a reveal posted from the page before the reading time: refused by the server
@@ -369,6 +373,7 @@ def test_text_condition_reveals_b_only_after_a(text_app, context):
     settled(page)
     assert page.evaluate("window.__modprefs.responses.at(-1).revealed") is True
     page.reload()  # B stays revealed after a reload
+    settled(page)
     assert page.is_visible("#text-B") and page.locator("#rating_A").input_value() == "64"
     page.mouse.click(*slider_point(page, "#rating_B", value=20))
     text_a = page.locator("#text-A").inner_text().strip()
@@ -423,6 +428,7 @@ def test_start_beyond_the_limit_gets_429_with_retry_after(tmp_path, context, bro
         assert got == [200, 200, 200, 429]
         # a session's own requests (pages, events, audio): per token
         fresh = browser.new_context(extra_http_headers={"X-Forwarded-For": "10.77.0.2"})
+        fresh.route("**/ping", lambda route: route.abort())  # page loads only (the pages' heartbeats not counted)
         p3 = fresh.new_page()
         assert p3.goto(f"{base}/start").status == 200
         token = p3.url.rsplit("/", 1)[-1]

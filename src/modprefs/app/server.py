@@ -433,7 +433,7 @@ class _Pages:
         data = {"page": view["page"], "state": view["state"], "csrf": view["csrf"], "token": view["token"]}
         if view["state"] in service.HOLDING:
             data["leave_url"] = app_url(request, f"/p/{view['token']}/leave")
-        if view["state"] in ("consent", "demographics", *service.HOLDING, "difficulty"):
+        if view["state"] in ("consent", "demographics", *service.HOLDING, "difficulty") and view["page"] != "problem":
             # the page claims the session for its tab and sends a heartbeat while it is open (app.js)
             data.update(ping_url=app_url(request, f"/p/{view['token']}/ping"), heartbeat_s=self.settings().heartbeat_s)
         if view["page"] == "demographics" and extra.get("errors"):

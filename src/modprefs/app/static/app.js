@@ -160,7 +160,7 @@
     var leaving = true;
     window.addEventListener('submit', function (ev) { if (!ev.defaultPrevented) leaving = false; });
     window.addEventListener('pagehide', function () {
-      if (!leaving || !session.live) return;
+      if (!leaving || (D.ping_url && !session.live)) return;  // a tab that does not hold the session: not it
       if (bc) bc.postMessage({ type: 'left', token: D.token, tab: TAB });
       if (!navigator.sendBeacon) return;
       navigator.sendBeacon(D.leave_url, new Blob([JSON.stringify({ csrf: D.csrf, tab: TAB })], { type: 'application/json' }));
@@ -322,7 +322,11 @@
       }
       c.isSet = function () { return !s.classList.contains('unset'); };
       c.value = function () { return c.isSet() ? Number(s.value) : null; };
+      // the unset state is said twice: by aria-valuetext (what screen readers announce as the value) and in the
+      // description, since the value itself stays a number (the hidden middle) in the accessibility tree
+      var state = document.getElementById('state-' + c.field + '-' + c.pos);
       c.describe = function () {
+        if (state) state.textContent = c.isSet() ? '' : 'Not rated yet.';
         if (!c.isSet()) { s.setAttribute('aria-valuetext', 'not rated'); return; }
         var v = s.value;
         var text = v + ' (from ' + s.min + ', ' + endLabel('min') + ', to ' + s.max + ', ' + endLabel('max') + ')';
@@ -686,11 +690,16 @@
       if (!revealed) startReading();
       update();
       log('onset');
+      // (not while the page goes away: a reload or the next page hides it too, after its pagehide)
+      var unloading = false;
+      window.addEventListener('pagehide', function () { unloading = true; });
+      window.addEventListener('pageshow', function () { unloading = false; });
+      function attention(kind) { if (!submitted && !unloading) log(kind); }
       document.addEventListener('visibilitychange', function () {
-        if (!submitted) log(document.visibilityState === 'hidden' ? 'hidden' : 'visible');
+        attention(document.visibilityState === 'hidden' ? 'hidden' : 'visible');
       });
-      window.addEventListener('blur', function () { if (!submitted) log('blur'); });
-      window.addEventListener('focus', function () { if (!submitted) log('focus'); });
+      window.addEventListener('blur', function () { attention('blur'); });
+      window.addEventListener('focus', function () { attention('focus'); });
     });
     update();
 
