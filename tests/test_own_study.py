@@ -22,7 +22,7 @@ import soundfile as sf
 import yaml
 
 from doc_blocks import README, commands, fenced_blocks, section
-from pairs_study import ITEMS, pairs_as_datasets_folder, speak_espeak, write_pairs_study
+from pairs_study import ITEMS, pairs_as_datasets_folder, speak, write_pairs_study
 from workflow_runner import copy_run, make_checkout, planned_jobs, run_workflow, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -106,7 +106,7 @@ def test_every_study_clip_is_at_the_target_loudness_and_rate(own_run: Path) -> N
     given = manifest[manifest["backend"] == "given"]
     assert len(given) == 2 * len(ITEMS)
     before = given["lufs_before"].astype(float)
-    assert before.max() - before.min() > 20  # the lab's takes were 24 dB apart
+    assert before.max() - before.min() > 15  # stored 24 dB apart (a loud take capped at a 0.98 peak)
     for clip in manifest.itertuples():
         audio, rate = sf.read(own_run / clip.path)
         assert rate == 24000 and audio.ndim == 1, clip.clip_id
@@ -208,8 +208,8 @@ def _damage(lab: Path) -> dict[str, str]:
     audio, rate = sf.read(path)
     noise = np.random.default_rng(0).normal(0, 3 * np.sqrt(np.mean(np.square(audio))), size=np.shape(audio))
     sf.write(path, np.clip(np.asarray(audio) + noise, -1, 1), rate)
-    # help-04 side 1: audio only, and what it says is on the screening list
-    ((speech, srate),) = speak_espeak(["They stabbed the loaf with a fork to see if it was done."])
+    # help-04 side 1: audio only (a neural voice Whisper hears well), and what it says is on the screening list
+    ((speech, srate),) = speak(["They stabbed the loaf with a fork to see if it was done."])
     sf.write(lab / "audio/help-04_1_spoken.wav", speech, srate)
     table.at[3, "audio_1"], table.at[3, "response_1"] = "audio/help-04_1_spoken.wav", ""
     table.to_csv(lab / "pairs.csv", index=False)
