@@ -280,7 +280,9 @@ def _read_parquet(path: Path, name: str, strings: bool, allow_empty: bool) -> pd
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise TableError(f"{name}: cannot be read as Parquet ({type(exc).__name__}: {exc})") from None
+        from modprefs.file_access import printable
+
+        raise TableError(f"{name}: cannot be read as Parquet ({type(exc).__name__}: {printable(exc)})") from None
     columns = [str(c).strip() for c in df.columns]
     _check_header(columns, name)
     df.columns = columns

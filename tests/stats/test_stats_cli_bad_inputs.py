@@ -108,6 +108,16 @@ def _damaged_datasets_folder(work: Path) -> list[str]:
     return ["--ratings", str(folder)]
 
 
+def _published_like(work: Path, card: bytes) -> None:
+    """work/pub: the study's ratings as a datasets folder with a dataset card (README.md) of ``card``'s bytes."""
+    import datasets
+
+    tables = {t: pd.read_csv(work / "ratings" / f"{t}.csv") for t in ("ratings", "trials", "participants")}
+    folder = work / "pub"
+    datasets.DatasetDict({t: datasets.Dataset.from_pandas(df) for t, df in tables.items()}).save_to_disk(str(folder))
+    (folder / "README.md").write_bytes(card)
+
+
 # case: (setup(work) -> extra args, fragments the message must contain). ``work`` holds a copy of the valid
 # study; the command is ``modprefs stats --ratings work/ratings --clips work/clips.csv --out work/o/out``.
 CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
@@ -280,6 +290,10 @@ CASES: dict[str, tuple[Callable[[Path], list[str]], list[str]]] = {
     "modality_terms_a_folder": (
         lambda w: ["--modality-terms", str(w / "ratings")],
         ["--modality-terms", "ratings: is a folder, not a file"],
+    ),
+    "published_card_not_utf8": (
+        lambda w: _then(_published_like(w, b"---\n\xff\xfe rating_scale\n---\n"), args=["--ratings", str(w / "pub")]),
+        ["ratings source", "pub/README.md: the dataset card is not UTF-8 text (byte 0xff"],
     ),
     "threads_zero": (lambda w: ["--threads", "0"], ["argument --threads: 0 is not a number of threads"]),
     "threads_negative": (

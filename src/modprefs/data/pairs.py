@@ -179,7 +179,9 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, int]:
         try:
             return pd.read_parquet(path), 1
         except Exception as exc:  # pyarrow raises several types for a corrupt file
-            raise PairsFormatError(f"{path}: cannot be read as Parquet ({type(exc).__name__}: {exc})") from None
+            raise PairsFormatError(
+                f"{path}: cannot be read as Parquet ({type(exc).__name__}: {printable(exc)})"
+            ) from None
     if suffix not in TEXT_SUFFIXES:
         raise PairsFormatError(
             f"data.source {path}: unknown table format {suffix!r} (CSV, TSV, JSONL, Parquet, a datasets folder)"

@@ -482,13 +482,24 @@ def source_scale(source: str | Path) -> RatingScale | None:
         folder = Path(text)
         published_folder = folder.is_dir() and (is_datasets_folder(folder) or "ratings" in hub_parquet_splits(folder))
         is_published = published_folder and path.is_file()
-        card, shown = (path.read_text(encoding="utf-8") if is_published else None), str(path)
+        card, shown = (_card_text(path, text) if is_published else None), str(path)
     if card is None:
         return None
     try:
         return recorded_scale(card)
     except ValueError as exc:
         raise RatingsSourceError(f"ratings source {text}: {shown}: rating_scale: {exc}") from None
+
+
+def _card_text(path: Path, source: str) -> str:
+    """A published folder's card (README.md) as text; one that is not UTF-8 is named (its scale cannot be read)."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RatingsSourceError(
+            f"ratings source {source}: {path}: the dataset card is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
+            f"at offset {exc.start}), so the rating scale it records cannot be read; save it as UTF-8"
+        ) from None
 
 
 def _hub_card(source: str) -> str | None:
