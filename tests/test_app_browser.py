@@ -77,6 +77,7 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
     info = {"condition": data_of(page)["condition"], "replayed": None}
     cond = info["condition"]
     while data_of(page)["page"] == "trial":
+        wait_until(page, "window.__modprefs.claimed === true")  # the page holds the session (its tab claimed it)
         d = data_of(page)
         trial = d["trial"]
         if trial == 1:
@@ -120,7 +121,10 @@ def run_session(page, base: str, pid: str, shots: dict) -> dict:
                 wait_until(page, "window.__modprefs.pending() === 0")
                 page.reload()  # the same tab (sessionStorage): it claims the session back, with its state
                 wait_until(page, "window.__modprefs.claimed === true")
-                assert data_of(page)["trial"] == 1 and page.evaluate("window.__modprefs.heard") == {"A": True, "B": False}
+                assert data_of(page)["trial"] == 1 and page.evaluate("window.__modprefs.heard") == {
+                    "A": True,
+                    "B": False,
+                }
                 assert page.is_enabled("#rating_A") and page.is_enabled("#play-B") and page.is_disabled("#rating_B")
             listen(page, "B")
             if trial == 1:

@@ -1,8 +1,13 @@
 """The annotation app on a 1..5 rating scale in a real browser (Playwright driving Debian's chromium, headless).
 
-A study loaded with the scale 1..5 ("Bad".."Excellent"): the trial page's sliders run 1..5 in whole steps with
-those end labels, the keyboard and the pointer set them, and the export holds ratings and audio-quality ratings
-in 1..5 only. Skipped without chromium or Playwright unless MODPREFS_REQUIRE_BROWSER=1 (tests/app/browser_kit.py).
+A study loaded with the scale 1..5: a short scale (<= 11 points) is shown as labelled, numbered category points
+(radio buttons with ITU-T P.808's ACR labels Bad, Poor, Fair, Good, Excellent), not as the paper's unmarked
+slider. A keyboard-only participant (Tab, Space, Enter, arrow keys; no pointer) completes the audio condition:
+a burst of arrow keys is one logged change; chromium's accessibility tree names each group of points with the
+response and the quality it rates, and each point with its number and label. A second participant sets the
+points with the pointer on a phone-sized screen. axe-core (every rule) finds no violation on the points' trial
+page at 1280 and 390 px; the export holds ratings and audio-quality ratings in 1..5 only. Skipped without
+chromium or Playwright unless MODPREFS_REQUIRE_BROWSER=1 (tests/app/browser_kit.py).
 """
 
 from __future__ import annotations
@@ -11,73 +16,141 @@ import json
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_services import app_server  # noqa: E402
-from app_sim import CSRF_RE  # noqa: E402
 from app_study import load, make_study  # noqa: E402
-from browser_kit import browser, data_of, wait_until  # noqa: E402,F401 (browser: a fixture)
+from browser_kit import (  # noqa: E402,F401 (browser: a fixture)
+    ax_controls,
+    axe_all_rules,
+    browser,
+    data_of,
+    tab_to,
+    wait_until,
+)
 
 from modprefs.app import service  # noqa: E402
 from modprefs.scale import RatingScale  # noqa: E402
 
 pytestmark = pytest.mark.integration  # a server and a browser: not in `make test-fast`
 
-FIVE = RatingScale(1, 5, 1, "Bad", "Excellent")
-SLIDERS = ("rating_A", "audio_quality_A", "rating_B", "audio_quality_B")
+FIVE = RatingScale(1, 5, 1, "1", "5")  # as `app load --scale 1:5` stores it: the points get P.808's ACR labels
+ACR = ["1 Bad", "2 Poor", "3 Fair", "4 Good", "5 Excellent"]
+QUALITY = {
+    "rating": "Response quality (the content of the answer)",
+    "audio_quality": "Audio quality (clarity and naturalness of the speech)",
+}
 
 
-def enter(base: str) -> str:
-    with httpx.Client(base_url=base, follow_redirects=True) as c:
-        r = c.get("/start")
-        token, csrf = str(r.url).rsplit("/", 1)[-1], CSRF_RE.search(r.text).group(1)
-        assert c.post(f"/p/{token}/consent", data={"csrf": csrf, "agree": "yes"}).status_code == 200
-        r = c.post(f"/p/{token}/demographics", data={"csrf": csrf, "age": "30", "native_english": "yes"})
-        assert r.status_code == 200, r.text
-    return token
+def live(page) -> None:
+    wait_until(page, "window.__modprefs.claimed === true")
 
 
-def slider_x(page, selector: str, value: float) -> tuple[float, float]:
-    """Page coordinates of ``value`` on a 1..5 range input (the thumb travels the track minus 24 px)."""
-    box = page.locator(selector).bounding_box()
-    return box["x"] + 12 + (value - 1) / 4 * (box["width"] - 24), box["y"] + box["height"] / 2
+def coherent(page) -> str:
+    return "B" if page.locator("#audio-A").get_attribute("src").endswith("/attn_1.wav") else "A"
 
 
-def check_sliders(page) -> None:
-    for name in SLIDERS:
-        loc = page.locator(f"#{name}")
-        attrs = [loc.get_attribute(a) for a in ("min", "max", "step")]
-        assert attrs == ["1", "5", "1"], (name, attrs)
-        assert "unset" in loc.get_attribute("class") and loc.get_attribute("name") is None
-    ends = page.locator("#response-A .scale .end").all_inner_texts()
-    assert ends[:2] == ["Bad", "Excellent"], ends
+def check_points_ax(page) -> None:
+    """Chromium's accessibility tree: a group per rating named with its response and quality, five radios in it
+    named by number and ACR label, none checked; no slider."""
+    controls = ax_controls(page)
+    assert not [c for c in controls if c["role"] == "slider" and not c["name"].startswith("Playback")], controls
+    groups = [c["name"] for c in controls if c["role"] == "group" and c["name"].startswith("Response")]
+    assert sorted(groups) == sorted(f"Response {r}: {q}" for r in "AB" for q in QUALITY.values()), groups
+    for group in groups:
+        points = [c for c in controls if c["role"] == "radio" and c["groups"][:1] == [group]]
+        assert [c["name"] for c in points] == ACR, (group, points)
+        assert not any(c["checked"] for c in points), points  # no point preset: no anchor
+    prefs = [
+        c["name"] for c in controls if c["role"] == "radio" and c["groups"][:1] == ["Which response do you prefer?"]
+    ]
+    assert prefs == ["Response A", "Response B", "Tie (no preference)"]
 
 
-def rate_trial(page) -> None:
-    """Listen to A, set its sliders with the keyboard; listen to B, set its sliders with the pointer."""
-    page.click("#play-A")
-    page.wait_for_selector("#rating_A:enabled", timeout=15000)
-    page.focus("#rating_A")
-    page.keyboard.press("ArrowRight")  # from no value (not the hidden middle step, 3): the minimum, 1
-    page.keyboard.press("ArrowRight")  # then a step on: 2
-    page.focus("#audio_quality_A")
-    page.keyboard.press("End")  # 5
-    page.click("#play-B")
-    page.wait_for_selector("#rating_B:enabled", timeout=15000)
-    for name, value in (("rating_B", 1), ("audio_quality_B", 2)):
-        page.locator(f"#{name}").scroll_into_view_if_needed()
-        page.mouse.click(*slider_x(page, f"#{name}", value))
-    wait_until(page, "window.__modprefs.events.filter(e => e.kind === 'slider').length >= 4", timeout=5)
-    values = {name: page.locator(f"#{name}").input_value() for name in SLIDERS}
-    assert values == {"rating_A": "2", "audio_quality_A": "5", "rating_B": "1", "audio_quality_B": "2"}, values
-    coherent = "B" if page.locator("#audio-A").get_attribute("src").endswith("/attn_1.wav") else "A"
-    page.check(f"input[name=preference][value={coherent}]")
+def keyboard_points(page, group: str, keys: list[str]) -> None:
+    """Tab to a group of points (the focus lands on its first point, none checked), then press ``keys``."""
+    tab_to(page, f"#{group} input[type=radio]")
+    for key in keys:
+        page.keyboard.press(key)
 
 
-def test_five_point_scale_in_the_browser(browser, tmp_path):  # noqa: F811 (the browser_kit fixture)
+def keyboard_session(page, base: str) -> dict:
+    """Consent, questionnaire, the attention check and a trial, difficulty: keyboard only."""
+    page.goto(f"{base}/start?PROLIFIC_PID=kbfive&STUDY_ID=scale&SESSION_ID=s1")
+    tab_to(page, "button[value=yes]")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    tab_to(page, "#age")
+    page.keyboard.type("44")
+    tab_to(page, "input[name=native_english][value=yes]")
+    page.keyboard.press("Space")
+    tab_to(page, "#demographics-form button[type=submit]")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    found: dict = {}
+    while data_of(page)["page"] == "trial":
+        live(page)
+        trial = data_of(page)["trial"]
+        if trial == 0:
+            check_points_ax(page)
+            found["desktop"] = axe_all_rules(page)
+        tab_to(page, "#play-A")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#rating_A:enabled", timeout=15000)
+        keyboard_points(page, "rating_A", ["ArrowRight", "ArrowRight"])  # 2, then 3: one change (a burst)
+        assert page.is_checked("#rating_A-2")
+        keyboard_points(page, "audio_quality_A", ["Space"])  # the focused point: 1
+        tab_to(page, "#play-B")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#rating_B:enabled", timeout=15000)
+        keyboard_points(page, "rating_B", ["ArrowLeft", "ArrowLeft", "Enter"])  # wraps to 5, then 4; Enter commits
+        keyboard_points(page, "audio_quality_B", ["ArrowRight"])  # 2
+        choice = coherent(page) if trial == 0 else "B"
+        tab_to(page, "input[name=preference][value=A]")
+        page.keyboard.press("Space" if choice == "A" else "ArrowRight")
+        tab_to(page, "#submit")
+        assert page.is_enabled("#submit")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+    tab_to(page, "input[name=difficulty][value='1']")
+    page.keyboard.press("Space")
+    tab_to(page, "form button[type=submit]")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.inner_text("#completion-code") == "DONE1234"
+    return found
+
+
+def pointer_session(page, base: str) -> dict:
+    """The same by pointer (taps on the points' labels) on a phone-sized screen."""
+    page.goto(f"{base}/start?PROLIFIC_PID=ptfive&STUDY_ID=scale&SESSION_ID=s1")
+    page.click("button[value=yes]")
+    page.fill("#age", "35")
+    page.check("input[name=native_english][value=yes]")
+    with page.expect_navigation():
+        page.click("#demographics-form button[type=submit]")
+    found: dict = {}
+    while data_of(page)["page"] == "trial":
+        live(page)
+        trial = data_of(page)["trial"]
+        page.click("#play-A")
+        page.wait_for_selector("#rating_A:enabled", timeout=15000)
+        page.click("#play-B")
+        page.wait_for_selector("#rating_B:enabled", timeout=15000)
+        for group, index in (("rating_A", 4), ("audio_quality_A", 3), ("rating_B", 0), ("audio_quality_B", 4)):
+            page.click(f"label:has(#{group}-{index})")
+        if trial == 0:
+            found["mobile"] = axe_all_rules(page)
+        page.check(f"input[name=preference][value={coherent(page) if trial == 0 else 'A'}]")
+        with page.expect_navigation():
+            page.click("#submit")
+    assert data_of(page)["page"] == "difficulty"
+    return found
+
+
+def test_five_point_scale_keyboard_only_and_by_pointer(browser, tmp_path):  # noqa: F811 (the browser_kit fixture)
     import pandas as pd
 
     from modprefs.app.export import export_dir
@@ -88,24 +161,29 @@ def test_five_point_scale_in_the_browser(browser, tmp_path):  # noqa: F811 (the 
     st.assignments.to_csv(st.files.assignments, index=False)
     url = f"sqlite:///{tmp_path}/scale.db"
     db = load(st, url, **{service.SCALE_KEY: json.dumps(FIVE.as_config())})
+    errors: list[str] = []
     with app_server(url) as base:
-        context = browser.new_context(viewport={"width": 1100, "height": 900})
-        errors: list[str] = []
-        context.on("weberror", lambda e: errors.append(str(e.error)))
-        page = context.new_page()
-        page.goto(f"{base}/p/{enter(base)}")
-        while data_of(page)["page"] == "trial":
-            check_sliders(page)
-            rate_trial(page)
-            with page.expect_navigation():
-                page.click("#submit")
-        assert data_of(page)["page"] == "difficulty"
-        context.close()
+        found: dict = {}
+        for viewport, session in (((1100, 900), keyboard_session), ((390, 844), pointer_session)):
+            context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+            context.on("weberror", lambda e: errors.append(str(e.error)))
+            found.update(session(context.new_page(), base))
+            context.close()
     assert not errors, errors
+    assert found == {"desktop": [], "mobile": []}, found  # axe, every rule, on the points' trial page
     export_dir(db, tmp_path / "export")
     tables = validate_ratings_dir(tmp_path / "export", st.stimuli, scale=FIVE)
-    ratings = tables["ratings"]
-    assert len(ratings) == 4  # the attention check and one trial, two clips each
-    assert set(ratings["rating"]) == {1, 2} and set(ratings["audio_quality"].astype(int)) == {2, 5}
+    ratings = tables["ratings"].sort_values(
+        ["participant_id", "trial", "presented_first"], ascending=[True, True, False]
+    )
+    assert len(ratings) == 8  # two participants, the attention check and one trial, two clips each
+    sessions = pd.read_csv(tmp_path / "export/sessions.csv").set_index("prolific_pid").participant_id
+    by = {pid: r for pid, r in ratings.groupby("participant_id")}
+    keyboard, pointer = by[sessions["kbfive"]], by[sessions["ptfive"]]
+    assert list(keyboard.rating) == [3, 4, 3, 4] and list(keyboard.audio_quality.astype(int)) == [1, 2, 1, 2]
+    assert list(pointer.rating) == [5, 1, 5, 1] and list(pointer.audio_quality.astype(int)) == [4, 5, 4, 5]
     events = pd.read_csv(tmp_path / "export/events.csv")
-    assert events.loc[events.kind == "slider", "value"].between(1, 5).all()
+    sliders = events[events.kind == "slider"]
+    assert sliders.value.between(1, 5).all()
+    per = sliders.groupby(["participant_id", "trial", "response", "field"]).size()
+    assert (per == 1).all(), per  # one change per burst of arrow keys, one per tap

@@ -56,9 +56,9 @@ def _stats(export: Path, clips: Path, out: Path) -> None:
     assert (out / "report.html").is_file()
 
 
-def _side_doors(site: str, app_port: int, db_url: str, capsys) -> None:
-    """An invitation link, the bare prefix, the admin export through the proxy; the app behind a proxy that
-    passes the prefix on (what it then receives: /study/p/...)."""
+def _side_doors(site: str, app_port: int, db_url: str, capsys) -> str:
+    """An invitation link, the bare prefix, relative redirects, the admin export through the proxy; the app behind
+    a proxy that passes the prefix on (what it then receives: /study/p/...). Returns the invitation's token."""
     import httpx
 
     from modprefs.cli import main as modprefs_main
@@ -73,14 +73,19 @@ def _side_doors(site: str, app_port: int, db_url: str, capsys) -> None:
     assert httpx.get(site.removesuffix(PREFIX) + css).headers["content-type"].startswith("text/css")
     bare = httpx.get(site, follow_redirects=True)
     assert bare.status_code == 200 and bare.url.path == f"{PREFIX}/" and "personal link" in bare.text
+    # redirects are relative (a path): they keep the host, port and scheme the browser used
+    assert httpx.get(site).headers["location"] == f"{PREFIX}/"  # nginx's (absolute_redirect off)
+    token = link.rsplit("/", 1)[-1]
+    slash = httpx.get(f"{site}/p/{token}/?x=1")
+    assert slash.status_code == 308 and slash.headers["location"] == f"{PREFIX}/p/{token}?x=1"  # the app's
     auth = {"Authorization": f"Bearer {SECRET}"}
     z = httpx.get(f"{site}/admin/export.zip", headers=auth)
     assert z.status_code == 200 and "ratings.csv" in zipfile.ZipFile(io.BytesIO(z.content)).namelist()
-    token = link.rsplit("/", 1)[-1]
     direct = f"http://127.0.0.1:{app_port}"
     for path in (f"{PREFIX}/p/{token}", f"/p/{token}"):  # the prefix passed on, or stripped
         r = httpx.get(direct + path)
         assert r.status_code == 200 and f'action="{PREFIX}/p/{token}/consent"' in r.text, path
+    return token
 
 
 def test_full_sessions_through_nginx_under_a_prefix(browser, tmp_path, monkeypatch, capsys):  # noqa: F811
@@ -108,8 +113,10 @@ def test_full_sessions_through_nginx_under_a_prefix(browser, tmp_path, monkeypat
         page.on("response", lambda r: refused.append(f"{r.status} {r.url}") if r.status >= 400 else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         sessions = [test_app_browser.run_session(page, site, f"proxy{i}", {}) for i in range(2)]
+        token = _side_doors(site, app_port, db_url, capsys)
+        page.goto(f"{site}/p/{token}/")  # a trailing slash: redirected to the link, on the proxy's port
+        assert page.url == f"{site}/p/{token}" and page.inner_text("h1") == "Information and consent"
         context.close()
-        _side_doors(site, app_port, db_url, capsys)
         access = (work / "access.log").read_text()
     assert not errors and not refused, (errors, refused)
     assert {s["condition"] for s in sessions} == {"text", "audio"}

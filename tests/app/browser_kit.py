@@ -102,8 +102,8 @@ AX_ROLES = {"button", "slider", "radio", "textbox", "combobox", "checkbox", "lin
 
 def ax_controls(page) -> list[dict]:
     """The page's controls as chromium's accessibility tree exposes them (CDP ``Accessibility.getFullAXTree``):
-    role, name, description, value (a slider's value text when it has one), whether disabled, and the names of the
-    groups around each (nearest first)."""
+    role, name, description, value (a slider's value text when it has one), whether disabled or checked, and the
+    names of the groups around each (nearest first)."""
     cdp = page.context.new_cdp_session(page)
     try:
         nodes = cdp.send("Accessibility.getFullAXTree")["nodes"]
@@ -135,6 +135,7 @@ def ax_controls(page) -> list[dict]:
                 "description": val(n, "description"),
                 "value": prop(n, "valuetext") or val(n, "value"),  # a slider's aria-valuetext, as announced
                 "disabled": bool(prop(n, "disabled")),
+                "checked": prop(n, "checked") in (True, "true"),
                 "groups": groups,
             }
         )
