@@ -299,3 +299,50 @@ def test_a_clip_answering_503_is_retried_then_the_error_page_with_a_code(app, co
         page.click("#try-again")  # the connection is back: the task goes on
     live(page)
     listen(page, "A")
+
+
+HIDE = """(state) => {
+  // headless chromium keeps every tab visible: the tab's visibility is set as a browser would, and the event sent
+  Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => state});
+  document.dispatchEvent(new Event('visibilitychange'));
+}"""
+
+
+def test_tab_visibility_and_window_blur_are_logged_exported_and_counted(app, context, tmp_path):
+    """The participant switches to another tab and back (the window's focus lost and regained: real chromium events,
+    with Playwright's focus emulation off) and hides the page for a while (the visibility events): each is logged
+    with the page's tab, exported in events.csv, and counted per trial in trials.csv (hidden_count, hidden_s,
+    blur_count)."""
+    import pandas as pd
+
+    from modprefs.app.export import export_dir
+
+    base, db = app
+    token = enter(base)
+    page = context.new_page()
+    page.goto(f"{base}/p/{token}")
+    live(page)
+    cdp = context.new_cdp_session(page)
+    cdp.send("Emulation.setFocusEmulationEnabled", {"enabled": False})  # the page's focus follows the front tab
+    listen(page, "A")
+    elsewhere = context.new_page()
+    elsewhere.bring_to_front()  # another tab in front: the study's window loses the focus
+    time.sleep(0.5)
+    page.bring_to_front()
+    elsewhere.close()
+    page.evaluate(HIDE, "hidden")
+    time.sleep(1.0)
+    page.evaluate(HIDE, "visible")
+    tab = page.evaluate("window.__modprefs.tab")
+    finish_trial(page)
+    export_dir(db, tmp_path / "export")
+    pid = participant(db, token).participant_id
+    events = pd.read_csv(tmp_path / "export/events.csv")
+    mine = events[(events.participant_id == pid) & (events.trial == 0)]
+    assert set(mine.tab) == {tab}, mine[["kind", "tab"]]
+    kinds = [k for k in mine.kind if k in ("blur", "focus", "hidden", "visible")]
+    assert kinds == ["blur", "focus", "hidden", "visible"], list(mine.kind)
+    trials = pd.read_csv(tmp_path / "export/trials.csv")
+    row = trials[(trials.participant_id == pid) & (trials.trial == 0)].iloc[0]
+    assert (row.hidden_count, row.blur_count) == (1, 1)
+    assert 0.9 <= row.hidden_s <= 3.0, row.hidden_s
