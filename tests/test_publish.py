@@ -782,6 +782,7 @@ def test_publish_bad_inputs_suite_size():
     assert len(PUBLISH_CASES) >= 10
 
 
+@pytest.mark.slow  # a subprocess importing datasets: 3-7 s a case on 2 busy cores
 @pytest.mark.parametrize("case", sorted(PUBLISH_CASES))
 def test_publish_bad_input_fails_cleanly_and_results_keep_every_file(finished, tmp_path, case):
     """Each case runs `modprefs publish` in a subprocess: exit 2, the problem named, no traceback, and not a byte
