@@ -11,6 +11,8 @@
   "Not rated yet." until it is set, then only the scale's end labels, and its value is the value set; the players,
   the playback positions, the preference radios (in their named group) and the submit button are named (the tree
   has no aria-valuetext: the announced "not rated" / "100, Perfect" is checked from the DOM);
+* the dashboard's per-participant CSV, fetched by the browser from its link: its rows in the export are the
+  export's participants.csv; the approve list holds the Prolific ids of those who completed;
 * each page has one h1 and a title of its own; demographics errors are tied to their fields (``aria-invalid``,
   ``aria-describedby``) and the focus goes to the first; the headphone check keeps the focus on the play button
   it pressed; "Show Response B" becoming available is announced; the completion page does not leave by itself;
@@ -353,8 +355,9 @@ def enter(base: str, pid: str) -> tuple[str, str]:
     return token, csrf
 
 
-def dashboard_pages(browser, base: str, viewport: str, found: dict, checks: dict) -> None:  # noqa: F811
-    """The dashboard and the latest responses (admin credentials); on a desktop, an update by fetch."""
+def dashboard_pages(browser, base: str, viewport: str, found: dict, checks: dict, db, out: Path) -> None:  # noqa: F811
+    """The dashboard and the latest responses (admin credentials); on a desktop, an update by fetch, and its
+    per-participant CSV (as the dashboard's link serves it to the browser) against the export."""
     ctx = browser.new_context(viewport=VIEWPORTS[viewport], http_credentials={"username": "lab", "password": SECRET})
     page = ctx.new_page()
     audit = Audit(page, mobile=viewport == "mobile")
@@ -372,6 +375,13 @@ def dashboard_pages(browser, base: str, viewport: str, found: dict, checks: dict
             "changed": page.inner_text("#states") != before,
         }
         audit("dashboard (updated)", "dashboard")
+        checks["csv"] = page.evaluate(
+            "async () => (await fetch(document.querySelector('a[href$=\"/admin/participants.csv\"]').href)).text()"
+        )
+        checks["approve"] = page.input_value("#approve-list").split()
+        from modprefs.app.export import export_dir
+
+        export_dir(db, out)
     page.goto(f"{base}/admin/responses")
     audit("latest responses")
     ctx.close()
@@ -396,7 +406,7 @@ def test_axe_all_rules_on_every_page_and_the_accessibility_tree(browser, tmp_pat
         other_pages(page, base, db, audit, viewport)
         context.close()
         found = dict(audit.found)
-        dashboard_pages(browser, base, viewport, found, checks)
+        dashboard_pages(browser, base, viewport, found, checks, db, tmp_path / "export")
     assert not errors, errors
     assert conds == {"text", "audio"}
     assert not found, found
@@ -426,6 +436,18 @@ def test_axe_all_rules_on_every_page_and_the_accessibility_tree(browser, tmp_pat
     }, checks["errors"]
     assert checks["hp_focus"] == [f"hp-play-{i}:true" for i in range(6)]  # the focus stays on each play button
     if viewport == "desktop":
+        import io
+
+        import pandas as pd
+
+        # the dashboard's per-participant CSV: its rows in the export, in the export's columns, are participants.csv
+        exported = (tmp_path / "export/participants.csv").read_text()
+        dash = pd.read_csv(io.StringIO(checks["csv"]), dtype=str, keep_default_na=False)
+        columns = exported.splitlines()[0].split(",")
+        assert len(dash) >= 7 and list(dash.columns[: len(columns)]) == columns
+        mine = dash[dash.in_export == "true"][columns].to_csv(index=False, lineterminator="\n")
+        assert mine == exported and exported.count("\n") == 3, (mine, exported)  # the two who completed
+        assert sorted(checks["approve"]) == [f"axe{viewport}0", f"axe{viewport}1"]
         assert checks["dashboard"]["live"] == "status" and checks["dashboard"]["changed"]
         assert re.fullmatch(r"Updated at \d\d:\d\d:\d\d: .*changed\.", checks["dashboard"]["said"]), checks
 
