@@ -178,6 +178,22 @@ def test_cli_load_stores_the_scale(study, tmp_path, capsys):
     url = f"sqlite:///{tmp_path}/c.db"
     assert main([*base, "--db", url, "--scale", "0:10:0.5", "--scale-labels", "Awful", "Superb"]) == 0
     assert stored(url) == HALF
+    # a short scale's own point labels (one per point), and the lab's codes
+    url = f"sqlite:///{tmp_path}/f.db"
+    labels = ["awful", "poor", "ok", "good", "great"]
+    argv = [*base, "--db", url, "--scale", "1:5", "--point-labels", *labels, "--expired-code", "TIMEOUT1"]
+    assert main([*argv, "--error-code", "MEDIA1"]) == 0
+    from modprefs.app.db import open_database
+
+    settings = service.read_settings(open_database(url, "status"))
+    assert [p["label"] for p in settings.points] == labels
+    assert (settings.expired_code, settings.error_code) == ("TIMEOUT1", "MEDIA1")
+    capsys.readouterr()
+    assert main([*base, "--db", f"sqlite:///{tmp_path}/g.db", "--scale", "1:5", "--point-labels", "a", "b"]) == 2
+    assert "point_labels: 2 labels for a scale of 5 points" in capsys.readouterr().err
+    assert main([*base, "--db", f"sqlite:///{tmp_path}/h.db", "--point-labels", "a", "b"]) == 2
+    assert "the scale has 100 points; labelled points are for scales of at most 11" in capsys.readouterr().err
+    assert not (tmp_path / "g.db").exists() and not (tmp_path / "h.db").exists()
     config.write_text("study:\n  scale: {min: 5, max: 1}\n")
     assert main([*base, "--db", f"sqlite:///{tmp_path}/d.db", "--configfile", str(config)]) == 2
     assert "--configfile" in capsys.readouterr().err

@@ -11,14 +11,20 @@ Routes (``{token}`` is the participant's personal, unguessable link):
 ``GET /p/{token}/headphones/{i}.wav``      the screening's sounds (``calibration`` or question 0..5)
 ``POST /p/{token}/events``                 JSON {trial, events: [...]}, header X-CSRF-Token; answers
                                            what became of each event (stored, duplicate, conflict, refused)
-``POST /p/{token}/leave``                  JSON {csrf} (the pagehide beacon): the slot is released after a
-                                           short grace unless the participant comes back
+``POST /p/{token}/leave``                  JSON {csrf, tab} (the pagehide beacon): the slot is released after
+                                           the leave grace unless the participant (or another open tab) comes back
+``POST /p/{token}/ping``                   JSON {csrf, tab, claim}: a page's claim of the session for its tab on
+                                           load (the last page opened wins) and its heartbeat while it is open
+``POST /p/{token}/problem``, ``GET``       JSON {csrf, tab, trial, what: media, detail}: a clip that did not load
+                                           after its retries (an incident); the GET is the problem page
 ``POST /p/{token}/trial/{n}``              form: csrf, rating_A/B, audio_quality_A/B, preference, ...
 ``POST /p/{token}/difficulty``             form: csrf, difficulty 1..5
 ``GET /p/{token}/audio/{clip}.wav``        the current trial's clips only; HTTP Range (206/416)
-``GET /admin/export.zip``, ``/admin/export/{table}.csv``, ``/admin/status.json``, ``/admin/responses``
-                                           need the admin secret (env var): ``Authorization: Bearer S``
-                                           or HTTP Basic with password S
+``GET /admin``, ``/admin/export.zip``, ``/admin/export/{table}.csv``, ``/admin/status.json``,
+``/admin/responses``, ``/admin/participants.csv``, ``/admin/clips.csv``, ``/admin/prolific/{approve,reject}.txt``,
+``POST /admin/intake``                     need the admin secret (env var, >= 16 characters):
+                                           ``Authorization: Bearer S`` or HTTP Basic with password S; failed
+                                           logins throttled per client IP
 =========================================  ========================================================
 
 Security: state-changing requests carry the participant's CSRF token (a secret that is only in the

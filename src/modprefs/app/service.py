@@ -30,6 +30,12 @@ events are checked for plausibility on receipt (:mod:`.plausibility`); refused o
 marked, reported and logged, and a trial whose clips were not heard (or whose Response B was not
 revealed) is refused with a message.
 
+One live tab per session: a page that loads claims the session for its browser tab (:func:`claim_tab`; the
+last page opened wins, a takeover is an incident); a request from another tab is refused (:func:`check_tab`,
+:class:`Superseded`) and a trial's state and measures are those of the tab that sends its events. An open page
+sends a heartbeat (``Settings.heartbeat_s``), so only a session with no page open is ever abandoned
+(:func:`sweep_abandoned`, an incident ``session_expired``).
+
 The layer, module by module (each imports only those above it):
 
 * this module: the settings, the errors, the clock (:func:`now`, read as ``service.now()`` everywhere,
