@@ -278,6 +278,7 @@ def test_admin_dashboard_matches_the_export(study, tmp_path, monkeypatch):
         html = client.get("/admin", headers=auth).text
         responses = client.get("/admin/responses", headers=auth).text
         dash_csv = client.get("/admin/participants.csv", headers=auth).text
+        clips_csv = client.get("/admin/clips.csv", headers=auth).text
         approve = client.get("/admin/prolific/approve.txt", headers=auth).text.split()
         reject = client.get("/admin/prolific/reject.txt", headers=auth).text.split()
     assert 'http-equiv="refresh"' not in html and "/static/admin.js" in html  # updated by fetch, not reloaded
@@ -294,6 +295,16 @@ def test_admin_dashboard_matches_the_export(study, tmp_path, monkeypatch):
     assert set(dash.prolific) == {"approve", "reject", ""}  # the one who stopped is still in a trial
     assert sorted(approve) == sorted(dash.prolific_pid[dash.prolific == "approve"]) and len(approve) == 3
     assert reject == list(dash.prolific_pid[dash.prolific == "reject"]) and len(reject) == 1
+    # raters per clip so far: the export's ratings per clip and condition (practice left out), against the design's
+    clips = pd.read_csv(io.StringIO(clips_csv)).set_index("clip_id")
+    ratings = pd.read_csv(tmp_path / "export/ratings.csv")
+    got = ratings[ratings.practice == 0].groupby(["clip_id", "condition"]).size()
+    for (clip, cond), n in got.items():
+        assert clips.loc[clip, f"{cond}_rated"] == n, (clip, cond)
+    assert clips[["text_rated", "audio_rated"]].to_numpy().sum() == got.sum()
+    design = study.assignments.assign(clip_id=study.assignments.prompt_id + "_0").groupby(["clip_id", "condition"])
+    for (clip, cond), n in design.size().items():
+        assert clips.loc[clip, f"{cond}_planned"] == n, (clip, cond)
     trials = pd.read_csv(tmp_path / "export/trials.csv").merge(parts[["participant_id", "condition"]])
     incidents = pd.read_csv(tmp_path / "export/incidents.csv")
     assert "submission_refused" in set(incidents.kind)
