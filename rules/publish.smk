@@ -15,12 +15,15 @@ rule run_config:
     """results/config.yaml: the merged config this run used (config files, --config, schema defaults), secret-named keys (publish.salt) left out; rewritten whenever any config value changes (params)."""
     output:
         "results/config.yaml",
+    log:
+        "results/logs/publish/run_config.log",
     params:
         config=config,
     run:
         from modprefs.publish.run_config import write_run_config
 
         write_run_config(params.config, output[0])
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
 rule publish:
