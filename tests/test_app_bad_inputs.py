@@ -105,6 +105,14 @@ def broken_clip(w: World, name: str, write) -> Path:
     return d / "manifest.csv"
 
 
+def lab_text(w: World, name: str, content: str) -> Path:
+    """A lab's study text ``name`` holding ``content``, beside (not inside) the watched folders."""
+    path = w.tmp / "texts" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return path
+
+
 def bad_assignments(w: World) -> Path:
     asg = pd.read_csv(w.study.files.assignments, dtype=str)
     asg.loc[2, "trial"] = "two"
@@ -247,6 +255,40 @@ CASES = [
         ["bad_assignments.csv", "row 4", "column trial", "'two'"],
     ),
     ("load-into-loaded-db", lambda w: app(*load_args(w, w.url)), ["already holds a study", "--replace"]),
+    # the lab's texts and the duration they state (issue #49): refused before a database exists
+    (
+        "load-minutes-per-trial-1e308",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db"), "--minutes-per-trial", "1e308"),
+        ["argument --minutes-per-trial: 1e308 must be a finite number > 0 and <= 60"],
+    ),
+    (
+        "load-overhead-minutes-1e308",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db"), "--overhead-minutes", "1e308"),
+        ["argument --overhead-minutes: 1e308 must be a finite number >= 0 and <= 600"],
+    ),
+    (
+        "load-consent-empty-file",
+        lambda w: app(*load_args(w, f"sqlite:///{w.missing_dir}/new.db"), "--consent", str(lab_text(w, "e.md", ""))),
+        ["--consent", "texts/e.md: the file is empty"],
+    ),
+    (
+        "load-consent-only-invisible-characters",
+        lambda w: app(
+            *load_args(w, f"sqlite:///{w.missing_dir}/new.db"),
+            "--consent",
+            str(lab_text(w, "bom.md", "\ufeff\u200b\n")),
+        ),
+        ["texts/bom.md: the file is empty (only invisible characters: U+FEFF ZERO WIDTH NO-BREAK SPACE, U+200B"],
+    ),
+    (
+        "load-consent-unclosed-minutes",
+        lambda w: app(
+            *load_args(w, f"sqlite:///{w.missing_dir}/new.db"),
+            "--consent",
+            str(lab_text(w, "open.md", "# Consent\n\nIt takes about {minutes minutes.\n")),
+        ),
+        ["texts/open.md: unclosed placeholder '{minutes minutes.' on line 3", "write {{ for a brace"],
+    ),
     (
         "export-validate-missing-stimuli",
         lambda w: app("export", "--db", w.url, "--out", str(w.out), "--validate", str(w.tmp / "no_stimuli.csv")),
@@ -283,3 +325,24 @@ def test_postgres_url_that_cannot_connect(world):
         timeout=120,
     )
     assert r.returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("timing", "said"),
+    [
+        ({"minutes_per_trial": 1e308}, "app load --minutes-per-trial 1e+308: must be a finite number of minutes > 0"),
+        ({"minutes_per_trial": 0.0}, "--minutes-per-trial 0.0: must be a finite number of minutes > 0 and <= 60"),
+        ({"overhead_minutes": float("inf")}, "--overhead-minutes inf: must be a finite number of minutes >= 0"),
+        ({"overhead_minutes": 601.0}, "--overhead-minutes 601.0: must be a finite number of minutes >= 0 and <= 600"),
+    ],
+    ids=["per-trial-1e308", "per-trial-0", "overhead-inf", "overhead-601"],
+)
+def test_a_duration_out_of_bounds_is_named_by_the_library_too(timing, said):
+    """StudyTexts set by a caller other than the CLI: the duration's bounds are the texts module's, so a timing prior
+    of 1e308 is a StudyTextError naming the option, not an OverflowError from rounding an infinite duration."""
+    from modprefs.app.texts import StudyTextError, StudyTexts, estimate_minutes
+
+    with pytest.raises(StudyTextError) as info:
+        StudyTexts(**timing).render(trials=3)
+    assert said in str(info.value)
+    assert estimate_minutes(4, per_trial=60.0, overhead=600.0) == 840  # the bounds themselves are allowed

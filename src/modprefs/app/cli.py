@@ -90,14 +90,19 @@ def root_path_arg(raw: str) -> str:
     return value
 
 
-def _number(minimum: float, strict: bool = False) -> Callable[[str], float]:
+def _number(minimum: float, strict: bool = False, maximum: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number >= ``minimum`` (> with ``strict``) and, if given, <= ``maximum``."""
+
     def parse(raw: str) -> float:
         try:
             value = float(raw)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-            raise argparse.ArgumentTypeError(f"{raw} must be a finite number {'>' if strict else '>='} {minimum:g}")
+        low = f"{'>' if strict else '>='} {minimum:g}"
+        bounds = low if maximum is None else f"{low} and <= {maximum:g}"
+        too_low = value < minimum or (strict and value == minimum)
+        if not math.isfinite(value) or too_low or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"{raw} must be a finite number {bounds}")
         return value
 
     return parse
@@ -217,19 +222,21 @@ def _add_load_step_args(ld: argparse.ArgumentParser) -> None:
         ("ethics", "the ethics approval, for {ethics}"),
     ):
         ld.add_argument(f"--{name}", default="", help=f"the texts' placeholder value: {what}")
+    from modprefs.app.texts import MAX_MINUTES_PER_TRIAL, MAX_OVERHEAD_MINUTES
+
     ld.add_argument(
         "--minutes-per-trial",
-        type=_number(0, strict=True),
+        type=_number(0, strict=True, maximum=MAX_MINUTES_PER_TRIAL),
         default=None,
         metavar="MIN",
-        help="the timing prior of one task for {minutes} (default 1.5)",
+        help=f"the timing prior of one task for {{minutes}}, at most {MAX_MINUTES_PER_TRIAL:g} (default 1.5)",
     )
     ld.add_argument(
         "--overhead-minutes",
-        type=_number(0),
+        type=_number(0, maximum=MAX_OVERHEAD_MINUTES),
         default=None,
         metavar="MIN",
-        help="the minutes outside the tasks for {minutes} (default 6)",
+        help=f"the minutes outside the tasks for {{minutes}}, at most {MAX_OVERHEAD_MINUTES:g} (default 6)",
     )
 
 

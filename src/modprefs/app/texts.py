@@ -12,8 +12,9 @@ packaged one in ``modprefs/app/texts/`` otherwise), fills their placeholders and
   ``--ethics`` of ``app load``.
 
 An unknown placeholder, one whose option was not given, an unclosed one (``{contact`` without its ``}``) or
-a lone brace, an empty file or one that cannot be read is refused (:class:`StudyTextError`, naming the file
-and the placeholder) before anything is written.
+a lone brace, an empty file (nothing but white space or invisible characters such as a byte-order mark or
+zero-width spaces) or one that cannot be read is refused (:class:`StudyTextError`, naming the file and the
+placeholder) before anything is written; so is a timing prior outside its bounds (:func:`check_timing`).
 """
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from modprefs.errors import UserInputError
+from modprefs.visible_text import invisible_characters, visible_text
 
 HERE = Path(__file__).resolve().parent / "texts"
 NAMES = ("consent", "instructions", "debrief")
 PLACEHOLDERS = ("minutes", "trials", "title", "payment", "contact", "ethics")
 MINUTES_PER_TRIAL = 1.5  # the timing prior of one task (reading or listening, rating, preference)
 OVERHEAD_MINUTES = 6.0  # consent, questionnaire, calibration and headphone check, instructions, closing question
+#: the most ``--minutes-per-trial`` may be: a task of over an hour is a wrong unit (seconds?), not a study's design
+MAX_MINUTES_PER_TRIAL = 60.0
+#: the most ``--overhead-minutes`` may be (10 hours): beyond it the duration a consent text states means nothing
+MAX_OVERHEAD_MINUTES = 600.0
 META_PREFIX = "text_"
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
@@ -39,8 +45,32 @@ class StudyTextError(UserInputError):
     """A study text that cannot be used; the message names the file and the placeholder."""
 
 
+def check_timing(per_trial: float, overhead: float) -> None:
+    """Refuse a timing prior outside (0, :data:`MAX_MINUTES_PER_TRIAL`] minutes a task or an overhead outside
+    [0, :data:`MAX_OVERHEAD_MINUTES`] (``1e308`` made the duration infinite: an OverflowError, not a message).
+
+    Raises:
+        StudyTextError: naming the ``app load`` option and its bounds.
+    """
+    for option, value, low, high, strict in (
+        ("--minutes-per-trial", per_trial, 0.0, MAX_MINUTES_PER_TRIAL, True),
+        ("--overhead-minutes", overhead, 0.0, MAX_OVERHEAD_MINUTES, False),
+    ):
+        number = float(value)
+        if not math.isfinite(number) or number < low or (strict and number == low) or number > high:
+            raise StudyTextError(
+                f"app load {option} {value!r}: must be a finite number of minutes {'>' if strict else '>='} "
+                f"{low:g} and <= {high:g} (it sets the duration {{minutes}} the study texts state)"
+            )
+
+
 def estimate_minutes(tasks: int, per_trial: float = MINUTES_PER_TRIAL, overhead: float = OVERHEAD_MINUTES) -> int:
-    """The study's duration in minutes: ``tasks`` x ``per_trial`` + ``overhead``, rounded up to 5."""
+    """The study's duration in minutes: ``tasks`` x ``per_trial`` + ``overhead``, rounded up to 5.
+
+    Raises:
+        StudyTextError: ``per_trial`` or ``overhead`` outside their bounds (:func:`check_timing`).
+    """
+    check_timing(per_trial, overhead)
     return max(5, int(math.ceil((tasks * per_trial + overhead) / 5.0)) * 5)
 
 
@@ -117,8 +147,10 @@ class StudyTexts:
                 raw = source.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise StudyTextError(f"{where}: cannot read the file: {exc}") from None
-            if not raw.strip():
-                raise StudyTextError(f"{where}: the file is empty (give the text, or leave the option out)")
+            if not visible_text(raw).strip():
+                hidden = invisible_characters(raw)
+                shown = f" (only invisible characters: {', '.join(hidden)})" if hidden else ""
+                raise StudyTextError(f"{where}: the file is empty{shown} (give the text, or leave the option out)")
             out[META_PREFIX + name] = render_markdown(fill(raw, values, where))
         return out
 
