@@ -75,7 +75,8 @@ def wilson_interval(successes: float, n: int, level: float = 0.95) -> tuple[floa
 
 
 def reward_accuracy_figure(pair_types: pd.DataFrame) -> bytes | None:
-    """Held-out accuracy by pair type and run, Wilson 95 % intervals, chance at .5; None without held-out pairs."""
+    """Held-out accuracy by pair type and run, Wilson 95 % intervals, the length-only baseline on the same pairs
+    (a bar, where the table has ``val_length``), chance at .5; None without held-out pairs."""
     if (
         pair_types is None
         or pair_types.empty
@@ -97,13 +98,15 @@ def reward_accuracy_figure(pair_types: pd.DataFrame) -> bytes | None:
         n = part["val_n"].to_numpy(int)
         bounds = np.array([wilson_interval(a * k, k) for a, k in zip(acc, n, strict=True)])
         ax.errorbar(acc, ys, xerr=[acc - bounds[:, 0], bounds[:, 1] - acc], fmt="o", capsize=2, label=run, markersize=4)
+        if "val_length" in part:  # the length-only baseline on the same pairs
+            ax.plot(part["val_length"].to_numpy(float), ys, "|", color="black", markersize=7)
         for y, k in zip(ys, n, strict=True):  # n beside the plot, outside the data area
             ax.annotate(f"n={k}", (1.01, y), xycoords=("axes fraction", "data"), va="center", fontsize=6)
     ax.axvline(0.5, color="grey", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel("held-out accuracy (chosen scored above rejected), Wilson 95 % intervals")
+    ax.set_xlabel("held-out accuracy (chosen scored above rejected), Wilson 95 % intervals; | length-only")
     ax.legend(
         loc="upper center",
         bbox_to_anchor=(0.5, -0.18),

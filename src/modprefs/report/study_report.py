@@ -66,7 +66,9 @@ OWN_CAPTIONS = {
     "reward_accuracy": (
         "Reward models: held-out accuracy by pair type (share of pairs where the chosen response scores higher), "
         "Wilson 95 % intervals, n pairs beside each bar; the dashed line is chance (.5). Bars whose interval "
-        "crosses it are not distinguishable from guessing."
+        "crosses it are not distinguishable from guessing. The black tick is the length-only baseline (prefer the "
+        "longer response) on the same pairs; these Wilson intervals count pairs, the pair-type table's intervals "
+        "resample prompts."
     ),
 }
 
@@ -537,6 +539,7 @@ def _reward(inputs: ReportInputs) -> str:
     out = []
     by_name = {p.stem: p for p in inputs.reward_tables if p.parent.name == "summary"}
     if "pair_types" in by_name:
+        out.append(reward_baseline_note(read_table(by_name["pair_types"], allow_empty=True)))
         png = reward_accuracy_figure(read_table(by_name["pair_types"], allow_empty=True))
         if png:
             out.append(
@@ -555,6 +558,33 @@ def _reward(inputs: ReportInputs) -> str:
         where = "summary" if p.parent.name == "summary" else f"{p.parents[1].name}/eval"
         out.append(machine_table_html(f"{where}/{p.stem}", read_table(p, allow_empty=True), reward_title(p)))
     return "".join(out)
+
+
+def reward_baseline_note(pair_types: pd.DataFrame) -> str:
+    """The reward section's plain statement: per run, the pair types whose held-out accuracy does not beat the
+    length-only baseline (prefer the longer response), and those that do, from ``summary/pair_types.csv``."""
+    if pair_types is None or pair_types.empty or "beats_length" not in pair_types:
+        return ""
+    items = []
+    for run in dict.fromkeys(pair_types["run"].astype(str)):
+        if run == "-":
+            continue
+        part = pair_types[pair_types["run"].astype(str) == run]
+        beats = part["beats_length"].astype(str)
+        fails, wins = (part[beats == v]["pair_type"].astype(str).tolist() for v in ("no", "yes"))
+        items.append(
+            f"<li><b>{esc(run)}</b>: does <b>not</b> beat length-only on {esc(', '.join(fails) or 'no pair type')}; "
+            f"beats it on {esc(', '.join(wins) or 'no pair type')}.</li>"
+        )
+    return (
+        '<p class="tnotes">Each accuracy is shown beside baselines on the same held-out pairs: length-only (prefer '
+        "the longer response), position (always response 0), majority (the position that won most training pairs "
+        "of the type) and the PRISM score, and, for human labels, the human agreement ceiling (a single rater vs "
+        "the other raters' mean preference). A pair type beats length-only when the 95 % interval of model − "
+        "length, resampling prompts, lies above 0; with fewer than 2 held-out prompts it cannot.</p><ul>"
+        + "".join(items)
+        + "</ul>"
+    )
 
 
 def reward_title(path: Path) -> str:

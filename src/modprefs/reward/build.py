@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from modprefs.reward import pairs as rp
+from modprefs.reward.baselines import agreement_ceiling
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +269,8 @@ def build_pair_sets(
         )
     }
     summary["study"] = report
+    if ratings is not None and "response" in stimuli.columns:
+        summary["ceiling"] = agreement_ceiling(ratings, stimuli, judges)
     deg = cfg.get("degradation") or {}
     study_clips = manifest[manifest["clip_id"].isin(stimuli["clip_id"])]
     sets["degradation"] = rp.degradation_pairs(

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from modprefs.reward.baselines import BASELINES, baseline_credits, ceiling_of, compare, mean_credit, model_credit
 from modprefs.reward.model import RewardModel, load_reward_model, pair_examples
 from modprefs.reward.pairs import assign_split
 from modprefs.reward.train import pair_accuracy, scores_table
@@ -78,48 +79,77 @@ def score_pairs(
     return scores_table(pairs, split if split is not None else ["all"] * n, scores[:n], scores[n:])
 
 
-def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = [
-        {
-            "split": split,
-            "level": "micro",
-            "key": "all",
-            **pair_accuracy(scores["r_chosen"], scores["r_rejected"], tie_tol),
-        }
-    ]
+COMPARE_COLUMNS = [
+    "n_prompts",
+    "model",
+    "ci_low",
+    "ci_high",
+    *BASELINES,
+    "minus_length",
+    "minus_length_ci_low",
+    "minus_length_ci_high",
+    "beats_length",
+]
+
+
+def with_credits(scores: pd.DataFrame, tie_tol: float = 1e-6) -> pd.DataFrame:
+    """``scores`` plus per-pair credits (1 / ½ / 0) of the model (``credit_model``) and of every baseline
+    (``credit_length`` ...; :func:`modprefs.reward.baselines.baseline_credits`, the majority rule learnt from
+    the ``train`` split) and ``cluster`` (the prompt: ``group``, else the pair)."""
+    is_train = (scores["split"] == "train").to_numpy() if "split" in scores else np.zeros(len(scores), bool)
+    train = is_train if is_train.any() else None
+    credits = baseline_credits(scores, train).add_prefix("credit_")
+    cluster = scores["group"].astype(object) if "group" in scores else pd.Series(None, index=scores.index, dtype=object)
+    return scores.assign(
+        credit_model=model_credit(scores["r_chosen"], scores["r_rejected"], tie_tol),
+        cluster=cluster.where(cluster.notna(), scores["pair_id"].astype(str)).astype(str),
+        **{c: credits[c] for c in credits.columns},
+    )
+
+
+def comparison(g: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
+    """:func:`modprefs.reward.baselines.compare` of a :func:`with_credits` subset (without ``n_pairs``)."""
+    base = g[[f"credit_{b}" for b in BASELINES]].set_axis(list(BASELINES), axis=1)
+    row = compare(g["credit_model"].to_numpy(float), base, g["cluster"].tolist(), seed)
+    return {k: row[k] for k in COMPARE_COLUMNS}
+
+
+def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float, seed: int = 0) -> list[dict[str, Any]]:
+    def row(level: str, key: str, g: pd.DataFrame) -> dict[str, Any]:
+        acc = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)
+        return {"split": split, "level": level, "key": key, **acc, **comparison(g, seed)}
+
+    rows = [row("micro", "all", scores)]
     for level in ("category", "source", "criterion"):
         if level not in scores:
             continue
         for key, g in scores.groupby(scores[level].astype(str), sort=True):
-            rows.append(
-                {"split": split, "level": level, "key": key, **pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)}
-            )
+            rows.append(row(level, str(key), g))
     cats = [r for r in rows if r["level"] == "category" and not np.isnan(r["accuracy"])]
     if cats:
-        rows.append(
-            {
-                "split": split,
-                "level": "macro",
-                "key": "category",
-                "n": sum(r["n"] for r in cats),
-                "correct": sum(r["correct"] for r in cats),
-                "wrong": sum(r["wrong"] for r in cats),
-                "ties": sum(r["ties"] for r in cats),
-                "accuracy": float(np.mean([r["accuracy"] for r in cats])),
-                "accuracy_ties_half": float(np.mean([r["accuracy_ties_half"] for r in cats])),
-            }
-        )
+        macro: dict[str, Any] = {"split": split, "level": "macro", "key": "category"}
+        for c in ("n", "correct", "wrong", "ties"):
+            macro[c] = sum(r[c] for r in cats)
+        for c in ("accuracy", "accuracy_ties_half", "model", *BASELINES):
+            vals = [r[c] for r in cats if not np.isnan(r[c])]
+            macro[c] = float(np.mean(vals)) if vals else float("nan")
+        macro["n_prompts"] = int(scores["cluster"].nunique())
+        macro["beats_length"] = "n/a"
+        rows.append(macro)  # no interval: the categories share prompts
     return rows
 
 
-def accuracy_table(scores: pd.DataFrame, tie_tol: float = 1e-6) -> pd.DataFrame:
-    """Micro / by category / by source / by criterion / macro accuracy, per split and for all pairs."""
+def accuracy_table(scores: pd.DataFrame, tie_tol: float = 1e-6, seed: int = 0) -> pd.DataFrame:
+    """Micro / by category / by source / by criterion / macro accuracy, per split and for all pairs, each beside
+    the baselines on the same pairs (length, position, majority, PRISM; ties ½) with n in prompts and a
+    prompt-clustered 95 % interval of the model's accuracy (ties ½) and of its difference from length-only."""
+    scores = with_credits(scores, tie_tol)
     rows = []
     if "split" in scores and scores["split"].nunique() > 1:
         for split, g in scores.groupby("split", sort=True):
-            rows += _acc_rows(g, str(split), tie_tol)
-    rows += _acc_rows(scores, "all", tie_tol)
-    return pd.DataFrame(rows, columns=ACC_COLUMNS)
+            rows += _acc_rows(g, str(split), tie_tol, seed)
+    rows += _acc_rows(scores, "all", tie_tol, seed)
+    return pd.DataFrame(rows, columns=ACC_COLUMNS + COMPARE_COLUMNS)
 
 
 def engine_pairs(pairs: pd.DataFrame, engines_dir: str | os.PathLike[str], backend: str) -> pd.DataFrame:
@@ -284,18 +314,50 @@ def transfer_table(
     return pd.DataFrame(rows)
 
 
+PAIR_TYPE_COLUMNS = [
+    "run",
+    "pair_type",
+    "label",
+    "source",
+    "val_n",
+    "val_n_prompts",
+    "val_accuracy",
+    "val_model",
+    "val_ci_low",
+    "val_ci_high",
+    *(f"val_{b}" for b in BASELINES),
+    "val_minus_length",
+    "val_minus_length_ci_low",
+    "val_minus_length_ci_high",
+    "beats_length",
+    "ceiling",
+    "all_n",
+    "all_accuracy",
+    "all_length",
+    "caveat",
+]
+
+
 def pair_type_table(
-    evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mapping[str, Any] | None = None, tie_tol: float = 1e-6
+    evals: Mapping[str, Mapping[str, Any]],
+    pairs_summary: Mapping[str, Any] | None = None,
+    tie_tol: float = 1e-6,
+    seed: int = 0,
 ) -> pd.DataFrame:
-    """Per run and pair type (``category``): held-out and overall accuracy with n, the type's label and a
-    caveat; then one row per builder that made no pairs, with the reason (from the pairs' summary.json)."""
+    """Per run and pair type (``category``): held-out accuracy with n in pairs and prompts, beside the baselines
+    on the same pairs and the human agreement ceiling (``human_*`` types; ``pairs_summary["ceiling"]``), with
+    prompt-clustered 95 % intervals of the model (ties ½) and of model − length (``beats_length``), the
+    overall accuracy, the type's label and a caveat; then one row per builder that made no pairs, with the
+    reason (from the pairs' summary.json)."""
+    ceilings = (pairs_summary or {}).get("ceiling")
     rows = []
     for run, e in evals.items():
-        s = e["scores"]
+        s = with_credits(e["scores"], tie_tol)
         for cat, g in s.groupby(s["category"].astype(str), sort=True):
             val = g[g["split"] == "val"]
             acc_val = pair_accuracy(val["r_chosen"], val["r_rejected"], tie_tol) if len(val) else None
             acc_all = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)
+            cmp = comparison(val, seed)
             rows.append(
                 {
                     "run": run,
@@ -303,9 +365,14 @@ def pair_type_table(
                     "label": PAIR_TYPE_LABELS.get(cat, cat),
                     "source": str(g["source"].iloc[0]),
                     "val_n": len(val),
+                    "val_n_prompts": cmp["n_prompts"],
                     "val_accuracy": acc_val["accuracy"] if acc_val else np.nan,
+                    **{f"val_{k}": v for k, v in cmp.items() if k not in ("n_prompts", "beats_length")},
+                    "beats_length": cmp["beats_length"],
+                    "ceiling": ceiling_of(cat, ceilings),
                     "all_n": len(g),
                     "all_accuracy": acc_all["accuracy"],
+                    "all_length": mean_credit(g["credit_length"].to_numpy(float)),
                     "caveat": caveat(len(val)),
                 }
             )
@@ -317,16 +384,49 @@ def pair_type_table(
                 "label": f"{builder}: not built",
                 "source": builder,
                 "val_n": 0,
-                "val_accuracy": np.nan,
+                "val_n_prompts": 0,
                 "all_n": 0,
-                "all_accuracy": np.nan,
+                "beats_length": "n/a",
                 "caveat": why,
             }
         )
-    return pd.DataFrame(
-        rows,
-        columns=["run", "pair_type", "label", "source", "val_n", "val_accuracy", "all_n", "all_accuracy", "caveat"],
-    )
+    return pd.DataFrame(rows, columns=PAIR_TYPE_COLUMNS)
+
+
+def not_beating_length(pair_types: pd.DataFrame, run: str = "main") -> list[str]:
+    """The pair types whose held-out accuracy does not beat the length-only baseline in ``run`` (the prompt-
+    clustered 95 % interval of model − length reaches 0 or lies below it), e.g. ``["human_text", ...]``."""
+    if "beats_length" not in pair_types:
+        return []
+    hit = pair_types[(pair_types["run"].astype(str) == run) & (pair_types["beats_length"].astype(str) == "no")]
+    return hit["pair_type"].astype(str).tolist()
+
+
+def headline(acc: pd.DataFrame) -> dict[str, Any]:
+    """eval.json's accuracies from an :func:`accuracy_table`: ``val_micro``, ``val_macro``, ``all_micro`` (ties
+    left out), then for the held-out micro row its n in pairs and prompts, the model's accuracy with ties ½
+    and its prompt-clustered 95 % interval, every baseline, and model − length with its interval."""
+
+    def pick(split_name: str, level: str, key: str) -> pd.Series | None:
+        hit = acc[(acc["split"] == split_name) & (acc["level"] == level) & (acc["key"] == key)]
+        return None if hit.empty else hit.iloc[0]
+
+    def number(row: pd.Series | None, col: str) -> float | None:
+        return None if row is None or pd.isna(row[col]) else float(row[col])
+
+    val = pick("val", "micro", "all")
+    out: dict[str, Any] = {
+        "val_micro": number(val, "accuracy"),
+        "val_macro": number(pick("val", "macro", "category"), "accuracy"),
+        "all_micro": number(pick("all", "micro", "all"), "accuracy"),
+        "val_n_pairs": int(val["n"]) if val is not None else 0,
+        "val_n_prompts": int(val["n_prompts"]) if val is not None else 0,
+    }
+    for col in ("model", "ci_low", "ci_high", *BASELINES, "minus_length", "minus_length_ci_low"):
+        out[f"val_{col}"] = number(val, col)
+    out["val_minus_length_ci_high"] = number(val, "minus_length_ci_high")
+    out["val_beats_length"] = str(val["beats_length"]) if val is not None else "n/a"
+    return out
 
 
 def evaluate_run(
@@ -354,25 +454,17 @@ def evaluate_run(
     scores = score_pairs(model, pairs, split, batch_size)
     tables = {
         "scores": scores,
-        "accuracy": accuracy_table(scores, tol),
+        "accuracy": accuracy_table(scores, tol, int(train_cfg.get("seed", 0))),
         "ood": ood_table(model, pairs, engines_dir, list(backends), split, tie_tol=tol, batch_size=batch_size),
         "drift": drift_table(scores, model.extra_config.get("center_coef")),
         "length_bias": length_bias(scores, tol),
     }
-    acc = tables["accuracy"]
-
-    def pick(split_name: str, level: str, key: str) -> float | None:
-        hit = acc[(acc["split"] == split_name) & (acc["level"] == level) & (acc["key"] == key)]
-        return None if hit.empty else float(hit["accuracy"].iloc[0])
-
     summary = {
         "run_dir": str(run_dir),
         "n_pairs": len(pairs),
         "center_coef": model.extra_config.get("center_coef"),
         "train_on": train_cfg.get("train_on"),
-        "val_micro": pick("val", "micro", "all"),
-        "val_macro": pick("val", "macro", "category"),
-        "all_micro": pick("all", "micro", "all"),
+        **headline(tables["accuracy"]),
         "mean_reward": float(tables["drift"]["mean_reward"].iloc[0]) if len(scores) else None,
         "training_data_sha256": model.extra_config.get("training_data_sha256"),
     }
@@ -400,8 +492,11 @@ def summary_tables(
 
 
 SUMMARY_TITLES = {
-    "runs": "Reward runs: held-out micro/macro accuracy and mean reward",
-    "pair_types": "Accuracy by pair type (held out and all; rule-based colloquial pairs are labelled; n < 20 flagged)",
+    "runs": "Reward runs: held-out micro/macro accuracy beside the length / position / majority / PRISM baselines "
+    "(ties ½), n in pairs and prompts, prompt-clustered 95 % intervals, and mean reward",
+    "pair_types": "Accuracy by pair type beside the baselines on the same held-out pairs and the human agreement "
+    "ceiling; n in pairs and prompts, prompt-clustered 95 % intervals; beats_length = the interval of model − "
+    "length lies above 0 (rule-based colloquial pairs are labelled; n < 20 flagged)",
     "transfer": "Cross-modal transfer: held-out accuracy by label set (rows: what the run trained on; "
     "n per cell, n < 20 flagged)",
     "drift": "Reward drift: mean chosen/rejected reward per run (centering λ) and source",

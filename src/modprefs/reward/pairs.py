@@ -71,6 +71,10 @@ PAIR_COLUMNS = [
     "n_raters",
     "rewriter",
     "tts_voice",
+    "chosen_response",
+    "rejected_response",
+    "chosen_prism",
+    "rejected_prism",
 ]
 CORPUS_COLUMNS = ["audio_path", "transcript", "dialogue_id", "turn", "speaker", "tier"]
 TIERS = ("wild", "semi-wild", "scripted")
@@ -142,6 +146,12 @@ def _mean_ratings(df: pd.DataFrame, modality_col: str) -> pd.DataFrame:
     )
 
 
+def _number(value: Any) -> float | None:
+    """A float, or None for a missing value (the pair tables' optional numeric columns)."""
+    x = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
+    return None if pd.isna(x) else float(x)
+
+
 def _pairs_from_means(
     means: pd.DataFrame,
     source: str,
@@ -154,7 +164,10 @@ def _pairs_from_means(
     by_modality: bool = False,
 ) -> list[dict[str, Any]]:
     clip = manifest.set_index("clip_id")
-    chars = stim.set_index("clip_id")["n_chars"]
+    by_clip = stim.set_index("clip_id")
+    chars = by_clip["n_chars"]
+    response = by_clip["response"] if "response" in by_clip else pd.Series(dtype=float)
+    prism = by_clip["prism_score"] if "prism_score" in by_clip else pd.Series(dtype=float)
     rows = []
     for (modality, pid), g in means.groupby(["modality", "prompt_id"], sort=True):
         key = f"{source}_{modality}"
@@ -197,6 +210,10 @@ def _pairs_from_means(
                 "rejected_chars": int(chars.get(lo.clip_id, 0)),
                 "margin": gap,
                 "n_raters": int(min(hi.n, lo.n)),
+                "chosen_response": _number(response.get(hi.clip_id)),
+                "rejected_response": _number(response.get(lo.clip_id)),
+                "chosen_prism": _number(prism.get(hi.clip_id)),
+                "rejected_prism": _number(prism.get(lo.clip_id)),
             }
         )
     return rows

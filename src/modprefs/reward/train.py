@@ -529,6 +529,10 @@ def scores_table(
             "group",
             "chosen_chars",
             "rejected_chars",
+            "chosen_response",
+            "rejected_response",
+            "chosen_prism",
+            "rejected_prism",
         )
         if c in pairs.columns
     ]
