@@ -410,6 +410,46 @@ def test_study_pairs_criterion_by_modality(study: dict[str, pd.DataFrame]) -> No
     assert set(crit) <= set(DEFAULT_CRITERIA)
 
 
+def test_default_conditioning_leaves_no_contradictory_pairs(study: dict[str, pd.DataFrame]) -> None:
+    """p1: the human readers prefer p1_1, the listeners p1_0, and a judge reading the text p1_0: under one
+    `quality` instruction three pairs on identical inputs, two of them opposite; the workflow's defaults
+    (criterion_by_modality, criterion_by_source) give each label set its own instruction."""
+    from modprefs.reward.build import build_pair_sets
+    from modprefs.reward.config import DEFAULTS
+    from modprefs.reward.pairs import contradictions
+
+    judges = pd.concat(
+        [
+            study["judges"],
+            pd.DataFrame(
+                {
+                    "judge": "j",
+                    "modality": "text",
+                    "kind": "response_quality",
+                    "prompt_id": "p1",
+                    "clip_id": ["p1_0", "p1_1"],
+                    "sample": 0,
+                    "rating": [90, 10],
+                    "status": "ok",
+                }
+            ),
+        ],
+        ignore_index=True,
+    )
+    args = (study["ratings"], study["stimuli"], study["manifest"], study["conversations"])
+    shared = study_pairs(*args, judges=judges)
+    assert set(contradictions(shared)["pair_id"]) == {"human:text:p1", "human:audio:p1", "judge:text:p1"}
+    by_modality = study_pairs(*args, judges=judges, criterion_by_modality=True)
+    assert set(contradictions(by_modality)["pair_id"]) == {"human:text:p1", "judge:text:p1"}
+    cfg = {**DEFAULTS["pairs"], "colloquial": None, "degradation": None}
+    sets, summary = build_pair_sets(cfg, *args, judges, {}, "unused", seed=0)
+    built = sets["study"].set_index("pair_id")
+    assert contradictions(sets["study"]).empty and summary["contradictions"]["pairs"] == 0
+    assert built.loc["judge:text:p1", "criterion"] == "quality_text_judge"
+    assert built.loc["human:text:p1", "criterion"] == "quality_text"
+    assert built.loc["human:text:p1", "chosen_response"] == 1 and built.loc["human:audio:p1", "chosen_response"] == 0
+
+
 def test_degradation_kinds_are_balanced(tmp_path: Path) -> None:
     manifest = write_clips(tmp_path / "c", 9, seed=3, seconds=0.2)
     counts = degradation_pairs(manifest, per_clip=1, seed=1)["category"].value_counts()

@@ -501,6 +501,25 @@ def test_reward_models_trained_and_evaluated(default_run):
     assert {"human_text", "noise"} <= set(types[types.run == "main"].pair_type)
     html = (default_run / "results/report/report.html").read_text()
     assert "RULE-BASED" in html and "Accuracy by pair type" in html
+    # every accuracy beside its baselines, n in prompts, prompt-clustered intervals; the report says which
+    # pair types do not beat length-only (#51)
+    from modprefs.reward.evaluate import not_beating_length
+    from modprefs.reward.pairs import contradictions, read_pairs
+
+    for col in ("val_n_prompts", "val_length", "val_position", "val_majority", "val_prism", "beats_length", "ceiling"):
+        assert col in types.columns, col
+    human = types[(types.run == "main") & (types.pair_type == "human_text")].iloc[0]
+    assert 0 < human.ceiling < 1 and human.val_n_prompts >= 1 and not np.isnan(human.val_length)
+    fails = not_beating_length(types, "main")
+    assert f"<b>main</b>: does <b>not</b> beat length-only on {', '.join(fails) or 'no pair type'};" in html
+    for col in ("val_n_prompts", "val_length", "val_ci_low", "val_beats_length"):
+        assert col in runs.columns, col
+    acc = _read(default_run, "results/reward/main/eval/accuracy.csv")
+    assert {"n_prompts", "length", "position", "majority", "prism", "ci_low", "beats_length"} <= set(acc.columns)
+    # no two pairs with identical inputs carry opposite labels (per-modality and per-source instructions)
+    built = read_pairs(sorted((default_run / "results/reward/pairs").glob("*.parquet")))
+    assert contradictions(built).empty and summary["contradictions"]["pairs"] == 0
+    assert {"quality_text", "quality_audio"} <= set(built.criterion)
     # the evaluation reproduces the training run's own scores (batch-invariant scoring)
     own = _read(default_run, "results/reward/main/scores.csv").set_index("pair_id")
     ev = _read(default_run, "results/reward/main/eval/scores.csv").set_index("pair_id").loc[own.index]

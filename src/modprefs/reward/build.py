@@ -266,6 +266,7 @@ def build_pair_sets(
             report=report,
             criterion_by_modality=bool(cfg.get("criterion_by_modality")),
             scale=scale,
+            criterion_by_source=bool(cfg.get("criterion_by_source")),
         )
     }
     summary["study"] = report
@@ -285,6 +286,15 @@ def build_pair_sets(
     sets["colloquial"] = colloquial_set(
         cfg.get("colloquial"), stimuli, conversations, renderers, study_tts, seed, summary
     )
+    clash = rp.contradictions(pd.concat([v for v in sets.values() if len(v)] or [rp.empty_pairs()]))
+    summary["contradictions"] = {"pairs": len(clash), "pair_ids": clash["pair_id"].astype(str).tolist()[:20]}
+    if len(clash):
+        log.warning(
+            "%d pairs have another pair's inputs with the opposite label (criterion_by_modality / "
+            "criterion_by_source off?): %s",
+            len(clash),
+            clash["pair_id"].tolist()[:10],
+        )
     for what, why in summary["skipped"].items():
         log.info("skipped %s pairs: %s", what, why)
     log.info("pairs: %s", {k: len(v) for k, v in sets.items()})

@@ -23,7 +23,10 @@ DEFAULTS: dict[str, Any] = {
         "judge_ratings": "auto",  # auto: results/judges/ratings.csv if config has `judges`; a path; null
         # decisiveness thresholds on the mean-rating gap, in units of the study's rating scale (study.scale)
         "min_gap": {"text": 0.0, "audio": 0.0},
-        "criterion_by_modality": False,  # true: quality_text / quality_audio instructions instead of one
+        # quality_text / quality_audio instructions instead of one `quality` (off: the text and audio labels of a
+        # prompt are opposite labels on identical inputs wherever readers and listeners disagree)
+        "criterion_by_modality": True,
+        "criterion_by_source": True,  # the AI judges' labels under their own instruction (quality_text_judge, ...)
         "degradation": {"kinds": ["noise", "clipping", "lowpass"], "per_clip": 1},
         # natural vs TTS; needs a human-speech corpus manifest (null: no modality pairs)
         "corpus": {

@@ -46,6 +46,12 @@ DEFAULT_CRITERIA = {
     "the final reply is as the next turn of this conversation, read as text.",
     "quality_audio": "Criterion: overall quality as a listener judges it. Rate how helpful, accurate and "
     "appropriate the final spoken reply is as the next turn of this conversation, heard as speech.",
+    "quality_judge": "Criterion: overall quality as an AI judge rates it. Rate how helpful, accurate and "
+    "appropriate an automatic judge finds the final reply as the next turn of this conversation.",
+    "quality_text_judge": "Criterion: overall quality as an AI judge reading the transcript rates it. Rate how "
+    "helpful, accurate and appropriate an automatic judge finds the final reply, read as text.",
+    "quality_audio_judge": "Criterion: overall quality as an AI judge listening to the audio rates it. Rate how "
+    "helpful, accurate and appropriate an automatic judge finds the final spoken reply, heard as speech.",
     "modality": "Criterion: modality. Rate how natural the final turn sounds as human speech in this "
     "conversation: prosody, emotion and channel, not only the words.",
     "colloquialness": "Criterion: colloquialness. Rate how natural the final turn is as spoken conversation "

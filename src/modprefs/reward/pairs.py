@@ -152,6 +152,14 @@ def _number(value: Any) -> float | None:
     return None if pd.isna(x) else float(x)
 
 
+def study_criterion(criterion: str, source: str, modality: str, by_modality: bool, by_source: bool) -> str:
+    """The instruction a study pair is trained under: ``quality``, ``quality_text`` / ``quality_audio`` per label
+    modality, and ``quality_judge`` / ``quality_text_judge`` ... for the AI judges' labels per source (the humans'
+    keep the plain name). Conditioned this way no two label sets of a prompt share an instruction."""
+    name = f"{criterion}_{modality}" if by_modality else criterion
+    return f"{name}_{source}" if by_source and source != "human" else name
+
+
 def _pairs_from_means(
     means: pd.DataFrame,
     source: str,
@@ -162,6 +170,7 @@ def _pairs_from_means(
     criterion: str,
     skipped: dict[str, int],
     by_modality: bool = False,
+    by_source: bool = False,
 ) -> list[dict[str, Any]]:
     clip = manifest.set_index("clip_id")
     by_clip = stim.set_index("clip_id")
@@ -191,7 +200,7 @@ def _pairs_from_means(
         rows.append(
             {
                 "pair_id": f"{source}:{modality}:{pid}",
-                "criterion": f"{criterion}_{modality}" if by_modality else criterion,
+                "criterion": study_criterion(criterion, source, str(modality), by_modality, by_source),
                 "category": key,
                 "source": source,
                 "label_modality": modality,
@@ -264,6 +273,7 @@ def study_pairs(
     criterion_by_modality: bool = False,
     report: dict[str, Any] | None = None,
     scale: RatingScale | None = None,
+    criterion_by_source: bool = False,
 ) -> pd.DataFrame:
     """Pairs from human text/audio ratings and AI judge ratings (see the module docs).
 
@@ -273,7 +283,9 @@ def study_pairs(
     ``criterion_by_modality``: label pairs ``{criterion}_text`` / ``{criterion}_audio`` (a reader's vs a
     listener's judgement, two instructions) instead of one shared criterion. Text and audio labels of
     the same prompt often disagree (the study's point); under one instruction they are contradictory
-    pairs on identical inputs.
+    pairs on identical inputs. ``criterion_by_source``: the AI judges' pairs get their own instruction
+    (``{criterion}[_{modality}]_judge``), since judges and humans disagree on some prompts (the workflow's
+    defaults turn both on: :func:`contradictions` finds no pair set of them on identical inputs).
     ``report`` (optional dict) receives counts of pairs made and prompts skipped, by reason.
     """
     min_gap = {"text": 0.0, "audio": 0.0, **(min_gap or {})}
@@ -295,6 +307,7 @@ def study_pairs(
             criterion,
             skipped,
             criterion_by_modality,
+            criterion_by_source,
         )
     if "judge" in sources and judges is not None:
         rows += _pairs_from_means(
@@ -307,6 +320,7 @@ def study_pairs(
             criterion,
             skipped,
             criterion_by_modality,
+            criterion_by_source,
         )
     out = _frame(rows)
     if report is not None:
@@ -642,6 +656,29 @@ def validate_pairs(
                     checked[p] = str(exc)
             if checked[p]:
                 raise PairDataError(f"{name}: pair {row.pair_id}: {checked[p]}")
+
+
+def _side_key(audio: Any, text: Any, transform: Any) -> str:
+    return json.dumps([str(audio), str(text), None if transform is None else str(transform)])
+
+
+def contradictions(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The pairs whose inputs (criterion, context, the two sides' audio, transcript and degradation) are those of
+    another pair with the opposite label: the chosen side of one is the rejected side of the other. Returns the
+    offending rows of ``pairs`` (empty when none; a label set a model can fit exactly)."""
+    if pairs.empty:
+        return pairs
+    keys, flipped = [], []
+    for r in pairs.itertuples(index=False):
+        c = _side_key(r.chosen_audio, r.chosen_text, getattr(r, "chosen_transform", None))
+        j = _side_key(r.rejected_audio, r.rejected_text, getattr(r, "rejected_transform", None))
+        ctx = getattr(r, "context", None)
+        ctx_key = json.dumps(list(ctx) if ctx is not None and not isinstance(ctx, float) else [], default=str)
+        keys.append(json.dumps([str(r.criterion), ctx_key, *sorted((c, j))]))
+        flipped.append(c > j)
+    frame = pd.DataFrame({"key": keys, "flipped": flipped}, index=pairs.index)
+    both = frame.groupby("key")["flipped"].transform("nunique") > 1
+    return pairs[both.to_numpy()]
 
 
 def write_pairs(pairs: pd.DataFrame, target: str | os.PathLike[str]) -> None:

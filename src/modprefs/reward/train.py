@@ -36,7 +36,7 @@ from modprefs.reward.backbones import RewardSetupError, build_backbone
 from modprefs.reward.examples import FeatureCache
 from modprefs.reward.loss import bradley_terry_loss
 from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, pair_examples
-from modprefs.reward.pairs import PairDataError, assign_split, pairs_hash, validate_pairs
+from modprefs.reward.pairs import PairDataError, assign_split, contradictions, pairs_hash, validate_pairs
 from modprefs.reward.precision import prepare_precision
 
 log = logging.getLogger(__name__)
@@ -251,6 +251,14 @@ def _split_pairs(
     chosen_mask = _select(pairs, train.train_on)
     train_idx = np.flatnonzero((split == "train") & chosen_mask)
     val_idx = np.flatnonzero(split == "val")
+    clash = contradictions(pairs.iloc[train_idx])
+    if len(clash):
+        log.warning(
+            "%d training pairs have another training pair's inputs with the opposite label (no model can fit both; "
+            "reward.pairs.criterion_by_modality / criterion_by_source): %s",
+            len(clash),
+            clash["pair_id"].tolist()[:10],
+        )
     if len(train_idx) == 0:
         raise PairDataError(
             f"no training pairs after the split (val_fraction={train.val_fraction}) and "
