@@ -389,11 +389,28 @@ def dashboard_pages(browser, base: str, viewport: str, found: dict, checks: dict
     checks.setdefault("titles", {}).update(audit.titles)
 
 
+def live_panel(db) -> None:
+    """The dashboard's live reliability with every part shown (issue #54): a declared rule, an update, a look that
+    stopped the study (stored values: what axe checks is their markup)."""
+    from modprefs.app.live_stats import CONFIG_KEY, SNAPSHOT_KEY, store
+    from modprefs.app.stopping import STATE_KEY
+
+    row = {"n_participants": 4, "k_mean_raters": 2.5, "icc_2_1": 0.41, "icc_2_1_lo": 0.2, "icc_2_1_hi": 0.7}
+    row |= {"icc_2_k": 0.63, "icc_2_k_lo": 0.33, "icc_2_k_hi": 0.88, "raters_needed": 5.0, "raters_still_needed": 2.5}
+    rule = {"rule": "lower_bound", "target_icc": 0.6, "min_participants": 4, "max_participants": 8, "look_every": 2}
+    store(db, CONFIG_KEY, {"stopping": rule, "params": {"n_boot": 10}})
+    snap = {"tasks": 8, "seconds": 1.5, "ci_level": 0.95, "target_icc": 0.6, "updated_utc": "2026-12-06T02:00:00+00:00"}
+    store(db, SNAPSHOT_KEY, {**snap, "conditions": {"audio": row, "text": row}})
+    look = {"index": 0, "n_participants": 4, "level": 0.98, "at": 0, "decision": "met"}
+    store(db, STATE_KEY, {"looks": [{**look, "conditions": {"audio": row, "text": row}}], "stopped": look})
+
+
 @pytest.mark.parametrize("viewport", ["desktop", "mobile"])
 def test_axe_all_rules_on_every_page_and_the_accessibility_tree(browser, tmp_path, viewport):  # noqa: F811
     st = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=3, trials=1, seed=3, durations=(1.0, 1.2))
     url = f"sqlite:///{tmp_path}/a11y.db"
     db = load(st, url)
+    live_panel(db)
     env = {"MODPREFS_ADMIN_SECRET": SECRET}
     with app_server(url, "--text-min-read", "1", "--headphone-check", "record", env=env) as base:
         context = browser.new_context(viewport=VIEWPORTS[viewport])

@@ -17,6 +17,7 @@ import html
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,10 +113,12 @@ async def run_participant(
     headphones: str = "stereo",
     client_ip: str | None = None,
     prefix: str = "",
+    rate: Callable[[str, str], float] | None = None,
 ) -> Outcome:
     """One participant's session. ``client_ip``: sent as X-Forwarded-For (a server behind a proxy
     sees one address per participant); ``headphones``: ``stereo`` or ``mono`` listener; ``prefix``: the
-    path the site is served under (``/study`` for ``serve --root-path /study``)."""
+    path the site is served under (``/study`` for ``serve --root-path /study``); ``rate``: the rating of the
+    response at a position (``rate(trial page HTML, "A" or "B")``; default uniform 1..100)."""
     rng = random.Random(seed)
     out = Outcome()
     client = RetryingClient(client, out, {"X-Forwarded-For": client_ip} if client_ip else {})  # type: ignore[assignment]
@@ -210,6 +213,8 @@ async def run_participant(
             await asyncio.sleep(wait)
             await send_now(ev("reveal", "B", gap_ms=int(wait * 1000)))
         ratings = {p: rng.randint(1, 100) for p in "AB"}
+        if rate is not None:
+            ratings = {p: rate(r.text, p) for p in "AB"}
         for pos in "AB":
             ev("slider", pos, float(rng.randint(1, 100)), "rating")
             ev("slider", pos, float(ratings[pos]), "rating")

@@ -20,7 +20,7 @@ Routes (``{token}`` is the participant's personal, unguessable link):
 ``POST /p/{token}/trial/{n}``              form: csrf, rating_A/B, audio_quality_A/B, preference, ...
 ``POST /p/{token}/difficulty``             form: csrf, difficulty 1..5
 ``GET /p/{token}/audio/{clip}.wav``        the current trial's clips only; HTTP Range (206/416)
-``GET /admin``, ``/admin/export.zip``, ``/admin/export/{table}.csv``, ``/admin/status.json``,
+``GET /admin``, ``/admin/export.zip``, ``/admin/export/{table}.csv``, ``/admin/status.json``, ``/admin/live.json``,
 ``/admin/responses``, ``/admin/participants.csv``, ``/admin/clips.csv``, ``/admin/prolific/{approve,reject}.txt``,
 ``POST /admin/intake``                     need the admin secret (env var, >= 16 characters):
                                            ``Authorization: Bearer S`` or HTTP Basic with password S; failed
@@ -58,6 +58,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, QueryParams, UploadFile
 from starlette.requests import Request
@@ -68,6 +69,7 @@ from starlette.staticfiles import StaticFiles
 from modprefs.app import dashboard, service, sessions, trials
 from modprefs.app import events as event_log
 from modprefs.app.db import open_database
+from modprefs.app.live_runner import LiveRunner, live_view
 from modprefs.app.ratelimit import RateLimiter
 from modprefs.app.service import AppError, Expired, Forbidden, Invalid, Settings, SettingsError, Superseded, TooLarge
 from modprefs.app.texts import stored_html
@@ -241,7 +243,17 @@ def _env() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["fmt3"] = fmt3
     return env
+
+
+def fmt3(value: Any) -> str:
+    """A statistic as the dashboard shows it: a whole number as such, another number to 3 decimals, none as a dash."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
 
 
 def create_app(
@@ -335,6 +347,7 @@ def _admin_routes(site: _Site) -> list[Route]:
         Route("/admin/export.zip", site.admin_export_zip),
         Route("/admin/export/{table}.csv", site.admin_export_table),
         Route("/admin/status.json", site.admin_status),
+        Route("/admin/live.json", site.admin_live),
         Route("/admin/responses", site.admin_responses),
         Route("/admin/participants.csv", site.admin_participants_csv),
         Route("/admin/clips.csv", site.admin_clips_csv),
@@ -389,6 +402,7 @@ class _Pages:
         self.state: dict[str, Any] = {"settings": settings}
         self.admin_secret_env = admin_secret_env
         self.admin_failures = RateLimiter()  # failed admin logins per client IP
+        self.live = LiveRunner(db)  # the live statistics' background updates (poked after each stored task)
 
     def settings(self) -> Settings:
         return self.state["settings"]
@@ -636,9 +650,13 @@ class _ParticipantPages(_Pages):
             )
         except AppError as exc:
             return self.error_page(exc, request)
+        # the live statistics are poked after the response was sent; they update in a child process
+        later = BackgroundTask(self.live.poke) if outcome != "duplicate" else None
         if request.headers.get("accept", "").startswith("application/json"):
-            return JSONResponse({"outcome": outcome, "next": app_url(request, f"/p/{token}")})
-        return _redirect_home(request, token)
+            return JSONResponse({"outcome": outcome, "next": app_url(request, f"/p/{token}")}, background=later)
+        response = _redirect_home(request, token)
+        response.background = later
+        return response
 
     async def headphones_post(self, request: Request) -> Response:
         token = request.path_params["token"]
@@ -779,6 +797,12 @@ class _Site(_ParticipantPages):
             return denied
         return JSONResponse(await run_in_threadpool(service.status_counts, self.db, self.settings()))
 
+    async def admin_live(self, request: Request) -> Response:
+        """The live statistics and the stopping rule (:func:`modprefs.app.live_runner.live_view`)."""
+        if (denied := self.admin_ok(request)) is not None:
+            return denied
+        return JSONResponse(await run_in_threadpool(live_view, self.db, self.live.busy))
+
     async def admin_responses(self, request: Request) -> Response:
         if (denied := self.admin_ok(request)) is not None:
             return denied
@@ -790,6 +814,7 @@ class _Site(_ParticipantPages):
         if (denied := self.admin_ok(request)) is not None:
             return denied
         info = await run_in_threadpool(dashboard.dashboard, self.db, self.settings())
+        info["live"] = await run_in_threadpool(live_view, self.db, self.live.busy)
         data = {"page": "admin", "refresh_s": dashboard.REFRESH_S, "url": app_url(request, "/admin")}
         return self.render(
             request,

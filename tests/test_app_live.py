@@ -1,0 +1,219 @@
+"""Live reliability and the stopping rule (issue #54), with simulated participants through the app over HTTP.
+
+The dashboard's live ICC (``/admin/live.json``, the page's table) must equal ``modprefs stats`` on the export of that
+moment; a declared stopping rule must close the intake at its look, and the export must analyse as usual, its
+interval at the look's corrected level equal to the look's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
+
+from app_sim import AUDIO_RE, TEXT_RE, run_participant  # noqa: E402
+from app_study import load, make_study  # noqa: E402
+
+from modprefs.app.export import export_dir  # noqa: E402
+from modprefs.app.live_stats import CONFIG_KEY, claim  # noqa: E402
+from modprefs.app.server import create_app  # noqa: E402
+from modprefs.stats.sequential import look_level, rule_from_config  # noqa: E402
+
+SECRET = "s3cret-for-live-tests"
+AUTH = {"Authorization": f"Bearer {SECRET}"}
+N_BOOT, SEED = 40, 11  # the live ICC's and `modprefs stats`' resampling (small: the test's time)
+ICC_KEYS = (
+    "n_participants",
+    "k_mean_raters",
+    "icc_2_1",
+    "icc_2_1_lo",
+    "icc_2_1_hi",
+    "icc_2_k",
+    "icc_2_k_lo",
+    "icc_2_k_hi",
+)
+WORDS = {"zero": 0, "one": 1}
+
+
+def clip_of(page: str, pos: str) -> str | None:
+    """The clip shown at ``pos`` on a trial page: the audio's file name, or the text's 'Response zero to prompt 3'."""
+    for src, p in AUDIO_RE.findall(page):
+        if p == pos:
+            return src.rsplit("/", 1)[-1][:-4]
+    for p, body in TEXT_RE.findall(page):
+        m = re.match(r"\s*Response (zero|one) to prompt (\d+)", html.unescape(body))
+        if p == pos and m:
+            return f"pr{int(m.group(2)):02d}_{WORDS[m.group(1)]}"
+    return None
+
+
+def rater(seed: int, clip_sd: float = 30.0, rater_sd: float = 4.0, noise_sd: float = 5.0):
+    """A participant whose ratings follow clip + rater + noise (true clip means fixed by clip id), 1..100."""
+    rng = np.random.default_rng([seed, 54])
+    bias = rng.normal(0, rater_sd)
+
+    def rate(page: str, pos: str) -> int:
+        clip = clip_of(page, pos)
+        if clip is None or not clip.startswith("pr"):  # the attention check
+            return 50
+        mean = 50 + clip_sd * np.random.default_rng([int(clip[2:4]), int(clip[-1]), 7]).standard_normal()
+        return int(np.clip(round(mean + bias + rng.normal(0, noise_sd)), 1, 100))
+
+    return rate
+
+
+def live_meta(**stopping: object) -> dict[str, str]:
+    return {CONFIG_KEY: json.dumps({"stopping": stopping, "params": {"n_boot": N_BOOT, "seed": SEED}})}
+
+
+def run_batch(app, seeds, durations):
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            return await asyncio.gather(
+                *[run_participant(c, seed=i, durations=durations, rate=rater(i)) for i in seeds]
+            )
+
+    return asyncio.run(go())
+
+
+def admin_get(app, path: str) -> httpx.Response:
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            return await c.get(path, headers=AUTH)
+
+    r = asyncio.run(go())
+    assert r.status_code == 200, r.text
+    return r
+
+
+def settled(app, timeout: float = 240.0) -> dict:
+    """/admin/live.json once no update runs and the last one saw every stored task."""
+    deadline = time.monotonic() + timeout
+    while True:
+        live = admin_get(app, "/admin/live.json").json()
+        tasks = admin_get(app, "/admin/status.json").json()["trials_submitted"]
+        snap = live["snapshot"]
+        if not live["updating"] and snap is not None and snap["tasks"] == tasks:
+            return live
+        assert time.monotonic() < deadline, f"the live statistics did not settle: {live}"
+        time.sleep(0.5)
+
+
+def modprefs_stats(export: Path, out: Path, *extra: str) -> pd.DataFrame:
+    """``modprefs stats`` on the export (the CLI, as a lab runs it); its icc.csv."""
+    cmd = [sys.executable, "-m", "modprefs.cli", "stats", "--ratings", str(export), "--out", str(out)]
+    cmd += ["--n-boot", str(N_BOOT), "--seed", str(SEED), "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]
+    done = subprocess.run([*cmd, *extra], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return pd.read_csv(out / "tables" / "icc.csv").set_index("condition")
+
+
+@pytest.fixture
+def study(tmp_path):
+    return make_study(tmp_path / "study", n_prompts=6, raters_per_condition=8, trials=3, durations=(0.2, 0.3))
+
+
+def serve(study, tmp_path, monkeypatch, **stopping: object):
+    """The study loaded with a live configuration (``study.stopping`` keys; n_boot and seed: the test's)."""
+    monkeypatch.setenv("MODPREFS_ADMIN_SECRET", SECRET)
+    url = f"sqlite:///{tmp_path}/app.db"
+    db = load(study, url, **live_meta(**stopping))
+    return db, create_app(url, settings_overrides={"text_min_read_s": 0.05})
+
+
+def test_the_dashboards_live_icc_equals_modprefs_stats_on_the_export_of_that_moment(study, tmp_path, monkeypatch):
+    db, app = serve(study, tmp_path, monkeypatch, update_every_trials=1, target_icc=0.8)
+    seen = []
+    for batch, seeds in enumerate((range(0, 6), range(6, 10))):
+        run_batch(app, seeds, study.durations)
+        live = settled(app)
+        snap = live["snapshot"]
+        export_dir(db, tmp_path / f"export{batch}")
+        icc = modprefs_stats(tmp_path / f"export{batch}", tmp_path / f"stats{batch}")
+        assert set(snap["conditions"]) == set(icc.index) == {"audio", "text"}
+        for cond, row in snap["conditions"].items():
+            for key in ICC_KEYS:
+                assert row[key] == icc.loc[cond, key], (batch, cond, key, row[key], icc.loc[cond, key])
+            needed = np.ceil(0.8 * (1 - row["icc_2_1"]) / (row["icc_2_1"] * 0.2) - 1e-12) if row["icc_2_1"] < 0.8 else 1
+            assert row["raters_needed"] == needed
+            assert row["raters_still_needed"] == max(0.0, needed - row["k_mean_raters"])
+        page = admin_get(app, "/admin").text
+        for cond, row in snap["conditions"].items():
+            cells = re.search(
+                rf'<tr data-condition="{cond}"><th scope="row">{cond}</th><td data-k="n_participants">.*?</tr>',
+                page,
+                re.S,
+            )
+            assert cells and f'data-k="icc_2_k">{row["icc_2_k"]:.3f}<' in cells.group(0)
+        assert snap["updated_utc"] in page
+        seen.append({c: (r["n_participants"], round(r["icc_2_k"], 3)) for c, r in snap["conditions"].items()})
+    # the second moment has more participants: the numbers moved with the ratings
+    assert all(seen[1][c][0] > seen[0][c][0] for c in ("audio", "text")), seen
+    # the simulated raters agree (clip SD 30 against rater SD 4 and noise 5): far from the ~0 of random ratings
+    assert all(seen[1][c][1] > 0.5 for c in ("audio", "text")), seen
+
+
+def test_an_update_is_claimed_once_every_n_tasks_and_not_without_a_live_configuration(study, tmp_path, monkeypatch):
+    monkeypatch.setenv("MODPREFS_ADMIN_SECRET", SECRET)
+    url = f"sqlite:///{tmp_path}/app.db"
+    db = load(study, url)  # loaded without a live configuration (as by an earlier version): no updates
+    app = create_app(url, settings_overrides={"text_min_read_s": 0.05})
+    run_batch(app, range(2), study.durations)  # 2 participants x 4 tasks (the attention check + 3)
+    time.sleep(1.0)
+    live = admin_get(app, "/admin/live.json").json()
+    assert live["snapshot"] is None and live["enabled"] is False and not live["updating"]
+    assert "Not computed yet" in admin_get(app, "/admin").text
+    assert claim(db, 3) == 8  # 8 tasks since none: due, claimed at 8
+    assert claim(db, 3) is None and claim(db, 1) is None  # nothing new since
+    run_batch(app, [2], study.durations)  # 4 more: 12
+    assert claim(db, 5) is None  # 12 - 8 < 5
+    assert claim(db, 4) == 12 and claim(db, 4) is None  # claimed once
+
+
+def test_the_stopping_rule_closes_the_intake_when_met_and_the_export_analyses_as_usual(tmp_path, monkeypatch):
+    # every participant rates all 6 prompts (k = the participants so far)
+    study = make_study(tmp_path / "study", n_prompts=6, raters_per_condition=8, trials=6, durations=(0.2, 0.3))
+    rule = {"rule": "lower_bound", "target_icc": 0.6, "min_participants": 6, "max_participants": 8, "look_every": 2}
+    db, app = serve(study, tmp_path, monkeypatch, update_every_trials=1000, **rule)  # only the looks update
+    level = look_level(rule_from_config(rule))
+    assert level == pytest.approx(1 - 0.05 / 2)  # looks at 6 and 8 completed participants per condition
+    run_batch(app, range(0, 8), study.durations)  # 4 per condition: no look due
+    time.sleep(1.0)
+    assert admin_get(app, "/admin/live.json").json()["state"]["looks"] == []
+    run_batch(app, range(8, 12), study.durations)  # 6 per condition: the first look
+    live = settled(app)
+    state = live["state"]
+    assert [k["n_participants"] for k in state["looks"]] == [6]
+    look = state["looks"][0]
+    assert look["decision"] == "met" and look["level"] == level
+    assert all(c["icc_2_k_lo"] >= 0.6 for c in look["conditions"].values()), look
+    assert state["stopped"]["index"] == 0 and live["intake"] == "closed"
+    page = admin_get(app, "/admin").text
+    assert "Target met" in page and f"--ci-level {level:.6g}" in page
+
+    async def newcomer():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            return await c.get("/start", follow_redirects=True)
+
+    r = asyncio.run(newcomer())
+    assert "closed" in r.text.lower()
+    # the export analyses as usual; at the look's level its ICC(2,k) interval is the look's (no task came after it)
+    export_dir(db, tmp_path / "export")
+    icc = modprefs_stats(tmp_path / "export", tmp_path / "stats", "--ci-level", f"{level!r}")
+    for cond, c in look["conditions"].items():
+        assert (c["icc_2_k_lo"], c["icc_2_k_hi"]) == (icc.loc[cond, "icc_2_k_lo"], icc.loc[cond, "icc_2_k_hi"])
+    assert (tmp_path / "stats" / "report.html").is_file()
