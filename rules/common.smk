@@ -27,6 +27,11 @@ from modprefs.config_paths import named_files, schema_at  # noqa: E402
 from modprefs.judges.startup import check_judges_at_start  # noqa: E402
 from modprefs.speech.render import clip_fingerprint  # noqa: E402
 
+
+# SLURM: partition(), grown(), grown_minutes(), gpu_job_threads() and modprefs.cluster as slurm_costs
+include: "cluster.smk"
+
+
 # The whole config, checked before any job is scheduled: every schema problem named by its dotted key
 # and the file and line that set it; snakemake's own validation then fills in the schema's defaults;
 # then the cross-key, file, voice/language and data-size checks (modprefs.config_checks). An error prints
@@ -59,6 +64,27 @@ onstart:
     if workflow.is_main_process:
         with exit_on_user_error():
             check_judges_at_start(config["judges"])
+            stage_weights_at_start()
+
+
+def stage_weights_at_start() -> None:
+    """A cluster run's hub downloads (Kokoro, Qwen2.5-Omni, PRISM), made here on the submitting host before any job
+    into $HF_HOME (modprefs.weights; docs/cluster.md). MODPREFS_STAGE_WEIGHTS=0 skips it (weights staged by hand)."""
+    if not CLUSTER_RUN:
+        return
+    from modprefs.errors import UserInputError
+    from modprefs.weights import hub_items, stage_in_subprocess
+
+    items = hub_items(config)
+    if not items:
+        return
+    if os.environ.get("MODPREFS_STAGE_WEIGHTS", "1") == "0":
+        print(f"weights: not staged (MODPREFS_STAGE_WEIGHTS=0): {len(items)} hub download(s) left to the jobs")
+        return
+    if stage_in_subprocess(items, sys.executable) != 0:
+        raise UserInputError(
+            "the hub weights the jobs need could not be staged (above); `modprefs fetch-weights --dry-run` lists them"
+        )
 
 
 RATING_TABLES = ["ratings", "trials", "participants"]
@@ -299,6 +325,12 @@ def judge_inputs(wildcards) -> dict:
     return inputs
 
 
+def judge_seconds(wildcards) -> float:
+    """Measured cost of one modality's offline judge: its model loads and one rating per clip."""
+    load_s, per_clip_s = slurm_costs.JUDGE_COSTS[wildcards.modality]
+    return load_s + per_clip_s * n_clips()
+
+
 def if_present(path):
     """[path] when the file exists at parse time, else [] (an optional input: a benchmark result, the plan)."""
     return [path] if os.path.isfile(path) else []
@@ -373,3 +405,130 @@ def plan_inputs(wildcards):
 
     files = [str(f) for f in source_files(PLAN["pilot"])]
     return files + ([PLAN["pilot_clips"]] if PLAN.get("pilot_clips") else [])
+
+
+#: characters per clip assumed when a shard's texts cannot be read (they always can once its job exists)
+_FALLBACK_CHARS = 2000
+
+
+@functools.lru_cache(maxsize=None)
+def _shard_chars(prompts: str, mtime: float, attention: str | None, shard_size: int, balanced: bool) -> list:
+    """Characters of each clip, per shard, as render_shard (balanced) or render_engine_shard cuts a prompts file."""
+    from modprefs.speech.clips import read_study_clips, shard_bounds
+
+    clips = read_study_clips(prompts, "results/data/conversations.parquet", attention)
+    chars = clips["text"].fillna("").astype(str).str.len().tolist()
+    if balanced:
+        bounds = shard_bounds(clips, shard_size)
+    else:
+        bounds = list(range(0, len(chars), shard_size)) + [len(chars)]
+    return [chars[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def shard_chars(prompts: str, attention: str | None, shard, balanced: bool = True) -> list[int]:
+    try:
+        shards = _shard_chars(prompts, os.path.getmtime(prompts), attention, config["tts"]["shard_size"], balanced)
+    except (OSError, ValueError, KeyError):
+        return [_FALLBACK_CHARS] * config["tts"]["shard_size"]
+    return shards[int(shard)] if int(shard) < len(shards) else []
+
+
+def _tts_cost(tts: dict) -> "slurm_costs.TtsCost":
+    backend = tts["backend"]
+    if backend == "kokoro" and tts_gpus(tts):  # on a GPU: bounded by the int8 model on 2 CPU threads
+        return slurm_costs.TTS_COSTS["kokoro-onnx"]
+    return slurm_costs.TTS_COSTS.get(backend, slurm_costs.TTS_COSTS["kokoro-onnx"])
+
+
+def tts_gpus(tts: dict) -> int:
+    """1 for the torch Kokoro pipeline unless its device is cpu (SLURM: the GPU partition, --gpus=1)."""
+    return int(tts["backend"] == "kokoro" and str(tts.get("device", "auto")) != "cpu")
+
+
+def render_seconds(wildcards) -> float:
+    """Measured rendering cost of one shard of a round: its clips' characters at the backend's speed."""
+    r = int(wildcards.round)
+    attention = config["attention_check"] if r == 0 else None
+    return _tts_cost(study_tts_config()).seconds(shard_chars(round_prompts(r), attention, wildcards.shard))
+
+
+def qc_seconds(wildcards) -> float:
+    """Measured QC cost of one shard: its clips' audio seconds (from the manifest once rendered) at ASR/DNSMOS speed."""
+    manifest = shard_manifest(wildcards.round, wildcards.shard)
+    try:
+        import pandas as pd
+
+        audio = pd.read_csv(manifest)["duration_s"].astype(float).tolist()
+    except (OSError, ValueError, KeyError):
+        r = int(wildcards.round)
+        attention = config["attention_check"] if r == 0 else None
+        chars = shard_chars(round_prompts(r), attention, wildcards.shard)
+        audio = [c * slurm_costs.AUDIO_S_PER_CHAR for c in chars]
+    qc = config["audio_qc"]
+    return slurm_costs.QC_COSTS.seconds(audio, asr=bool(qc.get("asr", True)), dnsmos=bool(qc.get("dnsmos", True)))
+
+
+def engine_seconds(wildcards) -> float:
+    """Measured rendering cost of one other engine's shard (shard_size clips of the final prompts, in order)."""
+    chars = shard_chars(
+        "results/sampling/final_prompts.csv", config["attention_check"], wildcards.shard, balanced=False
+    )
+    return _tts_cost(engine_config(wildcards.engine)).seconds(chars)
+
+
+def render_mem_mb(tts: dict) -> int:
+    """Host memory of a rendering job: torch's Kokoro pipeline (and the CUDA libraries on a GPU) needs more."""
+    if tts["backend"] == "kokoro":
+        return 6000 if tts_gpus(tts) else 4000
+    return 2000
+
+
+def render_threads(wildcards) -> int:
+    """render_shard's threads: a round's shards share the cores locally; a GPU shard fills a group layer (below)."""
+    return gpu_job_threads(tts_gpus(study_tts_config()), side_by_side_threads(len(round_shards(wildcards.round))))
+
+
+# --- reward runs' resources (REWARD is set in rules/reward.smk) ---------------------------------------------------
+def _reward_pairs_count() -> int:
+    """Pairs the reward runs train and evaluate on (row counts of the pair files; they exist when a run starts)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in REWARD_PAIRS if os.path.exists(p))
+    except Exception:  # unreadable: the estimate below
+        return 0
+
+
+def _reward_backbone(wildcards) -> dict:
+    return run_settings(REWARD, wildcards.run, config["seed"])[0]["backbone"]
+
+
+def _is_qwen(wildcards) -> bool:
+    return _reward_backbone(wildcards).get("name") == "qwen2.5-omni"
+
+
+def reward_mem_mb(wildcards) -> int:
+    """Host memory: docs/reward.md's table for Qwen2.5-Omni (modprefs.cluster.qwen_host_mem_mb), 4 GB otherwise."""
+    return slurm_costs.qwen_host_mem_mb(_reward_backbone(wildcards)) if _is_qwen(wildcards) else 4000
+
+
+def _n_pairs() -> int:
+    # before the pairs exist (never at submission): 8 pairs per prompt, about what the default pair sets make
+    return _reward_pairs_count() or 8 * config["sampling"]["n_prompts"]
+
+
+def reward_train_minutes(wildcards) -> int:
+    if _is_qwen(wildcards):
+        return slurm_costs.QWEN_TRAIN_MINUTES
+    train = run_settings(REWARD, wildcards.run, config["seed"])[1]
+    work = slurm_costs.REWARD_COSTS.train_seconds(
+        _n_pairs(), int(train.get("epochs", 20)), float(train.get("val_fraction", 0.25))
+    )
+    return slurm_costs.minutes(work)
+
+
+def reward_eval_minutes(wildcards) -> int:
+    if _is_qwen(wildcards):
+        return slurm_costs.QWEN_EVAL_MINUTES
+    n_engine_clips = n_clips() * len(config["tts"].get("engines", []))
+    return slurm_costs.minutes(slurm_costs.REWARD_COSTS.eval_seconds(_n_pairs() + n_engine_clips))

@@ -12,6 +12,12 @@ rule conversations:
     conda:
         "../envs/data.yaml"
     threads: 2 if PAIRS else 1
+    # SLURM: PRISM's 8,011 conversations in pandas; not measured on PRISM itself (15 s for this step and the draw on
+    # the synthetic PRISM-scale data: benchmarks/out/dag_scale.json)
+    resources:
+        mem_mb=grown(8000),
+        runtime=grown(10),
+        slurm_partition=partition(0),
     params:
         data=config["data"],
         seed=config["seed"],

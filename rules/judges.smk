@@ -1,5 +1,13 @@
 localrules:
     judges_table,
+    rater_plan,  # statistics: reads small tables
+
+
+# The API judges wait on the network, which compute nodes often lack: they run on the submitting host (docs/cluster.md)
+if config["judges"].get("backend", "local") == "openai":
+
+    localrules:
+        judge_modality,
 
 
 rule judge_modality:
@@ -18,9 +26,11 @@ rule judge_modality:
     conda:
         "../envs/judges.yaml"
     threads: 2
+    # SLURM: the offline judges at their measured speed per clip (the API judges are local rules, above)
     resources:
-        mem_mb=3000,
-        runtime=120,
+        mem_mb=grown(4000),
+        runtime=grown_minutes(judge_seconds),
+        slurm_partition=partition(0),
     params:
         judges={k: v for k, v in config["judges"].items() if k != "allocation"},
         out_dir=lambda wildcards, output: os.path.dirname(output[0]),

@@ -13,6 +13,8 @@ if config["ratings"]["source"] == "simulate":
         priority: REWARD_PATH_PRIORITY
         conda:
             "../envs/stats.yaml"
+        resources:
+            mem_mb=grown(4000),
         params:
             simulation=config["ratings"].get("simulation", {}),
             seed=config["seed"],

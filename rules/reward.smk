@@ -34,8 +34,9 @@ rule reward_pairs:
         "../envs/reward.yaml"
     threads: 2
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=grown(4000),
+        runtime=grown_minutes(lambda wildcards: slurm_costs.REWARD_PAIRS_S_PER_CLIP * n_clips()),
+        slurm_partition=partition(0),
     params:
         pairs=REWARD["pairs"],
         judge_ratings=lambda wildcards, input: input.judges[0] if input.judges else None,
@@ -66,11 +67,13 @@ rule reward_train:
         "../envs/reward.yaml"
     # 1 for the default backbone (benchmarks/out/reward_train.json), 4 for qwen2.5-omni
     threads: lambda wildcards: train_threads(REWARD, wildcards.run)
+    # SLURM (docs/cluster.md): one GPU for a large backbone (qwen2.5-omni) unless reward.train.device is cpu, on the
+    # profile's gpu_partition, with docs/reward.md's host memory; the default backbone's measured time per pair
     resources:
-        mem_mb=4000,
-        runtime=60,
-        # one GPU for a large backbone (qwen2.5-omni) unless reward.train.device is cpu (SLURM: --gpus=1)
+        mem_mb=lambda wildcards, attempt: slurm_costs.grown(reward_mem_mb(wildcards), attempt),
+        runtime=lambda wildcards, attempt: slurm_costs.grown(reward_train_minutes(wildcards), attempt),
         gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
+        slurm_partition=lambda wildcards: partition(needs_gpu(REWARD, wildcards.run)),
     params:
         model=reward_run_model,
         train=reward_run_train,
@@ -101,9 +104,10 @@ rule reward_eval:
         "../envs/reward.yaml"
     threads: lambda wildcards: train_threads(REWARD, wildcards.run)
     resources:
-        mem_mb=4000,
-        runtime=30,
+        mem_mb=lambda wildcards, attempt: slurm_costs.grown(reward_mem_mb(wildcards), attempt),
+        runtime=lambda wildcards, attempt: slurm_costs.grown(reward_eval_minutes(wildcards), attempt),
         gpu=lambda wildcards: needs_gpu(REWARD, wildcards.run),
+        slurm_partition=lambda wildcards: partition(needs_gpu(REWARD, wildcards.run)),
     params:
         engines_dir=lambda wildcards, input: os.path.dirname(os.path.dirname(input.engines[0])) if input.engines else "",
         engines=[e["backend"] for e in config["tts"].get("engines", [])],

@@ -17,6 +17,10 @@ checkpoint sample_prompts:
         "results/logs/sampling/sample_prompts.log",
     conda:
         "../envs/data.yaml"
+    resources:
+        mem_mb=grown(4000),  # language detection over every candidate response
+        runtime=grown(20),
+        slurm_partition=partition(0),
     params:
         sampling=config["sampling"],
         seed=config["seed"],

@@ -27,12 +27,14 @@ rule render_shard:
     priority: RENDER_FIRST_PRIORITY
     conda:
         "../envs/tts.yaml"
-    threads: lambda wildcards: side_by_side_threads(len(round_shards(wildcards.round)))
+    threads: render_threads
+    # SLURM (docs/cluster.md): the shard's characters at the backend's measured speed; the torch Kokoro pipeline
+    # (unless tts.device is cpu) asks for one GPU and goes to the profile's gpu_partition
     resources:
-        mem_mb=2000,
-        runtime=60,
-        # one GPU for the torch Kokoro pipeline unless tts.device is cpu (SLURM: --gpus=1; docs/cluster.md)
-        gpu=int(config["tts"]["backend"] == "kokoro" and str(config["tts"].get("device", "auto")) != "cpu"),
+        mem_mb=grown(render_mem_mb(study_tts_config())),
+        runtime=grown_minutes(render_seconds),
+        gpu=tts_gpus(study_tts_config()),
+        slurm_partition=partition(tts_gpus(study_tts_config())),
     params:
         tts=study_tts_config(),
         shard_size=config["tts"]["shard_size"],
@@ -62,8 +64,9 @@ rule audio_qc:
         "../envs/tts.yaml"
     threads: lambda wildcards: side_by_side_threads(len(round_shards(wildcards.round)))
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=grown(2000),
+        runtime=grown_minutes(qc_seconds),  # the shard's audio at the measured ASR and DNSMOS speeds
+        slurm_partition=partition(0),
     params:
         qc={k: v for k, v in config["audio_qc"].items() if k in ("asr", "dnsmos", "thresholds", "wer_min_words")},
         backend=config["tts"]["backend"],  # a lab's given audio has defaults of its own (qc.default_thresholds)
@@ -132,10 +135,13 @@ rule render_engine_shard:
     priority: REWARD_PATH_PRIORITY
     conda:
         "../envs/tts.yaml"
-    threads: SPEECH_MAX_THREADS  # two: a one-thread job beside the 2-thread judges would starve them
+    # two: a one-thread job beside the 2-thread judges would starve them
+    threads: lambda wildcards: gpu_job_threads(tts_gpus(engine_config(wildcards.engine)), SPEECH_MAX_THREADS)
     resources:
-        mem_mb=2000,
-        runtime=60,
+        mem_mb=lambda wildcards, attempt: slurm_costs.grown(render_mem_mb(engine_config(wildcards.engine)), attempt),
+        runtime=grown_minutes(engine_seconds),
+        gpu=lambda wildcards: tts_gpus(engine_config(wildcards.engine)),
+        slurm_partition=lambda wildcards: partition(tts_gpus(engine_config(wildcards.engine))),
     params:
         tts=lambda wildcards: engine_config(wildcards.engine),
         shard_size=config["tts"]["shard_size"],

@@ -9,7 +9,11 @@ checks that
   submitting host without a SLURM job;
 - a job that fails inside SLURM (``ingest_ratings`` on an invalid ratings.csv) makes Snakemake exit
   non-zero and report the SLURM failure;
-- changing ``tts.voice`` resubmits only speech and what follows.
+- changing ``tts.voice`` resubmits only speech and what follows;
+- on tests/cluster/mechanics (the workflow's partition and retry helpers, the production profile's settings): a job
+  killed for memory succeeds on its retry with twice the memory, a job requeued while it runs (as on preemption)
+  runs again and completes, and a GPU job lands on the GPU partition (the test cluster has the production profile's
+  partitions, `cpu` and `gpu` with one fake GPU, and refuses a GPU request on `cpu`: tests/cluster/slurm_up.sh).
 
 Skipped (with the reason) unless SLURM answers or MODPREFS_SLURM=1 is set; with MODPREFS_SLURM=1
 a missing SLURM or plugin is a failure, not a skip (CI: .ci/run starts SLURM first).
@@ -24,6 +28,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -109,7 +114,7 @@ def _need_slurm():
         pytest.skip(reason)
 
 
-def _run_on_slurm(workdir: Path, profile: Path, configfile: Path) -> subprocess.CompletedProcess:
+def _run_on_slurm(workdir: Path, profile: Path, configfile: Path, *extra: str) -> subprocess.CompletedProcess:
     cmd = [
         "timeout",
         "-s",
@@ -126,6 +131,7 @@ def _run_on_slurm(workdir: Path, profile: Path, configfile: Path) -> subprocess.
         str(configfile),
         "--workflow-profile",
         str(profile),
+        *extra,
         *TARGETS,
     ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
@@ -195,10 +201,11 @@ def test_every_non_local_job_ran_in_slurm(slurm_run):
         len(job_of["render_shard"]) == 1
         and len(list(workdir.glob("results/logs/speech/render_round0_shard*.log"))) == 2
     )
-    assert job_of["audio_qc"] == job_of["render_shard"]  # each shard's QC runs in the rendering job
+    # QC (CPU: Whisper, DNSMOS) is a job of its own, not inside the rendering job (a GPU one with kokoro)
+    assert len(job_of["audio_qc"]) == 1 and job_of["audio_qc"] != job_of["render_shard"]
     assert job_of["conversations"] == job_of["sample_prompts"]
     assert job_of["audio_manifest"] == job_of["stimuli"] == job_of["assignments"] == job_of["simulate_ratings"]
-    assert len(job_of["render_shard"] | job_of["conversations"] | job_of["stimuli"]) == 3, job_of
+    assert len(job_of["render_shard"] | job_of["audio_qc"] | job_of["conversations"] | job_of["stimuli"]) == 4, job_of
     assert set().union(*job_of.values()) == set(submitted), (job_of, submitted)  # no other submissions
     assert (workdir / "results/stats/tables/icc.csv").is_file()
 
@@ -236,7 +243,8 @@ def test_failing_slurm_job_fails_the_run(slurm_run, tmp_path):
     ratings.to_csv(collected / "ratings.csv", index=False)
     work = _copy_run(workdir, tmp_path / "run", ("results/ratings", "results/stats"))
     cfg = write_config(tmp_path / "bad_ratings", {**TINY, "ratings": {"source": str(collected)}})
-    proc = _run_on_slurm(work, profile, cfg)
+    # no retries: the profile's two (with more memory and time) would resubmit a bad input twice more
+    proc = _run_on_slurm(work, profile, cfg, "--retries", "0")
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0, text[-4000:]
     submitted = _submitted(proc)
@@ -271,9 +279,88 @@ def test_voice_change_resubmits_only_speech_and_downstream(slurm_run, tmp_path):
         assert all(o["slurm_job_id"] in submitted for o in after[rule]), (rule, after[rule], submitted)
     resubmitted = {
         o["slurm_job_id"]
-        for rule in ("render_shard", "audio_manifest", "stimuli", "assignments", "simulate_ratings")
+        for rule in ("render_shard", "audio_qc", "audio_manifest", "stimuli", "assignments", "simulate_ratings")
         for o in after[rule]
     }
-    assert resubmitted == set(submitted) and len(submitted) == 2, (resubmitted, submitted)  # render + study groups
+    # the tts, qc and study groups
+    assert resubmitted == set(submitted) and len(submitted) == 3, (resubmitted, submitted)
     manifest = pd.read_csv(work / "results/audio/manifest.csv")
     assert set(manifest["voice"]) == {"en-gb"}
+
+
+MECHANICS = ROOT / "tests" / "cluster" / "mechanics" / "Snakefile"
+# Over the first attempt's memory (the profile's default mem_mb: 2000 MB), under the retry's (x2: 4000 MB).
+HUNGRY_MB = 3000
+
+
+def _wait_for(predicate, timeout_s: float, what: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if proc.poll() is not None:
+            raise AssertionError(f"snakemake ended ({proc.returncode}) while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} after {timeout_s} s")
+        time.sleep(1)
+
+
+def _job_state(job_id: str) -> str:
+    out = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True, timeout=30)
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def mechanics_run(tmp_path_factory):
+    """tests/cluster/mechanics on SLURM with the test profile: `requeued` is requeued by hand (as a preemption
+    would) while it runs, and released at once instead of after SLURM's 121 s requeue delay."""
+    base = tmp_path_factory.mktemp("mechanics")
+    profile = write_test_profile(base / "profile")
+    work = base / "run"
+    work.mkdir()
+    cmd = [
+        *("timeout", "-s", "KILL", "900", sys.executable, "-m", "snakemake", "--snakefile", str(MECHANICS)),
+        *("--directory", str(work), "--workflow-profile", str(profile), "--config", f"hungry_mb={HUNGRY_MB}"),
+    ]
+    out = open(base / "snakemake.out", "w")
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    starts = work / "requeued.starts"
+    try:
+        _wait_for(starts.exists, 600, "start of the job `requeued`", proc)
+        job_id = starts.read_text().split()[1]
+        subprocess.run(["scontrol", "requeue", job_id], check=True, timeout=30)
+        _wait_for(lambda: _job_state(job_id) == "PENDING", 60, f"job {job_id} pending after requeue", proc)
+        subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], check=True, timeout=30)
+        proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        out.close()
+    text = (base / "snakemake.out").read_text()
+    assert proc.returncode == 0, text[-6000:]
+    return work, text, job_id
+
+
+def test_a_job_killed_for_memory_succeeds_on_its_retry_with_twice_the_memory(mechanics_run):
+    work, text, _ = mechanics_run
+    attempts = (work / "hungry.attempts").read_text().splitlines()
+    assert [line.split()[2] for line in attempts] == ["mem=2000M", "mem=4000M"], attempts
+    assert attempts[0].split()[1] != attempts[1].split()[1]  # a new SLURM job for the retry
+    assert (work / "hungry.txt").read_text().strip() == "ok"
+    assert "Trying to restart job" in text, text[-4000:]
+
+
+def test_a_requeued_job_runs_again_and_completes(mechanics_run):
+    work, text, job_id = mechanics_run
+    starts = (work / "requeued.starts").read_text().splitlines()
+    assert [line.split()[1] for line in starts] == [job_id, job_id], starts  # the same SLURM job, run twice
+    assert (work / "requeued.txt").read_text().strip() == "runs=2"
+    assert len(re.findall(rf"submitted with SLURM jobid {job_id}\b", text)) == 1  # not a Snakemake retry
+
+
+def test_gpu_jobs_go_to_the_gpu_partition_as_in_production(mechanics_run):
+    """The production profile's partitions on the test cluster (cpu, gpu with one fake GPU; its job_submit filter
+    refuses a GPU request on cpu and a CPU job on gpu): the workflow's partition() routes both."""
+    work, _, _ = mechanics_run
+    gpu = dict(kv.split("=") for kv in (work / "on_gpu.txt").read_text().split())
+    cpu = dict(kv.split("=") for kv in (work / "on_cpu.txt").read_text().split())
+    assert gpu["partition"] == "gpu" and gpu["cuda"] != "none", gpu
+    assert cpu == {"partition": "cpu", "cuda": "none"}, cpu

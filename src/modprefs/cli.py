@@ -37,6 +37,10 @@ such ratings with the paper's protocol: see docs/app.md and modprefs.app.cli.
 ``modprefs check-judges [--configfile F ...]`` checks the API judges' key, endpoint and models of the
 workflow's config (config.yaml, then each file, later ones winning), as a real ``snakemake`` run does at
 its start; ``snakemake -n``, ``--lint`` and ``--report`` do not.
+
+``modprefs fetch-weights [--configfile F ...] [--dry-run]`` downloads the hub weights and data the config's jobs
+load (Kokoro, Qwen2.5-Omni, PRISM) into ``$HF_HOME``, as a SLURM run does on the submitting host at its start
+(modprefs.weights; docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -617,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="config files over config.yaml, later ones winning (default: none)",
     )
+    fw = sub.add_parser("fetch-weights", help="download the hub weights the config's jobs load into $HF_HOME")
+    fw.add_argument("--configfile", type=Path, nargs="*", default=[], help="config files over config.yaml")
+    fw.add_argument("--dry-run", action="store_true", help="list what would be downloaded")
     args = parser.parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if hasattr(args, "threads"):
@@ -634,6 +641,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_plan(args)
     if args.command == "check-judges":
         return check_judges(args.configfile)
+    if args.command == "fetch-weights":
+        from modprefs.weights import fetch_weights  # noqa: PLC0415
+
+        return fetch_weights(args.configfile, args.dry_run)
     if args.command == "publish":
         from modprefs.publish.cli import run as run_publish
 
