@@ -280,3 +280,38 @@ def test_one_id_normaliser_for_sampling_and_pairs() -> None:
     ctx = study_context(conv)
     assert set(ctx) == {prompt_id_for("conv/1"), "plain"} and ctx[prompt_id_for("conv/1")][-1]["text"] == "q1"
     assert np.all([t["role"] == "user" for t in ctx["plain"]])
+
+
+def test_written_opening_longer_or_not_than_a_target() -> None:
+    from modprefs.reward.colloquial import written_opening
+
+    reply = "One two three. " * 3 + "A much longer sentence that goes on for a while here. " + "Short. " * 4
+    assert written_opening(reply, 20, longer=False) == "One two three."
+    assert written_opening(reply, 20, longer=True) == "One two three. One two three."
+    assert written_opening(reply, 44, longer=True).endswith("goes on for a while here.")
+    assert written_opening(reply, 5, longer=False) == "One two three."  # at least one sentence
+    assert written_opening("Only this.", 50, longer=True) == "Only this."  # the whole reply when none is longer
+    # the length as spoken (measure) decides, not the characters
+    assert written_opening("Save 25%. Then more words.", 30, longer=True, measure=lambda t: 4 * len(t)) == "Save 25%."
+
+
+def test_rule_based_colloquial_pairs_are_not_decided_by_length(tmp_path: Path) -> None:
+    """The rewrite is longer than the excerpt it rewrites; with length_balanced (default) half the written sides
+    are a longer opening of the reply, so the longer side is the spoken one in about half the pairs only."""
+    s = _study(tmp_path)
+    more = " Plan the meals for the week. Compare the unit prices on the labels. Buy what is in season."
+    s["conversations"] = s["conversations"].assign(**{c: s["conversations"][c] + more for c in ("text_0", "text_1")})
+    longer = {}
+    for balanced in (True, False):
+        cfg = _pairs_cfg(colloquial={**DEFAULTS["pairs"]["colloquial"], "tts": ESPEAK, "length_balanced": balanced})
+        sets, summary = build_pair_sets(
+            cfg, s["ratings"], s["stimuli"], s["manifest"], s["conversations"], None, ESPEAK, tmp_path / "a", seed=0
+        )
+        col = sets["colloquial"]
+        longer[balanced] = int((col["chosen_chars"] > col["rejected_chars"]).sum())
+        assert (
+            summary["colloquial"]["length_balanced"] is balanced
+            and summary["colloquial"]["spoken_longer"] == (longer[balanced])
+        )
+        assert len(col) == 4 and set(col["criterion"]) == {"colloquialness"}
+    assert longer[False] == 4 and longer[True] < 4, longer  # the rewrite is no longer the longer side in every pair

@@ -138,3 +138,60 @@ def test_centering_keeps_mean_reward_near_zero_and_accuracy() -> None:
     assert abs(free["all"]["mean_reward"]) > 5 * abs(centred["all"]["mean_reward"])
     assert abs(free["val"]["accuracy"] - centred["val"]["accuracy"]) <= 0.03
     assert centred["val"]["accuracy"] > 0.7
+
+
+def test_length_balanced_weights_equalise_directions_per_type() -> None:
+    from modprefs.reward.train import length_balance_weights
+
+    pairs = pd.DataFrame(
+        {
+            "category": ["a"] * 4 + ["b"] * 2 + ["c"] * 2,
+            "chosen_chars": [200, 300, 400, 50, 100, 100, 90, 80],
+            "rejected_chars": [100, 100, 100, 500, 100, 50, 10, 20],
+        }
+    )
+    w = length_balance_weights(pairs, np.arange(8)).numpy()
+    np.testing.assert_allclose(w[:4], [4 / 6, 4 / 6, 4 / 6, 2.0])  # 3 longer-chosen vs 1 shorter-chosen: 2 vs 2
+    np.testing.assert_allclose(w[4:], 1.0)  # equal lengths; one direction only: unweighted
+    held_out = length_balance_weights(pairs, np.arange(3)).numpy()  # only training pairs count
+    np.testing.assert_allclose(held_out, 1.0)
+
+
+def test_length_covariate_takes_the_length_preference_out_of_the_reward() -> None:
+    """Labels that prefer the longer response (P = σ(2 · Δlog length)) over features that carry no length but a
+    proxy of it (feature 0 = Δlog length + noise): the plain model's reward follows the proxy; with
+    ``length_control: covariate`` β takes the length preference and the reward's weight on the proxy shrinks."""
+    rng = np.random.default_rng(4)
+    n = 400
+    log_len = rng.uniform(np.log(40), np.log(800), size=(n, 2))
+    feats = rng.normal(size=(n, 2, 4)).astype(np.float32)
+    feats[..., 0] = (log_len + rng.normal(scale=0.5, size=(n, 2))).astype(np.float32)
+    a_wins = rng.random(n) < 1 / (1 + np.exp(-2.0 * (log_len[:, 0] - log_len[:, 1])))
+    c, r = np.where(a_wins, 0, 1), np.where(a_wins, 1, 0)
+    pairs, _, _ = _feature_pairs(n, 4, seed=0)
+    pairs["chosen_chars"] = np.exp(log_len[np.arange(n), c])
+    pairs["rejected_chars"] = np.exp(log_len[np.arange(n), r])
+    xc, xr = feats[np.arange(n), c], feats[np.arange(n), r]
+    weight_on_proxy = {}
+    for how in ("none", "covariate"):
+        cfg = TrainConfig(epochs=80, batch_size=100, lr=0.05, center_coef=0.0, val_fraction=0.0, progress=False)
+        cfg.length_control = how
+        model, metrics = train_reward_model(
+            pairs,
+            None,
+            {"backbone": {"name": "features", "dim": 4}, "pooling": "mean"},
+            cfg,
+            features=(list(xc), list(xr)),
+        )
+        weight_on_proxy[how] = float(model.head.weight.detach().numpy().ravel()[0])
+        assert metrics["length_control"] == how
+    assert metrics["length_beta"] > 1.0  # most of the true 2.0
+    assert abs(weight_on_proxy["covariate"]) < 0.5 * abs(weight_on_proxy["none"]), weight_on_proxy
+    with pytest.raises(ValueError, match="length_control 'sometimes'"):
+        train_reward_model(
+            pairs,
+            None,
+            {"backbone": {"name": "features", "dim": 4}},
+            TrainConfig(length_control="sometimes"),
+            features=(list(xc), list(xr)),
+        )

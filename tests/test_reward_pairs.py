@@ -394,6 +394,27 @@ def test_split_is_by_group_and_stable() -> None:
     assert assign_split(pairs.assign(split="train"), 0.5).eq("train").all()  # an explicit split wins
 
 
+def test_split_honours_val_fraction_and_stratifies_by_source_and_type() -> None:
+    """120 prompts: 40 with study pairs only, 40 with study and colloquial pairs, 40 with degradation pairs only;
+    a quarter held out overall and a quarter (± 1) of every kind of prompt; prompts never split."""
+    rows = []
+    for p in range(120):
+        kinds = [("human", "human_text"), ("human", "human_audio")] if p < 80 else [("degradation", "noise")]
+        if 40 <= p < 80:
+            kinds.append(("colloquial", "colloquial_rule_based"))
+        rows += [{"pair_id": f"{c}:{p}", "group": f"q{p}", "source": s, "category": c} for s, c in kinds]
+    pairs = pd.DataFrame(rows)
+    for fraction, seed in ((0.25, 0), (0.25, 7), (0.1, 3), (0.5, 1)):
+        split = assign_split(pairs, fraction, seed=seed)
+        assert (split.groupby(pairs["group"]).nunique() == 1).all()
+        held = pairs.assign(split=split).drop_duplicates("group").set_index("group")["split"].eq("val")
+        assert abs(held.sum() - round(120 * fraction)) <= 1, (fraction, held.sum())
+        for block in (range(0, 40), range(40, 80), range(80, 120)):
+            got = held[[f"q{p}" for p in block]].sum()
+            assert abs(got - 40 * fraction) <= 1, (fraction, seed, block, got)
+    assert not assign_split(pairs, 0.25, seed=0).equals(assign_split(pairs, 0.25, seed=7))
+
+
 def test_study_pairs_criterion_by_modality(study: dict[str, pd.DataFrame]) -> None:
     from modprefs.reward.model import DEFAULT_CRITERIA
 

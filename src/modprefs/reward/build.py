@@ -160,6 +160,30 @@ def colloquial_items(stimuli: pd.DataFrame, conversations: pd.DataFrame, n: int)
     return items
 
 
+def balanced_written(items: Mapping[str, str], spoken: Mapping[str, str], written: Mapping[str, str]) -> dict[str, str]:
+    """The written sides of rule-based colloquial pairs with length balanced: the rewrite of an excerpt is a few
+    characters longer than it (a discourse marker, fillers), so half the items (those whose reply goes on, in
+    stimuli order) take the shortest whole-sentence opening of the reply that is longer than the rewrite
+    (:func:`modprefs.reward.colloquial.written_opening`); the others keep the excerpt. Lengths as spoken."""
+    from modprefs.reward.colloquial import written_opening
+    from modprefs.speech.text import speakable_text
+
+    out = dict(written)
+    flipped = 0
+    for k, reply in items.items():
+        if flipped >= len(items) // 2:
+            break
+
+        def spoken_len(t: str, key: str = k) -> int:
+            return len(speakable_text(t, clip_id=key))
+
+        longer = written_opening(reply, len(spoken[k]), True, spoken_len)
+        if spoken_len(longer) > len(spoken[k]):
+            out[k] = speakable_text(longer, clip_id=k)
+            flipped += 1
+    return out
+
+
 def rewrites_for(cfg: Mapping[str, Any], items: Mapping[str, str], seed: int) -> pd.DataFrame:
     """The (item_id, written, spoken) table of the configured rewriter."""
     from modprefs.reward.colloquial import markdown_excerpt, spoken_style
@@ -175,9 +199,10 @@ def rewrites_for(cfg: Mapping[str, Any], items: Mapping[str, str], seed: int) ->
     excerpts = {k: markdown_excerpt(v, int(cfg.get("max_chars", 160))) for k, v in items.items()}
     written = {k: speakable_text(v, clip_id=k) for k, v in excerpts.items()}
     if rewriter == "rule-based":
-        rows = [
-            {"item_id": k, "written": written[k], "spoken": spoken_style(v, seed=seed)} for k, v in excerpts.items()
-        ]
+        spoken = {k: spoken_style(v, seed=seed) for k, v in excerpts.items()}
+        if cfg.get("length_balanced", True):
+            written = balanced_written(items, spoken, written)
+        rows = [{"item_id": k, "written": written[k], "spoken": spoken[k]} for k in excerpts]
         return pd.DataFrame(rows, columns=rp.REWRITE_COLUMNS)
     if rewriter == "llm":
         ep = cfg.get("endpoint") or {}
@@ -217,8 +242,11 @@ def colloquial_set(
         rewriter=rewriter,
         tts_voice=Renderers.voice_name(tts),
     )
+    longer = (out["chosen_chars"].astype(float) > out["rejected_chars"].astype(float)).sum() if len(out) else 0
     summary["colloquial"] = {
         "pairs": len(out),
+        "spoken_longer": int(longer),  # pairs whose chosen (spoken) side is the longer one
+        "length_balanced": rewriter == "rule-based" and bool(cfg.get("length_balanced", True)),
         "rewriter": rewriter,
         "tts_voice": Renderers.voice_name(tts),
         "note": (

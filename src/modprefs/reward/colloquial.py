@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -282,3 +282,21 @@ def markdown_excerpt(text: str, max_chars: int = 240) -> str:
         if len(kept) < len(parts) or used >= max_chars:
             break
     return "\n".join(out)
+
+
+def written_opening(text: str, target_chars: int, longer: bool, measure: Callable[[str], int] = len) -> str:
+    """A whole-sentence opening of a Markdown reply (:func:`markdown_excerpt`), by its length as ``measure``
+    counts it (characters as spoken): with ``longer`` the shortest opening longer than ``target_chars`` (the
+    whole reply when none is), else the longest opening not longer than it (at least one sentence).
+
+    The written side of a colloquial pair: its spoken rewrite is a few characters longer than the excerpt it
+    rewrites (a discourse marker, fillers), so half the pairs take a longer opening and length does not decide."""
+    openings: list[str] = []
+    for limit in range(20, max(40, len(text) + 40), 20):
+        cand = markdown_excerpt(text, limit)
+        if not openings or cand != openings[-1]:
+            openings.append(cand)
+    if longer:
+        return next((o for o in openings if measure(o) > target_chars), openings[-1])
+    fits = [o for o in openings if measure(o) <= target_chars]
+    return fits[-1] if fits else openings[0]

@@ -41,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
             "rewriter": "rule-based",
             "n": 12,
             "max_chars": 160,
+            # rule-based: every other written side a longer opening of the response than its rewrite (length no cue)
+            "length_balanced": True,
             "rewrites": None,
             "endpoint": None,
             # one voice for both sides; piper renders 7x faster than the study's kokoro-onnx
@@ -56,6 +58,9 @@ DEFAULTS: dict[str, Any] = {
         "lr": "auto",
         "center_coef": 0.01,
         "margin_scale": 0.0,
+        # covariate: β·log(chars ratio) in the BT logit, learnt, left out of the reward; balanced: longer- and
+        # shorter-chosen training pairs weigh the same per pair type
+        "length_control": "none",
         "val_fraction": 0.25,
         "device": "auto",
         "precision": "auto",

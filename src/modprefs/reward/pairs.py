@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -712,24 +713,39 @@ def read_pairs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]])
     return out
 
 
+def _unit_draw(seed: int, key: str) -> float:
+    """A seeded hash of ``key`` in [0, 1)."""
+    return int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest()[:12], 16) / 16**12
+
+
 def assign_split(pairs: pd.DataFrame, val_fraction: float, seed: int = 0) -> pd.Series:
-    """``train``/``val`` per pair, by a seeded hash of its ``group`` (a prompt's or dialogue's pairs stay
-    together, and the same group lands on the same side in every run). A ``split`` column wins."""
+    """``train``/``val`` per pair, by ``group`` (a prompt's or dialogue's pairs stay together: no held-out prompt,
+    clip or context is trained on), stratified by what a group holds and honouring ``val_fraction``.
+
+    Groups are ordered by their sources, then their pair types (``category``), then a seeded hash, and every
+    ``1 / val_fraction``-th group of that order is held out from a seeded start (systematic sampling): round(G ×
+    val_fraction) groups (± 1) are held out, and within every stratum (e.g. the prompts with study and colloquial
+    pairs) the same share. The same pairs and seed give the same split in every run. A ``split`` column wins."""
     if "split" in pairs.columns and pairs["split"].notna().all():
         return pairs["split"].astype(str)
-    groups = pairs["group"].fillna(pairs["pair_id"]).astype(str)
+    groups = pairs["group"].where(pairs["group"].notna(), pairs["pair_id"]).astype(str)
 
-    def u(g: str) -> float:
-        return int(hashlib.sha256(f"{seed}:{g}".encode()).hexdigest()[:12], 16) / 16**12
+    def signature(col: str) -> pd.Series:
+        if col not in pairs.columns:
+            return pd.Series("", index=groups.unique())
+        return pairs[col].astype(str).groupby(groups).agg(lambda v: "+".join(sorted(set(v))))
 
-    draws = {g: u(g) for g in groups.unique()}
-    val = {g for g, x in draws.items() if x < val_fraction}
-    if val_fraction > 0 and len(draws) >= 2:
-        ranked = sorted(draws, key=lambda g: draws[g])
-        if not val:  # few groups: hold out at least the one with the smallest draw
-            val = {ranked[0]}
-        if len(val) == len(draws):  # ... and train on at least one
-            val.discard(ranked[-1])
+    sources, categories = signature("source"), signature("category")
+    order = sorted(groups.unique(), key=lambda g: (sources[g], categories[g], _unit_draw(seed, g)))
+    start = _unit_draw(seed, "systematic-start")
+    f = min(max(float(val_fraction), 0.0), 1.0)
+    val = {g for i, g in enumerate(order) if math.floor((i + 1) * f + start) > math.floor(i * f + start)}
+    if f > 0 and len(order) >= 2:
+        by_draw = sorted(order, key=lambda g: _unit_draw(seed, g))
+        if not val:  # few groups: hold out at least one
+            val = {by_draw[0]}
+        if len(val) == len(order):  # ... and train on at least one
+            val.discard(by_draw[-1])
     return groups.map(lambda g: "val" if g in val else "train")
 
 

@@ -53,6 +53,10 @@ class TrainConfig:
     warmup_ratio: float = 0.0
     center_coef: float = 0.01  # λ of the centering term (SDiaReward, TRL)
     margin_scale: float = 0.0  # loss margin = margin_scale × pair margin (0: plain BT)
+    # none | covariate: β·(log chars_c − log chars_r) joins the BT logit with β learnt alongside the model, so the
+    # reward (which leaves β out) need not carry the labels' length preference | balanced: pairs weighted so that
+    # longer-chosen and shorter-chosen training pairs of each category weigh the same (length carries no signal)
+    length_control: str = "none"
     val_fraction: float = 0.25
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda | cuda:N
@@ -191,7 +195,8 @@ def train_reward_model(
     cache = FeatureCache(cache_dir)
     model, gc, precision, lr = _prepare_model(model, model_config, criteria, cache, device, train)
     f_chosen, f_rejected, margin, featurize_s = _featurize(model, pairs, criteria, features, cache, train)
-    params, opt, sched, gen, steps_per_epoch = _optimiser(model, train, lr, len(train_idx))
+    length_beta = _length_covariate(train)
+    params, opt, sched, gen, steps_per_epoch = _optimiser(model, train, lr, len(train_idx), length_beta)
     run = _TrainingRun(
         model=model,
         train=train,
@@ -208,6 +213,9 @@ def train_reward_model(
         sched=sched,
         gen=gen,
         steps_per_epoch=steps_per_epoch,
+        length_beta=length_beta,
+        log_length_ratio=log_length_ratio(pairs),
+        weight=length_balance_weights(pairs, train_idx) if train.length_control == "balanced" else None,
     )
     history, rc, rr, pairs_seen, train_s = _train_epochs(run)
 
@@ -332,11 +340,54 @@ def _featurize(
     return f_chosen, f_rejected, margin, featurize_s
 
 
+def log_length_ratio(pairs: pd.DataFrame) -> torch.Tensor:
+    """(n,) log(chosen_chars / rejected_chars) per pair (0 where a length is missing or not positive)."""
+    n = len(pairs)
+    c, r = (
+        pd.to_numeric(pairs[col], errors="coerce").to_numpy(float) if col in pairs else np.full(n, np.nan)
+        for col in ("chosen_chars", "rejected_chars")
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.log(c) - np.log(r)
+    return torch.tensor(np.where(np.isfinite(d), d, 0.0), dtype=torch.float32)
+
+
+def length_balance_weights(pairs: pd.DataFrame, train_idx: np.ndarray) -> torch.Tensor:
+    """(n,) loss weights of ``length_control: balanced``: within each ``category``, the training pairs whose longer
+    response was chosen and those whose shorter one was chosen get equal total weight (the mean weight stays 1);
+    pairs of equal or unknown length, and categories with only one direction, keep weight 1."""
+    d = log_length_ratio(pairs).numpy()
+    cats = pairs["category"].astype(str).to_numpy() if "category" in pairs else np.full(len(pairs), "all")
+    w = np.ones(len(pairs), dtype=np.float32)
+    in_train = np.zeros(len(pairs), bool)
+    in_train[train_idx] = True
+    for cat in np.unique(cats):
+        longer, shorter = in_train & (cats == cat) & (d > 0), in_train & (cats == cat) & (d < 0)
+        n_long, n_short = int(longer.sum()), int(shorter.sum())
+        if n_long and n_short:
+            w[longer], w[shorter] = (n_long + n_short) / (2 * n_long), (n_long + n_short) / (2 * n_short)
+        elif n_long or n_short:
+            log.warning(
+                "length_control balanced: category %s has only %s-chosen pairs; left unweighted",
+                cat,
+                "longer" if n_long else "shorter",
+            )
+    return torch.from_numpy(w)
+
+
+def _length_covariate(train: TrainConfig) -> torch.nn.Parameter | None:
+    """β of ``length_control: covariate`` (a scalar starting at 0), None otherwise."""
+    if train.length_control not in ("none", "covariate", "balanced"):
+        raise ValueError(f"reward.train.length_control {train.length_control!r}: use none, covariate or balanced")
+    return torch.nn.Parameter(torch.zeros(())) if train.length_control == "covariate" else None
+
+
 def _optimiser(
-    model: RewardModel, train: TrainConfig, lr: float, n_train: int
+    model: RewardModel, train: TrainConfig, lr: float, n_train: int, extra: torch.nn.Parameter | None = None
 ) -> tuple[list[torch.nn.Parameter], torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR, torch.Generator, int]:
-    """(trainable parameters, AdamW, its learning-rate schedule, the shuffling generator, steps per epoch)."""
-    params = [p for p in model.parameters() if p.requires_grad]
+    """(trainable parameters (and ``extra``, the length covariate's β), AdamW, its learning-rate schedule, the
+    shuffling generator, steps per epoch)."""
+    params = [p for p in model.parameters() if p.requires_grad] + ([extra] if extra is not None else [])
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=train.weight_decay)
     gen = torch.Generator().manual_seed(train.seed)
     steps_per_epoch = math.ceil(n_train / (train.batch_size * train.grad_accum))
@@ -375,12 +426,23 @@ class _TrainingRun:
     sched: torch.optim.lr_scheduler.LambdaLR
     gen: torch.Generator
     steps_per_epoch: int
+    length_beta: torch.nn.Parameter | None = None
+    log_length_ratio: torch.Tensor | None = None
+    weight: torch.Tensor | None = None
     run_c: np.ndarray = dataclasses.field(init=False)
     run_r: np.ndarray = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         n = self.n_pairs
         self.run_c, self.run_r = np.full(n, np.nan, dtype=np.float32), np.full(n, np.nan, dtype=np.float32)
+
+    def loss_margin(self, idx: np.ndarray, device: torch.device) -> torch.Tensor:
+        """The BT margin of the pairs ``idx`` (n,): the rating-gap margin, less β·log length ratio under
+        ``length_control: covariate`` (the logit becomes r_c − r_r + β·log(chars_c / chars_r) − margin)."""
+        m = self.margin[idx].to(device)
+        if self.length_beta is None or self.log_length_ratio is None:
+            return m
+        return m - self.length_beta.to(device) * self.log_length_ratio[idx].to(device)
 
 
 def _train_epochs(run: _TrainingRun) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, int, float]:
@@ -439,7 +501,8 @@ def _train_step(run: _TrainingRun, group: list[np.ndarray], loss_sum: float, n_l
             r = model(batch)
         rc, rr = r[: len(b)].float(), r[len(b) :].float()
         run.run_c[b], run.run_r[b] = rc.detach().cpu().numpy(), rr.detach().cpu().numpy()
-        loss, _parts = bradley_terry_loss(rc, rr, run.margin[b].to(rc.device), train.center_coef)
+        weight = run.weight[b].to(rc.device) if run.weight is not None else None
+        loss, _parts = bradley_terry_loss(rc, rr, run.loss_margin(b, rc.device), train.center_coef, weight)
         (loss * (len(b) / total)).backward()
         loss_sum += float(loss.detach()) * len(b)
         n_loss += len(b)
@@ -466,7 +529,10 @@ def _evaluate(run: _TrainingRun, epoch: int, loss_sum: float, n_loss: int) -> di
     if len(val_idx):
         with torch.no_grad():
             vl, _ = bradley_terry_loss(
-                torch.from_numpy(vc), torch.from_numpy(vr), run.margin[val_idx], train.center_coef
+                torch.from_numpy(vc),
+                torch.from_numpy(vr),
+                run.loss_margin(val_idx, torch.device("cpu")),
+                train.center_coef,
             )
         row["val_loss"] = float(vl)
     return row
@@ -494,6 +560,8 @@ def _metrics(
         "criteria": sorted(criteria),
         "center_coef": train.center_coef,
         "margin_scale": train.margin_scale,
+        "length_control": train.length_control,
+        "length_beta": float(run.length_beta.detach()) if run.length_beta is not None else None,
         "train_on": train.train_on,
         "n_pairs": int(run.n_pairs),
         "n_train": int(len(train_idx)),
