@@ -11,6 +11,7 @@ import asyncio
 import html
 import json
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -19,19 +20,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 pytest.importorskip("starlette")
 httpx = pytest.importorskip("httpx")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from app_sim import AUDIO_RE, TEXT_RE, run_participant  # noqa: E402
-from app_study import load, make_study  # noqa: E402
+from app_study import ROOT, load, make_study  # noqa: E402
 
+from doc_blocks import commands, fenced_blocks, section  # noqa: E402
+from modprefs.app.db import Database  # noqa: E402
 from modprefs.app.export import export_dir  # noqa: E402
 from modprefs.app.live_stats import CONFIG_KEY, claim  # noqa: E402
 from modprefs.app.server import create_app  # noqa: E402
-from modprefs.stats.sequential import look_level, rule_from_config  # noqa: E402
+from modprefs.stats.sequential import decide, look_due, look_level, n_looks, rule_from_config  # noqa: E402
 
 SECRET = "s3cret-for-live-tests"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
@@ -74,6 +79,12 @@ def rater(seed: int, clip_sd: float = 30.0, rater_sd: float = 4.0, noise_sd: flo
         return int(np.clip(round(mean + bias + rng.normal(0, noise_sd)), 1, 100))
 
     return rate
+
+
+def cell(value: object) -> object:
+    """A statistic for an exact comparison: NaN (null in JSON) as None, numpy numbers as Python numbers."""
+    value = value.item() if hasattr(value, "item") else value
+    return None if value is None or value != value else value
 
 
 def live_meta(**stopping: object) -> dict[str, str]:
@@ -147,7 +158,7 @@ def test_the_dashboards_live_icc_equals_modprefs_stats_on_the_export_of_that_mom
         assert set(snap["conditions"]) == set(icc.index) == {"audio", "text"}
         for cond, row in snap["conditions"].items():
             for key in ICC_KEYS:
-                assert row[key] == icc.loc[cond, key], (batch, cond, key, row[key], icc.loc[cond, key])
+                assert cell(row[key]) == cell(icc.loc[cond, key]), (batch, cond, key, row[key], icc.loc[cond, key])
             needed = np.ceil(0.8 * (1 - row["icc_2_1"]) / (row["icc_2_1"] * 0.2) - 1e-12) if row["icc_2_1"] < 0.8 else 1
             assert row["raters_needed"] == needed
             assert row["raters_still_needed"] == max(0.0, needed - row["k_mean_raters"])
@@ -217,3 +228,84 @@ def test_the_stopping_rule_closes_the_intake_when_met_and_the_export_analyses_as
     for cond, c in look["conditions"].items():
         assert (c["icc_2_k_lo"], c["icc_2_k_hi"]) == (icc.loc[cond, "icc_2_k_lo"], icc.loc[cond, "icc_2_k_hi"])
     assert (tmp_path / "stats" / "report.html").is_file()
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "modprefs.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def doc_command(cmd: str, db_url: str, study, config: Path) -> list[str]:
+    """A command of docs/app.md's section as written, on this test's database, study files and config."""
+    files = study.files
+    inputs = ["--assignments", str(files.assignments), "--stimuli", str(files.stimuli)]
+    inputs += ["--conversations", str(files.conversations), "--prompts", str(files.prompts)]
+    inputs += ["--manifest", str(files.manifest), "--base-dir", str(files.base_dir)]
+    words = shlex.split(cmd.replace("sqlite:///results/app/study.db", db_url))
+    assert words[:2] == ["modprefs", "app"], cmd
+    out: list[str] = []
+    for w in words[1:]:
+        if out and out[-1] == "--results":
+            out[-1:] = inputs + ["--headphone-check", "off", "--calibration", "off", "--practice", "off"]
+        elif w == "config.yaml":
+            out.append(str(config))
+        else:
+            out.append(w)
+    return out
+
+
+def test_the_docs_rule_and_commands_run_as_written(study, tmp_path, monkeypatch):
+    sec = section(ROOT / "docs" / "app.md", "Live reliability and the stopping rule")
+    declared = yaml.safe_load(fenced_blocks(sec, "yaml")[0])
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({**declared, "seed": SEED, "stats": {"n_boot": N_BOOT}}), encoding="utf-8")
+    cmds = [c for block in fenced_blocks(sec, "bash") for c in commands(block)]
+    load_cmd = next(c for c in cmds if " load " in c)
+    status_cmd = next(c for c in cmds if " status " in c)
+    url = f"sqlite:///{tmp_path}/doc.db"
+    done = cli(*doc_command(load_cmd, url, study, config))
+    assert done.returncode == 0, done.stderr
+    done = cli(*doc_command(status_cmd, url, study, config))
+    assert done.returncode == 0, done.stderr
+    live = json.loads(done.stdout)["live"]
+    assert live["rule"]["rule"] == "lower_bound" and live["rule"]["look_points"] == [10, 15, 20, 25, 30]
+    assert live["rule"]["look_level"] == pytest.approx(0.99)  # 1 - .05 / 5, as the section says
+    assert live["snapshot"] is None and live["now"]["tasks"] == 0 and "error" in live["now"]
+    # participants come: status --stats computes the numbers now, as modprefs stats on the export
+    monkeypatch.setenv("MODPREFS_ADMIN_SECRET", SECRET)
+    run_batch(create_app(url, settings_overrides={"text_min_read_s": 0.05}), range(6), study.durations)
+    live = json.loads(cli(*doc_command(status_cmd, url, study, config)).stdout)["live"]
+    export_dir(Database(url, create=False), tmp_path / "export")
+    icc = modprefs_stats(tmp_path / "export", tmp_path / "stats")
+    assert live["now"]["tasks"] == 24
+    for cond, row in live["now"]["conditions"].items():
+        assert [cell(row[k]) for k in ICC_KEYS] == [cell(icc.loc[cond, k]) for k in ICC_KEYS], cond
+
+
+@pytest.mark.parametrize(
+    ("stopping", "expected"),
+    [
+        ({"rule": "sometimes"}, "study.stopping.rule is 'sometimes', not one of off, lower_bound, half_width"),
+        ({"rule": "lower_bound", "alpha": 2}, "study.stopping.alpha = 2 is not in"),
+        ({"min_participants": 20, "max_participants": 10}, "max_participants (10) is below min_participants (20)"),
+        ({"look_every": 2.5}, "study.stopping.look_every is 2.5, not a whole number"),
+        ({"stop_early": True}, "unknown key(s) study.stopping.['stop_early']"),
+    ],
+)
+def test_a_bad_stopping_rule_is_refused_naming_the_file_and_key(study, tmp_path, stopping, expected):
+    config = tmp_path / "bad.yaml"
+    config.write_text(yaml.safe_dump({"study": {"stopping": stopping}}), encoding="utf-8")
+    load_cmd = "modprefs app load --db sqlite:///results/app/study.db --results results --configfile config.yaml"
+    done = cli(*doc_command(load_cmd, f"sqlite:///{tmp_path}/bad.db", study, config))
+    assert done.returncode == 2 and f"app load --configfile {config}: " in done.stderr and expected in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "bad.db").exists()
+
+
+def test_bonferroni_looks_level_and_decisions():
+    rule = rule_from_config({"rule": "half_width", "half_width": 0.1, "min_participants": 10, "max_participants": 30})
+    assert n_looks(rule) == 5 and look_level(rule) == pytest.approx(0.99)
+    assert [look_due(rule, n, 0) for n in (9, 10)] == [False, True] and not look_due(rule, 100, 5)
+    assert decide(rule, {"audio": (0.5, 0.69), "text": (0.62, 0.8)}, 10, 0) == "met"
+    assert decide(rule, {"audio": (0.5, 0.71), "text": (0.6, 0.8)}, 10, 0) == "continue"
+    assert decide(rule, {"audio": (0.5, 0.71)}, 30, 4) == "max" and decide(rule, {"audio": (0.5, 0.71)}, 26, 4) == "max"
+    assert decide(rule, {"audio": (float("nan"), 0.7)}, 10, 0) == "continue"
+    assert rule_from_config({"rule": False}).rule == "off"  # YAML 1.1 reads an unquoted off as false

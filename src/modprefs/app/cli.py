@@ -14,7 +14,7 @@
                          --rate-session-token 300]
     modprefs app invite --db URL -n N [--base-url URL] [--csv FILE]
     modprefs app export --db URL --out DIR [--validate stimuli.csv] [--exclude-headphone-failed]
-    modprefs app status --db URL
+    modprefs app status --db URL [--stats]
 
 The rating scale of the sliders (and of the exported ratings) is the study's ``study.scale`` of the workflow
 config given with ``--configfile``, or ``--scale``; the paper's 1..100 ("Terrible".."Perfect") without either.
@@ -260,7 +260,9 @@ def _add_scale_args(ld: argparse.ArgumentParser) -> None:
     scale.add_argument(
         "--configfile",
         type=Path,
-        help="the workflow config (YAML) whose study.scale is the sliders' rating scale (default: the paper's 1..100)",
+        help="the workflow config (YAML) whose study.scale is the sliders' rating scale (default: the paper's 1..100), "
+        "whose study.stopping is the declared stopping rule and live-statistics cadence, and whose seed and "
+        "stats.n_boot, icc_ci_method, ci_level the live ICC uses (default: modprefs stats' defaults)",
     )
     scale.add_argument(
         "--scale", type=_scale_arg, metavar="MIN:MAX[:STEP]", help="the rating scale itself, e.g. 1:5 or 0:10:0.5"
@@ -465,6 +467,13 @@ def _add_export_parser(cmds: argparse._SubParsersAction) -> None:
 def _add_status_parser(cmds: argparse._SubParsersAction) -> None:
     st = cmds.add_parser("status", help="counts of participants by state and slots by status")
     _db_arg(st)
+    st.add_argument(
+        "--stats",
+        action="store_true",
+        help="also the live reliability (key live): ICC(2,1), ICC(2,k), intervals, raters per clip and still needed "
+        "per condition computed now as modprefs stats does on the export, the dashboard's last update, the "
+        "stopping rule and its looks",
+    )
 
 
 SERVE_SETTINGS = (
@@ -552,6 +561,7 @@ def _run_load(args: argparse.Namespace, url: str) -> int:
         meta["study_title"] = args.title
     scale = study_scale(args)
     meta[service.SCALE_KEY] = json.dumps(scale.as_config())
+    meta[LIVE_CONFIG_KEY] = live_config(args.configfile)
     for name in ("expired_code", "error_code"):
         if getattr(args, name):
             meta[name] = getattr(args, name)
@@ -684,8 +694,43 @@ def _run_status(args: argparse.Namespace, url: str) -> int:
     from modprefs.app.db import open_database
     from modprefs.app.service import status_counts
 
-    print(json.dumps(status_counts(open_database(url, "status")), indent=2))
+    db = open_database(url, "status")
+    out = status_counts(db)
+    if args.stats:
+        from modprefs.app.live_runner import live_now
+
+        out["live"] = live_now(db)
+    print(json.dumps(out, indent=2))
     return 0
+
+
+LIVE_CONFIG_KEY = "live_config"  # modprefs.app.live_stats.CONFIG_KEY (this module imports only argparse at load)
+
+
+def live_config(configfile: Path | None) -> str:
+    """app_meta ``live_config``: ``--configfile``'s study.stopping, stats and seed (without it, or for a key it
+    lacks, the defaults: rule off, modprefs stats' settings); a bad study.stopping value names the file and key."""
+    import yaml
+
+    from modprefs.app.live_stats import live_config_meta
+    from modprefs.stats.sequential import StoppingRuleError
+
+    config: dict = {}
+    where = f"app load --configfile {configfile}"
+    if configfile is not None:
+        try:
+            loaded = yaml.safe_load(configfile.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise AppCliError(f"{where}: {exc}") from None
+        config = loaded if isinstance(loaded, dict) else {}
+    study = config.get("study")
+    study = study if isinstance(study, dict) else {}
+    stats = config.get("stats")
+    stats = stats if isinstance(stats, dict) else None
+    try:
+        return live_config_meta(study.get("stopping"), stats, config.get("seed"), where)
+    except StoppingRuleError as exc:
+        raise AppCliError(str(exc)) from None
 
 
 def _read_stimuli(path: Path):  # noqa: ANN202 (pandas is imported lazily)

@@ -11,13 +11,13 @@ one claims each update (:func:`modprefs.app.live_stats.claim`), so the work is d
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,6 @@ class LiveRunner:
 
     def __init__(self, db: Database):
         self.db = db
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modprefs-live")
         self._lock = threading.Lock()
         self._running = False
         self._again = False
@@ -78,7 +77,8 @@ class LiveRunner:
                 self._again = True
                 return
             self._running = True
-        self._pool.submit(self._work)
+        # a daemon thread: the server's shutdown never waits for an update (the child dies with the server)
+        threading.Thread(target=self._work, name="modprefs-live", daemon=True).start()
 
     def _work(self) -> None:
         while True:
@@ -127,10 +127,39 @@ def live_view(db: Database, updating: bool = False) -> dict[str, Any]:
     }
 
 
+def live_now(db: Database) -> dict[str, Any]:
+    """``modprefs app status --stats``: :func:`live_view` (the dashboard's last update as ``snapshot``) plus ``now``,
+    the live numbers computed at this moment (:func:`modprefs.app.live_stats.snapshot`, not stored: no look taken)."""
+    view = live_view(db)
+    with db.transaction() as s:
+        config = read_config(s)
+    with tempfile.TemporaryDirectory(prefix="modprefs-status-") as tmp:
+        view["now"] = snapshot(db, config, Path(tmp) / "export")
+    return view
+
+
+def _die_with_parent() -> None:
+    """Linux: this process gets SIGTERM when the server that started it exits (prctl PR_SET_PDEATHSIG), so an
+    update never outlives its server; elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the server exited before the signal was set
+        raise SystemExit(0)
+
+
 def main() -> int:
     """``python -m modprefs.app.live_runner``: one update (:func:`refresh`) of the study in ``$MODPREFS_LIVE_DB``."""
     from modprefs.app.db import open_database  # noqa: PLC0415
 
+    _die_with_parent()
+    with contextlib.suppress(OSError):
+        os.nice(10)  # below the server's priority: its requests come first
     db = open_database(os.environ[LIVE_DB_ENV], "live statistics")
     try:
         refresh(db)

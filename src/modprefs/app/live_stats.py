@@ -65,10 +65,13 @@ class LiveConfig:
     enabled: bool = True
 
 
-def live_config_meta(stopping: dict[str, Any] | None, stats: dict[str, Any] | None, seed: int | None) -> str:
+def live_config_meta(
+    stopping: dict[str, Any] | None, stats: dict[str, Any] | None, seed: int | None, where: str = "app load"
+) -> str:
     """app_meta ``live_config`` as ``app load`` stores it, from a workflow config's ``study.stopping``, ``stats``
-    and ``seed`` (each optional: the defaults); a bad stopping key raises naming it."""
-    rule = rule_from_config(stopping, "app load --configfile")
+    and ``seed`` (each optional: the defaults); a bad stopping key raises a ``StoppingRuleError`` naming ``where``
+    (the file) and the key."""
+    rule = rule_from_config(stopping, where)
     params = {k: (stats or {})[k] for k in PARAM_KEYS if k != "seed" and k in (stats or {})}
     if seed is not None:
         params["seed"] = int(seed)

@@ -131,6 +131,8 @@ def rule_from_config(section: Mapping[str, Any] | None, where: str = "config") -
         raise StoppingRuleError(
             f"{where}: unknown key(s) study.stopping.{unknown} (known: {sorted(STOPPING_DEFAULTS)})"
         )
+    if section.get("rule") is False:  # YAML 1.1 reads an unquoted `off` as false
+        section["rule"] = "off"
     values = {**STOPPING_DEFAULTS, **section}
     if values["rule"] not in RULES:
         raise StoppingRuleError(f"{where}: study.stopping.rule is {values['rule']!r}, not one of {', '.join(RULES)}")
