@@ -157,3 +157,21 @@ def test_planted_cue_benchmark_model_beats_every_baseline(tmp_path) -> None:
     assert got["n_prompts"] == 60 and got["n"] == 60
     assert got["ci_low"] > max(got[b] for b in ("length", "position", "majority", "prism")), got
     assert got["beats_length"] == "yes" and got["minus_length_ci_low"] > 0
+
+
+def test_accuracy_figure_draws_a_pair_type_with_no_correct_pair() -> None:
+    """0 of 3 held out: statsmodels' Wilson lower bound comes back as +5.6e-17, above the accuracy 0.0; the figure
+    must still draw (the default run's report failed on it), with the length-only baseline beside it."""
+    from modprefs.report.report_figures import reward_accuracy_figure
+
+    table = pd.DataFrame(
+        {
+            "run": ["main", "main"],
+            "label": ["noise", "human text"],
+            "val_n": [3, 4],
+            "val_accuracy": [0.0, 0.75],
+            "val_length": [0.5, 0.75],
+        }
+    )
+    png = reward_accuracy_figure(table)
+    assert png is not None and png[:4] == b"\x89PNG"

@@ -97,7 +97,9 @@ def reward_accuracy_figure(pair_types: pd.DataFrame) -> bytes | None:
         acc = part["val_accuracy"].to_numpy(float)
         n = part["val_n"].to_numpy(int)
         bounds = np.array([wilson_interval(a * k, k) for a, k in zip(acc, n, strict=True)])
-        ax.errorbar(acc, ys, xerr=[acc - bounds[:, 0], bounds[:, 1] - acc], fmt="o", capsize=2, label=run, markersize=4)
+        # clipped at 0: statsmodels' Wilson bound of 0 successes can come back as +5.6e-17
+        xerr = np.clip([acc - bounds[:, 0], bounds[:, 1] - acc], 0.0, None)
+        ax.errorbar(acc, ys, xerr=xerr, fmt="o", capsize=2, label=run, markersize=4)
         if "val_length" in part:  # the length-only baseline on the same pairs
             ax.plot(part["val_length"].to_numpy(float), ys, "|", color="black", markersize=7)
         for y, k in zip(ys, n, strict=True):  # n beside the plot, outside the data area
