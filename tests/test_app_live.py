@@ -228,6 +228,21 @@ def test_the_stopping_rule_closes_the_intake_when_met_and_the_export_analyses_as
     for cond, c in look["conditions"].items():
         assert (c["icc_2_k_lo"], c["icc_2_k_hi"]) == (icc.loc[cond, "icc_2_k_lo"], icc.loc[cond, "icc_2_k_hi"])
     assert (tmp_path / "stats" / "report.html").is_file()
+    # the lab overrides: reopens the intake; the rule takes no further look (its second, at 8, would be due)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+    async def reopen():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            return await c.post("/admin/intake", data={"csrf": csrf, "intake": "open"}, headers=AUTH)
+
+    assert asyncio.run(reopen()).status_code == 303
+    run_batch(app, range(12, 16), study.durations)  # 8 per condition: no look, so no update (every 1000 tasks)
+    time.sleep(2.0)
+    live = admin_get(app, "/admin/live.json").json()
+    assert admin_get(app, "/admin/status.json").json()["trials_submitted"] == 16 * 7
+    assert live["intake"] == "open" and len(live["state"]["looks"]) == 1 and live["state"]["stopped"]["index"] == 0
+    assert not live["updating"] and live["snapshot"]["completed"] == {"audio": 6, "text": 6}
+    assert "the lab reopened it (override" in admin_get(app, "/admin").text
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
