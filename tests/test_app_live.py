@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -101,7 +102,7 @@ def run_batch(app, seeds, durations):
     return asyncio.run(go())
 
 
-def admin_get(app, path: str) -> httpx.Response:
+def admin_get(app: Any, path: str) -> Any:
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
             return await c.get(path, headers=AUTH)

@@ -212,7 +212,7 @@ async def run_participant(
             wait = float(data["reveal"]["min_read_s"])
             await asyncio.sleep(wait)
             await send_now(ev("reveal", "B", gap_ms=int(wait * 1000)))
-        ratings = {p: rng.randint(1, 100) for p in "AB"}
+        ratings: dict[str, float] = {p: rng.randint(1, 100) for p in "AB"}
         if rate is not None:
             ratings = {p: rate(r.text, p) for p in "AB"}
         for pos in "AB":
