@@ -134,8 +134,9 @@ def test_speech_jobs_split_the_cores_and_the_judge_keeps_its_threads(tmp_path):
 
 @pytest.mark.slow  # loads Kokoro, Whisper and DNSMOS twice (~25 s)
 def test_speech_outputs_do_not_depend_on_the_thread_count():
-    """What lets a speech job take 1 or 2 threads as the cores allow: audio, transcripts and DNSMOS scores are
-    bit-identical at both counts (onnxruntime and CTranslate2 split work, not sums)."""
+    """What lets a speech job take 1 or 2 threads as the cores allow: audio and transcripts are bit-identical at
+    both counts (onnxruntime and CTranslate2 split work, not sums); DNSMOS scores agree to 1e-6 (its P.835 model's
+    ovrl output differs by ~5e-8 between 1 and 2 onnxruntime threads, the same at each count run after run)."""
     from modprefs.speech import kokoro_onnx
     from modprefs.speech.qc import DnsMos, Transcriber
 
@@ -148,4 +149,6 @@ def test_speech_outputs_do_not_depend_on_the_thread_count():
         results.append((audio.tobytes(), transcript, DnsMos(threads=threads).score(audio, sr)))
     assert results[0][0] == results[1][0]
     assert results[0][1] == results[1][1] and results[0][1].strip()
-    assert results[0][2] == results[1][2]
+    assert results[0][2].keys() == results[1][2].keys()
+    for key, score in results[0][2].items():
+        assert abs(score - results[1][2][key]) < 1e-6, (key, score, results[1][2][key])
