@@ -16,8 +16,11 @@ machine's 1-minute load average before and after is recorded: on a shared machin
 times move with it, the ratios between backends much less.
 
     .venv/bin/python benchmarks/tts_rtf.py [--backends kokoro-onnx piper espeak-ng] [--keep-audio DIR]
+        [--threads 2] [--texts 20] [--out benchmarks/out/tts_rtf.json]
 
-Writes benchmarks/out/tts_rtf.json and prints it. ``--keep-audio`` saves every clip as
+Writes benchmarks/out/tts_rtf.json (or ``--out``) and prints it, with the CPU's model and vector extensions
+(Kokoro's int8 convolutions depend on them: ``benchmarks/out/tts_rtf_cpu.json`` is ``--threads 1 --texts 6`` on
+an AVX2-only CPU, the main file 2 threads on an Intel Xeon). ``--keep-audio`` saves every clip as
 ``DIR/{backend}/{i:02d}.wav`` plus ``DIR/texts.json`` for ``benchmarks/tts_qc.py --audio-dir``.
 """
 
@@ -76,9 +79,22 @@ def pin_cpus(n: int = THREADS) -> list[int]:
     return []
 
 
-def bench_backend(name: str, texts: list[str], keep: Path | None) -> dict:
+def cpu_description() -> dict[str, object]:
+    """The CPU's model name and the vector extensions that decide int8/float kernels' speed (Linux; else {})."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = set(fields.get("flags", "").split())
+    wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+    return {"model": fields.get("model name", ""), "extensions": [f for f in wanted if f in flags]}
+
+
+def bench_backend(name: str, texts: list[str], keep: Path | None, threads: int = THREADS) -> dict:
     t0 = time.perf_counter()
-    backend = get_backend(BACKENDS[name], threads=THREADS)
+    backend = get_backend(BACKENDS[name], threads=threads)
     load_s = time.perf_counter() - t0
     backend.synthesize(WARMUP)
     clips = []
@@ -112,7 +128,7 @@ def bench_backend(name: str, texts: list[str], keep: Path | None) -> dict:
         backend.synthesize(text)
         once.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        fresh = get_backend(BACKENDS[name], threads=THREADS)
+        fresh = get_backend(BACKENDS[name], threads=threads)
         t1 = time.perf_counter()
         fresh.synthesize(text)
         fresh_times.append(time.perf_counter() - t0)
@@ -141,9 +157,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--keep-audio", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=THREADS, help="threads per engine (and CPUs pinned)")
+    parser.add_argument("--texts", type=int, default=N_TEXTS, help="the first N texts of the sample")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/out/tts_rtf.json")
     args = parser.parse_args()
-    cpus = pin_cpus()
-    texts = benchmark_texts()
+    cpus = pin_cpus(args.threads)
+    texts = benchmark_texts(args.texts)
     if args.keep_audio is not None:
         args.keep_audio.mkdir(parents=True, exist_ok=True)
         (args.keep_audio / "texts.json").write_text(json.dumps(texts, indent=1) + "\n", encoding="utf-8")
@@ -151,7 +170,7 @@ def main() -> None:
     results, skipped = {}, {}
     for name in args.backends:
         try:
-            results[name] = bench_backend(name, texts, args.keep_audio)
+            results[name] = bench_backend(name, texts, args.keep_audio, args.threads)
         except (ImportError, RuntimeError, FileNotFoundError) as err:  # a backend not installed here
             skipped[name] = f"{type(err).__name__}: {err}"
         else:
@@ -163,13 +182,13 @@ def main() -> None:
             )
     out = {
         "texts": {
-            "source": "resources/sample/conversations.jsonl, first 20 turn-0 responses, speakable_text",
+            "source": f"resources/sample/conversations.jsonl, first {len(texts)} turn-0 responses, speakable_text",
             "n": len(texts),
             "chars": sum(map(len, texts)),
             "min_chars": min(map(len, texts)),
             "max_chars": max(map(len, texts)),
         },
-        "threads": THREADS,
+        "threads": args.threads,
         "pinned_cpus": cpus,
         "backends": {k: dict(BACKENDS[k]) for k in results},
         "results": results,
@@ -182,9 +201,10 @@ def main() -> None:
             "cpus_visible": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "cpu": cpu_description(),
         },
     }
-    target = ROOT / "benchmarks/out/tts_rtf.json"
+    target = args.out
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(out, indent=2) + "\n")
     print(

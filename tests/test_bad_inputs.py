@@ -34,16 +34,17 @@ import yaml
 
 from bad_inputs import assert_clean_failure
 from conftest import prism_row
-from workflow_runner import ROOT, run_workflow, tiny_overrides, write_config
+from workflow_runner import ROOT, THREE_SYNTHESISERS_TTS, deep_update, run_workflow, tiny_overrides, write_config
 
 pytestmark = pytest.mark.integration  # runs snakemake, a server or a browser: not in `make test-fast`
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
-    """A tiny config with its data and sampling stages run (results/data, results/sampling)."""
+    """A tiny config with its data and sampling stages run (results/data, results/sampling); one engine of each
+    synthesiser, whose settings the cases check."""
     work = tmp_path_factory.mktemp("bad_inputs")
-    overrides = tiny_overrides()
+    overrides = deep_update(tiny_overrides(), {"tts": THREE_SYNTHESISERS_TTS})
     write_config(work, overrides)
     proc = run_workflow(work, "results/sampling/prompts.csv", timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

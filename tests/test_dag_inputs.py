@@ -10,7 +10,7 @@ so the working directory is the checkout, as for a user) serves the checks:
   key ``audio_qc.inject_silence`` itself is tests/test_speech.py's); a damaged clip of another engine makes that
   engine's manifest rule rerun and stop with a message naming the clip and the shard to re-render;
 - moving the checkout (results included) leaves nothing to do (no absolute path in any rule's params);
-- rendering a shard again gives byte-identical WAVs for every engine (kokoro-onnx, piper, espeak-ng);
+- rendering a shard again gives byte-identical WAVs for every engine (the study's piper, espeak-ng);
 - outputs get the umask's permissions (group-readable with 022).
 
 Each mutating check works on its own copy of the run.
@@ -39,11 +39,7 @@ from workflow_runner import ROOT, copy_run, planned_jobs, run_workflow
 
 pytestmark = pytest.mark.slow
 
-SPEECH = [
-    "results/audio/manifest.csv",
-    "results/audio/engines/piper/manifest.csv",
-    "results/audio/engines/espeak-ng/manifest.csv",
-]
+SPEECH = ["results/audio/manifest.csv", "results/audio/engines/espeak-ng/manifest.csv"]
 IDS = {"prompt_id": str, "clip_id": str, "conversation_id": str, "replaced_by": str}
 
 
@@ -100,7 +96,7 @@ def test_damaged_study_clips_fail_qc_and_their_prompts_are_replaced(default_run,
     shard_files = sorted(run.glob("results/audio/rounds/0/shards/*.csv"))
     proc = run_workflow(run, f"results/audio/rounds/0/qc/{shard_files[damaged_shard].name}")
     assert proc.returncode == 0, proc.stderr[-4000:]
-    # A replacement can itself fail QC (the accented default voice fails Whisper's round trip on about one prompt
+    # A replacement can itself fail QC (Kokoro's accented PyPI voices failed Whisper's round trip on about one prompt
     # in four), and which replacements fail depends on the installed TTS and ASR builds: give the chain room, as
     # a lab would (an exhausted review's message says so). Raising max_rounds plans the review rounds again,
     # never the first draw or its rendering.
@@ -166,7 +162,7 @@ def test_other_clip_damage_plans_qc(default_run, tmp_path, damage):
 
 def test_damaged_engine_clip_names_the_shard_to_render_again(default_run, tmp_path):
     run = copy_run(default_run, tmp_path / "run")
-    manifest = pd.read_csv(run / "results/audio/engines/piper/shards/0.csv", dtype=IDS, keep_default_na=False)
+    manifest = pd.read_csv(run / "results/audio/engines/espeak-ng/shards/0.csv", dtype=IDS, keep_default_na=False)
     clip = run / manifest["path"].iloc[1]
     clip.write_bytes(b"RIFF garbage")
     jobs = planned_jobs(run_workflow(run, "-n", SPEECH[1]))
@@ -176,7 +172,7 @@ def test_damaged_engine_clip_names_the_shard_to_render_again(default_run, tmp_pa
     # watched: everything but the failing rule's own output (Snakemake removes a failed job's stale output)
     # and the logs
     watch = [p for p in (run / "results").iterdir() if p.is_dir() and p.name not in ("audio", "logs")]
-    watch += [audio / "rounds", audio / "review", audio / "clips", audio / "engines/espeak-ng"]
+    watch += [audio / "rounds", audio / "review", audio / "clips"]
     result = assert_clean_failure(
         [
             sys.executable,
@@ -192,13 +188,13 @@ def test_damaged_engine_clip_names_the_shard_to_render_again(default_run, tmp_pa
         ],
         watch=watch,
         must_mention=[
-            f"unreadable clip(s) of piper: {manifest['clip_id'].iloc[1]}",
-            "delete results/audio/engines/piper/shards/0.csv",
+            f"unreadable clip(s) of espeak-ng: {manifest['clip_id'].iloc[1]}",
+            "delete results/audio/engines/espeak-ng/shards/0.csv",
         ],
     )
     assert {name: (audio / name).read_bytes() for name in kept} == kept
     assert "Traceback (most recent call last)" not in result.output
-    (run / "results/audio/engines/piper/shards/0.csv").unlink()  # the fix the message names
+    (run / "results/audio/engines/espeak-ng/shards/0.csv").unlink()  # the fix the message names
     proc = run_workflow(run, SPEECH[1])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert wav_digests(run) == wav_digests(default_run)  # the clip is rendered again, identical
@@ -225,7 +221,7 @@ def test_rendering_again_gives_identical_wavs_for_every_engine(default_run, tmp_
     make out of date (its QC and the review would run again before them)."""
     run = copy_run(default_run, tmp_path / "run")
     clips, ran = [], set()
-    engines = [_shortest_shard(run, f"results/audio/engines/{e}/shards/*.csv") for e in ("piper", "espeak-ng")]
+    engines = [_shortest_shard(run, "results/audio/engines/espeak-ng/shards/*.csv")]
     study = [_shortest_shard(run, "results/audio/rounds/*/shards/*.csv")]
     for shards in (engines, study):  # deleted one group at a time, for the reason above
         for rel in shards:

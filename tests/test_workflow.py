@@ -31,7 +31,6 @@ ARTIFACTS = [
     "results/audio/manifest.csv",
     "results/audio/qc.csv",
     "results/study/stimuli.csv",
-    "results/audio/engines/piper/manifest.csv",
     "results/audio/engines/espeak-ng/manifest.csv",
     "results/study/assignments.csv",
     "results/ratings/ratings.csv",
@@ -197,7 +196,7 @@ def test_every_prompt_has_two_real_wavs(default_run):
     for clip in list(stimuli.clip_id) + ["attn_0", "attn_1"]:
         wav = default_run / "results/audio/clips" / f"{clip}.wav"
         audio, rate = sf.read(wav)
-        assert rate == manifest.loc[clip, "sample_rate"] == 24000
+        assert rate == manifest.loc[clip, "sample_rate"] == 22050  # piper's joe voice
         assert len(audio) / rate == pytest.approx(manifest.loc[clip, "duration_s"], abs=1e-3)
         assert len(audio) > 0.5 * rate and np.sqrt(np.mean(audio**2)) > 0.01, clip
     # the round trip through ASR hears the words, and every clip of the final study passed QC
@@ -209,7 +208,7 @@ def test_every_prompt_has_two_real_wavs(default_run):
 
 def test_other_engines_render_the_same_clips(default_run):
     study = _read(default_run, "results/audio/manifest.csv").set_index("clip_id")
-    for engine in ("piper", "espeak-ng"):
+    for engine in ("espeak-ng",):
         m = _read(default_run, f"results/audio/engines/{engine}/manifest.csv").set_index("clip_id")
         assert set(m.index) == set(study.index) and (m.backend == engine).all()
         assert (m.spoken_text == study.loc[m.index, "spoken_text"]).all()
@@ -487,7 +486,7 @@ def test_reward_models_trained_and_evaluated(default_run):
     for table in ("accuracy", "ood", "drift", "length_bias"):
         assert len(_read(default_run, f"results/reward/main/eval/{table}.csv")) > 0, table
     ood = _read(default_run, "results/reward/main/eval/ood.csv")
-    assert {"piper", "espeak-ng"} <= set(ood.astype(str).stack())
+    assert "espeak-ng" in set(ood.astype(str).stack())
     cfg = json.loads((default_run / "results/reward/main/config.json").read_text())
     assert cfg["backbone"]["name"] == "minilm-logmel" and cfg["pooling"] == "mean"
     assert cfg["backbone"]["condition"] == "cross"  # the default conditions on criterion and context

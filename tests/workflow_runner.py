@@ -47,6 +47,16 @@ def tiny_overrides() -> dict[str, Any]:
     }
 
 
+#: A study voice and two other engines, one of each offline synthesiser (Kokoro's int8 ONNX, piper, espeak-ng): the
+#: tts block of the tests that check each backend's settings (the shipped config renders with piper and espeak-ng).
+THREE_SYNTHESISERS_TTS: dict[str, Any] = {
+    "backend": "kokoro-onnx",
+    "voice": "jf_alpha",
+    "lang": "en-us",
+    "engines": [{"backend": "piper", "voice": "en_US-joe-medium"}, {"backend": "espeak-ng", "voice": "en-us"}],
+}
+
+
 def write_config(workdir: Path, overrides: dict[str, Any] | None = None) -> Path:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
     for keys in PATH_KEYS:

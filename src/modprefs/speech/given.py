@@ -45,7 +45,7 @@ __all__ = [
 #: The study rate given audio is resampled to when ``tts.sample_rate`` is not set (Kokoro's rate).
 DEFAULT_SAMPLE_RATE = 24000
 #: Who speaks the attention check in a given-audio study when ``tts.attention_tts`` is not set (offline, PyPI).
-DEFAULT_ATTENTION_TTS: dict[str, Any] = {"backend": "kokoro-onnx", "voice": "jf_alpha", "lang": "en-us"}
+DEFAULT_ATTENTION_TTS: dict[str, Any] = {"backend": "piper", "voice": "en_US-joe-medium", "lang": "en-us"}
 
 
 class GivenAudioError(UserInputError):
