@@ -10,6 +10,7 @@ tables, and by test_dag_inputs.py's re-rendered WAVs for every engine.
 from __future__ import annotations
 
 import html as html_module
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -263,7 +264,14 @@ def _dry_run_after_change(workdir: Path, tmp_path: Path, overrides: dict) -> dic
 
 
 def test_voice_change_reruns_speech_and_downstream_only(default_run, tmp_path):
-    jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": "jm_kumo"}})
+    # piper installs one voice from PyPI; a lab adds another as a file (``<name>.onnx`` + ``.onnx.json``): here a copy
+    from modprefs.speech.piper_backend import default_voice_files
+
+    ((model, config),) = default_voice_files().values()
+    voice = tmp_path / "voices" / "en_US-other-medium.onnx"
+    voice.parent.mkdir()
+    shutil.copy(model, voice), shutil.copy(config, f"{voice}.json")
+    jobs = _dry_run_after_change(default_run, tmp_path, {"tts": {"voice": voice.stem, "model_path": str(voice)}})
     assert {
         "render_shard",
         "audio_qc",

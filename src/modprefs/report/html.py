@@ -26,6 +26,7 @@ PACKAGES = (
     "pandas",
     "statsmodels",
     "krippendorff",
+    "piper-tts",
     "kokoro-onnx",
     "onnxruntime",
     "datasets",
