@@ -27,6 +27,7 @@ import numpy as np
 import soundfile as sf
 
 from modprefs.errors import UserInputError
+from modprefs.speech import piper_backend
 from modprefs.speech.resample import resample
 
 __all__ = [
@@ -45,7 +46,11 @@ __all__ = [
 #: The study rate given audio is resampled to when ``tts.sample_rate`` is not set (Kokoro's rate).
 DEFAULT_SAMPLE_RATE = 24000
 #: Who speaks the attention check in a given-audio study when ``tts.attention_tts`` is not set (offline, PyPI).
-DEFAULT_ATTENTION_TTS: dict[str, Any] = {"backend": "piper", "voice": "en_US-joe-medium", "lang": "en-us"}
+DEFAULT_ATTENTION_TTS: dict[str, Any] = {
+    "backend": piper_backend.NAME,
+    "voice": piper_backend.DEFAULT_VOICE,
+    "lang": "en-us",
+}
 
 
 class GivenAudioError(UserInputError):
