@@ -83,10 +83,12 @@ rule reward_train:
 
 
 rule reward_eval:
-    """Accuracy (micro, by category and source, macro; ties apart), OOD by TTS engine, drift, length bias."""
+    """Accuracy (micro, by category and source, macro; ties apart) beside the baselines and, for human labels,
+    the human agreement ceiling; OOD by TTS engine, drift, length bias."""
     input:
         checkpoint="results/reward/{run}/model.safetensors",
         pairs=REWARD_PAIRS,
+        pairs_summary="results/reward/pairs/summary.json",
         engines=engine_manifests(),
     output:
         summary="results/reward/{run}/eval/eval.json",

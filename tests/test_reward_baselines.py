@@ -104,6 +104,23 @@ def test_accuracy_and_pair_type_tables_carry_baselines_and_n_prompts() -> None:
     assert not_beating_length(types, "cue") == []
 
 
+def test_accuracy_rows_carry_the_ceiling_only_where_every_pair_has_human_labels() -> None:
+    s = _scores(20)
+    s = pd.concat([s, s[s["category"] == "human_text"].assign(category="noise", source="degradation")])
+    s["pair_id"] = [f"x{i}" for i in range(len(s))]
+    ceilings = {"human_text": {"agreement": 0.6}, "human_audio": {"agreement": 0.7}}
+    acc = accuracy_table(s, seed=0, ceilings=ceilings).set_index(["split", "level", "key"])
+    assert acc.loc[("val", "category", "human_text"), "ceiling"] == pytest.approx(0.6)
+    assert acc.loc[("val", "category", "human_audio"), "ceiling"] == pytest.approx(0.7)
+    assert acc.loc[("val", "source", "human"), "ceiling"] == pytest.approx(0.65)  # as many pairs of each type
+    assert np.isnan(acc.loc[("val", "category", "noise"), "ceiling"])
+    assert np.isnan(acc.loc[("val", "micro", "all"), "ceiling"])  # degradation pairs have no ceiling
+    assert np.isnan(acc.loc[("val", "macro", "category"), "ceiling"])
+    human = accuracy_table(s[s["source"] == "human"], seed=0, ceilings=ceilings)
+    assert headline(human)["val_ceiling"] == pytest.approx(0.65)
+    assert headline(accuracy_table(s, seed=0))["val_ceiling"] is None  # no ratings: no ceiling
+
+
 def test_agreement_ceiling_single_rater_vs_the_others() -> None:
     stimuli = pd.DataFrame({"clip_id": ["a_0", "a_1", "b_0", "b_1"], "response": [0, 1, 0, 1]})
     rows = []

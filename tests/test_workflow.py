@@ -523,6 +523,13 @@ def test_reward_models_trained_and_evaluated(default_run):
         assert col in runs.columns, col
     acc = _read(default_run, "results/reward/main/eval/accuracy.csv")
     assert {"n_prompts", "length", "position", "majority", "prism", "ci_low", "beats_length"} <= set(acc.columns)
+    # the human agreement ceiling beside the human-labelled accuracies of each run's own tables
+    cat = acc[(acc.split == "all") & (acc.level == "category")].set_index("key")
+    assert cat.loc["human_text", "ceiling"] == pytest.approx(summary["ceiling"]["human_text"]["agreement"])
+    assert np.isnan(cat.loc["noise", "ceiling"])
+    evaluated = json.loads((default_run / "results/reward/main/eval/eval.json").read_text())
+    assert evaluated["ceiling"]["human_audio"] == pytest.approx(summary["ceiling"]["human_audio"]["agreement"])
+    assert "val_ceiling" in evaluated and "val_ceiling" in runs.columns
     # no two pairs with identical inputs carry opposite labels (per-modality and per-source instructions)
     built = read_pairs(sorted((default_run / "results/reward/pairs").glob("*.parquet")))
     assert contradictions(built).empty and summary["contradictions"]["pairs"] == 0

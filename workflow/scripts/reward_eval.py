@@ -1,11 +1,13 @@
 """Snakemake adapters for evaluation.
 
-rule reward_eval: one run's checkpoint + every pair file (+ other engines' renditions) ->
+rule reward_eval: one run's checkpoint + every pair file and their summary.json (the human agreement ceiling)
+    (+ other engines' renditions) ->
     results/reward/{run}/eval/{accuracy,ood,drift,length_bias,scores}.csv and eval.json.
 rule reward_summary (``snakemake.rule == "reward_summary"``): every run's eval folder ->
     results/reward/summary/{transfer,drift,runs,pair_types}.csv and .md.
 """
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -32,6 +34,7 @@ def main(smk) -> None:
         smk.params.engines,
         out_dir=Path(smk.output.summary).parent,
         cache_dir=smk.params.cache_dir,
+        ceilings=json.loads(Path(smk.input.pairs_summary).read_text()).get("ceiling"),
     )
     logging.info("run %s: %s", smk.wildcards.run, out["summary"])
 

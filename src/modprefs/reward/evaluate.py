@@ -114,10 +114,25 @@ def comparison(g: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
     return {k: row[k] for k in COMPARE_COLUMNS}
 
 
-def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float, seed: int = 0) -> list[dict[str, Any]]:
+def group_ceiling(categories: pd.Series, ceilings: Mapping[str, Mapping[str, Any]] | None) -> float:
+    """The human agreement ceiling of a set of pairs (their ``category`` values, shape ``(n,)``): the mean of
+    each pair's type ceiling (:func:`modprefs.reward.baselines.ceiling_of`) when every pair is of a ``human_*``
+    type with one, else NaN (a ceiling for judge, degradation or colloquial labels is not defined)."""
+    per_pair = np.array([ceiling_of(str(c), ceilings) for c in categories], dtype=float)
+    return float(per_pair.mean()) if per_pair.size and np.isfinite(per_pair).all() else float("nan")
+
+
+def _acc_rows(
+    scores: pd.DataFrame,
+    split: str,
+    tie_tol: float,
+    seed: int = 0,
+    ceilings: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     def row(level: str, key: str, g: pd.DataFrame) -> dict[str, Any]:
         acc = pair_accuracy(g["r_chosen"], g["r_rejected"], tie_tol)
-        return {"split": split, "level": level, "key": key, **acc, **comparison(g, seed)}
+        ceiling = group_ceiling(g["category"], ceilings) if "category" in g else float("nan")
+        return {"split": split, "level": level, "key": key, **acc, **comparison(g, seed), "ceiling": ceiling}
 
     rows = [row("micro", "all", scores)]
     for level in ("category", "source", "criterion"):
@@ -133,23 +148,32 @@ def _acc_rows(scores: pd.DataFrame, split: str, tie_tol: float, seed: int = 0) -
         for c in ("accuracy", "accuracy_ties_half", "model", *BASELINES):
             vals = [r[c] for r in cats if not np.isnan(r[c])]
             macro[c] = float(np.mean(vals)) if vals else float("nan")
+        ceils = [r["ceiling"] for r in cats]
+        macro["ceiling"] = float(np.mean(ceils)) if np.isfinite(ceils).all() else float("nan")
         macro["n_prompts"] = int(scores["cluster"].nunique())
         macro["beats_length"] = "n/a"
         rows.append(macro)  # no interval: the categories share prompts
     return rows
 
 
-def accuracy_table(scores: pd.DataFrame, tie_tol: float = 1e-6, seed: int = 0) -> pd.DataFrame:
+def accuracy_table(
+    scores: pd.DataFrame,
+    tie_tol: float = 1e-6,
+    seed: int = 0,
+    ceilings: Mapping[str, Mapping[str, Any]] | None = None,
+) -> pd.DataFrame:
     """Micro / by category / by source / by criterion / macro accuracy, per split and for all pairs, each beside
     the baselines on the same pairs (length, position, majority, PRISM; ties ½) with n in prompts and a
-    prompt-clustered 95 % interval of the model's accuracy (ties ½) and of its difference from length-only."""
+    prompt-clustered 95 % interval of the model's accuracy (ties ½) and of its difference from length-only;
+    ``ceiling``: the human agreement ceiling of rows whose pairs all carry human labels (:func:`group_ceiling`;
+    ``ceilings`` = the pair files' ``summary.json["ceiling"]``, from :func:`modprefs.reward.baselines`)."""
     scores = with_credits(scores, tie_tol)
     rows = []
     if "split" in scores and scores["split"].nunique() > 1:
         for split, g in scores.groupby("split", sort=True):
-            rows += _acc_rows(g, str(split), tie_tol, seed)
-    rows += _acc_rows(scores, "all", tie_tol, seed)
-    return pd.DataFrame(rows, columns=ACC_COLUMNS + COMPARE_COLUMNS)
+            rows += _acc_rows(g, str(split), tie_tol, seed, ceilings)
+    rows += _acc_rows(scores, "all", tie_tol, seed, ceilings)
+    return pd.DataFrame(rows, columns=ACC_COLUMNS + COMPARE_COLUMNS + ["ceiling"])
 
 
 def engine_pairs(pairs: pd.DataFrame, engines_dir: str | os.PathLike[str], backend: str) -> pd.DataFrame:
@@ -426,6 +450,7 @@ def headline(acc: pd.DataFrame) -> dict[str, Any]:
         out[f"val_{col}"] = number(val, col)
     out["val_minus_length_ci_high"] = number(val, "minus_length_ci_high")
     out["val_beats_length"] = str(val["beats_length"]) if val is not None else "n/a"
+    out["val_ceiling"] = number(val, "ceiling") if "ceiling" in acc else None
     return out
 
 
@@ -437,9 +462,13 @@ def evaluate_run(
     out_dir: str | os.PathLike[str] | None = None,
     batch_size: int = 16,
     cache_dir: str | os.PathLike[str] | None = None,
+    ceilings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Load the run's checkpoint, score every pair (split as in training), and build all tables.
-    With ``out_dir``: writes scores.csv, accuracy.csv, ood.csv, drift.csv, length_bias.csv, eval.json."""
+    With ``out_dir``: writes scores.csv, accuracy.csv, ood.csv, drift.csv, length_bias.csv, eval.json.
+    ``ceilings``: the pair files' ``summary.json["ceiling"]`` (the human agreement ceiling per label type), put
+    beside the accuracy of human-labelled pairs (accuracy.csv's ``ceiling``; eval.json's ``val_ceiling`` and
+    ``ceiling`` by pair type)."""
     import torch
 
     from modprefs.io import write_csv, write_json
@@ -454,7 +483,7 @@ def evaluate_run(
     scores = score_pairs(model, pairs, split, batch_size)
     tables = {
         "scores": scores,
-        "accuracy": accuracy_table(scores, tol, int(train_cfg.get("seed", 0))),
+        "accuracy": accuracy_table(scores, tol, int(train_cfg.get("seed", 0)), ceilings),
         "ood": ood_table(model, pairs, engines_dir, list(backends), split, tie_tol=tol, batch_size=batch_size),
         "drift": drift_table(scores, model.extra_config.get("center_coef")),
         "length_bias": length_bias(scores, tol),
@@ -465,6 +494,13 @@ def evaluate_run(
         "center_coef": model.extra_config.get("center_coef"),
         "train_on": train_cfg.get("train_on"),
         **headline(tables["accuracy"]),
+        "ceiling": {
+            str(cat): ceiling_of(str(cat), ceilings)
+            for cat in sorted(scores["category"].astype(str).unique())
+            if np.isfinite(ceiling_of(str(cat), ceilings))
+        }
+        if "category" in scores
+        else {},
         "mean_reward": float(tables["drift"]["mean_reward"].iloc[0]) if len(scores) else None,
         "training_data_sha256": model.extra_config.get("training_data_sha256"),
     }
@@ -481,12 +517,16 @@ def summary_tables(
 ) -> dict[str, pd.DataFrame]:
     """Across runs: headline accuracies, accuracy by pair type, the transfer table and drift (λ vs no λ).
     ``evals``: run -> {"summary": ..., "scores": DataFrame, "drift": DataFrame} (as :func:`evaluate_run`);
-    ``pairs_summary``: the pair builders' summary.json (for the types that were not built, and why)."""
+    ``pairs_summary``: the pair builders' summary.json (for the types that were not built, and why). The runs
+    table leaves out eval.json's per-type ``ceiling`` (pair_types.csv has it by type; ``val_ceiling`` stays)."""
     transfer = transfer_table({r: (e["summary"].get("train_on"), e["scores"]) for r, e in evals.items()})
     drift = pd.concat([e["drift"].assign(run=r) for r, e in evals.items()], ignore_index=True)
     drift = drift[["run"] + [c for c in drift.columns if c != "run"]]
     headline = pd.DataFrame(
-        [{"run": r, **{k: v for k, v in e["summary"].items() if k != "run_dir"}} for r, e in evals.items()]
+        [
+            {"run": r, **{k: v for k, v in e["summary"].items() if k not in ("run_dir", "ceiling")}}
+            for r, e in evals.items()
+        ]
     )
     return {"runs": headline, "pair_types": pair_type_table(evals, pairs_summary), "transfer": transfer, "drift": drift}
 
