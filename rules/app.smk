@@ -10,8 +10,6 @@
 
 from snakemake.settings.types import DeploymentMethod
 
-from modprefs.app.cli import scale_cli_args
-
 APP_DB = os.environ.get("MODPREFS_APP_DB", "sqlite:///results/app/study.db")
 APP_EXPORT_TABLES = ["ratings", "trials", "participants", "sessions", "events", "incidents"]
 # With --use-conda the rules' own environment (envs/app.yaml) runs the command: its `python`; otherwise the
@@ -26,7 +24,9 @@ localrules:
 
 
 rule app_load:
-    """Load assignments, stimuli, conversations and the audio manifest into the app's database.
+    """Load assignments, stimuli, conversations and the audio manifest into the app's database, with the run's
+    merged config (results/config.yaml): study.scale for the sliders, study.stopping for the live statistics and
+    the stopping rule, and stats/seed for how the live ICC is computed.
 
     A study already there is replaced; a database holding participants' data is refused (export first).
     """
@@ -37,6 +37,7 @@ rule app_load:
         conversations="results/data/conversations.parquet",
         manifest="results/audio/manifest.csv",
         attention=config["attention_check"],
+        run_config="results/config.yaml",
     output:
         "results/app/loaded.json",
     log:
@@ -46,11 +47,11 @@ rule app_load:
     params:
         db=APP_DB,
         cli=APP_CLI,
-        scale=scale_cli_args(config),  # study.scale: the sliders' rating scale
     shell:
         "{params.cli} load --db {params.db:q} --assignments {input.assignments:q} --stimuli {input.stimuli:q}"
         " --prompts {input.prompts:q} --conversations {input.conversations:q} --manifest {input.manifest:q}"
-        " --attention-check {input.attention:q} --base-dir . {params.scale} --replace --summary {output:q} > {log:q} 2>&1"
+        " --attention-check {input.attention:q} --base-dir . --configfile {input.run_config:q} --replace"
+        " --summary {output:q} > {log:q} 2>&1"
 
 
 rule app_export:

@@ -23,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "app"))
 
 from app_sim import CSRF_RE, nonsensical_position, page_data, run_participant  # noqa: E402
 from app_study import ROOT, load, make_study  # noqa: E402
+from sqlalchemy import text as sa_text  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from modprefs.app import service  # noqa: E402
+from modprefs.app.db import Database  # noqa: E402
 from modprefs.app.export import export_dir  # noqa: E402
 from modprefs.app.loader import StudyLoadError, load_study  # noqa: E402
 from modprefs.app.protocol import derive_measures  # noqa: E402
@@ -660,7 +662,8 @@ def test_snakemake_app_rules(tmp_path):
 
     st = make_study(tmp_path / "study", n_prompts=6, raters_per_condition=2, trials=2)
     wd = tmp_path / "wd"
-    cfg = write_config(wd)
+    stopping = {"rule": "half_width", "half_width": 0.15, "min_participants": 4, "look_every": 3}
+    cfg = write_config(wd, {"study": {"scale": {"min": 1, "max": 7}, "stopping": stopping}, "seed": 11})
     for src, dst in [
         ("assignments.csv", "results/study/assignments.csv"),
         ("stimuli.csv", "results/study/stimuli.csv"),
@@ -695,6 +698,7 @@ def test_snakemake_app_rules(tmp_path):
             "--cores",
             "1",
             "--allowed-rules",
+            "run_config",
             "app_load",
             "app_export",
             "--",
@@ -707,6 +711,12 @@ def test_snakemake_app_rules(tmp_path):
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert json.loads((wd / "results/app/loaded.json").read_text())["slots"] == 4
+    # the run's merged config reached the database: the scale, and the stopping rule with its interval settings
+    with Database(f"sqlite:///{tmp_path}/smk.db").engine.connect() as conn:
+        meta = dict(conn.execute(sa_text("SELECT key, value FROM app_meta")).all())
+    live = json.loads(meta["live_config"])
+    assert {k: live["stopping"][k] for k in stopping} == stopping and live["params"]["seed"] == 11
+    assert json.loads(meta["rating_scale"])["max"] == 7
     export = wd / "results/app/export"
     assert sorted(p.name for p in export.glob("*.csv")) == [
         "events.csv",

@@ -304,17 +304,6 @@ def study_scale(args: argparse.Namespace) -> RatingScale:
     return scale
 
 
-def scale_cli_args(config: dict) -> str:
-    """``--scale MIN:MAX:STEP --scale-labels LOW HIGH`` (shell-quoted) for a workflow config's study.scale."""
-    import shlex
-
-    from modprefs.scale import scale_from_config
-
-    sc = scale_from_config(config)
-    labels = f"{shlex.quote(sc.label_min)} {shlex.quote(sc.label_max)}"
-    return f"--scale={sc.min:g}:{sc.max:g}:{sc.step:g} --scale-labels {labels}"
-
-
 def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     sv = cmds.add_parser("serve", help="run the participant site and the admin export")
     _db_arg(sv)
