@@ -136,3 +136,59 @@ def test_concurrent_participants_sqlite(tmp_path):
 def test_concurrent_participants_postgres(pg_url, tmp_path):
     stats = _run_study(pg_url, tmp_path)
     print("postgresql:", stats)
+
+
+@pytest.mark.integration
+def test_a_live_update_is_claimed_by_exactly_one_of_many_workers_postgres(pg_url, tmp_path):
+    """#54: under `serve --workers N` every worker's runner asks for the next live-statistics update at about the
+    same moment; on PostgreSQL (READ COMMITTED, as served) exactly one claim wins each update, both when the claim
+    row does not exist yet (the insert race) and when it does (the conditional update). Eight workers, each with its
+    own engine and connections, released together by a barrier, 30 rounds."""
+    import threading
+
+    from sqlalchemy import create_engine, delete, text
+
+    from modprefs.app.db import Database
+    from modprefs.app.live_stats import CLAIM_KEY, claim
+    from modprefs.app.models import Meta
+
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("CREATE DATABASE claims"))
+    admin.dispose()
+    url = pg_url.rsplit("/", 1)[0] + "/claims"
+    study = make_study(tmp_path / "study", n_prompts=4, raters_per_condition=2, trials=2, seed=5)
+    db = load(study, url)
+    with app_server(url) as base:
+        outcomes = asyncio.run(
+            _wave(base, [{"seed": i, "client_ip": f"10.4.0.{i}"} for i in range(2)], study.durations)
+        )
+    assert [o.final for o in outcomes] == ["done", "done"]
+    with db.transaction() as s:
+        tasks = s.scalar(select(func.count()).select_from(TrialResult).where(TrialResult.trial >= 0))
+    assert tasks == 2 * 3  # two participants: the attention check + 2 trials each
+
+    workers = [Database(url) for _ in range(8)]
+    winners_per_round = []
+    for round_ in range(30):
+        with db.transaction() as s:  # a fresh update to claim: no claim row yet (even rounds) or an old count
+            s.execute(delete(Meta).where(Meta.key == CLAIM_KEY))
+            if round_ % 2:
+                s.add(Meta(key=CLAIM_KEY, value="0"))
+        barrier = threading.Barrier(len(workers))
+        results: list[int | None] = [None] * len(workers)
+
+        def contend(i: int, barrier: threading.Barrier, results: list[int | None]) -> None:
+            barrier.wait()
+            results[i] = claim(workers[i], 1)
+
+        threads = [threading.Thread(target=contend, args=(i, barrier, results)) for i in range(len(workers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        winners_per_round.append([r for r in results if r is not None])
+    assert all(w == [tasks] for w in winners_per_round), winners_per_round
+    for w in workers:
+        w.dispose()
+    db.dispose()
