@@ -10,6 +10,8 @@ checks that
 - a job that fails inside SLURM (``ingest_ratings`` on an invalid ratings.csv) makes Snakemake exit
   non-zero and report the SLURM failure;
 - changing ``tts.voice`` resubmits only speech and what follows;
+- a reward run (the default backbone, 2 epochs) is one SLURM job (the ``reward`` group: training and evaluation) on
+  the CPU partition, its pairs built in another;
 - on tests/cluster/mechanics (the workflow's partition and retry helpers, the production profile's settings): a job
   killed for memory succeeds on its retry with twice the memory, a job requeued while it runs (as on preemption)
   runs again and completes, and a GPU job lands on the GPU partition (the test cluster has the production profile's
@@ -114,7 +116,9 @@ def _need_slurm():
         pytest.skip(reason)
 
 
-def _run_on_slurm(workdir: Path, profile: Path, configfile: Path, *extra: str) -> subprocess.CompletedProcess:
+def _run_on_slurm(
+    workdir: Path, profile: Path, configfile: Path, *extra: str, targets: list[str] = TARGETS
+) -> subprocess.CompletedProcess:
     cmd = [
         "timeout",
         "-s",
@@ -132,7 +136,7 @@ def _run_on_slurm(workdir: Path, profile: Path, configfile: Path, *extra: str) -
         "--workflow-profile",
         str(profile),
         *extra,
-        *TARGETS,
+        *targets,
     ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=RUN_TIMEOUT_S + 30)
@@ -286,6 +290,38 @@ def test_voice_change_resubmits_only_speech_and_downstream(slurm_run, tmp_path):
     assert resubmitted == set(submitted) and len(submitted) == 3, (resubmitted, submitted)
     manifest = pd.read_csv(work / "results/audio/manifest.csv")
     assert set(manifest["voice"]) == {"en-gb"}
+
+
+# A reward run on the tiny study: human labels, one degradation kind, no colloquial pairs, 2 epochs, one run
+REWARD_TINY = {
+    "reward": {
+        "pairs": {"sources": ["human"], "degradation": {"kinds": ["noise"], "per_clip": 1}, "colloquial": None},
+        "train": {"epochs": 2},
+        "runs": {"main": {}},
+    }
+}
+
+
+def test_a_reward_run_is_one_slurm_job_on_the_cpu_partition(slurm_run, tmp_path):
+    workdir, profile, _ = slurm_run
+    work = _copy_run(workdir, tmp_path / "run")
+    cfg = write_config(tmp_path / "reward", {**TINY, **REWARD_TINY})
+    proc = _run_on_slurm(work, profile, cfg, targets=["results/reward/main/eval/eval.json"])
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    assert {"reward_pairs", "reward_train", "reward_eval"} <= _ran_rules(proc), _ran_rules(proc)
+    submitted = _submitted(proc)
+    logs = {name: work / f"results/logs/reward/{name}.log" for name in ("pairs", "train_main", "eval_main")}
+    origin = {name: parse_origin(log.read_text()) for name, log in logs.items()}
+    assert all(o is not None and o["slurm_job_id"] in submitted for o in origin.values()), (origin, submitted)
+    # training and evaluation in one job (the run's reward group), the pairs before it in another
+    assert origin["train_main"]["slurm_job_id"] == origin["eval_main"]["slurm_job_id"]
+    assert origin["pairs"]["slurm_job_id"] != origin["train_main"]["slurm_job_id"]
+    job = origin["train_main"]["slurm_job_id"]
+    assert (work / f"results/logs/slurm/group_reward_reward_eval_reward_train/{job}.log").is_file(), job
+    # the default backbone needs no GPU: the CPU partition (the test cluster refuses a GPU request there)
+    assert origin["train_main"]["slurm_partition"] == "cpu", origin
+    evaluated = __import__("json").loads((work / "results/reward/main/eval/eval.json").read_text())
+    assert evaluated["val_n_pairs"] > 0 and evaluated["n_pairs"] > evaluated["val_n_pairs"]
 
 
 MECHANICS = ROOT / "tests" / "cluster" / "mechanics" / "Snakefile"

@@ -22,17 +22,21 @@ ORIGIN_PREFIX = "job origin:"
 
 
 def job_origin() -> dict[str, str]:
-    """Host, pid and SLURM job id (``none`` when not inside a SLURM job) of this process."""
+    """Host, pid, SLURM job id and partition (``none`` when not inside a SLURM job) of this process."""
     return {
         "host": socket.gethostname(),
         "pid": str(os.getpid()),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID", "none"),
+        "slurm_partition": os.environ.get("SLURM_JOB_PARTITION", "none"),
     }
 
 
 def format_origin(origin: dict[str, str] | None = None) -> str:
     origin = origin or job_origin()
-    return f"{ORIGIN_PREFIX} host={origin['host']} pid={origin['pid']} SLURM_JOB_ID={origin['slurm_job_id']}"
+    return (
+        f"{ORIGIN_PREFIX} host={origin['host']} pid={origin['pid']} SLURM_JOB_ID={origin['slurm_job_id']}"
+        f" SLURM_JOB_PARTITION={origin.get('slurm_partition', 'none')}"
+    )
 
 
 def parse_origin(text: str) -> dict[str, str] | None:
@@ -40,7 +44,12 @@ def parse_origin(text: str) -> dict[str, str] | None:
     for line in text.splitlines():
         if ORIGIN_PREFIX in line:
             fields = dict(part.split("=", 1) for part in line.split(ORIGIN_PREFIX, 1)[1].split())
-            return {"host": fields["host"], "pid": fields["pid"], "slurm_job_id": fields["SLURM_JOB_ID"]}
+            return {
+                "host": fields["host"],
+                "pid": fields["pid"],
+                "slurm_job_id": fields["SLURM_JOB_ID"],
+                "slurm_partition": fields.get("SLURM_JOB_PARTITION", "none"),  # logs before it was recorded: none
+            }
     return None
 
 
