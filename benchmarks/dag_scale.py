@@ -13,7 +13,11 @@ times ``snakemake -n`` in a scratch folder:
 Target: the plan in <= 20 s on 2 cores, and no rule with one job per clip. Pinned to 2 CPUs with
 ``taskset`` when available. Writes benchmarks/out/dag_scale.json.
 
-    python benchmarks/dag_scale.py [--repeat 3] [--run-sampling]
+    python benchmarks/dag_scale.py [--repeat 3] [--run-sampling] [--paper-sbatch]
+    python benchmarks/dag_scale.py --paper-sbatch-only   # only config/paper.yaml's sbatch calls, into the same file
+
+``--paper-sbatch-only`` re-records the ``paper_sbatch`` section (what docs/cluster.md's table quotes) after a change of
+the wall-time model, keeping the PRISM-scale sections of the last full run (``paper_sbatch.recorded_apart`` says so).
 
 ``--run-sampling`` also runs the ``conversations`` and ``sample_prompts`` jobs at scale (local
 executor) to show that the quotas fit: every one of the 3,113 conversations is drawn.
@@ -132,7 +136,23 @@ def main() -> None:
         action="store_true",
         help="also run config/paper.yaml's DAG on a fake SLURM, sbatch calls recorded (tests/cluster/paper_capture.py)",
     )
+    ap.add_argument(
+        "--paper-sbatch-only",
+        action="store_true",
+        help="only re-record the paper_sbatch section of benchmarks/out/dag_scale.json (the rest is kept)",
+    )
     args = ap.parse_args()
+
+    if args.paper_sbatch_only:
+        result = json.loads(OUT.read_text())
+        with tempfile.TemporaryDirectory(prefix="dag_scale_") as tmp:
+            result["paper_sbatch"] = _paper_sbatch(Path(tmp) / "paper")
+        result["paper_sbatch"]["recorded_apart"] = (
+            f"--paper-sbatch-only on {time.strftime('%Y-%m-%d')}; the PRISM-scale sections are the last full run's"
+        )
+        OUT.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result["paper_sbatch"], indent=2))
+        return
 
     with tempfile.TemporaryDirectory(prefix="dag_scale_") as tmp:
         work = Path(tmp) / "work"

@@ -15,7 +15,7 @@ Scores the 20 benchmark texts of ``benchmarks/tts_rtf.py`` as rendered by each o
     .venv/bin/python benchmarks/tts_qc.py [--audio-dir DIR]   # DIR from tts_rtf.py --keep-audio
 
 Without ``--audio-dir`` the clips are rendered here first (kokoro-onnx takes a minute or two).
-Writes benchmarks/out/tts_qc.json and prints it.
+Writes benchmarks/out/tts_qc.json (or ``--out``) and prints it, with the CPU's model and vector extensions.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
-from tts_rtf import BACKENDS, THREADS, benchmark_texts, pin_cpus  # noqa: E402
+from tts_rtf import BACKENDS, THREADS, benchmark_texts, cpu_description, pin_cpus  # noqa: E402
 
 from modprefs.speech.qc import DEFAULT_THRESHOLDS, DnsMos, Transcriber, qc_clip, signal_metrics  # noqa: E402
 
@@ -74,6 +74,7 @@ def summary(values: list[float], digits: int = 3) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--audio-dir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/out/tts_qc.json")
     args = parser.parse_args()
     cpus = pin_cpus()
     tmp = None
@@ -210,9 +211,10 @@ def main() -> None:
             "cpus_visible": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "cpu": cpu_description(),
         },
     }
-    target = ROOT / "benchmarks/out/tts_qc.json"
+    target = args.out
     target.parent.mkdir(exist_ok=True)
     target.write_text(json.dumps(out, indent=2, default=float) + "\n")
     print(json.dumps(out, indent=2, default=float))

@@ -436,7 +436,7 @@ def shard_chars(prompts: str, attention: str | None, shard, balanced: bool = Tru
 def _tts_cost(tts: dict) -> "slurm_costs.TtsCost":
     backend = tts["backend"]
     if backend == "kokoro" and tts_gpus(tts):  # on a GPU: bounded by the int8 model on 2 CPU threads
-        return slurm_costs.TTS_COSTS["kokoro-onnx"]
+        return slurm_costs.KOKORO_GPU_BOUND
     return slurm_costs.TTS_COSTS.get(backend, slurm_costs.TTS_COSTS["kokoro-onnx"])
 
 

@@ -71,7 +71,7 @@ def _render_minutes(work: Path, cfg: dict) -> list[int]:
     )
     chars = clips["text"].fillna("").astype(str).str.len().tolist()
     bounds = shard_bounds(clips, cfg["tts"]["shard_size"])
-    cost = cluster.TTS_COSTS["kokoro-onnx"]
+    cost = cluster.KOKORO_GPU_BOUND
     return [cluster.minutes(cost.seconds(chars[a:b])) for a, b in zip(bounds, bounds[1:])]
 
 

@@ -8,7 +8,8 @@ Three things a cluster's admin checks, and where each is decided:
    ``default-resources`` (``slurm_partition``: CPU, ``gpu_partition``: GPU). A GPU job without a GPU partition is an
    error when the DAG is built: never a GPU request on a CPU partition.
 2. **Honest wall times.** A job's ``runtime`` is its work at measured speeds (:data:`TTS_COSTS`, :data:`QC_COSTS`,
-   :data:`REWARD_COSTS`: the benchmarks named there, on 2 CPU threads) times :data:`MARGIN`, plus
+   :data:`REWARD_COSTS`: the benchmarks named there, on 2 CPU threads; for rendering and QC the slower of two CPU
+   families, since a CPU job may land on a node without AVX-512) times :data:`MARGIN`, plus
    :data:`JOB_START_S` for Snakemake's start inside the job, rounded up to whole minutes (:func:`minutes`).
    A group job asks for the sum over its layers (Snakemake), so a group of shards asks for what its shards need,
    not for a default per member.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 #: Wall time requested = measured work x MARGIN + JOB_START_S (then whole minutes, then x GROWTH per retry).
@@ -63,17 +64,45 @@ class TtsCost:
         return self.load_s + sum(self.per_clip_s + self.per_char_s * c for c in sizes)
 
 
-_RTF = "benchmarks/out/tts_rtf.json (20 texts, 3,349 characters, 2 threads)"
-#: Measured rendering costs per backend (2 CPU threads). ``kokoro`` (the torch pipeline) is measured on CPU with the
-#: real architecture (benchmarks/out/tts_torch_cpu.json); on a GPU it is at least as fast, so a GPU job's estimate
-#: is an upper bound (no GPU was available to measure it). ``given`` only reads and levels the lab's files: espeak-ng's
-#: cost stands in for it.
-TTS_COSTS: dict[str, TtsCost] = {
-    "kokoro-onnx": TtsCost(load_s=0.54, per_clip_s=0.322, per_char_s=43.25 / 3349, source=_RTF),
-    "piper": TtsCost(load_s=0.208, per_clip_s=0.238, per_char_s=5.16 / 3349, source=_RTF),
-    "espeak-ng": TtsCost(load_s=0.009, per_clip_s=0.004, per_char_s=0.14 / 3349, source=_RTF),
-    "given": TtsCost(load_s=0.009, per_clip_s=0.004, per_char_s=0.14 / 3349, source=_RTF + ", espeak-ng's"),
+_RTF = "benchmarks/out/tts_rtf.json (20 texts, 3,349 characters, 2 threads; Intel Xeon, AVX-512)"
+_RTF_AVX2 = "benchmarks/out/tts_rtf_avx2.json (the same texts and threads; AMD EPYC, AVX2 and FMA only)"
+#: Rendering costs per backend measured on two CPUs (2 threads each). Int8 and float ONNX kernels differ by CPU
+#: family: Kokoro's int8 convolutions run ~9x slower without AVX-512 VNNI, piper's ~6x.
+TTS_COSTS_MEASURED: dict[str, dict[str, TtsCost]] = {
+    "avx512": {
+        "kokoro-onnx": TtsCost(load_s=0.54, per_clip_s=0.322, per_char_s=43.25 / 3349, source=_RTF),
+        "piper": TtsCost(load_s=0.208, per_clip_s=0.238, per_char_s=5.16 / 3349, source=_RTF),
+        "espeak-ng": TtsCost(load_s=0.009, per_clip_s=0.004, per_char_s=0.14 / 3349, source=_RTF),
+    },
+    "avx2": {
+        "kokoro-onnx": TtsCost(load_s=1.824, per_clip_s=0.484, per_char_s=387.36 / 3349, source=_RTF_AVX2),
+        "piper": TtsCost(load_s=0.642, per_clip_s=0.734, per_char_s=29.26 / 3349, source=_RTF_AVX2),
+        "espeak-ng": TtsCost(load_s=0.016, per_clip_s=0.006, per_char_s=0.36 / 3349, source=_RTF_AVX2),
+    },
 }
+
+
+def slower_tts(costs: Iterable[TtsCost]) -> TtsCost:
+    """The cost no measured CPU exceeds: each term's largest value (a CPU job may land on any node type)."""
+    costs = list(costs)
+    return TtsCost(
+        load_s=max(c.load_s for c in costs),
+        per_clip_s=max(c.per_clip_s for c in costs),
+        per_char_s=max(c.per_char_s for c in costs),
+        source="the slower of " + " and ".join(c.source for c in costs),
+    )
+
+
+#: What a CPU rendering job asks for, per backend: the slower of the measured CPUs (:func:`slower_tts`). ``given``
+#: only reads and levels the lab's files: espeak-ng's cost stands in for it.
+TTS_COSTS: dict[str, TtsCost] = {
+    name: slower_tts(by_cpu[name] for by_cpu in TTS_COSTS_MEASURED.values())
+    for name in ("kokoro-onnx", "piper", "espeak-ng")
+}
+TTS_COSTS["given"] = replace(TTS_COSTS["espeak-ng"], source=TTS_COSTS["espeak-ng"].source + ", espeak-ng's")
+#: The torch Kokoro pipeline on a GPU: bounded by the int8 model on 2 threads of the faster measured CPU (a GPU
+#: renders faster than either; no GPU was available to measure it, so a GPU job's estimate is an upper bound).
+KOKORO_GPU_BOUND: TtsCost = TTS_COSTS_MEASURED["avx512"]["kokoro-onnx"]
 #: Seconds of audio per character of text (kokoro-onnx over the same 20 texts: 210.43 s / 3,349 characters); the QC
 #: estimate of a shard not yet rendered.
 AUDIO_S_PER_CHAR = 210.43 / 3349
@@ -100,14 +129,42 @@ class QcCost:
         return s
 
 
-QC_COSTS = QcCost(
-    asr_load_s=0.979,
-    asr_audio_s_per_s=11.22,
-    dnsmos_load_s=0.059,
-    dnsmos_audio_s_per_s=8.59,
-    signal_audio_s_per_s=3413.91,
-    source="benchmarks/out/tts_qc.json (60 clips, 591.8 s of audio, 2 threads)",
-)
+#: QC throughput measured on the same two CPUs (2 threads; 60 clips, 592 s of audio; DNSMOS at its own 1 s hop).
+QC_COSTS_MEASURED: dict[str, QcCost] = {
+    "avx512": QcCost(
+        asr_load_s=0.979,
+        asr_audio_s_per_s=11.22,
+        dnsmos_load_s=0.059,
+        dnsmos_audio_s_per_s=8.59,
+        signal_audio_s_per_s=3413.91,
+        source="benchmarks/out/tts_qc.json (60 clips, 591.8 s of audio, 2 threads; Intel Xeon, AVX-512)",
+    ),
+    "avx2": QcCost(
+        asr_load_s=0.777,
+        asr_audio_s_per_s=7.84,
+        dnsmos_load_s=0.058,
+        dnsmos_audio_s_per_s=4.09,
+        signal_audio_s_per_s=2572.86,
+        source="benchmarks/out/tts_qc_avx2.json (60 clips, 592.5 s of audio, 2 threads; AMD EPYC, AVX2 only)",
+    ),
+}
+
+
+def slower_qc(costs: Iterable[QcCost]) -> QcCost:
+    """Each term at the slowest measured CPU: the largest load time, the smallest throughput."""
+    costs = list(costs)
+    return QcCost(
+        asr_load_s=max(c.asr_load_s for c in costs),
+        asr_audio_s_per_s=min(c.asr_audio_s_per_s for c in costs),
+        dnsmos_load_s=max(c.dnsmos_load_s for c in costs),
+        dnsmos_audio_s_per_s=min(c.dnsmos_audio_s_per_s for c in costs),
+        signal_audio_s_per_s=min(c.signal_audio_s_per_s for c in costs),
+        source="the slower of " + " and ".join(c.source for c in costs),
+    )
+
+
+#: What a QC job asks for: the slower CPU's speeds (:func:`slower_qc`).
+QC_COSTS: QcCost = slower_qc(QC_COSTS_MEASURED.values())
 
 
 #: The offline judges (SmolLM2-135M, Whisper, DNSMOS; one thread): load seconds and seconds per clip rated, by
