@@ -10,6 +10,8 @@ checks that
 - a job that fails inside SLURM (``ingest_ratings`` on an invalid ratings.csv) makes Snakemake exit
   non-zero and report the SLURM failure;
 - changing ``tts.voice`` resubmits only speech and what follows;
+- docs/cluster.md's "Resuming after a failure" commands, as written, finish a run whose Snakemake was killed while
+  its SLURM job ran;
 - a reward run (the default backbone, 2 epochs) is one SLURM job (the ``reward`` group: training and evaluation) on
   the CPU partition, its pairs built in another;
 - on tests/cluster/mechanics (the workflow's partition and retry helpers, the production profile's settings): a job
@@ -36,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from doc_blocks import commands, fenced_blocks, section
 from workflow_runner import ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
@@ -290,6 +293,59 @@ def test_voice_change_resubmits_only_speech_and_downstream(slurm_run, tmp_path):
     assert resubmitted == set(submitted) and len(submitted) == 3, (resubmitted, submitted)
     manifest = pd.read_csv(work / "results/audio/manifest.csv")
     assert set(manifest["voice"]) == {"en-gb"}
+
+
+RESUME_SNAKEFILE = """\
+rule all:
+    input: "b.txt"
+rule a:
+    output: "a.txt"
+    shell: "echo start $SLURM_JOB_ID >> a.starts; sleep 20; echo a > {output}"
+rule b:
+    input: "a.txt"
+    output: "b.txt"
+    shell: "cat {input} > {output}; echo b >> {output}"
+"""
+
+
+def test_the_resume_commands_of_the_docs_finish_a_run_whose_snakemake_was_killed(tmp_path):
+    """A lost login session: Snakemake killed (SIGKILL) while its SLURM job runs leaves a lock and an incomplete
+    job; docs/cluster.md's two commands, run as written in the workflow's folder (profiles/slurm = the test
+    profile), unlock, resubmit the incomplete job and finish the run."""
+    block = fenced_blocks(section(ROOT / "docs" / "cluster.md", "Resuming after a failure"), "bash")[0]
+    lines = commands(block)
+    assert lines == [
+        "snakemake --unlock --workflow-profile profiles/slurm",
+        "snakemake --workflow-profile profiles/slurm --rerun-incomplete",
+    ], lines
+    (tmp_path / "Snakefile").write_text(RESUME_SNAKEFILE)
+    write_test_profile(tmp_path / "profiles" / "slurm")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    first = subprocess.Popen(
+        ["snakemake", "--workflow-profile", "profiles/slurm"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        _wait_for(lambda: (tmp_path / "a.starts").exists(), 300, "job a running in SLURM", first)
+    finally:
+        os.killpg(first.pid, 9)  # the login session is lost: Snakemake and its children die at once
+        first.wait(timeout=30)
+    assert not (tmp_path / "b.txt").exists()
+    assert list((tmp_path / ".snakemake" / "locks").iterdir()), "the killed run left no lock"  # --unlock is needed
+    for line in lines:
+        proc = subprocess.run(
+            ["timeout", "-s", "KILL", "600", "bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, (line, (proc.stdout + proc.stderr)[-4000:])
+    text = proc.stdout + proc.stderr
+    assert "incomplete" in text.lower(), text[-4000:]  # job a's output was not trusted: it ran again
+    assert (tmp_path / "b.txt").read_text().split() == ["a", "b"]
+    starts = (tmp_path / "a.starts").read_text().split("\n")
+    assert len([s for s in starts if s.startswith("start")]) == 2, starts  # the killed run's job, then the rerun
 
 
 # A reward run on the tiny study: human labels, one degradation kind, no colloquial pairs, 2 epochs, one run
