@@ -174,3 +174,22 @@ def test_cluster_doc_quotes_the_benchmark():
         for name, n in scale["slurm_jobs"].items():
             assert f"{n:,} × {name.removeprefix('group ')}" in line, (name, n, line)
     assert "91 SLURM jobs" not in doc
+
+
+def test_cluster_setup_is_the_install_ci_runs():
+    """docs/cluster.md's Setup block is `make install`, which .ci/run runs before the tests; its venv has the SLURM
+    executor plugin at the version the profile is written for (the `slurm` extra, part of the test extra)."""
+    import tomllib
+
+    from doc_blocks import commands, fenced_blocks, section
+
+    block = fenced_blocks(section(CLUSTER_DOC, "Setup (once)"), "bash")
+    assert [commands(b) for b in block] == [["make install"]], block
+    assert re.search(r"^make install$", (ROOT / ".ci" / "run").read_text(), flags=re.M)
+    assert "-e '.[test]'" in (ROOT / "Makefile").read_text()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "modprefs[slurm]" in extras["test"] and extras["slurm"] == ["snakemake-executor-plugin-slurm==2.8.0"]
+    assert "pip install snakemake-executor-plugin-slurm==2.8.0" in (ROOT / "profiles/slurm/config.yaml").read_text()
+    from importlib.metadata import version
+
+    assert version("snakemake-executor-plugin-slurm") == "2.8.0"
