@@ -92,9 +92,14 @@ def live_meta(**stopping: object) -> dict[str, str]:
     return {CONFIG_KEY: json.dumps({"stopping": stopping, "params": {"n_boot": N_BOOT, "seed": SEED}})}
 
 
-def run_batch(app, seeds, durations):
+def run_batch(app, seeds, durations, one_at_a_time: bool = False):
+    """Simulated participants ``seeds`` through the app, side by side; ``one_at_a_time``: each finishes before the
+    next starts, so that who gets which slot (condition, clips) and so every statistic is the same on every run."""
+
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            if one_at_a_time:
+                return [await run_participant(c, seed=i, durations=durations, rate=rater(i)) for i in seeds]
             return await asyncio.gather(
                 *[run_participant(c, seed=i, durations=durations, rate=rater(i)) for i in seeds]
             )
@@ -203,10 +208,12 @@ def test_the_stopping_rule_closes_the_intake_when_met_and_the_export_analyses_as
     db, app = serve(study, tmp_path, monkeypatch, update_every_trials=1000, **rule)  # only the looks update
     level = look_level(rule_from_config(rule))
     assert level == pytest.approx(1 - 0.05 / 2)  # looks at 6 and 8 completed participants per condition
-    run_batch(app, range(0, 8), study.durations)  # 4 per condition: no look due
+    # one at a time: the slots' order, and so the look's numbers, are the same on every run (side by side, who lands
+    # in which condition varied, and with it whether the text condition's lower bound reached .6)
+    run_batch(app, range(0, 8), study.durations, one_at_a_time=True)  # 4 per condition: no look due
     time.sleep(1.0)
     assert admin_get(app, "/admin/live.json").json()["state"]["looks"] == []
-    run_batch(app, range(8, 12), study.durations)  # 6 per condition: the first look
+    run_batch(app, range(8, 12), study.durations, one_at_a_time=True)  # 6 per condition: the first look
     live = settled(app)
     state = live["state"]
     assert [k["n_participants"] for k in state["looks"]] == [6]
