@@ -512,6 +512,11 @@ def evaluate_run(
     return {"summary": summary, **tables}
 
 
+def pair_ceilings(pairs_summary_json: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The human agreement ceilings of the pair files' ``summary.json`` (``evaluate_run``'s ``ceilings``)."""
+    return json.loads(Path(pairs_summary_json).read_text()).get("ceiling")
+
+
 def summary_tables(
     evals: Mapping[str, Mapping[str, Any]], pairs_summary: Mapping[str, Any] | None = None
 ) -> dict[str, pd.DataFrame]:
