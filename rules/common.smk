@@ -325,6 +325,11 @@ def judge_inputs(wildcards) -> dict:
     return inputs
 
 
+def judge_allocation_input(wildcards) -> list:
+    """The judges' table when study.allocation is judges (their rater plan sets the raters per prompt), else none."""
+    return ["results/judges/ratings.csv"] if config["study"].get("allocation") == "judges" else []
+
+
 def judge_seconds(wildcards) -> float:
     """Measured cost of one modality's offline judge: its model loads and one rating per clip."""
     load_s, per_clip_s = slurm_costs.JUDGE_COSTS[wildcards.modality]

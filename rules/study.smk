@@ -19,6 +19,7 @@ rule assignments:
     """Participants -> condition, balanced block random trial order, counterbalanced clip order."""
     input:
         stimuli="results/study/stimuli.csv",
+        judges=judge_allocation_input,
     output:
         "results/study/assignments.csv",
     log:
@@ -28,6 +29,8 @@ rule assignments:
         "../envs/stats.yaml"
     params:
         study=config["study"],
+        allocation=config["judges"].get("allocation", {}),
+        judge_by_modality=config["stats"]["ai_alignment"]["judge_by_modality"],
         seed=config["seed"],
     script:
         "../workflow/scripts/assignments.py"

@@ -12,14 +12,21 @@
   a condition: the raters of a prompt, in random order, alternate ``first_clip`` 0/1 from a
   random start, so the two orders differ by at most one per prompt and condition. The attention
   check is counterbalanced the same way across each condition's participants.
+* ``study.allocation: judges`` (:mod:`modprefs.study.allocation`): per-prompt rater weights per condition replace
+  the equal counts; each prompt gets its quota (:func:`~modprefs.study.allocation.capped_quotas`), filled pro rata
+  in the order the app hands out the slots (:func:`~modprefs.study.allocation.fill_to_quotas`). Everything else
+  (conditions, trial orders, counterbalancing) is as above.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from modprefs.errors import UserInputError
+from modprefs.study.allocation import capped_quotas, fill_to_quotas
 
 ASSIGNMENT_COLUMNS = ["participant_id", "condition", "trial", "prompt_id", "first_clip"]
 CONDITIONS = ("text", "audio")
@@ -54,10 +61,34 @@ class DesignError(UserInputError):
     """The study design cannot be built from the final prompts (the message names the config key)."""
 
 
+def _weighted_sets(
+    prompts: list[str], weights: pd.Series, n_participants: int, trials: int, floor: int, rng: np.random.Generator
+) -> list[list[str]]:
+    """Each participant's prompts under per-prompt rater ``weights`` (indexed by prompt id), in random order."""
+    total = n_participants * trials
+    floor = min(floor, total // len(prompts))  # a floor the budget cannot give to every prompt shrinks to what it can
+    quotas = capped_quotas(weights.reindex(prompts).to_numpy(float), total, n_participants, max(floor, 1))
+    sets = []
+    for picked in fill_to_quotas(quotas, trials, rng):
+        block = [prompts[i] for i in picked]
+        sets.append([block[i] for i in rng.permutation(trials)])
+    return sets
+
+
 def make_assignments(
-    prompt_ids: list[str], raters_per_condition: int, trials_per_participant: int, seed: int
+    prompt_ids: list[str],
+    raters_per_condition: int,
+    trials_per_participant: int,
+    seed: int,
+    weights: Mapping[str, pd.Series] | None = None,
+    min_raters: int = 1,
 ) -> pd.DataFrame:
-    """The assignments table (:data:`ASSIGNMENT_COLUMNS`), one row per participant × trial."""
+    """The assignments table (:data:`ASSIGNMENT_COLUMNS`), one row per participant × trial.
+
+    ``weights`` (``study.allocation: judges``): per condition, a positive rater weight per prompt (a Series indexed
+    by prompt id; :func:`modprefs.study.allocation.judge_weights`); each prompt then gets at least ``min_raters``
+    raters where the condition's assignments allow it. None: the balanced design.
+    """
     if trials_per_participant > len(prompt_ids):
         raise DesignError(
             f"study.trials_per_participant ({trials_per_participant}) exceeds the number of prompts in the final "
@@ -75,7 +106,13 @@ def make_assignments(
         attn_first = _alternate(len(members), rng)[rng.permutation(len(members))]
         for pid, first in zip(members, attn_first):
             rows.append((pid, condition, 0, ATTENTION_PROMPT_ID, int(first)))
-        for pid, block in zip(members, _fill_prompts(len(members), list(prompt_ids), trials_per_participant, rng)):
+        if weights is None:
+            sets = _fill_prompts(len(members), list(prompt_ids), trials_per_participant, rng)
+        else:
+            sets = _weighted_sets(
+                list(prompt_ids), weights[condition], len(members), trials_per_participant, min_raters, rng
+            )
+        for pid, block in zip(members, sets):
             rows.extend((pid, condition, t + 1, prompt, -1) for t, prompt in enumerate(block))
     table = pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS)
     # Counterbalance presentation order within each prompt and condition.
