@@ -50,10 +50,12 @@ import contextlib
 import logging
 import re
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from modprefs.cli_help import CommandParser
 from modprefs.cores import capped_at_cores
 from modprefs.errors import UserInputError
 from modprefs.output_folder import (
@@ -197,24 +199,11 @@ def _scale(text: str) -> RatingScale:
     return PAPER_SCALE if scale.is_paper else scale
 
 
-class _DefaultsHelp(argparse.RawDescriptionHelpFormatter):
-    """Every optional argument's help ends with its default (``none``/``off`` when unset)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.required or not action.option_strings or action.default is argparse.SUPPRESS:
-            return text
-        default = action.default
-        shown = "off" if default is False else "none" if default in (None, []) else "%(default)s"
-        return f"{text} (default: {shown})"
-
-
 def add_stats_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     st = sub.add_parser(
         "stats",
         help="statistics and report from ratings collected elsewhere",
         description=__doc__.split("\n\n")[2],
-        formatter_class=_DefaultsHelp,
     )
     st.add_argument(
         "--ratings",
@@ -600,8 +589,18 @@ def attach_dash_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="modprefs", description=__doc__.split("\n\n")[0])
+COMMANDS_DESCRIPTION = textwrap.fill(
+    "modprefs: cross-modal preference studies for speech alignment. The workflow runs with snakemake (README); "
+    "these commands work on their own: stats (the statistics and report on ratings collected anywhere), plan "
+    "(how many raters and prompts a study needs), app (run the rating study in a browser), publish (the study as "
+    "a dataset), check-judges and fetch-weights (before a run). `modprefs COMMAND --help` for each.",
+    width=100,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole ``modprefs`` command tree (every subcommand's parser is a :class:`CommandParser`)."""
+    parser = CommandParser(prog="modprefs", description=COMMANDS_DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     add_stats_parser(sub)
     from modprefs.app.cli import add_parser as add_app_parser  # `modprefs app ...` (docs/app.md)
@@ -624,6 +623,11 @@ def main(argv: list[str] | None = None) -> int:
     fw = sub.add_parser("fetch-weights", help="download the hub weights the config's jobs load into $HF_HOME")
     fw.add_argument("--configfile", type=Path, nargs="*", default=[], help="config files over config.yaml")
     fw.add_argument("--dry-run", action="store_true", help="list what would be downloaded")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if hasattr(args, "threads"):

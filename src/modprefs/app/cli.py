@@ -142,8 +142,8 @@ def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
         default=Path("results"),
         help="the workflow's results folder (default locations of every input)",
     )
-    ld.add_argument("--assignments", type=Path)
-    ld.add_argument("--stimuli", type=Path)
+    ld.add_argument("--assignments", type=Path, help="assignments.csv (default: RESULTS/study/assignments.csv)")
+    ld.add_argument("--stimuli", type=Path, help="stimuli.csv (default: RESULTS/study/stimuli.csv)")
     ld.add_argument("--conversations", type=Path, help="conversations.parquet (or a CSV/parquet keyed by prompt_id)")
     ld.add_argument("--prompts", type=Path, help="prompts.csv: prompt_id -> conversation_id")
     ld.add_argument(
@@ -152,7 +152,12 @@ def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
         help="audio manifest.csv (clip_id, path, duration_s); every WAV "
         "is decoded and its duration checked against duration_s (0.1 s)",
     )
-    ld.add_argument("--attention-check", type=Path, default=REPO / "resources/attention_check.json")
+    ld.add_argument(
+        "--attention-check",
+        type=Path,
+        default=REPO / "resources/attention_check.json",
+        help="the attention check's prompt and responses (JSON)",
+    )
     ld.add_argument("--base-dir", type=Path, help="resolve relative audio paths against this (default: results/..)")
     ld.add_argument("--completion-code", help="code shown on completion (default: random)")
     ld.add_argument("--screenout-code", default="", help="code for screened-out participants (Prolific)")
@@ -162,7 +167,7 @@ def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
         "--seed",
         type=_int_in(0, 2**31 - 1),
         default=1,
-        help="seed of the app's random steps (the headphone check's tone orders; default 1)",
+        help="seed of the app's random steps: the headphone check's tone orders",
     )
     _add_scale_args(ld)
     _add_load_step_args(ld)
@@ -307,7 +312,7 @@ def study_scale(args: argparse.Namespace) -> RatingScale:
 def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     sv = cmds.add_parser("serve", help="run the participant site and the admin export")
     _db_arg(sv)
-    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (behind a proxy: keep 127.0.0.1)")
     sv.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
     sv.add_argument(
         "--abandon-minutes",
@@ -322,7 +327,7 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
         default=None,
         help="who may enter at /start: anyone, only with PROLIFIC_PID, or nobody (invitations only)",
     )
-    sv.add_argument("--completion-code", default=None)
+    sv.add_argument("--completion-code", default=None, help="overrides the study's (app load --completion-code)")
     sv.add_argument("--expired-code", default=None, help="overrides the study's (app load --expired-code)")
     sv.add_argument("--error-code", default=None, help="overrides the study's (app load --error-code)")
     sv.add_argument(
@@ -347,7 +352,12 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
         help="the path prefix a reverse proxy serves the app under (e.g. /study); every URL the app writes "
         "starts with it, and the proxy may strip it or pass it on",
     )
-    sv.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug", "trace"])
+    sv.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="the server's log level",
+    )
     sv.add_argument(
         "--keep-alive",
         type=_int_in(1, 3600),
@@ -441,7 +451,7 @@ def _add_export_parser(cmds: argparse._SubParsersAction) -> None:
         "export", help="write ratings.csv, trials.csv, participants.csv (+ sessions, events, incidents)"
     )
     _db_arg(ex)
-    ex.add_argument("--out", type=Path, required=True)
+    ex.add_argument("--out", type=Path, required=True, help="folder for ratings.csv, trials.csv, participants.csv")
     ex.add_argument(
         "--validate", type=Path, default=None, help="stimuli.csv: validate the export with the workflow's ingest checks"
     )

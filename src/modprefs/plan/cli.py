@@ -172,9 +172,24 @@ def _cost_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--pay-per-hour", type=_number(0), default=12.0, help="pay per participant hour (paper: 12)")
     g.add_argument("--fee-rate", type=_number(0), default=0.0, help="platform fee as a fraction of pay (default 0)")
     for c in ("audio", "text"):
-        g.add_argument(f"--minutes-per-trial-{c}", type=_number(0, strict=True), default=None)
-        g.add_argument(f"--attention-fail-rate-{c}", type=_number(0), default=None)
-        g.add_argument(f"--incomplete-rate-{c}", type=_number(0), default=None)
+        g.add_argument(
+            f"--minutes-per-trial-{c}",
+            type=_number(0, strict=True),
+            default=None,
+            help=f"minutes one {c} trial takes (default: the priors')",
+        )
+        g.add_argument(
+            f"--attention-fail-rate-{c}",
+            type=_number(0),
+            default=None,
+            help=f"share of {c} participants failing the attention check (default: the priors')",
+        )
+        g.add_argument(
+            f"--incomplete-rate-{c}",
+            type=_number(0),
+            default=None,
+            help=f"share of {c} participants who do not finish (default: the priors')",
+        )
     g.add_argument("--overhead-minutes", type=_number(0), default=None, help="minutes per session besides the trials")
     g.add_argument("--no-pay-failed", action="store_true", help="participants failing the attention check are not paid")
 
@@ -183,13 +198,13 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--n-sims", type=_int(20), default=200, help="simulated studies per design and scenario (default 200)"
     )
-    g.add_argument("--seed", type=_int(0), default=1)
+    g.add_argument("--seed", type=_int(0), default=1, help="seed of the simulated studies and the priors' bootstrap")
     g.add_argument("--scenarios", default="pessimistic,central,optimistic", help="which priors to plan under")
     g.add_argument(
         "--interval",
         choices=("analysis", "sampling", "wald"),
         default="analysis",
-        help="planning interval (modprefs.plan.intervals; default analysis)",
+        help="planning interval (modprefs.plan.intervals)",
     )
     g.add_argument(
         "--ci-method",
@@ -219,13 +234,12 @@ def _simulation_arguments(g: argparse._ArgumentGroup) -> None:
         "--icc-test",
         choices=("calibrated", "jackknife", "permutation"),
         default=STATS_DEFAULTS["icc_test"],
-        help="Table 4's test of the ICC difference that the power is planned for (the analysis' stats.icc_test; "
-        f"default {STATS_DEFAULTS['icc_test']})",
+        help="Table 4's test of the ICC difference that the power is planned for (the analysis' stats.icc_test)",
     )
     g.add_argument("--perm-draws", type=_int(1), default=1, help="permutation draws per study for the permutation test")
     g.add_argument("--jobs", type=_int(1), default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     g.add_argument("--cache", type=Path, default=None, help="cache folder (default OUT/cache)")
-    g.add_argument("--no-cache", action="store_true")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
