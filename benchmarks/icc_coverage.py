@@ -68,8 +68,8 @@ from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     bootstrap_iccs,
     interval_from_boot,
     jackknife_interval,
-    spearman_brown,
 )
+from modprefs.stats.reliability.rater_scaling import icc_k  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_coverage.json"
 CONDITION = "audio"
@@ -121,7 +121,7 @@ def study_task(args: tuple[str, str, int, int, list[str]]) -> dict:
         if method == "jackknife":
             jk = jackknife_interval(design, fit, icc1, n_boot, rng, LEVEL)
             ci1 = (jk.lo, jk.hi)
-            cik = tuple(float(v) for v in spearman_brown(np.array(ci1), k))
+            cik = tuple(float(v) for v in icc_k(np.array(ci1), k))
             extra = {
                 "var_prompt": jk.var_prompt,
                 "var_participant": jk.var_participant,
@@ -172,7 +172,7 @@ def summarise(studies: list[dict], truths: dict[str, float], methods: list[str])
             continue
         est = np.array([r["icc_2_1"] for r in rows])
         k = np.array([r["k"] for r in rows])
-        truth_k = spearman_brown(truth, k)
+        truth_k = icc_k(truth, k)
         block = {
             "n_studies": len(rows),
             "truth_icc_2_1": truth,

@@ -94,9 +94,9 @@ from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     auto_keeps_f,
     auto_method,
     icc_ci_for_design,
-    spearman_brown,
 )
 from modprefs.stats.reliability.icc_f_interval import f_interval, robust_f_interval  # noqa: E402
+from modprefs.stats.reliability.rater_scaling import icc_k  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_interval_width.json"
 COVERAGE_JSON = ROOT / "benchmarks" / "out" / "icc_coverage.json"
@@ -227,7 +227,7 @@ def summarise(studies: list[dict], truths: dict[str, float]) -> dict:
         if not math.isfinite(truth):
             continue
         k = np.array([r["k"] for r in rows], float)
-        truth_k = spearman_brown(truth, k)
+        truth_k = icc_k(truth, k)
         block: dict = {
             "n_studies": len(rows),
             "truth_icc_2_1": truth,

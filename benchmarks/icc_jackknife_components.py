@@ -37,8 +37,8 @@ import numpy as np  # noqa: E402
 
 from modprefs.io import write_json  # noqa: E402
 from modprefs.stats.reliability.icc import ConditionDesign, fit_iccs, model_formula  # noqa: E402
-from modprefs.stats.reliability.icc_ci import jackknife_variance  # noqa: E402
 from modprefs.stats.reliability.icc_difference import condition_parts  # noqa: E402
+from modprefs.stats.reliability.resampling import jackknife_variance  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_jackknife_components.json"
 

@@ -21,6 +21,7 @@ import jsonschema
 import yaml
 
 from modprefs.config_files import ConfigError, ConfigSource, dataclass_kwargs, dotted, format_problems
+from modprefs.study.terms import CONDITIONS
 
 __all__ = [
     "ConfigError",
@@ -318,7 +319,7 @@ def _feasibility_problems(config: Mapping[str, Any]) -> list[Problem]:
         )
     sim = (config.get("ratings") or {}).get("simulation") or {}
     if config["ratings"].get("source") == "simulate":
-        failing = [c for c in ("audio", "text") if float(sim.get(f"p_fail_attention_{c}", 0)) >= 1]
+        failing = [c for c in CONDITIONS if float(sim.get(f"p_fail_attention_{c}", 0)) >= 1]
         if len(failing) == 2:
             problems.append(
                 (

@@ -42,8 +42,9 @@ from modprefs.app.db import Database, make_sqlite_folder, sqlite_path
 from modprefs.app.models import SCHEMA_VERSION, Base, Clip, Meta, Participant, Prompt, Slot, SlotTrial
 from modprefs.app.texts import StudyTexts
 from modprefs.errors import UserInputError
+from modprefs.study.terms import ATTENTION_PROMPT as ATTENTION
+from modprefs.study.terms import CONDITIONS
 
-ATTENTION = "attn"
 # A rendered clip's manifest duration is its sample count / rate, written in full: a faithful file matches
 # it to ~1e-12 s. 1 ms still accepts a duration rounded to 3 decimals and is at least one sample at any
 # rate from 1 kHz; a clip cut or padded by more is refused.
@@ -253,7 +254,7 @@ def _assignment_problems(asg: pd.DataFrame, known: set[str], prompts: dict[str, 
     """Each assignment row's problems, then each participant's (one condition, trials 0..n)."""
     problems: list[str] = []
     for row in asg.itertuples(index=False):
-        if row.condition not in ("text", "audio"):
+        if row.condition not in CONDITIONS:
             problems.append(f"assignments: {row.participant_id} trial {row.trial}: condition {row.condition!r}")
         if row.prompt_id not in known:
             problems.append(

@@ -66,6 +66,7 @@ from modprefs.app.db import Database
 from modprefs.app.models import Incident, Meta, Participant, Prompt, Slot, SlotTrial, TrialResult
 from modprefs.errors import UserInputError
 from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
+from modprefs.study.terms import ATTENTION_PROMPT
 
 log = logging.getLogger("modprefs.app")
 HOLDING = ("trials", "headphones", "calibration", "instructions")  # the states of a slot holder
@@ -356,7 +357,7 @@ def practice_trial(s: Session, p: Participant) -> SlotTrial:
     if not assigned:
         raise NotFound("No such trial in your assignment.")
     first = next((t for t in assigned if t.trial >= 1), assigned[0])
-    used = {t.prompt_id for t in assigned} | {"attn"}
+    used = {t.prompt_id for t in assigned} | {ATTENTION_PROMPT}
     other = s.scalars(select(Prompt.prompt_id).where(Prompt.prompt_id.not_in(used)).order_by(Prompt.prompt_id)).first()
     return SlotTrial(
         slot_id=p.slot_id, trial=PRACTICE_TRIAL, prompt_id=other or first.prompt_id, first_clip=first.first_clip

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -33,28 +33,8 @@ from modprefs.app.service import (
     sweep_abandoned,
 )
 from modprefs.app.trials import tab_state, trial_view
+from modprefs.study.terms import ATTENTION_CLIPS, EDUCATION_LEVELS, EMPLOYMENT, ENGLISH_PROFICIENCY, GENDERS, RACES
 
-EDUCATION_LEVELS = [
-    "Less than high school",
-    "High school diploma or GED",
-    "Some college, no degree",
-    "Associate degree",
-    "Bachelor's degree",
-    "Master's degree",
-    "Doctoral or professional degree",
-]
-GENDERS = ["Woman", "Man", "Non-binary", "Prefer not to say"]
-RACES = [
-    "White",
-    "Black or African American",
-    "Asian",
-    "American Indian or Alaska Native",
-    "Native Hawaiian or Other Pacific Islander",
-    "Multiracial",
-    "Other",
-]
-EMPLOYMENT = ["Full-time", "Part-time", "Self-employed", "Unemployed", "Student", "Retired", "Homemaker", "Other"]
-ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
 NO_ENGLISH = "None"
 ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # the questionnaire's fields in the form's order (the first one with an error gets the focus)
@@ -283,7 +263,7 @@ def _text(form: Mapping[str, str], name: str, errors: dict[str, str], limit: int
 
 
 def _choice(
-    form: Mapping[str, str], name: str, options: list[str], errors: dict[str, str], required: bool = False
+    form: Mapping[str, str], name: str, options: Sequence[str], errors: dict[str, str], required: bool = False
 ) -> str | None:
     value = str(form.get(name, "") or "").strip()
     if value == "" or value == "Prefer not to say" and "Prefer not to say" not in options:
@@ -323,7 +303,7 @@ def parse_demographics(form: Mapping[str, str]) -> tuple[dict[str, Any], dict[st
     prof = str(form.get("english_proficiency", "")).strip()
     out["english_proficiency"] = None
     if native == "no":
-        if prof not in ENGLISH_PROFICIENCY + [NO_ENGLISH]:
+        if prof not in (*ENGLISH_PROFICIENCY, NO_ENGLISH):
             errors["english_proficiency"] = "please choose your English proficiency"
         else:
             out["english_proficiency"] = prof
@@ -390,7 +370,7 @@ def calibration_sound(db: Database, token: str) -> tuple[str | None, bytes | Non
         p = find_participant(s, token)
         if p.state != "calibration":
             raise Forbidden("No calibration on this page.")
-        clip = s.get(Clip, "attn_0")
+        clip = s.get(Clip, ATTENTION_CLIPS[0])  # the coherent response
         if clip is not None and clip.path:
             return clip.path, None
     return None, headphones.calibration_wav()

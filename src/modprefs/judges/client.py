@@ -152,7 +152,7 @@ class JudgeConfig:
         return self.judge or f"{self.backend}:{model}"
 
 
-def build_items(conversations, prompts, manifest=None, modalities=("text", "audio")) -> list[JudgeItem]:
+def build_items(conversations, prompts, manifest=None, modalities=MODALITIES) -> list[JudgeItem]:
     """Items for the study prompts from the stage tables (docs/CONTRACTS.md): ``conversations``
     (results/data/conversations.parquet), ``prompts`` (results/sampling/prompts.csv) and, for audio,
     ``manifest`` (results/audio/manifest.csv). Text: response_quality; audio: response_quality and

@@ -10,6 +10,7 @@ import pandas as pd
 
 from modprefs.judges.client import JudgeItem, build_items
 from modprefs.speech.clips import read_attention_check
+from modprefs.study.terms import ATTENTION_PROMPT
 
 MODALITY_KINDS = {"text": ("response_quality",), "audio": ("response_quality", "audio_quality")}
 
@@ -47,7 +48,7 @@ def attention_check_items(
     AI-human analyses.
     """
     _check_modality(modality)
-    prompt_id = str(attention_check.get("prompt_id", "attn"))
+    prompt_id = str(attention_check.get("prompt_id", ATTENTION_PROMPT))
     responses = attention_check.get("responses") or []
     if len(responses) != 2:
         raise ValueError(f"attention check {prompt_id!r}: needs exactly two responses")

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from modprefs.errors import UserInputError
+from modprefs.study.terms import PAPER_COLUMN_ORDER as MODALITIES
 
 if TYPE_CHECKING:  # for the annotation only: no backend is imported at run time
     from modprefs.judges.local import LocalRunStats
 
-MODALITIES = ("text", "audio")
 KINDS = ("response_quality", "audio_quality")
 
 

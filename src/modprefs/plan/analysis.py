@@ -24,6 +24,7 @@ from modprefs.plan.wald import icc_standard_errors, theta_hessian
 from modprefs.stats.mixed.lmm import RandomTerm, fit_lmm
 from modprefs.stats.reliability.icc import ConditionDesign, fit_iccs, model_formula
 from modprefs.stats.reliability.icc_difference import calibration, condition_parts, difference_tests
+from modprefs.study.terms import CONDITIONS
 
 #: Table 2's fixed effects in the engine's column order (lme4's expansion of TABLE2_FIXED).
 TABLE2_TERMS = (
@@ -105,7 +106,7 @@ def table2_record(
     parts = []
     offset = 0
     n_cells = 2 * study.len_z.shape[0]
-    for m, c in enumerate(("audio", "text")):
+    for m, c in enumerate(CONDITIONS):
         r = study.ratings[c]
         parts.append((r, float(m), r.clip + m * n_cells, r.participant + offset))
         offset += int(r.participant.max()) + 1 if r.participant.size else 0
@@ -200,7 +201,7 @@ def jackknife_difference_record(
     calibrated, :func:`~modprefs.stats.reliability.icc_difference.calibration`): its SE (``jk_se``, ICC scale) and
     Satterthwaite df (``jk_df``), NaN where undefined or a fit failed."""
     parts = {}
-    for c in ("audio", "text"):
+    for c in CONDITIONS:
         r = study.ratings[c]
         try:
             parts[c] = condition_parts(icc_design(r), np.unique(r.clip // 2).astype(str), n_noise, rng)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from modprefs.output_folder import Terminated, output_folder_problem, report_stopped, staged_folder, terminate_raises
 from modprefs.stats.defaults import STATS_DEFAULTS
+from modprefs.study.terms import CONDITIONS
 
 if TYPE_CHECKING:
     from modprefs.scale import RatingScale
@@ -171,7 +172,7 @@ def _target_arguments(g: argparse._ArgumentGroup) -> None:
 def _cost_arguments(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--pay-per-hour", type=_number(0), default=12.0, help="pay per participant hour (paper: 12)")
     g.add_argument("--fee-rate", type=_number(0), default=0.0, help="platform fee as a fraction of pay (default 0)")
-    for c in ("audio", "text"):
+    for c in CONDITIONS:
         g.add_argument(
             f"--minutes-per-trial-{c}",
             type=_number(0, strict=True),

@@ -14,8 +14,9 @@ import math
 from dataclasses import dataclass, field
 
 from modprefs.plan.errors import PlanInputError
+from modprefs.study.terms import CONDITIONS
 
-CONDITION_CHOICES = {"both": ("audio", "text"), "audio": ("audio",), "text": ("text",)}
+CONDITION_CHOICES = {"both": CONDITIONS, "audio": ("audio",), "text": ("text",)}
 MAX_DESIGNS = 400
 
 
@@ -26,7 +27,7 @@ class Design:
     prompts: int
     raters: int
     trials: int
-    conditions: tuple[str, ...] = ("audio", "text")
+    conditions: tuple[str, ...] = CONDITIONS
 
     @property
     def ratings_per_clip(self) -> float:
@@ -124,7 +125,7 @@ class Targets:
     table2_effect: float | None = None
     table2_term: str = "modality"
     agreement_half_width: float | None = None
-    target_conditions: tuple[str, ...] = ("audio", "text")
+    target_conditions: tuple[str, ...] = CONDITIONS
     assurance: float = 0.8
     power: float = 0.8
     alpha: float = 0.05

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-CONDITIONS: tuple[str, ...] = ("audio", "text")
-ATTENTION_PROMPT = "attn"
+from modprefs.study.terms import CONDITIONS
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ import pandas as pd
 from modprefs.io_tables import as_bool_column
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.fastsim import ConditionRatings, simulate_study
-from modprefs.plan.layout import CONDITIONS, Layout, layout_from_assignments, prism_like_lengths
+from modprefs.plan.layout import Layout, layout_from_assignments, prism_like_lengths
 from modprefs.plan.priors import Priors, build_scenarios, icc_curve, jeffreys
 from modprefs.ratings.ingest import validate_ratings
 from modprefs.ratings.read import read_stimuli
@@ -54,6 +54,7 @@ from modprefs.ratings.simulate import SimulationParams
 from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
 from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.reliability.icc import analysable_ratings, fit_iccs, icc_from_components
+from modprefs.study.terms import CONDITIONS
 
 PILOT_COLUMNS = ("trial", "presented_first")  # beyond what every ratings source has: the fit's layout needs them
 STATS = ("var_clip", "var_participant", "var_resid", "b_first", "b_trial", "mean_rating", "tie_rate")
@@ -413,7 +414,7 @@ def pilot_priors(
     base = base if base is not None else SimulationParams()
     fit = fit_pilot(pilot, base, seed=seed, n_boot=n_boot, scale=scale)
     central = fit.params
-    curves = {c: icc_curve(central, c, seed, scale=scale) for c in ("audio", "text")}
+    curves = {c: icc_curve(central, c, seed, scale=scale) for c in CONDITIONS}
     estimate, boot = {}, {}
     for c, t in fit.target.items():
         estimate[c] = icc_from_components(t["var_clip"], t["var_participant"], t["var_resid"], 1.0)[0]
@@ -502,7 +503,7 @@ def _pilot_notes(pilot: Pilot, fit: PilotFit) -> list[str]:
         "analysed raters) by indirect inference; tail shapes, within-prompt and cross-modality clip correlations "
         "and rater scale heterogeneity stay at the paper's priors."
     ]
-    missing = [c for c in ("audio", "text") if c not in fit.target]
+    missing = [c for c in CONDITIONS if c not in fit.target]
     if missing:
         notes.append(
             f"The pilot has no analysable {', '.join(missing)} ratings: that condition keeps the paper's priors."

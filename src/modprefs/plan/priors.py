@@ -38,6 +38,7 @@ from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.layout import Layout, balanced_layout, prism_like_lengths
 from modprefs.ratings.simulate import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale
+from modprefs.study.terms import CONDITIONS
 
 SCENARIOS: tuple[str, ...] = ("pessimistic", "central", "optimistic")
 #: the paper's recruitment (§3.3, Table 3): recruited per condition, failures, non-completers among passers
@@ -253,7 +254,7 @@ def priors_for_source(
     ``rates`` / ``minutes``: the attrition and timing intervals (:func:`build_scenarios`); none = fixed.
     ``scale``: the rating scale of the simulated studies.
     """
-    curves = {c: icc_curve(central, c, seed, scale=scale) for c in ("audio", "text")}
+    curves = {c: icc_curve(central, c, seed, scale=scale) for c in CONDITIONS}
     boot = bootstrap_iccs(central, layout, n_boot, seed, scale=scale)
     # the central's expectation at the source's design
     estimate = {c: float(np.nanmean(boot[c])) for c in boot}
@@ -275,10 +276,10 @@ def paper_priors(
     central = params if params is not None else SimulationParams()
     rng = np.random.default_rng([seed, 0x9A9E])
     layout = balanced_layout(
-        PAPER_DESIGN["prompts"], PAPER_DESIGN["recruited"], PAPER_DESIGN["trials"], ("audio", "text"), rng
+        PAPER_DESIGN["prompts"], PAPER_DESIGN["recruited"], PAPER_DESIGN["trials"], CONDITIONS, rng
     )
     # the paper's analysed panel: its passers (46 audio, 48 text) did the trials
-    layout = _keep_participants(layout, {c: PAPER_COUNTS[c]["passed"] for c in ("audio", "text")})
+    layout = _keep_participants(layout, {c: PAPER_COUNTS[c]["passed"] for c in CONDITIONS})
     q_lo, q_hi = quantiles
     rates: dict[str, dict[str, tuple[float, float, float]]] = {"p_fail_attention": {}, "p_incomplete": {}}
     minutes = {}

@@ -16,6 +16,7 @@ from modprefs.plan.grid import Targets
 from modprefs.plan.planner import PlanResult
 from modprefs.plan.priors import Priors
 from modprefs.scale import RatingScale
+from modprefs.study.terms import CONDITIONS
 
 SCENARIO_STYLE = {"central": "-", "pessimistic": ":", "optimistic": "--"}
 
@@ -69,7 +70,7 @@ def _panels(
 def figures(result: PlanResult, targets: Targets, folder: Path) -> list[tuple[str, Path]]:
     """Precision (ICC(2,k) CI half-width), expected ICC(2,k) and power vs raters; returns (caption, path)."""
     table = result.table
-    conds = [c for c in ("audio", "text") if f"icc_k_{c}" in table]
+    conds = [c for c in CONDITIONS if f"icc_k_{c}" in table]
     out = []
     path = folder / "precision.png"
     _panels(
@@ -125,7 +126,7 @@ def recommendation_lines(result: PlanResult) -> list[str]:
             f"{int(r['prompts'])} prompts, {int(r['raters'])} raters per condition, {int(r['trials'])} trials each "
             f"({r['conditions']}): recruit ~{int(r['recruits'])} participants, cost {r['cost']:.0f}"
         ]
-        for c in ("audio", "text"):
+        for c in CONDITIONS:
             if f"icc_k_{c}" in r and pd.notna(r.get(f"icc_k_{c}")):
                 parts.append(
                     f"{c} ICC(2,k) {r[f'icc_k_{c}']:.3f} (k {r[f'k_{c}']:.1f}), CI half-width "

@@ -44,8 +44,8 @@ from modprefs.publish.privacy import (
     scrub_column,
 )
 from modprefs.ratings.schema import TRIALS_COLUMNS
+from modprefs.study.terms import ATTENTION_PROMPT, PAPER_COLUMN_ORDER
 
-ATTENTION_PROMPT = "attn"
 #: files of a finished run (relative to the results folder) publishing needs
 REQUIRED = (
     "data/conversations.parquet",
@@ -506,7 +506,7 @@ def build_splits(run: RunTables, opts: PublishOptions, audio: Mapping[str, dict[
     out.frames["stimuli"] = stim
     out.frames["ratings"] = ratings_split(run, ids, opts)
     out.frames["participants"] = participants_split(run, ids)
-    for condition in ("text", "audio"):
+    for condition in PAPER_COLUMN_ORDER:
         prefs, ties = preferences_split(run, condition, stim)
         out.frames[f"preferences_{condition}"] = prefs
         out.ties[condition] = ties

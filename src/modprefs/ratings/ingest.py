@@ -72,8 +72,8 @@ from modprefs.errors import UserInputError
 from modprefs.ratings.schema import TABLES, ColumnSpec, column_specs, parse_column
 from modprefs.ratings.sources import ATTENTION_CLIPS, Origin, RawTables, load_ratings_source
 from modprefs.scale import RatingScale
+from modprefs.study.terms import ATTENTION_PROMPT
 
-ATTENTION_PROMPT = "attn"
 MAX_LISTED = 50
 AUDIO_ONLY_TRIAL_COLUMNS = ("deliberation_time_s", "replays_0", "replays_1")
 FAILED_ATTENTION_PREFERENCE = "1"  # the nonsensical response attn_1

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CONDITIONS = ("audio", "text")
+from modprefs.study.terms import CONDITIONS
 
 
 @dataclass(frozen=True)

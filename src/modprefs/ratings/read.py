@@ -33,8 +33,8 @@ import pandas as pd
 from modprefs.errors import UserInputError
 from modprefs.io_tables import read_table
 from modprefs.ratings.sources import ATTENTION_CLIPS
+from modprefs.study.terms import ATTENTION_PROMPT
 
-ATTENTION_PROMPT = "attn"
 ASSIGNMENT_COLUMNS = ["participant_id", "condition", "trial", "prompt_id", "first_clip"]
 RATING_TABLES = ("ratings", "trials", "participants")
 

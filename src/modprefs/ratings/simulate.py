@@ -196,10 +196,17 @@ import pandas as pd
 from modprefs.ratings.justification_text import justification_texts
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TRIALS_COLUMNS
 from modprefs.scale import PAPER_SCALE, RatingScale
-
-CONDITIONS = ("audio", "text")
-ATTENTION_PROMPT = "attn"
-ATTENTION_CLIPS = ("attn_0", "attn_1")  # attn_0 coherent, attn_1 nonsensical
+from modprefs.study.terms import (
+    ATTENTION_CLIPS,
+    ATTENTION_PROMPT,
+    BACHELOR_PLUS,
+    CONDITIONS,
+    EDUCATION_LEVELS,
+    EMPLOYMENT,
+    ENGLISH_PROFICIENCY,
+    GENDERS,
+    RACES,
+)
 
 TRUTH_COLUMNS = [
     "kind",
@@ -215,28 +222,6 @@ TRUTH_COLUMNS = [
     "time_effect",
 ]
 
-EDUCATION_LEVELS = [
-    "Less than high school",
-    "High school diploma or GED",
-    "Some college, no degree",
-    "Associate degree",
-    "Bachelor's degree",
-    "Master's degree",
-    "Doctoral or professional degree",
-]
-BACHELOR_PLUS = EDUCATION_LEVELS[4:]
-GENDERS = ["Woman", "Man", "Non-binary", "Prefer not to say"]
-RACES = [
-    "White",
-    "Black or African American",
-    "Asian",
-    "American Indian or Alaska Native",
-    "Native Hawaiian or Other Pacific Islander",
-    "Multiracial",
-    "Other",
-]
-EMPLOYMENT = ["Full-time", "Part-time", "Self-employed", "Unemployed", "Student", "Retired", "Homemaker", "Other"]
-ENGLISH_PROFICIENCY = ["Basic", "Intermediate", "Advanced", "Fluent"]
 TIMEZONES = [
     "America/New_York",
     "America/Chicago",

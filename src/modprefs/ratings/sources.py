@@ -62,6 +62,8 @@ from modprefs.published_layout import (
 )
 from modprefs.ratings.schema import PARTICIPANTS_COLUMNS, RATINGS_COLUMNS, TABLE_FILES, TABLES, TRIALS_COLUMNS
 from modprefs.scale import RatingScale
+from modprefs.study.terms import ATTENTION_CLIPS as ATTENTION_CLIP_IDS
+from modprefs.study.terms import ATTENTION_PROMPT
 
 WIDE_COLUMNS = ("rating_0", "rating_1", "audio_quality_0", "audio_quality_1", "first_clip")
 ALIASES = {"participant": "participant_id", "clip": "clip_id", "prompt": "prompt_id"}
@@ -70,7 +72,7 @@ HUB_PREFIX = "hf://"
 # Columns that belong to one trial / one participant when they appear in the ratings table.
 TRIAL_LEVEL = tuple(c for c in TRIALS_COLUMNS if c not in ("participant_id", "prompt_id", "trial", "source"))
 PARTICIPANT_LEVEL = tuple(c for c in PARTICIPANTS_COLUMNS if c not in ("participant_id", "condition", "source"))
-ATTENTION_CLIPS = {"attn_0": ("attn", 0), "attn_1": ("attn", 1)}
+ATTENTION_CLIPS = {clip: (ATTENTION_PROMPT, response) for response, clip in enumerate(ATTENTION_CLIP_IDS)}
 
 
 class RatingsSourceError(UserInputError):
@@ -745,7 +747,7 @@ def stimuli_from_ratings(ratings: pd.DataFrame, origin: Origin) -> tuple[pd.Data
     if "clip_id" not in ratings.columns and not {"prompt_id", "response"} <= set(ratings.columns):
         return pd.DataFrame(columns=STIMULI_COLUMNS), "no clips table and no clip ids in the ratings"
     clip, prompt, resp, how = _derived_ids(ratings)
-    attn = clip.isin(list(ATTENTION_CLIPS)) | prompt.eq(ATTENTION_CLIPS["attn_0"][0])
+    attn = clip.isin(list(ATTENTION_CLIPS)) | prompt.eq(ATTENTION_PROMPT)
     keep = ~attn & clip.ne("") & prompt.ne("")
     problems: list[str] = []
     seen: dict[str, tuple[int, str, str]] = {}

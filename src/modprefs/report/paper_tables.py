@@ -29,6 +29,7 @@ from modprefs.report.formatting import (
 )
 from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.tables.scale_units import scale_label
+from modprefs.study.terms import CONDITIONS, PAPER_COLUMN_ORDER
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def reason_of(reason: str, conditions: Sequence[str]) -> str:
 
     def about(part: str) -> bool:
         head = part.split(":", 1)[0]
-        return head in conditions or head not in ("text", "audio")
+        return head in conditions or head not in PAPER_COLUMN_ORDER
 
     return "; ".join(part for part in reason.split("; ") if part and about(part))
 
@@ -98,7 +99,7 @@ def table1_reader(t1: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTa
     Only the conditions with ratings get a column; a row without a value in any of them is left out (a note
     says which, with the CSV's reason); with nothing left but n, the table is ``skipped`` with that reason.
     """
-    conditions = [c for c in ("text", "audio") if c in t1.columns] or [
+    conditions = [c for c in PAPER_COLUMN_ORDER if c in t1.columns] or [
         c for c in t1.columns if c not in ("row", "reason")
     ]
     conditions = [c for c in conditions if study.has(c)]
@@ -172,7 +173,7 @@ def table3_reader(t3: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTa
             mark = letters.setdefault(test, "ᵃᵇᶜᵈᵉᶠᵍʰ"[len(letters)])
         p = format_p(r.get("p")) if not isinstance(r.get("p"), str) else _text(r.get("p"))
         row = {"": clean_label(r["row"])}
-        for c in ("text", "audio"):
+        for c in PAPER_COLUMN_ORDER:
             if study.has(c):
                 row[c.capitalize()] = _text(r.get(c)) or MISSING
         row["p"] = f"{p}{mark}" if p and p != MISSING else MISSING
@@ -189,7 +190,7 @@ def table3_reader(t3: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTa
 
 def table4_reader(t4: pd.DataFrame, study: StudyFacts = PAPER_STUDY) -> ReaderTable:
     """Table 4 (reliability by modality): estimate [CI] per modality and p of audio - text (unitless)."""
-    conditions = [c for c in ("audio", "text") if c in t4.columns and study.has(c)]
+    conditions = [c for c in CONDITIONS if c in t4.columns and study.has(c)]
     rows = []
     for r in t4.to_dict("records"):
         descriptive = str(r["metric"]).startswith("Avg.")

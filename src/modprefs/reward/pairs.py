@@ -46,6 +46,7 @@ import pandas as pd
 from modprefs.errors import UserInputError
 from modprefs.reward.audio import DEGRADATIONS, AudioReadError, check_audio, degradation_spec
 from modprefs.scale import RatingScale
+from modprefs.study.terms import PAPER_COLUMN_ORDER as MODALITIES
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,6 @@ PAIR_COLUMNS = [
 CORPUS_COLUMNS = ["audio_path", "transcript", "dialogue_id", "turn", "speaker", "tier"]
 TIERS = ("wild", "semi-wild", "scripted")
 REWRITE_COLUMNS = ["item_id", "written", "spoken"]
-MODALITIES = ("text", "audio")
 
 
 class PairDataError(UserInputError):

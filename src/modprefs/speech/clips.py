@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from modprefs.errors import UserInputError
+from modprefs.study.terms import ATTENTION_PROMPT
 
 __all__ = [
     "CLIP_COLUMNS",
@@ -73,7 +74,7 @@ def read_attention_check(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise AttentionCheckError(f"attention check {path}: expected a JSON object, got {type(data).__name__}")
     problems = []
-    prompt_id = data.get("prompt_id", "attn")
+    prompt_id = data.get("prompt_id", ATTENTION_PROMPT)
     if not isinstance(prompt_id, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", prompt_id):
         problems.append(f"prompt_id {prompt_id!r} must be letters, digits, '_' or '-'")
     if not isinstance(data.get("prompt"), str) or not data["prompt"].strip():
@@ -95,7 +96,7 @@ def read_attention_check(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _attention_rows(attention_check: Mapping[str, Any]) -> list[dict[str, Any]]:
-    prompt_id = str(attention_check.get("prompt_id", "attn"))
+    prompt_id = str(attention_check.get("prompt_id", ATTENTION_PROMPT))
     responses = attention_check.get("responses")
     if not isinstance(responses, list) or len(responses) != 2:
         raise ValueError(

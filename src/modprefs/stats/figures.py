@@ -14,8 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from modprefs.io import atomic_path
-from modprefs.stats.tables.descriptive import CONDITIONS
 from modprefs.stats.tables.thresholds import prompt_mean_gaps
+from modprefs.study.terms import PAPER_COLUMN_ORDER as CONDITIONS  # Tables 1 and 3
 
 COLOURS = {"text": "#1f77b4", "audio": "#d62728"}
 

@@ -120,7 +120,12 @@ def judge_weights(
     Raises :class:`AllocationError` when the judges' table has no usable rating, or a condition's modality or a
     prompt has no judge differentiation.
     """
-    from modprefs.stats.tables.rater_allocation import AllocationConfig, RaterPlanInputError, plan_from_tables
+    from modprefs.stats.tables.rater_allocation import (
+        MODALITIES,
+        AllocationConfig,
+        RaterPlanInputError,
+        plan_from_tables,
+    )
 
     config = AllocationConfig.from_mapping({**(allocation or {}), "icc_model": "prior"})
     try:
@@ -129,7 +134,7 @@ def judge_weights(
         raise AllocationError(f"study.allocation: judges needs the judges' ratings: {exc}") from exc
     out = {}
     prompts = list(dict.fromkeys(stimuli["prompt_id"].astype(str)))
-    for condition in ("audio", "text"):
+    for condition in MODALITIES:  # a condition's raters follow the judge of its modality
         block = plan[plan["modality"] == condition].set_index("prompt_id")
         if block.empty:
             raise AllocationError(

@@ -27,10 +27,10 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.study.allocation import capped_quotas, fill_to_quotas
+from modprefs.study.terms import ATTENTION_PROMPT as ATTENTION_PROMPT_ID
+from modprefs.study.terms import PAPER_COLUMN_ORDER as CONDITIONS  # the design's draw order
 
 ASSIGNMENT_COLUMNS = ["participant_id", "condition", "trial", "prompt_id", "first_clip"]
-CONDITIONS = ("text", "audio")
-ATTENTION_PROMPT_ID = "attn"
 
 
 def participant_ids(n: int) -> list[str]:

@@ -40,8 +40,8 @@ from modprefs.stats.reliability.icc_ci import (
     resample_clips_and_participants,
     resample_prompts,
     residual_bootstrap_iccs,
-    spearman_brown,
 )
+from modprefs.stats.reliability.rater_scaling import icc_k
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
 
@@ -300,9 +300,9 @@ def test_jackknife_interval_variance_decomposition(small):
     audio = row.loc["audio"]
     np.testing.assert_allclose(
         [audio.icc_2_k_lo, audio.icc_2_k_hi],
-        spearman_brown(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_effective),
+        icc_k(np.array([audio.icc_2_1_lo, audio.icc_2_1_hi]), audio.k_effective),
     )
-    assert spearman_brown(audio.icc_2_1, audio.k_effective) == pytest.approx(audio.icc_2_k)
+    assert icc_k(audio.icc_2_1, audio.k_effective) == pytest.approx(audio.icc_2_k)
 
 
 def test_jackknife_interval_is_undefined_with_one_prompt_left(small):

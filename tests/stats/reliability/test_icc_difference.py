@@ -18,7 +18,6 @@ from scipy import stats
 from _ratings_helpers import make_assignments, make_stimuli
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.stats.reliability.icc import analysable_ratings
-from modprefs.stats.reliability.icc_ci import jackknife_variance
 from modprefs.stats.reliability.icc_difference import (
     _condition_parts,
     _sampled_jackknife_variance,
@@ -30,6 +29,7 @@ from modprefs.stats.reliability.icc_difference import (
     icc_difference_test,
     null_world,
 )
+from modprefs.stats.reliability.resampling import jackknife_variance
 
 
 @pytest.fixture(scope="module")

@@ -93,7 +93,9 @@ import pandas as pd
 from scipy import stats
 
 from modprefs.io_tables import as_bool_column
-from modprefs.stats.reliability.icc import ATTENTION_PROMPT, analysable_ratings
+from modprefs.stats.reliability.icc import analysable_ratings
+from modprefs.stats.reliability.resampling import jackknife_variance
+from modprefs.study.terms import ATTENTION_PROMPT, CONDITIONS
 
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval")
@@ -704,7 +706,7 @@ def alpha_table(
     seed: int = 0,
     ci_level: float = 0.95,
     stimuli: pd.DataFrame | None = None,
-    conditions: tuple[str, str] = ("audio", "text"),
+    conditions: tuple[str, str] = CONDITIONS,
     metrics: tuple[str, ...] | None = None,
     test: str = "studentized",
 ) -> pd.DataFrame:
@@ -891,14 +893,6 @@ def _values_per_unit(features: AlphaFeatures) -> np.ndarray:
     return uf[:, 0] if features.level == "interval" else uf.sum(axis=1)
 
 
-def _jackknife_var(values: np.ndarray) -> tuple[float, int]:
-    """(n-1)/n sum (v_i - mean)^2 over the finite values and their number n (NaN below 2)."""
-    v = values[np.isfinite(values)]
-    if v.size < 2:
-        return float("nan"), int(v.size)
-    return float((v.size - 1) / v.size * np.sum((v - v.mean()) ** 2)), int(v.size)
-
-
 def alpha_difference_jackknife(first: AlphaFeatures, second: AlphaFeatures) -> dict[str, float]:
     """Crossed-jackknife t test of alpha(first) - alpha(second); the two coder sets are disjoint and their units
     (columns, in the same order) shared, as Table 4's conditions.
@@ -924,9 +918,9 @@ def alpha_difference_jackknife(first: AlphaFeatures, second: AlphaFeatures) -> d
     loo_a = np.where(np.isfinite(a.units), a.units, a.estimate)
     loo_b = np.where(np.isfinite(b.units), b.units, b.estimate)
     rated = (_values_per_unit(first) >= 2) | (_values_per_unit(second) >= 2)  # the units alpha counts
-    v_unit, n_unit = _jackknife_var((loo_a - loo_b)[rated])
-    (v_a, n_a), (v_b, n_b) = _jackknife_var(a.coders), _jackknife_var(b.coders)
-    v_value = sum(_jackknife_var(x.cells)[0] for x in (a, b))
+    v_unit, n_unit = jackknife_variance((loo_a - loo_b)[rated])
+    (v_a, n_a), (v_b, n_b) = jackknife_variance(a.coders), jackknife_variance(b.coders)
+    v_value = sum(jackknife_variance(x.cells)[0] for x in (a, b))
     if not all(np.isfinite([v_unit, v_a, v_b, v_value])):
         return out
     coder = v_a + v_b

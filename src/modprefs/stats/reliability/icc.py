@@ -39,12 +39,11 @@ import pandas as pd
 
 from modprefs.io_tables import as_bool_column
 from modprefs.stats.mixed.reml import CrossedFit, fit_crossed_intercepts
+from modprefs.study.terms import ATTENTION_PROMPT
 
 log = logging.getLogger(__name__)
 
-CONDITIONS: tuple[str, ...] = ("audio", "text")
 CI_METHOD = "percentile, stimulus bootstrap (clips resampled, raters fixed; the paper's)"
-ATTENTION_PROMPT = "attn"
 ICC_COLUMNS = [
     "condition",
     "n_ratings",

@@ -80,7 +80,6 @@ from modprefs.stats.reliability.icc import (
     CI_METHOD as STIMULUS_PERCENTILE,
 )
 from modprefs.stats.reliability.icc import (
-    CONDITIONS,
     ICC_COLUMNS,
     ConditionDesign,
     analysable_ratings,
@@ -104,6 +103,9 @@ from modprefs.stats.reliability.icc_f_interval import (
     f_interval,
     robust_f_interval,
 )
+from modprefs.stats.reliability.rater_scaling import icc_k
+from modprefs.stats.reliability.resampling import jackknife_variance
+from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
 
@@ -482,15 +484,6 @@ def fisher_z_inverse(z: np.ndarray | float | Sequence[float], k: float) -> np.nd
     return np.maximum((e - 1.0) / (e + k - 1.0), 0.0)
 
 
-def jackknife_variance(values: np.ndarray) -> tuple[float, int]:
-    """(n-1)/n * sum (v_i - mean)^2 over the finite leave-one-out values, and their number n."""
-    v = values[np.isfinite(values)]
-    n = v.size
-    if n < 2:
-        return math.nan, n
-    return float((n - 1) / n * np.sum((v - v.mean()) ** 2)), n
-
-
 @dataclass(frozen=True)
 class JackknifeInterval:
     """The crossed-jackknife interval of ICC(2,1) and its ingredients (logit scale).
@@ -606,12 +599,6 @@ def _jackknife_on_scale(
     return JackknifeInterval(v_p, v_r, v_e, variance, df, float(lo), float(hi), failed, scale)
 
 
-def spearman_brown(icc1: float | np.ndarray, k: float) -> np.ndarray:
-    """ICC(2,k) = k rho / (1 + (k - 1) rho) of ICC(2,1) = rho (the reliability of a mean of k raters)."""
-    rho = np.asarray(icc1, float)
-    return k * rho / (1.0 + (k - 1.0) * rho)
-
-
 def _method_interval(
     design: ConditionDesign,
     fitted: tuple[CrossedFit, float, float, float],
@@ -638,7 +625,7 @@ def _method_interval(
         return ci1, cik, 0, notes
     if method == "jackknife":
         jk = jackknife_interval(design, fit, icc1, n_boot, rng, ci_level)
-        lok, hik = (float(v) for v in spearman_brown(np.array([jk.lo, jk.hi]), k))
+        lok, hik = (float(v) for v in icc_k(np.array([jk.lo, jk.hi]), k))
         if not np.isfinite(jk.variance):
             notes.append(
                 "jackknife interval undefined (needs >= 2 prompts and >= 2 participants that can be left "

@@ -100,9 +100,9 @@ from modprefs.stats.reliability.icc_ci import (
     reflate,
     residual_bootstrap_iccs,
 )
+from modprefs.study.terms import CONDITIONS
 
 STATISTICS = ("icc_2_1", "icc_2_k")
-CONDITIONS = ("audio", "text")
 #: the tests of :func:`icc_difference_test` (``stats.icc_test`` adds the participant permutation of Table 4)
 METHODS = ("calibrated", "jackknife")
 #: the calibration's defaults (module docstring): null studies with jackknife estimates, null studies fitted only,

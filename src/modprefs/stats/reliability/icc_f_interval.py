@@ -60,6 +60,7 @@ from scipy import stats
 
 from modprefs.stats.reliability.f_assumptions import interaction_residuals, prompt_sums_of_squares
 from modprefs.stats.reliability.icc import ConditionDesign
+from modprefs.stats.reliability.rater_scaling import icc_k
 
 #: ``ci_method`` text of the F-based interval
 F_LABEL = (
@@ -235,10 +236,6 @@ def complete_table(design: ConditionDesign, clips_as_items: bool = False) -> tup
     return table.reshape(n, k), ""
 
 
-def spearman_brown(icc1: float, k: float) -> float:
-    return k * icc1 / (1.0 + (k - 1.0) * icc1)
-
-
 def f_interval(
     design: ConditionDesign, level: float = 0.95, clips_as_items: bool = False
 ) -> tuple[tuple[float, float], tuple[float, float], str]:
@@ -277,7 +274,7 @@ def _f_interval(
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return nan, nan, "F-based interval undefined (no residual variance)", df
     lo, hi = min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
-    return (lo, hi), (spearman_brown(lo, ms.k), spearman_brown(hi, ms.k)), "", df
+    return (lo, hi), (float(icc_k(lo, ms.k)), float(icc_k(hi, ms.k))), "", df
 
 
 def per_prompt_intervals(frame: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:

@@ -36,6 +36,16 @@ import numpy as np
 P_VALUE_RTOL = 1e-12
 
 
+def jackknife_variance(values: np.ndarray) -> tuple[float, int]:
+    """(jackknife variance, n) of leave-one-out values: (n-1)/n * sum (v_i - mean)^2 over the finite ones, and their
+    number n (NaN below 2). Efron & Stein (1981); the crossed jackknives of ICC(2,1) and of alpha's difference."""
+    v = values[np.isfinite(values)]
+    n = int(v.size)
+    if n < 2:
+        return float("nan"), n
+    return float((n - 1) / n * np.sum((v - v.mean()) ** 2)), n
+
+
 def make_rng(seed: int | Sequence[int] | np.random.SeedSequence | np.random.Generator) -> np.random.Generator:
     """A ``np.random.Generator`` (PCG64) from a seed; a Generator passes through unchanged."""
     if isinstance(seed, np.random.Generator):

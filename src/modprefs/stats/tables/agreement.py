@@ -23,12 +23,13 @@ import pandas as pd
 from scipy import stats
 
 from modprefs.stats.reliability.icc import analysable_ratings
+from modprefs.study.terms import CONDITIONS
 
 
 def clip_means(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
     """Mean rating per clip and condition (columns audio, text), indexed by clip_id, with prompt_id/response."""
     parts = []
-    for c in ("audio", "text"):
+    for c in CONDITIONS:
         df = analysable_ratings(ratings, participants, c, stimuli)
         parts.append(pd.to_numeric(df["rating"]).groupby(df["clip_id"].astype(str)).mean().rename(c))
     means = pd.concat(parts, axis=1)
@@ -39,7 +40,7 @@ def clip_means(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.Da
 def prompt_gaps(means: pd.DataFrame) -> pd.DataFrame:
     """Per prompt and condition: mean rating of response 0 minus response 1 (NaN if a clip is unrated)."""
     wide = means.pivot_table(index="prompt_id", columns="response", values=["audio", "text"])
-    return pd.DataFrame({c: wide[(c, 0)] - wide[(c, 1)] for c in ("audio", "text")}).dropna()
+    return pd.DataFrame({c: wide[(c, 0)] - wide[(c, 1)] for c in CONDITIONS}).dropna()
 
 
 def outcomes(gap: pd.Series, tau: float | np.number) -> pd.Series:

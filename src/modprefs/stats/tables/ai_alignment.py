@@ -77,8 +77,8 @@ from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.mixed.lmm import fit_formula
 from modprefs.stats.reliability.icc import analysable_ratings
 from modprefs.stats.tables.scale_units import conversion_text, paper_on_scale, scale_label
+from modprefs.study.terms import CONDITIONS as MODALITIES
 
-MODALITIES: tuple[str, ...] = ("audio", "text")
 RESPONSE_QUALITY = "response_quality"
 JUDGE_COLUMNS: tuple[str, ...] = (
     "judge",

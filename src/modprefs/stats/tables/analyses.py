@@ -60,6 +60,7 @@ from modprefs.stats.tables.catalog import OUTPUTS
 from modprefs.stats.tables.interval_text import icc_interval_text, level_text, with_per_prompt_intervals
 from modprefs.stats.tables.justifications import justification_terms
 from modprefs.stats.tables.scale_units import scale_label
+from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
 
@@ -467,7 +468,7 @@ class Needs:
     pairs: bool = False
 
 
-BOTH = ("audio", "text")
+BOTH = CONDITIONS
 _ORDER = ("ratings.trial", "ratings.presented_first")
 _PREFERENCES = ("trials.trial", "trials.preference", "ratings.trial")
 NEEDS: dict[str, Needs] = {

@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-CONDITIONS: tuple[str, ...] = ("text", "audio")  # the paper's column order (Tables 1 and 3)
-ATTENTION_PROMPT = "attn"
-BACHELOR_PLUS = ("Bachelor's degree", "Master's degree", "Doctoral or professional degree")
+from modprefs.study.terms import ATTENTION_PROMPT, BACHELOR_PLUS
+from modprefs.study.terms import PAPER_COLUMN_ORDER as CONDITIONS  # Tables 1 and 3
+
 MW_TEST = "Mann-Whitney U (two-sided)"
 FISHER_TEST = "Fisher's exact (two-sided)"
 

@@ -129,10 +129,10 @@ from scipy.stats import chi2_contingency
 
 from modprefs.io_tables import as_bool_column
 from modprefs.stats.defaults import STATS_DEFAULTS
+from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
 
-CONDITIONS: tuple[str, ...] = ("audio", "text")
 TERM_COLUMNS = [
     "term",
     "participants_audio",

@@ -62,6 +62,7 @@ from scipy import stats
 from modprefs.stats.mixed.lmm import LmmFit, anova_refit_ml, fit_formula
 from modprefs.stats.mixed.maximal import LadderFit, fit_maximal
 from modprefs.stats.reliability.icc import analysable_ratings
+from modprefs.study.terms import CONDITIONS
 
 TABLE2_FIXED = "rating ~ presented_first * modality + len_z * modality + trial_z * modality"
 #: The within-rater covariates whose effects vary by participant under ``participant_slopes``.
@@ -158,7 +159,7 @@ def rating_frame(ratings: pd.DataFrame, participants: pd.DataFrame, stimuli: pd.
     ``len_z`` is NaN without ``stimuli.n_chars`` (the models that use it are then skipped by
     :data:`modprefs.stats.tables.analyses.NEEDS`); ``response`` is each clip's response index from the stimuli.
     """
-    frames = [analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")]
+    frames = [analysable_ratings(ratings, participants, c, stimuli) for c in CONDITIONS]
     df = pd.concat(frames, ignore_index=True)
     by_clip = stimuli.assign(clip_id=stimuli["clip_id"].astype(str)).set_index("clip_id")
     chars = by_clip["n_chars"] if "n_chars" in by_clip.columns else pd.Series(np.nan, index=by_clip.index)
@@ -227,7 +228,7 @@ def table2(
     """
     omnibus = table2_fit(frame, random, slope_alpha)
     parts = [_ladder_rows(omnibus, f"omnibus (random: {omnibus.random})", ci_level)]
-    for c in ("audio", "text"):
+    for c in CONDITIONS:
         sub = frame[frame["condition"] == c]
         fit = fit_structure(sub, SIMPLE_FIXED, random, "(1 | clip_id)", TABLE2_SLOPES, slope_alpha)
         parts.append(_ladder_rows(fit, f"simple: {c}", ci_level))
@@ -297,7 +298,7 @@ def practice_effects(
             fit_structure(d, PRACTICE_FIXED, random, stimulus, slopes, slope_alpha), "log duration: omnibus", ci_level
         )
     ]
-    for c in ("audio", "text"):
+    for c in CONDITIONS:
         fit = fit_structure(d[d["condition"] == c], "log_time ~ trial_z", random, stimulus, slopes, slope_alpha)
         parts.append(_ladder_rows(fit, f"log duration: {c}", ci_level))
     out = pd.concat(parts, ignore_index=True)

@@ -74,13 +74,13 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.stats.reliability.rater_scaling import icc_k
+from modprefs.study.terms import CONDITIONS as MODALITIES
 
 #: Table 6's "AI Differentiation" coefficient: ICC(2,1) per point of AI gap.
 PAPER_SLOPE = 0.014
 #: The paper's ICC(2,1), rounded (Table 4: .333 audio, .295 text).
 PAPER_MEAN_ICC = 0.30
 ICC_MODELS = ("prior", "fitted", "auto")
-MODALITIES = ("audio", "text")
 PLAN_COLUMNS = [
     "prompt_id",
     "modality",

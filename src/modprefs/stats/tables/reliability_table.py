@@ -41,6 +41,7 @@ from modprefs.stats.reliability.icc import analysable_ratings, condition_design,
 from modprefs.stats.reliability.icc_difference import N_NULL, N_REPLICATES, icc_difference_test
 from modprefs.stats.reliability.resampling import permutation_masks, permutation_p_value
 from modprefs.stats.tables.interval_text import icc_interval_text, level_text
+from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def icc_permutation_test(
 
     Returns ``{"icc_2_1": {...}, "icc_2_k": {...}}``, each with observed, p_value, n_perm, n_valid.
     """
-    frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+    frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in CONDITIONS}
     pooled = pd.concat(frames.values(), ignore_index=True)
     pooled["participant_id"] = pooled["participant_id"].astype(str)
     people = np.array(sorted(pooled["participant_id"].unique()))
@@ -135,7 +136,7 @@ def _icc_tests(
 ) -> dict[str, dict[str, Any]]:
     """{icc_2_1/icc_2_k: {p_value, note...}} of the audio - text ICC difference by ``icc_test``."""
     if icc_test in ("jackknife", "calibrated"):
-        frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in ("audio", "text")}
+        frames = {c: analysable_ratings(ratings, participants, c, stimuli) for c in CONDITIONS}
         return {
             name: {"p_value": r.p_value, "note": r.note}
             for name, r in icc_difference_test(frames, n_noise, seed, method=icc_test).items()
@@ -170,7 +171,7 @@ def _icc_rows(icc: pd.DataFrame, tests: dict[str, dict[str, Any]], resampling: d
     for name, label in (("icc_2_1", "ICC(2,1)"), ("icc_2_k", "ICC(2,k)")):
         row: dict[str, Any] = {"metric": label, **resampling}
         row["ci_level"] = float(levels[0]) if len(levels) == 1 else np.nan
-        for c in ("audio", "text"):
+        for c in CONDITIONS:
             row[c], row[f"{c}_lo"], row[f"{c}_hi"] = (
                 icc.loc[c, name],
                 icc.loc[c, f"{name}_lo"],
