@@ -4,6 +4,7 @@ it from the judges' table through the simulated ratings to the ICC table."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +12,15 @@ import pandas as pd
 import pytest
 import yaml
 
+from doc_blocks import ROOT, fenced_blocks, section
 from modprefs.app.loader import slot_order
 from modprefs.io_tables import read_table
 from modprefs.study.allocation import AllocationError, capped_quotas, fill_to_quotas, judge_weights
 from modprefs.study.design import make_assignments
 from workflow_runner import config_with, copy_run, run_workflow
+
+APP_DOC = ROOT / "docs/app.md"
+DOC_SECTION = "Judge-guided allocation"
 
 
 def test_capped_quotas_are_proportional_within_bounds():
@@ -149,7 +154,9 @@ def test_workflow_allocates_by_judges_and_analyses_as_usual(default_run: Path, t
     run = copy_run(default_run, tmp_path / "run", drop=("results/ratings", "results/stats"))
     for made_again in ("results/config.yaml", "results/study/assignments.csv"):
         (run / made_again).unlink()
-    overrides = {"study": {"allocation": "judges"}, "stats": {"n_boot": 200, "icc_test": "jackknife"}}
+    (block,) = fenced_blocks(section(APP_DOC, DOC_SECTION), "yaml")  # the config as the docs show it
+    overrides = {**yaml.safe_load(block), "stats": {"n_boot": 200, "icc_test": "jackknife"}}
+    assert overrides["study"]["allocation"] == "judges"
     cfg = config_with(default_run / "config.yaml", tmp_path / "cfg", overrides)
     targets = ("results/study/assignments.csv", "results/stats/tables/icc.csv")
     proc = run_workflow(run, *targets, "--rerun-triggers", "mtime", configfile=cfg, timeout=1800)
@@ -179,3 +186,64 @@ def test_workflow_allocates_by_judges_and_analyses_as_usual(default_run: Path, t
     assert np.isfinite(icc["icc_2_k"]).all() and (icc["icc_2_k_lo"] < icc["icc_2_k"]).all()
     per_clip = ratings[ratings.trial > 0].groupby("clip_id").size()
     assert per_clip.max() > per_clip.min() + 2  # the analysis saw unequal raters per clip
+
+
+def _benchmark():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import live_allocation  # noqa: PLC0415
+
+    return live_allocation
+
+
+def test_benchmark_intake_goes_through_the_apps_slots():
+    """The benchmark's simulated intake: every slot completed once, abandoned slots reissued, completions out of
+    slot order; its 95 % interval derived from the looks' level equals a direct computation."""
+    la = _benchmark()
+    rng = np.random.default_rng(1)
+    world = la.World("gaussian", rng)
+    judges, stimuli = world.judges()
+    asg = make_assignments(world.prompts, 12, la.TRIALS, seed=1, weights=judge_weights(judges, stimuli, {}))
+    done, reissued = la.intake(asg, world.prompts, np.random.default_rng(2))
+    slots = slot_order(asg)
+    assert sorted(done) == sorted(slots) and reissued >= 1
+    assert done != slots  # finishing times differ: the order is the arrivals', not the slots'
+    rated = asg[asg.trial > 0]
+    pids = [pid for pid, c in done if c == "audio"][:10]
+    frame = pd.DataFrame(
+        [r for pid in pids for r in world.rater_ratings(pid, "audio", rated[rated.participant_id == pid])]
+    )
+    corrected = la.interval(frame, 0.9875, 20, 3)
+    derived, direct = la.at_level(corrected, 0.9875, 0.95), la.interval(frame, 0.95, 20, 3)
+    assert derived is not None
+    for key in ("icc_2_1_lo", "icc_2_1_hi", "icc_2_k_lo", "icc_2_k_hi"):
+        assert derived[key] == pytest.approx(direct[key], abs=1e-9)
+    assert corrected["icc_2_k_lo"] < direct["icc_2_k_lo"] < direct["icc_2_k_hi"] < corrected["icc_2_k_hi"]
+
+
+def test_docs_include_the_allocation_benchmark_table():
+    table = (ROOT / "benchmarks/out/live_allocation.md").read_text(encoding="utf-8")
+    rows = "\n".join(line for line in table.splitlines() if line.startswith("|"))
+    doc = APP_DOC.read_text(encoding="utf-8").split("<!-- live_allocation -->")
+    assert len(doc) == 3 and doc[1].strip() == rows
+
+
+def _cells() -> dict[tuple[str, str], dict]:
+    import json  # noqa: PLC0415
+
+    data = json.loads((ROOT / "benchmarks/out/live_allocation.json").read_text(encoding="utf-8"))
+    return {(c["model"], c["allocation"]): c for c in data["cells"]}
+
+
+def test_readme_states_the_allocation_benefit_from_the_benchmark():
+    """The README's numbers on judge-guided allocation are the benchmark's (never retyped after a rerun)."""
+    cells = _cells()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (paragraph,) = [p for p in readme.split("\n\n") if p.startswith("**Judge-guided allocation**")]
+    text = " ".join(paragraph.split())
+    for model in ("gaussian", "weak_judges"):
+        for allocation in ("balanced", "judges"):
+            c = cells[(model, allocation)]
+            assert f"{c['prompt_reliability_min']:.2f}" in text, (model, allocation, "lowest prompt reliability")
+            assert f"{c['fixed40_width_icc_2_k']:.2f}" in text, (model, allocation, "ICC(2,k) width")
+    coverage = [c["coverage_at_stop"] for c in cells.values()]
+    assert f"{min(coverage):.3f}" in text and f"{_cells()[('gaussian', 'balanced')]['n_studies']}" in text
