@@ -16,7 +16,7 @@ from doc_blocks import ROOT, fenced_blocks, section
 from modprefs.app.loader import slot_order
 from modprefs.io_tables import read_table
 from modprefs.study.allocation import AllocationError, capped_quotas, fill_to_quotas, judge_weights
-from modprefs.study.design import make_assignments
+from modprefs.study.design import DesignError, make_assignments
 from workflow_runner import config_with, copy_run, run_workflow
 
 APP_DOC = ROOT / "docs/app.md"
@@ -85,6 +85,12 @@ def test_weighted_design_keeps_conditions_and_order_balanced(n_prompts, raters, 
         for i, pid in enumerate(pids):
             seen[rated[rated.participant_id == pid]["prompt_id"]] += 1
             assert (seen - final * (i + 1) / len(pids)).abs().max() < 2
+
+
+def test_too_few_assignments_for_every_prompt_name_the_keys():
+    prompts = [f"p{i}" for i in range(30)]
+    with pytest.raises(DesignError, match=r"raters_per_condition x .*trials_per_participant = 3 x 8 = 24"):
+        make_assignments(prompts, 3, 8, seed=1, weights=_weights(prompts, np.random.default_rng(0)))
 
 
 def test_balanced_design_is_unchanged_by_the_option():

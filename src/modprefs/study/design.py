@@ -66,6 +66,12 @@ def _weighted_sets(
 ) -> list[list[str]]:
     """Each participant's prompts under per-prompt rater ``weights`` (indexed by prompt id), in random order."""
     total = n_participants * trials
+    if total < len(prompts):
+        raise DesignError(
+            f"study.allocation: judges gives every prompt raters, but study.raters_per_condition x "
+            f"study.trials_per_participant = {n_participants} x {trials} = {total} assignments per condition are "
+            f"fewer than the {len(prompts)} prompts; recruit more, give more trials, or set study.allocation: balanced"
+        )
     floor = min(floor, total // len(prompts))  # a floor the budget cannot give to every prompt shrinks to what it can
     quotas = capped_quotas(weights.reindex(prompts).to_numpy(float), total, n_participants, max(floor, 1))
     sets = []
