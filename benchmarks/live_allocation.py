@@ -65,6 +65,8 @@ from sqlalchemy import select
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from stopping_coverage import clopper_pearson  # noqa: E402  (benchmarks/, beside this script)
+
 from modprefs.app import service  # noqa: E402
 from modprefs.app.db import Database  # noqa: E402
 from modprefs.app.loader import slot_order  # noqa: E402
@@ -364,12 +366,6 @@ def summarise(records: list[dict]) -> list[dict]:
                 "prompt_reliability_min": float(np.mean([r[f"{allocation}_prompts"]["min"] for r in rs])),
             })  # fmt: skip
     return cells
-
-
-def clopper_pearson(hits: int, n: int) -> tuple[float, float]:
-    lo = float(stats.beta.ppf(0.025, hits, n - hits + 1)) if hits > 0 else 0.0
-    hi = float(stats.beta.ppf(0.975, hits + 1, n - hits)) if hits < n else 1.0
-    return lo, hi
 
 
 def markdown(cells: list[dict], meta: dict) -> str:
