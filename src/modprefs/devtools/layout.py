@@ -1,6 +1,6 @@
-"""The codebase's shape, checked: no import cycles in ``src/``, thin adapters, short functions.
+"""The codebase's shape, checked: no import cycles in ``src/``, thin adapters, short functions and modules.
 
-Three rules a newcomer can rely on (issue #16):
+Four rules a newcomer can rely on (issues #16 and #53):
 
 1. **No import cycles** among ``modprefs`` modules (:func:`import_cycles`): every import counts,
    at module level or inside a function (a lazy import hides a cycle from Python, not from a reader),
@@ -9,6 +9,9 @@ Three rules a newcomer can rely on (issue #16):
    :data:`MAX_ADAPTER_LINES` lines; logic lives in the library, where it is tested.
 3. **Short functions** (:func:`long_functions`): no function or method in ``src/`` spans more than
    :data:`MAX_FUNCTION_LINES` lines (decorators to last line; nested functions count towards their parent).
+4. **Modules split at their seams** (:func:`long_modules`): no module in ``src/`` has more than
+   :data:`MAX_MODULE_LINES` lines unless its docstring states why, in a sentence beginning
+   ``Kept in one module:``.
 
     python -m modprefs.devtools.layout        # prints every violation; exit 1 if any
 """
@@ -23,6 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 MAX_ADAPTER_LINES = 40
 MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 600
+KEPT_WHOLE = "Kept in one module:"
 
 
 def module_name(path: Path, src: Path) -> str:
@@ -161,13 +166,25 @@ def long_functions(src: Path, limit: int = MAX_FUNCTION_LINES) -> list[LongFunct
     return sorted(out, key=lambda f: (f.path, f.line))
 
 
+def long_modules(src: Path, limit: int = MAX_MODULE_LINES) -> list[tuple[str, int]]:
+    """``(path, lines)`` of every module under ``src`` over ``limit`` lines whose docstring gives no
+    reason (a sentence beginning :data:`KEPT_WHOLE`)."""
+    out = []
+    for path in sorted(src.rglob("*.py")):
+        text = path.read_text()
+        n = len(text.splitlines())
+        if n > limit and KEPT_WHOLE not in (ast.get_docstring(ast.parse(text, filename=str(path))) or ""):
+            out.append((str(path), n))
+    return out
+
+
 def _relative(path: str, repo: Path) -> str:
     p = Path(path)
     return str(p.relative_to(repo)) if p.is_relative_to(repo) else path
 
 
 def violations(repo: Path = REPO) -> list[str]:
-    """Every violation of the three rules in ``repo``, one line each."""
+    """Every violation of the four rules in ``repo``, one line each."""
     src = repo / "src"
     lines = [f"import cycle: {' <-> '.join(c)}" for c in import_cycles(import_graph(src))]
     lines += [
@@ -178,6 +195,10 @@ def violations(repo: Path = REPO) -> list[str]:
         f"function over {MAX_FUNCTION_LINES} lines: {_relative(f.path, repo)}:{f.line} {f.name} ({f.lines})"
         for f in long_functions(src)
     ]
+    lines += [
+        f"module over {MAX_MODULE_LINES} lines without a reason: {_relative(p, repo)} ({n})"
+        for p, n in long_modules(src)
+    ]
     return lines
 
 
@@ -185,7 +206,7 @@ def main() -> int:
     found = violations()
     for line in found:
         print(line)
-    print(f"{len(found)} violation(s)" if found else "layout: no import cycles, adapters and functions short")
+    print(f"{len(found)} violation(s)" if found else "layout: no import cycles; adapters, functions and modules short")
     return 1 if found else 0
 
 
