@@ -47,8 +47,11 @@ difference it should describe; 1 when unbiased, mean D^2 being the variance unde
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/icc_difference_null.py --size small \\
         --models simulator_exchangeable,gaussian_scaled,heavy_same --n-studies 100 [--workers 2] [--append]
 
-Writes benchmarks/out/icc_difference_null_v2.json and .md (``--append`` merges into them; the first version's
-benchmarks/out/icc_difference_null.json is kept).
+Writes benchmarks/out/icc_difference_null_v2.json (the summary: config, runs, per-cell rates) and .md, and the
+per-study records benchmarks/out/records/icc_difference_null_v2/<size>__<model>.jsonl.gz (benchmarks/_records.py;
+``--append`` merges into them; ``--summarise-only`` rebuilds the summary and .md from the records, byte for byte;
+the first version's benchmarks/out/icc_difference_null.json is kept). The alpha-only runs (``--no-icc --out
+benchmarks/out/alpha_difference_null.json``) write the same layout.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _records  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from generators import GeneratorParams, generate, study_design  # noqa: E402
@@ -481,9 +485,11 @@ def markdown(doc: dict) -> str:
 
 
 def write(doc: dict, out: Path) -> None:
+    """The summary JSON (``doc`` less its studies), the studies as records (benchmarks/_records.py), the Markdown."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    _records.write_records(out, doc.get("studies", []), lambda r: f"{r['size']}/{r['model']}")
     tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.write_text(json.dumps(_records.without_studies(doc), indent=1) + "\n")
     tmp.replace(out)
     out.with_suffix(".md").write_text(markdown(doc))
 
@@ -539,9 +545,20 @@ def main() -> None:
         action="store_true",
         help="recompute the stored studies' calibrated test with today's df (rescore()) and rewrite --out; no runs",
     )
+    ap.add_argument(
+        "--summarise-only",
+        action="store_true",
+        help="rebuild --out's summary and Markdown from its stored records; no runs",
+    )
     args = ap.parse_args()
+    if args.summarise_only:
+        doc = _records.load(args.out)
+        if not doc:
+            sys.exit(f"--summarise-only: no {args.out}")
+        write({**doc, "summary": summarise(doc["studies"])}, args.out)
+        return
     if args.rescore:
-        doc = json.loads(args.out.read_text())
+        doc = _records.load(args.out)
         studies = [rescore(r) for r in doc["studies"]]
         doc["rescored"] = (
             "calibrated: V_cal on its own Satterthwaite df (calibrated_variance), recomputed from each study's stored "
@@ -552,7 +569,7 @@ def main() -> None:
     models = args.models.split(",")
     tasks = [(args.size, m, s, args) for s in range(args.first_seed, args.first_seed + args.n_studies) for m in models]
     tasks += [(args.size, m, -1 - (10000 + s), args) for s in range(args.truth) for m in models]
-    old = json.loads(args.out.read_text()) if args.append and args.out.exists() else {"studies": [], "runs": []}
+    old = _records.load(args.out) if args.append and args.out.exists() else {"studies": [], "runs": []}
     keep = {(r["size"], r["model"], r["seed"], bool(r.get("truth"))): r for r in old["studies"]}
     tasks = [t for t in tasks if (t[0], t[1], -1 - t[2] if t[2] < 0 else t[2], t[2] < 0) not in keep]  # done
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()} | {"alpha": ALPHA}

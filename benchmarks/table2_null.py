@@ -33,7 +33,9 @@ whose p < .05 per interaction with its Monte-Carlo SE, sqrt(r (1 - r) / n), and 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python benchmarks/table2_null.py [--experiment clip|slopes]
         [--n-studies 500] [--sizes paper,small] [--workers 2]
 
-Output is rewritten as studies finish.
+Output is rewritten as studies finish: the summary ``benchmarks/out/<name>.json`` (config, runs, per-cell rates)
+and the per-study records ``benchmarks/out/records/<name>/<model>__<size>.jsonl.gz`` (benchmarks/_records.py).
+``--summarise-only`` rebuilds the summary and the Markdown from the stored records (no fits), byte for byte.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import _records  # noqa: E402
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
@@ -266,6 +269,35 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def write_doc(doc: dict, out_path: Path, experiment: str) -> None:
+    """The summary JSON (``doc`` less its studies), the studies as records, and (slopes) the Markdown."""
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    _records.write_records(out_path, doc.get("studies", []), lambda r: f"{r['model']}/{r['size']}")
+    tmp = out_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(_records.without_studies(doc), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(out_path)
+    if experiment == "slopes" and doc["summary"]:
+        out_path.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
+
+
+def resummarise(doc: dict, experiment: str) -> dict:
+    """``doc`` with its summary recomputed from its studies, cells in the stored order (new cells last); cells with
+    no stored studies (runs before the studies were kept) keep their stored summary."""
+    fresh = summarise(doc.get("studies", []), experiment)
+    old = doc.get("summary", {})
+    summary = {cell: fresh.get(cell, block) for cell, block in old.items()}
+    summary.update({cell: block for cell, block in fresh.items() if cell not in summary})
+    return {**doc, "summary": summary}
+
+
+def summarise_only(out_path: Path, experiment: str) -> None:
+    """Rewrite ``out_path`` (and its Markdown) from the summary's config and runs and the stored records."""
+    doc = _records.load(out_path)
+    if not doc:
+        sys.exit(f"--summarise-only: no {out_path}")
+    write_doc(resummarise(doc, experiment), out_path, experiment)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--experiment", choices=sorted(EXPERIMENTS), default="clip")
@@ -295,9 +327,17 @@ def main() -> None:
         action="store_true",
         help="keep the summaries of cells not run now from an existing --out (runs of one model at a time)",
     )
+    ap.add_argument(
+        "--summarise-only",
+        action="store_true",
+        help="rebuild --out's summary (and Markdown) from its stored records; no fits",
+    )
     args = ap.parse_args()
     spec = EXPERIMENTS[args.experiment]
     out_path = args.out or OUT[args.experiment]
+    if args.summarise_only:
+        summarise_only(out_path, args.experiment)
+        return
     models = args.models.split(",") if args.models else list(spec["models"])
     sizes = args.sizes.split(",") if args.sizes else list(spec["sizes"])
     params = GeneratorParams(primacy_sd=args.primacy_sd, drift_sd=args.drift_sd)
@@ -327,7 +367,7 @@ def main() -> None:
     earlier: list[dict] = []  # --extend: the cells' studies already in --out
     old_runs: dict = {}
     if (args.keep_other_models or args.extend) and out_path.exists():
-        old = json.loads(out_path.read_text(encoding="utf-8"))
+        old = _records.load(out_path)
         old_runs = old.get("runs", {})
         ran = set(models) if args.experiment == "clip" else {f"{m}/{s}" for m in models for s in sizes}
         kept = {m: {**b, "run": old_runs.get(m)} for m, b in old["summary"].items() if m not in ran}
@@ -381,12 +421,7 @@ def main() -> None:
             "date": run_info["date"],
             "studies": kept_studies + earlier + [_compact(r) for r in results],
         }
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(out_path)
-        if args.experiment == "slopes" and summary:
-            out_path.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
+        write_doc(doc, out_path, args.experiment)
 
     tasks = []
     for s in sizes:
