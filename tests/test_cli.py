@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from modprefs.cli import CI_METHODS, main
+from modprefs.cli import main
 from modprefs.ratings.read import first_clips
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.stats.cli import CI_METHODS
 from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
@@ -266,7 +267,7 @@ def test_stats_defaults_equal_the_config_schema_and_config_yaml(repo_root):
     from modprefs.stats.reliability.icc_ci import CI_METHODS as LIBRARY_METHODS
 
     assert tuple(LIBRARY_METHODS) == CI_METHODS
-    from modprefs.cli import TABLE2_RANDOM
+    from modprefs.stats.cli import TABLE2_RANDOM
     from modprefs.stats.tables.modality import TABLE2_RANDOM as LIBRARY_TABLE2
 
     assert tuple(LIBRARY_TABLE2) == TABLE2_RANDOM == tuple(stats_schema["table2_random"]["enum"])

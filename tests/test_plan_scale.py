@@ -10,11 +10,11 @@ import pytest
 
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.plan import engine, priors
-from modprefs.plan.cli import scale_option
 from modprefs.plan.engine import SimSettings, Task, task_key
 from modprefs.plan.fastsim import simulate_study, study_tables
 from modprefs.plan.grid import Design
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
+from modprefs.plan.options import scale_option
 from modprefs.plan.pilot import fit_pilot, read_pilot
 from modprefs.ratings.simulate import SimulationParams, simulate_ratings
 from modprefs.scale import PAPER_SCALE, RatingScale

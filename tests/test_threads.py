@@ -18,6 +18,7 @@ import pytest
 import threadpoolctl
 
 import modprefs.cli as cli
+import modprefs.stats.cli as stats_cli
 
 
 def _pools() -> list[int]:
@@ -33,7 +34,7 @@ def test_stats_runs_with_blas_pinned_to_threads(monkeypatch, tmp_path, given, ex
         seen["env"] = os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS")
         return []
 
-    monkeypatch.setattr(cli, "run_stats", fake_run_stats)
+    monkeypatch.setattr(stats_cli, "run_stats", fake_run_stats)
     before = os.environ.get("OPENBLAS_NUM_THREADS")
     assert cli.main(["stats", "--ratings", str(tmp_path), "--out", str(tmp_path / "out"), *given]) == 0
     assert seen["pools"] and set(seen["pools"]) == {expected}, seen  # every BLAS/OpenMP pool, scipy's included

@@ -397,7 +397,7 @@ def check_config(
     scale = _scale_problems(config)
     problems += scale
     if config.get("plan") and not scale:  # the plan's options are read on the study's scale
-        from modprefs.plan.cli import config_block_problems
+        from modprefs.plan.options import config_block_problems
 
         problems += [(("plan",), text) for text in config_block_problems(config["plan"], config["study"].get("scale"))]
 

@@ -27,9 +27,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from modprefs.cli import main, run_stats
+from modprefs.cli import main
 from modprefs.ratings.ingest import RatingsValidationError
 from modprefs.scale import RatingScale, parse_scale_arg, scale_from_config
+from modprefs.stats.cli import run_stats
 from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 from modprefs.stats.tables.ai_alignment import on_study_scale
 from modprefs.stats.tables.catalog import OUTPUTS

@@ -12,7 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from modprefs.plan.cli import EXIT_UNMET, add_arguments, options_from_config, plan_from_args, scale_option  # noqa: E402
+from modprefs.plan.cli import EXIT_UNMET, plan_from_args  # noqa: E402
+from modprefs.plan.options import add_arguments, options_from_config, scale_option  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 
 

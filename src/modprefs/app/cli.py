@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import socket
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from modprefs.cli_args import base_url, label, number, scale_arg, whole
 
 if TYPE_CHECKING:
     from modprefs.scale import RatingScale
@@ -60,19 +60,6 @@ class AppCliError(Exception):
     """A bad argument combination or environment of an app command (the message says which)."""
 
 
-def _int_in(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{raw!r} is not an integer") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{value} is not in {lo}..{hi}")
-        return value
-
-    return parse
-
-
 APP_ROUTES = ("p", "static", "admin", "start", "healthz")  # first path segments of the app's own routes
 
 
@@ -88,30 +75,6 @@ def root_path_arg(raw: str) -> str:
             f"{raw!r} starts like a route of the app ({', '.join('/' + r for r in APP_ROUTES)}); choose another prefix"
         )
     return value
-
-
-def _number(minimum: float, strict: bool = False, maximum: float | None = None) -> Callable[[str], float]:
-    """An argparse type: a finite number >= ``minimum`` (> with ``strict``) and, if given, <= ``maximum``."""
-
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-        low = f"{'>' if strict else '>='} {minimum:g}"
-        bounds = low if maximum is None else f"{low} and <= {maximum:g}"
-        too_low = value < minimum or (strict and value == minimum)
-        if not math.isfinite(value) or too_low or (maximum is not None and value > maximum):
-            raise argparse.ArgumentTypeError(f"{raw} must be a finite number {bounds}")
-        return value
-
-    return parse
-
-
-def _base_url(raw: str) -> str:
-    if not raw.startswith(("http://", "https://")) or len(raw) < 9:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not an http:// or https:// URL")
-    return raw
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -165,7 +128,7 @@ def _add_load_parser(cmds: argparse._SubParsersAction) -> None:
     ld.add_argument("--title", default=None, help="study title shown on every page")
     ld.add_argument(
         "--seed",
-        type=_int_in(0, 2**31 - 1),
+        type=whole(0, 2**31 - 1),
         default=1,
         help="seed of the app's random steps: the headphone check's tone orders",
     )
@@ -231,33 +194,18 @@ def _add_load_step_args(ld: argparse.ArgumentParser) -> None:
 
     ld.add_argument(
         "--minutes-per-trial",
-        type=_number(0, strict=True, maximum=MAX_MINUTES_PER_TRIAL),
+        type=number(0, strict=True, maximum=MAX_MINUTES_PER_TRIAL),
         default=None,
         metavar="MIN",
         help=f"the timing prior of one task for {{minutes}}, at most {MAX_MINUTES_PER_TRIAL:g} (default 1.5)",
     )
     ld.add_argument(
         "--overhead-minutes",
-        type=_number(0, maximum=MAX_OVERHEAD_MINUTES),
+        type=number(0, maximum=MAX_OVERHEAD_MINUTES),
         default=None,
         metavar="MIN",
         help=f"the minutes outside the tasks for {{minutes}}, at most {MAX_OVERHEAD_MINUTES:g} (default 6)",
     )
-
-
-def _scale_arg(raw: str) -> RatingScale:
-    from modprefs.scale import parse_scale_arg
-
-    try:
-        return parse_scale_arg(raw)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _label(raw: str) -> str:
-    if not raw.strip() or len(raw) > 100:
-        raise argparse.ArgumentTypeError(f"{raw!r}: a label is 1-100 characters")
-    return raw
 
 
 def _add_scale_args(ld: argparse.ArgumentParser) -> None:
@@ -270,12 +218,12 @@ def _add_scale_args(ld: argparse.ArgumentParser) -> None:
         "stats.n_boot, icc_ci_method, ci_level the live ICC uses (default: modprefs stats' defaults)",
     )
     scale.add_argument(
-        "--scale", type=_scale_arg, metavar="MIN:MAX[:STEP]", help="the rating scale itself, e.g. 1:5 or 0:10:0.5"
+        "--scale", type=scale_arg, metavar="MIN:MAX[:STEP]", help="the rating scale itself, e.g. 1:5 or 0:10:0.5"
     )
     ld.add_argument(
         "--point-labels",
         nargs="+",
-        type=_label,
+        type=label,
         metavar="LABEL",
         help="a short scale's (<= 11 points) label of every point, lowest first (default on 1..5: ITU-T P.808's "
         "ACR labels Bad Poor Fair Good Excellent; on another short scale the end labels at its ends)",
@@ -283,7 +231,7 @@ def _add_scale_args(ld: argparse.ArgumentParser) -> None:
     ld.add_argument(
         "--scale-labels",
         nargs=2,
-        type=_label,
+        type=label,
         metavar=("LOW", "HIGH"),
         help="the labels at the scale's ends (default: the config's; with --scale its end values)",
     )
@@ -313,10 +261,10 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     sv = cmds.add_parser("serve", help="run the participant site and the admin export")
     _db_arg(sv)
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (behind a proxy: keep 127.0.0.1)")
-    sv.add_argument("--port", type=_int_in(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
+    sv.add_argument("--port", type=whole(1, 65535), default=8000, help="TCP port 1-65535 (default 8000)")
     sv.add_argument(
         "--abandon-minutes",
-        type=_number(0, strict=True),
+        type=number(0, strict=True),
         default=None,
         metavar="MIN",
         help="a slot holder silent this long is abandoned; the slot is reissued (default 30)",
@@ -332,7 +280,7 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     sv.add_argument("--error-code", default=None, help="overrides the study's (app load --error-code)")
     sv.add_argument(
         "--leave-grace",
-        type=_number(0, strict=True),
+        type=number(0, strict=True),
         default=None,
         dest="leave_grace_s",
         metavar="S",
@@ -341,7 +289,7 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     )
     sv.add_argument(
         "--workers",
-        type=_int_in(1, 256),
+        type=whole(1, 256),
         default=1,
         help="uvicorn worker processes (default 1; more than 1 needs PostgreSQL)",
     )
@@ -360,7 +308,7 @@ def _add_serve_parser(cmds: argparse._SubParsersAction) -> None:
     )
     sv.add_argument(
         "--keep-alive",
-        type=_int_in(1, 3600),
+        type=whole(1, 3600),
         default=30,
         help="seconds an idle HTTP connection is kept open (default 30)",
     )
@@ -372,7 +320,7 @@ def _add_serve_trial_args(sv: argparse.ArgumentParser) -> None:
     """``serve``'s options on the trials: timing tolerance, the text reveal, the headphone check."""
     sv.add_argument(
         "--timing-tolerance",
-        type=_number(0),
+        type=number(0),
         default=None,
         dest="timing_tolerance_s",
         metavar="S",
@@ -388,7 +336,7 @@ def _add_serve_trial_args(sv: argparse.ArgumentParser) -> None:
     )
     sv.add_argument(
         "--text-min-read",
-        type=_number(0),
+        type=number(0),
         default=None,
         dest="text_min_read_s",
         metavar="S",
@@ -408,7 +356,7 @@ def _add_serve_rate_args(sv: argparse.ArgumentParser) -> None:
     """``serve``'s rate-limit options: the window and the per-IP, per-id and per-session limits."""
     sv.add_argument(
         "--rate-window",
-        type=_number(0, strict=True),
+        type=number(0, strict=True),
         default=None,
         dest="rate_window_s",
         metavar="S",
@@ -422,7 +370,7 @@ def _add_serve_rate_args(sv: argparse.ArgumentParser) -> None:
     ):
         sv.add_argument(
             f"--rate-{name}",
-            type=_int_in(0, 10**7),
+            type=whole(0, 10**7),
             default=None,
             dest=f"rate_{name.replace('-', '_')}",
             metavar="N",
@@ -433,10 +381,10 @@ def _add_serve_rate_args(sv: argparse.ArgumentParser) -> None:
 def _add_invite_parser(cmds: argparse._SubParsersAction) -> None:
     iv = cmds.add_parser("invite", help="create personal invitation links")
     _db_arg(iv)
-    iv.add_argument("-n", type=_int_in(1, 100_000), required=True, help="number of links (1-100000)")
+    iv.add_argument("-n", type=whole(1, 100_000), required=True, help="number of links (1-100000)")
     iv.add_argument(
         "--base-url",
-        type=_base_url,
+        type=base_url,
         default="http://127.0.0.1:8000",
         help="the site's public address, with the proxy's prefix if any (https://your.host/study); "
         "the links are BASE-URL/p/TOKEN",
