@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import html
 import importlib.metadata
-import json
 import platform
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from modprefs.report.measured import benchmark_summary
 
 PACKAGES = (
     "modprefs",
@@ -108,9 +109,9 @@ def markdown_title(md_path: Path) -> str | None:
 
 def coverage_table(coverage_json: Path | None) -> pd.DataFrame | None:
     """The ICC interval coverage benchmark (benchmarks/icc_coverage.py) as one row per model x size x method."""
-    if coverage_json is None or not coverage_json.is_file():
+    summary = benchmark_summary(coverage_json)
+    if summary is None:
         return None
-    summary = json.loads(coverage_json.read_text(encoding="utf-8")).get("summary", {})
     rows = []
     for key, block in summary.items():
         model, _, size = key.partition("/")
@@ -162,9 +163,9 @@ def coverage_note(method: str, coverage_json: Path | None) -> str:
 def table2_null_table(null_json: Path | None) -> pd.DataFrame | None:
     """False-positive rates of Table 2's modality interactions (benchmarks/table2_null.py), one row per model x
     random-effects structure x term."""
-    if null_json is None or not null_json.is_file():
+    summary = benchmark_summary(null_json)
+    if summary is None:
         return None
-    summary = json.loads(null_json.read_text(encoding="utf-8")).get("summary", {})
     rows = []
     for model, block in summary.items():
         for structure in ("stimulus_modality", "paper"):

@@ -7,23 +7,60 @@
   (cells ``<model>`` or ``<model>/<size>``, one block per random-effects structure).
 
 Each function returns one sentence, or None when the benchmark was not run on this installation.
+
+The summaries these sentences (and :mod:`modprefs.report.html`'s notes) quote ship with the package as
+``measured_figures.json`` (written from benchmarks/out by ``benchmarks/tools/measured_figures.py``; a test keeps
+the two equal), so that an installed wheel, which has no benchmarks/out, still quotes them:
+:func:`benchmark_summary` reads a benchmark output where it exists and the shipped copy of it (by file name) where
+it does not.
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
+
+#: the shipped copy of the benchmark summaries the report quotes: {file name: {"summary": ...}}
+FIGURES = Path(__file__).with_name("measured_figures.json")
+#: the benchmark outputs (benchmarks/out/<name>) whose summaries the report quotes
+QUOTED = (
+    "icc_coverage.json",
+    "table2_null.json",
+    "table2_null_slopes.json",
+    "icc_difference_null_v2.json",
+    "alpha_difference_null.json",
+)
 
 ICC_TEST_KEYS = {"calibrated": "icc/calibrated", "jackknife": "icc/jackknife", "permutation": "icc/permutation"}
 #: Table 4's alpha test for a ``stats.icc_test`` (the paper's permutation goes with the paper's ICC test)
 ALPHA_TEST_FOR_ICC_TEST = {"calibrated": "studentized", "jackknife": "studentized", "permutation": "permutation"}
 
 
+@cache
+def shipped_figures() -> dict:
+    """The package's copy of the quoted benchmark summaries ({} when it is missing)."""
+    if not FIGURES.is_file():
+        return {}
+    return dict(json.loads(FIGURES.read_text(encoding="utf-8")))
+
+
+def benchmark_summary(path: Path | None) -> dict | None:
+    """The ``summary`` of the benchmark output ``path``: read from the file where it exists (a checkout), else the
+    shipped copy of the output of that name (an installed package); None when ``path`` is None or neither has it."""
+    if path is None:
+        return None
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8")).get("summary") or {}
+    shipped = shipped_figures().get(path.name)
+    return shipped.get("summary") or {} if shipped is not None else None
+
+
 def pooled_rejections(null_json: Path | None, key: str) -> tuple[int, int, int] | None:
     """(rejected, studies, cells) of ``key`` (e.g. ``icc/calibrated/icc_2_1``) over the benchmark's null cells."""
-    if null_json is None or not null_json.is_file():
+    summary = benchmark_summary(null_json)
+    if summary is None:
         return None
-    summary = json.loads(null_json.read_text(encoding="utf-8")).get("summary") or {}
     rejected = n = cells = 0
     for cell, block in summary.items():
         if "alt" in cell.split("/")[-1] or key not in block:
@@ -60,9 +97,7 @@ def table2_size(structure: str, null_jsons: list[Path]) -> str | None:
     rates: dict[str, list[int]] = {}
     models: set[str] = set()
     for path in null_jsons:
-        if path is None or not path.is_file():
-            continue
-        summary = json.loads(path.read_text(encoding="utf-8")).get("summary") or {}
+        summary = benchmark_summary(path) or {}
         for cell, block in summary.items():
             for term in ("modality_x_length", "modality_x_order"):
                 t = (block.get(structure) or {}).get(term)
