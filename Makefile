@@ -1,7 +1,7 @@
 # Two commands for a new user:
 #   make run    install into .venv and run the whole workflow on the embedded default (offline)
 #   make test   install into .venv and run the test suite
-# and for developers: make lint (the gate CI runs first)
+# and for developers: make lint (the gate CI runs first), make docs (the documentation site)
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
@@ -45,4 +45,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/snakemake --lint --cores 1 --quiet all
 	$(VENV)/bin/mypy
 
-.PHONY: install run test test-fast lint
+# the documentation site (docs/, Sphinx + myst-parser): every warning is an error; docs/_build/html/index.html
+docs: $(VENV)/.installed
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+
+.PHONY: install run test test-fast lint docs

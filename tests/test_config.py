@@ -364,14 +364,14 @@ def test_keys_the_backend_does_not_read_are_dropped_with_a_note():
 
 
 def test_the_readme_lab_overlay_merged_over_the_shipped_config_passes_the_checks():
-    """The README's lab.yaml over config.yaml, merged as Snakemake merges --configfile layers, then the
+    """docs/own-study.md's lab.yaml over config.yaml, merged as Snakemake merges --configfile layers, then the
     workflow's start-up steps: nothing the lab cannot fix from its own file."""
     from snakemake.utils import update_config
 
-    from doc_blocks import README, fenced_blocks, section
+    from doc_blocks import DOCS, fenced_blocks, section
     from modprefs.config_checks import drop_unused_tts_keys, unset_null_keys
 
-    (block,) = fenced_blocks(section(README, "Your own study"), "yaml")
+    (block,) = fenced_blocks(section(DOCS / "own-study.md", "Your own study"), "yaml")
     cfg = _default()
     update_config(cfg, yaml.safe_load(block))
     unset_null_keys(cfg, yaml.safe_load(SCHEMA.read_text()))

@@ -1,7 +1,7 @@
-"""A lab's own study end to end (issues 26, 47): the README's "Your own study" as written, through the workflow.
+"""A lab's own study end to end (issues 26, 47): docs/own-study.md as written, through the workflow.
 
-The shared run starts where a lab starts: a checkout, the README's YAML block copied into ``lab.yaml`` and its two
-commands run as they stand (tests/doc_blocks.py copies them; nothing here retypes them), on eight items whose audio
+The shared run starts where a lab starts: a checkout, docs/own-study.md's YAML block copied into ``lab.yaml`` and
+its two commands run as they stand (tests/doc_blocks.py copies them; nothing here retypes them), on eight items whose audio
 is espeak-ng speech in four voices at 0.9-1.25x speed, stored at 16, 22.05, 44.1 and 48 kHz, some stereo or FLAC,
 24 dB apart (tests/pairs_study.py). The datasets-folder variant runs the same config to the study tables; the
 audio-only and damaged-audio variants run small configs to the statistics or the audio review.
@@ -21,7 +21,7 @@ import pytest
 import soundfile as sf
 import yaml
 
-from doc_blocks import README, commands, fenced_blocks, section
+from doc_blocks import DOCS, commands, fenced_blocks, section
 from pairs_study import ITEMS, pairs_as_datasets_folder, speak, write_pairs_study
 from workflow_runner import copy_run, make_checkout, planned_jobs, run_workflow, write_config
 
@@ -31,17 +31,17 @@ TARGET_LUFS = -23.0
 SCALE = {"min": 1, "max": 5, "step": 1, "labels": ["Bad", "Excellent"]}
 STUDY_TABLES = ["results/study/stimuli.csv", "results/study/assignments.csv"]
 RATING_TABLES = ["results/ratings/ratings.csv", "results/ratings/trials.csv", "results/ratings/participants.csv"]
-OWN_STUDY = section(README, "Your own study")
+OWN_STUDY = section(DOCS / "own-study.md", "Your own study")
 
 
 def readme_lab_yaml() -> str:
-    """The README's lab.yaml, as printed."""
+    """docs/own-study.md's lab.yaml, as printed."""
     (block,) = fenced_blocks(OWN_STUDY, "yaml")
     return block
 
 
 def readme_commands() -> list[str]:
-    """The README's commands for a lab's study, as printed."""
+    """docs/own-study.md's commands for a lab's study, as printed."""
     (block,) = fenced_blocks(OWN_STUDY, "bash")
     return commands(block)
 
@@ -76,8 +76,8 @@ def own_study_config(workdir: Path, source: Path, **extra: dict) -> Path:
 
 @pytest.fixture(scope="module")
 def own_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A checkout in which a lab followed the README: its table and audio in ``lab/``, the README's ``lab.yaml``,
-    the README's commands run as written."""
+    """A checkout in which a lab followed docs/own-study.md: its table and audio in ``lab/``, its ``lab.yaml``,
+    its commands run as written."""
     run = make_checkout(tmp_path_factory.mktemp("own_run"))
     write_pairs_study(run / "lab", voices="espeak")
     (run / "lab.yaml").write_text(readme_lab_yaml())
