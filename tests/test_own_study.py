@@ -1,10 +1,10 @@
 """A lab's own study end to end (issues 26, 47): docs/own-study.md as written, through the workflow.
 
 The shared run starts where a lab starts: a checkout, docs/own-study.md's YAML block copied into ``lab.yaml`` and
-its two commands run as they stand (tests/doc_blocks.py copies them; nothing here retypes them), on eight items whose audio
-is espeak-ng speech in four voices at 0.9-1.25x speed, stored at 16, 22.05, 44.1 and 48 kHz, some stereo or FLAC,
-24 dB apart (tests/pairs_study.py). The datasets-folder variant runs the same config to the study tables; the
-audio-only and damaged-audio variants run small configs to the statistics or the audio review.
+its two commands run as they stand (tests/doc_blocks.py copies them; nothing here retypes them), on eight items
+whose audio is espeak-ng speech in four voices at 0.9-1.25x speed, stored at 16, 22.05, 44.1 and 48 kHz, some stereo
+or FLAC, 24 dB apart (tests/pairs_study.py). The datasets-folder variant runs the same config to the study tables;
+the audio-only and damaged-audio variants run small configs to the statistics or the audio review.
 """
 
 from __future__ import annotations
