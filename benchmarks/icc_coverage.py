@@ -59,7 +59,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs  # noqa: E402
 from modprefs.stats.reliability.icc_ci import (  # noqa: E402
     BOOTSTRAP_METHODS,

@@ -77,7 +77,8 @@ import pandas as pd  # noqa: E402
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 from statsmodels.stats.proportion import proportion_confint  # noqa: E402
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.reliability import alpha as alpha_mod  # noqa: E402
 from modprefs.stats.reliability import icc_difference as idiff  # noqa: E402
 from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs  # noqa: E402

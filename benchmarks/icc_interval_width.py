@@ -81,7 +81,8 @@ import numpy as np  # noqa: E402
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.reliability.icc import (  # noqa: E402
     ConditionDesign,
     analysable_ratings,

@@ -28,7 +28,8 @@ from modprefs.io import write_json
 from modprefs.plan.analysis import study_record
 from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs
 from modprefs.study.design import make_assignments
 

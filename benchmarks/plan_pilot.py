@@ -39,7 +39,8 @@ from modprefs.plan.layout import prism_like_lengths  # noqa: E402
 from modprefs.plan.pilot import pilot_arrays, pilot_priors, read_pilot  # noqa: E402
 from modprefs.plan.planner import make_plan  # noqa: E402
 from modprefs.plan.priors import priors_for_source  # noqa: E402
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
 
 CACHE = ROOT / "results" / "plan_benchmark_cache"

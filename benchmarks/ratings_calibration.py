@@ -48,7 +48,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from modprefs.plan.layout import prism_like_lengths  # noqa: E402
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.mixed.reml import fit_crossed_intercepts  # noqa: E402
 from modprefs.stats.reliability.alpha import alpha_table  # noqa: E402
 from modprefs.stats.tables import agreement, descriptive, modality, thresholds  # noqa: E402

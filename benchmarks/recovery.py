@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
 from recovery_model import RECOVERY_TERMS, fit_generating_model, recovery_targets  # noqa: E402
 from test_recovery import K_SE, N_SEEDS, RATERS, TRIALS, paper_stimuli  # noqa: E402

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.reliability.icc_ci import icc_by_condition  # noqa: E402
 from modprefs.stats.tables.analyses import ANALYSES  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402

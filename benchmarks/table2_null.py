@@ -63,7 +63,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import _records  # noqa: E402
 from generators import GeneratorParams, generate, study_design  # noqa: E402
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
+from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
+from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.tables import modality  # noqa: E402
 
 OUT = {

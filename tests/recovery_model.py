@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
 
 RECOVERY_TERMS = ("intercept", "presented_first", "len_z", "trial_z", "var_clip", "var_participant", "var_resid")

@@ -11,7 +11,8 @@ import yaml
 
 from modprefs.cli import main
 from modprefs.ratings.read import first_clips
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.cli import CI_METHODS
 from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 from modprefs.study.design import make_assignments

@@ -179,7 +179,8 @@ def _pilot_dir(tmp_path):
     import dataclasses
 
     from _ratings_helpers import make_stimuli, write_tables
-    from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+    from modprefs.ratings.simulate import simulate_ratings
+    from modprefs.ratings.simulation.params import SimulationParams
     from modprefs.study.design import make_assignments
 
     stim = make_stimuli(12, seed=1)

@@ -17,7 +17,7 @@ from modprefs.plan.intervals import fit_ratio_model, predicted_half_widths, wald
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.plan.summary import icc_diff_power, recommend, table2_power, wilson_half_width
 from modprefs.plan.wald import logit_interval
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 
 SETTINGS = SimSettings(
     n_sims=6, seed=3, interval="analysis", n_calibration=2, n_boot=20, perm_draws=1, icc_test="permutation"

@@ -12,7 +12,8 @@ import pytest
 from modprefs.plan.analysis import icc_design, study_record
 from modprefs.plan.fastsim import simulate_study, study_tables
 from modprefs.plan.layout import balanced_layout, layout_from_assignments, prism_like_lengths
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.reliability.icc import analysable_ratings, condition_design, fit_iccs
 from modprefs.study.design import make_assignments
 

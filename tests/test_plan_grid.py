@@ -12,7 +12,7 @@ from modprefs.errors import UserInputError
 from modprefs.plan.costs import design_cost, expected_trials_done
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.grid import Costs, Design, Targets, design_grid, parse_int_list
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 
 
 def test_parse_int_list_lists_and_ranges():

@@ -13,7 +13,8 @@ from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.errors import UserInputError
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.pilot import attrition_counts, fit_pilot, pilot_arrays, read_pilot
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.ratings.sources import parse_column_map
 
 TRUTH = dataclasses.replace(

@@ -16,7 +16,8 @@ from modprefs.plan.grid import Design
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.plan.options import scale_option
 from modprefs.plan.pilot import fit_pilot, read_pilot
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale
 
 FIVE = RatingScale(1, 5, 1)

@@ -22,7 +22,7 @@ from modprefs.plan.layout import balanced_layout, prism_like_lengths
 from modprefs.plan.planner import jackknife_test_calibration, make_plan
 from modprefs.plan.priors import Priors, icc_curve
 from modprefs.plan.summary import icc_diff_power
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 
 pytestmark = pytest.mark.slow
 

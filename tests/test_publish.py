@@ -29,7 +29,8 @@ from modprefs.publish.build import PublishError, build_splits, read_results
 from modprefs.publish.card import SIMULATED_BANNER, dataset_card
 from modprefs.publish.privacy import find_leaks, pseudonyms, scrub_text
 from modprefs.publish.run_config import write_run_config
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale, scale_from_config
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli

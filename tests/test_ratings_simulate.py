@@ -15,7 +15,8 @@ from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import validate_as_collected, validate_ratings_dir
 from modprefs.ratings.justification_text import aspect_weights
 from modprefs.ratings.schema import load_table_schema
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,7 +236,7 @@ def test_justification_words_differ_by_condition(design):
 # ---- mechanisms added for the paper calibration (issue #12 item 4) ----------------------------------
 def test_clip_effect_correlations_match_parameters():
     """u = prompt part + clip deviation: within-prompt, cross-modality and cross-clip correlations."""
-    from modprefs.ratings.simulate import draw_clip_effects
+    from modprefs.ratings.simulation.latent import draw_clip_effects
 
     n = 6000
     stim = pd.DataFrame({"prompt_id": np.repeat([f"p{i}" for i in range(n)], 2), "response": np.tile([0, 1], n)})

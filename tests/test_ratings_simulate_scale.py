@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from _ratings_helpers import make_assignments, make_stimuli
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale, parse_scale_arg
 
 

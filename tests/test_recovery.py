@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.study.design import make_assignments
 from recovery_model import RECOVERY_TERMS, fit_generating_model, recovery_targets
 

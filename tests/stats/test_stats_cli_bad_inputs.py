@@ -24,7 +24,8 @@ import pytest
 from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from bad_inputs import assert_clean_failure
 from modprefs.cli import main
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--n-boot", "5", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]

@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 import pandas as pd  # noqa: E402
 
 from modprefs.io import write_csv  # noqa: E402
+from modprefs.ratings import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.ratings.ingest import validate_as_collected  # noqa: E402
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings  # noqa: E402
 from modprefs.scale import scale_from_config  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
 

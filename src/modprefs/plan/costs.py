@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from modprefs.plan.grid import Costs, Design
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 
 
 def expected_trials_done(trials: int, p_incomplete: float, dropout_mean: float) -> float:

@@ -42,7 +42,7 @@ from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.grid import Design
 from modprefs.plan.intervals import ANALYSIS_CI_METHOD, analysis_half_widths, wald_half_width
 from modprefs.plan.layout import balanced_layout, prism_like_lengths
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.defaults import STATS_DEFAULTS
 
@@ -108,6 +108,9 @@ def code_fingerprint() -> str:
         import modprefs.plan.layout as lay
         import modprefs.plan.wald as w
         import modprefs.ratings.simulate as s
+        import modprefs.ratings.simulation.latent as sl
+        import modprefs.ratings.simulation.observed as so
+        import modprefs.ratings.simulation.params as sp
         import modprefs.scale as sc
         import modprefs.stats.mixed.reml as r
         import modprefs.stats.reliability.icc as i
@@ -115,7 +118,7 @@ def code_fingerprint() -> str:
         import modprefs.stats.reliability.icc_difference as idiff
 
         h = hashlib.sha256()
-        for module in (a, f, lay, w, s, sc, i, ic, idiff, r, sys.modules[__name__]):
+        for module in (a, f, lay, w, s, sl, so, sp, sc, i, ic, idiff, r, sys.modules[__name__]):
             h.update(Path(str(module.__file__)).read_bytes())
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT

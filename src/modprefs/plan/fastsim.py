@@ -37,7 +37,9 @@ import numpy as np
 import pandas as pd
 
 from modprefs.plan.layout import ConditionLayout, Layout
-from modprefs.ratings.simulate import SimulationParams, draw_clip_effects, lognormal_draws, snap_ties, unit_variance_t
+from modprefs.ratings.simulation.latent import draw_clip_effects, lognormal_draws, unit_variance_t
+from modprefs.ratings.simulation.observed import snap_ties
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale
 
 

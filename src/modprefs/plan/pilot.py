@@ -50,7 +50,7 @@ from modprefs.plan.layout import Layout, layout_from_assignments, prism_like_len
 from modprefs.plan.priors import Priors, build_scenarios, icc_curve, jeffreys
 from modprefs.ratings.ingest import validate_ratings
 from modprefs.ratings.read import read_stimuli
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
 from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.reliability.icc import analysable_ratings, fit_iccs, icc_from_components

@@ -36,7 +36,7 @@ from modprefs.plan.analysis import condition_record
 from modprefs.plan.errors import PlanInputError
 from modprefs.plan.fastsim import simulate_study
 from modprefs.plan.layout import Layout, balanced_layout, prism_like_lengths
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.study.terms import CONDITIONS
 

@@ -35,7 +35,7 @@ from scipy import stats
 from modprefs.plan.costs import design_cost
 from modprefs.plan.grid import TABLE2_TERMS, Costs, Design, Targets
 from modprefs.plan.intervals import predicted_half_widths, z_value
-from modprefs.ratings.simulate import SimulationParams
+from modprefs.ratings.simulation.params import SimulationParams
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:

@@ -9,6 +9,7 @@
 """
 
 from modprefs.ratings.ingest import RatingsValidationError, validate_ratings_dir
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 
 __all__ = ["RatingsValidationError", "SimulationParams", "simulate_ratings", "validate_ratings_dir"]

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
 from modprefs.stats.reliability.icc import (
     CI_METHOD,

@@ -226,7 +226,7 @@ def test_the_planner_plans_for_the_calibrated_test():
     from modprefs.plan.analysis import jackknife_difference_record
     from modprefs.plan.fastsim import simulate_study
     from modprefs.plan.layout import balanced_layout, prism_like_lengths
-    from modprefs.ratings.simulate import SimulationParams
+    from modprefs.ratings.simulation.params import SimulationParams
 
     rng = np.random.default_rng(5)
     layout = balanced_layout(12, 8, 6, ("audio", "text"), rng)

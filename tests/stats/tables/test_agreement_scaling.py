@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.report.html import build_report
 from modprefs.stats.reliability.icc import icc_from_components
 from modprefs.stats.reliability.rater_scaling import icc_k, raters_needed, raters_needed_table

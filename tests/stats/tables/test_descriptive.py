@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.tables.descriptive import (
     behaviour_table,
     demographics_long,

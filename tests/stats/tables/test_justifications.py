@@ -9,7 +9,8 @@ import pytest
 from scipy.stats import binom, chi2_contingency, false_discovery_control
 
 from conftest import ROOT
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.tables.justifications import (
     MODALITY_TERMS_PATH,
     STOP_WORDS_PATH,

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modprefs.ratings.simulate import SimulationParams, simulate_ratings
+from modprefs.ratings.simulate import simulate_ratings
+from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.tables import modality as M
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
