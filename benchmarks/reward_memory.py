@@ -72,7 +72,7 @@ def real_configs() -> dict[str, dict]:
 def count_real(cfg: dict, lora_r: int = 16) -> dict:
     from transformers import Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration
 
-    from modprefs.reward.backbones import DEFAULT_LORA
+    from modprefs.reward.backbones.qwen import DEFAULT_LORA
 
     with torch.device("meta"):
         thinker = Qwen2_5OmniThinkerForConditionalGeneration(Qwen2_5OmniThinkerConfig(**cfg))

@@ -382,7 +382,7 @@ def test_preferences_go_through_trls_reward_data_path(published):
     from trl import RewardConfig, RewardTrainer
     from trl.data_utils import is_conversational
 
-    from modprefs.reward.backbones import minilm_path
+    from modprefs.reward.backbones.minilm import minilm_path
 
     _, out = published
     dd = datasets.load_from_disk(str(out))

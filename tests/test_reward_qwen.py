@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from modprefs.reward.backbones import QwenOmniBackbone, build_backbone
+from modprefs.reward.backbones import build_backbone
+from modprefs.reward.backbones.qwen import QwenOmniBackbone
 from modprefs.reward.examples import Example, Turn
 from modprefs.reward.loss import bradley_terry_loss
 from modprefs.reward.model import DEFAULT_CRITERIA, RewardModel, load_reward_model
