@@ -9,9 +9,10 @@ from sphinx.application import Sphinx
 
 def write_config_reference(app: Sphinx) -> None:
     """docs/reference/config.md from workflow/schemas/config.schema.yaml and config.yaml's defaults."""
-    from modprefs.config_reference import write_config_reference_page
+    from modprefs.config_reference import main
 
-    write_config_reference_page(Path(app.srcdir) / "reference" / "config.md")
+    if main([str(Path(app.srcdir) / "reference" / "config.md")]) != 0:
+        raise RuntimeError("modprefs.config_reference could not write docs/reference/config.md")
 
 
 def setup(app: Sphinx) -> dict[str, bool]:

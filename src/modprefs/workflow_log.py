@@ -1,4 +1,4 @@
-"""Logging for the workflow's ``script:`` adapters (workflow/scripts/*.py).
+"""Logging for the workflow's ``script:`` adapters (``workflow/scripts/*.py``).
 
 Every adapter calls :func:`setup_logging` first. It sends the root logger to the rule's log file
 (``snakemake.log[0]``) and writes one line saying where the job ran: host, process id and

@@ -90,7 +90,7 @@ def given_stratum_quotas(sizes: Mapping[str, int], n_prompts: int) -> dict[str, 
 
 def strata_of(interactions: pd.DataFrame, long_percentile: float) -> tuple[pd.Series, float]:
     """Each interaction's stratum and the length threshold: the lab's strata when given (threshold NaN), else
-    ``long_diff``/``other`` at the ``long_percentile`` of |chars_0 - chars_1| (:func:`assign_strata`)."""
+    ``long_diff``/``other`` at the ``long_percentile`` of ``|chars_0 - chars_1|`` (:func:`assign_strata`)."""
     if has_given_strata(interactions):
         return interactions["stratum_given"].astype(str).rename("stratum"), math.nan
     return assign_strata(interactions["abs_char_diff"], long_percentile)

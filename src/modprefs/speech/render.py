@@ -6,8 +6,8 @@ failure leaves no partial file). QC metrics are computed on the float audio the 
 returned, before quantisation:
 
 - ``rms_dbfs``: 20·log10(RMS) relative to full scale 1.0 (floored at -200 dBFS for silence);
-- ``peak``: max |x| (above 1.0 means the engine overshot and the WAV is clipped);
-- ``clipping_ratio``: fraction of samples with |x| >= 0.999.
+- ``peak``: max ``|x|`` (above 1.0 means the engine overshot and the WAV is clipped);
+- ``clipping_ratio``: fraction of samples with ``|x| >= 0.999``.
 """
 
 from __future__ import annotations
