@@ -10,25 +10,24 @@ krippendorff = pytest.importorskip("krippendorff")
 
 from _ratings_helpers import make_assignments, make_stimuli  # noqa: E402
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
-from modprefs.stats.reliability.alpha import (  # noqa: E402
-    ALPHA_TESTS,
+from modprefs.stats.reliability.alpha import (
     LEVELS,
-    PREFERENCE_DOMAIN,
-    alpha_difference_jackknife,
     alpha_features,
     alpha_from_unit_features,
-    alpha_jackknife,
-    alpha_table,
     bootstrap_alpha,
     group_alphas,
     krippendorff_alpha,
-    preference_codes,
-    preference_matrix,
     reliability_matrix,
-    split_features,
     unit_value_counts,
 )
+from modprefs.stats.reliability.alpha_difference import (
+    ALPHA_TESTS,
+    alpha_difference_jackknife,
+    alpha_jackknife,
+    split_features,
+)
 from modprefs.stats.reliability.resampling import draw_counts, draw_units  # noqa: E402
+from modprefs.stats.tables.reliability_alpha import PREFERENCE_DOMAIN, alpha_table, preference_codes, preference_matrix
 
 NAN = np.nan
 #: Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers x 12

@@ -15,7 +15,7 @@ resampled, in columns named after it:
   ``n_jackknife_noise_refits``.
 * Alpha rows: percentile intervals of a stimulus bootstrap (``n_boot_alpha_stimuli`` resamples of the units:
   clips for the continuous alpha, prompts for the preference alphas) and the test of
-  :func:`modprefs.stats.reliability.alpha.alpha_table` over ``n_perm_participants`` participant reassignments:
+  :func:`modprefs.stats.tables.reliability_alpha.alpha_table` over ``n_perm_participants`` participant reassignments:
   the studentized permutation of the crossed-jackknife t, or with ``stats.icc_test: permutation`` (the paper's
   tests throughout) the permutation of the difference.
 
@@ -36,11 +36,11 @@ import numpy as np
 import pandas as pd
 
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
-from modprefs.stats.reliability.alpha import ALPHA_METRICS, alpha_table
 from modprefs.stats.reliability.icc import analysable_ratings, condition_design, icc_from_components
 from modprefs.stats.reliability.icc_difference import N_NULL, N_REPLICATES, icc_difference_test
 from modprefs.stats.reliability.resampling import permutation_masks, permutation_p_value
 from modprefs.stats.tables.interval_text import icc_interval_text, level_text
+from modprefs.stats.tables.reliability_alpha import ALPHA_METRICS, alpha_table
 from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ def _icc_rows(icc: pd.DataFrame, tests: dict[str, dict[str, Any]], resampling: d
 
 
 def _alpha_rows(alphas: pd.DataFrame, n_boot_alpha: int, n_perm_alpha: int) -> list[dict[str, Any]]:
-    """Table 4's Krippendorff's alpha rows from :func:`modprefs.stats.reliability.alpha.alpha_table`."""
+    """Table 4's Krippendorff's alpha rows from :func:`modprefs.stats.tables.reliability_alpha.alpha_table`."""
     return [
         {
             "metric": _ALPHA_LABELS.get(a["metric"], a["metric"]),
