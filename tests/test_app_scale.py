@@ -22,7 +22,8 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from modprefs.app import service  # noqa: E402
 from modprefs.app.export import export_dir  # noqa: E402
-from modprefs.app.server import create_app, slider_scale  # noqa: E402
+from modprefs.app.pages import slider_scale  # noqa: E402
+from modprefs.app.server import create_app  # noqa: E402
 from modprefs.scale import PAPER_SCALE, RatingScale  # noqa: E402
 
 FAST = {"text_min_read_s": 0.05, "text_reveal": "off"}
