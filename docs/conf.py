@@ -4,7 +4,9 @@ Sphinx rather than MkDocs: the library's docstrings are reStructuredText with Sp
 ``:mod:``, ...), which autodoc renders as links and mkdocstrings would print raw; myst-parser reads the
 Markdown pages (README.md and docs/*.md stay readable on a forge). The configuration reference is written from
 the config schema at build time (modprefs.config_reference), the CLI reference from the argparse parsers
-(sphinx-argparse), the API reference from the docstrings (autodoc + autosummary).
+(modprefs.cli_reference: the help as the terminal prints it; sphinx-argparse parses help text as RST outside
+the build's environment and fails on the Sphinx roles the commands' descriptions carry), the API reference from
+the docstrings (autodoc + autosummary).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
-    "sphinxarg.ext",
     "generated_pages",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
