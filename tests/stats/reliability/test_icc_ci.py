@@ -29,14 +29,16 @@ from modprefs.stats.reliability.icc_ci import (
     CI_METHODS,
     DEFAULT_CI_METHOD,
     RESAMPLING_METHODS,
-    bootstrap_iccs,
     ci_method_label,
-    crossed_blups,
     icc_by_condition,
     icc_with_ci,
     interval_from_boot,
+)
+from modprefs.stats.reliability.icc_jackknife import jackknife_interval
+from modprefs.stats.reliability.icc_resampling import (
+    bootstrap_iccs,
+    crossed_blups,
     jackknife_iccs,
-    jackknife_interval,
     reflate,
     resample_clips_and_participants,
     resample_prompts,

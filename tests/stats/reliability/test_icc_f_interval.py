@@ -32,12 +32,7 @@ from modprefs.stats.reliability.icc_ci import (
     ci_method_label,
     f_interval_holds,
     f_width_limit,
-    fisher_z,
-    fisher_z_inverse,
     icc_ci_for_design,
-    jackknife_iccs,
-    jackknife_interval,
-    residual_bootstrap_iccs,
 )
 from modprefs.stats.reliability.icc_f_interval import (
     F_LABEL,
@@ -47,6 +42,8 @@ from modprefs.stats.reliability.icc_f_interval import (
     mean_squares,
     per_prompt_intervals,
 )
+from modprefs.stats.reliability.icc_jackknife import fisher_z, fisher_z_inverse, jackknife_interval
+from modprefs.stats.reliability.icc_resampling import jackknife_iccs, residual_bootstrap_iccs
 
 
 def _design(clip: np.ndarray, participant: np.ndarray, y: np.ndarray, X: np.ndarray | None = None) -> ConditionDesign:

@@ -57,6 +57,11 @@ rater-specific scale use) x 2 design sizes (40 prompts x 36 raters x 10 trials; 
 (``stimulus``, ``prompt``) under-cover wherever raters differ in how they use the scale, ``two_way``
 is biased upward, and ``parametric`` is right only when the Gaussian model is.
 
+Where the parts live: the resampling refits (bootstraps, the jackknife's leave-one-out and residual refits) in
+:mod:`modprefs.stats.reliability.icc_resampling`, beside :mod:`~modprefs.stats.reliability.resampling`; the
+crossed-jackknife interval and its scales (logit, Fisher z) in :mod:`modprefs.stats.reliability.icc_jackknife`;
+here the methods' names and labels, the ``auto`` rule and the orchestration (:func:`icc_with_ci`).
+
 References:
     McCullagh, P. (2000). Resampling and exchangeable arrays. Bernoulli 6(2), 285-301.
     Owen, A. B. (2007). The pigeonhole bootstrap. Annals of Applied Statistics 1(2), 386-411.
@@ -66,15 +71,11 @@ References:
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from modprefs.stats.mixed.reml import CrossedFit, fit_crossed_intercepts
+from modprefs.stats.mixed.reml import CrossedFit
 from modprefs.stats.reliability.f_assumptions import failed_checks
 from modprefs.stats.reliability.icc import (
     CI_METHOD as STIMULUS_PERCENTILE,
@@ -84,15 +85,12 @@ from modprefs.stats.reliability.icc import (
     ConditionDesign,
     analysable_ratings,
     condition_design,
-    effective_k,
     empty_icc_row,
     fit_iccs,
     fit_notes,
     icc_for_design,
-    icc_from_components,
     icc_row,
     model_formula,
-    resample_clips,
 )
 from modprefs.stats.reliability.icc_f_interval import (
     F_LABEL,
@@ -103,12 +101,12 @@ from modprefs.stats.reliability.icc_f_interval import (
     f_interval,
     robust_f_interval,
 )
+from modprefs.stats.reliability.icc_jackknife import jackknife_interval
+from modprefs.stats.reliability.icc_resampling import bootstrap_iccs
 from modprefs.stats.reliability.rater_scaling import icc_k
-from modprefs.stats.reliability.resampling import jackknife_variance
 from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
-
 CI_METHODS: tuple[str, ...] = ("auto", "f_based", "jackknife", "stimulus", "prompt", "two_way", "parametric")
 #: the default everywhere (workflow config, ``modprefs stats``, ``modprefs plan``): the F-based interval where it
 #: is exact, else the crossed jackknife -- the only resampling method whose measured coverage stays within
@@ -116,7 +114,6 @@ CI_METHODS: tuple[str, ...] = ("auto", "f_based", "jackknife", "stimulus", "prom
 DEFAULT_CI_METHOD = "auto"
 #: the methods that resample (``n_boot`` resamples or, for the jackknife, residual refits)
 RESAMPLING_METHODS: tuple[str, ...] = ("jackknife", "stimulus", "prompt", "two_way", "parametric")
-BOOTSTRAP_METHODS: tuple[str, ...] = ("stimulus", "prompt", "two_way", "parametric")
 INTERVALS: tuple[str, ...] = ("percentile", "basic")
 JACKKNIFE_INTERVAL = "logit-t"
 #: the interval type each non-bootstrap method gives (and the only one it accepts)
@@ -246,198 +243,6 @@ def _check(method: str, interval: str) -> None:
         raise ValueError(f"CI method {method!r} gives {' or '.join(allowed)} intervals, not {interval!r}")
 
 
-def resample_clips_and_participants(
-    design: ConditionDesign, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One two-way bootstrap draw: clips, then participants, each with replacement and independently.
-
-    Returns ``(rows, clip, participant)``: row indices into the design and the new level codes.
-    A row appears once per (drawn copy of its clip, drawn copy of its participant); each copy is
-    its own level (codes = draw positions), so a participant drawn twice is two raters.
-    """
-    rows1, clip1 = resample_clips(design.clip, design.n_clips, rng)
-    rows2, new_part = resample_clips(design.participant[rows1], design.n_participants, rng)
-    return rows1[rows2], clip1[rows2], new_part
-
-
-def resample_prompts(design: ConditionDesign, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """One cluster-bootstrap draw of prompts: ``n_prompts`` prompts with replacement, raters fixed.
-
-    A study samples prompts and rates both of a prompt's responses, so the two clips of a prompt
-    (correlated: a shared prompt effect) travel together. Returns ``(rows, clip)``: row indices into
-    the design (the drawn prompts' rows in draw order) and new clip codes in which each drawn copy's
-    clips are distinct levels.
-    """
-    assert design.prompt is not None  # condition_design always sets the prompt codes
-    rows, position = resample_clips(design.prompt, design.n_prompts, rng)
-    key = position.astype(np.int64) * design.n_clips + design.clip[rows]
-    _, clip = np.unique(key, return_inverse=True)
-    return rows, clip.astype(np.intp)
-
-
-def crossed_blups(
-    design: ConditionDesign, fit: CrossedFit, tol: float = 1e-10, max_sweeps: int = 500
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """BLUPs of the clip and participant intercepts at the fitted variances, and the residuals.
-
-    Solves the mixed-model equations for (u, v) given the fitted fixed effects by block Gauss-Seidel
-    (alternating conditional means; it converges because the system is symmetric positive definite):
-    u_c = sum_{rows of c}(y - Xb - v) / (n_c + s2_e / s2_clip), v_p likewise. Returns
-    ``(u (n_clips,), v (n_participants,), e (n,))`` with e = y - Xb - u[clip] - v[participant].
-    A zero variance gives zero effects.
-    """
-    r = design.y - design.X @ fit.beta
-    n_c = np.bincount(design.clip, minlength=design.n_clips).astype(float)
-    n_p = np.bincount(design.participant, minlength=design.n_participants).astype(float)
-    u = np.zeros(design.n_clips)
-    v = np.zeros(design.n_participants)
-    for _ in range(max_sweeps):
-        u_new = (
-            np.bincount(design.clip, r - v[design.participant], design.n_clips) / (n_c + fit.var_resid / fit.var_g1)
-            if fit.var_g1 > 0
-            else np.zeros_like(u)
-        )
-        v_new = (
-            np.bincount(design.participant, r - u_new[design.clip], design.n_participants)
-            / (n_p + fit.var_resid / fit.var_g2)
-            if fit.var_g2 > 0
-            else np.zeros_like(v)
-        )
-        step = max(np.abs(u_new - u).max(initial=0.0), np.abs(v_new - v).max(initial=0.0))
-        u, v = u_new, v_new
-        if step < tol * max(1.0, math.sqrt(fit.var_resid)):
-            break
-    return u, v, r - u[design.clip] - v[design.participant]
-
-
-def reflate(x: np.ndarray, variance: float) -> np.ndarray:
-    """``x`` centred and scaled so its mean square equals ``variance`` (Carpenter, Goldstein & Rasbash 2003).
-
-    Predicted random effects and residuals are shrunk; rescaling them to the fitted variance before
-    resampling keeps the bootstrap's variance components those of the fit while keeping the shape
-    (skew, tails) of their empirical distribution."""
-    x = np.asarray(x, float) - np.mean(x)
-    ms = float(np.mean(x * x))
-    return x * math.sqrt(max(variance, 0.0) / ms) if ms > 0 else x
-
-
-def jackknife_iccs(design: ConditionDesign, fit: CrossedFit, unit: str) -> np.ndarray:
-    """(n_units, 2) leave-one-out (ICC(2,1), ICC(2,k)), one ``unit`` (``"prompt"`` or ``"participant"``) left out.
-
-    Each refit starts from the full fit's theta; a refit that fails or does not converge gives a NaN row.
-    """
-    codes, n_units = (
-        (design.prompt, design.n_prompts)
-        if unit == "prompt"
-        else (design.participant, design.n_participants)
-        if unit == "participant"
-        else (None, 0)
-    )
-    if codes is None:
-        raise ValueError(f"unknown jackknife unit {unit!r}; expected 'prompt' or 'participant'")
-    out = np.full((n_units, 2), np.nan)
-    for j in range(n_units):
-        keep = codes != j
-        try:
-            f = fit_crossed_intercepts(
-                design.y[keep],
-                design.X[keep],
-                design.clip[keep],
-                design.participant[keep],
-                reml=True,
-                theta0=fit.theta,
-                names=("clip_id", "participant_id"),
-            )
-        except (ValueError, np.linalg.LinAlgError):
-            continue
-        if f.converged:
-            out[j] = icc_from_components(f.var_g1, f.var_g2, f.var_resid, effective_k(design.clip[keep]))
-    return out
-
-
-def residual_bootstrap_iccs(
-    design: ConditionDesign, fit: CrossedFit, n_boot: int, rng: np.random.Generator
-) -> np.ndarray:
-    """(n_boot, 2) ICCs refitted to y* = X b + u + v + e*: effects held at their reflated BLUPs, residuals
-    resampled with replacement from the reflated residuals. The spread of these replicates is the part of
-    the estimator's variance that comes from rating noise alone (clips and raters fixed)."""
-    u, v, e = crossed_blups(design, fit)
-    fixed = design.X @ fit.beta + reflate(u, fit.var_g1)[design.clip] + reflate(v, fit.var_g2)[design.participant]
-    e = reflate(e, fit.var_resid)
-    out = np.full((n_boot, 2), np.nan)
-    for b in range(n_boot):
-        y = fixed + e[rng.integers(0, e.size, e.size)]
-        try:
-            f, i1, ik = _refit(design, y, None, None, None, fit.theta)
-        except (ValueError, np.linalg.LinAlgError):
-            continue
-        if f.converged:
-            out[b] = i1, ik
-    return out
-
-
-def simulate_from_fit(design: ConditionDesign, fit: CrossedFit, rng: np.random.Generator) -> np.ndarray:
-    """Responses (n,) from the fitted Gaussian LMM on the design's X, clips and participants."""
-    u = math.sqrt(max(fit.var_g1, 0.0)) * rng.standard_normal(design.n_clips)
-    v = math.sqrt(max(fit.var_g2, 0.0)) * rng.standard_normal(design.n_participants)
-    e = math.sqrt(max(fit.var_resid, 0.0)) * rng.standard_normal(design.y.size)
-    return design.X @ fit.beta + u[design.clip] + v[design.participant] + e
-
-
-def _refit(
-    design: ConditionDesign,
-    y: np.ndarray,
-    rows: np.ndarray | None,
-    clip: np.ndarray | None,
-    participant: np.ndarray | None,
-    theta0: np.ndarray,
-) -> tuple[CrossedFit, float, float]:
-    if rows is None:
-        yy, X, g1, g2 = y, design.X, design.clip, design.participant
-    else:
-        assert clip is not None and participant is not None  # the callers pass them with rows
-        yy, X, g1, g2 = design.y[rows], design.X[rows], clip, participant
-    f = fit_crossed_intercepts(yy, X, g1, g2, reml=True, theta0=theta0, names=("clip_id", "participant_id"))
-    icc1, icck = icc_from_components(f.var_g1, f.var_g2, f.var_resid, effective_k(g1))
-    return f, icc1, icck
-
-
-def bootstrap_iccs(
-    design: ConditionDesign, fit: CrossedFit, method: str, n_boot: int, rng: np.random.Generator
-) -> tuple[np.ndarray, int]:
-    """(n_boot, 2) bootstrap replicates of (ICC(2,1), ICC(2,k)); NaN rows = failed refits.
-
-    ``fit`` is the full-data fit (its theta is the warm start; its estimates drive ``parametric``).
-    ``stimulus`` draws exactly as :func:`modprefs.stats.reliability.icc.icc_for_design` does from the same rng.
-    Returns the replicates and the number of failed refits.
-    """
-    if method not in BOOTSTRAP_METHODS:
-        raise ValueError(f"{method!r} is not a bootstrap method; expected one of {BOOTSTRAP_METHODS}")
-    boot = np.full((n_boot, 2), np.nan)
-    failed = 0
-    for b in range(n_boot):
-        try:
-            if method == "stimulus":
-                rows, clip = resample_clips(design.clip, design.n_clips, rng)
-                bfit, _, b1, bk = fit_iccs(design, rows, clip, theta0=fit.theta)
-            elif method == "prompt":
-                rows, clip = resample_prompts(design, rng)
-                bfit, _, b1, bk = fit_iccs(design, rows, clip, theta0=fit.theta)
-            elif method == "two_way":
-                rows, clip, part = resample_clips_and_participants(design, rng)
-                bfit, b1, bk = _refit(design, design.y, rows, clip, part, fit.theta)
-            else:
-                bfit, b1, bk = _refit(design, simulate_from_fit(design, fit, rng), None, None, None, fit.theta)
-        except (ValueError, np.linalg.LinAlgError):
-            failed += 1
-            continue
-        if not bfit.converged or not np.isfinite([b1, bk]).all():
-            failed += 1
-            continue
-        boot[b] = b1, bk
-    return boot, failed
-
-
 def interval_from_boot(
     estimate: np.ndarray, boot: np.ndarray, ci_level: float = 0.95, interval: str = "percentile"
 ) -> np.ndarray:
@@ -456,147 +261,6 @@ def interval_from_boot(
         return q
     est = np.asarray(estimate, float).reshape(2, 1)
     return np.clip(2.0 * est - q[:, ::-1], 0.0, 1.0)
-
-
-def _logit(x: np.ndarray | float) -> np.ndarray:
-    x = np.asarray(x, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(x / (1.0 - x))
-
-
-def _expit(x: np.ndarray | float | Sequence[float]) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.asarray(x, float)))
-
-
-def fisher_z(icc: np.ndarray | float, k: float) -> np.ndarray:
-    """Fisher's (1925) z of an intraclass correlation with k ratings per target: 1/2 ln((1 + (k-1) rho) / (1 - rho)).
-
-    Finite at rho = 0 (z = 0), unlike the logit, and +inf at rho = 1; k >= 1 (the effective k of an unbalanced design).
-    """
-    x = np.asarray(icc, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 0.5 * np.log((1.0 + (k - 1.0) * x) / (1.0 - x))
-
-
-def fisher_z_inverse(z: np.ndarray | float | Sequence[float], k: float) -> np.ndarray:
-    """rho = (e^{2z} - 1) / (e^{2z} + k - 1), the inverse of :func:`fisher_z`, floored at 0 (ICC(2,1) >= 0)."""
-    e = np.exp(2.0 * np.asarray(z, float))
-    return np.maximum((e - 1.0) / (e + k - 1.0), 0.0)
-
-
-@dataclass(frozen=True)
-class JackknifeInterval:
-    """The crossed-jackknife interval of ICC(2,1) and its ingredients (logit scale).
-
-    var_prompt, var_participant: one-way jackknife variances of logit ICC(2,1) (prompts, participants
-    left out); var_noise: variance of logit ICC(2,1) over the residual bootstrap; variance: the total
-    used, max(var_prompt + var_participant - var_noise, max(var_prompt, var_participant)); df: the t's degrees
-    of freedom (prompts + participants left out - 2); lo, hi: the ICC(2,1) interval; failed: leave-one-out or residual
-    refits that failed; scale: ``"logit"``, or ``"fisher_z"`` where the logit is undefined (the variances are then on
-    that scale).
-    """
-
-    var_prompt: float
-    var_participant: float
-    var_noise: float
-    variance: float
-    df: float
-    lo: float
-    hi: float
-    failed: int
-    scale: str = "logit"
-
-
-def jackknife_interval(
-    design: ConditionDesign,
-    fit: CrossedFit,
-    icc1: float,
-    n_noise: int,
-    rng: np.random.Generator,
-    ci_level: float = 0.95,
-) -> JackknifeInterval:
-    """Crossed-jackknife interval of ICC(2,1): a t interval on the logit scale.
-
-    A crossed design has three sources of sampling error: which prompts (stimuli) were drawn, which
-    raters, and the rating noise. A one-way jackknife over prompts estimates the first plus the noise,
-    one over participants the second plus the noise (every rater's and every prompt's ratings carry
-    their own noise), so their sum counts the noise twice (McCullagh 2000; Owen 2007's
-    V_rows + V_cols - V_cells for crossed random effects). The noise part alone is estimated by a
-    residual bootstrap (:func:`residual_bootstrap_iccs`: clip and rater effects held at their reflated
-    BLUPs, ``n_noise`` refits) and subtracted once:
-
-        V = V_prompt + V_participant - V_noise   (floored at max(V_prompt, V_participant))
-        logit(ICC) +/- t_{df, (1+level)/2} sqrt(V),   df = (G - 1) + (J - 1)
-
-    (G prompts, J participants left out with a defined estimate), back-transformed. The df are the units the two
-    jackknives leave out. Satterthwaite's df of the two terms, V^2 / (V_p^2/(G-1) + V_r^2/(J-1)), the rule before,
-    gave 4 raters' J - 1 = 3 df nearly all the weight, a second small-sample allowance on a variance that the
-    jackknife already overstates (Efron & Stein 1981): on complete 4-rater designs the interval covered .97-.99 at
-    1.3-1.5x the oracle width. With a few dozen prompts and raters the two rules differ by under 1 % of the width.
-    Jackknifing prompts keeps a prompt's two clips together; the logit keeps the interval in (0, 1)
-    and makes the sampling distribution of a ratio of variances closer to normal. Where the logit is undefined (the
-    ICC(2,1) estimate at 0, or fewer than two leave-one-out estimates above 0: small heavy-tailed studies) the same
-    interval is formed on Fisher's (1925) z scale for the ICC (:func:`fisher_z`, k the effective k), which is finite
-    at 0, its lower bound floored at 0 (``scale`` says which). Before, such studies got no jackknife interval and
-    ``auto`` fell back to the F interval, which covered 16-40 % of them (300 complete 4-rater studies per model in a
-    one-off comparison, seeds 5000-5299); on Fisher's z the jackknife covers about half, and ``auto``'s coverage in
-    those cells rose by up to .02. The logit stays the scale wherever it is defined: switching whenever any
-    leave-one-out estimate is at 0 made heavy-tailed 4-rater cells under-cover (.92). ICC(2,k) intervals
-    are the Spearman-Brown images of these bounds at the design's k (exact: ICC(2,k) is that map of
-    ICC(2,1)). Measured coverage: benchmarks/out/icc_coverage.json.
-
-    References:
-        Efron, B. & Stein, C. (1981). The jackknife estimate of variance. Ann. Statist. 9(3), 586-596.
-        Fisher, R. A. (1925). Statistical Methods for Research Workers, section 40 (z of an intraclass correlation).
-        McCullagh, P. (2000). Resampling and exchangeable arrays. Bernoulli 6(2), 285-301.
-        Owen, A. B. (2007). The pigeonhole bootstrap. Ann. Appl. Stat. 1(2), 386-411.
-        Carpenter, J. R., Goldstein, H. & Rasbash, J. (2003). A novel bootstrap procedure for assessing
-        the relationship between class size and achievement. JRSS C 52(4), 431-443 (reflated residuals).
-    """
-    jp = jackknife_iccs(design, fit, "prompt")[:, 0]
-    jr = jackknife_iccs(design, fit, "participant")[:, 0]
-    noise = residual_bootstrap_iccs(design, fit, n_noise, rng)[:, 0]
-    failed = int((~np.isfinite(jp)).sum() + (~np.isfinite(jr)).sum() + (~np.isfinite(noise)).sum())
-    out = _jackknife_on_scale(jp, jr, noise, icc1, ci_level, _logit, _expit, "logit", failed)
-    if np.isfinite(out.variance) or not 0 <= icc1 < 1:
-        return out
-    k = effective_k(design.clip)
-    return _jackknife_on_scale(
-        jp, jr, noise, icc1, ci_level, lambda x: fisher_z(x, k), lambda z: fisher_z_inverse(z, k), "fisher_z", failed
-    )
-
-
-def _jackknife_on_scale(
-    jp: np.ndarray,
-    jr: np.ndarray,
-    noise: np.ndarray,
-    icc1: float,
-    ci_level: float,
-    to_scale: Callable[[np.ndarray], np.ndarray],
-    from_scale: Callable[[Sequence[float]], np.ndarray],
-    scale: str,
-    failed: int,
-) -> JackknifeInterval:
-    """:func:`jackknife_interval`'s variance and t interval of ICC(2,1) on one scale (``to_scale`` / ``from_scale``):
-    NaN bounds where it is undefined there (fewer than two finite leave-one-out values of either kind, the estimate
-    itself not finite on the scale, or a variance of 0)."""
-    v_p, n_p = jackknife_variance(to_scale(jp))
-    v_r, n_r = jackknife_variance(to_scale(jr))
-    # a replicate at the boundary (ICC 0 or 1 on the logit) is infinite; leaving it out of the noise
-    # variance can only shrink what is subtracted, so the interval errs wide, never narrow
-    ln = to_scale(noise[np.isfinite(noise)])
-    ln = ln[np.isfinite(ln)]
-    v_e = float(np.var(ln, ddof=1)) if ln.size > 1 else 0.0
-    centre = float(to_scale(np.asarray(icc1, float)))
-    if not (np.isfinite(v_p) and np.isfinite(v_r) and np.isfinite(centre)):
-        return JackknifeInterval(v_p, v_r, v_e, math.nan, math.nan, math.nan, math.nan, failed, scale)
-    variance = max(v_p + v_r - v_e, v_p, v_r)
-    if variance <= 0:  # every leave-one-out estimate equal (all at 0): a zero-width interval would claim certainty
-        return JackknifeInterval(v_p, v_r, v_e, math.nan, math.nan, math.nan, math.nan, failed, scale)
-    df = float((n_p - 1) + (n_r - 1))
-    q = float(stats.t.ppf(0.5 + ci_level / 2.0, df))
-    lo, hi = from_scale([centre - q * math.sqrt(variance), centre + q * math.sqrt(variance)])
-    return JackknifeInterval(v_p, v_r, v_e, variance, df, float(lo), float(hi), failed, scale)
 
 
 def _method_interval(

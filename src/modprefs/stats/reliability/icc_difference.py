@@ -17,7 +17,7 @@ small studies and has no logit):
   two conditions' leave-one-participant-out jackknife variances;
 * each of those also carries the rating noise, which would then be counted twice: the noise part, from
   a residual bootstrap in each condition, is subtracted once (as in
-  :func:`modprefs.stats.reliability.icc_ci.jackknife_interval`, whose coverage is measured in
+  :func:`modprefs.stats.reliability.icc_jackknife.jackknife_interval`, whose coverage is measured in
   benchmarks/out/icc_coverage.json):
 
     V = V_prompt(D) + V_part,audio + V_part,text - V_noise,audio - V_noise,text
@@ -93,13 +93,8 @@ from modprefs.stats.reliability.icc import (
     fit_iccs,
     icc_from_components,
 )
-from modprefs.stats.reliability.icc_ci import (
-    crossed_blups,
-    jackknife_iccs,
-    jackknife_variance,
-    reflate,
-    residual_bootstrap_iccs,
-)
+from modprefs.stats.reliability.icc_resampling import crossed_blups, jackknife_iccs, reflate, residual_bootstrap_iccs
+from modprefs.stats.reliability.resampling import jackknife_variance
 from modprefs.study.terms import CONDITIONS
 
 STATISTICS = ("icc_2_1", "icc_2_k")
