@@ -116,9 +116,11 @@ def code_fingerprint() -> str:
         import modprefs.stats.reliability.icc as i
         import modprefs.stats.reliability.icc_ci as ic
         import modprefs.stats.reliability.icc_difference as idiff
+        import modprefs.stats.reliability.icc_jackknife as ijk
+        import modprefs.stats.reliability.icc_resampling as irs
 
         h = hashlib.sha256()
-        for module in (a, f, lay, w, s, sl, so, sp, sc, i, ic, idiff, r, sys.modules[__name__]):
+        for module in (a, f, lay, w, s, sl, so, sp, sc, i, ic, ijk, irs, idiff, r, sys.modules[__name__]):
             h.update(Path(str(module.__file__)).read_bytes())
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
