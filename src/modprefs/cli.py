@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         if note:
             print(note, file=sys.stderr)
     if args.command == "app":
-        from modprefs.app.cli import run as run_app
+        from modprefs.app.commands import run as run_app
 
         return run_app(args)
     if args.command == "plan":
