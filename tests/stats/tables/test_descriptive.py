@@ -11,11 +11,10 @@ from scipy import stats
 
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
+from modprefs.stats.tables.behaviour import behaviour_table, first_clip_map
 from modprefs.stats.tables.descriptive import (
-    behaviour_table,
     demographics_long,
     demographics_table,
-    first_clip_map,
     fisher_2x2,
     format_p,
     mann_whitney,

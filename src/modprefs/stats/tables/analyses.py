@@ -55,7 +55,15 @@ from modprefs.stats.figures import figure2_gap_cdf
 from modprefs.stats.reliability import rater_scaling
 from modprefs.stats.reliability.icc import ICC_COLUMNS
 from modprefs.stats.reliability.icc_ci import icc_with_ci
-from modprefs.stats.tables import agreement, ai_alignment, descriptive, modality, reliability_table, thresholds
+from modprefs.stats.tables import (
+    agreement,
+    ai_alignment,
+    behaviour,
+    descriptive,
+    modality,
+    reliability_table,
+    thresholds,
+)
 from modprefs.stats.tables.catalog import OUTPUTS
 from modprefs.stats.tables.interval_text import icc_interval_text, level_text, with_per_prompt_intervals
 from modprefs.stats.tables.justifications import justification_terms
@@ -216,9 +224,7 @@ def table3(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     if _want(p, "table3_session"):
         tables["table3_session"] = descriptive.session_table(t["participants"], t["trials"])
     if _want(p, "behaviour"):
-        tables["behaviour"] = descriptive.behaviour_table(
-            t["trials"], t["participants"], t["assignments"], t["ratings"]
-        )
+        tables["behaviour"] = behaviour.behaviour_table(t["trials"], t["participants"], t["assignments"], t["ratings"])
     return AnalysisResult(tables, titles=_titles("table3_session", "behaviour"))
 
 
