@@ -9,7 +9,9 @@ missing (the test suite asks for none).
 Dotted keys: ``a.b.c`` for nested objects, ``a[].b`` for the properties of an array's items and ``a.<name>.b``
 for the properties of the objects in a free-form mapping (``additionalProperties`` or ``patternProperties``).
 Local references (``$ref: "#/..."``) are followed, so a definition used in two places is listed under both;
-a reference to another file (``ratings.simulation`` -> ``simulation.schema.yaml``) is listed as one key.
+so is a reference to another file (``ratings.simulation`` -> ``simulation.schema.yaml``, read from the referring
+schema's folder) when the walk is given that folder (``base``), and its keys are listed under the referring key
+(``ratings.simulation.intercept``). Without ``base`` such a key is listed as one row naming the file.
 
 Generate the page (the docs build does)::
 
@@ -62,7 +64,7 @@ class PropertyRecord:
         allowed: the values an ``enum``/``const`` allows (also from ``anyOf``/``oneOf`` branches); empty if any.
         item_allowed: for an array, the values its items' ``enum`` allows.
         bounds: the numeric, length and pattern constraints (``{"minimum": 0, "maximum": 1}``).
-        ref: an unresolved reference to another schema file (its keys are documented there), else None.
+        ref: a reference to another schema file that was not followed (no ``base`` given), else None.
     """
 
     key: str
@@ -115,6 +117,46 @@ def resolve(node: Mapping[str, Any], root: Mapping[str, Any]) -> dict[str, Any]:
         seen.add(ref)
         out = {**_pointer(root, ref), **out}
     return out
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """Where a subschema's references resolve: its file's root schema and folder.
+
+    Attributes:
+        root: the schema a local reference (``#/...``) points into.
+        folder: the folder a reference to another file is read from; None: such references are not followed.
+        files: the files followed to get here (a file referring back to one of them is a cycle).
+    """
+
+    root: Mapping[str, Any]
+    folder: Path | None = None
+    files: tuple[Path, ...] = ()
+
+
+def _is_file_ref(ref: Any) -> bool:
+    return isinstance(ref, str) and not ref.startswith("#")
+
+
+def _follow(node: Mapping[str, Any], scope: _Scope) -> tuple[dict[str, Any], _Scope]:
+    """``node`` with its local and (where ``scope.folder`` is set) file references replaced by their targets.
+
+    A file reference (``simulation.schema.yaml``, optionally with a ``#/...`` pointer into it) is read relative to
+    the folder of the schema that holds it; the node's own keywords win over the target's (its description, say).
+    Returns the resolved node and the scope its own references resolve in (the referenced file's, after a jump).
+    """
+    out = resolve(node, scope.root)
+    while _is_file_ref(out.get("$ref")) and scope.folder is not None:
+        ref = out.pop("$ref")
+        name, _, pointer = ref.partition("#")
+        path = (scope.folder / name).resolve()
+        if path in scope.files:
+            raise ValueError(f"$ref cycle through the file {ref!r}")
+        root = load_yaml(path)
+        target = _pointer(root, pointer) if pointer else root
+        scope = _Scope(root, path.parent, (*scope.files, path))
+        out = resolve({**target, **out}, root)
+    return out, scope
 
 
 def _json_type(value: Any) -> str:
@@ -189,8 +231,8 @@ def _lookup(defaults: Mapping[str, Any] | None, path: Sequence[str]) -> tuple[bo
     return True, node
 
 
-def _children(node: Mapping[str, Any], root: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any], bool]]:
-    """(key suffix, subschema, required) of every property ``node`` defines, in schema order.
+def _children(node: Mapping[str, Any], scope: _Scope) -> Iterator[tuple[str, Mapping[str, Any], bool, _Scope]]:
+    """(key suffix, subschema, required, its scope) of every property ``node`` defines, in schema order.
 
     Suffixes: ``.b`` (properties), ``[].b`` (array items' properties), ``.<name>.b`` (free-form mapping values'
     properties). ``anyOf``/``oneOf``/``allOf`` branches add theirs; conditionals (``if``/``then``) define none.
@@ -198,7 +240,7 @@ def _children(node: Mapping[str, Any], root: Mapping[str, Any]) -> Iterator[tupl
     required = set(node.get("required") or [])
     for name, sub in (node.get("properties") or {}).items():
         if isinstance(sub, Mapping):
-            yield f".{name}", sub, name in required
+            yield f".{name}", sub, name in required, scope
     containers: list[tuple[str, Any]] = [
         ("[]", node.get("items")),
         (f".{NAME_PLACEHOLDER}", node.get("additionalProperties")),
@@ -206,29 +248,35 @@ def _children(node: Mapping[str, Any], root: Mapping[str, Any]) -> Iterator[tupl
     containers += [(f".{NAME_PLACEHOLDER}", sub) for sub in (node.get("patternProperties") or {}).values()]
     for prefix, sub in containers:
         if isinstance(sub, Mapping):
-            for suffix, child, req in _children(resolve(sub, root), root):
-                yield prefix + suffix, child, req
+            for suffix, child, req, child_scope in _children(*_follow(sub, scope)):
+                yield prefix + suffix, child, req, child_scope
     for branch in _branches(node):
-        yield from _children(resolve(branch, root), root)
+        yield from _children(*_follow(branch, scope))
 
 
-def iter_properties(schema: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> Iterator[PropertyRecord]:
+def iter_properties(
+    schema: Mapping[str, Any], defaults: Mapping[str, Any] | None = None, *, base: str | Path | None = None
+) -> Iterator[PropertyRecord]:
     """One :class:`PropertyRecord` per property of ``schema``, depth first in schema order.
 
     Args:
         schema: the config schema (a JSON Schema as loaded from YAML).
         defaults: the embedded config (config.yaml): a key's value there is its default where the schema
             gives none. Keys under ``[]`` or ``<name>`` have no single value there and get none.
+        base: the folder ``schema`` was read from. A reference to another file is read relative to it (and a
+            reference inside that file relative to that file's folder), and the file's properties are listed
+            under the referring key. None: such a key is listed as one record with ``ref`` set.
     """
     seen: set[str] = set()
 
-    def walk(node: Mapping[str, Any], prefix: str) -> Iterator[PropertyRecord]:
-        for suffix, raw, required in _children(node, schema):
+    def walk(node: Mapping[str, Any], prefix: str, scope: _Scope) -> Iterator[PropertyRecord]:
+        for suffix, raw, required, raw_scope in _children(node, scope):
             key = (prefix + suffix).lstrip(".")
             if key in seen:  # the same key from two branches: the first definition is listed
                 continue
             seen.add(key)
-            sub = resolve(raw, schema)
+            sub, sub_scope = _follow(raw, raw_scope)
+            root = sub_scope.root
             source: str | None
             if "default" in sub:
                 has_default, default, source = True, sub["default"], "schema"
@@ -238,29 +286,32 @@ def iter_properties(schema: Mapping[str, Any], defaults: Mapping[str, Any] | Non
             else:
                 has_default, default, source = False, None, None
             items = sub.get("items")
-            item_allowed = _allowed(resolve(items, schema), schema) if isinstance(items, Mapping) else []
+            item_allowed = _allowed(resolve(items, root), root) if isinstance(items, Mapping) else []
             ref = sub.get("$ref")
             yield PropertyRecord(
                 key=key,
-                types=_types(sub, schema),
+                types=_types(sub, root),
                 description=str(sub.get("description") or "").strip(),
                 required=required,
                 has_default=has_default,
                 default=default,
                 default_source=source,
-                allowed=_unique(_allowed(sub, schema)),
+                allowed=_unique(_allowed(sub, root)),
                 item_allowed=_unique(item_allowed),
-                bounds=_bounds(sub, schema),
-                ref=ref if isinstance(ref, str) else None,
+                bounds=_bounds(sub, root),
+                ref=ref if _is_file_ref(ref) else None,
             )
-            yield from walk(sub, key)
+            yield from walk(sub, key, sub_scope)
 
-    yield from walk(schema, "")
+    yield from walk(schema, "", _Scope(schema, None if base is None else Path(base).resolve()))
 
 
-def undescribed_properties(schema: Mapping[str, Any]) -> list[str]:
-    """The dotted keys of every property in ``schema`` without a (non-blank) description, in schema order."""
-    return [r.key for r in iter_properties(schema) if not r.description]
+def undescribed_properties(schema: Mapping[str, Any], *, base: str | Path | None = None) -> list[str]:
+    """The dotted keys of every property in ``schema`` without a (non-blank) description, in schema order.
+
+    ``base``: as for :func:`iter_properties`; give it so the properties of referenced files are checked too.
+    """
+    return [r.key for r in iter_properties(schema, base=base) if not r.description]
 
 
 # ---------------------------------------------------------------------------------------------- rendering
@@ -325,7 +376,7 @@ def render_default(record: PropertyRecord) -> str:
 
 def render_type(record: PropertyRecord) -> str:
     """The type cell (``integer or null``, ``; required`` added for a required key); a reference to another
-    schema file names that file."""
+    schema file that was not followed names that file."""
     text = f"see {record.ref}" if record.ref is not None else " or ".join(record.types) if record.types else "any"
     return f"{text}; required" if record.required else text
 
@@ -352,7 +403,8 @@ INTRO = """\
 # Config reference
 
 Every key of the workflow's config, generated from `workflow/schemas/config.schema.yaml` (the schema Snakemake
-validates each run's config against) by `python -m modprefs.config_reference`; do not edit by hand. The
+validates each run's config against) and the schema files it refers to (`ratings.simulation`:
+`workflow/schemas/simulation.schema.yaml`) by `python -m modprefs.config_reference`; do not edit by hand. The
 embedded `config.yaml` shows a working value for most keys, with comments.
 
 Keys are dotted: `a.b` is key `b` inside section `a`, `a[].b` is key `b` of each item of the list `a`, and
@@ -363,15 +415,18 @@ schema does not know, stops the run before any job with the key's dotted name.
 """
 
 
-def render_config_reference(schema: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+def render_config_reference(
+    schema: Mapping[str, Any], defaults: Mapping[str, Any], *, base: str | Path | None = None
+) -> str:
     """The Markdown reference page: a short intro, then one section per top-level key with a table of its keys.
 
     Args:
         schema: the config schema (``workflow/schemas/config.schema.yaml`` as loaded).
         defaults: the embedded config (``config.yaml`` as loaded), for defaults the schema does not give.
+        base: the schema's folder, where the files it refers to are read (see :func:`iter_properties`).
     """
     sections: dict[str, list[PropertyRecord]] = {}
-    for record in iter_properties(schema, defaults):
+    for record in iter_properties(schema, defaults, base=base):
         sections.setdefault(record.top_level, []).append(record)
     lines = [INTRO.rstrip("\n"), ""]
     lines += ["Sections: " + ", ".join(f"[`{name}`](#{_anchor(name)})" for name in sections) + ".", ""]
@@ -430,7 +485,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args and args[0] in ("-h", "--help") else 2
     from modprefs.io import write_text
 
-    page = render_config_reference(load_yaml(schema_path()), load_yaml(config_path()))
+    schema = schema_path()
+    page = render_config_reference(load_yaml(schema), load_yaml(config_path()), base=schema.parent)
     write_text(page, args[0])
     return 0
 
