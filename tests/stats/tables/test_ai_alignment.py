@@ -12,6 +12,7 @@ import pytest
 import scipy.stats
 
 from modprefs.stats.tables import ai_alignment as A
+from modprefs.stats.tables import ai_alignment_table6 as A6
 from modprefs.stats.tables.analyses import ANALYSES
 
 # --- a study with a known link between AI gap and per-prompt ICC --------------------------------
@@ -110,7 +111,7 @@ def study():
 @pytest.fixture(scope="module")
 def t6(study):
     ratings, participants, stimuli, judges, _ = study
-    return A.table6_from_inputs(judges, ratings, participants, stimuli)
+    return A6.table6_from_inputs(judges, ratings, participants, stimuli)
 
 
 def _get(table: pd.DataFrame, section: str, term: str) -> pd.Series:
@@ -129,7 +130,7 @@ def test_ai_differentiation_is_the_absolute_gap_of_the_sample_means(study):
     _, _, stimuli, judges, truth = study
     j = judges.copy()
     j.loc[(j["sample"] == 1) & (j.modality == "text"), "rating"] += 4.0  # sample means shift by 2
-    diff = A.ai_differentiation(A.ai_clip_means(A.select_judge_ratings(j), stimuli), stimuli)
+    diff = A6.ai_differentiation(A.ai_clip_means(A.select_judge_ratings(j), stimuli), stimuli)
     t = truth.set_index(["prompt_id", "modality"])["gap"]
     d = diff.set_index(["prompt_id", "modality"])
     assert np.allclose(d["ai_diff"], t.loc[d.index])  # +2 on both responses cancels
@@ -160,7 +161,7 @@ def test_table6_recovers_the_known_slopes(t6):
 
 def test_ols_equals_least_squares_and_closed_form_se(t6):
     table, per_prompt = t6
-    X, names = A.design_matrix(per_prompt)
+    X, names = A6.design_matrix(per_prompt)
     y = per_prompt["icc_2_1"].to_numpy(float)
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)
     resid = y - X @ beta
@@ -188,7 +189,7 @@ def test_spearman_and_robustness_refit(t6):
         row = _get(table, "Spearman", f"Spearman: {m}")
         assert row.estimate == pytest.approx(ref.statistic) and row.p == pytest.approx(ref.pvalue)
     kept = per_prompt[~per_prompt.influential.astype(bool)]
-    X, names = A.design_matrix(kept)
+    X, names = A6.design_matrix(kept)
     beta, *_ = np.linalg.lstsq(X, kept.icc_2_1.to_numpy(float), rcond=None)
     section = [s for s in table.section.unique() if s.startswith("Robustness") and s.endswith(": OLS")][0]
     assert "4/n" in section
@@ -203,14 +204,14 @@ def test_no_link_gives_no_slope():
     ratings, participants, stimuli, judges, _ = linked_study(
         n_prompts=80, n_raters=30, b0={"audio": 0.3, "text": 0.3}, slope={"audio": 0.0, "text": 0.0}, seed=3
     )
-    table, _ = A.table6_from_inputs(judges, ratings, participants, stimuli)
+    table, _ = A6.table6_from_inputs(judges, ratings, participants, stimuli)
     b1 = _get(table, MAIN, "AI Differentiation")
     assert abs(b1.estimate) < 3 * b1.se
 
 
 def test_one_modality_only_fits_within_it():
     ratings, participants, stimuli, judges, _ = linked_study(n_prompts=60, n_raters=25, seed=4)
-    table, per_prompt = A.table6_from_inputs(judges[judges.modality == "text"], ratings, participants, stimuli)
+    table, per_prompt = A6.table6_from_inputs(judges[judges.modality == "text"], ratings, participants, stimuli)
     b1 = _get(table, MAIN, "AI Differentiation")
     assert "within text only" in b1.note and b1.n == 60
     assert math.isnan(_get(table, MAIN, "Modality (Text)").estimate)
@@ -223,7 +224,7 @@ def test_one_modality_only_fits_within_it():
 def test_prompt_without_ai_rating_is_nan_with_reason(study):
     ratings, participants, stimuli, judges, _ = study
     j = judges[~((judges.clip_id == "p000_1") & (judges.modality == "audio"))]
-    _, per_prompt = A.table6_from_inputs(j, ratings, participants, stimuli)
+    _, per_prompt = A6.table6_from_inputs(j, ratings, participants, stimuli)
     row = per_prompt[(per_prompt.prompt_id == "p000") & (per_prompt.modality == "audio")].iloc[0]
     assert math.isnan(row.ai_diff) and not row.usable and "no AI-audio rating of response(s) [1]" in row.note
     assert per_prompt.usable.sum() == 299

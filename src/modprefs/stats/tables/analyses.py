@@ -58,6 +58,8 @@ from modprefs.stats.reliability.icc_ci import icc_with_ci
 from modprefs.stats.tables import (
     agreement,
     ai_alignment,
+    ai_alignment_figures,
+    ai_alignment_table6,
     behaviour,
     descriptive,
     modality,
@@ -378,7 +380,7 @@ def modality_effects(t: Tables, p: dict[str, Any]) -> AnalysisResult:
 
 
 def _placeholder_figure(reason: str, path: str) -> None:
-    ai_alignment.figure_placeholder(reason, path)
+    ai_alignment_figures.figure_placeholder(reason, path)
 
 
 def _skipped(reason: str, tables: tuple[str, ...], figures: tuple[str, ...], titles: dict[str, str]) -> AnalysisResult:
@@ -424,7 +426,7 @@ def table5(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     )
     return AnalysisResult(
         {"table5_ai_human": table, "table5_clips": clips},
-        {"figure_ai_human": lambda path: ai_alignment.figure_ai_human(clips, path, study_scale(p))},
+        {"figure_ai_human": lambda path: ai_alignment_figures.figure_ai_human(clips, path, study_scale(p))},
         paper_titles(TABLE5_TITLES, "table5_ai_human", study_scale(p)),
     )
 
@@ -434,12 +436,12 @@ def table6(t: Tables, p: dict[str, Any]) -> AnalysisResult:
     reason = ai_alignment.judges_skip_reason(t.get("judges"))
     if reason:
         return _skipped(reason, tuple(TABLE6_TITLES), ("figure_ai_diff_icc",), TABLE6_TITLES)
-    table, per_prompt = ai_alignment.table6_from_inputs(
+    table, per_prompt = ai_alignment_table6.table6_from_inputs(
         t["judges"], t["ratings"], t["participants"], t["stimuli"], p.get("judge_by_modality") or None, study_scale(p)
     )
     return AnalysisResult(
         {"table6_ai_diff_icc": table, "table6_per_prompt": per_prompt},
-        {"figure_ai_diff_icc": lambda path: ai_alignment.figure_ai_diff_icc(per_prompt, path, study_scale(p))},
+        {"figure_ai_diff_icc": lambda path: ai_alignment_figures.figure_ai_diff_icc(per_prompt, path, study_scale(p))},
         paper_titles(TABLE6_TITLES, "table6_ai_diff_icc", study_scale(p)),
     )
 

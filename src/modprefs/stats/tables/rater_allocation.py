@@ -6,7 +6,7 @@ judge's differentiation, |mean AI rating(response 0) - mean AI rating(response 1
 1–100 scale): B = 0.014 ICC per point. This module turns that into a recruitment plan:
 
 1. **AI discriminability** per prompt and modality: ``ai_diff`` from the judge table
-   (:func:`modprefs.stats.tables.ai_alignment.ai_differentiation`).
+   (:func:`modprefs.stats.tables.ai_alignment_table6.ai_differentiation`).
 2. **Predicted ICC(2,1)** per prompt (``icc_model``):
 
    * ``prior`` — the paper's slope: ICC = b0 + ``prior_slope`` x ai_diff with ``prior_slope`` = 0.014
@@ -380,7 +380,7 @@ def rater_plan(
     """The plan (:data:`PLAN_COLUMNS`), one row per prompt and modality, sorted by modality and prompt.
 
     ``diffs``: AI differentiation per prompt and modality
-    (:func:`modprefs.stats.tables.ai_alignment.ai_differentiation`); ``per_prompt_icc``: optional human
+    (:func:`modprefs.stats.tables.ai_alignment_table6.ai_differentiation`); ``per_prompt_icc``: optional human
     per-prompt ICC(2,1) for the fitted model. The budget, if any, applies per modality.
     """
     pred = predict_icc(diffs, config, per_prompt_icc).sort_values(["modality", "prompt_id"], kind="stable")
@@ -444,12 +444,8 @@ def plan_from_tables(
     Raises:
         RaterPlanInputError: the judge table has no usable response-quality rating.
     """
-    from modprefs.stats.tables.ai_alignment import (
-        ai_clip_means,
-        ai_differentiation,
-        judges_skip_reason,
-        select_judge_ratings,
-    )
+    from modprefs.stats.tables.ai_alignment import ai_clip_means, judges_skip_reason, select_judge_ratings
+    from modprefs.stats.tables.ai_alignment_table6 import ai_differentiation
 
     reason = judges_skip_reason(judges)
     if reason:
