@@ -16,7 +16,8 @@ import soundfile as sf
 from modprefs.reward.build import DEFAULT_VOICES, Renderers, build_pair_sets, voice_for
 from modprefs.reward.colloquial import REWRITER_NAME, list_to_speech, markdown_excerpt, numbers_as_speech, spoken_style
 from modprefs.reward.config import DEFAULTS
-from modprefs.reward.pairs import PairDataError, normalise_id, study_context, validate_pairs
+from modprefs.reward.pairs import PairDataError, normalise_id, validate_pairs
+from modprefs.reward.study_pairs import study_context
 from modprefs.reward.synthetic import write_clips
 from modprefs.sampling.draw import prompt_id_for
 

@@ -17,17 +17,19 @@ from modprefs.reward.pairs import (
     PAIR_COLUMNS,
     PairDataError,
     assign_split,
+    read_pairs,
+    validate_pairs,
+    write_pairs,
+)
+from modprefs.reward.speech_pairs import (
     colloquial_pairs,
     degradation_pairs,
     modality_pairs,
     read_corpus_manifest,
-    read_pairs,
     request_rewrites,
-    study_pairs,
     validate_corpus,
-    validate_pairs,
-    write_pairs,
 )
+from modprefs.reward.study_pairs import study_pairs
 from modprefs.reward.synthetic import SR, speechlike, write_clips
 from modprefs.reward.train import TrainConfig, train_reward_model
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from modprefs.reward.pairs import study_pairs
+from modprefs.reward.study_pairs import study_pairs
 from modprefs.reward.synthetic import write_clips
 from modprefs.scale import RatingScale
 

@@ -1,7 +1,7 @@
 """Audio for the reward models: reading (mono, resampled, truncated), degradations, log-mel.
 
 Degradations make the "does it really listen" pairs (clean vs degraded rendition of the same
-text, :func:`modprefs.reward.pairs.degradation_pairs`). Each is a pure function of the waveform
+text, :func:`modprefs.reward.speech_pairs.degradation_pairs`). Each is a pure function of the waveform
 and a spec ``{"kind": ..., "seed": ..., <params>}``; the spec travels with the pair as JSON, so
 the same degradation can be re-applied to another engine's rendition (out-of-distribution
 evaluation) and the degraded audio need not be stored.

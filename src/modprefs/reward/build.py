@@ -1,8 +1,8 @@
 """The workflow's pair sets from its artifacts (rule ``reward_pairs``): study, degradation, modality,
 colloquial; each builder's count, or the reason it made nothing, in a summary.
 
-- **study**: human and judge labels (:func:`modprefs.reward.pairs.study_pairs`);
-- **degradation**: clean vs degraded study clips (:func:`modprefs.reward.pairs.degradation_pairs`);
+- **study**: human and judge labels (:func:`modprefs.reward.study_pairs.study_pairs`);
+- **degradation**: clean vs degraded study clips (:func:`modprefs.reward.speech_pairs.degradation_pairs`);
 - **modality** (needs a human-speech corpus, ``reward.pairs.corpus.manifest``): natural turn vs TTS
   re-synthesis, the TTS voice drawn per turn from a pool of voices and engines (``corpus.voices``),
   matched to the speaker's gender where the manifest has a ``gender`` column, so that no single
@@ -12,7 +12,7 @@ colloquial; each builder's count, or the reason it made nothing, in a summary.
   :mod:`modprefs.reward.colloquial`; category ``colloquial_rule_based``), ``llm`` (any
   OpenAI-compatible endpoint; category ``colloquial``) or ``table`` (a user CSV of rewrites).
 
-Rendering goes through :func:`modprefs.reward.pairs.tts_renderer` (one file per text, reused).
+Rendering goes through :func:`modprefs.reward.speech_pairs.tts_renderer` (one file per text, reused).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Any
 import pandas as pd
 
 from modprefs.reward import pairs as rp
+from modprefs.reward import speech_pairs as sp
+from modprefs.reward import study_pairs as stp
 from modprefs.reward.baselines import agreement_ceiling
 
 log = logging.getLogger(__name__)
@@ -90,12 +92,12 @@ class Renderers:
         """A file-name-safe folder for a voice's renditions."""
         return rp.normalise_id(f"{tts['backend']}-{tts.get('voice', 'default')}")
 
-    def __call__(self, kind: str, tts: Mapping[str, Any]) -> rp.Renderer:
+    def __call__(self, kind: str, tts: Mapping[str, Any]) -> sp.Renderer:
         name = self.voice_name(tts)
         if name not in self._backends:
             settings = {k: v for k, v in tts.items() if k != "gender"}
             self._backends[name] = self.factory(settings, self.threads)
-        return rp.tts_renderer(self._backends[name], self.audio_dir / kind / self.folder(tts))
+        return sp.tts_renderer(self._backends[name], self.audio_dir / kind / self.folder(tts))
 
 
 def modality_set(
@@ -108,7 +110,7 @@ def modality_set(
             "recorded dialogue; the default run cannot show whether the model prefers human speech"
         )
         return rp.empty_pairs()
-    corpus = rp.read_corpus_manifest(cfg["manifest"])
+    corpus = sp.read_corpus_manifest(cfg["manifest"])
     voices = cfg.get("voices") or DEFAULT_VOICES
     genders = (
         {f"{rp.normalise_id(r.dialogue_id)}_{int(r.turn)}": normalise_gender(r.gender) for r in corpus.itertuples()}
@@ -125,7 +127,7 @@ def modality_set(
         used[name] = used.get(name, 0) + 1
         return renderers("tts_resynthesis", voice(key))(text, key)
 
-    out = rp.modality_pairs(
+    out = sp.modality_pairs(
         corpus,
         render,
         min_context_turns=int(cfg.get("min_context_turns", 1)),
@@ -210,8 +212,8 @@ def rewrites_for(cfg: Mapping[str, Any], items: Mapping[str, str], seed: int) ->
             raise rp.PairDataError(
                 "reward.pairs.colloquial.rewriter is 'llm' but colloquial.endpoint lacks base_url and model"
             )
-        complete = rp.openai_completer(ep["base_url"], ep["model"], ep.get("api_key_env", "OPENAI_API_KEY"))
-        return rp.request_rewrites(written, complete)
+        complete = sp.openai_completer(ep["base_url"], ep["model"], ep.get("api_key_env", "OPENAI_API_KEY"))
+        return sp.request_rewrites(written, complete)
     raise rp.PairDataError(f"reward.pairs.colloquial.rewriter {rewriter!r}; choose one of {', '.join(REWRITERS)}")
 
 
@@ -231,10 +233,10 @@ def colloquial_set(
     rewriter = cfg.get("rewriter", "rule-based")
     items = colloquial_items(stimuli, conversations, int(cfg.get("n", 12)))
     rewrites = rewrites_for(cfg, items, seed)
-    contexts = rp.study_context(conversations)
+    contexts = stp.study_context(conversations)
     item_context = {clip: contexts.get(clip.rsplit("_", 1)[0], []) for clip in rewrites["item_id"].astype(str)}
     tts = dict(cfg.get("tts") or study_tts)
-    out = rp.colloquial_pairs(
+    out = sp.colloquial_pairs(
         rewrites,
         renderers("colloquial", tts),
         contexts=item_context,
@@ -283,7 +285,7 @@ def build_pair_sets(
         summary["skipped"]["judge"] = "no judge ratings configured (reward.pairs.judge_ratings / judges stage)"
     report: dict[str, Any] = {}
     sets = {
-        "study": rp.study_pairs(
+        "study": stp.study_pairs(
             ratings,
             stimuli,
             manifest,
@@ -302,7 +304,7 @@ def build_pair_sets(
         summary["ceiling"] = agreement_ceiling(ratings, stimuli, judges)
     deg = cfg.get("degradation") or {}
     study_clips = manifest[manifest["clip_id"].isin(stimuli["clip_id"])]
-    sets["degradation"] = rp.degradation_pairs(
+    sets["degradation"] = sp.degradation_pairs(
         study_clips, kinds=deg.get("kinds", []), per_clip=int(deg.get("per_clip", 1)), seed=seed
     )
     summary["degradation"] = {

@@ -2,7 +2,7 @@
 
 SDiaReward's colloquial pairs put a spoken-style rewrite of a reply (chosen) against its written form
 (rejected), both rendered by the same TTS voice, so that only the style differs. Real studies should
-make the rewrites with an LLM (:func:`modprefs.reward.pairs.request_rewrites` over any
+make the rewrites with an LLM (:func:`modprefs.reward.speech_pairs.request_rewrites` over any
 OpenAI-compatible endpoint); this module makes them offline, deterministically, by fixed rules, so the
 default run builds colloquial pairs and trains on them. Pairs made by it carry ``rewriter =
 rule-based`` and the category ``colloquial_rule_based`` in every table and in the report: a model

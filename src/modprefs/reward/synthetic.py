@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from modprefs.reward.pairs import degradation_pairs
+from modprefs.reward.speech_pairs import degradation_pairs
 
 SR = 16_000
 
