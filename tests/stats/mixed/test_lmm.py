@@ -14,15 +14,8 @@ import scipy.stats
 from lmm_simulate import simulate_ratings, simulate_trials, trials_from_ratings
 from modprefs.stats.mixed.criterion import ProfiledLmm
 from modprefs.stats.mixed.formula import build_design, parse_formula
-from modprefs.stats.mixed.lmm import (
-    RandomTerm,
-    anova_refit_ml,
-    fit_formula,
-    fit_lmm,
-    lrt,
-    reml_lrt,
-    satterthwaite_df,
-)
+from modprefs.stats.mixed.lmm import RandomTerm, anova_refit_ml, fit_formula, fit_lmm, lrt, reml_lrt
+from modprefs.stats.mixed.lmm_satterthwaite import satterthwaite_df
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
 
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"

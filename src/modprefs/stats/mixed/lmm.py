@@ -35,6 +35,9 @@ Random slopes, correlated ``(1 + x | g)`` or uncorrelated ``(1 + x || g)`` (form
 the data do not support down a fixed ladder, and :func:`with_satterthwaite` adds the df to a fit made
 without them.
 
+The optimiser is in :mod:`modprefs.stats.mixed.lmm_optimise`, the Satterthwaite df in
+:mod:`modprefs.stats.mixed.lmm_satterthwaite`; here the model's inputs, the fit and its results.
+
 Likelihood-ratio tests (:func:`lrt`, :func:`anova_refit_ml`) compare ML deviances, refitting REML
 fits with ML first, as lme4's ``anova()`` does.
 """
@@ -53,11 +56,11 @@ from modprefs.errors import InsufficientDataError
 from modprefs.stats.mixed.criterion import Evaluation, ProfiledLmm
 from modprefs.stats.mixed.factors import encode_factor
 from modprefs.stats.mixed.formula import build_design
+from modprefs.stats.mixed.lmm_optimise import default_start, deviance_nu, diagonal_mask, optimise_theta
+from modprefs.stats.mixed.lmm_satterthwaite import fit_satterthwaite
 
 #: lme4's ``isSingular`` default: a diagonal theta below this is "on the boundary".
 SINGULAR_TOL = 1e-4
-#: lmerTest's tolerance for the eigenvalues of the deviance Hessian (``as_lmerModLT(tol = 1e-8)``).
-HESSIAN_EIGEN_TOL = 1e-8
 
 
 @dataclass(frozen=True)
@@ -249,9 +252,6 @@ class LrtResult:
     big: LmmFit
 
 
-# --- input checks -----------------------------------------------------------------------------
-
-
 def _check_inputs(
     y: np.ndarray, X: np.ndarray, re_terms: list[RandomTerm]
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
@@ -301,219 +301,6 @@ def _check_inputs(
     return codes, levels, Zs
 
 
-# --- optimisation -----------------------------------------------------------------------------
-
-
-def _fg(theta: np.ndarray, model: ProfiledLmm, reml: bool) -> tuple[float, np.ndarray]:
-    """Criterion and gradient for the optimiser; a huge value where the system breaks down."""
-    try:
-        ev = model.evaluate(theta, reml, grad=True)
-    except np.linalg.LinAlgError:
-        return 1e300, np.zeros(model.n_theta)
-    return ev.f, ev.grad(_nu(model, reml))
-
-
-def _nu(model: ProfiledLmm, reml: bool) -> float:
-    return float(model.n - model.p if reml else model.n)
-
-
-def _diag_mask(model: ProfiledLmm) -> np.ndarray:
-    """(n_theta,) True where theta is a diagonal element of some T_k (bounded below by 0)."""
-    mask = np.zeros(model.n_theta, dtype=bool)
-    for t in model.terms:
-        rows, cols = t.lower
-        mask[t.theta_start + np.flatnonzero(rows == cols)] = True
-    return mask
-
-
-def _start(model: ProfiledLmm) -> np.ndarray:
-    """lme4's default start: 1 on the diagonals, 0 off them."""
-    return _diag_mask(model).astype(float)
-
-
-#: L-BFGS-B gets close; the Newton polish takes the last digits far more cheaply.
-_LBFGS_OPTIONS = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 2000, "maxls": 50}
-
-
-def _canonical(model: ProfiledLmm, theta: np.ndarray) -> np.ndarray:
-    """Flip the sign of every column of T_k whose diagonal is negative (T_k T_k' is unchanged)."""
-    theta = theta.copy()
-    for t in model.terms:
-        rows, cols = t.lower
-        seg = theta[t.theta_start : t.theta_start + t.n_theta]
-        for j in range(t.r):
-            if seg[(rows == j) & (cols == j)][0] < 0:
-                seg[cols == j] *= -1.0
-        theta[t.theta_start : t.theta_start + t.n_theta] = seg
-    return theta
-
-
-def _hessian_fd(model: ProfiledLmm, reml: bool, theta: np.ndarray, g0: np.ndarray) -> np.ndarray:
-    """Forward-difference Hessian of the profiled criterion from its analytic gradient (k evaluations)."""
-    nu = _nu(model, reml)
-    k = theta.size
-    hess = np.empty((k, k))
-    for j in range(k):
-        h = 1e-6 * max(abs(theta[j]), 1e-2)
-        probe = theta.copy()
-        probe[j] += h
-        hess[:, j] = (model.evaluate(probe, reml, grad=True).grad(nu) - g0) / h
-    return 0.5 * (hess + hess.T)
-
-
-def _newton_polish(
-    model: ProfiledLmm,
-    reml: bool,
-    theta: np.ndarray,
-    max_steps: int = 8,
-    fg0: tuple[float, np.ndarray] | None = None,
-) -> tuple[np.ndarray, float, np.ndarray, np.ndarray | None, int]:
-    """Chord-Newton steps (one FD Hessian) from ``theta``; stops when a step no longer lowers f.
-
-    L-BFGS-B stops where its relative-decrease test fires; the REML surface is flat enough there
-    that the variance components can still be ~1e-5 off; two or three Newton steps fix that.
-    ``fg0``: the criterion and gradient at ``theta`` when already known. Returns (theta, f, gradient,
-    Hessian or None, evaluations used).
-    """
-    f0, g0 = fg0 if fg0 is not None else _fg(theta, model, reml)
-    try:
-        hess = _hessian_fd(model, reml, theta, g0)
-    except np.linalg.LinAlgError:
-        return theta, f0, g0, None, int(fg0 is None)
-    n_eval = int(fg0 is None) + theta.size
-    evals = np.linalg.eigvalsh(hess)
-    if not np.all(evals > 1e-8 * max(1.0, float(np.max(np.abs(evals))))):
-        return theta, f0, g0, hess, n_eval
-    for _ in range(max_steps):
-        new = theta - np.linalg.solve(hess, g0)
-        f1, g1 = _fg(new, model, reml)
-        n_eval += 1
-        if not f1 <= f0 + 1e-13 * max(1.0, abs(f0)):
-            break
-        moved = float(np.max(np.abs(new - theta) / np.maximum(np.abs(theta), 1e-8)))
-        theta, f0, g0 = new, f1, g1
-        if moved < 1e-12:
-            break
-    return theta, f0, g0, hess, n_eval
-
-
-def _snap_to_bound(model: ProfiledLmm, reml: bool, theta: np.ndarray, f: float) -> tuple[np.ndarray, int]:
-    """Set diagonal thetas below 1e-6 to exactly 0 when that does not raise the criterion."""
-    diag = _diag_mask(model)
-    n_eval = 0
-    for j in np.flatnonzero(diag & (np.abs(theta) < 1e-6) & (theta != 0)):
-        trial = theta.copy()
-        trial[j] = 0.0
-        f_trial = _fg(trial, model, reml)[0]
-        n_eval += 1
-        if f_trial <= f + 1e-12 * max(1.0, abs(f)):
-            theta, f = trial, f_trial
-    return theta, n_eval
-
-
-def _optimise(model: ProfiledLmm, reml: bool, theta0: np.ndarray) -> tuple[np.ndarray, bool, int, str]:
-    """Minimise the profiled criterion over theta. Returns (theta, converged, evaluations, message).
-
-    The criterion depends on theta only through the T_k T_k', which do not change when a column of
-    T_k changes sign, so it is minimised without bounds and the columns are then flipped to
-    non-negative diagonals (lme4's constraint). A variance on its zero bound is then an ordinary
-    minimum of a function even in that coordinate (no bound for L-BFGS to get stuck on).
-    """
-    res = scipy.optimize.minimize(_fg, theta0, args=(model, reml), jac=True, method="L-BFGS-B", options=_LBFGS_OPTIONS)
-    n_eval = int(res.nfev)
-    message = str(res.message)
-    ok = bool(res.success) or "ABNORMAL" in message  # line search stalls at machine precision
-    x = np.asarray(res.x, float)
-    start = _canonical(model, x)
-    known = (float(res.fun), np.asarray(res.jac, float)) if np.array_equal(start, x) else None
-    theta, f, g, hess, used = _newton_polish(model, reml, start, fg0=known)
-    n_eval += used
-    theta = _canonical(model, theta)
-    theta, used = _snap_to_bound(model, reml, theta, f)
-    n_eval += used
-    if hess is not None:
-        evals = np.linalg.eigvalsh(hess)
-        top = max(1.0, float(np.max(np.abs(evals))))
-        if np.any(evals < -1e-6 * top):
-            ok = False
-            message += "; Hessian at the solution has a negative eigenvalue (saddle point)"
-        elif not np.all(evals > 1e-8 * top):
-            message += "; Hessian at the solution is singular (parameters not identified, e.g. at a boundary)"
-    if np.max(np.abs(g) * np.maximum(np.abs(theta), 1.0)) > 1e-3:
-        ok = False
-        message += f"; gradient not small at the solution ({g.tolist()})"
-    return theta, ok, n_eval, message
-
-
-# --- Satterthwaite ------------------------------------------------------------------------------
-
-
-def _grads(ev: Evaluation) -> tuple[np.ndarray, np.ndarray]:
-    """(dlogdet, dr2) of an evaluation made with ``grad=True``."""
-    assert ev.dlogdet is not None and ev.dr2 is not None
-    return ev.dlogdet, ev.dr2
-
-
-def _deviance_hessian(
-    model: ProfiledLmm, reml: bool, theta: np.ndarray, sigma: float, scale: float, ev: Evaluation
-) -> np.ndarray:
-    """Hessian of the (RE)ML deviance in phi = (theta, sigma), beta profiled (lmerTest's ``devfun_vp``).
-
-    dev(theta, sigma) = logdet(theta) + r2(theta) / sigma^2 + nu log(2 pi sigma^2), r2 in y-units.
-    The theta block is a central difference of the analytic gradients of logdet and r2.
-    """
-    k = model.n_theta
-    nu = _nu(model, reml)
-    s2 = scale * scale
-    r2 = ev.r2 * s2
-    H = np.empty((k + 1, k + 1))
-    for j in range(k):
-        h = 1e-4 * max(abs(theta[j]), 0.1)
-        up, dn = theta.copy(), theta.copy()
-        up[j] += h
-        dn[j] -= h
-        (up_logdet, up_r2), (dn_logdet, dn_r2) = (
-            _grads(model.evaluate(up, reml, grad=True)),
-            _grads(model.evaluate(dn, reml, grad=True)),
-        )
-        H[:k, j] = ((up_logdet - dn_logdet) + s2 * (up_r2 - dn_r2) / sigma**2) / (2 * h)
-    H[:k, :k] = 0.5 * (H[:k, :k] + H[:k, :k].T)
-    H[:k, k] = H[k, :k] = -2.0 * s2 * _grads(ev)[1] / sigma**3
-    H[k, k] = 6.0 * r2 / sigma**4 - 2.0 * nu / sigma**2
-    return H
-
-
-def _pinv_eigen(H: np.ndarray, tol: float = HESSIAN_EIGEN_TOL) -> np.ndarray:
-    """Moore-Penrose inverse over eigenvalues > tol, as lmerTest's ``as_lmerModLT``."""
-    vals, vecs = np.linalg.eigh(H)
-    pos = vals > tol
-    return (vecs[:, pos] / vals[pos]) @ vecs[:, pos].T
-
-
-def satterthwaite_df(
-    vcov_beta: np.ndarray, jac: np.ndarray, vcov_varpar: np.ndarray, L: np.ndarray | None = None
-) -> np.ndarray:
-    """Satterthwaite df for contrasts (lmerTest ``contest1D``): 2 (L'V L)^2 / (g' A g).
-
-    Args:
-        vcov_beta: (p, p) vcov of beta.
-        jac: (k, p, p) derivatives of vcov_beta in the variance parameters phi.
-        vcov_varpar: (k, k) A = asymptotic covariance of phi.
-        L: (c, p) contrast rows; default the identity (one df per coefficient).
-    Returns:
-        (c,) df.
-    """
-    L = np.eye(vcov_beta.shape[0]) if L is None else np.atleast_2d(L)
-    var = np.einsum("ci,ij,cj->c", L, vcov_beta, L)
-    grad = np.einsum("ci,kij,cj->ck", L, jac, L)
-    denom = np.einsum("ck,kl,cl->c", grad, vcov_varpar, grad)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, 2.0 * var**2 / denom, np.nan)
-
-
-# --- the fit ----------------------------------------------------------------------------------
-
-
 def _random_effects(
     model: ProfiledLmm,
     theta: np.ndarray,
@@ -560,7 +347,7 @@ def _x_names(x_names: list[str] | None, p: int) -> list[str]:
 
 def _start_theta(model: ProfiledLmm, theta0: np.ndarray | None, diag: np.ndarray) -> np.ndarray:
     """The optimiser's start: ``theta0`` or lme4's, with diagonal entries at least 1e-3."""
-    start = _start(model) if theta0 is None else np.asarray(theta0, dtype=float).reshape(model.n_theta)
+    start = default_start(model) if theta0 is None else np.asarray(theta0, dtype=float).reshape(model.n_theta)
     start = start.copy()
     start[diag] = np.maximum(start[diag], 1e-3)  # theta_j = 0 is stationary for intercepts; start off it
     return start
@@ -575,28 +362,6 @@ def _ols_scale(y: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, fl
     if not scale > 1e-12 * max(1.0, float(np.max(np.abs(y)))):
         raise ValueError("y is constant (or an exact linear function of X): no variance to partition")
     return b0, resid0, scale
-
-
-def _satterthwaite(
-    model: ProfiledLmm,
-    reml: bool,
-    theta: np.ndarray,
-    sigma2: float,
-    scale: float,
-    ev: Evaluation,
-    vcov: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray | None, str]:
-    """(df, vcov_varpar, failure): Satterthwaite df of the fixed effects, or NaN df and the message's addition."""
-    df = np.full(vcov.shape[0], np.nan)
-    sigma = float(np.sqrt(sigma2))
-    try:
-        H = _deviance_hessian(model, reml, theta, sigma, scale, ev)
-    except np.linalg.LinAlgError as err:
-        return df, None, f"; Satterthwaite df not available: deviance Hessian failed ({err})"
-    vcov_varpar = 2.0 * _pinv_eigen(H)
-    assert ev.dainv_beta is not None  # evaluated with vcov_jac=satterthwaite
-    jac = np.concatenate([sigma2 * ev.dainv_beta, (2.0 * sigma * ev.ainv_beta)[None]], axis=0)
-    return satterthwaite_df(vcov, jac, vcov_varpar), vcov_varpar, ""
 
 
 def fit_lmm(
@@ -637,10 +402,10 @@ def fit_lmm(
     x_names = _x_names(x_names, p)
     b0, resid0, scale = _ols_scale(y, X)
     model = ProfiledLmm(resid0 / scale, X, codes, [lev.size for lev in levels], Zs)
-    diag = _diag_mask(model)
-    theta, ok, n_eval, message = _optimise(model, reml, _start_theta(model, theta0, diag))
+    diag = diagonal_mask(model)
+    theta, ok, n_eval, message = optimise_theta(model, reml, _start_theta(model, theta0, diag))
     ev = model.evaluate(theta, reml, grad=True, vcov_jac=satterthwaite)
-    nu = _nu(model, reml)
+    nu = deviance_nu(model, reml)
     sigma2 = ev.r2 / nu * scale * scale
     beta = b0 + scale * ev.beta
     vcov = sigma2 * ev.ainv_beta
@@ -648,7 +413,9 @@ def fit_lmm(
     tval = beta / se
     z = scipy.stats.norm.ppf(0.975)
     no_df: tuple[np.ndarray, np.ndarray | None, str] = (np.full(p, np.nan), None, "")
-    df, vcov_varpar, failure = _satterthwaite(model, reml, theta, sigma2, scale, ev, vcov) if satterthwaite else no_df
+    df, vcov_varpar, failure = (
+        fit_satterthwaite(model, reml, theta, sigma2, scale, ev, vcov) if satterthwaite else no_df
+    )
     message += failure
     pval = 2.0 * scipy.stats.t.sf(np.abs(tval), df)
     tq = scipy.stats.t.ppf(0.975, df)
@@ -694,7 +461,7 @@ def with_satterthwaite(fit: LmmFit) -> LmmFit:
     _, resid0, scale = _ols_scale(s.y, s.X)
     model = ProfiledLmm(resid0 / scale, s.X, codes, [lev.size for lev in levels], Zs)
     ev = model.evaluate(fit.theta, fit.reml, grad=True, vcov_jac=True)
-    df, vcov_varpar, failure = _satterthwaite(model, fit.reml, fit.theta, fit.sigma2, scale, ev, fit.vcov_beta)
+    df, vcov_varpar, failure = fit_satterthwaite(model, fit.reml, fit.theta, fit.sigma2, scale, ev, fit.vcov_beta)
     pval = 2.0 * scipy.stats.t.sf(np.abs(fit.t_value), df)
     tq = scipy.stats.t.ppf(0.975, df)
     ci_t = np.column_stack([fit.beta - tq * fit.beta_se, fit.beta + tq * fit.beta_se])
@@ -722,9 +489,6 @@ def fit_formula(
         for g, Z, gn, cn in zip(d.groups, d.Zs, d.group_names, d.coef_names)
     ]
     return fit_lmm(d.y, d.X, terms, reml=reml, x_names=d.x_names, satterthwaite=satterthwaite, theta0=theta0)
-
-
-# --- likelihood-ratio tests ---------------------------------------------------------------------
 
 
 def _as_ml(fit: LmmFit) -> LmmFit:
