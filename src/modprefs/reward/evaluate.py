@@ -36,7 +36,7 @@ import pandas as pd
 from modprefs.reward.baselines import BASELINES, baseline_credits, ceiling_of, compare, mean_credit, model_credit
 from modprefs.reward.model import RewardModel, load_reward_model, pair_examples
 from modprefs.reward.pairs import assign_split
-from modprefs.reward.train import pair_accuracy, scores_table
+from modprefs.reward.run_outputs import pair_accuracy, scores_table
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ class QwenOmniBackbone(nn.Module):
         thinker_config: instead of ``model_id``, a randomly initialised thinker of this config (tests);
         torch_dtype: dtype the weights load in (``auto`` = the checkpoint's, bf16 for Qwen2.5-Omni).
             Training keeps every *trainable* parameter in fp32 (master weights, see
-            :func:`modprefs.reward.train.prepare_precision`); frozen weights stay in this dtype on a GPU;
+            :func:`modprefs.reward.precision.prepare_precision`); frozen weights stay in this dtype on a GPU;
         lora: ``None`` (full fine-tune) or LoRA settings through ``peft`` (``r``, ``alpha``, ``dropout``,
             ``target_modules``; :data:`DEFAULT_LORA` fills what is left out): the base stays frozen and a
             checkpoint holds only the adapter, the pooling and the head;
