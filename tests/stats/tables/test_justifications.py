@@ -11,24 +11,28 @@ from scipy.stats import binom, chi2_contingency, false_discovery_control
 from conftest import ROOT
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
-from modprefs.stats.tables.justifications import (
-    MODALITY_TERMS_PATH,
-    STOP_WORDS_PATH,
-    TERM_COLUMNS,
-    analyze,
-    analyze_justifications,
+from modprefs.stats.tables.justification_tests import (
     benjamini_hochberg,
-    exclusion_words,
-    justification_terms,
-    load_terms,
-    normalize_negations,
-    permutation_count,
     permutation_pvalues,
     presence_test,
-    presence_tests,
-    stem,
     stepdown_maxt_pvalues,
+)
+from modprefs.stats.tables.justification_tokens import (
+    STOP_WORDS_PATH,
+    analyze,
+    exclusion_words,
+    load_terms,
+    normalize_negations,
+    stem,
     stop_words,
+)
+from modprefs.stats.tables.justifications import (
+    MODALITY_TERMS_PATH,
+    TERM_COLUMNS,
+    analyze_justifications,
+    justification_terms,
+    permutation_count,
+    presence_tests,
 )
 from modprefs.study.design import make_assignments
 from test_recovery import paper_stimuli
@@ -542,7 +546,7 @@ def _habit_study(rng, alpha, n_per_cond, effect=1.0, n_phrases=18, trials=20):
 
 def _discoveries(counts, n_docs, audio, rng):
     """(reported: Westfall-Young p_fwer <= .05, the permutation p-values' BH q <= .05, document chi-square BH)."""
-    from modprefs.stats.tables.justifications import permutation_tests
+    from modprefs.stats.tables.justification_tests import permutation_tests
 
     keep = (counts > 0).sum(0) >= 5
     c = counts[:, keep]
@@ -697,7 +701,7 @@ def test_stepdown_maxt_matches_multtest_complete_enumeration():
 def test_permutation_tests_family_wise_is_stepdown_on_the_relabellings(n_perm):
     """permutation_tests streams the relabellings twice; its p_fwer equals the step-down maxT applied to the
     whole B x m matrix of the same relabellings (drawn here from the same seed), t = |d| / root mean square."""
-    from modprefs.stats.tables.justifications import _PERM_BLOCK, _proportion_difference, permutation_tests
+    from modprefs.stats.tables.justification_tests import _PERM_BLOCK, _proportion_difference, permutation_tests
 
     counts, n_docs, audio = _habit_study(np.random.default_rng(3), 20.0, 15, effect=5.0, n_phrases=6)
     res = permutation_tests(counts, n_docs, audio, n_perm, np.random.default_rng(41))
@@ -721,7 +725,7 @@ def test_permutation_tests_family_wise_is_stepdown_on_the_relabellings(n_perm):
 
 def test_permutation_tests_term_that_never_varies_is_not_significant():
     """A term in every document of every participant: d = 0 under every relabelling, so p_fwer = 1."""
-    from modprefs.stats.tables.justifications import permutation_tests
+    from modprefs.stats.tables.justification_tests import permutation_tests
 
     counts, n_docs, audio = _habit_study(np.random.default_rng(9), 20.0, 15, effect=6.0, n_phrases=5)
     counts = np.column_stack([counts, n_docs])

@@ -109,30 +109,42 @@ terms first, sorted by p_fwer, q, p_perm, term; untested (rare) terms have NaN `
 ``note``. The counts (documents and participants per modality, vocabulary size before and after
 exclusion, the settings) are in :class:`JustificationAnalysis` (:func:`analyze_justifications`)
 and, for :func:`justification_terms`, in the frame's ``attrs`` and the log.
+
+Where the steps live: tokens, stop words, stemming, negation and the exclusion list (steps 2 and 4) in
+:mod:`modprefs.stats.tables.justification_tokens`; the permutation test, the step-down maxT and BH and the
+document-level chi-square (steps 5-7) in :mod:`modprefs.stats.tables.justification_tests`; the documents, the
+vocabulary and the table here.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.sparse import csr_matrix
 from scipy.stats import chi2 as chi2_dist
-from scipy.stats import chi2_contingency
 
 from modprefs.io_tables import as_bool_column
 from modprefs.stats.defaults import STATS_DEFAULTS
+from modprefs.stats.tables.justification_tests import benjamini_hochberg, permutation_tests
+from modprefs.stats.tables.justification_tokens import (
+    EXCLUDED_MARK,
+    NEGATION_NAME,
+    STEMMER_NAME,
+    STOP_WORDS_NAME,
+    analysed_tokens,
+    exclusion_words,
+    load_terms,
+)
 from modprefs.study.terms import CONDITIONS
 
 log = logging.getLogger(__name__)
-
 TERM_COLUMNS = [
     "term",
     "participants_audio",
@@ -159,7 +171,6 @@ DEFAULT_N_PERM: int = STATS_DEFAULTS["n_perm"]  # the config's stats.n_perm
 DEFAULT_SEED: int = STATS_DEFAULTS["seed"]  # the config's seed
 #: mixed into the permutation seed so this analysis' stream differs from the other analyses' on the same seed
 SEED_STREAM = 43
-_PERM_BLOCK = 1024
 TEST_NAME = (
     "participant-level permutation test of the difference in document proportions "
     "(condition labels permuted over participants); significant: Westfall-Young step-down maxT "
@@ -167,323 +178,12 @@ TEST_NAME = (
 )
 #: the documented exclusion list, relative to the repository root
 MODALITY_TERMS_PATH = Path("resources") / "analysis" / "modality_terms.txt"
-#: the documented stop list (function words only), resolved against the repository root
-STOP_WORDS_PATH = Path(__file__).resolve().parents[4] / "resources" / "analysis" / "stop_words.txt"
-STOP_WORDS_NAME = "resources/analysis/stop_words.txt (scikit-learn ENGLISH_STOP_WORDS minus content words)"
-STEMMER_NAME = "nltk PorterStemmer (NLTK_EXTENSIONS mode)"
-NEGATION_NAME = "not/no/never (n't, cannot -> not) kept; the next content word becomes <negator>_<stem>"
-_TOKEN = re.compile(r"[a-z]{2,}")
-#: tokens and the punctuation that ends a negation's scope
-_PIECE = re.compile(r"[a-z]{2,}|[.,;:!?()\[\]\"\n]")
-#: negation words; each is a term, and prefixes the next content word (its head)
-NEGATORS = frozenset({"not", "no", "never"})
-#: degree words skipped (and kept as terms unless stop words) between a negator and its head
-INTENSIFIERS = frozenset(
-    {
-        "very",
-        "too",
-        "so",
-        "really",
-        "quite",
-        "overly",
-        "particularly",
-        "especially",
-        "entirely",
-        "completely",
-        "totally",
-        "fully",
-        "necessarily",
-        "always",
-        "even",
-        "much",
-    }
-)
-#: contrastive conjunctions: a negation does not reach past them ("not long but clear")
-SCOPE_BREAKS = frozenset({"but", "however", "although", "though", "yet", "whereas", "while"})
-#: stop words or intensifiers allowed between a negator and its head ("not as very clear")
-MAX_NEGATION_GAP = 3
-_CONTRACTIONS = (
-    (re.compile(r"\b(?:can['\u2019]?t|cannot)\b"), "can not"),
-    (re.compile(r"\bwon['\u2019]t\b"), "will not"),
-    (re.compile(r"\bain['\u2019]t\b"), "is not"),
-    (re.compile(r"\b([a-z]+)n['\u2019]t\b"), r"\1 not"),
-    (re.compile(r"\b(do|does|did|is|was|are|were|could|would|should|has|have|had)nt\b"), r"\1 not"),
-)
-_EXCLUDED = "excluded:"  # marks an excluded word in the tokenizer's output (never a real token: no ':')
-
-
-@lru_cache(maxsize=1)
-def stop_words() -> frozenset[str]:
-    """The stop list of :data:`STOP_WORDS_PATH` (lowercase words; see the file's header for its rule)."""
-    if not STOP_WORDS_PATH.is_file():
-        raise FileNotFoundError(
-            f"justification stop list not found: {STOP_WORDS_PATH} "
-            "(resources/analysis/stop_words.txt of the modprefs repository)"
-        )
-    return frozenset(load_terms(STOP_WORDS_PATH))
-
-
-@lru_cache(maxsize=1)
-def _stemmer():
-    from nltk.stem.porter import PorterStemmer
-
-    return PorterStemmer()
-
-
-@lru_cache(maxsize=50_000)
-def stem(word: str) -> str:
-    """Porter stem of one lowercase word (NLTK's PorterStemmer; no downloaded data needed)."""
-    return _stemmer().stem(word.lower())
-
-
-def normalize_negations(text: str) -> str:
-    """Lowercased ``text`` with negative contractions spelled out: "don't"/"dont" -> "do not",
-    "can't"/"cant"/"cannot" -> "can not", "won't" -> "will not", "isn't" -> "is not" (straight or
-    curly apostrophe)."""
-    out = str(text).lower()
-    for pattern, repl in _CONTRACTIONS:
-        out = pattern.sub(repl, out)
-    return out
-
-
-def _tokens(doc: str, exclude: frozenset[str] = frozenset()) -> list[str]:
-    """Terms of one document, excluded words marked ``excluded:<word>`` (see :func:`analyze`)."""
-    stops = stop_words()
-    out: list[str] = []
-    negator: str | None = None
-    gap = 0
-    for piece in _PIECE.findall(normalize_negations(doc)):
-        if not piece[0].isalpha():  # punctuation ends a negation's scope
-            negator = None
-            continue
-        if piece in SCOPE_BREAKS:
-            negator = None
-        if piece in NEGATORS:
-            out.append(piece)
-            negator, gap = piece, 0
-            continue
-        if piece in stops or piece in INTENSIFIERS:
-            if piece not in stops:
-                out.append(stem(piece))
-            gap += 1
-            if gap > MAX_NEGATION_GAP or piece == "only":  # "not only clear but ..." negates nothing
-                negator = None
-            continue
-        if piece in exclude:
-            out.append(_EXCLUDED + piece)
-        elif negator is not None:
-            out.append(f"{negator}_{stem(piece)}")
-        else:
-            out.append(stem(piece))
-        negator = None
-    return out
-
-
-def analyze(doc: str, exclude: Iterable[str] = ()) -> list[str]:
-    """Terms of one justification: negations spelled out, lowercase letter runs (>= 2), stop words
-    dropped, words in ``exclude`` (exact, lowercase) dropped, Porter-stemmed; a content word after
-    ``not``/``no``/``never`` becomes ``<negator>_<stem>`` (module docstring, step 2)."""
-    return [t for t in _tokens(doc, frozenset(exclude)) if not t.startswith(_EXCLUDED)]
-
-
-def load_terms(path: str | Path) -> list[str]:
-    """Words of a term list: one per line, '#' comments and blank lines ignored, lowercased."""
-    out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip().lower()
-        if line:
-            out.append(line)
-    return out
-
-
-def exclusion_words(terms: Iterable[str]) -> frozenset[str]:
-    """The exact words excluded from the analysis (lowercased); each entry must be one token ``[a-z]{2,}``.
-
-    Matching is on the word before stemming, so "heading" excludes "heading" only (not "head", its
-    stem) and "play" does not exclude "playful"; list every inflection to exclude.
-    """
-    out = set()
-    for term in terms:
-        word = str(term).strip().lower()
-        if not _TOKEN.fullmatch(word):
-            raise ValueError(
-                f"modality term {term!r}: entries are single words of letters a-z (length >= 2), matched exactly"
-            )
-        out.add(word)
-    return frozenset(out)
-
-
-def benjamini_hochberg(pvalues: Iterable[float]) -> np.ndarray:
-    """Benjamini-Hochberg (1995) step-up adjusted p-values, in the input order.
-
-    q_(i) = min_{j >= i} min(1, m p_(j) / j) over p sorted ascending (m = number of p-values);
-    a hypothesis is rejected at FDR level alpha when q <= alpha. Empty input -> empty array.
-    """
-    p = np.asarray(list(pvalues), dtype=float)
-    m = p.size
-    if m == 0:
-        return p
-    if np.any(np.isnan(p)) or np.any((p < 0) | (p > 1)):
-        raise ValueError("p-values must lie in [0, 1]")
-    order = np.argsort(p, kind="mergesort")
-    scaled = p[order] * m / np.arange(1, m + 1)
-    adjusted = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
-    q = np.empty(m)
-    q[order] = adjusted
-    return q
-
-
-def presence_test(
-    docs_audio: int, n_audio: int, docs_text: int, n_text: int, correction: bool = True
-) -> tuple[float, float]:
-    """Document-level chi-square test of a term's presence/absence by modality (2x2): (chi2, p).
-
-    Table ``[[docs_audio, n_audio - docs_audio], [docs_text, n_text - docs_text]]`` through
-    ``scipy.stats.chi2_contingency(table, correction=correction)`` (Yates when True). A zero margin
-    (term in no or in every document) gives (0.0, 1.0). Treats documents as independent (the paper's
-    test; not the one ``significant`` reports).
-    """
-    table = np.array([[docs_audio, n_audio - docs_audio], [docs_text, n_text - docs_text]], dtype=float)
-    if np.any(table < 0):
-        raise ValueError("document counts exceed the number of documents")
-    if np.any(table.sum(axis=0) == 0) or np.any(table.sum(axis=1) == 0):
-        return 0.0, 1.0
-    res = chi2_contingency(table, correction=correction)
-    return float(res.statistic), float(res.pvalue)
 
 
 def permutation_count(n_perm: int, n_terms: int, alpha: float = DEFAULT_ALPHA) -> int:
     """Permutations used: ``n_perm`` raised to ``ceil(2 m / alpha)`` (m = ``n_terms``), so that
     1 / (B + 1) < alpha / (2 m), half of Benjamini-Hochberg's first-rank threshold."""
     return max(int(n_perm), math.ceil(2 * n_terms / alpha) if n_terms else 0, 1)
-
-
-def _proportion_difference(s_c: np.ndarray, s_n: np.ndarray, c_tot: np.ndarray, n_tot: float) -> np.ndarray:
-    """Audio minus text pooled document proportion, from the audio sums (``s_c`` per term, ``s_n`` docs)."""
-    s_n = np.asarray(s_n, dtype=float)[..., None]
-    return s_c / s_n - (c_tot - s_c) / (n_tot - s_n)
-
-
-def stepdown_exceedances(
-    observed: np.ndarray, permuted: np.ndarray, tolerance: float | np.ndarray = 1e-12
-) -> np.ndarray:
-    """Westfall-Young step-down maxT counts for one block of permutations (Westfall & Young 1993, Algorithm 2.8).
-
-    ``observed``: the m standardised statistics sorted in decreasing order, t_(1) >= ... >= t_(m);
-    ``permuted``: B x m, each permutation's statistics in the same (observed) order. Returns, per rank k,
-    #{b : max_{l >= k} permuted[b, l] >= t_(k) - tolerance_k}: how often the largest statistic among the terms
-    ranked k..m reaches the k-th observed one (``tolerance``: for ties; a scalar or one per rank).
-    """
-    successive_max = np.maximum.accumulate(permuted[:, ::-1], axis=1)[:, ::-1]
-    return (successive_max >= (observed - tolerance)[None, :]).sum(axis=0)
-
-
-def stepdown_maxt_pvalues(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
-    """Westfall-Young step-down maxT adjusted p-values (family-wise error rate), in the input order.
-
-    ``observed``: m statistics (larger = more extreme, e.g. |t|); ``permuted``: B x m, the same statistics
-    under B relabellings. With the terms ordered by decreasing observed statistic,
-    ``p~_(k) = max_{l <= k} (1 + #{b : max_{j >= l} permuted[b, j] >= t_(l)}) / (1 + B)``. Strong control of
-    the family-wise error rate under subset pivotality (Westfall & Young 1993, Resampling-Based Multiple
-    Testing, §2.6; Dudoit, Shaffer & Boldrick 2003, Statist. Sci. 18:71-103); the statistics' dependence
-    is whatever the relabellings give it, so the rate of any rejection under the global null is the
-    permutation test's alpha.
-    """
-    observed = np.asarray(observed, dtype=float)
-    permuted = np.asarray(permuted, dtype=float)
-    if permuted.ndim != 2 or permuted.shape[1] != observed.size:
-        raise ValueError("permuted must be B x m with one column per observed statistic")
-    order = np.argsort(-observed, kind="mergesort")
-    counts = stepdown_exceedances(observed[order], permuted[:, order])
-    adjusted = np.maximum.accumulate((1.0 + counts) / (1.0 + permuted.shape[0]))
-    out = np.empty(observed.size)
-    out[order] = adjusted
-    return out
-
-
-def _permutation_blocks(audio: np.ndarray, n_perm: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
-    """The condition labels of ``n_perm`` random relabellings (group sizes fixed), in blocks of rows (0/1)."""
-    done = 0
-    while done < n_perm:
-        size = min(_PERM_BLOCK, n_perm - done)
-        yield rng.permuted(np.tile(audio, (size, 1)), axis=1).astype(float)
-        done += size
-
-
-def _replay(rng: np.random.Generator) -> np.random.Generator:
-    """An independent generator in ``rng``'s current state: it draws what ``rng`` will draw next."""
-    twin = np.random.Generator(type(rng.bit_generator)())
-    twin.bit_generator.state = rng.bit_generator.state
-    return twin
-
-
-@dataclass
-class PermutationTests:
-    """Result of :func:`permutation_tests`: one entry per term (column of ``counts``)."""
-
-    difference: np.ndarray  # observed audio minus text pooled document proportion
-    p: np.ndarray  # marginal two-sided permutation p-value, (1 + #{|d*| >= |d|}) / (1 + B)
-    p_fwer: np.ndarray  # Westfall-Young step-down maxT adjusted p-value (family-wise error rate)
-    scale: np.ndarray  # the permutation root mean square of d over the identity and the B relabellings
-
-
-def permutation_tests(
-    counts: np.ndarray, n_docs: np.ndarray, is_audio: np.ndarray, n_perm: int, rng: np.random.Generator
-) -> PermutationTests:
-    """Participant-level permutation tests of each term, marginal and family-wise (see the module docstring).
-
-    ``counts``: participants x terms, documents of participant i containing term j; ``n_docs``: each
-    participant's documents (>= 1); ``is_audio``: each participant's condition. Statistic: d_j, the
-    difference in pooled document proportions, audio minus text. ``n_perm`` random permutations of the
-    condition labels over participants (group sizes fixed), in blocks of matrix products, drawn twice from
-    the same stream (so memory is one block, not B x m):
-
-    1. marginal ``p = (1 + #{|d*| >= |d|}) / (1 + B)`` and the scale s_j = sqrt(mean of d_j^2 over the
-       identity and the B relabellings) -- a symmetric function of the relabellings, so t_j = |d_j| / s_j is
-       still an exact permutation statistic;
-    2. the Westfall-Young step-down maxT adjusted p-values of t (:func:`stepdown_maxt_pvalues`).
-
-    A term whose d is the same under every relabelling (s_j = 0) gets t = 0 and p_fwer = 1.
-    """
-    counts = np.asarray(counts, dtype=float)
-    n = np.asarray(n_docs, dtype=float)
-    audio = np.asarray(is_audio, dtype=bool)
-    if counts.ndim != 2 or counts.shape[0] != n.size or n.size != audio.size:
-        raise ValueError("counts must be participants x terms, with one n_docs and one condition per participant")
-    if not audio.any() or audio.all() or np.any(n < 1):
-        raise ValueError("both conditions need participants, and every participant at least one document")
-    c_tot, n_tot = counts.sum(axis=0), float(n.sum())
-    observed = _proportion_difference(counts[audio].sum(axis=0), n[audio].sum(), c_tot, n_tot)
-    bar = np.abs(observed) - 1e-12
-    exceed = np.zeros(counts.shape[1], dtype=np.int64)
-    squares = observed**2
-    second_pass = _replay(rng)
-    for labels in _permutation_blocks(audio, n_perm, rng):
-        diff = _proportion_difference(labels @ counts, labels @ n, c_tot, n_tot)
-        exceed += (np.abs(diff) >= bar).sum(axis=0)
-        squares += (diff**2).sum(axis=0)
-    scale = np.sqrt(squares / (1.0 + n_perm))
-    usable = scale > 1e-12 * max(1.0, float(np.abs(observed).max(initial=0.0)))
-    inverse = np.where(usable, 1.0 / np.where(usable, scale, 1.0), 0.0)
-    t = np.abs(observed) * inverse
-    order = np.argsort(-t, kind="mergesort")
-    fw_exceed = np.zeros(counts.shape[1], dtype=np.int64)
-    for labels in _permutation_blocks(audio, n_perm, second_pass):
-        diff = _proportion_difference(labels @ counts, labels @ n, c_tot, n_tot)
-        # the marginal test's tie tolerance (1e-12 in d) in t's units, so p_fwer >= p holds exactly
-        fw_exceed += stepdown_exceedances(t[order], (np.abs(diff) * inverse)[:, order], 1e-12 * inverse[order])
-    p_fwer = np.empty(counts.shape[1])
-    p_fwer[order] = np.maximum.accumulate((1.0 + fw_exceed) / (1.0 + n_perm))
-    p_fwer[~usable] = 1.0
-    return PermutationTests(observed, (1.0 + exceed) / (1.0 + n_perm), p_fwer, scale)
-
-
-def permutation_pvalues(
-    counts: np.ndarray, n_docs: np.ndarray, is_audio: np.ndarray, n_perm: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """(observed difference, marginal two-sided p) of :func:`permutation_tests` (the same stream of relabellings)."""
-    res = permutation_tests(counts, n_docs, is_audio, n_perm, rng)
-    return res.difference, res.p
 
 
 def select_justifications(trials: pd.DataFrame, participants: pd.DataFrame) -> pd.DataFrame:
@@ -593,14 +293,14 @@ def _corpus(docs: pd.DataFrame, exclude: frozenset[str], min_df: int | float) ->
     """Vocabulary (TfidfVectorizer, min_df) and participant x term document counts; None if empty."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vectorizer = TfidfVectorizer(analyzer=partial(_tokens, exclude=exclude), min_df=min_df, lowercase=False)
+    vectorizer = TfidfVectorizer(analyzer=partial(analysed_tokens, exclude=exclude), min_df=min_df, lowercase=False)
     try:
         matrix = vectorizer.fit_transform(docs["justification"].tolist())
     except ValueError:  # no term reaches min_df (or only stop words)
         return None
     vocab = np.asarray(vectorizer.get_feature_names_out(), dtype=object)
-    keep = np.array([not str(t).startswith(_EXCLUDED) for t in vocab], dtype=bool)
-    excluded = sorted(str(t)[len(_EXCLUDED) :] for t in vocab[~keep])
+    keep = np.array([not str(t).startswith(EXCLUDED_MARK) for t in vocab], dtype=bool)
+    excluded = sorted(str(t)[len(EXCLUDED_MARK) :] for t in vocab[~keep])
     present = (matrix[:, np.flatnonzero(keep)] > 0).astype(np.float64).tocsr()
     codes, people = pd.factorize(docs["participant_id"], sort=True)
     member = csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(len(people), len(codes)))
