@@ -18,11 +18,9 @@ from modprefs.judges.local import (
     DNSMOS_BACKEND,
     TEXT_BACKEND,
     LocalJudgeConfig,
-    dnsmos_rating,
-    expected_rating,
-    load_yes_no_prompt,
 )
 from modprefs.judges.local_model import YesNoScorer, converted_model_dir, default_gguf_path
+from modprefs.judges.local_prompt import dnsmos_rating, expected_rating, load_yes_no_prompt
 from modprefs.judges.records import TABLE_COLUMNS, iter_records, ratings_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +149,7 @@ def test_attention_check_coherent_rated_above_nonsense(run):
     recs = _by_clip(run[2])
     good, bad = recs["attn_0"], recs["attn_1"]
     assert good["status"] == bad["status"] == "ok"
-    # measured: expected ratings 25.6 vs 6.8 (benchmarks/judges_local.py); a 10-point margin, not a coin flip
+    # measured: expected ratings 25.6 vs 6.8 (benchmarks/validity/judges_local.py); a 10-point margin, not a coin flip
     assert good["expected_rating"] > bad["expected_rating"] + 10
     assert good["rating"] > bad["rating"]
 
