@@ -19,12 +19,12 @@ from typing import Any
 # pairs) does not load the openai client, torch or transformers.
 _EXPORTS = {
     "JudgeAbort": "types",
-    "JudgeConfig": "client",
+    "JudgeConfig": "api_config",
     "JudgeItem": "types",
     "JudgeSetupError": "types",
     "RunResult": "types",
     "arun_judges": "client",
-    "build_items": "client",
+    "build_items": "api_config",
     "run_judges": "dispatch",
     "LocalJudgeConfig": "local",
     "run_local_judges": "local",

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from modprefs.judges.types import JudgeAbort, JudgeItem, JudgeSetupError, RunResult
 
 if TYPE_CHECKING:
-    from modprefs.judges.client import JudgeConfig
+    from modprefs.judges.api_config import JudgeConfig
     from modprefs.judges.qc_reuse import QcMeasures
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from modprefs.judges.client import JudgeItem, build_items
+from modprefs.judges.api_config import build_items
+from modprefs.judges.types import JudgeItem
 from modprefs.speech.clips import read_attention_check
 from modprefs.study.terms import ATTENTION_PROMPT
 

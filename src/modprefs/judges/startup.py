@@ -15,7 +15,8 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from modprefs.judges.client import JudgeConfig, api_key, preflight
+from modprefs.judges.api_config import JudgeConfig
+from modprefs.judges.client import api_key, preflight
 
 
 def check_judges_at_start(judges: Mapping[str, Any]) -> None:
