@@ -10,15 +10,9 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from modprefs.data.pairs import (
-    PairsFormatError,
-    Transcript,
-    build_pair_interactions,
-    declared_pairs_files,
-    given_audio_files,
-    pairs_problems,
-    read_pairs_table,
-)
+from modprefs.data.pairs import PairsFormatError, declared_pairs_files, given_audio_files, read_pairs_table
+from modprefs.data.pairs_checks import pairs_problems
+from modprefs.data.pairs_interactions import Transcript, build_pair_interactions
 from modprefs.data.prism import INTERACTION_COLUMNS
 from modprefs.sampling.draw import given_stratum_quotas, sample_study_prompts, take_all_prompts
 from modprefs.sampling.screening import ScreeningResult
@@ -414,7 +408,7 @@ def test_audio_paths_are_named_as_what_they_are(tmp_path: Path, monkeypatch: pyt
 
 
 def test_audio_longer_than_the_maximum_is_refused_from_its_header(tmp_path: Path) -> None:
-    from modprefs.data.pairs import PairsChecks
+    from modprefs.data.pairs_checks import PairsChecks
 
     _tone(tmp_path / "a.wav", 16000, seconds=3.0)
     _tone(tmp_path / "b.wav", 16000, freq=330.0)
@@ -430,7 +424,7 @@ def test_audio_longer_than_the_maximum_is_refused_from_its_header(tmp_path: Path
 
 
 def test_the_same_audio_on_both_sides_needs_the_labs_opt_in(tmp_path: Path) -> None:
-    from modprefs.data.pairs import PairsChecks
+    from modprefs.data.pairs_checks import PairsChecks
 
     _tone(tmp_path / "a.wav", 16000)
     (tmp_path / "copy.wav").write_bytes((tmp_path / "a.wav").read_bytes())

@@ -354,7 +354,7 @@ def test_a_1_to_5_study_is_read_back_on_its_recorded_scale(tmp_path, capsys):
 @pytest.mark.slow
 def test_the_published_stimuli_are_a_pairs_source_with_their_own_audio(published, tmp_path):
     """Item 2's stimulus half: data.source = the published folder (data.format: pairs, tts.backend: given)."""
-    from modprefs.data.pairs import load_pairs
+    from modprefs.data.pairs_interactions import load_pairs
 
     res, out = published
     data = {"format": "pairs", "source": str(out)}  # no hf_split, no columns: the published study is recognised
@@ -617,7 +617,7 @@ def test_hub_id_of_a_published_study_is_a_pairs_source(published, tmp_path, monk
     replaced by the local Parquet files, as the card's configs name them (as in the test above)."""
     import datasets
 
-    from modprefs.data.pairs import load_pairs
+    from modprefs.data.pairs_interactions import load_pairs
 
     _, out = published
     calls: list[tuple[str, str | None]] = []
@@ -810,7 +810,7 @@ def test_the_hubs_parquet_layout_of_a_published_study_is_read_back(published, tm
     copy): `modprefs stats` reads its ratings, trials and participants splits, its stimuli and the scale its card
     records, and gives the run's icc.csv (it was refused with a message about mismatched columns, #49); the same
     folder is a pairs source (its stimuli split, with their audio)."""
-    from modprefs.data.pairs import load_pairs
+    from modprefs.data.pairs_interactions import load_pairs
 
     res, out = published
     clone = tmp_path / "clone"

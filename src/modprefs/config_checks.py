@@ -140,7 +140,8 @@ def _pairs_problems(config: Mapping[str, Any], base: Path) -> list[Problem]:
     A pool no larger than ``sampling.n_prompts`` is used whole (the workflow lowers n_prompts to it), so the size
     check applies only to a larger pool, which is drawn.
     """
-    from modprefs.data.pairs import HUB_PREFIX, PairsChecks, PairsFormatError, pairs_problems, read_pairs_table
+    from modprefs.data.pairs import HUB_PREFIX, PairsFormatError, read_pairs_table
+    from modprefs.data.pairs_checks import PairsChecks, pairs_problems
     from modprefs.file_access import file_problem
     from modprefs.sampling.draw import sample_size_problems
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
-from modprefs.data.pairs import asr_sides_described, load_pairs, transcript_screen  # noqa: E402
+from modprefs.data.pairs_interactions import asr_sides_described, load_pairs, transcript_screen  # noqa: E402
 from modprefs.data.prism import prism_interactions  # noqa: E402
 from modprefs.io import write_parquet  # noqa: E402
 from modprefs.workflow_log import run_adapter, setup_logging  # noqa: E402
