@@ -239,8 +239,8 @@ def test_rerun_is_served_from_the_cache_without_loading_a_model(run, monkeypatch
         raise AssertionError("a model was loaded on a fully cached run")
 
     monkeypatch.setattr("modprefs.judges.local.YesNoScorer", no_load)
-    monkeypatch.setattr("modprefs.speech.qc.Transcriber", no_load)
-    monkeypatch.setattr("modprefs.speech.qc.DnsMos", no_load)
+    monkeypatch.setattr("modprefs.speech.qc_models.Transcriber", no_load)
+    monkeypatch.setattr("modprefs.speech.qc_models.DnsMos", no_load)
     again = run_judges(items, CONFIG, out)  # the dispatching entry point
     assert again.stats.cached == again.stats.units == len(items) and again.stats.pending == 0
     assert again.stats.forward_passes == again.stats.transcriptions == again.stats.dnsmos_calls == 0
@@ -276,8 +276,8 @@ def test_audio_judges_reuse_qc_measurements_of_the_same_bytes(run, tmp_path, mon
     def no_load(*args, **kwargs):
         raise AssertionError("QC measured this audio: no ASR or DNSMOS model should load")
 
-    monkeypatch.setattr("modprefs.speech.qc.Transcriber", no_load)
-    monkeypatch.setattr("modprefs.speech.qc.DnsMos", no_load)
+    monkeypatch.setattr("modprefs.speech.qc_models.Transcriber", no_load)
+    monkeypatch.setattr("modprefs.speech.qc_models.DnsMos", no_load)
     again = run_judges(audio, CONFIG, tmp_path / "out", qc=qc)
     assert again.stats.qc_transcripts_reused == again.stats.qc_dnsmos_reused == 2
     assert again.stats.transcriptions == again.stats.dnsmos_calls == 0

