@@ -652,7 +652,7 @@ def test_publish_config_block_is_strict_with_defaults():
 
 def test_judge_ratings_are_published_and_left_out_when_read_back(tmp_path):
     from modprefs.io_tables import strings_frame
-    from modprefs.ratings.sources import published_ratings
+    from modprefs.ratings.sources_published import published_ratings
 
     res = make_results(tmp_path)
     pd.DataFrame({"condition": ["text"], "icc_2_k": [0.5]}).to_csv(res / "stats/tables/icc.csv", index=False)

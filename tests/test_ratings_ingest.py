@@ -9,7 +9,7 @@ from _ratings_helpers import make_assignments, make_stimuli, write_tables
 from modprefs.ratings.ingest import MAX_LISTED, RatingsValidationError, ingest_ratings, validate_ratings_dir
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
-from modprefs.ratings.sources import RatingsSourceError
+from modprefs.ratings.source_tables import RatingsSourceError
 from modprefs.scale import PAPER_SCALE
 
 

@@ -21,7 +21,8 @@ from modprefs.ratings.ingest import RatingsValidationError, ingest_ratings
 from modprefs.ratings.read import StimuliError, first_clips, prepare_study, read_stimuli
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
-from modprefs.ratings.sources import RatingsSourceError, load_ratings_source, parse_column_map, ratings_config_problems
+from modprefs.ratings.source_tables import RatingsSourceError
+from modprefs.ratings.sources import load_ratings_source, parse_column_map, ratings_config_problems
 from modprefs.scale import PAPER_SCALE
 
 NA_IDS = ["NA", "None", "null", "nan", "NULL", "N/A", "NaN"]

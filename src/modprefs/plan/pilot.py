@@ -51,7 +51,8 @@ from modprefs.plan.priors import Priors, build_scenarios, icc_curve, jeffreys
 from modprefs.ratings.ingest import validate_ratings
 from modprefs.ratings.read import read_stimuli
 from modprefs.ratings.simulation.params import SimulationParams
-from modprefs.ratings.sources import ATTENTION_CLIPS, RawTables, load_ratings_source
+from modprefs.ratings.source_tables import ATTENTION_CLIPS, RawTables
+from modprefs.ratings.sources import load_ratings_source
 from modprefs.scale import PAPER_SCALE, RatingScale
 from modprefs.stats.reliability.icc import analysable_ratings, fit_iccs, icc_from_components
 from modprefs.study.terms import CONDITIONS

@@ -46,7 +46,8 @@ import pandas as pd
 from modprefs.errors import UserInputError
 from modprefs.ratings.ingest_checks import Problems, check_across, check_attention, check_study
 from modprefs.ratings.schema import TABLES, ColumnSpec, column_specs, parse_column
-from modprefs.ratings.sources import RawTables, load_ratings_source
+from modprefs.ratings.source_tables import RawTables
+from modprefs.ratings.sources import load_ratings_source
 from modprefs.scale import RatingScale
 
 MAX_LISTED = 50

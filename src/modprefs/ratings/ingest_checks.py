@@ -38,7 +38,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from modprefs.ratings.sources import ATTENTION_CLIPS, Origin
+from modprefs.ratings.source_tables import ATTENTION_CLIPS, Origin
 from modprefs.study.terms import ATTENTION_PROMPT
 
 AUDIO_ONLY_TRIAL_COLUMNS = ("deliberation_time_s", "replays_0", "replays_1")

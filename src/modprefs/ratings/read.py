@@ -32,7 +32,7 @@ import pandas as pd
 
 from modprefs.errors import UserInputError
 from modprefs.io_tables import read_table
-from modprefs.ratings.sources import ATTENTION_CLIPS
+from modprefs.ratings.source_tables import ATTENTION_CLIPS
 from modprefs.study.terms import ATTENTION_PROMPT
 
 ASSIGNMENT_COLUMNS = ["participant_id", "condition", "trial", "prompt_id", "first_clip"]

@@ -443,7 +443,8 @@ def run(args: argparse.Namespace) -> int:
         modality_terms=str(args.modality_terms),
     )
     try:
-        from modprefs.ratings.sources import parse_column_map, scale_for  # noqa: PLC0415
+        from modprefs.ratings.sources import parse_column_map  # noqa: PLC0415
+        from modprefs.ratings.sources_published import scale_for  # noqa: PLC0415
 
         given = None if isinstance(args.scale, _ScaleNotGiven) else args.scale
         params["scale"] = scale_for(args.ratings, given, _scale(STATS_SCALE)).as_config()
