@@ -57,7 +57,7 @@ from modprefs.stats.mixed.criterion import Evaluation, ProfiledLmm
 from modprefs.stats.mixed.factors import encode_factor
 from modprefs.stats.mixed.formula import build_design
 from modprefs.stats.mixed.lmm_optimise import default_start, deviance_nu, diagonal_mask, optimise_theta
-from modprefs.stats.mixed.lmm_satterthwaite import fit_satterthwaite
+from modprefs.stats.mixed.lmm_satterthwaite import fixed_effect_dfs
 
 #: lme4's ``isSingular`` default: a diagonal theta below this is "on the boundary".
 SINGULAR_TOL = 1e-4
@@ -413,9 +413,7 @@ def fit_lmm(
     tval = beta / se
     z = scipy.stats.norm.ppf(0.975)
     no_df: tuple[np.ndarray, np.ndarray | None, str] = (np.full(p, np.nan), None, "")
-    df, vcov_varpar, failure = (
-        fit_satterthwaite(model, reml, theta, sigma2, scale, ev, vcov) if satterthwaite else no_df
-    )
+    df, vcov_varpar, failure = fixed_effect_dfs(model, reml, theta, sigma2, scale, ev, vcov) if satterthwaite else no_df
     message += failure
     pval = 2.0 * scipy.stats.t.sf(np.abs(tval), df)
     tq = scipy.stats.t.ppf(0.975, df)
@@ -461,7 +459,7 @@ def with_satterthwaite(fit: LmmFit) -> LmmFit:
     _, resid0, scale = _ols_scale(s.y, s.X)
     model = ProfiledLmm(resid0 / scale, s.X, codes, [lev.size for lev in levels], Zs)
     ev = model.evaluate(fit.theta, fit.reml, grad=True, vcov_jac=True)
-    df, vcov_varpar, failure = fit_satterthwaite(model, fit.reml, fit.theta, fit.sigma2, scale, ev, fit.vcov_beta)
+    df, vcov_varpar, failure = fixed_effect_dfs(model, fit.reml, fit.theta, fit.sigma2, scale, ev, fit.vcov_beta)
     pval = 2.0 * scipy.stats.t.sf(np.abs(fit.t_value), df)
     tq = scipy.stats.t.ppf(0.975, df)
     ci_t = np.column_stack([fit.beta - tq * fit.beta_se, fit.beta + tq * fit.beta_se])

@@ -81,7 +81,7 @@ def satterthwaite_df(
         return np.where(denom > 0, 2.0 * var**2 / denom, np.nan)
 
 
-def fit_satterthwaite(
+def fixed_effect_dfs(
     model: ProfiledLmm,
     reml: bool,
     theta: np.ndarray,
