@@ -2,8 +2,8 @@ localrules:
     report,
 
 
-# The ICC coverage measured by benchmarks/icc_coverage.py and Table 2's null rejection rates
-# (benchmarks/table2_null.py), named relative to the working directory: an
+# The ICC coverage measured by benchmarks/validity/icc_coverage.py and Table 2's null rejection rates
+# (benchmarks/validity/table2_null.py), named relative to the working directory: an
 # absolute path in params would make a moved checkout rerun the report. As an input (when present), a
 # new measurement reruns the report.
 COVERAGE_JSON = os.path.relpath(Path(workflow.basedir) / "benchmarks/out/icc_coverage.json")

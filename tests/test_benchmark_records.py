@@ -2,7 +2,7 @@
 
 No tracked file is over 1 MB: the benchmarks that keep every simulated study write a summary JSON
 (``benchmarks/out/<name>.json``) and gzip'd per-study records, one file per cell
-(``benchmarks/out/records/<name>/<cell>.jsonl.gz``, benchmarks/_records.py). Each summary (and its Markdown) is
+(``benchmarks/out/records/<name>/<cell>.jsonl.gz``, benchmarks/tools/_records.py). Each summary (and its Markdown) is
 rebuilt from its records byte for byte by the script's own ``--summarise-only`` code, run here on the stored files.
 """
 
@@ -51,7 +51,7 @@ def _tracked_files() -> list[Path]:
 def test_no_tracked_file_is_over_1_mb():
     files = set(_tracked_files()) | set(OUT.rglob("*"))  # the benchmark outputs, tracked yet or not
     big = {str(p.relative_to(ROOT)): p.stat().st_size for p in files if p.is_file() and p.stat().st_size > MAX_BYTES}
-    assert not big, f"files over 1 MB (store their records compactly, benchmarks/_records.py): {big}"
+    assert not big, f"files over 1 MB (store their records compactly, benchmarks/tools/_records.py): {big}"
 
 
 def test_summaries_hold_no_studies_and_have_records():

@@ -1,4 +1,4 @@
-"""Small versions of the planner's validation (benchmarks/plan_validation.py has the full ones).
+"""Small versions of the planner's validation (benchmarks/validity/plan_validation.py has the full ones).
 
 (a) the recommended design, simulated afresh, meets its precision target with the analysis' own interval
 in at least the promised share of studies; (c) under a null with no modality difference the planned

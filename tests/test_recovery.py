@@ -86,7 +86,7 @@ def test_recovery_at_paper_parameters_without_clipping():
     """The paper's calibration (heavy-tailed effects included) with the slider's 1..100 clip off.
 
     ``tie_mode="threshold"`` keeps ratings untouched by tie calls, so the latent model is a
-    pure crossed LMM; clipping's effect is quantified in benchmarks/recovery.py.
+    pure crossed LMM; clipping's effect is quantified in benchmarks/validity/recovery.py.
     """
     params = dataclasses.replace(SimulationParams(), clip_ratings=False, tie_mode="threshold")
     _assert_recovered(params, _recover(params))

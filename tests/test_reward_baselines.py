@@ -159,12 +159,12 @@ def test_report_says_which_pair_types_do_not_beat_length() -> None:
 
 
 def test_planted_cue_benchmark_model_beats_every_baseline(tmp_path) -> None:
-    """benchmarks/reward_planted_cue.py's cue scenario on 120 prompts (60 held out): labels follow a planted cue
-    independent of length; the trained model's prompt-clustered interval lies above every baseline."""
+    """benchmarks/validity/reward_planted_cue.py's cue scenario on 120 prompts (60 held out): labels follow a
+    planted cue independent of length; the trained model's prompt-clustered interval lies above every baseline."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "reward_planted_cue.py"
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "validity" / "reward_planted_cue.py"
     spec = importlib.util.spec_from_file_location("reward_planted_cue", path)
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)

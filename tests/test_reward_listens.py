@@ -127,12 +127,13 @@ def test_shuffled_labels_stay_near_chance(pairs: pd.DataFrame, cache_dir: Path) 
 
 @pytest.mark.slow
 def test_planted_voice_cue_benchmark_beats_every_baseline(tmp_path) -> None:
-    """benchmarks/reward_planted_audio_cue.py on 48 prompts (24 held out), 8 epochs: espeak-ng speech whose labels
-    follow the voice (a high vs a low variant; 90 %), lengths independent; the default backbone's prompt-clustered
-    interval lies above the length-only, position and majority baselines (the full run: docs/reward.md)."""
+    """benchmarks/validity/reward_planted_audio_cue.py on 48 prompts (24 held out), 8 epochs: espeak-ng speech
+    whose labels follow the voice (a high vs a low variant; 90 %), lengths independent; the default backbone's
+    prompt-clustered interval lies above the length-only, position and majority baselines (the full run:
+    docs/reward.md)."""
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "reward_planted_audio_cue.py"
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "validity" / "reward_planted_audio_cue.py"
     spec = importlib.util.spec_from_file_location("reward_planted_audio_cue", path)
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)

@@ -28,7 +28,7 @@ import yaml
 from workflow_runner import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "performance"))
 import dag_scale  # noqa: E402
 import fake_slurm  # noqa: E402
 import paper_capture  # noqa: E402
@@ -52,7 +52,7 @@ def paper_run(tmp_path_factory):
         # ~20 min on one of CI's two workers put `make test` past CI's limit: run on demand, like the benchmark
         pytest.skip(
             "the paper-size sbatch capture runs with MODPREFS_PAPER_SBATCH=1 (~20 min) or "
-            "MODPREFS_PAPER_CAPTURE=DIR; `python benchmarks/dag_scale.py --paper-sbatch` records the same"
+            "MODPREFS_PAPER_CAPTURE=DIR; `python benchmarks/performance/dag_scale.py --paper-sbatch` records the same"
         )
     if os.environ.get("MODPREFS_PAPER_CAPTURE"):
         base = Path(os.environ["MODPREFS_PAPER_CAPTURE"])

@@ -1,9 +1,9 @@
 """Long given audio rendered block by block (modprefs.speech.long_audio, issue #49) gives the whole-array render.
 
 A clip longer than STREAM_ABOVE_S is read, resampled, levelled and written a block at a time so that its length
-does not decide the memory a render job needs (benchmarks/given_long_audio.py measures it). Here the block path is
-forced on short clips, with blocks of a few thousand samples so that every block boundary effect would show, and
-its WAV and manifest row are compared with the whole-array path's.
+does not decide the memory a render job needs (benchmarks/performance/given_long_audio.py measures it). Here the
+block path is forced on short clips, with blocks of a few thousand samples so that every block boundary effect would
+show, and its WAV and manifest row are compared with the whole-array path's.
 """
 
 from __future__ import annotations

@@ -396,8 +396,8 @@ def test_wer_is_checked_only_on_clips_with_enough_words():
 
 
 def test_the_given_audio_defaults_are_the_benchmarks_proposal():
-    """GIVEN_THRESHOLDS and GIVEN_WER_MIN_WORDS are what benchmarks/given_qc_defaults.py measured, not a copy that
-    drifted from it."""
+    """GIVEN_THRESHOLDS and GIVEN_WER_MIN_WORDS are what benchmarks/validity/given_qc_defaults.py measured, not a
+    copy that drifted from it."""
     import json
     from pathlib import Path
 

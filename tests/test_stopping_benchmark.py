@@ -1,4 +1,5 @@
-"""benchmarks/stopping_coverage.py's logic on a few hundred studies (its full run: benchmarks/out/stopping_coverage.md).
+"""benchmarks/validity/stopping_coverage.py's logic on a few hundred studies (its full run:
+benchmarks/out/stopping_coverage.md).
 
 Looking repeatedly at 95 % intervals and stopping when they look good must cover less often than the Bonferroni
 levels the app uses, which must keep at least the nominal coverage under the interval's own (Gaussian) model.
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "validity"))
 
 import stopping_coverage as bench  # noqa: E402
 

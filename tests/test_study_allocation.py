@@ -195,7 +195,7 @@ def test_workflow_allocates_by_judges_and_analyses_as_usual(default_run: Path, t
 
 
 def _benchmark():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks" / "validity"))
     import live_allocation  # noqa: PLC0415
 
     return live_allocation

@@ -1,6 +1,6 @@
 """A stand-in SLURM that records every ``sbatch`` call: the paper-size DAG's submissions without a cluster.
 
-``benchmarks/dag_scale.py`` runs the real Snakemake with the real executor plugin and the production profile
+``benchmarks/performance/dag_scale.py`` runs the real Snakemake with the real executor plugin and the production profile
 (profiles/slurm, partitions and account as shipped) against these commands on PATH:
 
 - ``sbatch`` records its arguments (one JSON line per submission in ``submissions.jsonl``: the call as the plugin

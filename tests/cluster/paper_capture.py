@@ -2,9 +2,9 @@
 
 :func:`capture` runs the real Snakemake with the real executor plugin and ``--workflow-profile profiles/slurm`` (as
 shipped: partitions, account, groups, retries, requeue) on config/paper.yaml, 100 prompts drawn from a local JSONL
-(benchmarks/make_prism_scale.py: the synthetic PRISM-scale export), against the fake ``sbatch``/``squeue``. Only the
-command line differs from a lab's run: status checks after 2 s instead of 40, no weight staging (nothing to download
-here: MODPREFS_STAGE_WEIGHTS=0) and no judge preflight (no API; ``judges.preflight: false``).
+(benchmarks/tools/make_prism_scale.py: the synthetic PRISM-scale export), against the fake ``sbatch``/``squeue``. Only
+the command line differs from a lab's run: status checks after 2 s instead of 40, no weight staging (nothing to
+download here: MODPREFS_STAGE_WEIGHTS=0) and no judge preflight (no API; ``judges.preflight: false``).
 
 What is recorded is what the plugin sends to a cluster, sized by the real config (kokoro on a GPU, QC with Whisper
 and DNSMOS). What runs inside each fake job is the same job with :data:`STANDIN` as its last config file (espeak-ng,
@@ -30,7 +30,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "cluster"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "tools"))
 
 import fake_slurm  # noqa: E402
 import make_prism_scale  # noqa: E402

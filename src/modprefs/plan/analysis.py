@@ -7,7 +7,7 @@ modality main effect and modality x length interaction (estimate, SE, Satterthwa
 ``rating ~ presented_first * modality + len_z * modality + trial_z * modality
 + (1 | participant_id) + (1 | clip_id) + (1 | clip_id:modality)``, the model Table 2 fits in most studies (its
 default's intercept step: by-participant slopes are kept only where the ratings support them, and the simulator
-gives every rater one primacy and one drift); benchmarks/plan_validation.py compares the planned power with the
+gives every rater one primacy and one drift); benchmarks/validity/plan_validation.py compares the planned power with the
 rejection rate of Table 2's own fit on fresh studies; the cross-modality winner
 agreement at threshold 0 (:mod:`modprefs.stats.tables.agreement`'s definition) and each condition's
 winner accuracy (share of prompts whose observed winner is the population's).

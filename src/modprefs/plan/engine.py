@@ -224,7 +224,7 @@ def _cached(args: tuple[Task, str, str | None]) -> tuple[str, dict[str, np.ndarr
 def expected_cost(task: Task) -> float:
     """A task's expected CPU time, in units of one ICC fit per rating (to order the work longest first).
 
-    Measured on the paper's design (benchmarks/plan_grid.py): a simulated study costs about one fit per
+    Measured on the paper's design (benchmarks/performance/plan_grid.py): a simulated study costs about one fit per
     condition plus the Wald SE and Table 2 (~1.5 fits), an ICC-difference study adds 2 x ``perm_draws``
     refits under the permutation test, and a calibration study (of the interval, or of the jackknife
     difference test) refits the model once per prompt, per rater and per residual resample.

@@ -24,7 +24,7 @@ half-width is then put on the scale of the interval the lab will actually see. T
 ``wald``
     The Gaussian-model Wald half-width as is (too narrow for the paper's heavy-tailed ratings).
 
-benchmarks/plan_interval.py compares each choice with ``icc_with_ci``'s half-widths, per analysis
+benchmarks/validity/plan_interval.py compares each choice with ``icc_with_ci``'s half-widths, per analysis
 method (``--method``), on fresh studies at three designs.
 """
 

@@ -146,7 +146,7 @@ def layout_from_assignments(assignments: pd.DataFrame, prompt_ids: list[str]) ->
 def prism_like_lengths(n_prompts: int, rng: np.random.Generator, long_fraction: float = 0.25) -> np.ndarray:
     """(n_prompts, 2) response lengths in characters, like the study's PRISM samples.
 
-    The distribution the simulator was calibrated with (benchmarks/ratings_calibration.py draws its
+    The distribution the simulator was calibrated with (benchmarks/validity/ratings_calibration.py draws its
     stimuli with this function, so the planner's paper priors are the calibrated simulator, lengths
     included): both responses lognormal (median 380 characters, log-SD .55); in the long-difference
     stratum (the first ``round(long_fraction * n_prompts)`` prompts, as ``sampling.long_fraction``)

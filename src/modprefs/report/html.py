@@ -108,7 +108,8 @@ def markdown_title(md_path: Path) -> str | None:
 
 
 def coverage_table(coverage_json: Path | None) -> pd.DataFrame | None:
-    """The ICC interval coverage benchmark (benchmarks/icc_coverage.py) as one row per model x size x method."""
+    """The ICC interval coverage benchmark (benchmarks/validity/icc_coverage.py) as one row per model x size x
+    method."""
     summary = benchmark_summary(coverage_json)
     if summary is None:
         return None
@@ -145,7 +146,7 @@ def coverage_note(method: str, coverage_json: Path | None) -> str:
     text = f"ICC confidence intervals: {ci_method_label(method)}."
     table = coverage_table(coverage_json)
     if table is None:
-        return text + " Its coverage has not been measured on this installation (benchmarks/icc_coverage.py)."
+        return text + " Its coverage has not been measured on this installation (benchmarks/validity/icc_coverage.py)."
     # auto uses the F-based interval on complete balanced ratings without covariates (where its checks pass),
     # else the jackknife (measured here on the benchmark's unbalanced designs)
     mine = table[table["method"].isin(("f_based", "jackknife") if method == "auto" else (method,))]
@@ -161,7 +162,7 @@ def coverage_note(method: str, coverage_json: Path | None) -> str:
 
 
 def table2_null_table(null_json: Path | None) -> pd.DataFrame | None:
-    """False-positive rates of Table 2's modality interactions (benchmarks/table2_null.py), one row per model x
+    """False-positive rates of Table 2's modality interactions (benchmarks/validity/table2_null.py), one row per model x
     random-effects structure x term."""
     summary = benchmark_summary(null_json)
     if summary is None:
@@ -193,7 +194,10 @@ def table2_note(structure: str, null_json: Path | None) -> str:
     table = table2_null_table(null_json)
     text = f"Table 2's omnibus model used stats.table2_random = {structure}."
     if table is None:
-        return text + " Its false-positive rate has not been measured on this installation (benchmarks/table2_null.py)."
+        return (
+            text + " Its false-positive rate has not been measured on this installation "
+            "(benchmarks/validity/table2_null.py)."
+        )
     parts = []
     for name in ("stimulus_modality", "paper"):
         rates = table[(table["table2_random"] == name) & table["term"].isin(["modality_x_length", "modality_x_order"])]

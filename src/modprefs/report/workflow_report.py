@@ -38,7 +38,7 @@ def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
         items.append(
             (
                 "ICC interval coverage: nominal 95 % intervals by generating model, design size and method "
-                "(benchmarks/icc_coverage.py)",
+                "(benchmarks/validity/icc_coverage.py)",
                 table,
             )
         )
@@ -47,7 +47,7 @@ def method_checks(coverage: Path | None, table2_null: Path | None) -> list:
         items.append(
             (
                 "Table 2 false-positive rates: rejection at alpha = .05 of the modality interactions in null "
-                "simulations, by generating model and random-effects structure (benchmarks/table2_null.py)",
+                "simulations, by generating model and random-effects structure (benchmarks/validity/table2_null.py)",
                 table,
             )
         )

@@ -21,7 +21,7 @@ Presentation order stays counterbalanced within each prompt and condition, and c
 balanced design. ICC(2,k) of a design with unequal raters per clip is Spearman-Brown at the effective k
 (:func:`modprefs.stats.reliability.icc.effective_k`), so the analysis needs no change.
 
-Measured (benchmarks/live_allocation.py, benchmarks/out/live_allocation.md): the precision of ICC(2,1) and
+Measured (benchmarks/validity/live_allocation.py, benchmarks/out/live_allocation.md): the precision of ICC(2,1) and
 ICC(2,k) per rating under judge-guided against balanced allocation, with a strong and a weak judge link.
 """
 

@@ -1,7 +1,7 @@
 """ICC confidence-interval methods (modprefs.stats.reliability.icc_ci): the crossed jackknife (default) and the
 stimulus, prompt, two-way and parametric bootstraps.
 
-Coverage itself is measured by benchmarks/icc_coverage.py (too slow for a test).
+Coverage itself is measured by benchmarks/validity/icc_coverage.py (too slow for a test).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def test_two_way_intervals_wider_than_stimulus_only(small):
     On this design (30 prompts, 24 raters x 8 trials, default simulator, 39 resamples) the two-way
     interval was wider in 7 of 8 datasets checked (seeds 1-8; mean width 0.33 vs 0.24); a single
     dataset can go the other way, so only the mean over five datasets is asserted.
-    benchmarks/icc_coverage.py, 500 studies per setting: mean width .229 vs .175 (Gaussian LMM),
+    benchmarks/validity/icc_coverage.py, 500 studies per setting: mean width .229 vs .175 (Gaussian LMM),
     .296 vs .224 (paper calibration)."""
     widths = {m: [] for m in ("stimulus", "two_way")}
     for seed in (1, 2, 3, 4, 5):

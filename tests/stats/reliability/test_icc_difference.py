@@ -1,7 +1,7 @@
 """The tests of the audio - text ICC difference (modprefs.stats.reliability.icc_difference): the crossed-jackknife
 t test and its calibrated version (Table 4's default).
 
-Their size and power under several data-generating models are measured in benchmarks/icc_difference_null.py;
+Their size and power under several data-generating models are measured in benchmarks/validity/icc_difference_null.py;
 here: properties that hold exactly (sign under swapping, invariance to a linear rescaling of one
 condition, which the participant permutation test lacks), a clear difference found, the undefined cases, and the
 calibration's parts (its unbiased sampled jackknife, its null world at equal ICCs).

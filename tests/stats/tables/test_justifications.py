@@ -560,7 +560,7 @@ def test_null_with_phrase_habits_keeps_family_wise_rate():
     """Identical conditions, strong personal phrase habits (Dirichlet(0.3) over 18 phrases), 20 + 20 participants:
     the permutation test's share of studies with >= 1 discovery -- family-wise (reported) and BH -- stays near
     .05 (at most the 99 % binomial quantile of a .05 rate over 100 studies, 10), while the document-level
-    chi-square (the paper's) has a discovery in most studies. benchmarks/justifications_null.py measures this
+    chi-square (the paper's) has a discovery in most studies. benchmarks/validity/justifications_null.py measures this
     with 1,000 studies per cell."""
     rng = np.random.default_rng(2027)
     fwer, bh, chi2 = [], [], []
