@@ -43,3 +43,20 @@ def test_the_default_run_time_is_the_benchmarks() -> None:
     """The README's "about N minutes" is benchmarks/out/default_run.json's total, rounded."""
     minutes = json.loads((ROOT / "benchmarks/out/default_run.json").read_text())["total_minutes"]
     assert f"about {round(minutes)} minutes" in " ".join(README.read_text(encoding="utf-8").split())
+
+
+def test_every_benchmark_path_the_docs_name_exists() -> None:
+    """A script or output of benchmarks/ named in the README, CONTRIBUTING.md, the docs or a docstring in src/
+    exists (scripts move between benchmarks/performance, validity and tools)."""
+    texts = [
+        README,
+        ROOT / "CONTRIBUTING.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "src").rglob("*.py")),
+    ]
+    missing = []
+    for path in texts:
+        for name in re.findall(r"benchmarks/[\w/.-]+\.(?:py|json|md)", path.read_text(encoding="utf-8")):
+            if "*" not in name and not (ROOT / name).exists():
+                missing.append(f"{path.relative_to(ROOT)}: {name}")
+    assert missing == []

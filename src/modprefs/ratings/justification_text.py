@@ -18,7 +18,7 @@ strength 1 and the paper's document counts (347 audio / 311 text), the §4.3 chi
 12.8 and help 9.8 (more in audio), response 14.5, detail 14.5 and give 17.0 (more in text); the
 word lists and Zipf exponent are tuned so that the TF-IDF vocabulary (stems in >= 5 documents) is
 about the paper's 223 terms. No phrase negates a paper term (the analysis counts "does not give" as
-``not_give``, not ``give``; issue 27). benchmarks/ratings_calibration.py reports both, paper vs simulated.
+``not_give``, not ``give``; issue 27). benchmarks/validity/ratings_calibration.py reports both, paper vs simulated.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ latent variances, about a third of the ratings sit on a bound) and, on tie trial
 length, and the observed intercept falls ~10 points below the latent one), so feeding Table 2's
 numbers in as latent inputs would make a researcher's fit on the simulated data miss the paper.
 The defaults are therefore tuned (fixed-point iteration on the fixed effects, coarse-to-fine
-search on the rest; benchmarks/ratings_calibration.py checks the result over 50 seeds) so that
+search on the rest; benchmarks/validity/ratings_calibration.py checks the result over 50 seeds) so that
 Table 2's omnibus model fitted on the simulated, observed ratings with the paper's specification
 -- ``rating ~ first*text + len_z*text + trial_z*text + (1|participant) + (1|clip)`` (REML),
 attention failures excluded -- returns the paper's estimates on average (intercept 74.80,
@@ -31,7 +31,7 @@ presented first -2.61, text -6.21, length 3.35, trial 0.03, first x text -0.51, 
 1.53, text x trial 0.90), jointly with Table 4's ICCs, §4.1's gaps and tie rates, §4.3's
 cross-modality agreement and random modality slope. With clipping off (``clip_ratings=False``,
 ``tie_mode="threshold"``) a fit recovers the latent values themselves (tests/test_recovery.py);
-benchmarks/recovery.py shows the difference.
+benchmarks/validity/recovery.py shows the difference.
 
 * ``first`` = the clip was presented first; ``len_z`` = z-score of the stimuli's ``n_chars`` over
   the stimulus set (sample SD, as R's ``scale``); ``trial_z`` = (t - mean)/sd over trials 1..T.

@@ -28,7 +28,9 @@ def is_missing(x: Any) -> bool:
 
 
 def format_number(x: Any, decimals: int = 2, bounded: bool = False) -> str:
-    """``x`` with ``decimals`` decimals (thousands separated); ``bounded``: no leading zero (``|x| <= 1`` quantities)."""
+    """``x`` with ``decimals`` decimals (thousands separated).
+
+    ``bounded``: no leading zero (quantities with ``|x| <= 1``)."""
     if is_missing(x):
         return MISSING
     value = float(x)

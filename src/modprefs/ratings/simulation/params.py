@@ -24,7 +24,7 @@ class SimulationParams:
 
     # --- fixed effects: LATENT values (reference level audio), tuned so that Table 2's omnibus LMM
     # fitted on the simulated, rounded and clipped ratings returns the paper's estimates (mean over
-    # seeds, benchmarks/ratings_calibration.py); the ceiling at 100 and tie snapping attenuate every
+    # seeds, benchmarks/validity/ratings_calibration.py); the ceiling at 100 and tie snapping attenuate every
     # effect by ~30 %, so the latent values are larger than Table 2's (see the module docstring).
     intercept: float = 85.4  # latent; tuned so the fitted Table 2 intercept = 74.80
     b_first: float = -4.45  # latent; tuned so the fitted Table 2 presented-first = -2.61

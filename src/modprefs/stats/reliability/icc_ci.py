@@ -44,12 +44,12 @@ truncated to [0, 1]). Everything is seeded and deterministic: condition i of :fu
 uses ``SeedSequence(seed).spawn(len(conditions))[i]``.
 
 Coverage and width relative to the oracle (2 z SD of the estimator over simulated studies) of the jackknife, the
-F-based interval and ``auto``, on complete designs: benchmarks/icc_interval_width.py,
+F-based interval and ``auto``, on complete designs: benchmarks/validity/icc_interval_width.py,
 benchmarks/out/icc_interval_width.md (the F interval alone under-covers the paper-calibrated simulator's
 heavy-tailed, rater-specific noise: .81 on single items, .69-.76 on pairs; the jackknife alone is wide with 4
 raters of light-tailed data; ``auto`` keeps coverage in band at a width ratio nearer 1).
 
-Measured coverage of the nominal 95 % intervals (benchmarks/icc_coverage.py,
+Measured coverage of the nominal 95 % intervals (benchmarks/validity/icc_coverage.py,
 benchmarks/out/icc_coverage.md): 500 studies per cell, 3 generating models (the paper-calibrated
 simulator and two written independently: a Gaussian crossed LMM, and a heavy-tailed, clipped model with
 rater-specific scale use) x 2 design sizes (40 prompts x 36 raters x 10 trials; the paper's 100 x 53 x
@@ -110,7 +110,7 @@ log = logging.getLogger(__name__)
 CI_METHODS: tuple[str, ...] = ("auto", "f_based", "jackknife", "stimulus", "prompt", "two_way", "parametric")
 #: the default everywhere (workflow config, ``modprefs stats``, ``modprefs plan``): the F-based interval where it
 #: is exact, else the crossed jackknife -- the only resampling method whose measured coverage stays within
-#: 92.5-97.5 % under every generating model and design size of benchmarks/icc_coverage.py
+#: 92.5-97.5 % under every generating model and design size of benchmarks/validity/icc_coverage.py
 DEFAULT_CI_METHOD = "auto"
 #: the methods that resample (``n_boot`` resamples or, for the jackknife, residual refits)
 RESAMPLING_METHODS: tuple[str, ...] = ("jackknife", "stimulus", "prompt", "two_way", "parametric")

@@ -4,7 +4,7 @@ Table 4's test in the paper permutes participants between the two conditions. Th
 hypothesis that the two conditions' ratings are exchangeable -- the same distribution -- not that
 their ICCs are equal: when the conditions differ in scale, location, or in their clip effects (audio
 and text ratings of a clip need not agree), a permutation mixes two different rating fields and the
-test rejects with equal ICCs (benchmarks/icc_difference_null.py measures how often).
+test rejects with equal ICCs (benchmarks/validity/icc_difference_null.py measures how often).
 
 The crossed jackknife (``jackknife``) targets the ICC itself. With D = ICC_audio - ICC_text (on the ICC
 scale, not the logit scale of the single-condition interval: an estimate of 0, a singular fit, is common in

@@ -19,7 +19,7 @@ Table 6 (paper values in brackets)
   exceeds 4/n (n = observations in the full fit).
 
 Reading Table 6: a per-prompt ICC(2,1) from 2 clips is a noisy, low-biased estimate of the prompt's
-reliability (benchmarks/judges_allocation.py: mean .20 for a true .30 with 9 raters per prompt), and
+reliability (benchmarks/validity/judges_allocation.py: mean .20 for a true .30 with 9 raters per prompt), and
 its OLS slope on the AI gap is attenuated to about 0.6 of the slope on the true per-prompt ICC; B
 therefore understates the link to the true reliability.
 

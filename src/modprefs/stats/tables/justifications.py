@@ -94,7 +94,7 @@ paper's document-level chi-square is kept beside it for comparison (step 6).
 8. **Direction** ``more_in``: the modality with the larger document proportion; ``"equal"`` when
    the proportions are equal.
 
-Measured (benchmarks/justifications_null.py -> benchmarks/out/justifications_null.md; identical
+Measured (benchmarks/validity/justifications_null.py -> benchmarks/out/justifications_null.md; identical
 conditions, each participant a Dirichlet(alpha) habit over 18 reasons, alpha 0.1, 0.3, 1 and inf =
 independent documents, 46 + 48 and 20 + 20 participants, 1,000 studies per cell): the share of null
 studies with at least one discovery (``significant``, family-wise) is 3.9-6.1 % (MC SE 0.6-0.8 %;

@@ -15,8 +15,8 @@ on the rated trials (trial >= 1) of participants who passed the attention check.
     the session; without by-participant slopes those differences fall into the residual and the
     modality x order and modality x trial interactions, which compare raters of one modality with
     raters of the other, are tested as if each rating were an independent replicate: anti-conservative
-    (``benchmarks/table2_null.py --experiment slopes``, ``benchmarks/out/table2_null_slopes.md``). The slopes are
-    the maximal feasible structure: when the correlated fit is singular or does not converge the
+    (``benchmarks/validity/table2_null.py --experiment slopes``, ``benchmarks/out/table2_null_slopes.md``). The
+    slopes are the maximal feasible structure: when the correlated fit is singular or does not converge the
     model falls back to uncorrelated slopes (``||``), then to the slopes with a variance above 0,
     then to ``(1 | participant_id)`` (:func:`modprefs.stats.mixed.maximal.fit_maximal`), and the slopes of
     the regular fit are kept only where their likelihood-ratio test against ``(1 | participant_id)``
@@ -30,7 +30,7 @@ on the rated trials (trial >= 1) of participants who passed the attention check.
     one clip intercept across both modalities, so clip-specific modality deviations fall into the
     residual, and the modality x clip-level interactions (modality x length) are tested against the
     residual as if every rating were an independent replicate of the clip's modality deviation:
-    anti-conservative. ``benchmarks/table2_null.py`` measures the false-positive rate of the
+    anti-conservative. ``benchmarks/validity/table2_null.py`` measures the false-positive rate of the
     structures under null simulations from several generating models
     (``benchmarks/out/table2_null.json``; the report quotes it).
 

@@ -19,7 +19,7 @@ judge's differentiation, |mean AI rating(response 0) - mean AI rating(response 1
      line of ``ICC ~ AI_diff x Modality``); needs ``min_fit_prompts`` usable prompts. If the slope's
      p-value exceeds ``fit_max_p`` (default .05) there is no evidence of a link and every prompt gets
      the fitted mean (the plan is then the uniform design); otherwise the line is used as estimated
-     (sign included). Both cases are reported in ``icc_model``. benchmarks/judges_allocation.py shows
+     (sign included). Both cases are reported in ``icc_model``. benchmarks/validity/judges_allocation.py shows
      why: without a true link, spurious pilot slopes cost ~4 % more raters than uniform.
      Caveat (same benchmark): a per-prompt ICC(2,1) from 2 clips x ~9 raters is biased low (mean
      .20 for a true .30), so the fitted level, and with it the planned totals, run high.
@@ -45,7 +45,7 @@ judge's differentiation, |mean AI rating(response 0) - mean AI rating(response 1
    :func:`modprefs.stats.reliability.rater_scaling.raters_needed`), clipped to [min, max] and, under a budget,
    to floor(budget / n_prompts). When all predictions are equal the plan equals it.
 
-Evidence (benchmarks/judges_allocation.py, 100 prompts, target .75, true per-prompt ICC = .30 +
+Evidence (benchmarks/validity/judges_allocation.py, 100 prompts, target .75, true per-prompt ICC = .30 +
 beta (gap - 15) + N(0, .10^2)): the ``fitted`` plan saves about 13–16 % of raters against a uniform
 design reaching the same share of prompts at .75 when beta is the paper's slope or more, ~1 % at half
 of it and nothing without a link (-1.6 %, from the pilots whose slope is spuriously significant).
@@ -482,8 +482,8 @@ def plan_warnings(plan: pd.DataFrame) -> list[str]:
     out = []
     if plan["icc_model"].astype(str).str.startswith("prior").any():
         out.append(
-            "the plan uses the paper's prior slope; benchmarks/judges_allocation.py found it costs more raters "
-            "than a uniform design unless the AI explains most of the per-prompt ICC heterogeneity: prefer "
+            "the plan uses the paper's prior slope; benchmarks/validity/judges_allocation.py found it costs more "
+            "raters than a uniform design unless the AI explains most of the per-prompt ICC heterogeneity: prefer "
             "icc_model 'fitted' with human per-prompt ICCs from a pilot"
         )
     out += [f"rater plan note: {note}" for note in plan.loc[plan["note"] != "", "note"].unique()]
