@@ -24,7 +24,7 @@ def test_every_script_is_in_a_group_and_declared():
 
 def test_every_output_has_a_current_writer():
     files = index.out_files()
-    orphans = [f for f in files if index.writer_of(f) is None and f not in index.EARLIER]
+    orphans = [f for f in files if index.writer_of(f) is None]
     assert not orphans, f"outputs no script declares (benchmarks/tools/index.py OUTPUTS): {orphans}"
     scripts = index.scripts()
     for name, entries in index.OUTPUTS.items():
@@ -36,8 +36,6 @@ def test_every_output_has_a_current_writer():
             if not note:  # written under its own name: the script says so
                 stem = pat.split("/")[-1].split(".")[0].split("*")[0]
                 assert stem in source, f"{name}.py does not mention its output {pat}"
-    for name in index.EARLIER:
-        assert (index.OUT / name).is_file(), f"{name} is listed as kept but is gone"
 
 
 def test_readme_lists_every_script_and_output():
@@ -46,8 +44,7 @@ def test_readme_lists_every_script_and_output():
         assert f"[`{path.parent.name}/{name}.py`]" in readme, f"benchmarks/README.md lacks {name}.py"
         for entry in index.OUTPUTS[name]:
             assert f"`{index.pattern(entry)}`" in readme, f"benchmarks/README.md lacks {entry}"
-    for name in index.EARLIER:
-        assert f"`{name}`" in readme
+    assert readme == index.render(), "benchmarks/README.md is stale: run benchmarks/tools/index.py"
 
 
 def test_runner_lists_and_runs_the_scripts():

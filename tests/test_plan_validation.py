@@ -62,7 +62,7 @@ def _null_studies(n: int, prompts: int, raters: int, trials: int):
 def test_planned_jackknife_test_rejects_as_the_analysis_test_under_the_null():
     """The planner's mimic of Table 4's crossed-jackknife test rejects as often as that test does on fresh studies
     (within MC error), and neither exceeds 5 % (the jackknife test is conservative at designs this small:
-    benchmarks/out/icc_difference_null.json)."""
+    benchmarks/out/icc_difference_null_v2.json)."""
     from modprefs.stats.reliability.icc import analysable_ratings
     from modprefs.stats.reliability.icc_difference import icc_difference_test
 

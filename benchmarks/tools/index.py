@@ -2,7 +2,7 @@
 
 The question is the first line of each script's docstring; the outputs (files in benchmarks/out) are declared here in
 ``OUTPUTS`` (tests/test_benchmark_index.py checks that every file in benchmarks/out belongs to a script listed here
-or to ``EARLIER``, and that every script is listed); where cited is found by searching README.md, docs/ and src/
+and that every script is listed); where cited is found by searching README.md, docs/ and src/
 for the script's and the outputs' file names. Run it after adding a script or an output, or moving a citation.
 
     .venv/bin/python benchmarks/tools/index.py [--check]
@@ -101,11 +101,6 @@ ELSEWHERE = {
     "index": "benchmarks/README.md",
     "make_prism_scale": "a synthetic PRISM-scale conversations file (dag_scale and dag_checks make their own)",
     "measured_figures": "src/modprefs/report/measured_figures.json (the figures the report quotes, package data)",
-}
-#: outputs of a script version no longer in the tree, kept because they are cited: {output: how it was made}
-EARLIER = {
-    "icc_difference_null.json": "the first icc_difference_null.py (commit 4e831de; superseded by _v2)",
-    "icc_difference_null.md": "the first icc_difference_null.py (commit 4e831de; superseded by _v2)",
 }
 SEARCHED = ("README.md", "docs", "src")
 
@@ -206,16 +201,6 @@ def render() -> str:
                 + " |"
             )
         lines.append("")
-    lines += [
-        "## Outputs of earlier script versions",
-        "",
-        "Kept because they are cited; no current script writes them.",
-        "",
-        "| output | written by | cited in |",
-        "|---|---|---|",
-    ]
-    for name, how in EARLIER.items():
-        lines.append(f"| `{name}` | {how} | " + (", ".join(f"`{w}`" for w in cited([name], texts)) or "-") + " |")
     return "\n".join(lines) + "\n"
 
 

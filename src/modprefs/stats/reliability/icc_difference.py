@@ -28,9 +28,9 @@ with a two-sided p from Student's t. The same is done for ICC(2,k) (its k differ
 when their designs do). The test is invariant to any linear rescaling of one
 condition's ratings (an ICC is), which the permutation test is not.
 
-Why it is conservative (measured: benchmarks/out/icc_difference_null.json, icc_jackknife_components.json): on
-average V overstates the variance of D by a factor 1.3-1.6 at 40 prompts x 20 raters x 10 trials (so it rejects
-1.7-3.3 % at alpha .05), less at the paper's size. Two reasons, both second-order effects of a nonlinear
+Why it is conservative (measured: benchmarks/out/icc_difference_null_v2.json, icc_jackknife_components.json): on
+average V overstates the variance of D by a factor 1.26-1.37 at 40 prompts x 20 raters x 10 trials (so it rejects
+1.6-3.4 % at alpha .05), less at the paper's size. Two reasons, both second-order effects of a nonlinear
 statistic in a crossed design: the participant jackknife overstates its own part when raters per clip are few
 (a rater's ratings are a large share of each of their clips'; Efron & Stein 1981: the delete-one jackknife
 counts each two-unit interaction twice), and the products of a prompt's and a rater's effects are counted by
