@@ -109,6 +109,9 @@ from modprefs.study.terms import (
     CONDITIONS,
 )
 
+#: SimulationParams is documented here (config.schema.yaml: ratings.simulation); it lives in simulation.params
+__all__ = ["SimulationParams", "simulate_ratings"]
+
 
 def _check_inputs(stimuli: pd.DataFrame, assignments: pd.DataFrame) -> None:
     need_s = {"prompt_id", "clip_id", "response", "n_chars"}
