@@ -29,7 +29,8 @@ def whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
         if maximum is not None and not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"{value} is not in {minimum}..{maximum}")
         if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} is below the minimum {minimum}")
+            below = "is negative (must be >= 0)" if minimum == 0 else f"is below the minimum {minimum}"
+            raise argparse.ArgumentTypeError(f"{value} {below}")
         return value
 
     return parse
