@@ -172,7 +172,7 @@ def load_pairs(
 def _asr_transcriber(threads: int) -> Transcribe:
     import soundfile as sf
 
-    from modprefs.speech.qc import Transcriber
+    from modprefs.speech.qc_models import Transcriber
 
     model = Transcriber(threads=threads)
 
