@@ -33,7 +33,8 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 autosummary_generate = True
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# SQLAlchemy's declarative attributes carry its own docs, with labels of its own site
+autodoc_default_options = {"members": True, "show-inheritance": True, "exclude-members": "metadata, registry"}
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
 html_theme = "furo"

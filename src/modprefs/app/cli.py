@@ -1,5 +1,7 @@
 """``modprefs app ...``: load a study, serve it, invite participants, export the data.
 
+Commands::
+
     modprefs app load   --db URL [--results results] [--assignments F --stimuli F --conversations F
                         --prompts F --manifest F] [--attention-check F] [--completion-code C] [--seed N]
                         [--configfile config.yaml | --scale MIN:MAX[:STEP]] [--scale-labels LOW HIGH]

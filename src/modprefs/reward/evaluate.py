@@ -1,7 +1,7 @@
 """Evaluation of a trained reward model on pair tables.
 
 - :func:`accuracy_table`: pairwise accuracy, micro (all pairs) and by ``category`` and ``source``,
-  plus macro (the mean of the category accuracies, as ESDR-Bench's Macro); ties (|r_c − r_r| ≤ tol)
+  plus macro (the mean of the category accuracies, as ESDR-Bench's Macro); ties (``|r_c − r_r| ≤ tol``)
   are counted separately and left out of ``accuracy`` (``accuracy_ties_half`` counts them as ½).
 - :func:`ood_table`: the same pairs with each clip's audio swapped for another TTS engine's
   rendition (``results/audio/engines/{backend}/{clip_id}.wav``; degradations re-applied), next to

@@ -21,7 +21,7 @@ models are wrapped in small classes loaded once and reused per clip:
 
 Signal metrics (:func:`signal_metrics`), on float audio with full scale 1.0:
 
-- ``duration_s``; ``rms_dbfs``, ``peak``, ``clipping_ratio`` (|x| >= 0.999), as in the manifest;
+- ``duration_s``; ``rms_dbfs``, ``peak``, ``clipping_ratio`` (``|x| >= 0.999``), as in the manifest;
 - silence: the audio is cut into 20 ms frames; a frame is silent when its RMS level is below
   ``max(-50 dBFS, loudest frame - 40 dB)``. ``leading_silence_s`` / ``trailing_silence_s``: silent
   time before the first / after the last non-silent frame (the whole clip when all is silent);

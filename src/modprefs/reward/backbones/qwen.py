@@ -51,20 +51,21 @@ DEFAULT_LORA = {
 class QwenOmniBackbone(nn.Module):
     """The Qwen2.5-Omni thinker's final hidden states over an interleaved chat of text and audio.
 
-    Args (all saved in the checkpoint config):
-        model_id: hub id or local folder of real weights (``Qwen/Qwen2.5-Omni-3B``, ``-7B``);
-        revision: the hub revision (branch, tag or commit) loaded; record a commit for reproducibility;
-        local_files_only: never touch the network (weights must be in the Hugging Face cache / folder);
-        thinker_config: instead of ``model_id``, a randomly initialised thinker of this config (tests);
-        torch_dtype: dtype the weights load in (``auto`` = the checkpoint's, bf16 for Qwen2.5-Omni).
-            Training keeps every *trainable* parameter in fp32 (master weights, see
-            :func:`modprefs.reward.precision.prepare_precision`); frozen weights stay in this dtype on a GPU;
-        lora: ``None`` (full fine-tune) or LoRA settings through ``peft`` (``r``, ``alpha``, ``dropout``,
-            ``target_modules``; :data:`DEFAULT_LORA` fills what is left out): the base stays frozen and a
-            checkpoint holds only the adapter, the pooling and the head;
-        freeze_audio_tower: full fine-tune of the language model only;
-        tokenizer: ``None`` (the model's, from ``model_id``) or ``bytes`` (a hub-free byte tokenizer, for
-            randomly initialised thinkers and test folders without tokenizer files).
+    Arguments (all saved in the checkpoint config):
+
+    - ``model_id``: hub id or local folder of real weights (``Qwen/Qwen2.5-Omni-3B``, ``-7B``);
+    - ``revision``: the hub revision (branch, tag or commit) loaded; record a commit for reproducibility;
+    - ``local_files_only``: never touch the network (weights must be in the Hugging Face cache / folder);
+    - ``thinker_config``: instead of ``model_id``, a randomly initialised thinker of this config (tests);
+    - ``torch_dtype``: dtype the weights load in (``auto`` = the checkpoint's, bf16 for Qwen2.5-Omni).
+      Training keeps every *trainable* parameter in fp32 (master weights, see
+      :func:`modprefs.reward.precision.prepare_precision`); frozen weights stay in this dtype on a GPU;
+    - ``lora``: ``None`` (full fine-tune) or LoRA settings through ``peft`` (``r``, ``alpha``, ``dropout``,
+      ``target_modules``; :data:`DEFAULT_LORA` fills what is left out): the base stays frozen and a
+      checkpoint holds only the adapter, the pooling and the head;
+    - ``freeze_audio_tower``: full fine-tune of the language model only;
+    - ``tokenizer``: ``None`` (the model's, from ``model_id``) or ``bytes`` (a hub-free byte tokenizer, for
+      randomly initialised thinkers and test folders without tokenizer files).
 
     The vision tower and the LM head are dropped after loading (a reward never uses them): they are
     neither in memory nor in a checkpoint.
