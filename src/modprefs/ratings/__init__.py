@@ -1,6 +1,6 @@
 """Ratings stage: the three rating tables, simulated (a calibrated rater panel) or collected.
 
-* :mod:`modprefs.ratings.schema` — column specs read from workflow/schemas/*.schema.yaml.
+* :mod:`modprefs.ratings.schema` — column specs read from ``workflow/schemas/*.schema.yaml``.
 * :mod:`modprefs.ratings.sources` — any ratings source (folder, CSV/Parquet, wide, column map, datasets, hub).
 * :mod:`modprefs.ratings.ingest` — :func:`ingest_ratings` / :func:`validate_ratings_dir`, every problem
   with file/row/column.

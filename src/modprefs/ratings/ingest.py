@@ -9,7 +9,7 @@ spreadsheet shows it (the header is row 1, so the first data row of a CSV is row
 otherwise the typed tables come back with notes on what was derived.
 
 Required: ratings with participant_id, clip_id (or prompt_id + response) and rating.
-Everything else is optional and checked when present (workflow/schemas/*.schema.yaml: types,
+Everything else is optional and checked when present (``workflow/schemas/*.schema.yaml``: types,
 ranges, allowed values). trials.csv and participants.csv are optional; without participants.csv
 the participants (id, condition) are derived from the ratings. Without a ``condition`` column
 (in the ratings or participants) every rating is in one condition, named ``text`` (noted): the

@@ -63,7 +63,7 @@ def figure2_gap_cdf(
 ) -> Figure:
     """Figure 2 (§4.1): cumulative distribution of the rating gap on decisive trials, by modality.
 
-    Left (the paper's caption): the **mean per-prompt** gap — each prompt's mean |r_0 - r_1| over
+    Left (the paper's caption): the **mean per-prompt** gap — each prompt's mean ``|r_0 - r_1|`` over
     its decisive trials (:func:`modprefs.stats.tables.thresholds.prompt_mean_gaps`), one point per prompt
     and modality. Right: the **per-trial** gaps of decisive trials, the distribution the §4.1
     Mann–Whitney U compares. Dotted lines mark the means. ``gaps`` is

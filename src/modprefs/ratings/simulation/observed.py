@@ -6,7 +6,7 @@ Each rater has a tie threshold tau_p (lognormal, mean ``tie_threshold_mean_c``, 
 ``tie_threshold_cv``); on each trial the threshold is tau_p x a mean-one Weibull draw (shape
 ``tie_threshold_shape``; ``inf`` = always tau_p), which keeps some small gaps decisive. With
 ``tie_mode="snap"`` (default) the rater compares the perceived (clipped, unrounded) gap
-|latent_0 - latent_1|; below the trial's threshold they call a tie and set the two sliders
+``|latent_0 - latent_1|``; below the trial's threshold they call a tie and set the two sliders
 close together: the ratings become the pair's midpoint -/+ g/2 with g ~ geometric (mean
 ``tie_gap_mean_c``), the better clip keeping the higher slider. This is what gives the paper's
 small tie gaps (3.3 text / 3.9 audio) at a tie rate of ~28 % (the rate the paper's Mann–Whitney

@@ -25,8 +25,8 @@ H^+ its Moore-Penrose inverse over eigenvalues > 1e-8 (lmerTest's rule). Here H 
 difference of the analytic gradient (lmerTest: numDeriv's Richardson Hessian) and g_j is analytic
 (lmerTest: numDeriv's Jacobian); p-values are two-sided t tests with df_j.
 
-Confidence intervals: ``ci_t`` = beta +/- t_{df_j, .975} SE (lmerTest's ``confint(contest(...))``
-and what a Satterthwaite table reports); ``ci_z`` = beta +/- z_.975 SE (lme4's
+Confidence intervals: ``ci_t`` = beta +/- ``t_{df_j, .975}`` SE (lmerTest's ``confint(contest(...))``
+and what a Satterthwaite table reports); ``ci_z`` = beta +/- ``z_.975`` SE (lme4's
 ``confint(fit, method = "Wald")``); :meth:`LmmFit.confint` and :meth:`LmmFit.coef_table` give both
 at any level.
 

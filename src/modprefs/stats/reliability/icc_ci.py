@@ -157,7 +157,8 @@ def default_interval(method: str) -> str:
 def ci_method_label(method: str, interval: str | None = None) -> str:
     """The ``ci_method`` text of a row, e.g. ``"percentile, two-way bootstrap (clips and participants)"``.
 
-    ``auto``'s is :data:`AUTO_LABEL` (what it chooses); its rows say ``auto: `` + the chosen method's label.
+    ``auto``'s is :data:`AUTO_LABEL` (what it chooses); its rows say ``auto:`` and a space before the chosen
+    method's label.
     """
     interval = interval or default_interval(method)
     _check(method, interval)

@@ -18,7 +18,7 @@ small studies and has no logit):
 * each of those also carries the rating noise, which would then be counted twice: the noise part, from
   a residual bootstrap in each condition, is subtracted once (as in
   :func:`modprefs.stats.reliability.icc_jackknife.jackknife_interval`, whose coverage is measured in
-  benchmarks/out/icc_coverage.json):
+  benchmarks/out/icc_coverage.json)::
 
     V = V_prompt(D) + V_part,audio + V_part,text - V_noise,audio - V_noise,text
         (floored at max(V_prompt(D), V_part,audio + V_part,text))

@@ -8,7 +8,7 @@
   :func:`modprefs.stats.reliability.icc.icc_for_design` / :func:`modprefs.stats.reliability.icc.resample_clips`.
 * :func:`permutation_test_between_groups` pools the participants of two conditions and reassigns
   them at random to pseudo-groups of the original sizes (the paper's Table 4: 2,000 permutations
-  for the ICC, 5,000 for alpha); two-sided p = (1 + #{|d*| >= |d|}) / (1 + n_perm)
+  for the ICC, 5,000 for alpha); two-sided p = (1 + #{``|d*|`` >= ``|d|``}) / (1 + n_perm)
   (Phipson & Smyth 2010), never 0.
 * :func:`percentile_ci` is the percentile interval of bootstrap replicates (Efron & Tibshirani 1993,
   ch. 13).
@@ -32,7 +32,7 @@ from typing import Literal
 
 import numpy as np
 
-#: relative tolerance under which |d*| counts as equal to |d| (float noise of equal statistics).
+#: relative tolerance under which ``|d*|`` counts as equal to ``|d|`` (float noise of equal statistics).
 P_VALUE_RTOL = 1e-12
 
 
@@ -188,7 +188,7 @@ class PermutationResult:
     Attributes:
         observed: d = statistic(first group) - statistic(second group) on the real grouping.
         null: (n_perm,) differences under random regroupings (NaN where undefined).
-        p_value: (1 + #{|d*| >= |d|}) / (1 + n_valid) over the finite d*.
+        p_value: (1 + #{``|d*|`` >= ``|d|``}) / (1 + n_valid) over the finite d*.
         n_perm: permutations drawn; n_valid: those with a finite d*.
         groups: (first, second) labels; sizes: their sizes (kept by every permutation).
         null_mean, null_sd, null_quantiles: summary of the finite d* (quantiles at .025, .5, .975).
@@ -221,9 +221,9 @@ class PermutationResult:
 
 
 def permutation_p_value(observed: float, null: np.ndarray, rtol: float = P_VALUE_RTOL) -> float:
-    """Two-sided p = (1 + #{|d*| >= |d|}) / (1 + #finite d*); NaN if d is not finite.
+    """Two-sided p = (1 + #{``|d*|`` >= ``|d|``}) / (1 + #finite d*); NaN if d is not finite.
 
-    |d*| within ``rtol`` (relative) of |d| counts as ">=" so that a regrouping equal to the
+    ``|d*|`` within ``rtol`` (relative) of ``|d|`` counts as ">=" so that a regrouping equal to the
     observed one, computed in a different float order, is not missed.
     """
     null = np.asarray(null, dtype=float)

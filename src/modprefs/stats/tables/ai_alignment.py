@@ -28,7 +28,7 @@ Table 5 (paper values in brackets)
 ----------------------------------
 * Clip-level means: per clip and modality, the mean AI rating (over samples) and the mean human
   rating (over raters).
-* MAE per modality: mean over clips of |AI mean - human mean| (clips with both means) [audio 12.27,
+* MAE per modality: mean over clips of ``|AI mean - human mean|`` (clips with both means) [audio 12.27,
   text 14.29].
 * Modality difference: ``abs_error ~ modality + (1 | clip_id)`` on the long table (one row per clip
   and modality), ``modality`` = 1 for text (reference audio), REML with Satterthwaite df and p as
@@ -345,7 +345,7 @@ def with_paper_reference(table: pd.DataFrame, scale: RatingScale | None) -> pd.D
 
 
 def abs_error_long(clips: pd.DataFrame) -> pd.DataFrame:
-    """Long table of |AI - human| per clip and modality (clips with both means): clip_id, prompt_id,
+    """Long table of ``|AI - human|`` per clip and modality (clips with both means): clip_id, prompt_id,
     condition, modality (1 = text), abs_error (points)."""
     parts = []
     for m in MODALITIES:

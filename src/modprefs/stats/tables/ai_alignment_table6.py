@@ -4,8 +4,8 @@ Inputs, scales and the paper's reference values: :mod:`modprefs.stats.tables.ai_
 
 Table 6 (paper values in brackets)
 ----------------------------------
-* AI differentiation per prompt and modality: |mean AI rating of response 0 - mean AI rating of
-  response 1| (points); NaN with a note when a response has no AI rating.
+* AI differentiation per prompt and modality: the absolute difference of the mean AI ratings of
+  response 0 and response 1 (points); NaN with a note when a response has no AI rating.
 * Outcome: the human per-prompt ICC(2,1) per modality (:func:`modprefs.stats.tables.modality.per_prompt_icc`,
   Shrout & Fleiss two-way random, 2 clips x the raters who rated both).
 * OLS ``icc ~ ai_diff * modality`` (statsmodels), modality = 1 for text (reference audio, so
@@ -64,7 +64,7 @@ OLS_TERMS: tuple[str, ...] = ("Intercept", "AI Differentiation", "Modality (Text
 
 def ai_differentiation(ai_means: pd.DataFrame, stimuli: pd.DataFrame) -> pd.DataFrame:
     """Per prompt (of the stimulus set) and modality the AI judge rated: ``ai_mean_0``, ``ai_mean_1``
-    (mean AI rating of response 0 / 1, points) and ``ai_diff`` = |ai_mean_0 - ai_mean_1| (points);
+    (mean AI rating of response 0 / 1, points) and ``ai_diff`` = ``|ai_mean_0 - ai_mean_1|`` (points);
     NaN with a ``note`` when a response has no AI rating.
 
     ``ai_means`` is :func:`ai_clip_means`' output. A modality without any AI rating has no rows.

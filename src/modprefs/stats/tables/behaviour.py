@@ -110,11 +110,11 @@ def behaviour_table(
     * ``rating_changes`` — intermediate rating reversals per trial; Mann–Whitney text vs audio on
       participants' mean reversals. ``rating_changes_any_pct`` — % of trials with >= 1 reversal
       (pooled count/n; no test).
+    * ``deliberation_s`` — audio only: end of the last listen to submission (s), M (SD) over
+      participants' means and the median over trials.
 
     In the mean rows ``*_count`` is the number of trials that contribute; in the pooled rows it is
     the numerator of the rate.
-    * ``deliberation_s`` — audio only: end of the last listen to submission (s), M (SD) over
-      participants' means and the median over trials.
     """
     t, is_audio, rel = _behaviour_trials(trials, participants, assignments, ratings)
     rows = []

@@ -83,7 +83,7 @@ def stepdown_exceedances(
 def stepdown_maxt_pvalues(observed: np.ndarray, permuted: np.ndarray) -> np.ndarray:
     """Westfall-Young step-down maxT adjusted p-values (family-wise error rate), in the input order.
 
-    ``observed``: m statistics (larger = more extreme, e.g. |t|); ``permuted``: B x m, the same statistics
+    ``observed``: m statistics (larger = more extreme, e.g. ``|t|``); ``permuted``: B x m, the same statistics
     under B relabellings. With the terms ordered by decreasing observed statistic,
     ``p~_(k) = max_{l <= k} (1 + #{b : max_{j >= l} permuted[b, j] >= t_(l)}) / (1 + B)``. Strong control of
     the family-wise error rate under subset pivotality (Westfall & Young 1993, Resampling-Based Multiple
@@ -141,7 +141,7 @@ def permutation_tests(
     the same stream (so memory is one block, not B x m):
 
     1. marginal ``p = (1 + #{|d*| >= |d|}) / (1 + B)`` and the scale s_j = sqrt(mean of d_j^2 over the
-       identity and the B relabellings) -- a symmetric function of the relabellings, so t_j = |d_j| / s_j is
+       identity and the B relabellings) -- a symmetric function of the relabellings, so t_j = ``|d_j|`` / s_j is
        still an exact permutation statistic;
     2. the Westfall-Young step-down maxT adjusted p-values of t (:func:`stepdown_maxt_pvalues`).
 

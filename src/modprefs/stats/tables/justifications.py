@@ -79,7 +79,7 @@ paper's document-level chi-square is kept beside it for comparison (step 6).
 7. **Multiplicity.** ``significant`` = ``p_fwer`` <= ``alpha`` (default .05): the Westfall-Young
    step-down maxT adjusted p-value (:func:`stepdown_maxt_pvalues`; Westfall & Young 1993,
    Algorithm 2.8) over the tested terms, on the same relabellings as step 5, with each term's
-   statistic standardised as t_j = |d_j| / s_j (s_j: the root mean square of d_j over the identity
+   statistic standardised as t_j = ``|d_j|`` / s_j (s_j: the root mean square of d_j over the identity
    and the B relabellings, a symmetric function of them, so the procedure stays an exact
    permutation test). It controls the family-wise error rate, hence also the FDR, and it uses the
    terms' joint permutation distribution: the terms' dependence (a habit's words move together)
@@ -316,7 +316,7 @@ def presence_tests(
     """:func:`presence_test` for many terms at once, vectorised: (chi2, p) arrays.
 
     The same statistic as ``chi2_contingency`` on each 2x2 table (Yates: every observed count moved
-    towards its expected count by min(0.5, |O - E|)); a zero margin gives (0, 1).
+    towards its expected count by min(0.5, ``|O - E|``)); a zero margin gives (0, 1).
     """
     with_ = np.stack([np.asarray(docs_audio, dtype=float), np.asarray(docs_text, dtype=float)], axis=-1)
     totals = np.array([n_audio, n_text], dtype=float)

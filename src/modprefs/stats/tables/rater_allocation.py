@@ -2,7 +2,7 @@
 prompt's two responses are hard to tell apart.
 
 The paper's Table 6 finds that a prompt's human agreement (per-prompt ICC(2,1)) rises with the AI
-judge's differentiation, |mean AI rating(response 0) - mean AI rating(response 1)| (points on the
+judge's differentiation, ``|mean AI rating(response 0) - mean AI rating(response 1)|`` (points on the
 1–100 scale): B = 0.014 ICC per point. This module turns that into a recruitment plan:
 
 1. **AI discriminability** per prompt and modality: ``ai_diff`` from the judge table

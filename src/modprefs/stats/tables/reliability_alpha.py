@@ -13,6 +13,7 @@ Preference codings (paper section 4.2 / Table 4)
   two raters who prefer the same response but saw it in opposite orders record opposite labels
   (A vs B): agreement on the response becomes disagreement on the label, which drives nominal
   alpha to ~0 (the paper: .010 audio, .031 text).
+
 See :func:`preference_codes` (``frame="response"`` / ``"position"``).
 
 The alpha: :mod:`modprefs.stats.reliability.alpha`; the test of a difference:
@@ -229,8 +230,8 @@ def alpha_table(
       (:data:`ALPHA_TESTS`, named in the ``test`` column): ``studentized`` (default) = the crossed-jackknife t
       of the difference (:func:`alpha_difference_jackknife`: ``t``, ``df``) referred to its distribution over
       ``n_perm`` reassignments of the participants of both conditions to groups of the original sizes,
-      (1 + #{|t*| >= |t|}) / (1 + n_valid); ``permutation`` = the paper's, the same reassignments of the
-      difference itself, (1 + #{|d*| >= |d|}) / (1 + n_valid). ``null_sd``: the SD of t* (of d* for
+      (1 + #{``|t*|`` >= ``|t|``}) / (1 + n_valid); ``permutation`` = the paper's, the same reassignments of the
+      difference itself, (1 + #{``|d*|`` >= ``|d|``}) / (1 + n_valid). ``null_sd``: the SD of t* (of d* for
       ``permutation``). The permutation of the difference tests exchangeable conditions, not equal alphas: with
       equal alphas but conditions that differ otherwise it need not hold its size; the studentized one is
       asymptotically valid whether or not they are exchangeable (Janssen 1997; Chung & Romano 2013) and

@@ -23,7 +23,8 @@ ICC permutation test (§4.2, :func:`icc_permutation_test`): the analysable parti
 pooled and reassigned at random to pseudo-audio and pseudo-text groups of the original sizes, ``n_perm`` times;
 each pseudo-group's ICCs are refitted with the same model as the observed ones
 (:func:`modprefs.stats.reliability.icc.condition_design`: ``trial_z`` standardised within the group's rows).
-Two-sided p = (1 + #{|d*| >= |d|}) / (1 + n_valid) (:func:`modprefs.stats.reliability.resampling.permutation_p_value`).
+Two-sided p = (1 + #{``|d*|`` >= ``|d|``}) / (1 + n_valid)
+(:func:`modprefs.stats.reliability.resampling.permutation_p_value`).
 Measured sizes of every test: benchmarks/out/icc_difference_null_v2.md (ICC) and alpha_difference_null.md (alpha).
 """
 

@@ -1,6 +1,6 @@
 """Decision thresholds: rating gaps on decisive vs tie trials by modality (paper §4.1, §5.1, Figure 2).
 
-Per trial, the rating gap is |r_0 - r_1| between the two responses' ratings (response index,
+Per trial, the rating gap is ``|r_0 - r_1|`` between the two responses' ratings (response index,
 not presentation order), in the units of the study's rating scale (the paper's 1–100 slider). A
 trial is *decisive* when the stated preference is ``0``/``1`` and a *tie* when it is ``tie``.
 Population: response trials (trial >= 1) of analysed participants (passed the attention check;
@@ -31,8 +31,8 @@ per-prompt distribution as its main panel (as captioned) and the per-trial distr
 one the tests compare) beside it.
 
 Binarisation thresholds (:func:`threshold_recommendations`)
----------------------------------------------------------
-A threshold tau turns a rating pair into a label: *tie* if |r_0 - r_1| <= tau, else the higher-rated
+-----------------------------------------------------------
+A threshold tau turns a rating pair into a label: *tie* if ``|r_0 - r_1|`` <= tau, else the higher-rated
 response. Rules, per modality, on tau = 0..99 in whole points on the paper's 1-100 scale (ratings are integers);
 on another scale tau runs over 0..max-min in its steps (:func:`threshold_grid`):
 
@@ -198,7 +198,7 @@ def trial_gaps(ratings: pd.DataFrame, trials: pd.DataFrame, participants: pd.Dat
     """One row per response trial of an analysed participant with both ratings and a preference.
 
     ``rating_0``/``rating_1`` are the ratings of response 0/1 (clip_id ``{prompt_id}_{response}``,
-    docs/CONTRACTS.md), ``diff`` = rating_0 - rating_1, ``gap`` = |diff|, ``preference`` '0'/'1'/'tie'
+    docs/CONTRACTS.md), ``diff`` = rating_0 - rating_1, ``gap`` = ``|diff|``, ``preference`` '0'/'1'/'tie'
     and ``kind`` 'decisive' (0/1) or 'tie'. Trials lacking a rating or a valid preference are dropped.
     """
     t = response_trials(trials, participants)
@@ -315,7 +315,7 @@ def agreement_curve(gaps: pd.DataFrame, condition: str, taus: np.ndarray = TAUS)
 
 def _curve(diff: np.ndarray, pref: np.ndarray, taus: np.ndarray) -> pd.DataFrame:
     """:func:`agreement_curve` of n trials' rating gaps ``diff`` (n,) and stated preferences ``pref`` (n,),
-    all taus at once: a (len(taus), n) mask of the trials kept (|gap| > tau)."""
+    all taus at once: a (len(taus), n) mask of the trials kept (``|gap|`` > tau)."""
     n = len(diff)
     taus = np.asarray(taus, dtype=float)
     kept = np.abs(diff)[None, :] > taus[:, None]
@@ -353,7 +353,7 @@ def threshold_recommendations(
 ) -> pd.DataFrame:
     """Per-modality binarisation thresholds (§5.1) under the rules in the module docstring.
 
-    One row per condition x rule: ``threshold`` (tau; a pair is a tie if |gap| <= tau), its
+    One row per condition x rule: ``threshold`` (tau; a pair is a tie if ``|gap|`` <= tau), its
     ``agreement`` (3-class), ``precision`` and ``coverage`` of gap > tau, ``n_trials``, ``n_kept``;
     ``other_condition_threshold`` / ``agreement_at_other_threshold`` = the other modality's tau
     under the same rule and the agreement it gives here. With ``n_boot`` > 0 the participants of
