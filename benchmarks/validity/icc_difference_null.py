@@ -14,8 +14,9 @@ preferences, units = prompts), on the same studies:
 
     permutation   the paper's participant permutation of the difference (``--n-perm-alpha`` permutations)
     studentized   the participant permutation of the crossed-jackknife t (Table 4's default; the same permutations)
-    jackknife     that t referred to Student's t (modprefs.stats.reliability.alpha.alpha_difference_jackknife;
-                  not shipped, scored to show the jackknife's bias)
+    jackknife     that t referred to Student's t
+                  (modprefs.stats.reliability.alpha_difference.alpha_difference_jackknife; not shipped, scored to
+                  show the jackknife's bias)
 
 Generating models (benchmarks/tools/generators.py unless said otherwise), every null with equal population ICCs and
 alphas in the two conditions:

@@ -1,6 +1,6 @@
 """The ICC table of a ratings source as ``modprefs stats`` computes it, without the rest of the analysis.
 
-``modprefs stats`` (:func:`modprefs.cli.run_stats`) validates a ratings source (:func:`modprefs.ratings.ingest.
+``modprefs stats`` (:func:`modprefs.stats.cli.run_stats`) validates a ratings source (:func:`modprefs.ratings.ingest.
 ingest_ratings`), writes the validated tables (:func:`~modprefs.ratings.ingest.write_valid`), reads them back as the
 workflow does (:func:`modprefs.ratings.read.read_study`) and computes the ICC table
 (:func:`modprefs.stats.tables.analyses.icc_table`) and the raters needed from it

@@ -147,8 +147,9 @@ class SimulationParams:
         from modprefs.config_files import dataclass_kwargs
 
         config = dataclass_kwargs(cls, config, "ratings.simulation")
-        if "resid_df" in config and config["resid_df"] in (None, "inf", ".inf"):
-            config["resid_df"] = math.inf
+        for name in ("resid_df", "clip_df"):  # the schema admits the strings "inf"/".inf" for both
+            if name in config and config[name] in (None, "inf", ".inf"):
+                config[name] = math.inf
         return cls(**config)
 
     def to_dict(self) -> dict[str, Any]:
