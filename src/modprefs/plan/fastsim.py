@@ -4,7 +4,7 @@
 through pandas; a planner needs thousands of studies but only the analysed ratings. This module
 draws exactly the rating model of that function (see its module docstring) with numpy arrays:
 
-* clip effects: :func:`modprefs.ratings.simulate.draw_clip_effects` itself (multivariate t per prompt,
+* clip effects: :func:`modprefs.ratings.simulation.latent.draw_clip_effects` itself (multivariate t per prompt,
   within-prompt and cross-modality correlations);
 * per participant: random intercept v_p, lognormal tie threshold tau_p, lognormal residual scale
   (E[s^2] = 1), attention-check failure and early dropout (K ~ Poisson, truncated to 0..T-1);
@@ -174,7 +174,7 @@ def simulate_study(
     """Simulate the analysed ratings of one study.
 
     Args:
-        p: the simulator's parameters (:class:`~modprefs.ratings.simulate.SimulationParams`).
+        p: the simulator's parameters (:class:`~modprefs.ratings.simulation.params.SimulationParams`).
         layout: who rates what (:mod:`modprefs.plan.layout`).
         lengths: (n_prompts, 2) character counts of the two responses of each prompt.
         rng: the study's generator (all of the study's randomness).

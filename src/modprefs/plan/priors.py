@@ -3,7 +3,7 @@
 The answer of a plan is driven by its priors -- above all by the single-rater reliability
 ICC(2,1) of each modality. Two sources:
 
-* **the paper** (:func:`paper_priors`): :class:`~modprefs.ratings.simulate.SimulationParams`'
+* **the paper** (:func:`paper_priors`): :class:`~modprefs.ratings.simulation.params.SimulationParams`'
   defaults, calibrated to the paper (Tables 1-4);
 * **a pilot** (:mod:`modprefs.plan.pilot`): the simulator refitted to a pilot's ratings.
 
