@@ -2,66 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT / "src", ROOT / "tests"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Two xdist workers share two cores: a worker's idle OpenMP (torch) and onnxruntime threads must not spin, or
 # each parallel region waits on a thread the other worker has descheduled (a 2-thread torch training test
 # ran 5x slower beside one busy process; README, "Tests and benchmarks"). Inherited by every snakemake run.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
-def prism_utterance(
-    turn: int,
-    role: str,
-    content: str,
-    wid: int = 0,
-    model: str | None = None,
-    score: int | None = None,
-    chosen: bool | None = None,
-) -> dict:
-    return {
-        "turn": turn,
-        "role": role,
-        "content": content,
-        "within_turn_id": wid,
-        "model_name": model,
-        "model_provider": None if model is None else "provider",
-        "score": score,
-        "if_chosen": chosen,
-    }
-
-
-def prism_row(cid: str, turns: list[tuple[str, list[tuple[str, str, int]]]], ctype: str = "unguided") -> dict:
-    """A PRISM conversations row: turns = [(user_text, [(model, text, score), ...]), ...]."""
-    history = []
-    for t, (user, responses) in enumerate(turns):
-        history.append(prism_utterance(t, "user", user))
-        best = max(range(len(responses)), key=lambda i: responses[i][2])
-        for w, (model, text, score) in enumerate(responses):
-            history.append(prism_utterance(t, "model", text, w, model, score, w == best))
-    return {
-        "conversation_id": cid,
-        "user_id": "u1",
-        "conversation_type": ctype,
-        "opening_prompt": turns[0][0],
-        "conversation_turns": len(turns),
-        "conversation_history": history,
-    }
-
-
-def write_jsonl(rows: list[dict], path: Path) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -74,14 +25,14 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The embedded default config run once, to the end (report included), in a copy of the checkout.
 
     One run per test session, shared by every test file and xdist worker that asks for it
-    (tests/test_workflow.py reads it, tests/test_dag_inputs.py damages copies of it). Read-only: a
-    test that changes files works on ``workflow_runner.copy_run(default_run, tmp_path / ...)``.
+    (tests/workflow/test_workflow.py reads it, tests/workflow/test_dag_inputs.py damages copies of it). Read-only: a
+    test that changes files works on ``support.workflow_runner.copy_run(default_run, tmp_path / ...)``.
 
     For a developer iterating on these tests: ``MODPREFS_DEFAULT_RUN=DIR`` reuses a finished run (e.g. a
     previous session's ``/tmp/pytest-of-$USER/pytest-N/default_run``) instead of making one; it must have
     been made from the current checkout.
     """
-    from workflow_runner import make_checkout, run_workflow, shared_run
+    from support.workflow_runner import make_checkout, run_workflow, shared_run
 
     if os.environ.get("MODPREFS_DEFAULT_RUN"):
         given = Path(os.environ["MODPREFS_DEFAULT_RUN"])
@@ -102,8 +53,12 @@ def default_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # starting last and holding the run open alone. The files that reuse the shared default run (the
 # ``default_run`` fixture, which the first worker builds while the second runs SLURM) come after the other
 # slow files, so that the run is ready when a worker asks for it.
-LONGEST_FIRST = ("tests/test_workflow.py", "tests/test_slurm.py")
-ON_THE_DEFAULT_RUN = ("tests/test_dag_inputs.py", "tests/test_resume.py", "tests/test_scale_end_to_end.py")
+LONGEST_FIRST = ("tests/workflow/test_workflow.py", "tests/cluster/test_slurm.py")
+ON_THE_DEFAULT_RUN = (
+    "tests/workflow/test_dag_inputs.py",
+    "tests/workflow/test_resume.py",
+    "tests/workflow/test_scale_end_to_end.py",
+)
 
 
 def _run_order(item: pytest.Item) -> int:

@@ -91,7 +91,7 @@ def _dry_run_seconds(checkout: Path, work: Path) -> float:
 def compare_dry_runs(baseline: str, runs: int, data: Path, tmp: Path) -> dict:
     """Interleaved dry runs at PRISM scale: this checkout vs ``git archive baseline``."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from workflow_runner import write_config
+    from support.workflow_runner import write_config
 
     old = tmp / "baseline"
     old.mkdir()

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "tools"))
 
 import make_prism_scale  # noqa: E402
 
-from workflow_runner import planned_jobs, write_config  # noqa: E402
+from support.workflow_runner import planned_jobs, write_config  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "dag_scale.json"
 #: why the PRISM-scale dry run with the SLURM profile does not finish (a profiled run at 68 render shards)
@@ -113,9 +113,9 @@ def _slurm_submissions(text: str, local: set[str]) -> dict[str, int]:
 
 
 def _paper_sbatch(base: Path) -> dict:
-    """config/paper.yaml's sbatch calls on the fake SLURM (tests/cluster/paper_capture.py), summarized."""
+    """config/paper.yaml's sbatch calls on the fake SLURM (tests/support/paper_capture.py), summarized."""
     sys.path.insert(0, str(ROOT / "tests" / "cluster"))
-    import paper_capture  # noqa: PLC0415
+    from support import paper_capture  # noqa: PLC0415
 
     base.mkdir(parents=True)
     start = time.perf_counter()
@@ -135,7 +135,7 @@ def main() -> None:
     ap.add_argument(
         "--paper-sbatch",
         action="store_true",
-        help="also run config/paper.yaml's DAG on a fake SLURM, sbatch calls recorded (tests/cluster/paper_capture.py)",
+        help="also run config/paper.yaml's DAG on a fake SLURM, sbatch calls recorded (tests/support/paper_capture.py)",
     )
     ap.add_argument(
         "--paper-sbatch-only",

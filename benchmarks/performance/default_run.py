@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from modprefs.io import write_json  # noqa: E402
-from workflow_runner import make_checkout, run_workflow, write_config  # noqa: E402
+from support.workflow_runner import make_checkout, run_workflow, write_config  # noqa: E402
 
 STAMP = re.compile(r"^\[(\w{3} \w{3}\s+\d+ \d\d:\d\d:\d\d \d{4})\]$")
 RULE = re.compile(r"^(?:local)?(?:check)?rule (\S+):$")

@@ -14,8 +14,8 @@ the true-peak meter, needed about 1 GB for 5 minutes and 3.4 GB for 20 (20 GB fo
    the library as it was at REV (a temporary git worktree), for the before/after comparison.
 
 The WAVs are speech-like (voiced harmonics and noise under a 4 Hz syllable envelope with pauses, as
-tests/test_speech_loudness.py's signal) at 48 kHz, stereo, 16-bit, with a full-scale click every minute so that the
-limiter acts, generated in 10-second pieces (fixed seeds).
+tests/support/audio.py's ``speech_like``) at 48 kHz, stereo, 16-bit, with a full-scale click every minute so that
+the limiter acts, generated in 10-second pieces (fixed seeds).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/performance/given_long_audio.py \\
         [--before-rev be0f164] [--minutes 5 20]
@@ -51,7 +51,7 @@ LIMIT_GB = 1.0
 
 
 def speech_piece(seed: int, seconds: float = PIECE_S, sr: int = RATE) -> np.ndarray:
-    """Ten seconds of a speech-like signal (tests/test_speech_loudness.py's ``speech_like``) at -8 dBFS peak."""
+    """Ten seconds of a speech-like signal (tests/support/audio.py's ``speech_like``) at -8 dBFS peak."""
     from scipy.signal import butter, sosfilt
 
     rng = np.random.default_rng(seed)

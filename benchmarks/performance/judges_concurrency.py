@@ -2,7 +2,7 @@
 
 For each concurrency c in (1, 4, 16, 64) the full judge path runs (openai AsyncOpenAI client,
 limiter checks, parsing, one atomic JSON record per call) over 20*c text requests (at least 20) into
-a fresh temporary output dir, against tests/fault_server.py on 127.0.0.1 with injected latency
+a fresh temporary output dir, against tests/support/fault_server.py on 127.0.0.1 with injected latency
 uniform(0.25, 0.35) s. Reported: calls/s (chat requests / wall seconds of the run, preflight
 included), the ideal c / 0.3 s, and the fraction of ideal (target >= 0.90 at c = 16). A last row
 runs c = 16 with ``rpm: 600, burst_s: 1`` to show the requests-per-minute bucket capping throughput
@@ -38,7 +38,7 @@ KEY_ENV = "MODPREFS_BENCH_JUDGE_KEY"
 
 
 class Server:
-    """tests/fault_server.py in its own process (so that its threads do not share the GIL with the
+    """tests/support/fault_server.py in its own process (so that its threads do not share the GIL with the
     client being measured)."""
 
     def __init__(self, latency_s: float, jitter_s: float) -> None:
@@ -50,7 +50,7 @@ class Server:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                str(ROOT / "tests/fault_server.py"),
+                str(ROOT / "tests/support/fault_server.py"),
                 "--port",
                 str(self.port),
                 "--fault-rate",
@@ -146,7 +146,7 @@ def main() -> None:
     at16 = next((r for r in rows if r["concurrency"] == 16 and not r["rpm"]), None)
     out = {
         "benchmark": "judges_concurrency",
-        "server": "tests/fault_server.py in a separate process (ThreadingHTTPServer, 127.0.0.1), no faults",
+        "server": "tests/support/fault_server.py in a separate process (ThreadingHTTPServer, 127.0.0.1), no faults",
         "latency_s": args.latency,
         "jitter_s": args.jitter,
         "rows": rows,

@@ -69,7 +69,7 @@ def snakemake(code: Path, workdir: Path, *targets: str, timeout: float = 3600) -
 
 
 def write_config(code: Path, workdir: Path) -> None:
-    """The code's own config.yaml with repository paths made absolute (as tests/workflow_runner.py does)."""
+    """The code's own config.yaml with repository paths made absolute (as tests/support/workflow_runner.py does)."""
     import yaml
 
     cfg = yaml.safe_load((code / "config.yaml").read_text())

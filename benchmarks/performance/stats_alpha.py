@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import krippendorff  # noqa: E402
 
-from _ratings_helpers import make_stimuli  # noqa: E402
 from modprefs.io import write_json  # noqa: E402
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
 from modprefs.stats.reliability.alpha import (
@@ -64,6 +63,7 @@ from modprefs.stats.tables.reliability_alpha import (
     preference_matrix,
 )
 from modprefs.study.design import make_assignments  # noqa: E402
+from support.ratings_helpers import make_stimuli  # noqa: E402
 
 
 def per_call(fn, reps: int) -> float:

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from modprefs.io import write_json  # noqa: E402
 from modprefs.stats.mixed.reml import fit_crossed_intercepts  # noqa: E402
 from modprefs.stats.reliability.icc import ConditionDesign, icc_for_design  # noqa: E402
-from statsmodels_reference import fit_crossed_intercepts_statsmodels  # noqa: E402
+from support.statsmodels_reference import fit_crossed_intercepts_statsmodels  # noqa: E402
 
 TIGHT = 'lmerControl(optimizer="nloptwrap", optCtrl=list(xtol_abs=1e-14, ftol_abs=1e-14, xtol_rel=1e-14, maxeval=1e5))'
 

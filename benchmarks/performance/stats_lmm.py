@@ -1,7 +1,7 @@
 """Speed and agreement of the general LMM engine (``modprefs.stats.mixed.lmm``) against lme4 / lmerTest.
 
 At the paper's scale (100 prompts x 2 clips, 94 raters x 20 trials: 1,880 trials, 3,760 ratings;
-``tests/lmm_simulate.py``) it fits
+``tests/support/lmm_simulate.py``) it fits
 
 * the section 4.3 random-slope model ``score ~ modality + (1 + modality | prompt) + (1 | participant)``
   on per-trial preference scores, its no-slope null and their likelihood-ratio test (ML refits);
@@ -41,11 +41,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from lme4_reference import TIGHT_CONTROL  # noqa: E402
-from lmm_simulate import simulate_ratings, simulate_trials  # noqa: E402
 from modprefs.io import write_json  # noqa: E402
 from modprefs.stats.mixed.formula import build_design  # noqa: E402
 from modprefs.stats.mixed.lmm import LmmFit, RandomTerm, anova_refit_ml, fit_formula, fit_lmm  # noqa: E402
+from support.lme4_reference import TIGHT_CONTROL  # noqa: E402
+from support.lmm_simulate import simulate_ratings, simulate_trials  # noqa: E402
 
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"
 NO_SLOPE = "score ~ modality + (1 | prompt) + (1 | participant)"
@@ -261,7 +261,7 @@ def main() -> None:
             "platform": platform.platform(),
         },
         "design": "paper scale: 100 prompts x 2 clips, 94 raters (47 audio, 47 text) x 20 trials = 1,880 trials / "
-        "3,760 ratings (tests/lmm_simulate.py); REML; lme4 tight control = " + TIGHT_CONTROL,
+        "3,760 ratings (tests/support/lmm_simulate.py); REML; lme4 tight control = " + TIGHT_CONTROL,
         "slope_model_trials": run_dataset(
             "trials", trials, [SLOPE, NO_SLOPE], ["prompt", "participant"], args.reps, args.r_reps, (NO_SLOPE, SLOPE)
         ),

@@ -25,7 +25,7 @@ from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.stats.reliability.icc_ci import icc_by_condition  # noqa: E402
 from modprefs.stats.tables.analyses import ANALYSES  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
-from test_recovery import paper_stimuli  # noqa: E402
+from support.recovery_model import paper_stimuli  # noqa: E402
 
 
 def main() -> None:

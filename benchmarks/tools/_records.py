@@ -4,7 +4,7 @@ A benchmark that keeps every simulated study (``table2_null.py --experiment slop
 writes two things: ``benchmarks/out/<name>.json``, the summary the report and the docs read (config, runs, per-cell
 rates; no studies), and ``benchmarks/out/records/<name>/<cell>.jsonl.gz``, one gzip'd JSON line per study, one
 file per cell (model x size) so that no file is over 1 MB. The summary is rebuilt from the records exactly
-(``--summarise-only`` of each script; tests/test_benchmark_records.py checks it byte for byte).
+(``--summarise-only`` of each script; tests/benchmarks/test_benchmark_records.py checks it byte for byte).
 
 Floats round-trip exactly through JSON, the gzip header carries no time stamp (the files are reproducible), and the
 studies of a cell keep their order (each script's summary depends only on the order within a cell).

@@ -1,8 +1,8 @@
 """Write benchmarks/README.md, the index: script -> the question it answers -> its outputs -> where they are cited.
 
 The question is the first line of each script's docstring; the outputs (files in benchmarks/out) are declared here in
-``OUTPUTS`` (tests/test_benchmark_index.py checks that every file in benchmarks/out belongs to a script listed here
-and that every script is listed); where cited is found by searching README.md, docs/ and src/
+``OUTPUTS`` (tests/benchmarks/test_benchmark_index.py checks that every file in benchmarks/out belongs to a script
+listed here and that every script is listed); where cited is found by searching README.md, docs/ and src/
 for the script's and the outputs' file names. Run it after adding a script or an output, or moving a citation.
 
     .venv/bin/python benchmarks/tools/index.py [--check]
@@ -164,10 +164,10 @@ def render() -> str:
         "Benchmarks that keep every simulated study write a small summary JSON (what the report and the docs read) "
         "and the studies as gzip'd JSON lines, one file per cell, under `benchmarks/out/records/<name>/` "
         "(`tools/_records.py`), so that no tracked file is over 1 MB; their `--summarise-only` rebuilds the summary "
-        "from the records byte for byte (tests/test_benchmark_records.py). The figures the report quotes also ship "
-        "with the package (`tools/measured_figures.py` writes src/modprefs/report/measured_figures.json; "
-        "tests/test_wheel_report.py). This file is written by `tools/index.py` (tests/test_benchmark_index.py checks "
-        "that it lists every script and every output).",
+        "from the records byte for byte (tests/benchmarks/test_benchmark_records.py). The figures the report quotes "
+        "also ship with the package (`tools/measured_figures.py` writes src/modprefs/report/measured_figures.json; "
+        "tests/report/test_wheel_report.py). This file is written by `tools/index.py` "
+        "(tests/benchmarks/test_benchmark_index.py checks that it lists every script and every output).",
         "",
     ]
     for group, what in GROUPS.items():

@@ -4,7 +4,7 @@ The report (:mod:`modprefs.report.measured`, :mod:`modprefs.report.html`) quotes
 outputs (``QUOTED``: ICC interval coverage, Table 2's and Table 4's false-positive rates). An installed wheel has
 no benchmarks/out, so their summaries ship as package data, src/modprefs/report/measured_figures.json
 ({file name: {"summary": ...}}). This script writes that file from benchmarks/out; ``--check`` exits 1 when it
-differs (tests/test_wheel_report.py checks the same, so the shipped figures cannot drift from the measured ones).
+differs (tests/report/test_wheel_report.py checks the same, so the shipped figures cannot drift from the measured ones).
 Run it after any of the quoted benchmarks (or their ``--summarise-only``).
 
     .venv/bin/python benchmarks/tools/measured_figures.py [--check]

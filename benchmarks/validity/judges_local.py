@@ -4,7 +4,7 @@ answers, and what each rating costs on this machine.
 Discrimination: 14 questions, each with a coherent answer; the "bad" answer is, in turn, (a) a
 nonsensical one (surreal sentences), (b) the coherent answer to another question (off-topic), and
 (c) the coherent answer with its words shuffled (seeded). The first question is the attention
-check; the four of tests/test_judges_local.py's SANITY are among the rest, and 5 were used while
+check; the four of tests/judges/test_judges_local.py's SANITY are among the rest, and 5 were used while
 the prompt was designed ("dev"); none is a few-shot example of the prompt. Reported per kind of bad
 answer: wins (coherent rated higher), and mean expected ratings.
 
@@ -37,7 +37,7 @@ import soundfile as sf  # noqa: E402
 
 from modprefs.io import write_json  # noqa: E402
 from modprefs.judges import JudgeItem, run_local_judges  # noqa: E402
-from test_judges_local import ATTENTION, SANITY  # noqa: E402
+from support.judges_local import ATTENTION, SANITY  # noqa: E402
 
 EXTRA = [  # (question, coherent, nonsensical); the first five were the "dev" set of the prompt design
     (

@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))  # _plan_
 from _plan_common import OUT, ROOT, Clock
 
 sys.path.insert(0, str(ROOT / "tests"))
-from _ratings_helpers import write_tables  # noqa: E402
 from modprefs.io import write_json  # noqa: E402
 from modprefs.plan.engine import SimSettings  # noqa: E402
 from modprefs.plan.grid import Costs, Targets, design_grid  # noqa: E402
@@ -44,6 +43,7 @@ from modprefs.plan.priors import priors_for_source  # noqa: E402
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
 from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
+from support.ratings_helpers import write_tables  # noqa: E402
 
 CACHE = ROOT / "results" / "plan_benchmark_cache"
 TRUTH = dataclasses.replace(

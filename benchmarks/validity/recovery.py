@@ -3,7 +3,7 @@
 Over 20 seeds of a paper-size study (100 prompts, 53 recruited per condition, 20 trials), fit
 ``rating ~ presented_first + len_z + trial_z + (1|clip) + (1|participant)`` per condition and
 report, next to the simulator's inputs: the mean estimates (SE) without clipping (pure latent
-model, ties do not move sliders; within K_SE = 3 SE of the input as tests/test_recovery.py requires),
+model, ties do not move sliders; within K_SE = 3 SE of the input as tests/ratings/test_recovery.py requires),
 and with the default simulator (clipping to 1..100 and tie
 snapping on) — the difference is what clipping does to the estimands. Also the share of ratings
 that sit on a bound. Writes benchmarks/out/recovery.json.
@@ -26,8 +26,16 @@ sys.path.insert(0, str(ROOT / "tests"))
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
 from modprefs.ratings.simulation.params import SimulationParams  # noqa: E402
 from modprefs.study.design import make_assignments  # noqa: E402
-from recovery_model import RECOVERY_TERMS, fit_generating_model, recovery_targets  # noqa: E402
-from test_recovery import K_SE, N_SEEDS, RATERS, TRIALS, paper_stimuli  # noqa: E402
+from support.recovery_model import (  # noqa: E402
+    K_SE,
+    N_SEEDS,
+    RATERS,
+    RECOVERY_TERMS,
+    TRIALS,
+    fit_generating_model,
+    paper_stimuli,
+    recovery_targets,
+)
 
 
 def run(params: SimulationParams) -> tuple[dict, float]:

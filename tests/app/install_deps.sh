@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# System packages the annotation app's tests need (tests/test_app_browser*.py, tests/test_app_load.py,
-# tests/test_app_proxy.py): Debian's chromium (driven headless by Playwright, no browser download),
+# System packages the annotation app's tests need (tests/test_app_browser*.py, tests/app/test_app_load.py,
+# tests/app/test_app_proxy.py): Debian's chromium (driven headless by Playwright, no browser download),
 # PostgreSQL (a throwaway cluster started by the tests) and nginx (the reverse proxy of docs/app.md's
 # deployment recipe, started by the test on a loopback port with its own config). Idempotent: a rerun
 # with all present returns at once.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real one-node SLURM on this machine, for tests/test_slurm.py (and .ci/run).
+# A real one-node SLURM on this machine, for tests/cluster/test_slurm.py (and .ci/run).
 #
 #   bash tests/cluster/slurm_up.sh        # install (Debian packages), configure, start, wait until idle
 #

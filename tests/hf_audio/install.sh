@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A side environment in which `datasets` decodes Audio cells itself, for tests/test_publish.py's decoding check.
+# A side environment in which `datasets` decodes Audio cells itself, for tests/publish/test_publish.py's decoding check.
 #
 # `datasets` decodes Audio with torchcodec, and PyPI's torchcodec wheels are linked against PyPI's torch (its CUDA
 # build: libtorch_cuda, libnvrtc; it runs on a CPU-only machine). The project's .venv holds torch's CPU wheel

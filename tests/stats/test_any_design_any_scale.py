@@ -34,6 +34,7 @@ from modprefs.stats.cli import run_stats
 from modprefs.stats.defaults import STATS_DEFAULTS, STATS_SCALE
 from modprefs.stats.tables.ai_alignment import on_study_scale
 from modprefs.stats.tables.catalog import OUTPUTS
+from support.any_design import any_judges, any_study, write_any_study
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--n-boot", "0", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0", "--n-boot-threshold", "0"]
@@ -58,77 +59,6 @@ def _skip_reason(out: Path, name: str) -> str | None:
 
 
 # ---- a small valid study on any scale -------------------------------------------------------------------
-def _study(n_prompts: int = 8, raters: int = 4, lo: int = 1, hi: int = 100, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """A complete study (every column of the workflow's schemas) with ratings on lo..hi."""
-    rng = np.random.default_rng(seed)
-    span = hi - lo
-    prompts = [f"p{i}" for i in range(n_prompts)]
-    stimuli = pd.DataFrame(
-        [
-            {
-                "clip_id": f"{p}_{r}",
-                "prompt_id": p,
-                "response": r,
-                "n_chars": int(rng.integers(80, 900)),
-                "prism_score": 60,
-            }
-            for p in prompts
-            for r in (0, 1)
-        ]
-    )
-    quality = dict(zip(stimuli["clip_id"], rng.normal(0, span / 5, len(stimuli))))
-    ratings, trials, participants = [], [], []
-
-    def on_scale(x: float) -> int:
-        return int(np.clip(round(lo + span / 2 + x), lo, hi))
-
-    for j in range(2 * raters):
-        pid, cond = f"P{j:02d}", ("text", "audio")[j % 2]
-        bias = rng.normal(0, span / 10)
-        participants.append(
-            {"participant_id": pid, "condition": cond, "age": 30 + j, "native_english": True, "passed_attention": True}
-            | {"completed": True, "session_minutes": 20.0 + j, "difficulty": 1 + j % 5}
-        )
-        order = [("attn", 0), *[(p, t + 1) for t, p in enumerate(np.roll(prompts, j))]]
-        for prompt, trial in order:
-            r = {c: on_scale(quality.get(f"{prompt}_{c}", 0.0) + bias + rng.normal(0, span / 8)) for c in (0, 1)}
-            first = (j + trial) % 2
-            pref = "0" if prompt == "attn" else ("tie" if abs(r[0] - r[1]) <= span / 20 else str(int(r[1] > r[0])))
-            for c in (0, 1):
-                ratings.append(
-                    {"participant_id": pid, "condition": cond, "prompt_id": prompt, "clip_id": f"{prompt}_{c}"}
-                    | {"trial": trial, "presented_first": c == first, "rating": r[c]}
-                    | {"audio_quality": on_scale(rng.normal(0, span / 6)) if cond == "audio" else None}
-                )
-            audio = cond == "audio"
-            trials.append(
-                {"participant_id": pid, "prompt_id": prompt, "trial": trial, "preference": pref}
-                | {"justification": "clear and helpful answer" if trial % 2 else "the voice was natural"}
-                | {"decision_time_s": float(rng.uniform(5, 60)), "rating_changes": int(rng.integers(0, 3))}
-                | {"deliberation_time_s": float(rng.uniform(1, 9)) if audio else None}
-                | {"replays_0": int(rng.integers(0, 2)) if audio else None}
-                | {
-                    "replays_1": int(rng.integers(0, 2)) if audio else None,
-                    "relistened_first": audio and trial % 3 == 0,
-                }
-            )
-    return {
-        "ratings": pd.DataFrame(ratings),
-        "trials": pd.DataFrame(trials),
-        "participants": pd.DataFrame(participants),
-        "stimuli": stimuli,
-    }
-
-
-def _write(root: Path, study: dict[str, pd.DataFrame]) -> tuple[Path, Path]:
-    """The study as a ratings folder and a clips file under ``root``."""
-    src = root / "collected"
-    src.mkdir(parents=True, exist_ok=True)
-    for name in ("ratings", "trials", "participants"):
-        if name in study:
-            study[name].to_csv(src / f"{name}.csv", index=False)
-    study["stimuli"].to_csv(root / "clips.csv", index=False)
-    return src, root / "clips.csv"
 
 
 def _params(**over) -> dict:
@@ -226,10 +156,10 @@ FAST_DROPS = {("clips.n_chars",), tuple(DROPS)}  # the KeyError: 'n_chars' of ol
     ids=lambda d: "+".join(d) or "nothing",
 )
 def test_dropping_optional_columns_runs_or_names_the_skip(tmp_path, drop):
-    study = _study(n_prompts=5, raters=3, seed=3)
+    study = any_study(n_prompts=5, raters=3, seed=3)
     for name in drop:
         DROPS[name](study)
-    src, clips = _write(tmp_path, study)
+    src, clips = write_any_study(tmp_path, study)
     skipped = run_stats(src, None if study.get("no_clips") else clips, tmp_path / "out", _params())
     out = tmp_path / "out"
     for name, (tables, figures) in OUTPUTS.items():
@@ -248,22 +178,13 @@ def test_dropping_optional_columns_runs_or_names_the_skip(tmp_path, drop):
 
 
 # ---- a 1..5 scale ---------------------------------------------------------------------------------------
-def _judges(stimuli: pd.DataFrame) -> pd.DataFrame:
-    rows = [
-        {"judge": f"j-{m}", "backend": "b", "model": "m", "prompt_version": "v1", "modality": m}
-        | {"kind": "response_quality", "prompt_id": c.prompt_id, "clip_id": c.clip_id, "sample": 0}
-        | {"rating": 1 + (37 * i) % 100, "status": "ok", "reason": ""}
-        for i, c in enumerate(stimuli.itertuples())
-        for m in ("text", "audio")
-    ]
-    return pd.DataFrame(rows)
 
 
 @pytest.mark.parametrize("bad", [0, 6])
 def test_a_1_to_5_scale_refuses_ratings_off_it_naming_row_and_column(tmp_path, capsys, bad):
-    study = _study(lo=1, hi=5, seed=1)
+    study = any_study(lo=1, hi=5, seed=1)
     study["ratings"].loc[3, "rating"] = bad
-    src, clips = _write(tmp_path, study)
+    src, clips = write_any_study(tmp_path, study)
     rc = main(["stats", "--ratings", str(src), "--clips", str(clips), "--out", str(tmp_path / "o"), "--scale", "1:5"])
     err = capsys.readouterr().err
     word = "below the minimum 1" if bad == 0 else "above the maximum 5"
@@ -272,9 +193,9 @@ def test_a_1_to_5_scale_refuses_ratings_off_it_naming_row_and_column(tmp_path, c
 
 
 def test_a_1_to_5_scale_reports_thresholds_in_its_units(tmp_path, capsys):
-    study = _study(lo=1, hi=5, seed=1)
-    src, clips = _write(tmp_path, study)
-    _judges(study["stimuli"]).to_csv(tmp_path / "judges.csv", index=False)
+    study = any_study(lo=1, hi=5, seed=1)
+    src, clips = write_any_study(tmp_path, study)
+    any_judges(study["stimuli"]).to_csv(tmp_path / "judges.csv", index=False)
     out = tmp_path / "out"
     args = ["stats", "--ratings", str(src), "--clips", str(clips), "--out", str(out), "--scale", "1:5"]
     assert main([*args, "--judges", str(tmp_path / "judges.csv"), *FAST]) == 0, capsys.readouterr().err
@@ -298,9 +219,9 @@ def test_judge_ratings_are_mapped_onto_the_study_scale():
 
 # ---- a 0..100 slider ------------------------------------------------------------------------------------
 def test_a_0_to_100_slider_needs_its_scale(tmp_path, capsys):
-    study = _study(lo=0, hi=100, seed=2)
+    study = any_study(lo=0, hi=100, seed=2)
     study["ratings"].loc[study["ratings"]["trial"] == 1, "rating"] = 0
-    src, clips = _write(tmp_path, study)
+    src, clips = write_any_study(tmp_path, study)
     base = ["stats", "--ratings", str(src), "--clips", str(clips), *FAST]
     assert main([*base, "--out", str(tmp_path / "paper")]) == 2
     err = capsys.readouterr().err
@@ -315,11 +236,11 @@ def test_a_0_to_100_slider_needs_its_scale(tmp_path, capsys):
 
 
 def test_a_scale_with_half_steps_refuses_values_between_them(tmp_path):
-    study = _study(lo=1, hi=7, seed=4)
+    study = any_study(lo=1, hi=7, seed=4)
     study["ratings"]["rating"] = study["ratings"]["rating"].astype(float)
     study["ratings"].loc[2, "rating"] = 3.5
     study["ratings"].loc[4, "rating"] = 3.25
-    src, clips = _write(tmp_path, study)
+    src, clips = write_any_study(tmp_path, study)
     with pytest.raises(RatingsValidationError) as exc:
         run_stats(src, clips, tmp_path / "o", _params(scale={"min": 1, "max": 7, "step": 0.5}))
     assert exc.value.problems == [
@@ -338,28 +259,28 @@ def test_the_cli_default_scale_is_the_configs():
 @pytest.mark.slow  # two runs: over 5 s on 2 cores
 def test_a_response_column_is_honoured_whatever_the_clip_ids(tmp_path):
     """Clip ids that do not end in _0/_1, with prompt_id + response columns and no --clips: the pairs are found."""
-    study = _study(seed=5)
+    study = any_study(seed=5)
     reference = tmp_path / "ref"
-    src, clips = _write(reference, study)
+    src, clips = write_any_study(reference, study)
     run_stats(src, clips, reference / "out", _params())
     r = study["ratings"].copy()
     is_attn = r["prompt_id"] == "attn"
     r["response"] = r["clip_id"].str[-1]
     r.loc[~is_attn, "clip_id"] = "clip-" + r["prompt_id"] + r["response"].map({"0": "-x", "1": "-y"})
     other = tmp_path / "other"
-    src2, _ = _write(other, {**study, "ratings": r})
+    src2, _ = write_any_study(other, {**study, "ratings": r})
     run_stats(src2, None, other / "out", _params())
     for name in ("thresholds_gaps", "thresholds_recommendations", "cross_modality_agreement", "random_slope"):
         pd.testing.assert_frame_equal(_table(other / "out", name), _table(reference / "out", name), check_exact=False)
 
 
 def test_a_single_stimulus_design_runs_what_needs_no_pairs(tmp_path, capsys):
-    study = _study(seed=6)
+    study = any_study(seed=6)
     r, t = study["ratings"], study["trials"]
     study["ratings"] = r[(r["clip_id"].str.endswith("_0")) & (r["prompt_id"] != "attn")].reset_index(drop=True)
     study["trials"] = t[t["prompt_id"] != "attn"].drop(columns="preference").reset_index(drop=True)
     study["stimuli"] = study["stimuli"][study["stimuli"]["response"] == 0].reset_index(drop=True)
-    src, clips = _write(tmp_path, study)
+    src, clips = write_any_study(tmp_path, study)
     out = tmp_path / "out"
     assert main(["stats", "--ratings", str(src), "--clips", str(clips), "--out", str(out), *FAST]) == 0
     err = capsys.readouterr().err
@@ -378,7 +299,7 @@ def test_a_single_stimulus_design_runs_what_needs_no_pairs(tmp_path, capsys):
 
 def test_more_than_two_responses_per_prompt(tmp_path):
     """Three responses per prompt from {prompt}_{response} clip ids (no --clips): ICC runs, pairs are skipped."""
-    study = _study(n_prompts=4, raters=3, seed=7)
+    study = any_study(n_prompts=4, raters=3, seed=7)
     r = study["ratings"]
     r = r[r["prompt_id"] != "attn"]
     third = r[r["clip_id"].str.endswith("_1")].assign(
@@ -386,7 +307,7 @@ def test_more_than_two_responses_per_prompt(tmp_path):
     )
     study["ratings"] = pd.concat([r, third], ignore_index=True).drop(columns="trial")
     study.pop("trials")
-    src, _ = _write(tmp_path, study)
+    src, _ = write_any_study(tmp_path, study)
     run_stats(src, None, tmp_path / "out", _params())
     assert _table(tmp_path / "out", "icc")["icc_2_1"].notna().all()
     for name in PAIR_OUTPUTS:

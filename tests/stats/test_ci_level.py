@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from modprefs.cli import main
-from test_cli import _write_study
+from support.study_files import write_study
 
 #: table -> the interval columns that must move with the level
 INTERVALS = {
@@ -21,7 +21,7 @@ INTERVALS = {
 
 @pytest.mark.slow  # two `modprefs stats` runs, ~25 s each on 2 cores
 def test_ci_level_changes_every_interval_and_titles_state_it(tmp_path, capsys):
-    d, *_ = _write_study(tmp_path)
+    d, *_ = write_study(tmp_path)
     out = {}
     for level in ("0.95", "0.9"):
         out[level] = tmp_path / f"out{level}"

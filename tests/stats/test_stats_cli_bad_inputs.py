@@ -1,6 +1,6 @@
 """``modprefs stats`` on bad inputs and arguments (issue #13): every one fails cleanly before writing anything.
 
-Each case runs the real command in a subprocess and checks, with ``tests/bad_inputs.py``: exit status
+Each case runs the real command in a subprocess and checks, with ``tests/support/bad_inputs.py``: exit status
 != 0, a message naming the file and row/column (or the argument), no Python traceback, and the
 ``--out`` folder's parent byte-identical before and after (no partial output, no temporary folder
 left). Two documented results close the file: a participant called ``NA`` gives the same icc.csv as
@@ -21,11 +21,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from _ratings_helpers import make_assignments, make_stimuli, write_tables
-from bad_inputs import assert_clean_failure
 from modprefs.cli import main
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
+from support.bad_inputs import assert_clean_failure
+from support.ratings_helpers import make_assignments, make_stimuli, write_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--n-boot", "5", "--n-perm", "0", "--n-boot-alpha", "0", "--n-perm-alpha", "0"]

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 import scipy.stats
 
-from lmm_simulate import simulate_ratings, simulate_trials, trials_from_ratings
 from modprefs.stats.mixed.criterion import ProfiledLmm
 from modprefs.stats.mixed.formula import build_design, parse_formula
 from modprefs.stats.mixed.lmm import RandomTerm, anova_refit_ml, fit_formula, fit_lmm, lrt, reml_lrt
 from modprefs.stats.mixed.lmm_satterthwaite import satterthwaite_df
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
+from support.lmm_simulate import simulate_ratings, simulate_trials, trials_from_ratings
 
 SLOPE = "score ~ modality + (1 + modality | prompt) + (1 | participant)"
 NO_SLOPE = "score ~ modality + (1 | prompt) + (1 | participant)"
@@ -457,7 +457,7 @@ def compare_with_reference(fit, ref: dict) -> None:
 
 @pytest.fixture(scope="module")
 def r_available():
-    from lmertest_reference import require_lmertest
+    from support.lmertest_reference import require_lmertest
 
     require_lmertest()
 
@@ -506,7 +506,7 @@ R_CASES = _r_cases()
 
 @pytest.fixture(scope="module")
 def r_refs(r_available):
-    from lmertest_reference import lmertest_run
+    from support.lmertest_reference import lmertest_run
 
     cache: dict = {}
 
@@ -551,7 +551,7 @@ def test_reml_lrt_equals_anova_without_refit(r_available):
     """The slopes' test of Table 2's ladder (``reml_lrt``) is lme4's ``anova(small, big, refit = FALSE)``: REML
     criteria compared, df = covariance parameters added (correlated -> uncorrelated: 3; uncorrelated -> intercept
     + one slope: 1; correlated against the intercept: 5)."""
-    from lmertest_reference import lmertest_run
+    from support.lmertest_reference import lmertest_run
 
     data = R_CASES["omnibus_participant_slopes"][0]
     intercept = OMNIBUS_SLOPES[0].replace("(1 + presented_first + trial_z | participant)", "(1 | participant)")

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lmm_simulate import simulate_ratings
 from modprefs.errors import InsufficientDataError
 from modprefs.stats.mixed.formula import build_design, parse_formula
 from modprefs.stats.mixed.lmm import fit_formula, reml_lrt, with_satterthwaite
 from modprefs.stats.mixed.maximal import fit_maximal, positive_slopes, singular_in, slope_terms
+from support.lmm_simulate import simulate_ratings
 
 FIXED = "rating ~ presented_first*modality + len_z*modality + trial_z*modality"
 SLOPES = ("presented_first", "trial_z")

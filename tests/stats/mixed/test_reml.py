@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lme4_reference import lme4_fit, require_lme4
 from modprefs.stats.mixed import reml as R
 from modprefs.stats.mixed.reml import fit_crossed_intercepts
+from support.lme4_reference import lme4_fit, require_lme4
 
 
 def simulate_study(

@@ -8,7 +8,6 @@ import pytest
 
 krippendorff = pytest.importorskip("krippendorff")
 
-from _ratings_helpers import make_assignments, make_stimuli  # noqa: E402
 from modprefs.ratings.simulate import simulate_ratings  # noqa: E402
 from modprefs.stats.reliability.alpha import (
     LEVELS,
@@ -28,6 +27,7 @@ from modprefs.stats.reliability.alpha_difference import (
 )
 from modprefs.stats.reliability.resampling import draw_counts, draw_units  # noqa: E402
 from modprefs.stats.tables.reliability_alpha import PREFERENCE_DOMAIN, alpha_table, preference_codes, preference_matrix
+from support.ratings_helpers import make_assignments, make_stimuli  # noqa: E402
 
 NAN = np.nan
 #: Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers x 12

@@ -21,7 +21,7 @@ from modprefs.stats.reliability.icc import (
     resample_clips,
 )
 from modprefs.stats.reliability.icc_ci import icc_by_condition, icc_with_ci
-from statsmodels_reference import fit_crossed_intercepts_statsmodels
+from support.statsmodels_reference import fit_crossed_intercepts_statsmodels
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -46,7 +46,7 @@ from modprefs.stats.reliability.icc_resampling import (
 )
 from modprefs.stats.reliability.rater_scaling import icc_k
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.recovery_model import paper_stimuli
 
 GAUSSIAN = dataclasses.replace(
     SimulationParams(),

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from _ratings_helpers import make_assignments, make_stimuli
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.stats.reliability.icc import analysable_ratings
 from modprefs.stats.reliability.icc_difference import (
@@ -30,6 +29,7 @@ from modprefs.stats.reliability.icc_difference import (
     null_world,
 )
 from modprefs.stats.reliability.resampling import jackknife_variance
+from support.ratings_helpers import make_assignments, make_stimuli
 
 
 @pytest.fixture(scope="module")

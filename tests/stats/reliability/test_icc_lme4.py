@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lme4_reference import lme4_fit, require_lme4
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.reliability.icc import analysable_ratings, condition_design, icc_from_components
 from modprefs.stats.reliability.icc_ci import icc_by_condition
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.lme4_reference import lme4_fit, require_lme4
+from support.recovery_model import paper_stimuli
 
 pytestmark = pytest.mark.r
 

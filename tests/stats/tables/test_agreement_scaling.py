@@ -16,7 +16,7 @@ from modprefs.stats.reliability.rater_scaling import icc_k, raters_needed, rater
 from modprefs.stats.tables.agreement import agreement_at_zero, agreement_curve, clip_means, prompt_gaps
 from modprefs.stats.tables.reliability_table import icc_permutation_test
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.recovery_model import paper_stimuli
 
 
 @pytest.mark.parametrize("rho,k", [(0.3, 9), (0.05, 3), (0.6, 1)])

@@ -196,7 +196,7 @@ class _Named(dict):
 
 
 def test_workflow_script(tmp_path):
-    from test_ai_alignment import linked_study
+    from support.ai_alignment_study import linked_study
 
     ratings, participants, stimuli, judges, _ = linked_study(n_prompts=30, n_raters=12, seed=5)
     paths = {}

@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from _ratings_helpers import make_assignments, make_stimuli
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.stats.reliability.icc_ci import DEFAULT_CI_METHOD, icc_with_ci
 from modprefs.stats.tables.analyses import ANALYSES
+from support.ratings_helpers import make_assignments, make_stimuli
 
 matplotlib.use("Agg")
 

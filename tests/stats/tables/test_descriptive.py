@@ -23,7 +23,7 @@ from modprefs.stats.tables.descriptive import (
     session_table,
 )
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.recovery_model import paper_stimuli
 
 
 @pytest.fixture(scope="module")

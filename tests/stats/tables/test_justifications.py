@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, chi2_contingency, false_discovery_control
 
-from conftest import ROOT
 from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.tables.justification_tests import (
@@ -35,7 +34,8 @@ from modprefs.stats.tables.justifications import (
     presence_tests,
 )
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.recovery_model import paper_stimuli
+from support.workflow_runner import ROOT
 
 TERMS_FILE = ROOT / MODALITY_TERMS_PATH
 FILLER = ["clear", "answer", "correct", "concise", "friendly", "accurate", "topic", "simple"]
@@ -670,7 +670,7 @@ def test_stepdown_maxt_matches_multtest_complete_enumeration():
     independent reference; our step-down gets the same statistics for the 251 relabellings besides the identity."""
     from itertools import combinations
 
-    from multtest_reference import multtest_maxt, require_multtest
+    from support.multtest_reference import multtest_maxt, require_multtest
 
     require_multtest()
     rng = np.random.default_rng(8)

@@ -12,7 +12,7 @@ from modprefs.ratings.simulate import simulate_ratings
 from modprefs.ratings.simulation.params import SimulationParams
 from modprefs.stats.tables import modality as M
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.recovery_model import paper_stimuli
 
 
 @pytest.fixture(scope="module")

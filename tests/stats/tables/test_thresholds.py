@@ -24,7 +24,7 @@ from modprefs.stats.tables.thresholds import (
     trial_gaps,
 )
 from modprefs.study.design import make_assignments
-from test_recovery import paper_stimuli
+from support.recovery_model import paper_stimuli
 
 
 @pytest.fixture(scope="module")
