@@ -34,7 +34,13 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 autosummary_generate = True
 # SQLAlchemy's declarative attributes carry its own docs, with labels of its own site
-autodoc_default_options = {"members": True, "show-inheritance": True, "exclude-members": "metadata, registry"}
+# ignore-module-all: a module documents what it defines, not what its __all__ re-exports (no duplicate entries)
+autodoc_default_options = {
+    "members": True,
+    "show-inheritance": True,
+    "exclude-members": "metadata, registry",
+    "ignore-module-all": True,
+}
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
 html_theme = "furo"

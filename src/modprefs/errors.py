@@ -14,6 +14,12 @@ class UserInputError(ValueError):
     """An expected, user-fixable error; its message names the file/row/column or config key."""
 
 
+class ModelNotInstalledError(UserInputError, RuntimeError):
+    """A speech model, voice or QC model is not installed; the message names the pip package to install or the file
+    to provide. One class for the synthesisers (:mod:`modprefs.speech.kokoro_onnx`, piper, espeak-ng) and the audio
+    QC models (:mod:`modprefs.speech.qc_models`)."""
+
+
 class InsufficientDataError(ValueError):
     """The data cannot support a model (too few observations for its parameters, too few levels of a
     grouping factor, collinear fixed effects). Analyses that meet it are skipped with this message

@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
+from modprefs.errors import ModelNotInstalledError
 from modprefs.speech import backends
-from modprefs.speech.kokoro_onnx import ModelNotInstalledError
 from modprefs.speech.qc import qc_clip
 from modprefs.speech.qc_models import Transcriber
 from modprefs.speech.render import render_clips

@@ -166,7 +166,8 @@ class _Identity:
 
     def asr(self) -> tuple[Path, str]:
         if self._asr is None:
-            from modprefs.speech.qc_models import ModelNotInstalledError, default_asr_model_path
+            from modprefs.errors import ModelNotInstalledError
+            from modprefs.speech.qc_models import default_asr_model_path
 
             try:
                 path = Path(self.cfg.asr_model_path) if self.cfg.asr_model_path else default_asr_model_path()
@@ -346,7 +347,8 @@ class _Models:
 
     def dnsmos_model(self):
         if self._dnsmos is None:
-            from modprefs.speech.qc_models import DnsMos, ModelNotInstalledError
+            from modprefs.errors import ModelNotInstalledError
+            from modprefs.speech.qc_models import DnsMos
 
             t0 = time.monotonic()
             try:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from modprefs.speech.kokoro_onnx import ModelNotInstalledError
+from modprefs.errors import ModelNotInstalledError
 
 log = logging.getLogger(__name__)
 

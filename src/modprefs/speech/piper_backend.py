@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from modprefs.speech.kokoro_onnx import ModelNotInstalledError
+from modprefs.errors import ModelNotInstalledError
 from modprefs.speech.onnx_session import cpu_session_options
 
 log = logging.getLogger(__name__)

@@ -14,15 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from modprefs.errors import UserInputError
+from modprefs.errors import ModelNotInstalledError
 from modprefs.speech.onnx_session import cpu_session_options
 from modprefs.speech.resample import ASR_SAMPLE_RATE, resample
 
 log = logging.getLogger(__name__)
-
-
-class ModelNotInstalledError(UserInputError, RuntimeError):
-    """A QC model is not installed; the message names the pip package to install or the file to provide."""
 
 
 def default_asr_model_path() -> Path:

@@ -1,14 +1,14 @@
 """The ICC table of a ratings source as ``modprefs stats`` computes it, without the rest of the analysis.
 
-``modprefs stats`` (:func:`modprefs.stats.cli.run_stats`) validates a ratings source (:func:`modprefs.ratings.ingest.
-ingest_ratings`), writes the validated tables (:func:`~modprefs.ratings.ingest.write_valid`), reads them back as the
-workflow does (:func:`modprefs.ratings.read.read_study`) and computes the ICC table
-(:func:`modprefs.stats.tables.analyses.icc_table`) and the raters needed from it
-(:func:`modprefs.stats.reliability.rater_scaling.raters_needed_table`). :func:`icc_of_source` runs exactly these
-steps, in the same order and with the same params (:data:`modprefs.stats.defaults.STATS_DEFAULTS` plus the study's
-``scale``), so its table equals ``icc.csv`` of ``modprefs stats`` on the same source, value for value: the annotation
-app's live reliability (:mod:`modprefs.app.live_stats`) is this function on the app's export at that moment.
-"""
+``modprefs stats`` (:func:`modprefs.stats.cli.run_stats`) validates a ratings source
+(:func:`modprefs.ratings.ingest.ingest_ratings`), writes the validated tables
+(:func:`~modprefs.ratings.ingest.write_valid`), reads them back as the workflow does
+(:func:`modprefs.ratings.read.read_study`) and computes the ICC table (:func:`modprefs.stats.tables.analyses.icc_table`)
+and the raters needed from it (:func:`modprefs.stats.reliability.rater_scaling.raters_needed_table`).
+:func:`icc_of_source` runs exactly these steps, in the same order and with the same params
+(:data:`modprefs.stats.defaults.STATS_DEFAULTS` plus the study's ``scale``), so its table equals ``icc.csv`` of
+``modprefs stats`` on the same source, value for value: the annotation app's live reliability
+(:mod:`modprefs.app.live_stats`) is this function on the app's export at that moment."""
 
 from __future__ import annotations
 
@@ -55,9 +55,10 @@ def icc_of_source(source: str | Path, params: Mapping[str, Any]) -> pd.DataFrame
 
 def raters_needed_for(icc: pd.DataFrame, target: float) -> pd.DataFrame:
     """Per condition: the raters per clip that reach ICC(2,k) = ``target`` at the ICC(2,1) estimate and at its
-    interval's bounds (``modprefs stats``' raters_needed table, :func:`~modprefs.stats.reliability.rater_scaling.
-    raters_needed_table`), plus ``raters_still_needed`` = raters needed at the estimate - mean raters per clip so far
-    (>= 0; NaN where the estimate is <= 0, when no number of raters reaches the target)."""
+    interval's bounds (``modprefs stats``' raters_needed table,
+    :func:`~modprefs.stats.reliability.rater_scaling.raters_needed_table`), plus ``raters_still_needed`` = raters
+    needed at the estimate - mean raters per clip so far (>= 0; NaN where the estimate is <= 0, when no number of
+    raters reaches the target)."""
     from modprefs.stats.reliability.rater_scaling import raters_needed_table  # noqa: PLC0415
 
     table = raters_needed_table(icc, targets=(float(target),))

@@ -74,7 +74,17 @@ def n_looks(rule: StoppingRule) -> int:
 
 
 def look_level(rule: StoppingRule) -> float:
-    """The two-sided level of each look's interval: ``1 - alpha / n_looks`` (Bonferroni)."""
+    """The two-sided level of each look's interval: ``1 - alpha / n_looks`` (Bonferroni).
+
+    Examples
+    --------
+    Looks at 10, 20, 30 and 40 participants: each interval at 1 - .05 / 4:
+
+    >>> from modprefs.stats.sequential import StoppingRule, look_level, n_looks
+    >>> rule = StoppingRule(rule="lower_bound", min_participants=10, max_participants=40, look_every=10)
+    >>> n_looks(rule), look_level(rule)
+    (4, 0.9875)
+    """
     return 1.0 - rule.alpha / n_looks(rule)
 
 
@@ -90,7 +100,17 @@ def look_due(rule: StoppingRule, n_participants: int, looks_done: int) -> bool:
 
 
 def condition_meets(rule: StoppingRule, icc_2_k_lo: float, icc_2_k_hi: float) -> bool:
-    """Whether one condition's ICC(2,k) interval (at :func:`look_level`) meets the rule's target."""
+    """Whether one condition's ICC(2,k) interval (at :func:`look_level`) meets the rule's target.
+
+    Examples
+    --------
+    >>> from modprefs.stats.sequential import StoppingRule, condition_meets
+    >>> rule = StoppingRule(rule="lower_bound", target_icc=0.75)
+    >>> condition_meets(rule, 0.78, 0.92), condition_meets(rule, 0.70, 0.90)
+    (True, False)
+    >>> condition_meets(StoppingRule(rule="half_width", half_width=0.1), 0.72, 0.90)  # half-width .09
+    True
+    """
     if not (math.isfinite(icc_2_k_lo) and math.isfinite(icc_2_k_hi)):
         return False
     if rule.rule == "lower_bound":

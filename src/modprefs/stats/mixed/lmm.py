@@ -480,6 +480,18 @@ def fit_formula(
     See :mod:`modprefs.stats.mixed.formula` for the supported syntax (numeric columns; other columns are
     treatment-coded; ``||`` for uncorrelated terms). Rows are used as given (drop missing values first).
     ``satterthwaite`` and ``theta0`` as in :func:`fit_lmm`.
+
+    Examples
+    --------
+    A balanced one-way random-intercept model, where REML equals the ANOVA estimators: residual variance = MSW,
+    group variance = (MSB - MSW) / n per group:
+
+    >>> import pandas as pd
+    >>> from modprefs.stats.mixed.lmm import fit_formula
+    >>> df = pd.DataFrame({"y": [4.0, 5, 6, 8, 9, 10, 1, 2, 3, 6, 6, 9], "g": list("aaabbbcccddd")})
+    >>> fit = fit_formula(df, "y ~ 1 + (1 | g)")
+    >>> round(fit.sigma2, 4), round(float(fit.random_effects[0].cov[0, 0]), 4), round(float(fit.beta[0]), 4)
+    (1.5, 8.4167, 5.75)
     """
     d = build_design(df, formula)
     terms = [

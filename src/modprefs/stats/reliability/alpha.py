@@ -381,6 +381,20 @@ def krippendorff_alpha(
 
     Raises:
         ValueError: bad shape/values, or no unit with values from at least two coders.
+
+    Examples
+    --------
+    Three coders, ten units (NaN: a coder did not code the unit), beside the ``krippendorff`` package:
+
+    >>> import numpy as np, krippendorff
+    >>> from modprefs.stats.reliability.alpha import krippendorff_alpha
+    >>> data = np.array([[1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan],
+    ...                  [1, 2, 3, 3, 2, 2, 4, 1, 2, 5],
+    ...                  [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5]])
+    >>> round(krippendorff_alpha(data, "interval"), 4), round(krippendorff_alpha(data, "nominal"), 4)
+    (0.8621, 0.6753)
+    >>> round(float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval")), 4)
+    0.8621
     """
     _check_level(level_of_measurement)
     arr = as_coder_unit_array(data, n_units=n_units)

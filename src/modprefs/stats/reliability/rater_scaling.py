@@ -27,14 +27,28 @@ TARGETS: tuple[float, ...] = (0.5, 0.75, 0.9)
 
 
 def icc_k(icc1: float | np.ndarray, k: float | np.ndarray) -> np.ndarray:
-    """ICC of the mean of k raters from the single-rater ICC (Spearman–Brown)."""
+    """ICC of the mean of k raters from the single-rater ICC (Spearman–Brown).
+
+    Examples
+    --------
+    >>> from modprefs.stats.reliability.rater_scaling import icc_k
+    >>> round(float(icc_k(0.3, 5)), 4)  # 5 x .3 / (1 + 4 x .3)
+    0.6818
+    """
     icc1 = np.asarray(icc1, dtype=float)
     k = np.asarray(k, dtype=float)
     return k * icc1 / (1.0 + (k - 1.0) * icc1)
 
 
 def raters_needed(icc1: float, target: float) -> float:
-    """Smallest whole number of raters whose mean reaches ``target``; NaN if icc1 <= 0 (never)."""
+    """Smallest whole number of raters whose mean reaches ``target``; NaN if icc1 <= 0 (never).
+
+    Examples
+    --------
+    >>> from modprefs.stats.reliability.rater_scaling import raters_needed
+    >>> raters_needed(0.3, 0.75)  # ICC(2,7) = .75 exactly: .75 x .7 / (.3 x .25) = 7
+    7.0
+    """
     if not 0 < target < 1:
         raise ValueError(f"target must be in (0, 1), got {target}")
     if not np.isfinite(icc1) or icc1 <= 0:

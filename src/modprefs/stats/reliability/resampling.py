@@ -38,7 +38,20 @@ P_VALUE_RTOL = 1e-12
 
 def jackknife_variance(values: np.ndarray) -> tuple[float, int]:
     """(jackknife variance, n) of leave-one-out values: (n-1)/n * sum (v_i - mean)^2 over the finite ones, and their
-    number n (NaN below 2). Efron & Stein (1981); the crossed jackknives of ICC(2,1) and of alpha's difference."""
+    number n (NaN below 2). Efron & Stein (1981); the crossed jackknives of ICC(2,1) and of alpha's difference.
+
+    Examples
+    --------
+    For the mean, the jackknife variance is the textbook s^2 / n:
+
+    >>> import numpy as np
+    >>> from modprefs.stats.reliability.resampling import jackknife_variance
+    >>> x = np.array([2.0, 4.0, 4.0, 5.0, 7.0, 9.0])
+    >>> leave_one_out = (x.sum() - x) / (x.size - 1)
+    >>> variance, n = jackknife_variance(leave_one_out)
+    >>> round(variance, 6), round(float(x.var(ddof=1)) / x.size, 6), n
+    (1.027778, 1.027778, 6)
+    """
     v = values[np.isfinite(values)]
     n = int(v.size)
     if n < 2:
@@ -158,6 +171,14 @@ def percentile_ci(
     Quantiles at (1 - level)/2 and (1 + level)/2 with numpy's default (linear) interpolation,
     as :func:`modprefs.stats.reliability.icc.icc_for_design`; non-finite replicates are ignored (NaN if none).
     Scalars for 1-D input, arrays over the other axes otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from modprefs.stats.reliability.resampling import percentile_ci
+    >>> lo, hi = percentile_ci(np.arange(101.0), level=0.90)
+    >>> round(lo, 6), round(hi, 6)
+    (5.0, 95.0)
     """
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
@@ -225,6 +246,15 @@ def permutation_p_value(observed: float, null: np.ndarray, rtol: float = P_VALUE
 
     ``|d*|`` within ``rtol`` (relative) of ``|d|`` counts as ">=" so that a regrouping equal to the
     observed one, computed in a different float order, is not missed.
+
+    Examples
+    --------
+    Two of five permuted statistics are at least as extreme as the observed 2.0: p = (1 + 2) / (1 + 5):
+
+    >>> import numpy as np
+    >>> from modprefs.stats.reliability.resampling import permutation_p_value
+    >>> permutation_p_value(2.0, np.array([-3.0, -1.0, 0.5, 1.5, 2.5]))
+    0.5
     """
     null = np.asarray(null, dtype=float)
     null = null[np.isfinite(null)]

@@ -44,6 +44,16 @@ def prompt_gaps(means: pd.DataFrame) -> pd.DataFrame:
 
 
 def outcomes(gap: pd.Series, tau: float | np.number) -> pd.Series:
+    """The winner a prompt's mean-rating gap (response 0 minus response 1, points) names at threshold ``tau``:
+    ``"0"`` or ``"1"`` when ``|gap| > tau``, else ``"tie"``; the index is kept.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from modprefs.stats.tables.agreement import outcomes
+    >>> outcomes(pd.Series([12.0, -3.0, 5.0, -9.5]), tau=5).tolist()
+    ['0', 'tie', 'tie', '1']
+    """
     return pd.Series(np.where(gap.abs() > tau, np.where(gap > 0, "0", "1"), "tie"), index=gap.index)
 
 

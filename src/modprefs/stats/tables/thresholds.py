@@ -153,7 +153,15 @@ COARSE_GRID = 10
 
 
 def threshold_grid(scale: RatingScale) -> np.ndarray:
-    """The thresholds searched on ``scale``: every possible gap 0, step, ..., max - min (0..99 on the paper's)."""
+    """The thresholds searched on ``scale``: every possible gap 0, step, ..., max - min (0..99 on the paper's).
+
+    Examples
+    --------
+    >>> from modprefs.scale import RatingScale
+    >>> from modprefs.stats.tables.thresholds import threshold_grid
+    >>> threshold_grid(RatingScale(1, 5, 1, "Bad", "Excellent")).tolist()
+    [0, 1, 2, 3, 4]
+    """
     return np.arange(scale.n_points) * scale.step
 
 
