@@ -8,7 +8,7 @@ judge's prompt folder) reruns exactly that rule and what depends on it.
 
 Keys a rule names one by one as an input (``data.source`` through ``data_inputs``, ``attention_check``, ...)
 are listed in :data:`DIRECT_INPUT_KEYS`; the sections read whole are :data:`SECTION_RULES`. The test
-``tests/test_config_paths.py`` walks the schema and checks that every path key is one or the other.
+``tests/config/test_config_paths.py`` walks the schema and checks that every path key is one or the other.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every adapter calls :func:`setup_logging` first. It sends the root logger to the rule's log file
 (``snakemake.log[0]``) and writes one line saying where the job ran: host, process id and
-``SLURM_JOB_ID`` (``none`` outside a SLURM job). That line is how a lab (and ``tests/test_slurm.py``)
+``SLURM_JOB_ID`` (``none`` outside a SLURM job). That line is how a lab (and ``tests/cluster/test_slurm.py``)
 tells a job that ran on a cluster node from one that ran on the submitting host (``localrules``).
 """
 

@@ -45,9 +45,9 @@ def test_the_default_run_time_is_the_benchmarks() -> None:
     assert f"about {round(minutes)} minutes" in " ".join(README.read_text(encoding="utf-8").split())
 
 
-def test_every_benchmark_path_the_docs_name_exists() -> None:
-    """A script or output of benchmarks/ named in the README, CONTRIBUTING.md, the docs or a docstring in src/
-    exists (scripts move between benchmarks/performance, validity and tools)."""
+def test_every_benchmark_and_test_path_the_docs_name_exists() -> None:
+    """A script or output of benchmarks/, or a file of tests/, named in the README, CONTRIBUTING.md, the docs or a
+    docstring in src/ exists (scripts move between benchmarks/performance, validity and tools; tests mirror src)."""
     texts = [
         README,
         ROOT / "CONTRIBUTING.md",
@@ -56,7 +56,8 @@ def test_every_benchmark_path_the_docs_name_exists() -> None:
     ]
     missing = []
     for path in texts:
-        for name in re.findall(r"benchmarks/[\w/.-]+\.(?:py|json|md)", path.read_text(encoding="utf-8")):
-            if "*" not in name and not (ROOT / name).exists():
+        text = path.read_text(encoding="utf-8")
+        for name in re.findall(r"(?:benchmarks|tests)/[\w/.*-]+\.(?:py|json|md|sh)", text):
+            if not list(ROOT.glob(name)):
                 missing.append(f"{path.relative_to(ROOT)}: {name}")
     assert missing == []

@@ -115,7 +115,7 @@ def load_gguf_float32(gguf_path: str | Path) -> tuple[Any, Any]:
     parsing the GGUF's tokenizer metadata) and saves the result in the standard format (``model.safetensors``,
     ``tokenizer.json``; 540 MB for SmolLM2-135M) under :func:`converted_model_dir`; later loads read that copy
     (about 0.5 s). The saved weights are the de-quantised tensors themselves, so both paths give the same
-    logits (tests/test_judges_local.py checks scores equal bit for bit)."""
+    logits (tests/judges/test_judges_local.py checks scores equal bit for bit)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -9,7 +9,7 @@ transcript and scores for an audio whose hash matches, and computes them itself 
 Reuse needs the same models with the same settings: QC runs the PyPI tiny.en (``language="en"``,
 ``beam_size=1``) and DNSMOS with its own 1 s hop, so a judge with another ``asr_model_path`` or
 ``dnsmos_hop_s`` computes everything itself (:func:`reuse_allowed`). Outputs are identical either way: the
-same model sees the same samples (checked in tests/test_judges_local.py).
+same model sees the same samples (checked in tests/judges/test_judges_local.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ draws exactly the rating model of that function (see its module docstring) with 
 
 Only the rows the ICC analysis keeps are returned: participants who passed the attention check,
 trials >= 1 they completed. Random streams differ from ``simulate_ratings`` (same seed, different
-numbers) but the distribution is the same: tests/test_plan_fastsim.py and
+numbers) but the distribution is the same: tests/plan/test_plan_fastsim.py and
 benchmarks/validity/plan_fastsim.py compare the analysed quantities (ICC(2,1), ICC(2,k), raters per clip,
 mean rating, ties) of both over many seeds.
 

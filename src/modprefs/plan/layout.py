@@ -11,7 +11,7 @@ It comes from either
   participant sees a prompt twice), each participant's block in a random order, and the first
   response counterbalanced within prompt (the prompt's raters in random order alternate 0/1 from
   a random start). The rater-overlap structure differs in detail from ``make_assignments``'s
-  least-rated fill; tests/test_plan_fastsim.py checks that the analysed quantities have the
+  least-rated fill; tests/plan/test_plan_fastsim.py checks that the analysed quantities have the
   same distribution.
 * :func:`layout_from_assignments`: an assignments table (``results/study/assignments.csv`` or the
   one a ratings table implies) with its prompts coded against a stimulus table.

@@ -30,7 +30,7 @@ attention failures excluded -- returns the paper's estimates on average (interce
 presented first -2.61, text -6.21, length 3.35, trial 0.03, first x text -0.51, text x length
 1.53, text x trial 0.90), jointly with Table 4's ICCs, §4.1's gaps and tie rates, §4.3's
 cross-modality agreement and random modality slope. With clipping off (``clip_ratings=False``,
-``tie_mode="threshold"``) a fit recovers the latent values themselves (tests/test_recovery.py);
+``tie_mode="threshold"``) a fit recovers the latent values themselves (tests/ratings/test_recovery.py);
 benchmarks/validity/recovery.py shows the difference.
 
 * ``first`` = the clip was presented first; ``len_z`` = z-score of the stimuli's ``n_chars`` over

@@ -16,7 +16,7 @@ block of :data:`BLOCK` samples at a time:
 
 The signals between steps live in raw temporary files beside the clip (:class:`RawSignal`), read back a block at a
 time, and are removed afterwards; the process holds a few blocks (tens of MB) whatever the length. The numbers equal
-the whole-array path's (tests/test_speech_long_audio.py; the DC offset and RMS are sums taken in another order).
+the whole-array path's (tests/speech/test_speech_long_audio.py; the DC offset and RMS are sums taken in another order).
 Memory measured in benchmarks/out/given_long_audio.md.
 """
 

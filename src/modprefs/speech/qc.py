@@ -117,8 +117,8 @@ DEFAULT_THRESHOLDS: dict[str, float | None] = {
 }
 
 #: The thresholds that differ for a lab's own recordings (``tts.backend: given``), the proposal of
-#: benchmarks/validity/given_qc_defaults.py (benchmarks/out/given_qc_defaults.md; tests/test_speech_qc.py checks they
-#: agree):
+#: benchmarks/validity/given_qc_defaults.py (benchmarks/out/given_qc_defaults.md; tests/speech/test_speech_qc.py checks
+#: they agree):
 #: 72 ordinary clips of espeak-ng (5 voices x 6 speeds 0.8-1.3), piper and kokoro-onnx, answers of 8-40 words and
 #: dialogue turns of 3-9, stored at 16-48 kHz and -12..+12 dB, through the given-audio path. The neural-voice bounds
 #: above fail 27 of 45 espeak-ng clips and even some piper and kokoro clips. Each bound is the most extreme ordinary

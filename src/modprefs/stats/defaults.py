@@ -1,6 +1,6 @@
 """The statistics' defaults, in one place: ``modprefs stats`` uses them, and the workflow's config has the same.
 
-``tests/test_cli.py`` checks that :data:`STATS_DEFAULTS` equals the defaults of the
+``tests/cli/test_cli.py`` checks that :data:`STATS_DEFAULTS` equals the defaults of the
 ``stats`` section (and the top-level ``seed``) of ``workflow/schemas/config.schema.yaml`` and the
 values of the embedded ``config.yaml``, so the two entry points give identical tables on the same
 data. Keys: ``seed`` (the config's top-level ``seed``), the rest as in the config's ``stats:``.
