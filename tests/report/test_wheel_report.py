@@ -3,8 +3,10 @@
 The report's measured figures come from benchmarks/out in a checkout and from the package's
 ``modprefs/report/measured_figures.json`` elsewhere (:func:`modprefs.report.measured.benchmark_summary`). The
 shipped copy must equal what benchmarks/out says (benchmarks/tools/measured_figures.py writes it), and a wheel built
-from the source tree must carry it: built here, installed with ``pip install --no-deps --target``, imported from
-there ahead of the editable install, and asked for the sentences the report prints.
+from the source tree must carry it: built here, installed (not editable) into a fresh venv with that venv's own pip,
+and asked, from that venv's python, for the sentences the report prints. The fresh venv borrows the test venv's
+dependencies through a ``.pth`` line (no network; numpy and pandas are not rebuilt): a path added that way has its
+own ``.pth`` files ignored, so the test venv's editable modprefs cannot shadow the wheel's.
 """
 
 from __future__ import annotations
@@ -81,15 +83,31 @@ def test_wheel_install_quotes_the_measured_false_positive_rates(tmp_path):
     )
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = wheels.glob("modprefs-*.whl")
-    target = tmp_path / "site"
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True)
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    import sysconfig
+
+    (site / "test_venv_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps", str(wheel)], check=True
+    )
+    target = site
     assert (target / "modprefs" / "report" / "measured_figures.json").is_file()
     run = subprocess.run(
-        [sys.executable, "-c", RENDER],
+        [str(python), "-c", RENDER],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
