@@ -18,14 +18,25 @@ if TYPE_CHECKING:
     from modprefs.scale import RatingScale
 
 
+def _float_of(raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+
+
+def _int_of(raw: str, noun: str = "an integer") -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not {noun}") from None
+
+
 def whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An integer >= ``minimum`` and, if given, <= ``maximum``."""
 
     def parse(raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{raw!r} is not an integer") from None
+        value = _int_of(raw)
         if maximum is not None and not minimum <= value <= maximum:
             raise argparse.ArgumentTypeError(f"{value} is not in {minimum}..{maximum}")
         if value < minimum:
@@ -47,10 +58,7 @@ def number(minimum: float | None = None, strict: bool = False, maximum: float | 
     bounds = " and ".join(b for b in (low, high) if b)
 
     def parse(raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+        value = _float_of(raw)
         too_low = minimum is not None and (value < minimum or (strict and value == minimum))
         if not math.isfinite(value) or too_low or (maximum is not None and value > maximum):
             raise argparse.ArgumentTypeError(f"{raw} must be a finite number" + (f" {bounds}" if bounds else ""))
@@ -61,10 +69,7 @@ def number(minimum: float | None = None, strict: bool = False, maximum: float | 
 
 def level(text: str) -> float:
     """A number strictly between 0 and 1 (an interval's level)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _float_of(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not strictly between 0 and 1 (e.g. 0.95)")
     return value
@@ -72,10 +77,7 @@ def level(text: str) -> float:
 
 def slope_alpha(text: str) -> float:
     """A level in (0, 1] for the slopes' likelihood-ratio test (1 keeps every regular slope fit)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _float_of(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"{value} is not in (0, 1] (e.g. 0.2; 1 keeps every regular slope fit)")
     return value
@@ -83,10 +85,7 @@ def slope_alpha(text: str) -> float:
 
 def threads(text: str) -> int:
     """A whole number >= 1 (-1 and 0 are refused in the same words)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = _int_of(text, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a number of threads (a whole number >= 1)")
     return value
