@@ -79,6 +79,16 @@ def test_schema_errors_name_the_key(key, value, expected):
     assert expected in str(info.value)
 
 
+def test_a_merged_config_shares_no_object_with_the_shared_tts_block():
+    """The cases below edit their config in place; the tts block other modules build on (test_bad_inputs' workdir)
+    must stay as written whatever order xdist runs them in (CI failed once on exactly this)."""
+    before = copy.deepcopy(THREE_SYNTHESISERS_TTS)
+    cfg = _default()
+    cfg["tts"]["engines"][0].update(voice="zz_nobody")
+    cfg["tts"]["engines"].append({"backend": "piper"})
+    assert THREE_SYNTHESISERS_TTS == before
+
+
 def test_default_config_is_valid():
     for cfg in (_shipped(), _default()):
         validate_config(cfg, SCHEMA)

@@ -28,12 +28,14 @@ PATH_KEYS = [
 
 
 def deep_update(base: dict, overrides: dict) -> dict:
+    """A new dict: ``base`` with ``overrides`` merged in, sharing no object with either (callers mutate the result,
+    and a shared override such as THREE_SYNTHESISERS_TTS must not change under other tests)."""
     out = copy.deepcopy(base)
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = deep_update(out[key], value)
         else:
-            out[key] = value
+            out[key] = copy.deepcopy(value)
     return out
 
 
