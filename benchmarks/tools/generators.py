@@ -25,6 +25,15 @@ Models (rating units; ``c`` = condition, ``i`` = clip, ``p`` = participant)::
                          personal phrase habits (:func:`phrase_habits`: a Dirichlet(``habit_alpha``) per rater).
                          With primacy_sd = drift_sd = 0 it adds only the resolution effects.
 
+    rater_types          Gaussian effects (no heavy tails: the raters alone differ), s_p as above, each rater's
+                         own primacy and drift as in rater_heterogeneous, and each rater of one type:
+                         ``compressed`` (50 + .5 (y - 50): uses the middle of the slider), ``stretched``
+                         (50 + 1.5 (y - 50), then clipped), ``coarse`` (steps of 10) or typical, with shares
+                         ``type_shares``; a share ``anchor_share`` of ratings at 50 (a tie-at-50 habit); and
+                         each rater skips a share of their assigned trials drawn from U(``missing_share``):
+                         raters cover the prompts unevenly. Rounded and clipped to 1..100; the same law in both
+                         conditions (a null for the reliability differences).
+
 ``a_i`` is the clip's effect shared by both modalities, ``d_ic`` its modality-specific deviation (the
 clip x modality variance Table 2's default model estimates), ``w`` a prompt effect shared by the
 prompt's two clips (within-prompt correlation). ``len_z`` is the z-score of ``n_chars`` over the
@@ -40,7 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-MODELS = ("gaussian_crossed", "heavy_scale_clipped", "rater_heterogeneous")
+MODELS = ("gaussian_crossed", "heavy_scale_clipped", "rater_heterogeneous", "rater_types")
+RATER_TYPES = ("typical", "compressed", "stretched", "coarse")
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ class GeneratorParams:
     coarse_share: float = 0.3  # rater_heterogeneous: share of raters who rate in steps of 10
     anchor_share: float = 0.15  # rater_heterogeneous: share of a rater's ratings pulled to 50 or 100 (ties)
     habit_alpha: float = 0.3  # phrase_habits: Dirichlet concentration of each rater's phrase use
+    type_shares: tuple[float, float, float] = (0.25, 0.15, 0.2)  # rater_types: compressed, stretched, coarse
+    missing_share: tuple[float, float] = (0.0, 0.4)  # rater_types: each rater skips U(lo, hi) of their trials
 
     def icc_truth_gaussian(self, condition: str) -> float:
         """Population ICC(2,1) of ``rating ~ first + trial_z + (1|clip) + (1|participant)`` for the Gaussian
@@ -110,7 +122,7 @@ def generate(
     trials = assignments[assignments["trial"] >= 1].reset_index(drop=True)
     people = trials.drop_duplicates("participant_id")[["participant_id", "condition"]].reset_index(drop=True)
     v = math.sqrt(params.var_participant) * rng.standard_normal(len(people))
-    cv = params.scale_cv if heavy else 0.0
+    cv = params.scale_cv if heavy or params.model == "rater_types" else 0.0
     sigma2 = math.log1p(cv**2)
     s = np.exp(math.sqrt(sigma2) * rng.standard_normal(len(people)) - sigma2) if cv > 0 else np.ones(len(people))
     who = pd.Series(np.arange(len(people)), index=people["participant_id"].astype(str))
@@ -136,7 +148,11 @@ def generate(
     y = fixed + scale * (s[p] * (a[i] + d_ic + w[i] + e) + v[p])
     if params.model == "rater_heterogeneous":
         y = _rater_habits(params, y, long, p, first, rng)
-    if heavy:
+    keep = np.ones(len(long), dtype=bool)
+    if params.model == "rater_types":
+        y = _rater_types(params, y, long, p, first, rng)
+        keep = _rated_trials(params, long, p, rng)
+    if heavy or params.model == "rater_types":
         y = np.clip(np.round(y), 1, 100)
     ratings = pd.DataFrame(
         {
@@ -149,7 +165,7 @@ def generate(
             "rating": y,
             "source": "simulated",
         }
-    )
+    )[keep].reset_index(drop=True)
     participants = people.assign(passed_attention=True, completed=True, source="simulated")
     return ratings, participants
 
@@ -173,6 +189,45 @@ def _rater_habits(
     y = np.where(coarse[p], np.round(y / 10.0) * 10.0, y)
     anchored = rng.random(len(y)) < params.anchor_share
     return np.where(anchored, np.where(y >= 75, 100.0, 50.0), y)
+
+
+def _rater_types(
+    params: GeneratorParams,
+    y: np.ndarray,
+    long: pd.DataFrame,
+    p: np.ndarray,
+    first: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """rater_types: primacy and drift per rater (as rater_heterogeneous), then each rater's type (RATER_TYPES, drawn
+    with ``type_shares``) and the tie-at-50 habit; before rounding and clipping."""
+    n_people = int(p.max()) + 1
+    primacy = params.primacy_sd * rng.standard_normal(n_people)
+    drift = params.b_trial + params.drift_sd * rng.standard_normal(n_people)
+    trial = long["trial"].to_numpy(float)
+    trial_z = (trial - trial.mean()) / (trial.std(ddof=1) or 1.0)
+    y = y + primacy[p] * first + drift[p] * trial_z
+    shares = np.array(params.type_shares)
+    kind = rng.choice(len(RATER_TYPES), n_people, p=np.concatenate([[1.0 - shares.sum()], shares]))[p]
+    y = np.where(kind == 1, 50.0 + 0.5 * (y - 50.0), y)
+    y = np.where(kind == 2, 50.0 + 1.5 * (y - 50.0), y)
+    y = np.where(kind == 3, np.round(y / 10.0) * 10.0, y)
+    return np.where(rng.random(len(y)) < params.anchor_share, 50.0, y)
+
+
+def _rated_trials(params: GeneratorParams, long: pd.DataFrame, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """rater_types: which rows are kept, each rater skipping a share U(``missing_share``) of their trials (both clips
+    of a skipped trial), at least two trials kept."""
+    n_people = int(p.max()) + 1
+    skip_share = rng.uniform(*params.missing_share, n_people)
+    trial = long["trial"].to_numpy()
+    keep = np.ones(len(long), dtype=bool)
+    for person in range(n_people):
+        own = np.unique(trial[p == person])
+        n_skip = min(int(round(skip_share[person] * own.size)), max(own.size - 2, 0))
+        skipped = rng.choice(own, n_skip, replace=False)
+        keep[(p == person) & np.isin(trial, skipped)] = False
+    return keep
 
 
 def phrase_habits(n_participants: int, n_phrases: int, alpha: float, seed: int) -> np.ndarray:

@@ -33,6 +33,9 @@ alphas in the two conditions:
                             parameters in both conditions
     rater_heterogeneous     rater_heterogeneous (own primacy and drift, coarse raters, ties at 50/100), the same
                             parameters in both conditions
+    rater_types             rater_types (issue #50: Gaussian effects; compressed, stretched and coarse rater
+                            types, scale use, a tie-at-50 habit, own primacy and drift, raters skipping 0-40 % of
+                            their trials), the same parameters in both conditions
 
 Alternatives (power): ``gaussian_alt10`` / ``gaussian_alt20`` = gaussian_same with an extra Gaussian clip effect in
 audio (variance 312 / 780: population ICC(2,1) .468 / .568 vs .368, differences .10 / .20).
@@ -96,6 +99,7 @@ NULLS = (
     "gaussian_raters",
     "heavy_same",
     "rater_heterogeneous",
+    "rater_types",
 )
 ALTERNATIVES = {"gaussian_alt10": 312.0, "gaussian_alt20": 780.0}
 ICC_TESTS = ("jackknife", "calibrated", "calibrated_jkdf", "permutation")
@@ -121,7 +125,7 @@ def exchangeable_params() -> SimulationParams:
 
 def generator_params(model: str) -> GeneratorParams:
     base = GeneratorParams(mu_text=70.0, b_len_text=3.5)
-    if model in ("heavy_same", "rater_heterogeneous"):
+    if model in ("heavy_same", "rater_heterogeneous", "rater_types"):
         return dataclasses.replace(base, model="heavy_scale_clipped" if model == "heavy_same" else model)
     if model == "gaussian_scaled":  # every part of text x 1.6: random effects (scale_text), length and order
         return dataclasses.replace(base, scale_text=1.6, mu_text=60.0, b_len_text=1.6 * 3.5, b_first_text=0.6 * -2.5)
