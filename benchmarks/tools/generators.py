@@ -170,6 +170,24 @@ def generate(
     return ratings, participants
 
 
+def _primacy_and_drift(
+    params: GeneratorParams,
+    y: np.ndarray,
+    long: pd.DataFrame,
+    p: np.ndarray,
+    first: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``y`` plus each rater's own primacy (SD ``primacy_sd``, on presented-first) and drift (``b_trial`` + SD
+    ``drift_sd`` per SD of trial)."""
+    n_people = int(p.max()) + 1
+    primacy = params.primacy_sd * rng.standard_normal(n_people)
+    drift = params.b_trial + params.drift_sd * rng.standard_normal(n_people)
+    trial = long["trial"].to_numpy(float)
+    trial_z = (trial - trial.mean()) / (trial.std(ddof=1) or 1.0)
+    return y + primacy[p] * first + drift[p] * trial_z
+
+
 def _rater_habits(
     params: GeneratorParams,
     y: np.ndarray,
@@ -180,11 +198,7 @@ def _rater_habits(
 ) -> np.ndarray:
     """rater_heterogeneous: each rater's own primacy and drift, coarse raters, and ties at the anchors 50/100."""
     n_people = int(p.max()) + 1
-    primacy = params.primacy_sd * rng.standard_normal(n_people)
-    drift = params.b_trial + params.drift_sd * rng.standard_normal(n_people)
-    trial = long["trial"].to_numpy(float)
-    trial_z = (trial - trial.mean()) / (trial.std(ddof=1) or 1.0)
-    y = y + primacy[p] * first + drift[p] * trial_z
+    y = _primacy_and_drift(params, y, long, p, first, rng)
     coarse = rng.random(n_people) < params.coarse_share
     y = np.where(coarse[p], np.round(y / 10.0) * 10.0, y)
     anchored = rng.random(len(y)) < params.anchor_share
@@ -202,11 +216,7 @@ def _rater_types(
     """rater_types: primacy and drift per rater (as rater_heterogeneous), then each rater's type (RATER_TYPES, drawn
     with ``type_shares``) and the tie-at-50 habit; before rounding and clipping."""
     n_people = int(p.max()) + 1
-    primacy = params.primacy_sd * rng.standard_normal(n_people)
-    drift = params.b_trial + params.drift_sd * rng.standard_normal(n_people)
-    trial = long["trial"].to_numpy(float)
-    trial_z = (trial - trial.mean()) / (trial.std(ddof=1) or 1.0)
-    y = y + primacy[p] * first + drift[p] * trial_z
+    y = _primacy_and_drift(params, y, long, p, first, rng)
     shares = np.array(params.type_shares)
     kind = rng.choice(len(RATER_TYPES), n_people, p=np.concatenate([[1.0 - shares.sum()], shares]))[p]
     y = np.where(kind == 1, 50.0 + 0.5 * (y - 50.0), y)
