@@ -70,7 +70,11 @@ OUTPUTS: dict[str, list[str]] = {
     "judges_allocation": ["judges_allocation.json", "judges_allocation.png"],
     "judges_local": ["judges_local.json"],
     "justifications_null": ["justifications_null.json", "justifications_null.md"],
-    "live_allocation": ["live_allocation.json", "live_allocation.md", "live_allocation_records.json.gz"],
+    "live_allocation": [
+        "live_allocation.json",
+        "live_allocation.md",
+        "records/live_allocation/*.jsonl.gz -- per-study records",
+    ],
     "plan_fastsim": ["plan_fastsim.json"],
     "plan_interval": ["plan_interval_*.json -- one per --method"],
     "plan_pilot": ["plan_pilot.json"],

@@ -15,16 +15,21 @@ Each simulated study is built and run as a lab runs it:
 4. looks: when the fewest completed participants of a condition reach a look point (10, 20, 30, 40), ICC(2,k) per
    condition by ``modprefs stats``' interval code (:func:`modprefs.stats.reliability.icc_ci.icc_ci_for_design`,
    ``auto``: the crossed jackknife on these incomplete designs) on the ratings of the participants completed by then,
-   at the looks-corrected level (:func:`modprefs.stats.sequential.look_level`: 1 - .05 / 4) and at 95 %; the rule
-   (``lower_bound``: ICC(2,k)'s lower bound >= .75 in both conditions, :func:`modprefs.stats.sequential.decide`)
-   stops the study at the first look that meets it (else at 40).
+   at the looks-corrected level (:func:`modprefs.stats.sequential.look_level`: 1 - .05 / 4) and at 95 %; each
+   declared rule (``RULES``: ICC(2,k)'s lower bound >= .7, or its half-width <= .15, in both conditions,
+   :func:`modprefs.stats.sequential.decide`) stops the study at the first look that meets it (else at 40). The
+   records keep every look's intervals, so both rules are applied to the same studies.
 
-Reported per generating model and allocation: coverage of the TRUE ICC(2,k) (at the look's effective k) by the
-interval reported at the stop (per condition; Clopper-Pearson 95 % interval of the coverage), participants per
-condition at the stop, the fixed design at equal precision (the fewest look-point participants whose plain 95 %
-interval meets the rule in at least as many studies as the sequential design stopped with ``met``) and the
-participants saved against it; and, at the fixed design of 40 per condition, the root mean squared error of ICC(2,1)
-and ICC(2,k) and the mean 95 % interval width: judge-guided against balanced at the same number of ratings.
+Design: 24 prompts x 2 clips, 12 trials (prompts) per participant, up to 40 participants per condition.
+
+Reported per generating model, allocation and rule: coverage of the TRUE ICC(2,k) (at the look's effective k) by
+the interval reported at the stop (per condition; Clopper-Pearson 95 % interval of the coverage), looks-corrected
+and naive (the plain 95 % interval, stopping on it), the share stopped early, participants per condition at the
+stop and saved against the fixed design of 40, the fixed design at equal precision (the fewest look-point
+participants whose plain 95 % interval meets the rule in at least as many studies as the sequential design stopped
+with ``met``) and the participants saved against it; and, at the fixed design of 40 per condition, the root mean
+squared error of ICC(2,1) and ICC(2,k) and the mean 95 % interval width: judge-guided against balanced at the same
+number of ratings.
 
 Generating models (written here; prompts p with two clips, raters r; variances .3 clip, .1 rater, .6 residual)::
 
@@ -38,17 +43,18 @@ True ICC(2,1) = E[s]^2 .3 / (E[s^2] .3 + .1 + .6) (E[h] = E[t^2] = 1); ICC(2,k) 
 study's effective k. The judge-guided design gives the prompts whose clips differ little (small h_p: low agreement)
 more raters; what that does to a pooled ICC is the question.
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/validity/live_allocation.py [--n-studies 100] [--workers 2]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/validity/live_allocation.py [--n-studies 500] [--workers 2]
 
-Writes benchmarks/out/live_allocation.json and live_allocation.md. ``--n-boot`` (default 50) is the jackknife's
-residual refits for its noise term (the app uses ``stats.n_boot``, 2000 by default: the cost of 32 intervals per
-study).
+Writes benchmarks/out/live_allocation.json and live_allocation.md, and the per-study records
+benchmarks/out/records/live_allocation/<model>__<block>.jsonl.gz (benchmarks/tools/_records.py; ``--summarise-only``
+rebuilds the tables from them), every ``--checkpoint-every`` studies and at the end. ``--n-boot`` (default 50) is
+the jackknife's residual refits for its noise term (the app uses ``stats.n_boot``, 2000 by default: the cost of 32
+intervals per study).
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import sys
@@ -65,7 +71,9 @@ from sqlalchemy import select
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # stopping_coverage, beside it
+sys.path.insert(0, str(ROOT / "benchmarks" / "tools"))
 
+import _records  # noqa: E402
 from stopping_coverage import clopper_pearson  # noqa: E402  (benchmarks/validity/, beside this script)
 
 from modprefs.app import service  # noqa: E402
@@ -83,11 +91,20 @@ OUT = ROOT / "benchmarks" / "out"
 MODELS = ("gaussian", "rater_heterogeneity", "weak_judges", "heavy_tailed")
 ALLOCATIONS = ("balanced", "judges")
 CONDITIONS = ("audio", "text")
-N_PROMPTS, TRIALS = 24, 8
+N_PROMPTS, TRIALS = 24, 12
 VAR_CLIP, VAR_RATER, VAR_RESID = 0.3, 0.1, 0.6
 PROMPT_SD = 0.8  # sd of log h_p
 SCALE_CV, NOISE_CV = 0.3, 0.8
-RULE = StoppingRule(rule="lower_bound", target_icc=0.75, min_participants=10, max_participants=40, look_every=10)
+#: The rules the table reports, declared before the 500-study run (the looks and their level, 1 - .05/4, are the
+#: same for both: each study's records keep every look's intervals and each rule is applied to them). RULE, the
+#: first, also sets the looks and the prompts' reliability target.
+RULES = (
+    StoppingRule(rule="lower_bound", target_icc=0.7, min_participants=10, max_participants=40, look_every=10),
+    StoppingRule(rule="half_width", half_width=0.15, min_participants=10, max_participants=40, look_every=10),
+)
+RULE = RULES[0]
+PROMPT_TARGET = 0.75  # a prompt's mean rating counted reliable
+SHARD = 250  # studies per records file (each under 1 MB)
 ABANDON = 0.15
 
 
@@ -269,7 +286,7 @@ def prompt_reliability(world: World, asg: pd.DataFrame) -> dict:
         k = counts[c].reindex(world.prompts).fillna(0).to_numpy(float)
         rel.append(icc_k(true_prompt_icc1(world.model, world.h), np.maximum(k, 1)))
     r = np.concatenate(rel)
-    return {"mean": float(r.mean()), "share_75": float((r >= RULE.target_icc).mean()), "min": float(r.min())}
+    return {"mean": float(r.mean()), "share_75": float((r >= PROMPT_TARGET).mean()), "min": float(r.min())}
 
 
 def one_study(args: tuple[str, int, int]) -> dict:
@@ -308,7 +325,84 @@ def one_study(args: tuple[str, int, int]) -> dict:
     return out
 
 
+def rule_label(rule: StoppingRule) -> str:
+    """``lower_bound >= .7`` / ``half_width <= .15``: the rule as the table names it."""
+    if rule.rule == "lower_bound":
+        return f"lower bound >= {rule.target_icc:g}"
+    return f"half-width <= {rule.half_width:g}"
+
+
+def _stop(rule: StoppingRule, looks: list[dict], key: str) -> tuple[dict, str]:
+    """The look at which ``rule`` stops a study on its ``key`` intervals ("bonferroni" or "nominal"), and why."""
+    for i, look in enumerate(looks):
+        ivs = {c: (look[c][key]["icc_2_k_lo"], look[c][key]["icc_2_k_hi"]) for c in CONDITIONS}
+        decision = decide(rule, ivs, look["n"], i)
+        if decision != "continue":
+            return look, decision
+    return looks[-1], "max"
+
+
+def _covers(iv: dict, true1: float) -> bool:
+    return iv["icc_2_k_lo"] <= float(icc_k(true1, iv["k"])) <= iv["icc_2_k_hi"]
+
+
+def _fixed40(rs: list[dict], allocation: str, true1: float) -> dict:
+    """At the fixed design (every look's last, 40 per condition, plain 95 %): RMSE, width and coverage."""
+    sq: dict[str, list[float]] = {"icc_2_1": [], "icc_2_k": []}
+    widths, cover = [], 0
+    for r in rs:
+        for c in CONDITIONS:
+            iv = r[allocation][-1][c]["nominal"]
+            sq["icc_2_1"].append((iv["icc_2_1"] - true1) ** 2)
+            sq["icc_2_k"].append((iv["icc_2_k"] - float(icc_k(true1, iv["k"]))) ** 2)
+            widths.append(iv["icc_2_k_hi"] - iv["icc_2_k_lo"])
+            cover += _covers(iv, true1)
+    return {
+        "fixed40_rmse_icc_2_1": math.sqrt(float(np.mean(sq["icc_2_1"]))),
+        "fixed40_rmse_icc_2_k": math.sqrt(float(np.mean(sq["icc_2_k"]))),
+        "fixed40_width_icc_2_k": float(np.mean(widths)),
+        "fixed40_coverage": cover / (2 * len(rs)),
+    }
+
+
+def summarise_rule(rule: StoppingRule, rs: list[dict], allocation: str, true1: float) -> dict:
+    """One rule on one cell's studies: coverage of the interval reported at the stop (looks-corrected and naive),
+    participants at the stop, and the fixed design at equal precision."""
+    cover = {"bonferroni": 0, "naive": 0}
+    stop_n, met = [], 0
+    meets_at = {look_point(rule, i): 0 for i in range(n_looks(rule))}
+    for r in rs:
+        looks = r[allocation]
+        for level, key in (("bonferroni", "bonferroni"), ("naive", "nominal")):
+            look, decision = _stop(rule, looks, key)
+            cover[level] += sum(_covers(look[c][key], true1) for c in CONDITIONS)
+            if level == "bonferroni":
+                stop_n.append(look["n"])
+                met += decision == "met"
+        for look in looks:
+            ivs = [(look[c]["nominal"]["icc_2_k_lo"], look[c]["nominal"]["icc_2_k_hi"]) for c in CONDITIONS]
+            meets_at[look["n"]] += all(condition_meets(rule, lo, hi) for lo, hi in ivs)
+    n_obs = 2 * len(rs)
+    equal = next((n for n, hits in meets_at.items() if hits >= met), None) if met else None
+    mean_stop = float(np.mean(stop_n))
+    return {
+        "rule": rule_label(rule),
+        "coverage_at_stop": cover["bonferroni"] / n_obs,
+        "coverage_at_stop_ci": clopper_pearson(cover["bonferroni"], n_obs),
+        "naive_coverage_at_stop": cover["naive"] / n_obs,
+        "naive_coverage_at_stop_ci": clopper_pearson(cover["naive"], n_obs),
+        "stopped_met": met / len(rs),
+        "stopped_early": float(np.mean([n < rule.max_participants for n in stop_n])),
+        "mean_participants_at_stop": mean_stop,
+        "saved_vs_max": rule.max_participants - mean_stop,
+        "fixed_at_equal_precision": equal,
+        "saved_vs_equal_precision": (equal - mean_stop) if equal is not None else None,
+        "fixed_meets_share": {str(n): hits / len(rs) for n, hits in meets_at.items()},
+    }
+
+
 def summarise(records: list[dict]) -> list[dict]:
+    """One cell per generating model, allocation and rule."""
     cells = []
     for model in MODELS:
         rs = [r for r in records if r["model"] == model]
@@ -316,132 +410,129 @@ def summarise(records: list[dict]) -> list[dict]:
             continue
         true1 = true_icc1(model)
         for allocation in ALLOCATIONS:
-            cover = {"bonferroni": 0, "naive": 0}
-            stop_n, met, sq = [], 0, {"icc_2_1": [], "icc_2_k": []}
-            widths, fixed_cover = [], 0
-            meets_at = {look_point(RULE, i): 0 for i in range(n_looks(RULE))}
-            for r in rs:
-                looks = r[allocation]
-                for level, key in (("bonferroni", "bonferroni"), ("naive", "nominal")):
-                    for i, look in enumerate(looks):
-                        ivs = {c: (look[c][key]["icc_2_k_lo"], look[c][key]["icc_2_k_hi"]) for c in CONDITIONS}
-                        decision = decide(RULE, ivs, look["n"], i)
-                        if decision != "continue":
-                            break
-                    for c in CONDITIONS:
-                        iv = look[c][key]
-                        cover[level] += iv["icc_2_k_lo"] <= float(icc_k(true1, iv["k"])) <= iv["icc_2_k_hi"]
-                    if level == "bonferroni":
-                        stop_n.append(look["n"])
-                        met += decision == "met"
-                for look in looks:
-                    ivs = {c: (look[c]["nominal"]["icc_2_k_lo"], look[c]["nominal"]["icc_2_k_hi"]) for c in CONDITIONS}
-                    meets_at[look["n"]] += all(condition_meets(RULE, lo, hi) for lo, hi in ivs.values())
-                last = looks[-1]
-                for c in CONDITIONS:
-                    iv = last[c]["nominal"]
-                    sq["icc_2_1"].append((iv["icc_2_1"] - true1) ** 2)
-                    sq["icc_2_k"].append((iv["icc_2_k"] - float(icc_k(true1, iv["k"]))) ** 2)
-                    widths.append(iv["icc_2_k_hi"] - iv["icc_2_k_lo"])
-                    fixed_cover += iv["icc_2_k_lo"] <= float(icc_k(true1, iv["k"])) <= iv["icc_2_k_hi"]
-            n_obs = 2 * len(rs)
-            equal = next((n for n, hits in meets_at.items() if hits >= met), None) if met else None
-            mean_stop = float(np.mean(stop_n))
-            cells.append({
-                "model": model, "allocation": allocation, "n_studies": len(rs), "n_intervals": n_obs,
-                "true_icc_2_1": true1,
-                "coverage_at_stop": cover["bonferroni"] / n_obs,
-                "coverage_at_stop_ci": clopper_pearson(cover["bonferroni"], n_obs),
-                "naive_coverage_at_stop": cover["naive"] / n_obs,
-                "stopped_met": met / len(rs), "mean_participants_at_stop": mean_stop,
-                "fixed_at_equal_precision": equal,
-                "saved_vs_equal_precision": (equal - mean_stop) if equal is not None else None,
-                "saved_vs_max": RULE.max_participants - mean_stop,
-                "fixed_meets_share": {str(n): hits / len(rs) for n, hits in meets_at.items()},
-                "fixed40_rmse_icc_2_1": math.sqrt(float(np.mean(sq["icc_2_1"]))),
-                "fixed40_rmse_icc_2_k": math.sqrt(float(np.mean(sq["icc_2_k"]))),
-                "fixed40_width_icc_2_k": float(np.mean(widths)),
-                "fixed40_coverage": fixed_cover / n_obs,
+            common = {
+                "model": model, "allocation": allocation, "n_studies": len(rs), "n_intervals": 2 * len(rs),
+                "true_icc_2_1": true1, **_fixed40(rs, allocation, true1),
                 "prompt_reliability_mean": float(np.mean([r[f"{allocation}_prompts"]["mean"] for r in rs])),
                 "prompt_share_at_target": float(np.mean([r[f"{allocation}_prompts"]["share_75"] for r in rs])),
                 "prompt_reliability_min": float(np.mean([r[f"{allocation}_prompts"]["min"] for r in rs])),
-            })  # fmt: skip
+            }  # fmt: skip
+            cells += [common | summarise_rule(rule, rs, allocation, true1) for rule in RULES]
     return cells
 
 
-def markdown(cells: list[dict], meta: dict) -> str:
+def _interval(ci: list[float] | tuple[float, float]) -> str:
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def markdown(doc: dict) -> str:
+    meta, cells = doc["meta"], doc["summary"]
+    n = min(c["n_studies"] for c in cells)
     lines = [
         "# Judge-guided allocation and the stopping rule through the app's slots (issue #54)",
         "",
-        f"{meta['n_studies']} studies per model ({meta['n_studies'] * 2} condition intervals per cell); "
-        f"{N_PROMPTS} prompts x 2 clips, {TRIALS} trials per participant, up to {RULE.max_participants} participants "
-        f"per condition; looks at 10, 20, 30, 40 completed; rule: ICC(2,k) lower bound >= {RULE.target_icc} in both "
-        f"conditions at 1 - .05/4; {ABANDON:.0%} of arrivals abandon (slot reissued); jackknife noise refits "
-        f"{meta['n_boot']}; {meta['seconds']:.0f} s on {meta['workers']} processes.",
+        f"{n} studies per model ({2 * n} condition intervals per cell); {N_PROMPTS} prompts x 2 clips, {TRIALS} "
+        f"trials per participant, up to {RULE.max_participants} participants per condition; looks at "
+        f"{', '.join(str(look_point(RULE, i)) for i in range(n_looks(RULE)))} completed, each at 1 - .05/"
+        f"{n_looks(RULE)}; rules on ICC(2,k) in both conditions: {'; '.join(rule_label(r) for r in RULES)}; "
+        f"{ABANDON:.0%} of "
+        f"arrivals abandon (slot reissued); jackknife noise refits {meta['n_boot']}; {meta['seconds']:.0f} s on "
+        f"{meta['workers']} processes.",
         "",
-        "| model | allocation | coverage at stop (95 % CI) | naive | stopped met | participants at stop "
-        "| fixed n at equal precision | saved | RMSE ICC(2,1) at 40 | RMSE ICC(2,k) at 40 | width ICC(2,k) at 40 "
-        "| coverage at 40 | prompts' reliability at 40: mean / share >= .75 / lowest |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "Stopping: coverage of the TRUE ICC(2,k) by the interval reported at the stop (looks-corrected; naive: the "
+        "plain 95 % interval, stopping on it), share of studies stopped early, participants per condition at the stop "
+        "and saved against the fixed design of 40, and the fixed n at equal precision.",
+        "",
+        "| model | allocation | rule | coverage at stop (95 % CI) | naive coverage at stop (95 % CI) "
+        "| stopped early | participants at stop | saved vs 40 | fixed n at equal precision | saved vs it |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cells:
-        ci = c["coverage_at_stop_ci"]
         eq = "-" if c["fixed_at_equal_precision"] is None else str(c["fixed_at_equal_precision"])
         saved = "-" if c["saved_vs_equal_precision"] is None else f"{c['saved_vs_equal_precision']:.1f}"
         lines.append(
-            f"| {c['model']} | {c['allocation']} | {c['coverage_at_stop']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] | "
-            f"{c['naive_coverage_at_stop']:.3f} | {c['stopped_met']:.2f} | "
-            f"{c['mean_participants_at_stop']:.1f} | {eq} | "
-            f"{saved} | {c['fixed40_rmse_icc_2_1']:.3f} | {c['fixed40_rmse_icc_2_k']:.3f} | "
+            f"| {c['model']} | {c['allocation']} | {c['rule']} | {c['coverage_at_stop']:.3f} "
+            f"{_interval(c['coverage_at_stop_ci'])} | {c['naive_coverage_at_stop']:.3f} "
+            f"{_interval(c['naive_coverage_at_stop_ci'])} | {c['stopped_early']:.2f} | "
+            f"{c['mean_participants_at_stop']:.1f} | {c['saved_vs_max']:.1f} | {eq} | {saved} |"
+        )
+    lines += [
+        "",
+        "Allocation, at the fixed design of 40 per condition (the same number of ratings under both): RMSE, mean "
+        "width and coverage of the plain 95 % interval; prompts' reliability: each prompt's true reliability of its "
+        "mean rating (Spearman-Brown of its own ICC(2,1) at its raters), mean over prompts and conditions, share at "
+        f">= {PROMPT_TARGET}, lowest (mean over studies).",
+        "",
+        "| model | allocation | RMSE ICC(2,1) | RMSE ICC(2,k) | width ICC(2,k) | coverage | prompts' reliability: "
+        f"mean / share >= {PROMPT_TARGET} / lowest |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        if c["rule"] != rule_label(RULE):
+            continue
+        lines.append(
+            f"| {c['model']} | {c['allocation']} | {c['fixed40_rmse_icc_2_1']:.3f} | {c['fixed40_rmse_icc_2_k']:.3f} | "
             f"{c['fixed40_width_icc_2_k']:.3f} | {c['fixed40_coverage']:.3f} | {c['prompt_reliability_mean']:.3f} / "
             f"{c['prompt_share_at_target']:.2f} / {c['prompt_reliability_min']:.3f} |"
         )
     lines += [
         "",
         "Fixed n at equal precision: the fewest look-point participants per condition whose plain 95 % interval meets "
-        "the rule in at least as many studies as the sequential design stopped with `met`; saved = that n - the mean "
-        "participants at the stop. RMSE and width at 40: the same number of ratings under both allocations. Prompts' "
-        "reliability: each prompt's true reliability of its mean rating (Spearman-Brown of its own ICC(2,1) at its "
-        "raters), mean over prompts and conditions, share at >= .75, lowest (mean over studies).",
+        "the rule in at least as many studies as the sequential design stopped with the rule met; saved vs it = that "
+        "n - the mean participants at the stop (negative: the looks-corrected interval needs more participants to "
+        "meet the rule than one plain interval at a fixed n chosen in hindsight).",
     ]
     return "\n".join(lines) + "\n"
 
 
+def write(doc: dict, out: Path) -> None:
+    """The summary JSON (``doc`` less its studies), the studies as records, one file per model and ``SHARD`` studies
+    (benchmarks/tools/_records.py), and the Markdown; each written whole, then renamed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _records.write_records(out, doc.get("studies", []), lambda r: f"{r['model']}/{r['study'] // SHARD:02d}")
+    for path, text in (
+        (out, json.dumps(_records.without_studies(doc), indent=1) + "\n"),
+        (out.with_suffix(".md"), markdown(doc)),
+    ):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n-studies", type=int, default=100)
+    ap.add_argument("--n-studies", type=int, default=500)
     ap.add_argument("--n-boot", type=int, default=50)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--models", nargs="*", default=list(MODELS))
+    ap.add_argument("--out", type=Path, default=OUT / "live_allocation.json")
+    ap.add_argument("--checkpoint-every", type=int, default=200, help="write the records and tables every N studies")
     ap.add_argument("--summarise-only", action="store_true", help="recompute the tables from the stored records")
     args = ap.parse_args()
     if args.summarise_only:
-        with gzip.open(OUT / "live_allocation_records.json.gz", "rt", encoding="utf-8") as fh:
-            records = json.load(fh)
-        meta = json.loads((OUT / "live_allocation.json").read_text(encoding="utf-8"))["meta"]
-        cells = summarise(records)
-        (OUT / "live_allocation.json").write_text(json.dumps({"meta": meta, "cells": cells}, indent=2) + "\n")
-        (OUT / "live_allocation.md").write_text(markdown(cells, meta), encoding="utf-8")
-        print(markdown(cells, meta))
+        doc = _records.load(args.out)
+        write({**doc, "summary": summarise(doc["studies"])}, args.out)
+        print(markdown(doc | {"summary": summarise(doc["studies"])}))
         return 0
     jobs = [(m, i, args.n_boot) for i in range(args.n_studies) for m in args.models]
     start = time.time()
-    records = []
+    records: list[dict] = []
+
+    def doc() -> dict:
+        meta = {"n_boot": args.n_boot, "workers": args.workers, "seconds": time.time() - start}
+        cells = summarise(sorted(records, key=lambda r: (MODELS.index(r["model"]), r["study"])))
+        return {"meta": meta, "summary": cells, "studies": sorted(records, key=lambda r: (r["model"], r["study"]))}
+
     with ProcessPoolExecutor(args.workers) as pool:
         for i, record in enumerate(pool.map(one_study, jobs, chunksize=1)):
             records.append(record)
             if (i + 1) % 20 == 0:
                 print(f"{i + 1}/{len(jobs)} studies, {time.time() - start:.0f} s", flush=True)
-    meta = {"n_studies": args.n_studies, "n_boot": args.n_boot, "workers": args.workers, "seconds": time.time() - start}
-    cells = summarise(records)
-    OUT.mkdir(parents=True, exist_ok=True)
-    with gzip.open(OUT / "live_allocation_records.json.gz", "wt", encoding="utf-8") as fh:
-        json.dump(records, fh)  # every look's intervals: the summary can be recomputed (--summarise-only)
-    (OUT / "live_allocation.json").write_text(
-        json.dumps({"meta": meta, "cells": cells}, indent=2) + "\n", encoding="utf-8"
-    )
-    (OUT / "live_allocation.md").write_text(markdown(cells, meta), encoding="utf-8")
-    print(markdown(cells, meta))
+            if (i + 1) % args.checkpoint_every == 0:
+                write(doc(), args.out)
+    final = doc()
+    write(final, args.out)
+    print(markdown(final))
     return 0
 
 

@@ -26,6 +26,7 @@ SUMMARIES = {
     "table2_null_slopes.json": "table2_null",
     "icc_difference_null_v2.json": "icc_difference_null",
     "alpha_difference_null.json": "icc_difference_null",
+    "live_allocation.json": "live_allocation",
 }
 
 
