@@ -36,6 +36,9 @@ alphas in the two conditions:
     rater_types             rater_types (issue #50: Gaussian effects; compressed, stretched and coarse rater
                             types, scale use, a tie-at-50 habit, own primacy and drift, raters skipping 0-40 % of
                             their trials), the same parameters in both conditions
+    rater_types_sparse      rater_types with each rater skipping 30-60 % of their trials: at the ``dense`` size
+                            (every rater assigned every prompt) raters rate 16-28 of the 40 prompts, the design of
+                            the generator in issue #50 (about 11 raters per clip)
 
 Alternatives (power): ``gaussian_alt10`` / ``gaussian_alt20`` = gaussian_same with an extra Gaussian clip effect in
 audio (variance 312 / 780: population ICC(2,1) .468 / .568 vs .368, differences .10 / .20).
@@ -43,7 +46,8 @@ audio (variance 312 / 780: population ICC(2,1) .468 / .568 vs .368, differences 
 Preferences for the generators' studies: the response rated higher, a tie when the two ratings are within 5
 points (x 1.6 for gaussian_scaled's text); the simulator states its own.
 
-Sizes: ``small`` = 40 prompts x 20 raters per condition x 10 trials; ``paper`` = 100 x 53 x 20. Each cell reports
+Sizes: ``small`` = 40 prompts x 20 raters per condition x 10 trials; ``paper`` = 100 x 53 x 20; ``dense`` = 40 x 20
+x 40 (every rater assigned every prompt, for ``rater_types_sparse``). Each cell reports
 the rejection rate at alpha .05 with its Monte Carlo SE sqrt(r (1 - r) / n) and Clopper-Pearson 95 % interval,
 and for the ICC tests mean(V) / mean(D^2) over the studies (the variance each test uses against the squared
 difference it should describe; 1 when unbiased, mean D^2 being the variance under a null).
@@ -91,7 +95,7 @@ from modprefs.stats.tables import reliability_alpha as alpha_rows  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "icc_difference_null_v2.json"
 ALPHA = 0.05
-SIZES = {"small": (40, 20, 10), "paper": (100, 53, 20)}
+SIZES = {"small": (40, 20, 10), "paper": (100, 53, 20), "dense": (40, 20, 40)}
 NULLS = (
     "simulator_exchangeable",
     "gaussian_same",
@@ -100,9 +104,10 @@ NULLS = (
     "heavy_same",
     "rater_heterogeneous",
     "rater_types",
+    "rater_types_sparse",
 )
 ALTERNATIVES = {"gaussian_alt10": 312.0, "gaussian_alt20": 780.0}
-ICC_TESTS = ("jackknife", "calibrated", "calibrated_jkdf", "permutation")
+ICC_TESTS = ("jackknife", "calibrated", "calibrated_jkdf", "calibrated_raters", "permutation")
 #: ``calibrated_jkdf``: the calibrated variance on the jackknife's own df (Table 4's calibrated test before V_cal got
 #: its own Satterthwaite df, modprefs.stats.reliability.icc_difference.calibrated_variance)
 ALPHA_METRICS = ("continuous", "ordinal", "nominal")
@@ -125,6 +130,8 @@ def exchangeable_params() -> SimulationParams:
 
 def generator_params(model: str) -> GeneratorParams:
     base = GeneratorParams(mu_text=70.0, b_len_text=3.5)
+    if model == "rater_types_sparse":  # issue #50's generator: each rater skips 30-60 % of the prompts
+        return dataclasses.replace(base, model="rater_types", missing_share=(0.3, 0.6))
     if model in ("heavy_same", "rater_heterogeneous", "rater_types"):
         return dataclasses.replace(base, model="heavy_scale_clipped" if model == "heavy_same" else model)
     if model == "gaussian_scaled":  # every part of text x 1.6: random effects (scale_text), length and order
@@ -198,6 +205,15 @@ def icc_tests(frames: dict[str, pd.DataFrame], seed: int, args: argparse.Namespa
         for s, r in cal.items()
     }
     out["calibration"] = {s: {k: v for k, v in cal[s].parts.items() if k.startswith("null")} for s in cal}
+    if "raters" in args.null_models:  # the same study calibrated in the raters null world, on the same stream
+        t3 = time.perf_counter()
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0xCA1B]))
+        cal_options = {k: v for k, v in options.items() if v}
+        raters = idiff.calibrated_tests(jk, idiff.calibration(parts, rng, **cal_options, null_model="raters"))
+        out["seconds"]["calibration_raters"] = time.perf_counter() - t3
+        out["calibrated_raters"] = {
+            s: {"p": r.p_value, "D": r.difference, "V": r.variance, "df": r.df} for s, r in raters.items()
+        }
     return out
 
 
@@ -288,9 +304,12 @@ def summarise(studies: list[dict]) -> dict:
         if len(truth) > 2:  # E[D^2] over the cell's null studies: the variance each test should use
             block["truth"] = {"n_studies": len(truth), "mean_D2": (truth**2).mean(axis=0).tolist()}
             block["truth"]["se_mean_D2"] = ((truth**2).std(axis=0, ddof=1) / np.sqrt(len(truth))).tolist()
-        for test in ICC_TESTS:
+        for test in ICC_TESTS + ("calibrated_paired",):
             for stat in idiff.STATISTICS:
-                rows = [r["icc"][test][stat] for r in recs if test in r.get("icc", {})]
+                if test == "calibrated_paired":  # `calibrated` on the studies that also ran `calibrated_raters`
+                    rows = [r["icc"]["calibrated"][stat] for r in recs if "calibrated_raters" in r.get("icc", {})]
+                else:
+                    rows = [r["icc"][test][stat] for r in recs if test in r.get("icc", {})]
                 if not rows:
                     continue
                 block[f"icc/{test}/{stat}"] = rate([x["p"] for x in rows])
@@ -312,7 +331,8 @@ def summarise(studies: list[dict]) -> dict:
                 block[f"alpha/jackknife/{metric}"]["mean_V_over_mean_D2"] = float(np.mean(v) / d2) if v else None
         secs = [r["icc"]["seconds"] for r in recs if "icc" in r]
         if secs:
-            block["median_seconds"] = {k: float(np.median([s[k] for s in secs])) for k in secs[0]}
+            keys = [k for k in secs[0] if all(k in s for s in secs)]
+            block["median_seconds"] = {k: float(np.median([s[k] for s in secs])) for k in keys}
         out[key] = block
     return out
 
@@ -413,7 +433,8 @@ def markdown(doc: dict) -> str:
     lines = [
         "# Table 4's ICC-difference tests under equal ICCs (and one alternative)",
         "",
-        "Sizes: small = 40 prompts x 20 raters per condition x 10 trials, paper = 100 x 53 x 20. ICC tests: the "
+        "Sizes: small = 40 prompts x 20 raters per condition x 10 trials, paper = 100 x 53 x 20, dense = 40 x 20 x 40 "
+        "(every rater assigned every prompt; with `rater_types_sparse` each rates 16-28 of them). ICC tests: the "
         "crossed jackknife (`jackknife`) and the same t calibrated in null studies from each study's fit "
         f"(`calibrated`, Table 4's default; {c.get('n_replicates') or idiff.N_REPLICATES} null studies with a "
         f"sampled jackknife + {c.get('n_null') or idiff.N_NULL} fitted only; on the calibrated variance's own "
@@ -490,7 +511,36 @@ def markdown(doc: dict) -> str:
             d2 = f"{t['mean_D2'][j]:.5f} ± {t['se_mean_D2'][j]:.5f}" if t else "-"
             cells += [d2, _ratio(b.get(f"icc/jackknife/{s}")), _ratio(b.get(f"icc/calibrated/{s}"))]
         lines.append(f"| {b['size']} | {b['model']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + raters_markdown(doc)) + "\n"
+
+
+def raters_markdown(doc: dict) -> list[str]:
+    """The calibration's two null worlds side by side on the studies that ran both (``--null-models
+    gaussian,raters``): rejection at .05 and mean V / E[D^2] per statistic."""
+    rows = []
+    for b in doc["summary"].values():
+        if "icc/calibrated_raters/icc_2_1" not in b:
+            continue
+        n = b["icc/calibrated_raters/icc_2_1"]["n"]
+        cells = []
+        for s in idiff.STATISTICS:
+            for test in ("calibrated_paired", "calibrated_raters"):
+                cells += [_cell(b.get(f"icc/{test}/{s}")), _ratio(b.get(f"icc/{test}/{s}"))]
+        rows.append(f"| {b['size']} | {b['model']} | {n} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return [
+        "",
+        "## The calibration's null world: Gaussian residuals (`calibrated`) or each rater's own residual scale "
+        "(`raters`)",
+        "",
+        "On the same studies and the same random stream (`--null-models gaussian,raters`); mean V / E[D^2] as above.",
+        "",
+        "| size | model | studies | ICC(2,1) gaussian | V/E[D^2] | ICC(2,1) raters | V/E[D^2] | ICC(2,k) gaussian | "
+        "V/E[D^2] | ICC(2,k) raters | V/E[D^2] |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+    ]
 
 
 def write(doc: dict, out: Path) -> None:
@@ -541,6 +591,12 @@ def main() -> None:
         "--n-replicates", type=int, default=0, help="calibration null studies with a jackknife (0: default)"
     )
     ap.add_argument("--n-null", type=int, default=0, help="calibration null studies fitted only (0: default)")
+    ap.add_argument(
+        "--null-models",
+        default="gaussian",
+        help="comma list of the calibration's null worlds to score (gaussian: Table 4's `calibrated`; raters: "
+        "`calibrated_raters`, rater-specific residual scales)",
+    )
     ap.add_argument("--n-perm", type=int, default=0, help="ICC participant permutations (0: not scored)")
     ap.add_argument("--n-perm-alpha", type=int, default=199)
     ap.add_argument("--no-icc", dest="icc", action="store_false")

@@ -9,6 +9,7 @@ calibration's parts (its unbiased sampled jackknife, its null world at equal ICC
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 from scipy import stats
 
 from modprefs.ratings.simulate import simulate_ratings
-from modprefs.stats.reliability.icc import analysable_ratings
+from modprefs.stats.reliability.icc import analysable_ratings, fit_iccs
 from modprefs.stats.reliability.icc_difference import (
     _condition_parts,
     _sampled_jackknife_variance,
@@ -235,3 +236,47 @@ def test_the_planner_plans_for_the_calibrated_test():
     calibrated = jackknife_difference_record(study, 0, np.random.default_rng(1), "calibrated")
     assert np.isfinite([calibrated["jk_se"], calibrated["jk_df"]]).all()
     assert calibrated["jk_df"] < plain["jk_df"] and calibrated["jk_se"] != plain["jk_se"]
+
+
+def test_the_raters_null_world_keeps_each_raters_scale_and_the_icc(parts):
+    """The ``raters`` null world draws each simulated rater's residual scale from the study's raters': its pooled
+    residual variance (so its ICC) is the Gaussian world's, its raters differ in noise as the study's do."""
+    gaussian, raters = null_world(parts), null_world(parts, "raters")
+    assert gaussian.raters is None
+    for c in ("audio", "text"):
+        scales = raters.raters[c].scales
+        assert scales.shape == (raters.designs[c].n_participants,) and np.mean(scales**2) == pytest.approx(1.0)
+        assert 0.3 < raters.raters[c].noise_factor <= 1.0
+    # the simulator's raters differ in their noise (resid_scale_cv): the study's scales spread, the draws follow
+    assert np.std(raters.raters["audio"].scales) > 0.1
+    # with the clip and rater effects zeroed, what is left is each simulated rater's residuals
+    quiet = {
+        "effects": {c: {g: 0 * x for g, x in e.items()} for c, e in raters.effects.items()},
+        "fits": {c: dataclasses.replace(f, var_g2=0.0) for c, f in raters.fits.items()},
+    }
+    d, fit = raters.designs["audio"], raters.fits["audio"]
+    n_j = np.bincount(d.participant)
+
+    def rater_log_spread(world) -> tuple[float, float]:
+        spread, pooled = [], []
+        for i in range(40):
+            e = draw_null(world, np.random.default_rng(i))["audio"] - d.X @ fit.beta
+            spread.append(np.std(np.log(np.bincount(d.participant, e * e) / n_j)))
+            pooled.append(np.mean(e * e))
+        return float(np.mean(spread)), float(np.mean(pooled))
+
+    spread_r, pooled_r = rater_log_spread(dataclasses.replace(raters, **quiet))
+    spread_g, pooled_g = rater_log_spread(dataclasses.replace(gaussian, **quiet))
+    assert spread_r > spread_g + 0.1, (spread_r, spread_g)
+    factor = raters.raters["audio"].noise_factor
+    assert pooled_r == pytest.approx(factor**2 * pooled_g, rel=0.1) and pooled_g == pytest.approx(
+        fit.var_resid, rel=0.1
+    )
+    # with the slopes' interaction back in, the raters world's ICC is the Gaussian world's (the null's ICC)
+    iccs = {}
+    for name, world in (("gaussian", gaussian), ("raters", raters)):
+        ys = [draw_null(world, np.random.default_rng(100 + i))["audio"] for i in range(30)]
+        iccs[name] = np.mean([fit_iccs(dataclasses.replace(d, y=y))[2] for y in ys])
+    assert iccs["raters"] == pytest.approx(iccs["gaussian"], abs=0.03), iccs
+    with pytest.raises(ValueError, match="unknown null model"):
+        calibration(parts, np.random.default_rng(0), null_model="student")

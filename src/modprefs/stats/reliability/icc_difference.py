@@ -94,6 +94,7 @@ from modprefs.stats.reliability.icc import (
     icc_from_components,
 )
 from modprefs.stats.reliability.icc_resampling import crossed_blups, jackknife_iccs, reflate, residual_bootstrap_iccs
+from modprefs.stats.reliability.rater_profiles import RaterProfiles, rater_profiles
 from modprefs.stats.reliability.resampling import jackknife_variance
 from modprefs.study.terms import CONDITIONS
 
@@ -327,6 +328,9 @@ class NullWorld:
     effects: dict[str, dict[str, np.ndarray]]
     clips: dict[str, dict[str, np.ndarray]]
     prompts: tuple[str, ...]
+    #: ``raters`` null model only: per condition, the raters' slopes and residual scales (:func:`rater_profiles`),
+    #: from which each simulated rater draws one rater's pair
+    raters: dict[str, RaterProfiles] | None = None
 
 
 def _prompt_clips(design: ConditionDesign, labels: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -369,8 +373,18 @@ def _disattenuate(effects: dict[str, dict[str, np.ndarray]], shrink: dict[str, f
         effects["text"][g] = mixed[lo:hi]
 
 
-def null_world(parts: dict[str, ConditionParts]) -> NullWorld:
-    """The H0 world of :func:`calibration` from both conditions' fitted parts (module docstring, step 1)."""
+#: the null worlds :func:`calibration` can simulate from (:func:`null_world`)
+NULL_MODELS = ("gaussian", "raters")
+
+
+def null_world(parts: dict[str, ConditionParts], null_model: str = "gaussian") -> NullWorld:
+    """The H0 world of :func:`calibration` from both conditions' fitted parts (module docstring, step 1).
+
+    ``null_model``: ``gaussian`` (every rater follows the clip effects alike, homoscedastic Gaussian residuals) or
+    ``raters`` (each simulated rater takes the slope on the clip effects and the residual scale of one of the study's
+    raters, drawn with replacement: :func:`rater_profiles`)."""
+    if null_model not in NULL_MODELS:
+        raise ValueError(f"unknown null model {null_model!r}; expected one of {NULL_MODELS}")
     designs: dict[str, ConditionDesign] = {}
     fits: dict[str, CrossedFit] = {}
     for c in CONDITIONS:
@@ -391,13 +405,23 @@ def null_world(parts: dict[str, ConditionParts]) -> NullWorld:
         effects[c] = {g: u[codes] for g, codes in clips[c].items()}
     _disattenuate(effects, {c: _shrinkage(designs[c], fits[c]) for c in CONDITIONS}, var0["text"])
     prompts = tuple(sorted(set(clips["audio"]) | set(clips["text"])))
-    return NullWorld(designs, fits, effects, clips, prompts)
+    raters = None
+    if null_model == "raters":
+        raters = {}
+        for c in CONDITIONS:
+            profile = rater_profiles(designs[c], fits[c])
+            interaction = float(np.var(profile.slopes)) * var0[c]  # the slopes' rater x clip variance
+            room = max(fits[c].var_resid - interaction, 0.1 * fits[c].var_resid) / fits[c].var_resid
+            raters[c] = dataclasses.replace(profile, noise_factor=math.sqrt(room) if fits[c].var_resid > 0 else 1.0)
+    return NullWorld(designs, fits, effects, clips, prompts, raters)
 
 
 def draw_null(world: NullWorld, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """One null study's ratings per condition (module docstring, step 1): prompts resampled with replacement,
     a drawn prompt's clip effects taken in both conditions (by position; a random clip's where the drawn prompt
-    lacks the condition or the position), Gaussian participant effects and residuals, the fitted fixed effects."""
+    lacks the condition or the position), Gaussian participant effects and residuals, the fitted fixed effects; in
+    the ``raters`` world each simulated rater also takes a drawn rater's slope on the clip effects and residual
+    scale (:class:`RaterProfiles`)."""
     drawn = dict(zip(world.prompts, rng.choice(len(world.prompts), len(world.prompts)), strict=True))
     out = {}
     for c in CONDITIONS:
@@ -410,7 +434,13 @@ def draw_null(world: NullWorld, rng: np.random.Generator) -> dict[str, np.ndarra
                 u[code] = source[i] if source is not None and i < source.size else pool[rng.integers(pool.size)]
         v = math.sqrt(max(fit.var_g2, 0.0)) * rng.standard_normal(d.n_participants)
         e = math.sqrt(max(fit.var_resid, 0.0)) * rng.standard_normal(d.y.size)
-        out[c] = d.X @ fit.beta + u[d.clip] + v[d.participant] + e
+        clip_part = u[d.clip]
+        if world.raters is not None:  # each simulated rater is one of the study's raters: slope and scale
+            profile = world.raters[c]
+            source = rng.integers(profile.slopes.size, size=d.n_participants)[d.participant]
+            clip_part = clip_part * profile.slopes[source]
+            e = e * profile.noise_factor * profile.scales[source]
+        out[c] = d.X @ fit.beta + clip_part + v[d.participant] + e
     return out
 
 
@@ -475,13 +505,17 @@ def calibration(
     n_null: int = N_NULL,
     n_prompts_left_out: int = N_PROMPTS_LEFT_OUT,
     n_participants_left_out: int = N_PARTICIPANTS_LEFT_OUT,
+    null_model: str = "gaussian",
 ) -> Calibration:
-    """The jackknife's expected variance and D's variance in null studies like this one (module docstring).
+    """The jackknife's expected variance and D's variance in null studies like this one (module docstring), drawn
+    from :func:`null_world`'s ``null_model``.
 
     A null study whose fit or leave-one-out refits fail is skipped (it counts in neither average).
     """
+    if null_model not in NULL_MODELS:
+        raise ValueError(f"unknown null model {null_model!r}; expected one of {NULL_MODELS}")
     try:
-        world = null_world(parts)
+        world = null_world(parts, null_model)
     except (ValueError, np.linalg.LinAlgError) as exc:
         return Calibration(np.full(2, np.nan), np.full(2, np.nan), 0, 0, f"no null world: {exc}")
     diffs, variances = [], []
