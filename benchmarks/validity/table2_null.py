@@ -70,6 +70,7 @@ from modprefs.stats.tables import modality  # noqa: E402
 OUT = {
     "clip": ROOT / "benchmarks" / "out" / "table2_null.json",
     "slopes": ROOT / "benchmarks" / "out" / "table2_null_slopes.json",
+    "main": ROOT / "benchmarks" / "out" / "table2_null_main.json",
 }
 SIZES = {"paper": (100, 53, 20), "small": (40, 36, 10)}  # prompts, raters per condition, trials per rater
 EXPERIMENTS = {
@@ -83,13 +84,28 @@ EXPERIMENTS = {
         "sizes": ("paper", "small"),
         "structures": ("stimulus_modality", "participant_slopes"),
     },
+    # issue #50: the modality main effect too, under raters who use the scale differently (equal condition means)
+    "main": {
+        "models": ("rater_types", "gaussian_crossed"),
+        "sizes": ("paper",),
+        "structures": ("participant_slopes",),
+        "terms": ("modality", "modality_x_order", "modality_x_trial", "modality_x_length"),
+        "equal_means": True,
+    },
 }
 TERMS = {
+    "modality": "modality",
     "modality_x_length": "modality:len_z",
     "modality_x_order": "presented_first:modality",
     "modality_x_trial": "modality:trial_z",
 }
+#: the terms an experiment tests (the interactions unless it says otherwise: their means differ by modality)
+INTERACTIONS = ("modality_x_length", "modality_x_order", "modality_x_trial")
 ALPHA = 0.05
+
+
+def experiment_terms(experiment: str) -> tuple[str, ...]:
+    return tuple(EXPERIMENTS[experiment].get("terms", INTERACTIONS))
 
 
 def simulate(model: str, size: str, seed: int, params: GeneratorParams):
@@ -102,8 +118,8 @@ def simulate(model: str, size: str, seed: int, params: GeneratorParams):
     return stimuli, ratings, participants
 
 
-def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams, float]) -> dict:
-    model, size, seed, structures, params, slope_alpha = args
+def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams, float, tuple[str, ...]]) -> dict:
+    model, size, seed, structures, params, slope_alpha, terms = args
     t0 = time.process_time()
     stimuli, ratings, participants = simulate(model, size, seed, params)
     frame = modality.rating_frame(ratings, participants, stimuli)
@@ -113,10 +129,10 @@ def study_task(args: tuple[str, str, int, tuple[str, ...], GeneratorParams, floa
         ladder = modality.table2_fit(frame, structure, slope_alpha)
         ct = ladder.fit.coef_table().set_index("term")
         out["structures"][structure] = {
-            "p": {k: float(ct.loc[term, "p"]) for k, term in TERMS.items()},
-            "se": {k: float(ct.loc[term, "se"]) for k, term in TERMS.items()},
-            "b": {k: float(ct.loc[term, "estimate"]) for k, term in TERMS.items()},
-            "df": {k: float(ct.loc[term, "df"]) for k, term in TERMS.items()},
+            "p": {k: float(ct.loc[TERMS[k], "p"]) for k in terms},
+            "se": {k: float(ct.loc[TERMS[k], "se"]) for k in terms},
+            "b": {k: float(ct.loc[TERMS[k], "estimate"]) for k in terms},
+            "df": {k: float(ct.loc[TERMS[k], "df"]) for k in terms},
             "converged": bool(ladder.fit.converged),
             "singular": bool(ladder.fit.singular),
             "step": ladder.step,
@@ -172,20 +188,20 @@ def _term_block(rows: list[dict], structure: str, term: str) -> dict:
     }
 
 
-def summarise_cell(rows: list[dict], structures: tuple[str, ...]) -> dict:
+def summarise_cell(rows: list[dict], structures: tuple[str, ...], terms: tuple[str, ...] = INTERACTIONS) -> dict:
     n_ratings = [r["n_ratings"] for r in rows if "n_ratings" in r]
     block: dict = {"n_studies": len(rows), "mean_n_ratings": float(np.mean(n_ratings)) if n_ratings else None}
     for structure in structures:
         sub = [r for r in rows if structure in r["structures"]]  # runs may have fitted only some structures
         if not sub:
             continue
-        s_block: dict = {"n_studies": len(sub), **{term: _term_block(sub, structure, term) for term in TERMS}}
+        s_block: dict = {"n_studies": len(sub), **{term: _term_block(sub, structure, term) for term in terms}}
         fits = [r["structures"][structure] for r in sub]
         s_block["nonconverged"] = int(sum(not f.get("converged", True) for f in fits))
         s_block["singular"] = int(sum(f.get("singular", False) for f in fits))
         s_block["steps"] = dict(Counter(f.get("step", "as specified") for f in fits))
         s_block["rate_by_step"] = {
-            step: {"studies": len(sub), **{t: float(np.mean([f["p"][t] < ALPHA for f in sub])) for t in TERMS}}
+            step: {"studies": len(sub), **{t: float(np.mean([f["p"][t] < ALPHA for f in sub])) for t in terms}}
             for step in s_block["steps"]
             for sub in [[f for f in fits if f.get("step", "as specified") == step]]
         }
@@ -203,7 +219,7 @@ def summarise(results: list[dict], experiment: str) -> dict:
             rows = [r for r in results if r["model"] == model and r["size"] == size]
             if rows:
                 key = model if experiment == "clip" else f"{model}/{size}"
-                summary[key] = summarise_cell(rows, spec["structures"])
+                summary[key] = summarise_cell(rows, spec["structures"], experiment_terms(experiment))
     return summary
 
 
@@ -270,6 +286,53 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown_main(doc: dict) -> str:
+    """The main-effect experiment's table: per model, each term's rejection rate, the SD of its t over the studies
+    (1 for a calibrated test) and its median Satterthwaite df."""
+    lines = [
+        "# Table 2's modality main effect and interactions under raters who use the scale differently",
+        "",
+        "Null: equal condition means (mu_text = mu_audio) and no modality x order, x trial or x length effect. "
+        "Paper size (100 prompts x 2 clips, 53 raters per condition x 20 trials). Generating models "
+        "(benchmarks/tools/generators.py): `rater_types` (issue #50: compressed, stretched and coarse rater types, "
+        "lognormal scale use, a tie-at-50 habit, each rater's own primacy and drift, raters skipping 0-40 % of their "
+        "trials) and `gaussian_crossed` (the textbook crossed LMM, for reference). Table 2's omnibus model with "
+        "`participant_slopes`, Satterthwaite t tests at alpha = "
+        f"{ALPHA}; rate +/- Monte-Carlo SE [Clopper-Pearson 95 %]; SD of t = SD over the studies of estimate / SE "
+        "(1 when the SEs are right). Acceptance band: 5 % +/- 2 MC SE. "
+        "`benchmarks/validity/table2_null.py --experiment main`.",
+        "",
+        "| model | size | studies | term | rejected | SD of t | median df |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    studies = doc.get("studies", [])
+    for cell, block in doc["summary"].items():
+        model, size = cell.split("/")
+        s = block.get("participant_slopes")
+        if not s:
+            continue
+        fits = [r["structures"]["participant_slopes"] for r in studies if f"{r['model']}/{r['size']}" == cell]
+        for term in EXPERIMENTS["main"]["terms"]:
+            t = s[term]
+            ts = [f["b"][term] / f["se"][term] for f in fits if "b" in f and f["se"][term] > 0]
+            sd_t = f"{np.std(ts, ddof=1):.2f}" if len(ts) > 1 else "-"
+            lines.append(
+                f"| {model} | {size} | {s['n_studies']} | {term} | {100 * t['rate']:.1f} ± {100 * t['mc_se']:.1f} % "
+                f"[{100 * t['rate_ci95'][0]:.1f}, {100 * t['rate_ci95'][1]:.1f}] | {sd_t} | {t['median_df']:.0f} |"
+            )
+    lines += [
+        "",
+        "Runs: "
+        + "; ".join(
+            f"{cell}: {r['n_studies']} studies from seed {r.get('first_seed', 1000)}, {r['date']}"
+            for cell, r in doc["runs"].items()
+        )
+        + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def write_doc(doc: dict, out_path: Path, experiment: str) -> None:
     """The summary JSON (``doc`` less its studies), the studies as records, and (slopes) the Markdown."""
     out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -277,8 +340,9 @@ def write_doc(doc: dict, out_path: Path, experiment: str) -> None:
     tmp = out_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(_records.without_studies(doc), indent=2) + "\n", encoding="utf-8")
     tmp.replace(out_path)
-    if experiment == "slopes" and doc["summary"]:
-        out_path.with_suffix(".md").write_text(markdown(doc), encoding="utf-8")
+    if experiment in ("slopes", "main") and doc["summary"]:
+        text = markdown(doc) if experiment == "slopes" else markdown_main(doc)
+        out_path.with_suffix(".md").write_text(text, encoding="utf-8")
 
 
 def resummarise(doc: dict, experiment: str) -> dict:
@@ -342,6 +406,8 @@ def main() -> None:
     models = args.models.split(",") if args.models else list(spec["models"])
     sizes = args.sizes.split(",") if args.sizes else list(spec["sizes"])
     params = GeneratorParams(primacy_sd=args.primacy_sd, drift_sd=args.drift_sd)
+    if spec.get("equal_means"):  # a null for the modality main effect as well
+        params = dataclasses.replace(params, mu_text=params.mu_audio)
     structures = tuple(args.structures.split(",")) if args.structures else tuple(spec["structures"])
     t_start = time.perf_counter()
     config = {
@@ -430,7 +496,7 @@ def main() -> None:
             done = [r["seed"] for r in earlier if r["model"] == m and r["size"] == s]
             start = max(done) + 1 if done else args.first_seed
             tasks += [
-                (m, s, seed, structures, params, args.slope_alpha)
+                (m, s, seed, structures, params, args.slope_alpha, experiment_terms(args.experiment))
                 for seed in range(start, start + args.n_studies - len(done))
             ]
     tasks.sort(key=lambda t: t[2])
