@@ -80,6 +80,7 @@ class GeneratorParams:
     habit_alpha: float = 0.3  # phrase_habits: Dirichlet concentration of each rater's phrase use
     type_shares: tuple[float, float, float] = (0.25, 0.15, 0.2)  # rater_types: compressed, stretched, coarse
     missing_share: tuple[float, float] = (0.0, 0.4)  # rater_types: each rater skips U(lo, hi) of their trials
+    var_clip_audio_extra: float = 0.0  # an extra clip effect in audio only (an alternative: a higher audio ICC)
 
     def icc_truth_gaussian(self, condition: str) -> float:
         """Population ICC(2,1) of ``rating ~ first + trial_z + (1|clip) + (1|participant)`` for the Gaussian
@@ -142,6 +143,10 @@ def generate(
     b_len = np.where(is_text, params.b_len_text, params.b_len_audio)
     first = long["presented_first"].to_numpy(float)
     d_ic = np.where(is_text, d["text"][i], d["audio"][i])
+    if params.var_clip_audio_extra > 0:  # its own stream: the other draws stay those of the null
+        extra_rng = np.random.default_rng([seed, 0xA17])
+        extra = math.sqrt(params.var_clip_audio_extra) * extra_rng.standard_normal(len(clips))
+        d_ic = d_ic + np.where(is_text, 0.0, extra[i])
     e = _t_scaled(rng, df, params.var_resid, len(long))
     fixed = mu + (params.b_first + params.b_first_text * is_text) * first + b_len * len_z[i]
     scale = np.where(is_text, params.scale_text, 1.0)
