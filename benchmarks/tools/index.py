@@ -65,6 +65,7 @@ OUTPUTS: dict[str, list[str]] = {
         "alpha_difference_null.md -- --no-icc --out",
         "records/alpha_difference_null/*.jsonl.gz -- per-study records",
     ],
+    "icc_difference_rules": ["icc_difference_rules.json", "icc_difference_rules.md"],
     "icc_interval_width": ["icc_interval_width.json", "icc_interval_width.md"],
     "icc_jackknife_components": ["icc_jackknife_components.json"],
     "judges_allocation": ["judges_allocation.json", "judges_allocation.png"],
@@ -90,6 +91,9 @@ OUTPUTS: dict[str, list[str]] = {
         "table2_null_slopes.json -- --experiment slopes",
         "table2_null_slopes.md -- --experiment slopes",
         "records/table2_null_slopes/*.jsonl.gz -- per-study records",
+        "table2_null_main.json -- --experiment main",
+        "table2_null_main.md -- --experiment main",
+        "records/table2_null_main/*.jsonl.gz -- per-study records",
     ],
     # tools
     "_plan_common": [],

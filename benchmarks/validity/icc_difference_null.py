@@ -69,6 +69,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -524,7 +525,53 @@ def markdown(doc: dict) -> str:
             d2 = f"{t['mean_D2'][j]:.5f} ± {t['se_mean_D2'][j]:.5f}" if t else "-"
             cells += [d2, _ratio(b.get(f"icc/jackknife/{s}")), _ratio(b.get(f"icc/calibrated/{s}"))]
         lines.append(f"| {b['size']} | {b['model']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines + power_markdown(doc) + raters_markdown(doc)) + "\n"
+    return "\n".join(lines + bands_markdown(doc) + power_markdown(doc) + raters_markdown(doc)) + "\n"
+
+
+#: the bands a null cell of the shipped test is held to: rejection 5 % +/- 2 MC SE (at 5 %, the cell's n), mean
+#: V / E[D^2] within these
+RATIO_BAND = (0.90, 1.15)
+
+
+def within_bands(block: dict, test: str = "calibrated") -> dict[str, tuple[bool, bool]]:
+    """{statistic: (rejection within 5 % +/- 2 MC SE, mean V / E[D^2] within RATIO_BAND)} of a null cell."""
+    out = {}
+    for s in idiff.STATISTICS:
+        r = block.get(f"icc/{test}/{s}")
+        if not r or not r["n"]:
+            continue
+        half = 2 * math.sqrt(ALPHA * (1 - ALPHA) / r["n"])
+        ratio = r.get("mean_V_over_mean_D2")
+        in_ratio = ratio is not None and RATIO_BAND[0] <= ratio <= RATIO_BAND[1]
+        out[s] = (abs(r["rate"] - ALPHA) <= half, in_ratio)
+    return out
+
+
+def bands_markdown(doc: dict) -> list[str]:
+    """Each null cell of Table 4's test (``calibrated``) against the bands: rate and ratio, and whether inside."""
+    rows = []
+    for b in doc["summary"].values():
+        if b["model"] in ALTERNATIVES or "icc/calibrated/icc_2_1" not in b:
+            continue
+        bands = within_bands(b)
+        cells = []
+        for s in idiff.STATISTICS:
+            r = b[f"icc/calibrated/{s}"]
+            ok_rate, ok_ratio = bands[s]
+            cells += [
+                f"{100 * r['rate']:.1f} % {'in' if ok_rate else '**out**'}",
+                f"{_ratio(r)} {'in' if ok_ratio else '**out**'}",
+            ]
+        rows.append(f"| {b['size']} | {b['model']} | {b['n_studies']} | " + " | ".join(cells) + " |")
+    return [
+        "",
+        "## Table 4's test (`calibrated`) against the bands: rejection 5 % +/- 2 MC SE, mean V / E[D^2] "
+        f"{RATIO_BAND[0]:.2f}-{RATIO_BAND[1]:.2f}",
+        "",
+        "| size | model | studies | ICC(2,1) rejected | V / E[D^2] | ICC(2,k) rejected | V / E[D^2] |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+    ]
 
 
 def power_markdown(doc: dict) -> list[str]:
@@ -549,6 +596,10 @@ def power_markdown(doc: dict) -> list[str]:
     ]
 
 
+#: cells with fewer studies scored in both null worlds are left out of their table (a stopped run's leftovers)
+MIN_PAIRED = 50
+
+
 def raters_markdown(doc: dict) -> list[str]:
     """The calibration's two null worlds side by side on the studies that ran both (``--null-models
     gaussian,raters``): rejection at .05 and mean V / E[D^2] per statistic."""
@@ -557,6 +608,8 @@ def raters_markdown(doc: dict) -> list[str]:
         if "icc/calibrated_raters/icc_2_1" not in b:
             continue
         n = b["icc/calibrated_raters/icc_2_1"]["n"]
+        if n < MIN_PAIRED:
+            continue
         cells = []
         for s in idiff.STATISTICS:
             for test in ("calibrated_paired", "calibrated_raters"):
@@ -566,10 +619,11 @@ def raters_markdown(doc: dict) -> list[str]:
         return []
     return [
         "",
-        "## The calibration's null world: Gaussian residuals (`calibrated`) or each rater's own residual scale "
+        "## The calibration's null world: raters alike (`calibrated`) or each rater's own slope and residual scale "
         "(`raters`)",
         "",
-        "On the same studies and the same random stream (`--null-models gaussian,raters`); mean V / E[D^2] as above.",
+        "On the same studies and the same random stream (`--null-models gaussian,raters`; cells with at least "
+        f"{MIN_PAIRED} such studies); mean V / E[D^2] as above.",
         "",
         "| size | model | studies | ICC(2,1) gaussian | V/E[D^2] | ICC(2,1) raters | V/E[D^2] | ICC(2,k) gaussian | "
         "V/E[D^2] | ICC(2,k) raters | V/E[D^2] |",
