@@ -275,15 +275,20 @@ def markdown(doc: dict) -> str:
             for structure in modality.TABLE2_RANDOM
             if structure in block
         )
-        + ". Runs: "
-        + "; ".join(
-            f"{cell}: {r['n_studies']} studies from seed {r.get('first_seed', 1000)}, {r['date']}"
-            for cell, r in doc["runs"].items()
-        )
-        + ".",
+        + ". "
+        + runs_sentence(doc),
         "",
     ]
     return "\n".join(lines)
+
+
+def runs_sentence(doc: dict) -> str:
+    """'Runs: <cell>: <n> studies from seed <s>, <date>; ...' for the Markdown."""
+    runs = (
+        f"{cell}: {r['n_studies']} studies from seed {r.get('first_seed', 1000)}, {r['date']}"
+        for cell, r in doc["runs"].items()
+    )
+    return "Runs: " + "; ".join(runs) + "."
 
 
 def markdown_main(doc: dict) -> str:
@@ -320,16 +325,7 @@ def markdown_main(doc: dict) -> str:
                 f"| {model} | {size} | {s['n_studies']} | {term} | {100 * t['rate']:.1f} ± {100 * t['mc_se']:.1f} % "
                 f"[{100 * t['rate_ci95'][0]:.1f}, {100 * t['rate_ci95'][1]:.1f}] | {sd_t} | {t['median_df']:.0f} |"
             )
-    lines += [
-        "",
-        "Runs: "
-        + "; ".join(
-            f"{cell}: {r['n_studies']} studies from seed {r.get('first_seed', 1000)}, {r['date']}"
-            for cell, r in doc["runs"].items()
-        )
-        + ".",
-        "",
-    ]
+    lines += ["", runs_sentence(doc), ""]
     return "\n".join(lines)
 
 
