@@ -66,6 +66,7 @@ OUTPUTS: dict[str, list[str]] = {
         "records/alpha_difference_null/*.jsonl.gz -- per-study records",
     ],
     "icc_difference_rules": ["icc_difference_rules.json", "icc_difference_rules.md"],
+    "icc_null_world_fidelity": ["icc_null_world_fidelity.json", "icc_null_world_fidelity.md"],
     "icc_interval_width": ["icc_interval_width.json", "icc_interval_width.md"],
     "icc_jackknife_components": ["icc_jackknife_components.json"],
     "judges_allocation": ["judges_allocation.json", "judges_allocation.png"],

@@ -49,6 +49,24 @@ def test_same_seed_identical_different_seed_differs(design):
     assert not a[0]["rating"].equals(c[0]["rating"]) or not a[0].shape == c[0].shape
 
 
+def test_clip_seed_shares_a_studys_clips_with_other_raters(design):
+    """clip_seed: the clip effects of the study with that seed, the raters and their ratings from ``seed``."""
+    stim, asg = design
+    *_, truth_3 = simulate_ratings(stim, asg, SimulationParams(), seed=3)
+    ratings_9, *_, truth_9 = simulate_ratings(stim, asg, SimulationParams(), seed=9)
+    ratings_held, *_, truth_held = simulate_ratings(stim, asg, SimulationParams(), seed=9, clip_seed=3)
+    clips = ["kind", "clip_id", "effect"]
+    held = truth_held[truth_held["kind"] == "clip"][clips].reset_index(drop=True)
+    pd.testing.assert_frame_equal(held, truth_3[truth_3["kind"] == "clip"][clips].reset_index(drop=True))
+    assert not held["effect"].equals(truth_9[truth_9["kind"] == "clip"]["effect"].reset_index(drop=True))
+    raters = ["kind", "participant_id", "effect"]
+    pd.testing.assert_frame_equal(
+        truth_held[truth_held["kind"] != "clip"][raters].reset_index(drop=True),
+        truth_9[truth_9["kind"] != "clip"][raters].reset_index(drop=True),
+    )
+    assert not ratings_held["rating"].equals(ratings_9["rating"])
+
+
 def test_round_trip_through_ingest(sim, design, tmp_path):
     stim, _ = design
     ratings, trials, parts, _ = sim

@@ -141,17 +141,23 @@ def simulate_ratings(
     params: SimulationParams | None = None,
     seed: int = 0,
     scale: RatingScale | None = None,
+    clip_seed: int | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Simulate ``(ratings, trials, participants, truth)`` for the given design (see module docstring).
 
     ``scale``: the study's rating scale (default the paper's 1..100); the ratings and audio-quality
     ratings are mapped onto it after the tie logic, the parameters and the truth table stay in 1..100.
+    ``clip_seed``: draw the clip effects as the study with that seed does (the raters, their ratings and the
+    rest still from ``seed``): studies that share their clips and differ in their raters, to split a
+    statistic's variance into its clip and rater parts.
     """
     p = params if params is not None else SimulationParams()
     scale = scale or PAPER_SCALE
     _check_inputs(stimuli, assignments)
     streams = np.random.SeedSequence(seed).spawn(6)
     rng_clip, rng_part, rng_rate, rng_trial, rng_demo, rng_just = (np.random.default_rng(s) for s in streams)
+    if clip_seed is not None:
+        rng_clip = np.random.default_rng(np.random.SeedSequence(clip_seed).spawn(6)[0])
     clips = simulate_clips(stimuli, p, rng_clip)
     panel = simulate_panel(assignments, p, rng_part)
     done = done_trials(panel)

@@ -173,6 +173,24 @@ def test_null_world_has_equal_iccs_and_the_study_design(parts):
         assert icc == pytest.approx(np.mean([p.estimates[0] for p in parts.values()]), rel=0.05)
 
 
+def test_a_null_world_without_prompt_resampling_keeps_each_prompts_clip_effects(parts):
+    """resample_prompts=False: every clip keeps its own null-world effect, so with the participant and residual
+    variances set to 0 each draw is the fixed effects plus those effects; resampled, the clips' effects move."""
+    world = null_world(parts)
+    still = dataclasses.replace(
+        world, fits={c: dataclasses.replace(f, var_g2=0.0, var_resid=0.0) for c, f in world.fits.items()}
+    )
+    for i in range(2):
+        held, moved = draw_null(still, np.random.default_rng(i), False), draw_null(still, np.random.default_rng(i))
+        for c in ("audio", "text"):
+            d = still.designs[c]
+            u = np.zeros(d.n_clips)
+            for g, codes in still.clips[c].items():
+                u[codes] = still.effects[c][g]
+            np.testing.assert_allclose(held[c], d.X @ still.fits[c].beta + u[d.clip])
+            assert not np.allclose(moved[c], held[c])
+
+
 def test_calibration_corrects_the_variance_and_says_what_it_used(parts):
     cal = calibration(parts, np.random.default_rng(1), n_replicates=3, n_null=10)
     assert cal.n_replicates == 3 and cal.n_null == 13 and np.isfinite(cal.expected_variance).all()

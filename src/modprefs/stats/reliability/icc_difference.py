@@ -60,19 +60,18 @@ itself, under H0, and removes it (:func:`calibration`, :func:`calibrated_tests`)
 
 The calibration adds n_replicates x (2 + 2 n_prompts_left_out + 2 n_participants_left_out + 4) + 2 n_null refits
 (704 with the defaults, whatever the study's size) to the jackknife test's 2 G + J_a + J_t + 2 n_noise (G prompts,
-J_a + J_t participants). Measured, both tests on the same studies (benchmarks/out/icc_difference_null_v2.md; four
-generating models with equal ICCs, 500 studies each at 40 prompts x 20 raters x 10 trials and at the paper's
-size): mean V / E[D^2] 1.26-1.30 for the jackknife and 1.00-1.08 calibrated at the small size (ICC(2,1));
-rejections at .05 pooled 3.0 % (jackknife) and 5.6 % (calibrated; 6.8 % on the jackknife's df), per model
-4.8-6.6 %; at the paper's size 4.2 % and 4.5 %, per model 3.4-6.6 %.
+J_a + J_t participants). Measured on the same studies (benchmarks/out/icc_difference_null_v2.md; four generating
+models with equal ICCs, 500 studies each at 40 x 20 x 10 and at the paper's size): mean V / E[D^2] 1.26-1.30 for the
+jackknife and 1.00-1.08 calibrated at the small size (ICC(2,1)); rejections at .05 pooled 3.0 % (jackknife) and 5.6 %
+(calibrated; 6.8 % on the jackknife's df), per model 4.8-6.6 %; at the paper's size 4.2 %, 4.5 %, per model 3.4-6.6 %.
 
 Raters who use the scale differently (issue #50; that benchmark's table "against the bands"): raters who differ in
-variance or type (compressed, stretched, coarse, ties at 50, uneven coverage) keep the calibrated test in its bands
-at 40 x 20 x 10 and where each rater rates 16-28 of 40 prompts. Outside them: the paper-calibrated simulator at the
-paper's size (raters far apart in noise, many ratings at the scale's ends), whose null world has about a third of
-the study's variance of D, so the excess it measures is too small (benchmarks/out/icc_difference_rules.md). A null
-world with the study's raters' slopes and residual scales (``null_model="raters"``,
-:mod:`modprefs.stats.reliability.rater_profiles`), measured on the same studies, changed no cell: not the default.
+variance or type keep the calibrated test in its bands at both sizes (where each rates 16-28 of 40 prompts, ICC(2,k)
+rejects below it). Outside them: the paper-calibrated simulator at the paper's size (raters far apart in noise, many
+ratings at the scale's ends), whose null world has about a third of the study's variance of D, so the excess it
+measures is too small (benchmarks/out/icc_difference_rules.md; icc_null_world_fidelity.md splits the shortfall into
+the clips' part and the raters'). A null world with the raters' own slopes and residual scales (``null_model="raters"``,
+:mod:`.rater_profiles`) changed no cell.
 
 References:
     Efron, B. & Stein, C. (1981). The jackknife estimate of variance. Ann. Statist. 9(3), 586-596.
@@ -423,13 +422,14 @@ def null_world(parts: dict[str, ConditionParts], null_model: str = "gaussian") -
     return NullWorld(designs, fits, effects, clips, prompts, raters)
 
 
-def draw_null(world: NullWorld, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """One null study's ratings per condition (module docstring, step 1): prompts resampled with replacement,
-    a drawn prompt's clip effects taken in both conditions (by position; a random clip's where the drawn prompt
-    lacks the condition or the position), Gaussian participant effects and residuals, the fitted fixed effects; in
-    the ``raters`` world each simulated rater also takes a drawn rater's slope on the clip effects and residual
-    scale (:class:`RaterProfiles`)."""
-    drawn = dict(zip(world.prompts, rng.choice(len(world.prompts), len(world.prompts)), strict=True))
+def draw_null(world: NullWorld, rng: np.random.Generator, resample_prompts: bool = True) -> dict[str, np.ndarray]:
+    """One null study's ratings per condition (module docstring, step 1): prompts resampled with replacement
+    (``resample_prompts=False``: each keeps its own), a drawn prompt's clip effects taken in both conditions (by
+    position; a random clip's where the drawn prompt lacks the condition or the position), Gaussian participant
+    effects and residuals, the fitted fixed effects; in the ``raters`` world each simulated rater also takes a
+    drawn rater's slope on the clip effects and residual scale (:class:`RaterProfiles`)."""
+    n = len(world.prompts)
+    drawn = dict(zip(world.prompts, rng.choice(n, n) if resample_prompts else range(n), strict=True))
     out = {}
     for c in CONDITIONS:
         d, fit = world.designs[c], world.fits[c]
