@@ -23,6 +23,14 @@ def test_the_rules_on_a_study_by_hand():
     assert rules.rule_subtract_half(v, df, e, null, m, 0.0)[0] == pytest.approx(1.5)
     low = rules.rule_subtract_half(0.4, df, 1.5, 0.5, m, 0.0)
     assert low[0] == pytest.approx(0.5 * 0.4 * 0.5 / 1.5) and math.isfinite(low[1])
+    # subtract_share: V is .5 above E*, so a further SHARE x .5 goes; below E* it is Table 4's rule
+    share = rules.rule_subtract_share(v, df, e, null, m, 0.0)
+    assert share[0] == pytest.approx(1.5 - rules.SHARE * 0.5)
+    below = rules.rule_subtract_share(1.2, df, e, null, m, 0.0)
+    assert below == pytest.approx(rules.rule_max(1.2, df, e, null, m, 0.0))
+    # its df: V and E* scaled by 1 - SHARE, Var* not
+    spread = (1 - rules.SHARE) ** 2 * 2 / df * v**2 + 2 / (m - 1) * null**2
+    assert share[1] == pytest.approx(2 * share[0] ** 2 / spread)
 
 
 def test_outputs_are_rebuilt_from_the_records(tmp_path, monkeypatch):

@@ -61,17 +61,17 @@ itself, under H0, and removes it (:func:`calibration`, :func:`calibrated_tests`)
 The calibration adds n_replicates x (2 + 2 n_prompts_left_out + 2 n_participants_left_out + 4) + 2 n_null refits
 (704 with the defaults, whatever the study's size) to the jackknife test's 2 G + J_a + J_t + 2 n_noise (G prompts,
 J_a + J_t participants). Measured on the same studies (benchmarks/out/icc_difference_null_v2.md; four generating
-models with equal ICCs, 500 studies each at 40 x 20 x 10 and at the paper's size): mean V / E[D^2] 1.26-1.30 for the
-jackknife and 1.00-1.08 calibrated at the small size (ICC(2,1)); rejections at .05 pooled 3.0 % (jackknife) and 5.6 %
-(calibrated; 6.8 % on the jackknife's df), per model 4.8-6.6 %; at the paper's size 4.2 %, 4.5 %, per model 3.4-6.6 %.
+models with equal ICCs, 500 studies each at 40 x 20 x 10 and at the paper's size; E[D^2] over 4,500): mean V / E[D^2]
+1.35-1.42 jackknife, 1.06-1.21 calibrated at the small size (ICC(2,1)); rejections at .05 pooled 3.0 % (jackknife)
+and 5.6 % (calibrated; 6.8 % on the jackknife's df), per model 4.8-6.6 %; at the paper's size 4.2 %, 4.5 %, 3.4-6.6 %.
 
 Raters who use the scale differently (issue #50; that benchmark's table "against the bands"): raters who differ in
 variance or type keep the calibrated test in its bands at both sizes (where each rates 16-28 of 40 prompts, ICC(2,k)
-rejects below it). Outside them: the paper-calibrated simulator at the paper's size (raters far apart in noise, many
-ratings at the scale's ends), whose null world has about a third of the study's variance of D, so the excess it
-measures is too small (benchmarks/out/icc_difference_rules.md; icc_null_world_fidelity.md splits the shortfall into
-the clips' part and the raters'). A null world with the raters' own slopes and residual scales (``null_model="raters"``,
-:mod:`.rater_profiles`) changed no cell.
+rejects below it). Outside them: the paper-calibrated simulator (raters far apart in noise, many ratings at the
+scale's ends), whose V_cal overstates D's variance at both sizes (rejecting below the band at the paper's): its null
+world has about a third of the study's variance of D, so the excess it measures is too small (icc_difference_rules.md;
+icc_null_world_fidelity.md splits the shortfall into the clips' part and the raters'). Nor did a null world with the
+raters' own slopes and residual scales (``null_model="raters"``, :mod:`.rater_profiles`) change a cell.
 
 References:
     Efron, B. & Stein, C. (1981). The jackknife estimate of variance. Ann. Statist. 9(3), 586-596.
