@@ -45,9 +45,16 @@ if [ -x "$VENV/bin/python" ] && decodes 2>/dev/null; then
 fi
 DATASETS=$("$MAIN/bin/python" -c "import datasets; print(datasets.__version__)")
 SOUNDFILE=$("$MAIN/bin/python" -c "import soundfile; print(soundfile.__version__)")
+# The install unpacks about 5 GB (torch's CUDA build and its nvidia-* wheels); say so before pip fails half-way.
+NEED_KB=$((7 * 1024 * 1024))
+FREE_KB=$(df -Pk "$(dirname "$(realpath -m "$VENV")")" | awk 'NR == 2 {print $4}')
+if [ "$FREE_KB" -lt "$NEED_KB" ]; then
+  echo "hf audio env: $((FREE_KB / 1024)) MiB free beside $VENV; the install needs about 7 GiB" >&2
+  exit 1
+fi
 python3 -m venv "$VENV"
 cert=()
 if [ -n "${PIP_CERT:-}" ]; then cert=(--cert "$PIP_CERT"); fi
-"$VENV/bin/pip" install --quiet --isolated --disable-pip-version-check "${cert[@]}" --index-url "${HF_AUDIO_INDEX:-https://pypi.org/simple}" \
+"$VENV/bin/pip" install --quiet --isolated --no-cache-dir --disable-pip-version-check "${cert[@]}" --index-url "${HF_AUDIO_INDEX:-https://pypi.org/simple}" \
   "torch==$TORCH" "torchcodec==$TORCHCODEC" "datasets==$DATASETS" "soundfile==$SOUNDFILE"
 decodes
