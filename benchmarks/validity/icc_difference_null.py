@@ -120,9 +120,10 @@ ALTERNATIVES = {
     "rater_types_alt10": 312.0,
     "rater_types_alt20": 780.0,
 }
-ICC_TESTS = ("jackknife", "calibrated", "calibrated_jkdf", "calibrated_raters", "permutation")
+ICC_TESTS = ("jackknife", "calibrated", "calibrated_jkdf", "calibrated_max", "calibrated_raters", "permutation")
 #: ``calibrated_jkdf``: the calibrated variance on the jackknife's own df (Table 4's calibrated test before V_cal got
-#: its own Satterthwaite df, modprefs.stats.reliability.icc_difference.calibrated_variance)
+#: its own Satterthwaite df, modprefs.stats.reliability.jackknife_excess.calibrated_variance); ``calibrated_max``:
+#: the calibrated test as run before issue #50's rule (V_cal = max(V - (E* - Var*), V Var* / E*); rescore())
 ALPHA_METRICS = ("continuous", "ordinal", "nominal")
 TIE_BAND = 5.0
 
@@ -337,8 +338,13 @@ def summarise(studies: list[dict]) -> dict:
             block["truth"]["se_mean_D2"] = ((truth**2).std(axis=0, ddof=1) / np.sqrt(len(truth))).tolist()
         for test in ICC_TESTS + ("calibrated_paired",):
             for stat in idiff.STATISTICS:
-                if test == "calibrated_paired":  # `calibrated` on the studies that also ran `calibrated_raters`
-                    rows = [r["icc"]["calibrated"][stat] for r in recs if "calibrated_raters" in r.get("icc", {})]
+                if test == "calibrated_paired":  # `calibrated` on the studies that also ran `calibrated_raters`,
+                    # under the rule those ran with (the max rule where they ran before issue #50's)
+                    rows = [
+                        r["icc"].get("calibrated_max", r["icc"]["calibrated"])[stat]
+                        for r in recs
+                        if "calibrated_raters" in r.get("icc", {})
+                    ]
                 else:
                     rows = [r["icc"][test][stat] for r in recs if test in r.get("icc", {})]
                 if not rows:
@@ -604,7 +610,8 @@ def power_markdown(doc: dict) -> list[str]:
             continue
         cells = []
         for j, s in enumerate(idiff.STATISTICS):
-            cells += [f"{b['mean_D'][j]:+.3f}"] + [_cell(b.get(f"icc/{t}/{s}")) for t in ("jackknife", "calibrated")]
+            tests = ("jackknife", "calibrated_max", "calibrated")
+            cells += [f"{b['mean_D'][j]:+.3f}"] + [_cell(b.get(f"icc/{t}/{s}")) for t in tests]
         rows.append(f"| {b['size']} | {b['model']} | " + " | ".join(cells) + " |")
     if not rows:
         return []
@@ -612,8 +619,12 @@ def power_markdown(doc: dict) -> list[str]:
         "",
         "## Power: rejection at .05 under the alternatives, at the mean difference the studies had",
         "",
-        "| size | model | mean D ICC(2,1) | jackknife | calibrated | mean D ICC(2,k) | jackknife | calibrated |",
-        "|---|---|---|---|---|---|---|---|",
+        "`calibrated, max rule` = Table 4's test before issue #50 (V_cal = max(V - (E* - Var*), V Var* / E*)); "
+        "`calibrated` = today's (modprefs.stats.reliability.jackknife_excess), on the same studies.",
+        "",
+        "| size | model | mean D ICC(2,1) | jackknife | calibrated, max rule | calibrated | mean D ICC(2,k) "
+        "| jackknife | calibrated, max rule | calibrated |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
     ]
 
@@ -665,28 +676,45 @@ def write(doc: dict, out: Path) -> None:
     out.with_suffix(".md").write_text(markdown(doc))
 
 
+def max_rule(v: float, expected: float, null: float) -> float:
+    """Table 4's V_cal before issue #50: max(V - (E* - Var*), V Var* / E*) (what ``calibrated_max`` ran with)."""
+    return max(v - (expected - null), v * null / expected)
+
+
 def rescore(rec: dict) -> dict:
-    """A stored study's calibrated test recomputed by today's :func:`~modprefs.stats.reliability.icc_difference.
-    calibrated_variance` from what the study stored (D, V and df of the jackknife test, E*, Var* and the number of
-    null differences): the test is a function of those alone, so this is what today's code gives on the study. The
-    stored calibrated test becomes ``calibrated_jkdf`` (its variance must be today's V_cal: checked)."""
+    """A stored study's calibrated test recomputed by today's :func:`~modprefs.stats.reliability.jackknife_excess.
+    calibrated_variance` from what the study stored (D, V and df of the jackknife test, E*, Var*, the number of null
+    differences and E*'s own noise): the test is a function of those alone, so this is what today's code gives on the
+    study. ``calibrated_jkdf`` becomes today's V_cal on the jackknife's df. The first rescoring keeps the test as run
+    under the max rule as ``calibrated_max`` (its V_cal must be :func:`max_rule`'s: checked)."""
     icc = rec.get("icc")
-    if not icc or "calibrated_jkdf" in icc or "calibration" not in icc:
+    if not icc or "calibration" not in icc:
         return rec
-    old, new = icc["calibrated"], {}
+    if "calibrated_max" not in icc:
+        for stat, old in icc["calibrated"].items():
+            cal, jk = icc["calibration"].get(stat, {}), icc["jackknife"][stat]
+            e, n = cal.get("null_expected_variance", math.nan), cal.get("null_variance", math.nan)
+            if (
+                np.isfinite([jk["V"], e, n]).all()
+                and e > 0
+                and n > 0
+                and not np.isclose(max_rule(jk["V"], e, n), old["V"], rtol=1e-9)
+            ):
+                raise ValueError(f"seed {rec['seed']} {stat}: stored V_cal {old['V']} is not the max rule's")
+        icc["calibrated_max"] = icc["calibrated"]
+    new, jkdf = {}, {}
     for stat, jk in icc["jackknife"].items():
         cal = icc["calibration"].get(stat, {})
         e, n, m = (cal.get(k, float("nan")) for k in ("null_expected_variance", "null_variance", "null_studies"))
         if not (np.isfinite([jk["V"], e, n]).all() and e > 0 and n > 0):
-            new[stat] = dict(old[stat])  # not calibrated: the jackknife test, as calibrated_tests leaves it
+            new[stat] = jkdf[stat] = dict(jk)  # not calibrated: the jackknife test, as calibrated_tests leaves it
             continue
         spread = cal.get("null_expected_variance_var", 0.0)  # studies run before it was stored: 0 (df too high)
         v_cal, df = idiff.calibrated_variance(jk["V"], jk["df"], e, n, int(m), spread)
-        if not np.isclose(v_cal, old[stat]["V"], rtol=1e-9):
-            raise ValueError(f"seed {rec['seed']} {stat}: stored V_cal {old[stat]['V']} is not today's {v_cal}")
         t = idiff._t(jk["D"], v_cal)
         new[stat] = {"p": idiff._p_value(t, df), "D": jk["D"], "V": v_cal, "df": df}
-    icc["calibrated_jkdf"], icc["calibrated"] = old, new
+        jkdf[stat] = {"p": idiff._p_value(t, jk["df"]), "D": jk["D"], "V": v_cal}
+    icc["calibrated"], icc["calibrated_jkdf"] = new, jkdf
     return rec
 
 
@@ -720,7 +748,8 @@ def main() -> None:
     ap.add_argument(
         "--rescore",
         action="store_true",
-        help="recompute the stored studies' calibrated test with today's df (rescore()) and rewrite --out; no runs",
+        help="recompute the stored studies' calibrated test with today's rule and df (rescore()) and rewrite --out; "
+        "no runs",
     )
     ap.add_argument(
         "--summarise-only",
@@ -738,8 +767,9 @@ def main() -> None:
         doc = _records.load(args.out)
         studies = [rescore(r) for r in doc["studies"]]
         doc["rescored"] = (
-            "calibrated: V_cal on its own Satterthwaite df (calibrated_variance), recomputed from each study's stored "
-            "jackknife test and calibration; calibrated_jkdf: the same V_cal on the jackknife's df, as run"
+            "calibrated: today's V_cal on its own Satterthwaite df (jackknife_excess.calibrated_variance), recomputed "
+            "from each study's stored jackknife test and calibration; calibrated_jkdf: the same V_cal on the "
+            "jackknife's df; calibrated_max: as run before issue #50, V_cal = max(V - (E* - Var*), V Var* / E*)"
         )
         write({**doc, "summary": summarise(studies), "studies": studies}, args.out)
         return

@@ -1,6 +1,7 @@
 """benchmarks/validity/icc_difference_rules.py: the rules for removing the jackknife's excess, rescored on the
-ICC-difference benchmark's stored studies. Its `max` rule is Table 4's (it must give every stored p-value back),
-and its outputs are rebuilt from the records exactly."""
+ICC-difference benchmark's stored studies. Its `max` rule is Table 4's until issue #50 and `midpoint` Table 4's
+since (each must give back every stored p-value the studies ran or were rescored with), and its outputs are rebuilt
+from the records exactly."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ OUT = BENCH / "out"
 def test_the_rules_on_a_study_by_hand():
     rules = bench_module("icc_difference_rules")
     v, df, e, null, m = 2.0, 30.0, 1.5, 1.0, 101
-    # max: subtract the excess (2 - .5 = 1.5 > 2 x 1 / 1.5 = 1.33)
-    assert rules.rule_max(v, df, e, null, m, 0.0)[0] == pytest.approx(1.5)
+    # max: subtract the excess (2 - .5 = 1.5 > 2 x 1 / 1.5 = 1.33); its df the three estimates' (Satterthwaite)
+    assert rules.rule_max(v, df, e, null, m, 0.0) == pytest.approx((1.5, 2 * 1.5**2 / (2 * v**2 / df + 2 / (m - 1))))
+    assert rules.rule_max(1.2, df, 3.0, null, m, 0.0)[0] == pytest.approx(1.2 / 3.0)  # the ratio below E*
+    # midpoint: Table 4's calibrated_variance, halfway between the subtracted excess and the ratio
+    assert rules.rule_midpoint(v, df, e, null, m, 0.0)[0] == pytest.approx((1.5 + 2.0 / 1.5) / 2)
     assert rules.rule_ratio(v, df, e, null, m, 0.0)[0] == pytest.approx(2.0 / 1.5)
     # subtract_half: the floor is half the ratio; below it (V far under E*) the floor applies
     assert rules.rule_subtract_half(v, df, e, null, m, 0.0)[0] == pytest.approx(1.5)

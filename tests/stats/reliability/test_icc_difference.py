@@ -22,13 +22,13 @@ from modprefs.stats.reliability.icc_difference import (
     _condition_parts,
     _sampled_jackknife_variance,
     calibrated_tests,
-    calibrated_variance,
     calibration,
     difference_tests,
     draw_null,
     icc_difference_test,
     null_world,
 )
+from modprefs.stats.reliability.jackknife_excess import calibrated_variance
 from modprefs.stats.reliability.resampling import jackknife_variance
 from support.ratings_helpers import make_assignments, make_stimuli
 
@@ -198,7 +198,7 @@ def test_calibration_corrects_the_variance_and_says_what_it_used(parts):
     out = calibrated_tests(base, cal)
     for j, s in enumerate(("icc_2_1", "icc_2_k")):
         e, n, v = cal.expected_variance[j], cal.null_variance[j], base[s].variance
-        assert out[s].variance == pytest.approx(max(v - (e - n), v * n / e))
+        assert out[s].variance == pytest.approx(max((v - (e - n) + v * n / e) / 2, v * n / e))
         assert out[s].parts["variance_jackknife"] == v and out[s].parts["df_jackknife"] == base[s].df
         spread = cal.expected_variance_var[j]
         assert spread > 0 and out[s].parts["null_expected_variance_var"] == spread
@@ -207,25 +207,6 @@ def test_calibration_corrects_the_variance_and_says_what_it_used(parts):
         assert 0 < out[s].p_value <= 1 and out[s].difference == base[s].difference
     undefined = calibrated_tests(base, type(cal)(np.full(2, np.nan), np.full(2, np.nan), 0, 0, "no null world"))
     assert undefined["icc_2_1"].p_value == base["icc_2_1"].p_value and "not calibrated" in undefined["icc_2_1"].note
-
-
-def test_calibrated_variance_df_is_satterthwaites():
-    """V_cal's df from its parts' (V with df 30; Var* from 101 null differences): closed forms of both branches."""
-    v, df, n_null = 2.0, 30.0, 101
-    # E* - Var* = 0.5 subtracted (V_cal 1.5 > V Var* / E* = 1.33): var = 2 V^2/df + 2 Var*^2/(n_null - 1)
-    cal, cal_df = calibrated_variance(v, df, 1.5, 1.0, n_null)
-    assert cal == pytest.approx(1.5) and cal_df == pytest.approx(2 * 1.5**2 / (2 * 4 / 30 + 2 * 1.0**2 / 100))
-    # V below E*: the ratio (V Var* / E* = 0.5 > V - (E* - Var*) = 0.0), relative variances add
-    cal, cal_df = calibrated_variance(v, df, 4.0, 1.0, n_null)
-    assert cal == pytest.approx(0.5) and cal_df == pytest.approx(2 / (2 / 30 + 2 / 100))
-    # E*'s sampling variance adds to the spread (subtracted) or to the relative variances (ratio)
-    with_e = calibrated_variance(v, df, 1.5, 1.0, n_null, expected_var=0.1)[1]
-    assert with_e == pytest.approx(2 * 1.5**2 / (2 * 4 / 30 + 0.1 + 2 * 1.0**2 / 100))
-    with_e = calibrated_variance(v, df, 4.0, 1.0, n_null, expected_var=0.8)[1]
-    assert with_e == pytest.approx(2 / (2 / 30 + 0.8 / 16 + 2 / 100))
-    # nothing subtracted (E* = Var*) and Var* all but exact: V's own df; V exact (infinite df): Var*'s noise alone
-    assert calibrated_variance(v, df, 1.0, 1.0, 10**12)[1] == pytest.approx(df, rel=1e-6)
-    assert calibrated_variance(v, math.inf, 1.0, 1.0, 101)[1] == pytest.approx(2 * 2.0**2 / (2 * 1.0**2 / 100))
 
 
 @pytest.mark.slow  # two calibrated tests: ~15 s on 2 cores
