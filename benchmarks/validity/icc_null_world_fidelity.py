@@ -1,11 +1,12 @@
 """Does the ICC-difference calibration's null world vary as much as the studies it stands for?
 
-Issue #50. Table 4's calibrated test (:mod:`modprefs.stats.reliability.icc_difference`) subtracts the crossed
-jackknife's excess E* - Var* measured in a null world built from the study's fit. That is right only where the null
-world's own variance of D = ICC_audio - ICC_text (Var*) is the study's: in the paper-calibrated simulator at the
-paper's size the benchmark (benchmarks/out/icc_difference_rules.md) found Var* about a third of E[D^2], so the excess
-it measures is too small and the test stays as conservative as the jackknife. This benchmark asks where the shortfall
-comes from, per condition:
+Issue #50. Table 4's calibrated test (:mod:`modprefs.stats.reliability.icc_difference`) removes the crossed
+jackknife's excess E* - Var* measured in a null world built from the study's fit. Subtracting it (Table 4's rule
+until issue #50) is right only where the null world's own variance of D = ICC_audio - ICC_text (Var*) is the study's:
+in the paper-calibrated simulator at the paper's size the benchmark (benchmarks/out/icc_difference_rules.md) found
+Var* about a third of E[D^2], so the excess it measures is too small and the test stayed as conservative as the
+jackknife (the rule since, :mod:`modprefs.stats.reliability.jackknife_excess`, also scales it). This benchmark asks
+where the shortfall comes from, per condition:
 
     truth       over ``--n-truth`` studies of a generating model (seeds 10000+, fitted only): the variances of the
                 audio and text estimates, their correlation (the conditions share prompts) and the variance of D
