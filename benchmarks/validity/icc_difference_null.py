@@ -676,45 +676,55 @@ def write(doc: dict, out: Path) -> None:
     out.with_suffix(".md").write_text(markdown(doc))
 
 
-def max_rule(v: float, expected: float, null: float) -> float:
-    """Table 4's V_cal before issue #50: max(V - (E* - Var*), V Var* / E*) (what ``calibrated_max`` ran with)."""
-    return max(v - (expected - null), v * null / expected)
+def max_rule(v: float, df: float, expected: float, null: float, n_null: int, ev: float) -> tuple[float, float]:
+    """Table 4's (V_cal, df) before issue #50: V_cal = max(V - (E* - Var*), V Var* / E*), Satterthwaite's df for the
+    branch taken (the three estimates independent; where the ratio applies their relative variances add)."""
+    rel_v = 2.0 / df if math.isfinite(df) and df > 0 else 0.0
+    rel_null = 2.0 / (n_null - 1) if n_null > 1 else math.inf
+    expected_var = max(ev, 0.0)  # E*'s sampling variance
+    subtracted, ratio = v - (expected - null), v * null / expected
+    if subtracted >= ratio:
+        spread = rel_v * v**2 + expected_var + rel_null * null**2
+        return subtracted, (2.0 * subtracted**2 / spread if spread > 0 else math.inf)
+    relative = rel_v + expected_var / expected**2 + rel_null
+    return ratio, (2.0 / relative if relative > 0 else math.inf)
+
+
+def _calibrated_by(rule, jk: dict, cal: dict) -> dict | None:
+    """{p, D, V, df, p_jkdf} of the calibrated test under ``rule`` from a study's stored jackknife test and
+    calibration of one statistic; None where it was not calibrated (no positive E* and Var*)."""
+    e, n, m = (cal.get(k, math.nan) for k in ("null_expected_variance", "null_variance", "null_studies"))
+    if not (np.isfinite([jk["V"], e, n]).all() and e > 0 and n > 0):
+        return None
+    spread = cal.get("null_expected_variance_var", 0.0)  # studies run before it was stored: 0 (df too high)
+    v_cal, df = rule(jk["V"], jk["df"], e, n, int(m), spread)
+    t = idiff._t(jk["D"], v_cal)
+    return {"p": idiff._p_value(t, df), "D": jk["D"], "V": v_cal, "df": df, "p_jkdf": idiff._p_value(t, jk["df"])}
 
 
 def rescore(rec: dict) -> dict:
-    """A stored study's calibrated test recomputed by today's :func:`~modprefs.stats.reliability.jackknife_excess.
-    calibrated_variance` from what the study stored (D, V and df of the jackknife test, E*, Var*, the number of null
-    differences and E*'s own noise): the test is a function of those alone, so this is what today's code gives on the
-    study. ``calibrated_jkdf`` becomes today's V_cal on the jackknife's df. The first rescoring keeps the test as run
-    under the max rule as ``calibrated_max`` (its V_cal must be :func:`max_rule`'s: checked)."""
+    """A stored study's calibrated test recomputed from what the study stored (D, V and df of the jackknife test, E*,
+    Var*, the number of null differences and E*'s own noise): the test is a function of those alone. ``calibrated``
+    becomes today's (:func:`~modprefs.stats.reliability.jackknife_excess.calibrated_variance`), ``calibrated_jkdf``
+    today's V_cal on the jackknife's df, ``calibrated_max`` the test under :func:`max_rule` (Table 4's before
+    issue #50). The test as stored must be one of the two (checked), so the rule a study ran with is never lost."""
     icc = rec.get("icc")
     if not icc or "calibration" not in icc:
         return rec
-    if "calibrated_max" not in icc:
-        for stat, old in icc["calibrated"].items():
-            cal, jk = icc["calibration"].get(stat, {}), icc["jackknife"][stat]
-            e, n = cal.get("null_expected_variance", math.nan), cal.get("null_variance", math.nan)
-            if (
-                np.isfinite([jk["V"], e, n]).all()
-                and e > 0
-                and n > 0
-                and not np.isclose(max_rule(jk["V"], e, n), old["V"], rtol=1e-9)
-            ):
-                raise ValueError(f"seed {rec['seed']} {stat}: stored V_cal {old['V']} is not the max rule's")
-        icc["calibrated_max"] = icc["calibrated"]
-    new, jkdf = {}, {}
+    new, jkdf, old_rule = {}, {}, {}
     for stat, jk in icc["jackknife"].items():
         cal = icc["calibration"].get(stat, {})
-        e, n, m = (cal.get(k, float("nan")) for k in ("null_expected_variance", "null_variance", "null_studies"))
-        if not (np.isfinite([jk["V"], e, n]).all() and e > 0 and n > 0):
-            new[stat] = jkdf[stat] = dict(jk)  # not calibrated: the jackknife test, as calibrated_tests leaves it
+        today, before = _calibrated_by(idiff.calibrated_variance, jk, cal), _calibrated_by(max_rule, jk, cal)
+        if today is None or before is None:
+            new[stat] = jkdf[stat] = old_rule[stat] = dict(jk)  # not calibrated: the jackknife test, as run
             continue
-        spread = cal.get("null_expected_variance_var", 0.0)  # studies run before it was stored: 0 (df too high)
-        v_cal, df = idiff.calibrated_variance(jk["V"], jk["df"], e, n, int(m), spread)
-        t = idiff._t(jk["D"], v_cal)
-        new[stat] = {"p": idiff._p_value(t, df), "D": jk["D"], "V": v_cal, "df": df}
-        jkdf[stat] = {"p": idiff._p_value(t, jk["df"]), "D": jk["D"], "V": v_cal}
-    icc["calibrated"], icc["calibrated_jkdf"] = new, jkdf
+        stored = icc["calibrated"][stat]["V"]
+        if not any(np.isclose(stored, x["V"], rtol=1e-9) for x in (today, before)):
+            raise ValueError(f"seed {rec['seed']} {stat}: stored V_cal {stored} is neither rule's")
+        jkdf[stat] = {"p": today.pop("p_jkdf"), "D": jk["D"], "V": today["V"]}
+        before.pop("p_jkdf")
+        new[stat], old_rule[stat] = today, before
+    icc["calibrated"], icc["calibrated_jkdf"], icc["calibrated_max"] = new, jkdf, old_rule
     return rec
 
 

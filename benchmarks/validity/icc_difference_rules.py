@@ -7,8 +7,8 @@ D's variance there): until issue #50 by V_cal = max(V - (E* - Var*), V Var* / E*
 benchmark stores V, its df, D, E*, Var*, the number of null studies and E*'s own noise, so any rule that is a
 function of those can be scored on the same studies without rerunning them. Rules compared:
 
-    max             Table 4's rule until issue #50: the excess subtracted, the ratio as a floor (its p-values here
-                    equal the ones the studies ran with, ``calibrated_max``: checked)
+    max             Table 4's rule until issue #50: the excess subtracted, the ratio as a floor
+                    (``icc_difference_null.max_rule``, the studies' stored ``calibrated_max``)
     midpoint        Table 4's rule since: max((V - (E* - Var*) + V Var* / E*) / 2, V Var* / E*), the midpoint of the
                     additive and the proportional correction, which bracket the truth (:func:`calibrated_variance`;
                     its p-values here equal the stored ``calibrated`` ones: checked)
@@ -46,8 +46,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks" / "tools"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "validity"))
 
 import _records  # noqa: E402
+import icc_difference_null  # noqa: E402
 import numpy as np  # noqa: E402
 
 from modprefs.stats.reliability import icc_difference as idiff  # noqa: E402
@@ -73,10 +75,7 @@ def _df_ratio(df: float, expected: float, n_null: int, expected_var: float) -> f
 
 
 def rule_max(v: float, df: float, e: float, n: float, m: int, ev: float) -> tuple[float, float]:
-    subtracted, ratio = v - (e - n), v * n / e
-    if subtracted >= ratio:
-        return subtracted, _df_subtracted(subtracted, v, df, n, m, ev)
-    return ratio, _df_ratio(df, e, m, ev)
+    return icc_difference_null.max_rule(v, df, e, n, m, ev)
 
 
 def rule_midpoint(v: float, df: float, e: float, n: float, m: int, ev: float) -> tuple[float, float]:
@@ -158,8 +157,7 @@ def score_cell(studies: list[dict]) -> dict:
                     continue
                 v_cal, df = rule(jk["V"], jk["df"], e, n, m, ev)
                 pv = idiff._p_value(idiff._t(jk["D"], v_cal), df)
-                ran = {"max": "calibrated_max", "midpoint": "calibrated"}.get(name)
-                stored = r["icc"].get(ran, {}).get(stat) if ran else None
+                stored = r["icc"]["calibrated"][stat] if name == "midpoint" else None
                 if stored and not math.isclose(pv, stored["p"], rel_tol=1e-9, abs_tol=1e-12):
                     raise ValueError(f"seed {r['seed']} {stat}: the {name} rule's p {pv} is not the stored one")
                 p.append(pv)
