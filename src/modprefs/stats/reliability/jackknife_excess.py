@@ -16,11 +16,11 @@ rule before: where V is below E* and the excess positive, subtracting it could l
 
 the two branches meeting where V = E* (both give Var*). With a positive excess and V above E*, that takes a share
 (E* - Var*) / (2 E*) of V - E* as excess too: half the null world's own relative excess, measured on the study, not
-tuned. Measured
-(benchmarks/out/icc_difference_rules.md, every null cell of the ICC-difference benchmark rescored): the additive
-correction alone (Table 4's rule until issue #50) leaves V_cal above E[D^2] by up to 1.21x where the study is far
-above its null world (the paper-calibrated simulator), the proportional alone falls to 0.82-0.90x there and rejects
-7-9 %; the midpoint keeps every required cell within 0.9-1.15 and 5 % +/- 2 MC SE.
+tuned. Measured (benchmarks/out/icc_difference_rules.md, every null cell of the ICC-difference benchmark rescored):
+Table 4's rule until issue #50, max(V - (E* - Var*), V Var* / E*) (the additive correction wherever V is above E*),
+leaves V_cal above E[D^2] by up to 1.21x where the study is far above its null world (the paper-calibrated
+simulator), the proportional alone falls to 0.82-0.90x there and rejects 8.5-8.9 %; the midpoint keeps every
+required cell within 0.9-1.15 and 5 % +/- 2 MC SE.
 
 The df is Satterthwaite's for V_cal as a function of three independent estimates (delta method): V (variance
 2 V^2 / df), E* (``expected_var``, the replicates' sample variance over their number) and Var* (variance
