@@ -76,6 +76,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -690,7 +691,7 @@ def max_rule(v: float, df: float, expected: float, null: float, n_null: int, ev:
     return ratio, (2.0 / relative if relative > 0 else math.inf)
 
 
-def _calibrated_by(rule, jk: dict, cal: dict) -> dict | None:
+def _calibrated_by(rule: Callable[..., tuple[float, float]], jk: dict, cal: dict) -> dict | None:
     """{p, D, V, df, p_jkdf} of the calibrated test under ``rule`` from a study's stored jackknife test and
     calibration of one statistic; None where it was not calibrated (no positive E* and Var*)."""
     e, n, m = (cal.get(k, math.nan) for k in ("null_expected_variance", "null_variance", "null_studies"))
